@@ -1,0 +1,41 @@
+# Quick start: `make demo` and `make test` on a machine with only python3.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+OUT ?= demo-output
+
+.PHONY: demo test lint bench docs-images clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Re-install whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/attnpool demo --out $(OUT)
+	@echo "Pictures written to $(OUT)/: fit.png heatmaps.png kernels.png lookup.png"
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_pooling.py
+
+# The README's pictures.
+docs-images: $(VENV)/.installed
+	$(BIN)/attnpool demo --out docs/images --small
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache

@@ -1,0 +1,134 @@
+"""Input checks shared by every layer.
+
+Each error names the argument, what was received and what is accepted. Arrays
+that are JAX tracers (inside ``jit``/``grad``/``vmap``) get the checks that
+shapes allow; their values are checked only when they are concrete.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def is_jax(x) -> bool:
+    """True for JAX arrays and tracers."""
+    return isinstance(x, jax.Array)
+
+
+def is_traced(x) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def as_array(x, name: str):
+    """``x`` as a numeric NumPy or JAX array, or ``TypeError`` naming ``name``."""
+    if not is_jax(x):
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"{name}: expected a numeric array; received {_describe(x)} ({error})")
+    if x.dtype == bool or not (
+        np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)
+    ):
+        raise TypeError(
+            f"{name}: expected a numeric (integer or floating) array; received dtype {x.dtype}"
+        )
+    return x
+
+
+def _describe(x) -> str:
+    return f"{type(x).__name__} {x!r}"[:80]
+
+
+def check_finite(x, name: str) -> None:
+    """``ValueError`` if a concrete array holds NaN or inf (tracers pass)."""
+    if is_traced(x):
+        return
+    finite = np.isfinite(np.asarray(x)) if not is_jax(x) else np.asarray(jnp.isfinite(x))
+    if not finite.all():
+        bad = np.argwhere(~finite)
+        raise ValueError(
+            f"{name}: expected finite numbers; received {len(bad)} NaN or infinite "
+            f"value(s), the first at index {tuple(int(i) for i in bad[0])}"
+        )
+
+
+def check_points(x, name: str, *, dims: int | None = None):
+    """Validate ``x`` of shape ``(n,)`` or ``(n, d)``; return it as ``(n, d)``.
+
+    ``dims`` (if given) is the required ``d``, taken from another argument.
+    """
+    x = as_array(x, name)
+    if x.ndim not in (1, 2):
+        raise ValueError(
+            f"{name}: expected shape (n,) or (n, d); received an array of shape {x.shape}"
+        )
+    if x.ndim == 1:
+        x = x[:, None]
+    if dims is not None and x.shape[1] != dims:
+        raise ValueError(
+            f"{name}: expected {dims} feature column(s) to match the keys; received shape {x.shape}"
+        )
+    if x.shape[1] == 0:
+        raise ValueError(f"{name}: expected at least one feature column; received shape {x.shape}")
+    check_finite(x, name)
+    return x
+
+
+def check_values(values, n_keys: int):
+    """Validate ``values`` of shape ``(m,)`` or ``(m, p)``; return ``(m, p)`` and the 1-D flag."""
+    values = as_array(values, "values")
+    if values.ndim not in (1, 2):
+        raise ValueError(
+            f"values: expected shape (m,) or (m, p); received an array of shape {values.shape}"
+        )
+    if values.shape[0] != n_keys:
+        raise ValueError(
+            f"values: expected one row per key ({n_keys} rows); received shape {values.shape}"
+        )
+    check_finite(values, "values")
+    one_dimensional = values.ndim == 1
+    return (values[:, None] if one_dimensional else values), one_dimensional
+
+
+def check_bandwidth(bandwidth, dims: int):
+    """Validate a positive scalar or length-``dims`` bandwidth; return it as ``(dims,)``."""
+    if isinstance(bandwidth, str | bytes):
+        raise TypeError(
+            f"bandwidth: expected a positive number or {dims} positive numbers; "
+            f"received the string {bandwidth!r}"
+        )
+    h = as_array(bandwidth, "bandwidth")
+    if h.ndim > 1 or (h.ndim == 1 and h.shape[0] not in (1, dims)):
+        raise ValueError(
+            f"bandwidth: expected a positive scalar or a vector of length {dims} "
+            f"(one per dimension); received shape {h.shape}"
+        )
+    if not is_traced(h):
+        concrete = np.asarray(h, dtype=float)
+        if not (np.all(np.isfinite(concrete)) and np.all(concrete > 0)):
+            raise ValueError(
+                f"bandwidth: expected positive finite number(s); received {concrete.tolist()}"
+            )
+    return jnp.broadcast_to(h, (dims,)) if is_jax(h) else np.broadcast_to(h, (dims,))
+
+
+def check_choice(value, name: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(
+            f"{name}: expected one of {', '.join(repr(c) for c in choices)}; received {value!r}"
+        )
+    return value
+
+
+def check_positive_int(value, name: str, *, allow_none: bool = True):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        accepted = "a positive integer" + (" or None" if allow_none else "")
+        raise ValueError(f"{name}: expected {accepted}; received {value!r}")
+    return int(value)

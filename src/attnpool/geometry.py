@@ -1,0 +1,93 @@
+"""Query–key geometry: scaled coordinates, closeness of blocks, and log weights.
+
+Distance kernels see ``r2 = Σ_j ((q_j − k_j) / h_j)²``. The coordinates are
+divided by the bandwidth once, before any block is touched, so that a block
+costs one distance evaluation and one ``exp`` per query–key pair.
+
+Two forms of the squared distance:
+
+- difference form ``Σ_j (q_j − k_j)²`` for ``d ≤ 2`` — exact, used where the
+  ``exp`` dominates anyway;
+- matmul form ``‖q‖² + ‖k‖² − 2 q·k`` for ``d ≥ 3`` — a matrix product, much
+  faster, but it cancels on uncentred data, so keys and queries are first
+  centred on the keys' mean (translation leaves distances unchanged).
+
+For a Gaussian (``log K = −r2/2``) in ``d ≥ 3`` the log weights themselves are
+one matrix product, ``[q, 1]·[k, −‖k‖²/2]`` — the query's own ``−‖q‖²/2`` is
+dropped, since a per-query constant cancels when weights are normalised over
+keys. Log weights from :func:`block_log_weights` are therefore defined up to a
+per-query constant, which the pooling state never needs.
+
+``closeness`` is ``−r2`` for distance kernels and the score ``q·k`` for ``dot``:
+larger means closer. The nearest-key limit uses it at *relative* scale
+(``h_j / min h``), where it cannot overflow even for a vanishing bandwidth.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .kernels import Kernel
+
+MATMUL_MIN_DIM = 3
+_HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: bool = False):
+    """Scaled ``(queries, keys)`` for a ``(d,)`` bandwidth.
+
+    ``relative=False`` divides by ``h`` (``closeness`` is then the kernel's
+    argument); ``relative=True`` multiplies by ``min h / h`` (never overflows;
+    orders keys exactly as the full scaling does).
+    """
+    if relative:
+        factor = jnp.min(bandwidth) / bandwidth
+    else:
+        factor = 1.0 / bandwidth
+    if kernel.similarity == "dot":
+        return queries * factor, keys
+    if queries.shape[1] >= MATMUL_MIN_DIM:
+        centre = jnp.mean(keys, axis=0)
+        queries, keys = queries - centre, keys - centre
+    return queries * factor, keys * factor
+
+
+def closeness(queries, keys, kernel: Kernel):
+    """``(n, b)`` closeness of scaled ``queries (n, d)`` and ``keys (b, d)``."""
+    if kernel.similarity == "dot":
+        return jnp.matmul(queries, keys.T, precision=_HIGHEST)
+    if queries.shape[1] < MATMUL_MIN_DIM:
+        diff = queries[:, None, :] - keys[None, :, :]
+        return -jnp.sum(diff * diff, axis=-1)
+    cross = jnp.matmul(queries, keys.T, precision=_HIGHEST)
+    sq = jnp.sum(queries * queries, axis=1)[:, None] + jnp.sum(keys * keys, axis=1)[None, :]
+    return -jnp.maximum(sq - 2.0 * cross, 0.0)
+
+
+def block_log_weights(queries, keys, kernel: Kernel):
+    """``(n, b)`` log weights of scaled ``queries`` over ``keys``, up to a per-query constant."""
+    if kernel.quadratic is not None and queries.shape[1] >= MATMUL_MIN_DIM:
+        c = kernel.quadratic
+        ones = jnp.ones((queries.shape[0], 1), queries.dtype)
+        key_term = c * jnp.sum(keys * keys, axis=1, keepdims=True)
+        logw = jnp.matmul(
+            jnp.concatenate([queries, ones], axis=1),
+            jnp.concatenate([(-2.0 * c) * keys, key_term], axis=1).T,
+            precision=_HIGHEST,
+        )
+        return jnp.where(jnp.isnan(logw), -jnp.inf, logw)
+    return log_weights(closeness(queries, keys, kernel), kernel)
+
+
+def log_weights(close, kernel: Kernel):
+    """Log kernel weights from closeness; NaN from overflowed coordinates becomes −inf.
+
+    A ``dot`` score that overflows to ``+inf`` is clipped to the largest finite
+    number, so the key keeps all the weight instead of producing ``inf − inf``.
+    """
+    if kernel.similarity == "dot":
+        logw = jnp.minimum(kernel.log_profile(close), jnp.finfo(close.dtype).max)
+    else:
+        logw = kernel.log_profile(-close)
+    return jnp.where(jnp.isnan(logw), -jnp.inf, logw)

@@ -1,0 +1,263 @@
+"""Kernels: records of a kernel's log profile and the metadata bandwidth rules need.
+
+A kernel is stored by its *log profile* as a function of the squared scaled
+distance ``r2 = ‖u‖² = Σ_j ((q_j − k_j) / h_j)²``::
+
+    log K(r2)  (−inf outside a compact support)
+
+Working with ``r2`` (not ``‖u‖``) keeps smooth kernels differentiable where a
+query equals a key, and working in logs lets pooling normalise with
+log-sum-exp, so that no weight underflows to 0/0. Normalising constants cancel
+in attention weights; they are kept in ``log_norm`` for plots and for the
+moments below. In more than one dimension every distance kernel is *radial*:
+``K(‖u‖)`` with ``u`` the per-dimension scaled difference.
+
+The ``dot`` kernel is the exception: its log profile is the score itself,
+``q·k / h`` (softmax attention with temperature ``h``).
+
+Built-in kernels (``u`` is the scaled distance, ``h`` the bandwidth):
+
+===============  ======================================  =====================
+name             K(u), normalised in 1-D                  bandwidth h is
+===============  ======================================  =====================
+``gaussian``     exp(−u²/2) / √(2π)                       the standard deviation
+``boxcar``       1/2 for |u| ≤ 1                          the half-width
+``constant``     1 (improper)                             irrelevant: average pooling
+``triangular``   1 − |u| for |u| < 1                      the half-width
+``epanechnikov`` 3/4 (1 − u²) for |u| < 1                 the half-width
+``tricube``      70/81 (1 − |u|³)³ for |u| < 1            the half-width
+``laplacian``    exp(−|u|) / 2                            the scale (sd = √2 h)
+``cosine``       π/4 cos(πu/2) for |u| < 1                the half-width
+``dot``          exp(q·k / h)                             the softmax temperature
+===============  ======================================  =====================
+
+>>> from attnpool import kernels
+>>> kernels.get("epanechnikov").support
+1.0
+>>> "gaussian" in kernels.names()
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["Kernel", "get", "names", "register"]
+
+LogProfile = Callable[[jnp.ndarray], jnp.ndarray]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel for attention pooling.
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    log_profile : callable
+        ``log K`` as a function of the squared scaled distance ``r2 >= 0``
+        (elementwise, traceable by JAX); ``-inf`` where the kernel is zero. For
+        ``similarity="dot"`` it receives the score ``q·k / h`` instead.
+    support : float
+        Radius of the support in scaled units (``inf`` for unbounded kernels).
+    variance : float or None
+        ``∫ u² K(u) du`` of the normalised one-dimensional kernel.
+    roughness : float or None
+        ``R(K) = ∫ K(u)² du`` of the normalised one-dimensional kernel.
+    log_norm : float
+        Log of the constant that normalises the one-dimensional kernel.
+    similarity : {"distance", "dot"}
+        Whether the kernel acts on the scaled distance or on the scaled dot product.
+    quadratic : float or None
+        Set when ``log K(r2) = quadratic · r2`` exactly (the Gaussian: −1/2). Such a
+        kernel's log weights are a matrix product, the fast form in many dimensions.
+    """
+
+    name: str
+    log_profile: LogProfile
+    support: float = math.inf
+    variance: float | None = None
+    roughness: float | None = None
+    log_norm: float = 0.0
+    similarity: Literal["distance", "dot"] = "distance"
+    quadratic: float | None = None
+
+    @property
+    def doc(self) -> str:
+        """The kernel's formula and the meaning of its bandwidth."""
+        return (self.log_profile.__doc__ or "").strip()
+
+    @property
+    def compact(self) -> bool:
+        """True when the kernel is zero beyond a finite radius."""
+        return math.isfinite(self.support)
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        """Evaluate the normalised one-dimensional kernel ``K(u)`` (for plots).
+
+        For ``dot`` the argument is the score and the profile is ``exp(score)``.
+        """
+        u = np.asarray(u, dtype=float)
+        arg = u if self.similarity == "dot" else u**2
+        return np.exp(self.log_norm + np.asarray(self.log_profile(jnp.asarray(arg))))
+
+    @classmethod
+    def from_function(
+        cls, function: Callable, *, name: str | None = None, support: float = math.inf
+    ) -> Kernel:
+        """Wrap ``function(u) -> K(u) >= 0`` of the scaled distance ``u >= 0``.
+
+        ``function`` must be traceable by JAX (use ``jax.numpy``). It is probed
+        once on ``u ∈ [0, 10]``: a negative or NaN value raises ``ValueError``.
+
+        >>> import jax.numpy as jnp
+        >>> k = Kernel.from_function(lambda u: 1 / (1 + u**2), name="cauchy")
+        >>> float(k.log_profile(jnp.asarray(1.0)))  # log(1 / (1 + 1))
+        -0.693...
+        """
+        label = name or getattr(function, "__name__", "custom")
+        probe = np.asarray(function(jnp.linspace(0.0, 10.0, 201)))
+        if probe.shape != (201,) or not np.all(probe >= 0):
+            raise ValueError(
+                f"kernel: a callable kernel must map the scaled distance u >= 0 elementwise to "
+                f"K(u) >= 0; {label!r} returned shape {probe.shape} with values in "
+                f"[{np.nanmin(probe) if probe.size else 'none'}, "
+                f"{np.nanmax(probe) if probe.size else 'none'}] (NaN present: "
+                f"{bool(np.isnan(probe).any())})"
+            )
+
+        def log_profile(r2):
+            return jnp.log(function(_safe_sqrt(r2)))
+
+        log_profile.__doc__ = function.__doc__ or f"User kernel {label!r}: K(u) = {label}(u)."
+        return cls(label, log_profile, support=support)
+
+
+def _safe_sqrt(r2):
+    """``sqrt(r2)`` whose gradient at 0 is 0, not inf (a symmetric subgradient)."""
+    positive = r2 > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, r2, 1.0)), 0.0)
+
+
+def _inside(r2, log_value: Callable, *, closed: bool = False):
+    """``log_value(r2)`` inside the unit ball, ``-inf`` outside, NaN-free gradients."""
+    mask = r2 <= 1.0 if closed else r2 < 1.0
+    safe = jnp.where(mask, r2, 0.0)
+    return jnp.where(mask, log_value(safe), -jnp.inf)
+
+
+def _gaussian(r2):
+    """Gaussian: K(u) = exp(−u²/2) / √(2π). The bandwidth is the standard deviation."""
+    return -0.5 * r2
+
+
+def _boxcar(r2):
+    """Boxcar (uniform): K(u) = 1/2 for |u| ≤ 1, else 0. The bandwidth is the half-width."""
+    return _inside(r2, jnp.zeros_like, closed=True)
+
+
+def _constant(r2):
+    """Constant: K(u) = 1 for every u (improper). Any bandwidth gives average pooling."""
+    return jnp.zeros_like(r2)
+
+
+def _triangular(r2):
+    """Triangular: K(u) = 1 − |u| for |u| < 1, else 0. The bandwidth is the half-width."""
+    return _inside(r2, lambda s: jnp.log1p(-_safe_sqrt(s)))
+
+
+def _epanechnikov(r2):
+    """Epanechnikov: K(u) = 3/4 (1 − u²) for |u| < 1, else 0. The bandwidth is the half-width."""
+    return _inside(r2, lambda s: jnp.log1p(-s))
+
+
+def _tricube(r2):
+    """Tricube: K(u) = 70/81 (1 − |u|³)³ for |u| < 1, else 0. The bandwidth is the half-width."""
+    return _inside(r2, lambda s: 3.0 * jnp.log1p(-(_safe_sqrt(s) * s)))
+
+
+def _laplacian(r2):
+    """Laplacian: K(u) = exp(−|u|) / 2. The bandwidth is the scale (standard deviation √2·h)."""
+    return -_safe_sqrt(r2)
+
+
+def _cosine(r2):
+    """Cosine: K(u) = π/4 cos(πu/2) for |u| < 1, else 0. The bandwidth is the half-width."""
+    return _inside(r2, lambda s: jnp.log(jnp.cos(0.5 * jnp.pi * _safe_sqrt(s))))
+
+
+def _dot(score):
+    """Dot product: K(q, k) = exp(q·k / h), softmax attention with temperature h.
+
+    With a per-dimension bandwidth the score is Σ_j q_j k_j / h_j.
+    """
+    return score
+
+
+_REGISTRY: dict[str, Kernel] = {}
+
+
+def register(kernel: Kernel, *, overwrite: bool = False) -> Kernel:
+    """Add ``kernel`` to the registry under ``kernel.name`` and return it."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel: expected a Kernel record; received {type(kernel).__name__}")
+    if kernel.name in _REGISTRY and not overwrite:
+        raise ValueError(
+            f"kernel: {kernel.name!r} is already registered; pass overwrite=True to replace it"
+        )
+    _REGISTRY[kernel.name] = kernel
+    return kernel
+
+
+def names() -> list[str]:
+    """Names of the registered kernels, in registration order."""
+    return list(_REGISTRY)
+
+
+_FROM_CALLABLE: dict[Callable, Kernel] = {}
+
+
+def get(kernel: str | Kernel | Callable) -> Kernel:
+    """Resolve a kernel name, a ``Kernel`` record or a callable ``K(u)`` to a record."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(kernel, str):
+        try:
+            return _REGISTRY[kernel]
+        except KeyError:
+            raise ValueError(
+                f"kernel: unknown kernel {kernel!r}; accepted names: {', '.join(names())}, "
+                "a Kernel record or a callable K(u)"
+            ) from None
+    if callable(kernel):
+        if kernel not in _FROM_CALLABLE:  # one record per callable keeps jit caches warm
+            _FROM_CALLABLE[kernel] = Kernel.from_function(kernel)
+        return _FROM_CALLABLE[kernel]
+    raise TypeError(
+        f"kernel: expected a kernel name, a Kernel record or a callable; "
+        f"received {type(kernel).__name__}"
+    )
+
+
+_PI = math.pi
+for _kernel in (
+    Kernel(
+        "gaussian", _gaussian, math.inf, 1.0, 1 / (2 * math.sqrt(_PI)), -0.5 * math.log(2 * _PI)
+    ),
+    Kernel("boxcar", _boxcar, 1.0, 1 / 3, 1 / 2, math.log(1 / 2)),
+    Kernel("constant", _constant, math.inf, math.inf, math.inf, 0.0),
+    Kernel("triangular", _triangular, 1.0, 1 / 6, 2 / 3, 0.0),
+    Kernel("epanechnikov", _epanechnikov, 1.0, 1 / 5, 3 / 5, math.log(3 / 4)),
+    Kernel("tricube", _tricube, 1.0, 35 / 243, 175 / 247, math.log(70 / 81)),
+    Kernel("laplacian", _laplacian, math.inf, 2.0, 1 / 4, math.log(1 / 2)),
+    Kernel("cosine", _cosine, 1.0, 1 - 8 / _PI**2, _PI**2 / 16, math.log(_PI / 4)),
+    Kernel("dot", _dot, math.inf, None, None, 0.0, similarity="dot"),
+):
+    register(_kernel)

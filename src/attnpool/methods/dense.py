@@ -1,0 +1,35 @@
+"""Dense pooling: all keys in one block (the ``(n, m)`` matrix is formed)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ..geometry import block_log_weights, closeness
+from ..kernels import Kernel
+from ..state import PoolingState, block_state, hard_block_state
+
+
+def dense_state(queries, keys, values, kernel: Kernel, *, hard: bool = False) -> PoolingState:
+    """Pooling state of scaled ``queries (n, d)`` over all ``keys (m, d)``, ``values (m, p)``."""
+    if hard:
+        return hard_block_state(closeness(queries, keys, kernel), values)
+    return block_state(block_log_weights(queries, keys, kernel), values)
+
+
+def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False):
+    """``(n, m)`` attention weights (rows sum to 1) and the ``(n,)`` empty-row mask.
+
+    ``hard=True`` gives the zero-temperature weights: uniform over the closest keys.
+    Empty rows are all zero.
+    """
+    if hard:
+        close = closeness(queries, keys, kernel)
+        unnormalised = (close == jnp.max(close, axis=1, keepdims=True)).astype(close.dtype)
+    else:
+        logw = block_log_weights(queries, keys, kernel)
+        shift = jax.lax.stop_gradient(jnp.max(logw, axis=1, keepdims=True))
+        unnormalised = jnp.exp(logw - jnp.where(jnp.isfinite(shift), shift, 0.0))
+    total = unnormalised.sum(axis=1, keepdims=True)
+    empty = total[:, 0] == 0
+    return unnormalised / jnp.where(total == 0, 1.0, total), empty

@@ -1,0 +1,294 @@
+"""Attention pooling: ``Σ_i α(q, k_i) v_i`` with ``α`` normalised over the keys.
+
+Shapes: ``queries (n,) | (n, d)``, ``keys (m,) | (m, d)``, ``values (m,) | (m, p)``;
+weights are ``(n_queries, n_keys)``; the output keeps the values' trailing shape.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import kernels as _kernels
+from ._interop import compute_dtype, numpy_mode, precision_scope
+from ._validation import (
+    check_bandwidth,
+    check_choice,
+    check_points,
+    check_positive_int,
+    check_values,
+    is_jax,
+    is_traced,
+)
+from .geometry import scale_coordinates
+from .methods import dense_state, dense_weights, stream_state
+from .methods.stream import KEY_BLOCK
+from .state import finalize
+
+__all__ = [
+    "DENSE_MAX_PAIRS",
+    "MAX_WEIGHT_ENTRIES",
+    "EmptyNeighbourhoodWarning",
+    "attention_pool",
+    "attention_weights",
+    "nadaraya_watson",
+]
+
+EMPTY_POLICIES = ("nan", "nearest", "raise")
+#: Query–key pairs up to which the dense path is used (above it, keys are streamed).
+DENSE_MAX_PAIRS = 2**21
+#: Largest weight matrix (entries) that ``return_weights``/``attention_weights`` will build.
+MAX_WEIGHT_ENTRIES = 2**26
+
+KernelLike = str | _kernels.Kernel | Callable
+
+
+class EmptyNeighbourhoodWarning(RuntimeWarning):
+    """Some queries had no key inside a compact kernel's support (their result is NaN)."""
+
+
+def attention_pool(
+    queries,
+    keys,
+    values,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth=1.0,
+    return_weights: bool = False,
+    empty: str = "nan",
+    block_size: int | None = None,
+):
+    """Pool ``values`` with attention weights of ``queries`` over ``keys``.
+
+    .. math::
+
+        f(q) = \\sum_i \\alpha(q, k_i) v_i, \\qquad
+        \\alpha(q, k_i) = \\frac{K(u_i)}{\\sum_j K(u_j)}, \\qquad
+        u_i = (q - k_i) / h
+
+    computed in the log domain (log-sum-exp), so a tiny bandwidth gives the
+    nearest key's value instead of ``0 / 0``.
+
+    Parameters
+    ----------
+    queries : array of shape (n,) or (n, d)
+    keys : array of shape (m,) or (m, d)
+    values : array of shape (m,) or (m, p)
+    kernel : str, Kernel or callable
+        A name from :func:`attnpool.kernels.names`, a :class:`~attnpool.kernels.Kernel`,
+        or a callable ``K(u)`` of the scaled distance.
+    bandwidth : float or array of shape (d,)
+        The kernel's scale on the distance, per dimension if a vector
+        (the Gaussian's standard deviation; the half-width of compact kernels;
+        the temperature of ``dot``).
+    return_weights : bool
+        Also return the ``(n, m)`` weight matrix (built densely; at most
+        :data:`MAX_WEIGHT_ENTRIES` entries).
+    empty : {"nan", "nearest", "raise"}
+        What a query with no key inside a compact kernel's support gets: NaN
+        (with one :class:`EmptyNeighbourhoodWarning` saying how many), the
+        value of the nearest key, or a ``ValueError``.
+    block_size : int, optional
+        Stream the keys in blocks of this many rows. By default keys are
+        streamed (in blocks of 2048) once ``n·m`` exceeds :data:`DENSE_MAX_PAIRS`,
+        so memory stays ``O(n·block)``.
+
+    Returns
+    -------
+    pooled : array of shape (n,) or (n, p)
+        NumPy in, NumPy out (in the input's precision); JAX in, JAX out.
+    weights : array of shape (n, m)
+        Only with ``return_weights=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> keys = np.array([0.0, 1.0, 2.0]); values = np.array([10.0, 20.0, 30.0])
+    >>> attention_pool(np.array([1.0]), keys, values, bandwidth=1e-3)  # exact lookup
+    array([20.])
+    >>> attention_pool(np.array([1.0]), keys, values, kernel="constant")  # average
+    array([20.])
+    """
+    kernel = _kernels.get(kernel)
+    empty = check_choice(empty, "empty", EMPTY_POLICIES)
+    block_size = check_positive_int(block_size, "block_size")
+    q, k, v, h, flat = _check_inputs(queries, keys, values, bandwidth)
+    n, m = q.shape[0], k.shape[0]
+    if return_weights:
+        _check_weight_size(n, m)
+    method = "stream" if block_size is not None or n * m > DENSE_MAX_PAIRS else "dense"
+    nearest = empty == "nearest" or not kernel.compact
+
+    def compute(q, k, v, h):
+        if return_weights:
+            weights, empty_rows = _weights_core(q, k, h, kernel=kernel, nearest=nearest)
+            pooled = jnp.matmul(weights, v, precision=jax.lax.Precision.HIGHEST)
+            return (pooled, weights), empty_rows
+        pooled, empty_rows = _pool_core(
+            q,
+            k,
+            v,
+            h,
+            kernel=kernel,
+            method=method,
+            key_block=block_size or KEY_BLOCK,
+            nearest=nearest,
+        )
+        return pooled, empty_rows
+
+    result = _run(compute, (q, k, v, h), kernel, empty, n)
+    pooled, weights = result if return_weights else (result, None)
+    if flat:
+        pooled = pooled[:, 0]
+    return (pooled, weights) if return_weights else pooled
+
+
+def attention_weights(
+    queries, keys, *, kernel: KernelLike = "gaussian", bandwidth=1.0, empty: str = "nan"
+):
+    """Attention weights ``α(q_i, k_j)`` as an ``(n_queries, n_keys)`` matrix; rows sum to 1.
+
+    Arguments as in :func:`attention_pool`. Rows of queries with an empty
+    neighbourhood are NaN (``empty="nan"``), one-hot on the nearest key
+    (``"nearest"``, ties shared), or raise (``"raise"``).
+
+    >>> import numpy as np
+    >>> attention_weights(np.arange(3.0), np.arange(3.0), kernel="boxcar", bandwidth=0.5)
+    array([[1., 0., 0.],
+           [0., 1., 0.],
+           [0., 0., 1.]])
+    """
+    kernel = _kernels.get(kernel)
+    empty = check_choice(empty, "empty", EMPTY_POLICIES)
+    q, k, _, h, _ = _check_inputs(queries, keys, None, bandwidth)
+    _check_weight_size(q.shape[0], k.shape[0])
+    nearest = empty == "nearest" or not kernel.compact
+
+    def compute(q, k, h):
+        return _weights_core(q, k, h, kernel=kernel, nearest=nearest)
+
+    return _run(compute, (q, k, h), kernel, empty, q.shape[0])
+
+
+def nadaraya_watson(
+    x_train, y_train, x_query, *, kernel: KernelLike = "gaussian", bandwidth=1.0, **options
+):
+    """Nadaraya–Watson kernel regression: ``attention_pool(x_query, x_train, y_train)``.
+
+    .. math:: \\hat f(x) = \\sum_i K((x - x_i)/h) y_i \\Big/ \\sum_j K((x - x_j)/h)
+
+    ``options`` are those of :func:`attention_pool` (``empty``, ``block_size``,
+    ``return_weights``).
+
+    >>> import numpy as np
+    >>> x = np.linspace(0, 1, 5); y = 3 * x
+    >>> nadaraya_watson(x, y, np.array([0.5]), bandwidth=0.2).round(6)
+    array([1.5])
+    """
+    return attention_pool(x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth, **options)
+
+
+def _check_inputs(queries, keys, values, bandwidth):
+    k = check_points(keys, "keys")
+    if k.shape[0] == 0:
+        raise ValueError(f"keys: expected at least one key; received shape {k.shape}")
+    q = check_points(queries, "queries", dims=k.shape[1])
+    v, flat = (None, False) if values is None else check_values(values, k.shape[0])
+    h = check_bandwidth(bandwidth, k.shape[1])
+    return q, k, v, h, flat
+
+
+def _check_weight_size(n: int, m: int) -> None:
+    if n * m > MAX_WEIGHT_ENTRIES:
+        raise ValueError(
+            f"return_weights: the weight matrix would have {n} × {m} = {n * m:,} entries, "
+            f"above the limit of {MAX_WEIGHT_ENTRIES:,}; pool without weights "
+            "(memory then stays O(n·block)) or ask for the weights of fewer queries"
+        )
+
+
+def _run(compute, args, kernel, empty: str, n: int):
+    """Apply the precision/array-type policy around ``compute`` and the empty policy after."""
+    as_numpy = numpy_mode(*args)
+    dtype = compute_dtype(*args[:-1], numpy=as_numpy)
+    if empty == "raise" and any(is_traced(a) for a in args):
+        raise ValueError(
+            "empty: 'raise' needs concrete inputs; inside jit, grad or vmap use 'nan' or 'nearest'"
+        )
+    with precision_scope(dtype):
+        cast = [jnp.asarray(a, dtype) for a in args]
+        _check_bandwidth_representable(args[-1], cast[-1], dtype)
+        if n == 0:
+            width = cast[2].shape[1] if len(cast) == 4 else cast[1].shape[0]
+            result, empty_rows = jnp.zeros((0, width), dtype), jnp.zeros((0,), bool)
+        else:
+            result, empty_rows = compute(*cast)
+        if as_numpy:
+            result = jax.tree_util.tree_map(np.asarray, result)
+    if kernel.compact and empty != "nearest" and not is_traced(empty_rows):
+        n_empty = int(np.sum(np.asarray(empty_rows)))
+        if n_empty and empty == "raise":
+            raise ValueError(
+                f"empty: {n_empty} of {n} queries have no key within the {kernel.name!r} "
+                "kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
+            )
+        if n_empty:
+            warnings.warn(
+                f"{n_empty} of {n} queries have no key within the {kernel.name!r} kernel's "
+                "support; their result is NaN (pass empty='nearest' to use the nearest key)",
+                EmptyNeighbourhoodWarning,
+                stacklevel=3,
+            )
+    return result
+
+
+def _check_bandwidth_representable(original, cast, dtype) -> None:
+    if is_jax(original):
+        return
+    tiny = np.finfo(dtype).tiny  # subnormals are flushed to zero on accelerators and XLA:CPU
+    if not np.all(np.asarray(cast) >= tiny):
+        raise ValueError(
+            f"bandwidth: {np.asarray(original).tolist()} is below the smallest normal "
+            f"{np.dtype(dtype)} number; accepted: bandwidths >= {tiny}"
+        )
+
+
+@partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
+def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, nearest):
+    def state(q, k, hard=False):
+        if method == "dense":
+            return dense_state(q, k, values, kernel, hard=hard)
+        return stream_state(q, k, values, kernel, key_block=key_block, hard=hard)
+
+    pooled, empty_rows = finalize(state(*scale_coordinates(queries, keys, bandwidth, kernel)))
+    if not nearest:
+        return jnp.where(empty_rows[:, None], jnp.nan, pooled), empty_rows
+
+    def with_nearest():
+        relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
+        closest, _ = finalize(state(*relative, hard=True))
+        return jnp.where(empty_rows[:, None], closest, pooled)
+
+    pooled = jax.lax.cond(jnp.any(empty_rows), with_nearest, lambda: pooled)
+    return pooled, empty_rows
+
+
+@partial(jax.jit, static_argnames=("kernel", "nearest"))
+def _weights_core(queries, keys, bandwidth, *, kernel, nearest):
+    weights, empty_rows = dense_weights(
+        *scale_coordinates(queries, keys, bandwidth, kernel), kernel
+    )
+    if not nearest:
+        return jnp.where(empty_rows[:, None], jnp.nan, weights), empty_rows
+
+    def with_nearest():
+        relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
+        closest, _ = dense_weights(*relative, kernel, hard=True)
+        return jnp.where(empty_rows[:, None], closest, weights)
+
+    return jax.lax.cond(jnp.any(empty_rows), with_nearest, lambda: weights), empty_rows
