@@ -56,7 +56,7 @@ def nearest_values(queries, keys, values, bandwidth=1.0):
 
 
 def stable_gaussian_pool(queries, keys, values, bandwidth):
-    """Gaussian pooling in float64 with the max shift (finite where the textbook form underflows)."""
+    """Gaussian pooling in float64, max-shifted (finite where the textbook form underflows)."""
     q, k = _two_d(queries), _two_d(keys)
     h = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (q.shape[1],))
     log_k = -0.5 * (((q[:, None, :] - k[None, :, :]) / h) ** 2).sum(axis=-1)

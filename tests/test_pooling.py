@@ -6,6 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+import attnpool
+from attnpool import EmptyNeighbourhoodWarning, attention_pool, attention_weights, nadaraya_watson
 from reference import (
     COMPACT_KERNELS,
     DISTANCE_KERNELS,
@@ -14,9 +17,6 @@ from reference import (
     reference_weights,
     stable_gaussian_pool,
 )
-
-import attnpool
-from attnpool import EmptyNeighbourhoodWarning, attention_pool, attention_weights, nadaraya_watson
 
 ALL_KERNELS = [*DISTANCE_KERNELS, "dot"]
 
@@ -71,7 +71,9 @@ def test_float64_does_not_need_the_global_x64_flag():
 def test_integer_and_list_inputs_compute_in_float64():
     got = attention_pool([0, 1, 2], [0, 1, 2, 3], [1, 2, 3, 4], bandwidth=1)
     assert got.dtype == np.float64
-    np.testing.assert_allclose(got, reference_pool([0, 1, 2], [0, 1, 2, 3], [1, 2, 3, 4], "gaussian", 1))
+    np.testing.assert_allclose(
+        got, reference_pool([0, 1, 2], [0, 1, 2, 3], [1, 2, 3, 4], "gaussian", 1)
+    )
 
 
 def test_jax_in_jax_out():
@@ -96,14 +98,18 @@ def test_streaming_equals_dense(kernel, d, block_size):
     queries, keys, values = make_data(n=37, m=101, d=d, p=2)
     h = 3.0 if kernel == "epanechnikov" else 0.3
     dense = attention_pool(queries, keys, values, kernel=kernel, bandwidth=h)
-    streamed = attention_pool(queries, keys, values, kernel=kernel, bandwidth=h, block_size=block_size)
+    streamed = attention_pool(
+        queries, keys, values, kernel=kernel, bandwidth=h, block_size=block_size
+    )
     np.testing.assert_allclose(streamed, dense, rtol=1e-12, atol=1e-13)
 
 
 def test_streaming_with_many_query_blocks_equals_reference():
     queries, keys, values = make_data(n=2500, m=300, d=2)
     got = attention_pool(queries, keys, values, bandwidth=0.05, block_size=128)
-    np.testing.assert_allclose(got, reference_pool(queries, keys, values, "gaussian", 0.05), rtol=1e-10)
+    np.testing.assert_allclose(
+        got, reference_pool(queries, keys, values, "gaussian", 0.05), rtol=1e-10
+    )
 
 
 def test_large_problems_stream_automatically():
@@ -111,7 +117,9 @@ def test_large_problems_stream_automatically():
     queries, keys, values = make_data(n=3000, m=3000, d=1)
     assert 3000 * 3000 > attnpool.pooling.DENSE_MAX_PAIRS
     got = attention_pool(queries, keys, values, bandwidth=0.01)
-    np.testing.assert_allclose(got, reference_pool(queries, keys, values, "gaussian", 0.01), rtol=1e-9)
+    np.testing.assert_allclose(
+        got, reference_pool(queries, keys, values, "gaussian", 0.01), rtol=1e-9
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -149,7 +157,7 @@ def test_vanishing_bandwidth_gives_nearest_key_even_when_distances_overflow(band
 
 def test_subnormal_bandwidth_is_rejected():
     queries, keys, values = make_data(dtype=np.float32)
-    with pytest.raises(ValueError, match="bandwidth: .* below the smallest normal float32"):
+    with pytest.raises(ValueError, match=r"bandwidth: .* below the smallest normal float32"):
         attention_pool(queries, keys, values, bandwidth=1e-39)
 
 
@@ -161,7 +169,9 @@ def test_dot_kernel_with_vanishing_temperature_is_hard_attention():
 
 
 def test_nearest_ties_are_averaged():
-    got = attention_pool(np.array([0.5]), np.array([0.0, 1.0, 3.0]), np.array([2.0, 4.0, 9.0]), bandwidth=1e-9)
+    got = attention_pool(
+        np.array([0.5]), np.array([0.0, 1.0, 3.0]), np.array([2.0, 4.0, 9.0]), bandwidth=1e-9
+    )
     np.testing.assert_allclose(got, [3.0])
 
 
@@ -175,11 +185,18 @@ class TestEmptyNeighbourhoods:
     def test_nan_policy_warns_once_with_the_count(self, kernel, block_size):
         with pytest.warns(EmptyNeighbourhoodWarning, match="2 of 4 queries") as record:
             got = attention_pool(
-                self.queries, self.keys, self.values, kernel=kernel, bandwidth=0.5, block_size=block_size
+                self.queries,
+                self.keys,
+                self.values,
+                kernel=kernel,
+                bandwidth=0.5,
+                block_size=block_size,
             )
         assert len(record) == 1
         assert np.isnan(got[[1, 3]]).all() and np.isfinite(got[[0, 2]]).all()
-        np.testing.assert_allclose(got, reference_pool(self.queries, self.keys, self.values, kernel, 0.5))
+        np.testing.assert_allclose(
+            got, reference_pool(self.queries, self.keys, self.values, kernel, 0.5)
+        )
 
     @pytest.mark.parametrize("kernel", COMPACT_KERNELS)
     @pytest.mark.parametrize("block_size", [None, 2])
@@ -187,8 +204,13 @@ class TestEmptyNeighbourhoods:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             got = attention_pool(
-                self.queries, self.keys, self.values, kernel=kernel, bandwidth=0.5,
-                empty="nearest", block_size=block_size,
+                self.queries,
+                self.keys,
+                self.values,
+                kernel=kernel,
+                bandwidth=0.5,
+                empty="nearest",
+                block_size=block_size,
             )
         np.testing.assert_allclose(got[[1, 3]], [30.0, 10.0])
         expected = reference_pool(self.queries, self.keys, self.values, kernel, 0.5)
@@ -196,18 +218,26 @@ class TestEmptyNeighbourhoods:
 
     def test_raise_policy(self):
         with pytest.raises(ValueError, match="2 of 4 queries have no key"):
-            attention_pool(self.queries, self.keys, self.values, kernel="boxcar", bandwidth=0.5, empty="raise")
+            attention_pool(
+                self.queries, self.keys, self.values, kernel="boxcar", bandwidth=0.5, empty="raise"
+            )
 
     def test_weights_rows(self):
         with pytest.warns(EmptyNeighbourhoodWarning):
-            weights = attention_weights(self.queries, self.keys, kernel="epanechnikov", bandwidth=0.5)
+            weights = attention_weights(
+                self.queries, self.keys, kernel="epanechnikov", bandwidth=0.5
+            )
         assert np.isnan(weights[1]).all()
         np.testing.assert_allclose(weights[0], [1.0, 0.0, 0.0])
-        nearest = attention_weights(self.queries, self.keys, kernel="epanechnikov", bandwidth=0.5, empty="nearest")
+        nearest = attention_weights(
+            self.queries, self.keys, kernel="epanechnikov", bandwidth=0.5, empty="nearest"
+        )
         np.testing.assert_allclose(nearest[1], [0.0, 0.0, 1.0])
 
     def test_points_outside_the_support_get_no_weight(self):
-        weights = attention_weights(np.array([0.0]), np.array([-0.99, 0.0, 0.99, 1.01]), kernel="tricube", bandwidth=1.0)
+        weights = attention_weights(
+            np.array([0.0]), np.array([-0.99, 0.0, 0.99, 1.01]), kernel="tricube", bandwidth=1.0
+        )
         assert weights[0, 3] == 0.0 and np.all(weights[0, :3] > 0)
 
 
@@ -217,13 +247,17 @@ def test_return_weights():
     assert weights.shape == (23, 31)
     np.testing.assert_allclose(weights.sum(axis=1), 1.0)
     np.testing.assert_allclose(pooled, weights @ values, rtol=1e-12)
-    np.testing.assert_allclose(pooled, attention_pool(queries, keys, values, bandwidth=0.3), rtol=1e-12)
+    np.testing.assert_allclose(
+        pooled, attention_pool(queries, keys, values, bandwidth=0.3), rtol=1e-12
+    )
 
 
 def test_return_weights_refuses_a_matrix_too_large_for_memory():
     queries = np.zeros(10_000)
     keys = np.zeros(10_000)
-    with pytest.raises(ValueError, match="return_weights: the weight matrix would have 10000 × 10000"):
+    with pytest.raises(
+        ValueError, match="return_weights: the weight matrix would have 10000 × 10000"
+    ):
         attention_pool(queries, keys, keys, return_weights=True)
     with pytest.raises(ValueError, match="return_weights"):
         attention_weights(queries, keys)

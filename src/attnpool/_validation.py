@@ -30,7 +30,9 @@ def as_array(x, name: str):
         try:
             x = np.asarray(x)
         except (TypeError, ValueError) as error:
-            raise TypeError(f"{name}: expected a numeric array; received {_describe(x)} ({error})")
+            raise TypeError(
+                f"{name}: expected a numeric array; received {_describe(x)} ({error})"
+            ) from None
     if x.dtype == bool or not (
         np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)
     ):
@@ -48,7 +50,11 @@ def check_finite(x, name: str) -> None:
     """``ValueError`` if a concrete array holds NaN or inf (tracers pass)."""
     if is_traced(x):
         return
-    finite = np.isfinite(np.asarray(x)) if not is_jax(x) else np.asarray(jnp.isfinite(x))
+    if is_jax(x):
+        with jax.ensure_compile_time_eval():  # eager on the device, also inside a trace
+            if bool(jnp.isfinite(x).all()):
+                return
+    finite = np.isfinite(np.asarray(x))
     if not finite.all():
         bad = np.argwhere(~finite)
         raise ValueError(

@@ -48,6 +48,8 @@ from typing import Literal
 import jax.numpy as jnp
 import numpy as np
 
+from ._interop import precision_scope
+
 __all__ = ["Kernel", "get", "names", "register"]
 
 LogProfile = Callable[[jnp.ndarray], jnp.ndarray]
@@ -104,9 +106,11 @@ class Kernel:
 
         For ``dot`` the argument is the score and the profile is ``exp(score)``.
         """
-        u = np.asarray(u, dtype=float)
+        u = np.asarray(u, dtype=np.float64)
         arg = u if self.similarity == "dot" else u**2
-        return np.exp(self.log_norm + np.asarray(self.log_profile(jnp.asarray(arg))))
+        with precision_scope(np.float64):
+            log_k = np.asarray(self.log_profile(jnp.asarray(arg)))
+        return np.exp(self.log_norm + log_k)
 
     @classmethod
     def from_function(

@@ -220,9 +220,9 @@ def _run(compute, args, kernel, empty: str, n: int):
         raise ValueError(
             "empty: 'raise' needs concrete inputs; inside jit, grad or vmap use 'nan' or 'nearest'"
         )
+    _check_bandwidth_representable(args[-1], dtype)
     with precision_scope(dtype):
         cast = [jnp.asarray(a, dtype) for a in args]
-        _check_bandwidth_representable(args[-1], cast[-1], dtype)
         if n == 0:
             width = cast[2].shape[1] if len(cast) == 4 else cast[1].shape[0]
             result, empty_rows = jnp.zeros((0, width), dtype), jnp.zeros((0,), bool)
@@ -247,11 +247,11 @@ def _run(compute, args, kernel, empty: str, n: int):
     return result
 
 
-def _check_bandwidth_representable(original, cast, dtype) -> None:
+def _check_bandwidth_representable(original, dtype) -> None:
     if is_jax(original):
         return
     tiny = np.finfo(dtype).tiny  # subnormals are flushed to zero on accelerators and XLA:CPU
-    if not np.all(np.asarray(cast) >= tiny):
+    if not np.all(np.asarray(original).astype(dtype) >= tiny):
         raise ValueError(
             f"bandwidth: {np.asarray(original).tolist()} is below the smallest normal "
             f"{np.dtype(dtype)} number; accepted: bandwidths >= {tiny}"

@@ -61,13 +61,13 @@ def empty_state(n: int, p: int, dtype) -> PoolingState:
 
 
 def _shift(max_log):
-    # The shift cancels in t / s, so no gradient needs to flow through it.
     return jax.lax.stop_gradient(jnp.where(jnp.isfinite(max_log), max_log, 0.0))
 
 
 def block_state(log_weights, values) -> PoolingState:
     """State of one block: ``log_weights (n, b)``, ``values (b, p)``."""
-    max_log = jnp.max(log_weights, axis=1)
+    # m is only a reference point: it cancels in t / s, so it carries no gradient.
+    max_log = jax.lax.stop_gradient(jnp.max(log_weights, axis=1))
     weights = jnp.exp(log_weights - _shift(max_log)[:, None])
     return PoolingState(
         max_log, weights.sum(axis=1), jnp.matmul(weights, values, precision=_HIGHEST)

@@ -1,0 +1,123 @@
+"""Bad input: a ValueError/TypeError naming the argument, what was received and what is accepted."""
+
+import numpy as np
+import pytest
+
+from attnpool import attention_pool, attention_weights
+
+Q = np.linspace(0, 1, 4)
+K = np.linspace(0, 1, 5)
+V = np.arange(5.0)
+K2 = np.zeros((5, 2))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "pattern"),
+    [
+        (
+            {"values": np.arange(4.0)},
+            ValueError,
+            r"values: expected one row per key \(5 rows\); received shape \(4,\)",
+        ),
+        (
+            {"queries": np.zeros((4, 2))},
+            ValueError,
+            r"queries: expected 1 feature column\(s\) .* received shape \(4, 2\)",
+        ),
+        (
+            {"keys": np.zeros((0,)), "values": np.zeros(0)},
+            ValueError,
+            r"keys: expected at least one key",
+        ),
+        (
+            {"keys": np.array([0.0, np.nan, 1, 2, 3])},
+            ValueError,
+            r"keys: expected finite numbers; received 1 NaN .* index \(1, 0\)",
+        ),
+        ({"queries": np.array([0.0, np.inf])}, ValueError, r"queries: expected finite numbers"),
+        (
+            {"values": np.array([0.0, 1, 2, 3, np.nan])},
+            ValueError,
+            r"values: expected finite numbers",
+        ),
+        (
+            {"bandwidth": 0.0},
+            ValueError,
+            r"bandwidth: expected positive finite number\(s\); received 0.0",
+        ),
+        ({"bandwidth": -1.0}, ValueError, r"bandwidth: expected positive finite"),
+        (
+            {"bandwidth": np.nan},
+            ValueError,
+            r"bandwidth: expected positive finite number\(s\); received nan",
+        ),
+        (
+            {"bandwidth": [1.0, 2.0, 3.0]},
+            ValueError,
+            r"bandwidth: expected a positive scalar or a vector of length 1 .* shape \(3,\)",
+        ),
+        (
+            {"bandwidth": "wide"},
+            TypeError,
+            r"bandwidth: expected a positive number .* received the string 'wide'",
+        ),
+        (
+            {"kernel": "gauss"},
+            ValueError,
+            r"kernel: unknown kernel 'gauss'; accepted names: gaussian, boxcar",
+        ),
+        (
+            {"kernel": 3},
+            TypeError,
+            r"kernel: expected a kernel name, a Kernel record or a callable; received int",
+        ),
+        (
+            {"queries": np.array(["a", "b"])},
+            TypeError,
+            r"queries: expected a numeric .* received dtype <U1",
+        ),
+        (
+            {"keys": np.array([True, False])},
+            TypeError,
+            r"keys: expected a numeric .* received dtype bool",
+        ),
+        (
+            {"queries": np.zeros((2, 2, 2))},
+            ValueError,
+            r"queries: expected shape \(n,\) or \(n, d\); received an array of shape \(2, 2, 2\)",
+        ),
+        ({"values": np.zeros((5, 2, 2))}, ValueError, r"values: expected shape \(m,\) or \(m, p\)"),
+        (
+            {"queries": 1.0},
+            ValueError,
+            r"queries: expected shape \(n,\) or \(n, d\); received an array of shape \(\)",
+        ),
+        (
+            {"empty": "zero"},
+            ValueError,
+            r"empty: expected one of 'nan', 'nearest', 'raise'; received 'zero'",
+        ),
+        (
+            {"block_size": 0},
+            ValueError,
+            r"block_size: expected a positive integer or None; received 0",
+        ),
+        ({"block_size": 2.5}, ValueError, r"block_size: expected a positive integer"),
+    ],
+)
+def test_bad_input_is_named(kwargs, error, pattern):
+    arguments = {"queries": Q, "keys": K, "values": V, **kwargs}
+    with pytest.raises(error, match=pattern):
+        attention_pool(
+            arguments.pop("queries"), arguments.pop("keys"), arguments.pop("values"), **arguments
+        )
+
+
+def test_ragged_lists_are_rejected():
+    with pytest.raises(TypeError, match="queries: expected a numeric array"):
+        attention_pool([[0.0], [1.0, 2.0]], K, V)
+
+
+def test_weights_check_dimensions_too():
+    with pytest.raises(ValueError, match="queries: expected 2 feature column"):
+        attention_weights(Q, K2)
