@@ -1,0 +1,193 @@
+"""Pictures of attention: weight heatmaps, fits against the truth, kernel shapes.
+
+Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot
+state, no rcParams changes) and returns it; ``fig.savefig(path)`` writes it.
+Heatmaps put queries on rows (y axis) and keys on columns (x axis).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+
+from . import kernels as _kernels
+
+__all__ = ["plot_fit", "plot_kernels", "show_heatmaps"]
+
+
+def show_heatmaps(
+    matrices,
+    *,
+    xlabel: str = "Keys",
+    ylabel: str = "Queries",
+    titles: Sequence | None = None,
+    figsize: tuple[float, float] | None = None,
+    cmap: str = "Reds",
+) -> Figure:
+    """Heatmaps of attention weights on one shared colour scale.
+
+    Parameters
+    ----------
+    matrices : array of shape (queries, keys), (cols, queries, keys) or
+        (rows, cols, queries, keys)
+        One panel per matrix; a 3-D stack is one row of panels.
+    xlabel, ylabel : str
+        Written on the outer axes only (bottom row, left column).
+    titles : sequence, optional
+        One title per panel: a flat sequence of ``rows · cols`` strings or one
+        sequence per row.
+    figsize : (width, height), optional
+        Defaults to about 2.5 inches per panel.
+    cmap : str
+        A matplotlib colormap name.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        With one colorbar whose scale (the minimum and maximum over all panels)
+        is used by every panel. NaN entries (empty neighbourhoods) are left blank.
+
+    >>> import numpy as np
+    >>> fig = show_heatmaps(np.eye(10))
+    >>> len(fig.axes)  # one panel and its colorbar
+    2
+    """
+    grid = np.asarray(matrices, dtype=float)
+    if grid.ndim not in (2, 3, 4) or grid.size == 0:
+        raise ValueError(
+            "matrices: expected a non-empty array of shape (queries, keys), (cols, queries, keys) "
+            f"or (rows, cols, queries, keys); received shape {grid.shape}"
+        )
+    grid = grid.reshape((1,) * (4 - grid.ndim) + grid.shape)
+    rows, cols = grid.shape[:2]
+    labels = _panel_titles(titles, rows, cols)
+    finite = grid[np.isfinite(grid)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    norm = Normalize(vmin=low, vmax=high if high > low else low + 1.0)
+
+    fig = Figure(figsize=figsize or (2.5 * cols + 1.0, 2.5 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
+    for (i, j), ax in np.ndenumerate(axes):
+        image = ax.imshow(grid[i, j], cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+        if i == rows - 1:
+            ax.set_xlabel(xlabel)
+        if j == 0:
+            ax.set_ylabel(ylabel)
+        if labels is not None:
+            ax.set_title(labels[i][j])
+    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    return fig
+
+
+def _panel_titles(titles, rows: int, cols: int):
+    if titles is None:
+        return None
+    if isinstance(titles, str):
+        titles = [titles]
+    titles = list(titles)
+    if all(isinstance(t, str) for t in titles):
+        if len(titles) == rows * cols:
+            return [titles[r * cols : (r + 1) * cols] for r in range(rows)]
+    elif len(titles) == rows and all(
+        not isinstance(row, str) and len(row) == cols and all(isinstance(t, str) for t in row)
+        for row in titles
+    ):
+        return [list(row) for row in titles]
+    raise ValueError(
+        f"titles: expected {rows * cols} titles (one per panel, flat or {rows} rows of {cols}); "
+        f"received {titles!r}"
+    )
+
+
+def plot_fit(
+    x_train,
+    y_train,
+    x_grid,
+    estimates: Mapping[str, np.ndarray],
+    *,
+    truth=None,
+    title: str | None = None,
+    figsize: tuple[float, float] = (6.0, 4.0),
+) -> Figure:
+    """Training points, the true function and several estimates on ``x_grid``.
+
+    ``estimates`` maps a legend label (say ``"h = 0.5"``) to predictions of
+    shape ``(len(x_grid),)``; ``truth`` is the true function on the grid.
+    """
+    x_grid = np.asarray(x_grid)
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    ax.plot(x_train, y_train, "o", color="0.5", alpha=0.6, markersize=4, label="data")
+    if truth is not None:
+        ax.plot(x_grid, truth, "k--", linewidth=1.5, label="truth")
+    for label, estimate in estimates.items():
+        estimate = np.asarray(estimate)
+        if estimate.shape != x_grid.shape:
+            raise ValueError(
+                f"estimates[{label!r}]: expected shape {x_grid.shape} to match x_grid; "
+                f"received {estimate.shape}"
+            )
+        ax.plot(x_grid, estimate, linewidth=1.8, label=label)
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_kernels(
+    kernels: Sequence = ("gaussian", "boxcar", "constant", "triangular"),
+    *,
+    fits: Mapping[str, np.ndarray] | None = None,
+    x_grid=None,
+    data: tuple | None = None,
+    truth=None,
+    fit_label: str = "fit",
+    figsize: tuple[float, float] | None = None,
+) -> Figure:
+    """Kernel shapes side by side; with ``fits``, each kernel's fit below its shape.
+
+    Parameters
+    ----------
+    kernels : sequence of names or Kernel records
+    fits : mapping from kernel name to predictions on ``x_grid``, optional
+    x_grid : array, needed with ``fits``
+    data : (x_train, y_train), optional — drawn under each fit
+    truth : array on ``x_grid``, optional
+    fit_label : str — the y label of the row of fits
+    """
+    records = [_kernels.get(k) for k in kernels]
+    rows = 1 if fits is None else 2
+    fig = Figure(figsize=figsize or (2.6 * len(records), 2.4 * rows), layout="constrained")
+    axes = fig.subplots(rows, len(records), squeeze=False)
+    u = np.linspace(-2.5, 2.5, 501)
+    for j, kernel in enumerate(records):
+        ax = axes[0, j]
+        shape = kernel(u)
+        ax.plot(u, shape, color="C3")
+        ax.set_ylim(0.0, 1.1 * float(np.max(shape)))
+        ax.set_title(kernel.name)
+        ax.set_xlabel("scaled distance u")
+        if j == 0:
+            ax.set_ylabel("K(u)")
+        if fits is None:
+            continue
+        if x_grid is None or kernel.name not in fits:
+            raise ValueError(
+                f"fits: expected predictions on x_grid for kernel {kernel.name!r}; "
+                f"received keys {sorted(fits)} and x_grid={'given' if x_grid is not None else None}"
+            )
+        ax = axes[1, j]
+        if data is not None:
+            ax.plot(*data, "o", color="0.5", alpha=0.5, markersize=3)
+        if truth is not None:
+            ax.plot(x_grid, truth, "k--", linewidth=1)
+        ax.plot(x_grid, fits[kernel.name], color="C0")
+        ax.set_xlabel("x")
+        if j == 0:
+            ax.set_ylabel(fit_label)
+    return fig

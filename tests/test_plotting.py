@@ -1,0 +1,95 @@
+"""Pictures rendered with Agg: panel counts, labels, one truly shared colour scale."""
+
+import numpy as np
+import pytest
+
+from attnpool import attention_weights, datasets, nadaraya_watson
+from attnpool.plotting import plot_fit, plot_kernels, show_heatmaps
+
+
+def panels(fig):
+    return [ax for ax in fig.axes if ax.images]
+
+
+def test_identity_heatmap_is_the_picture_of_exact_lookup():
+    fig = show_heatmaps(np.eye(10))
+    (ax,) = panels(fig)
+    np.testing.assert_array_equal(ax.images[0].get_array(), np.eye(10))
+    assert ax.get_xlabel() == "Keys" and ax.get_ylabel() == "Queries"
+    assert len(fig.axes) == 2  # the panel and one colorbar
+
+
+def test_grid_has_labels_on_outer_axes_and_one_shared_scale():
+    rng = np.random.default_rng(0)
+    grid = rng.uniform(0, 1, (2, 3, 5, 7))
+    grid[1, 2] *= 4  # one panel with a larger range
+    titles = [["a", "b", "c"], ["d", "e", "f"]]
+    fig = show_heatmaps(grid, titles=titles, xlabel="k", ylabel="q")
+    axes = panels(fig)
+    assert len(axes) == 6
+    assert len(fig.axes) == 7  # one colorbar only
+    norms = {(im.norm.vmin, im.norm.vmax) for ax in axes for im in ax.images}
+    assert norms == {(grid.min(), grid.max())}
+    xlabels = [ax.get_xlabel() for ax in axes]
+    ylabels = [ax.get_ylabel() for ax in axes]
+    assert xlabels == ["", "", "", "k", "k", "k"]
+    assert ylabels == ["q", "", "", "q", "", ""]
+    assert [ax.get_title() for ax in axes] == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_three_dimensional_stack_is_one_row():
+    fig = show_heatmaps(np.ones((4, 3, 3)), titles=["1", "2", "3", "4"])
+    assert len(panels(fig)) == 4
+
+
+def test_nan_rows_are_blank_not_an_error():
+    weights = np.eye(3)
+    weights[1] = np.nan
+    fig = show_heatmaps(weights)
+    assert panels(fig)[0].images[0].norm.vmax == 1.0
+
+
+@pytest.mark.parametrize(
+    ("matrices", "titles", "pattern"),
+    [
+        (np.ones(3), None, r"matrices: expected .* received shape \(3,\)"),
+        (np.ones((1, 1, 1, 2, 2)), None, "matrices: expected"),
+        (np.ones((2, 3, 3)), ["only one"], "titles: expected 2 titles"),
+    ],
+)
+def test_bad_heatmap_input(matrices, titles, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        show_heatmaps(matrices, titles=titles)
+
+
+def test_no_global_state_is_changed():
+    import matplotlib
+
+    before = dict(matplotlib.rcParams)
+    show_heatmaps(np.eye(3))
+    plot_kernels()
+    assert dict(matplotlib.rcParams) == before
+
+
+def test_plot_fit_draws_data_truth_and_each_estimate():
+    data = datasets.sine_data()
+    estimates = {f"h = {h}": nadaraya_watson(data.x_train, data.y_train, data.x_val, bandwidth=h) for h in (0.1, 1.0)}
+    fig = plot_fit(data.x_train, data.y_train, data.x_val, estimates, truth=data.y_val)
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["data", "truth", "h = 0.1", "h = 1.0"]
+
+
+def test_plot_kernels_with_fits():
+    data = datasets.sine_data()
+    fits = {k: nadaraya_watson(data.x_train, data.y_train, data.x_val, kernel=k, bandwidth=1.0) for k in ("gaussian", "boxcar")}
+    fig = plot_kernels(["gaussian", "boxcar"], fits=fits, x_grid=data.x_val)
+    assert len(fig.axes) == 4
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["gaussian", "boxcar"]
+    with pytest.raises(ValueError, match="fits: expected predictions on x_grid for kernel 'boxcar'"):
+        plot_kernels(["gaussian", "boxcar"], fits={"gaussian": fits["gaussian"]}, x_grid=data.x_val)
+
+
+def test_weights_heatmap_from_the_library():
+    keys = np.linspace(0, 1, 8)
+    fig = show_heatmaps(attention_weights(keys, keys, bandwidth=0.1))
+    assert panels(fig)[0].images[0].get_array().shape == (8, 8)
