@@ -35,7 +35,7 @@ bench: $(VENV)/.installed-dev
 
 # The README's pictures.
 docs-images: $(VENV)/.installed
-	$(BIN)/attnpool demo --out docs/images --small
+	$(BIN)/attnpool demo --out docs/images
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache

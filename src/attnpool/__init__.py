@@ -8,7 +8,7 @@ streamed in bounded memory, differentiable end to end.
 >>> import numpy as np, attnpool
 >>> x = np.linspace(0.0, 5.0, 50); y = np.sin(x)
 >>> attnpool.nadaraya_watson(x, y, np.array([2.5]), bandwidth=0.1).round(3)
-array([0.597])
+array([0.595])
 
 Plots live in :mod:`attnpool.plotting` (matplotlib is imported on first use).
 """
