@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -30,9 +31,10 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
 ) -> None:
     """attnpool — attention as differentiable lookup."""
 
@@ -49,11 +51,15 @@ def _split(text: str, option: str, convert=str) -> list:
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("demo-output"), "--out", help="Folder for the pictures."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the noisy sample."),
-    bandwidths: str = typer.Option("0.1,0.5,2.0", "--bandwidths", help="Comma-separated."),
-    kernels: str = typer.Option(
-        "gaussian,boxcar,constant,triangular", "--kernels", help="Comma-separated kernel names."
+    out: Annotated[Path, typer.Option("--out", help="Folder for the pictures.")] = Path(
+        "demo-output"
+    ),
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the noisy sample.")] = 0,
+    bandwidths: Annotated[str, typer.Option("--bandwidths", help="Comma-separated.")] = (
+        "0.1,0.5,2.0"
+    ),
+    kernels: Annotated[str, typer.Option("--kernels", help="Comma-separated kernel names.")] = (
+        "gaussian,boxcar,constant,triangular"
     ),
 ) -> None:
     """The classic example: 40 noisy points, fits, heatmaps, kernels, exact lookup."""

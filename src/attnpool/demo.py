@@ -70,8 +70,10 @@ class DemoResult:
                 cells.append(f"{self.mse[kernel, h]:<7.4f}{mark}   ")
             lines.append(kernel.ljust(width) + "".join(cells).rstrip())
         if any(self.empty.values()):
-            lines.append("* some validation points had no training point inside the kernel's "
-                         "support and used the nearest one")
+            lines.append(
+                "* some validation points had no training point inside the kernel's "
+                "support and used the nearest one"
+            )
         shaped = [k for k in self.kernels if k != "constant"] or self.kernels
         best_h = min(self.bandwidths, key=lambda h: min(self.mse[k, h] for k in shaped))
         across_kernels = [self.mse[k, best_h] for k in shaped]
@@ -125,25 +127,38 @@ def run_demo(
 
     first = "gaussian" if "gaussian" in kernels else kernels[0]
     result.figures["fit.png"] = plotting.plot_fit(
-        data.x_train, data.y_train, data.x_val,
+        data.x_train,
+        data.y_train,
+        data.x_val,
         {f"{first}, h = {h:g}": result.fits[first, h] for h in bandwidths},
-        truth=data.y_val, title="Nadaraya–Watson: the bandwidth sets the smoothness",
+        truth=data.y_val,
+        title="Nadaraya–Watson: the bandwidth sets the smoothness",
     )
     result.figures["heatmaps.png"] = plotting.show_heatmaps(
-        np.stack([attention_weights(data.x_val, data.x_train, kernel=first, bandwidth=h)
-                  for h in bandwidths]),
-        xlabel="training inputs (keys)", ylabel="validation inputs (queries)",
+        np.stack(
+            [
+                attention_weights(data.x_val, data.x_train, kernel=first, bandwidth=h)
+                for h in bandwidths
+            ]
+        ),
+        xlabel="training inputs (keys)",
+        ylabel="validation inputs (queries)",
         titles=[f"{first}, h = {h:g}" for h in bandwidths],
     )
     middle = bandwidths[len(bandwidths) // 2]
     result.figures["kernels.png"] = plotting.plot_kernels(
-        kernels, fits={k: result.fits[k, middle] for k in kernels}, x_grid=data.x_val,
-        data=(data.x_train, data.y_train), truth=data.y_val, fit_label=f"fit, h = {middle:g}",
+        kernels,
+        fits={k: result.fits[k, middle] for k in kernels},
+        x_grid=data.x_val,
+        data=(data.x_train, data.y_train),
+        truth=data.y_val,
+        fit_label=f"fit, h = {middle:g}",
     )
     lookup_keys = np.arange(10.0)
     result.figures["lookup.png"] = plotting.show_heatmaps(
         attention_weights(lookup_keys, lookup_keys, kernel="boxcar", bandwidth=0.5),
-        titles=["exact lookup: one-hot weights"], figsize=(4.0, 3.4),
+        titles=["exact lookup: one-hot weights"],
+        figsize=(4.0, 3.4),
     )
     return result
 

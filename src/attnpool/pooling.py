@@ -25,10 +25,10 @@ from ._validation import (
     is_jax,
     is_traced,
 )
-from .geometry import scale_coordinates
+from .geometry import block_log_weights, closeness, scale_coordinates
 from .methods import dense_state, dense_weights, stream_state
 from .methods.stream import KEY_BLOCK
-from .state import finalize
+from .state import block_state, finalize, hard_block_state
 
 __all__ = [
     "DENSE_MAX_PAIRS",
@@ -258,12 +258,29 @@ def _check_bandwidth_representable(original, dtype) -> None:
         )
 
 
+def kernel_block(kernel: _kernels.Kernel, *, hard: bool = False):
+    """Block function of plain kernel pooling (ids unused); ``hard`` for the nearest limit."""
+
+    def block(query_rows, query_ids, key_rows, key_ids, value_rows):
+        if hard:
+            return hard_block_state(closeness(query_rows, key_rows, kernel), value_rows)
+        return block_state(block_log_weights(query_rows, key_rows, kernel), value_rows)
+
+    return block
+
+
+def pool_state(block_function, queries, keys, values, *, method: str, key_block: int, hard=False):
+    """The pooling state by the dense or the streamed engine."""
+    if method == "dense":
+        return dense_state(block_function, queries, keys, values)
+    return stream_state(block_function, queries, keys, values, key_block=key_block, hard=hard)
+
+
 @partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
 def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, nearest):
     def state(q, k, hard=False):
-        if method == "dense":
-            return dense_state(q, k, values, kernel, hard=hard)
-        return stream_state(q, k, values, kernel, key_block=key_block, hard=hard)
+        block = kernel_block(kernel, hard=hard)
+        return pool_state(block, q, k, values, method=method, key_block=key_block, hard=hard)
 
     pooled, empty_rows = finalize(state(*scale_coordinates(queries, keys, bandwidth, kernel)))
     if not nearest:

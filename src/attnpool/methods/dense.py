@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 
 from ..geometry import block_log_weights, closeness
 from ..kernels import Kernel
-from ..state import PoolingState, block_state, hard_block_state
+from ..state import PoolingState
+
+#: ``(query_rows, query_ids, key_rows, key_ids, value_rows) -> PoolingState`` of one block.
+BlockFunction = Callable[..., PoolingState]
 
 
-def dense_state(queries, keys, values, kernel: Kernel, *, hard: bool = False) -> PoolingState:
-    """Pooling state of scaled ``queries (n, d)`` over all ``keys (m, d)``, ``values (m, p)``."""
-    if hard:
-        return hard_block_state(closeness(queries, keys, kernel), values)
-    return block_state(block_log_weights(queries, keys, kernel), values)
+def dense_state(block_function: BlockFunction, queries, keys, values) -> PoolingState:
+    """Pooling state of all ``queries`` over all ``keys`` as a single block."""
+    return block_function(
+        queries, jnp.arange(queries.shape[0]), keys, jnp.arange(keys.shape[0]), values
+    )
 
 
 def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False):

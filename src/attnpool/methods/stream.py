@@ -10,57 +10,63 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..geometry import block_log_weights, closeness
-from ..kernels import Kernel
-from ..state import PoolingState, block_state, empty_state, hard_block_state, merge
+from ..state import PoolingState, empty_state, merge
+from .dense import BlockFunction
 
 QUERY_BLOCK = 1024
 KEY_BLOCK = 2048
 
 
 def stream_state(
+    block_function: BlockFunction,
     queries,
     keys,
     values,
-    kernel: Kernel,
     *,
     key_block: int = KEY_BLOCK,
     query_block: int = QUERY_BLOCK,
     hard: bool = False,
 ) -> PoolingState:
-    """Pooling state of scaled ``queries (n, d)`` over ``keys (m, d)``, ``values (m, p)``.
+    """Pooling state of ``queries (n, ·)`` over ``keys (m, ·)`` with ``values (m, ·)``.
 
-    Whole key blocks go through the scan; the last, shorter block is merged
-    after it, so no key is padded or masked. Equal to
+    ``block_function(query_rows, query_ids, key_rows, key_ids, value_rows)``
+    returns the state of one block (ids are global row numbers, for masks such
+    as leave-one-out). Whole key blocks go through the scan; the last, shorter
+    block is merged after it, so no key is padded or masked. Equal to
     :func:`~attnpool.methods.dense_state` up to floating-point rounding.
     """
-    n, m, p = queries.shape[0], keys.shape[0], values.shape[1]
+    n, m = queries.shape[0], keys.shape[0]
     key_block = min(key_block, m)
     query_block = min(query_block, n)
     whole = m - m % key_block
-    blocks = (
-        keys[:whole].reshape(-1, key_block, keys.shape[1]),
-        values[:whole].reshape(-1, key_block, p),
-    )
-    reduce = hard_block_state if hard else block_state
+    key_ids = jnp.arange(m)
+    blocks = tuple(x[:whole].reshape(-1, key_block, *x.shape[1:]) for x in (keys, key_ids, values))
+    width = jax.eval_shape(
+        block_function, queries[:1], key_ids[:1], keys[:1], key_ids[:1], values[:1]
+    ).weighted_values.shape[1]
 
-    def block_update(query_rows, block_keys, block_values):
-        if hard:
-            return reduce(closeness(query_rows, block_keys, kernel), block_values)
-        return reduce(block_log_weights(query_rows, block_keys, kernel), block_values)
-
-    def pool_query_block(query_rows):
+    def pool_query_block(query_rows, query_ids):
         def step(state, block):
-            return merge(state, block_update(query_rows, *block), hard=hard), None
+            update = block_function(query_rows, query_ids, *block)
+            return merge(state, update, hard=hard), None
 
-        init = empty_state(query_rows.shape[0], p, values.dtype)
+        init = empty_state(query_rows.shape[0], width, values.dtype)
         state, _ = jax.lax.scan(jax.checkpoint(step), init, blocks)
         if whole < m:
-            state = merge(state, block_update(query_rows, keys[whole:], values[whole:]), hard=hard)
+            rest = block_function(
+                query_rows, query_ids, keys[whole:], key_ids[whole:], values[whole:]
+            )
+            state = merge(state, rest, hard=hard)
         return state
 
+    query_ids = jnp.arange(n)
     if n <= query_block:
-        return pool_query_block(queries)
-    padded = jnp.pad(queries, [(0, -n % query_block), (0, 0)])
-    states = jax.lax.map(pool_query_block, padded.reshape(-1, query_block, queries.shape[1]))
+        return pool_query_block(queries, query_ids)
+    pad = -n % query_block
+    padded = jnp.pad(queries, [(0, pad)] + [(0, 0)] * (queries.ndim - 1))
+    padded_ids = jnp.pad(query_ids, (0, pad), constant_values=-1)
+    states = jax.lax.map(
+        lambda args: pool_query_block(*args),
+        (padded.reshape(-1, query_block, *queries.shape[1:]), padded_ids.reshape(-1, query_block)),
+    )
     return PoolingState(*(leaf.reshape(-1, *leaf.shape[2:])[:n] for leaf in states))
