@@ -19,6 +19,7 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version
 
 from . import datasets, kernels
+from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
 from .kernels import Kernel
 from .pooling import (
     EmptyNeighbourhoodWarning,
@@ -26,6 +27,7 @@ from .pooling import (
     attention_weights,
     nadaraya_watson,
 )
+from .regression import local_regression
 from .state import PoolingState
 
 try:
@@ -36,20 +38,34 @@ except PackageNotFoundError:  # running from a source tree without installing
 __all__ = [
     "EmptyNeighbourhoodWarning",
     "Kernel",
+    "LocalLinear",
+    "NadarayaWatson",
+    "NadarayaWatsonClassifier",
     "PoolingState",
     "__version__",
     "attention_pool",
     "attention_weights",
+    "cv_curve",
     "datasets",
     "kernels",
+    "local_regression",
     "nadaraya_watson",
+    "rule_of_thumb",
+    "select_bandwidth",
 ]
 
 # Upper layers load on first access (PEP 562), so `import attnpool` stays light.
-_LAZY_MODULES = {"plotting", "demo", "cli"}
+_LAZY_MODULES = {"plotting", "demo", "cli", "estimator"}
+_LAZY_NAMES = {
+    "NadarayaWatson": "estimator",
+    "LocalLinear": "estimator",
+    "NadarayaWatsonClassifier": "estimator",
+}
 
 
 def __getattr__(name: str):
     if name in _LAZY_MODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
     raise AttributeError(f"module 'attnpool' has no attribute {name!r}")

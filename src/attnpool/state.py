@@ -65,13 +65,18 @@ def _shift(max_log):
 
 
 def block_state(log_weights, values) -> PoolingState:
-    """State of one block: ``log_weights (n, b)``, ``values (b, p)``."""
+    """State of one block: ``log_weights (n, b)`` and ``values (b, p)``.
+
+    ``values`` may also be per query–key pair, ``(n, b, p)`` (local moments).
+    """
     # m is only a reference point: it cancels in t / s, so it carries no gradient.
     max_log = jax.lax.stop_gradient(jnp.max(log_weights, axis=1))
     weights = jnp.exp(log_weights - _shift(max_log)[:, None])
-    return PoolingState(
-        max_log, weights.sum(axis=1), jnp.matmul(weights, values, precision=_HIGHEST)
-    )
+    if values.ndim == 3:
+        weighted = jnp.einsum("nb,nbp->np", weights, values, precision=_HIGHEST)
+    else:
+        weighted = jnp.matmul(weights, values, precision=_HIGHEST)
+    return PoolingState(max_log, weights.sum(axis=1), weighted)
 
 
 def hard_block_state(closeness, values) -> PoolingState:

@@ -1,0 +1,237 @@
+"""scikit-learn estimators: Nadaraya–Watson, local linear, and a kernel classifier.
+
+Each ``__init__`` only stores its parameters; ``fit`` chooses the bandwidth
+(``"cv"`` by default: exact leave-one-out cross-validation, see
+:mod:`attnpool.bandwidth`) and returns ``self``; fitted attributes end in ``_``.
+
+>>> import numpy as np
+>>> from attnpool import NadarayaWatson
+>>> X = np.linspace(0, 5, 60)[:, None]; y = np.sin(X[:, 0])
+>>> model = NadarayaWatson(bandwidth=0.2).fit(X, y)
+>>> model.bandwidth_
+array([0.2])
+>>> model.predict([[2.5]]).round(2)
+array([0.59])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._validation import check_bandwidth, check_choice
+from .bandwidth import METHODS, select_bandwidth
+from .regression import local_regression, model_for, weight_matrix
+
+__all__ = ["LocalLinear", "NadarayaWatson", "NadarayaWatsonClassifier"]
+
+
+class _LocalRegression(RegressorMixin, BaseEstimator):
+    _degree = 0
+
+    def __init__(
+        self, kernel="gaussian", bandwidth="cv", *, var_type=None, empty="nan", block_size=None
+    ):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.var_type = var_type
+        self.empty = empty
+        self.block_size = block_size
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+    def _fit_bandwidth(self, X, y):
+        check_choice(self.empty, "empty", ("nan", "nearest", "raise"))
+        model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
+        if isinstance(self.bandwidth, str):
+            check_choice(self.bandwidth, "bandwidth", METHODS)
+            selection = select_bandwidth(
+                X,
+                y,
+                method=self.bandwidth,
+                kernel=self.kernel,
+                degree=self._degree,
+                var_type=self.var_type,
+                block_size=self.block_size,
+            )
+            self.bandwidth_ = selection.bandwidth
+            if self.bandwidth == "cv":
+                self.cv_score_ = selection.objective
+            elif self.bandwidth == "aicc":
+                self.aicc_ = selection.objective
+        else:
+            self.bandwidth_ = np.array(check_bandwidth(self.bandwidth, X.shape[1]), dtype=float)
+
+    def fit(self, X, y):
+        """Store the training data and choose the bandwidth.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        self._fit_bandwidth(X, y)
+        self.X_train_, self.y_train_ = X, y
+        return self
+
+    def predict(self, X):
+        """The fitted regression function at ``X``; shape (n,) or (n, n_outputs)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return local_regression(
+            self.X_train_,
+            self.y_train_,
+            X,
+            kernel=self.kernel,
+            bandwidth=self.bandwidth_,
+            degree=self._degree,
+            var_type=self.var_type,
+            empty=self.empty,
+            block_size=self.block_size,
+        )
+
+
+class NadarayaWatson(_LocalRegression):
+    """Nadaraya–Watson (local constant) kernel regression — attention pooling of ``y``.
+
+    .. math:: \\hat g(x) = \\sum_i K_h(x - x_i) y_i \\Big/ \\sum_j K_h(x - x_j)
+
+    Parameters
+    ----------
+    kernel : str, Kernel or callable, default="gaussian"
+        See :mod:`attnpool.kernels`.
+    bandwidth : {"cv", "aicc", "scott", "silverman"}, float or array of shape (n_features,)
+        A selector or fixed bandwidths (``λ ∈ [0, 1)`` for categorical columns).
+    var_type : str, optional
+        One letter per column: ``c`` continuous, ``o`` ordered, ``u`` unordered
+        (as statsmodels). Default: all continuous.
+    empty : {"nan", "nearest", "raise"}
+        What a query with no training point inside a compact kernel's support gets.
+    block_size : int, optional
+        Stream the training points in blocks of this size.
+
+    Attributes
+    ----------
+    bandwidth_ : ndarray of shape (n_features,)
+    cv_score_ : float — the leave-one-out mean squared error (``bandwidth="cv"``)
+    aicc_ : float — the AICc (``bandwidth="aicc"``)
+    n_features_in_ : int
+    """
+
+    _degree = 0
+
+    def attention_weights(self, X):
+        """Attention weights of queries ``X`` over the training points, ``(n_queries, n_train)``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return weight_matrix(
+            self.X_train_,
+            X,
+            kernel=self.kernel,
+            bandwidth=self.bandwidth_,
+            var_type=self.var_type,
+            empty=self.empty,
+        )
+
+
+class LocalLinear(_LocalRegression):
+    """Local linear kernel regression: a weighted least-squares line at each query.
+
+    Less bias than Nadaraya–Watson at the boundaries and where the inputs are
+    unevenly spread; reproduces linear functions exactly. Parameters and
+    attributes as :class:`NadarayaWatson`.
+    """
+
+    _degree = 1
+
+    def marginal_effects(self, X):
+        """The gradient of the fit at ``X``: ``(n, n_features)`` or ``(n, n_features, n_outputs)``.
+
+        The same as the second output of statsmodels' ``KernelReg(reg_type="ll").fit``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        _, slopes = local_regression(
+            self.X_train_,
+            self.y_train_,
+            X,
+            kernel=self.kernel,
+            bandwidth=self.bandwidth_,
+            degree=1,
+            var_type=self.var_type,
+            empty=self.empty,
+            block_size=self.block_size,
+            return_slopes=True,
+        )
+        return slopes
+
+
+class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
+    """Kernel classifier: attention pooling of one-hot labels gives class probabilities.
+
+    ``predict_proba(x)[c] = Σ_i K_h(x − x_i) [y_i = c] / Σ_j K_h(x − x_j)``.
+    The bandwidth selectors minimise the leave-one-out Brier score (squared
+    error of the one-hot labels). Parameters as :class:`NadarayaWatson`;
+    ``empty`` defaults to ``"nearest"`` so every query gets a class.
+    """
+
+    def __init__(
+        self, kernel="gaussian", bandwidth="cv", *, var_type=None, empty="nearest", block_size=None
+    ):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.var_type = var_type
+        self.empty = empty
+        self.block_size = block_size
+
+    def fit(self, X, y):
+        """Store the training data, one-hot encode ``y`` and choose the bandwidth."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self._binarizer = LabelBinarizer().fit(y)
+        self.classes_ = self._binarizer.classes_
+        onehot = self._binarizer.transform(y).astype(float)
+        if onehot.shape[1] == 1:  # two classes: LabelBinarizer gives one column
+            onehot = np.hstack([1 - onehot, onehot])
+        self._regressor = NadarayaWatson(
+            self.kernel,
+            self.bandwidth,
+            var_type=self.var_type,
+            empty=self.empty,
+            block_size=self.block_size,
+        ).fit(X, onehot)
+        self.bandwidth_ = self._regressor.bandwidth_
+        for name in ("cv_score_", "aicc_"):
+            if hasattr(self._regressor, name):
+                setattr(self, name, getattr(self._regressor, name))
+        return self
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_queries, n_classes); rows sum to 1."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        proba = self._regressor.predict(X)
+        if len(self.classes_) == 1:
+            return np.ones((X.shape[0], 1))
+        return proba
+
+    def predict(self, X):
+        """The most probable class of each query."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def attention_weights(self, X):
+        """Attention weights of queries ``X`` over the training points."""
+        check_is_fitted(self)
+        return self._regressor.attention_weights(X)
