@@ -12,7 +12,11 @@ import attnpool
 
 def attnpool_cli(*args, cwd=None):
     return subprocess.run(
-        [sys.executable, "-m", "attnpool", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+        [sys.executable, "-m", "attnpool", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
     )
 
 
@@ -23,9 +27,18 @@ def test_demo_writes_four_valid_images_and_the_table(tmp_path):
         with Image.open(tmp_path / "out" / name) as image:
             image.verify()
             assert image.format == "PNG" and image.size[0] > 200
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fit.png", "heatmaps.png", "kernels.png", "lookup.png"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "fit.png",
+        "heatmaps.png",
+        "kernels.png",
+        "lookup.png",
+    ]
     lines = result.stdout.splitlines()
-    rows = {line.split()[0]: line.split()[1:] for line in lines if line.split() and line.split()[0] in {"gaussian", "boxcar", "constant", "triangular"}}
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in lines
+        if line.split() and line.split()[0] in {"gaussian", "boxcar", "constant", "triangular"}
+    }
     assert set(rows) == {"gaussian", "boxcar", "constant", "triangular"}
     header = next(line for line in lines if line.startswith("kernel"))
     assert header.split()[1:] == ["h", "=", "0.1", "h", "=", "0.5", "h", "=", "2"]
@@ -35,7 +48,17 @@ def test_demo_writes_four_valid_images_and_the_table(tmp_path):
 
 
 def test_demo_options(tmp_path):
-    result = attnpool_cli("demo", "--out", str(tmp_path), "--seed", "3", "--bandwidths", "0.3,1", "--kernels", "epanechnikov,gaussian")
+    result = attnpool_cli(
+        "demo",
+        "--out",
+        str(tmp_path),
+        "--seed",
+        "3",
+        "--bandwidths",
+        "0.3,1",
+        "--kernels",
+        "epanechnikov,gaussian",
+    )
     assert result.returncode == 0, result.stderr
     assert "epanechnikov" in result.stdout and "h = 0.3" in result.stdout
 
@@ -49,7 +72,10 @@ def test_version_and_help():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["demo", "--bandwidths", "a,b"], "--bandwidths: expected a comma-separated list of numbers"),
+        (
+            ["demo", "--bandwidths", "a,b"],
+            "--bandwidths: expected a comma-separated list of numbers",
+        ),
         (["demo", "--bandwidths", "0.5,-1"], "bandwidth: expected positive finite"),
         (["demo", "--kernels", "gauss"], "kernel: unknown kernel 'gauss'"),
         (["demo", "--seed", "x"], "--seed"),

@@ -73,7 +73,10 @@ def test_no_global_state_is_changed():
 
 def test_plot_fit_draws_data_truth_and_each_estimate():
     data = datasets.sine_data()
-    estimates = {f"h = {h}": nadaraya_watson(data.x_train, data.y_train, data.x_val, bandwidth=h) for h in (0.1, 1.0)}
+    estimates = {
+        f"h = {h}": nadaraya_watson(data.x_train, data.y_train, data.x_val, bandwidth=h)
+        for h in (0.1, 1.0)
+    }
     fig = plot_fit(data.x_train, data.y_train, data.x_val, estimates, truth=data.y_val)
     labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
     assert labels == ["data", "truth", "h = 0.1", "h = 1.0"]
@@ -81,11 +84,16 @@ def test_plot_fit_draws_data_truth_and_each_estimate():
 
 def test_plot_kernels_with_fits():
     data = datasets.sine_data()
-    fits = {k: nadaraya_watson(data.x_train, data.y_train, data.x_val, kernel=k, bandwidth=1.0) for k in ("gaussian", "boxcar")}
+    fits = {
+        k: nadaraya_watson(data.x_train, data.y_train, data.x_val, kernel=k, bandwidth=1.0)
+        for k in ("gaussian", "boxcar")
+    }
     fig = plot_kernels(["gaussian", "boxcar"], fits=fits, x_grid=data.x_val)
     assert len(fig.axes) == 4
     assert [ax.get_title() for ax in fig.axes[:2]] == ["gaussian", "boxcar"]
-    with pytest.raises(ValueError, match="fits: expected predictions on x_grid for kernel 'boxcar'"):
+    with pytest.raises(
+        ValueError, match="fits: expected predictions on x_grid for kernel 'boxcar'"
+    ):
         plot_kernels(["gaussian", "boxcar"], fits={"gaussian": fits["gaussian"]}, x_grid=data.x_val)
 
 

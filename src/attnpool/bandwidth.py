@@ -176,7 +176,9 @@ def _prepare(x, y, kernel, var_type, degree):
     x = check_points(x, "X")
     y, _ = check_values(y, x.shape[0])
     if x.shape[0] < 3:
-        raise ValueError(f"X: bandwidth selection needs at least 3 rows; received {x.shape[0]}")
+        raise ValueError(
+            f"X: bandwidth selection needs at least 3 rows; received n_samples={x.shape[0]}"
+        )
     model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
     return x, y, model
 

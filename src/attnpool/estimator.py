@@ -229,6 +229,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """The most probable class of each query."""
+        check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def attention_weights(self, X):
