@@ -7,6 +7,7 @@ status 2; output files are written atomically, so none is left half-written.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -73,6 +74,63 @@ def demo(
     written = save_figures(result.figures, out)
     typer.echo(result.table())
     typer.echo(f"wrote {', '.join(str(path) for path in written)}")
+
+
+class _Progress:
+    """A bar on stderr, shown only once the work has taken more than a second."""
+
+    def __init__(self, label: str):
+        self.label, self.start, self.shown = label, time.monotonic(), False
+
+    def __call__(self, done: int, total: int) -> None:
+        if time.monotonic() - self.start < 1.0 and not self.shown:
+            return
+        self.shown = True
+        filled = int(30 * done / total)
+        bar = "#" * filled + "-" * (30 - filled)
+        sys.stderr.write(f"\r{self.label} [{bar}] {done}/{total}")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+@app.command()
+def fit(
+    data: Annotated[Path, typer.Argument(help="CSV file with a header row.")],
+    x: Annotated[list[str], typer.Option("--x", help="Input column (repeat for several).")],
+    y: Annotated[str, typer.Option("--y", help="Response column.")],
+    kernel: Annotated[str, typer.Option("--kernel")] = "gaussian",
+    bandwidth: Annotated[
+        str, typer.Option("--bandwidth", help="cv, aicc, scott, silverman or numbers a,b,…")
+    ] = "cv",
+    degree: Annotated[int, typer.Option("--degree", help="0 Nadaraya–Watson, 1 local linear.")] = 0,
+    predict: Annotated[Path | None, typer.Option("--predict", help="CSV of query points.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Predictions CSV.")] = Path("predictions.csv"),
+    plot: Annotated[Path | None, typer.Option("--plot", help="Fit plot (one --x only).")] = None,
+    dropna: Annotated[
+        bool, typer.Option("--dropna", help="Drop rows with missing values.")
+    ] = False,
+) -> None:
+    """Kernel regression of a CSV column: choose the bandwidth, predict, plot."""
+    from .table import fit_table
+
+    result = fit_table(
+        data,
+        x,
+        y,
+        kernel=kernel,
+        bandwidth=bandwidth,
+        degree=degree,
+        predict=predict,
+        dropna=dropna,
+        plot=plot is not None,
+        progress=_Progress("choosing the bandwidth"),
+    )
+    figure = result.figure() if plot is not None else None  # before any file is written
+    typer.echo(result.summary())
+    typer.echo(f"wrote {result.write_predictions(out)}")
+    if figure is not None:
+        typer.echo(f"wrote {result.write_plot(plot, figure)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,6 @@ than the kernel's shape.
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import kernels as _kernels
+from ._files import atomic_write
 from ._validation import check_positive_int
 from .datasets import SineData, sine_data
 from .pooling import EmptyNeighbourhoodWarning, attention_weights, nadaraya_watson
@@ -174,14 +174,10 @@ def save_figures(figures: dict, out: str | os.PathLike, *, dpi: int = 90) -> lis
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, figure in figures.items():
-        handle, temporary = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                figure.savefig(stream, format=Path(name).suffix.lstrip(".") or "png", dpi=dpi)
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, out / name)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        written.append(out / name)
+        suffix = Path(name).suffix.lstrip(".") or "png"
+
+        def write(stream, figure=figure, suffix=suffix):
+            figure.savefig(stream, format=suffix, dpi=dpi)
+
+        written.append(atomic_write(out / name, write))
     return written
