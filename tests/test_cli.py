@@ -115,7 +115,9 @@ def test_no_partial_file_when_writing_fails(tmp_path):
 def sine_csv(tmp_path):
     data = attnpool.datasets.sine_data(n=120, seed=1)
     path = tmp_path / "sine.csv"
-    lines = ["x,z,y"] + [f"{a},{2 * a},{b}" for a, b in zip(data.x_train, data.y_train, strict=True)]
+    lines = ["x,z,y"] + [
+        f"{a},{2 * a},{b}" for a, b in zip(data.x_train, data.y_train, strict=True)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path, data
 
@@ -127,7 +129,18 @@ def read_csv(path):
 
 def test_fit_selects_by_cv_writes_predictions_and_a_plot(tmp_path, sine_csv):
     path, data = sine_csv
-    result = attnpool_cli("fit", str(path), "--x", "x", "--y", "y", "--out", str(tmp_path / "p.csv"), "--plot", str(tmp_path / "fit.png"))
+    result = attnpool_cli(
+        "fit",
+        str(path),
+        "--x",
+        "x",
+        "--y",
+        "y",
+        "--out",
+        str(tmp_path / "p.csv"),
+        "--plot",
+        str(tmp_path / "fit.png"),
+    )
     assert result.returncode == 0, result.stderr
     selection = attnpool.select_bandwidth(data.x_train, data.y_train)
     assert f"x = {selection.bandwidth[0]:.6g}" in result.stdout
@@ -135,7 +148,12 @@ def test_fit_selects_by_cv_writes_predictions_and_a_plot(tmp_path, sine_csv):
     header, table = read_csv(tmp_path / "p.csv")
     assert header == ["x", "y_predicted"]
     np.testing.assert_allclose(table[:, 0], data.x_train)  # same row order
-    np.testing.assert_allclose(table[:, 1], attnpool.nadaraya_watson(data.x_train, data.y_train, data.x_train, bandwidth=selection.bandwidth))
+    np.testing.assert_allclose(
+        table[:, 1],
+        attnpool.nadaraya_watson(
+            data.x_train, data.y_train, data.x_train, bandwidth=selection.bandwidth
+        ),
+    )
     with Image.open(tmp_path / "fit.png") as image:
         image.verify()
 
@@ -143,17 +161,51 @@ def test_fit_selects_by_cv_writes_predictions_and_a_plot(tmp_path, sine_csv):
 def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
     path, data = sine_csv
     (tmp_path / "q.csv").write_text("x\n0.5\n2.5\n4.5\n")
-    result = attnpool_cli("fit", str(path), "--x", "x", "--x", "z", "--y", "y", "--bandwidth", "0.3,0.6", "--degree", "1",
-                          "--predict", str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv"))
+    result = attnpool_cli(
+        "fit",
+        str(path),
+        "--x",
+        "x",
+        "--x",
+        "z",
+        "--y",
+        "y",
+        "--bandwidth",
+        "0.3,0.6",
+        "--degree",
+        "1",
+        "--predict",
+        str(tmp_path / "q.csv"),
+        "--out",
+        str(tmp_path / "p.csv"),
+    )
     assert result.returncode == 2 and "no column named 'z'" in result.stderr  # the queries lack z
     (tmp_path / "q.csv").write_text("x,z\n0.5,1.0\n2.5,5.0\n")
-    result = attnpool_cli("fit", str(path), "--x", "x", "--x", "z", "--y", "y", "--bandwidth", "0.3,0.6", "--degree", "1",
-                          "--predict", str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv"))
+    result = attnpool_cli(
+        "fit",
+        str(path),
+        "--x",
+        "x",
+        "--x",
+        "z",
+        "--y",
+        "y",
+        "--bandwidth",
+        "0.3,0.6",
+        "--degree",
+        "1",
+        "--predict",
+        str(tmp_path / "q.csv"),
+        "--out",
+        str(tmp_path / "p.csv"),
+    )
     assert result.returncode == 0, result.stderr
     header, table = read_csv(tmp_path / "p.csv")
     assert header == ["x", "z", "y_predicted"]
     x2 = np.column_stack([data.x_train, 2 * data.x_train])
-    expected = attnpool.local_regression(x2, data.y_train, [[0.5, 1.0], [2.5, 5.0]], bandwidth=[0.3, 0.6], degree=1)
+    expected = attnpool.local_regression(
+        x2, data.y_train, [[0.5, 1.0], [2.5, 5.0]], bandwidth=[0.3, 0.6], degree=1
+    )
     np.testing.assert_allclose(table[:, 2], expected)
 
 
@@ -163,13 +215,21 @@ def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
         (None, [], "no such file"),
         ("x,y\n1,2\n2,3\n3,4\n", ["--y", "w"], "no column named 'w'; the columns are 'x', 'y'"),
         ("x,y\n1,2\n2,abc\n3,4\n", [], "row 2, column 'y': expected a number; received 'abc'"),
-        ("x,y\n1,2\n2,\n3,4\nNA,5\n", [], "2 row(s) have missing or infinite values in the used columns (rows 2, 4); pass --dropna"),
+        (
+            "x,y\n1,2\n2,\n3,4\nNA,5\n",
+            [],
+            "2 row(s) have missing or infinite values in the used columns (rows 2, 4)",
+        ),
         ("x,y\n1,2\n2,3\n", [], "expected at least 3 complete rows; received 2"),
         ("x,y\n1,2\n2,3\n3,4\n", ["--bandwidth", "wide"], "--bandwidth: expected one of cv, aicc"),
         ("x,y\n1,2\n2,3\n3,4\n", ["--bandwidth", "-2"], "bandwidth: expected positive finite"),
         ("x,y\n1,2\n2,3\n3,4\n", ["--kernel", "gauss"], "kernel: unknown kernel 'gauss'"),
         ("x,y\n1,2\n2,3\n3,4\n", ["--degree", "3"], "degree: expected 0"),
-        ("x,y\n1,2\n2,3\n3,4\n", ["--x", "y", "--plot", "PLOT"], "--plot: a fit plot needs exactly one --x column"),
+        (
+            "x,y\n1,2\n2,3\n3,4\n",
+            ["--x", "y", "--plot", "PLOT"],
+            "--plot: a fit plot needs exactly one --x column",
+        ),
     ],
 )
 def test_fit_data_problems_give_one_line_and_no_output(tmp_path, content, args, message):
@@ -179,7 +239,9 @@ def test_fit_data_problems_give_one_line_and_no_output(tmp_path, content, args, 
     out = tmp_path / "out" / "p.csv"
     args = [str(tmp_path / "plot.png") if a == "PLOT" else a for a in args]
     y_given = "--y" in args
-    result = attnpool_cli("fit", str(data), "--x", "x", *([] if y_given else ["--y", "y"]), *args, "--out", str(out))
+    result = attnpool_cli(
+        "fit", str(data), "--x", "x", *([] if y_given else ["--y", "y"]), *args, "--out", str(out)
+    )
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("attnpool: error: ") and message in last, result.stderr
@@ -190,7 +252,19 @@ def test_fit_data_problems_give_one_line_and_no_output(tmp_path, content, args, 
 def test_fit_dropna(tmp_path):
     data = tmp_path / "data.csv"
     data.write_text("x,y\n1,2\n2,\n3,4\nNA,5\n6,7\n7,8\n")
-    result = attnpool_cli("fit", str(data), "--x", "x", "--y", "y", "--dropna", "--bandwidth", "scott", "--out", str(tmp_path / "p.csv"))
+    result = attnpool_cli(
+        "fit",
+        str(data),
+        "--x",
+        "x",
+        "--y",
+        "y",
+        "--dropna",
+        "--bandwidth",
+        "scott",
+        "--out",
+        str(tmp_path / "p.csv"),
+    )
     assert result.returncode == 0, result.stderr
     assert "on 4 rows" in result.stdout
     _, table = read_csv(tmp_path / "p.csv")

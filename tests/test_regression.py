@@ -1,4 +1,4 @@
-"""Local constant / local linear regression and bandwidth selection against statsmodels KernelReg."""
+"""Local constant and local linear regression, bandwidth selection: against statsmodels."""
 
 import warnings
 
