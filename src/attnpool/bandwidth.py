@@ -33,15 +33,21 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 
+from . import kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_points, check_values
-from .regression import LocalModel, hat_diagonal, loo_residuals, model_for
+from .methods import binned
+from .regression import LocalModel, binned_loo_residuals, hat_diagonal, loo_residuals, model_for
 
 __all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"]
 
 METHODS = ("cv", "aicc", "scott", "silverman")
 GRID = np.geomspace(0.05, 5.0, 16)
 _CHUNK = 4
+#: One continuous column and at least this many rows: CV is searched on a binned grid.
+BINNED_MIN_ROWS = 1000
+#: Kernels continuous enough for the binned search (its error falls as (Δ/h)²).
+BINNED_KERNELS = {"gaussian", "laplacian", "triangular", "epanechnikov", "tricube", "cosine"}
 CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
 
@@ -152,24 +158,88 @@ def _value_and_grad(theta, x, y, *, model, method, block_size):
     return jax.value_and_grad(evaluate)(theta)
 
 
-def _refine(theta, x, y, options, *, tolerance: float, maxiter: int):
-    """L-BFGS-B on the host, driven by the jitted objective and its JAX gradient."""
+def _refine(value_and_grad, theta, dtype, *, tolerance: float, maxiter: int, bounds=None):
+    """L-BFGS-B on the host, driven by a jitted objective and its JAX gradient."""
 
-    def value_and_gradient(t):
-        value, gradient = _value_and_grad(jnp.asarray(t, x.dtype), x, y, **options)
+    def host(t):
+        value, gradient = value_and_grad(jnp.asarray(t, dtype))
         value, gradient = float(value), np.asarray(gradient, dtype=float)
         if not (np.isfinite(value) and np.all(np.isfinite(gradient))):
             return 1e300, np.zeros_like(gradient)
         return value, gradient
 
     result = optimize.minimize(
-        value_and_gradient,
+        host,
         np.asarray(theta, float),
         jac=True,
         method="L-BFGS-B",
+        bounds=bounds,
         options={"maxiter": maxiter, "ftol": tolerance, "gtol": 1e-12},
     )
     return result.x, result.fun
+
+
+@partial(jax.jit, static_argnames=("model", "grid", "reach"))
+def _binned_objective(theta, x, y, *, model, grid, reach):
+    residuals = binned_loo_residuals(x, y, _to_bandwidth(theta, model), model, grid, reach)
+    return jnp.where(jnp.all(jnp.isfinite(residuals)), jnp.mean(residuals**2), jnp.inf)
+
+
+@partial(jax.jit, static_argnames=("model", "grid", "reach"))
+def _binned_value_and_grad(theta, x, y, *, model, grid, reach):
+    evaluate = partial(_binned_objective, x=x, y=y, model=model, grid=grid, reach=reach)
+    return jax.value_and_grad(evaluate)(theta)
+
+
+@partial(jax.jit, static_argnames=("model", "grid", "reach"))
+def _binned_objectives(thetas, x, y, *, model, grid, reach):
+    evaluate = partial(_binned_objective, x=x, y=y, model=model, grid=grid, reach=reach)
+    return jax.vmap(evaluate)(thetas)
+
+
+def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSelection:
+    """CV for one continuous column: grid and L-BFGS on the binned objective.
+
+    With 16 grid nodes per bandwidth the binned objective's optimum lies within about
+    1e-5 (relative) of the exact one; the reported objective is exact, in the data's
+    precision.
+    """
+    candidates = np.exp(thetas[:, 0])
+    grid = binned.grid_for(x[:, 0], float(candidates.min()))
+    reach = binned.reach_for(model.kernel, float(candidates.max()), grid)
+    statics = {"model": model, "grid": grid, "reach": reach}
+    with precision_scope(np.float64):
+        xb, yb = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
+        objectives = np.asarray(
+            _binned_objectives(jnp.asarray(thetas, jnp.float64), xb, yb, **statics)
+        )
+        if not np.isfinite(objectives).any():
+            raise ValueError(
+                f"bandwidth: the cv criterion is undefined at every candidate from "
+                f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
+            )
+        best = thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
+        bounds = [(float(thetas[0, 0]), float(thetas[-1, 0]))]
+        theta, _ = _refine(
+            lambda t: _binned_value_and_grad(t, xb, yb, **statics),
+            best,
+            jnp.float64,
+            tolerance=1e-13,
+            maxiter=50,
+            bounds=bounds,
+        )
+    if progress:
+        progress(2, 3)
+    with precision_scope(dtype):
+        value = float(
+            _objective(
+                jnp.asarray(theta, dtype), jnp.asarray(x, dtype), jnp.asarray(y, dtype), **options
+            )
+        )
+        bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
+    if progress:
+        progress(3, 3)
+    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives))
 
 
 def _prepare(x, y, kernel, var_type, degree):
@@ -224,6 +294,14 @@ def select_bandwidth(
     cont = list(model.continuous)
     thetas = np.tile(_to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
+    if (
+        method == "cv"
+        and model.var_type == "c"
+        and model.kernel.name in BINNED_KERNELS
+        and model.kernel is kernels.get(model.kernel.name)
+        and x.shape[0] >= BINNED_MIN_ROWS
+    ):
+        return _select_binned(x, y, model, thetas, dtype, options, progress)
     total = len(GRID) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.
@@ -241,13 +319,25 @@ def select_bandwidth(
             f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
         )
     best = thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
-    theta, _ = _refine(best, x32, y32, options, tolerance=1e-6, maxiter=8)
+    theta, _ = _refine(
+        lambda t: _value_and_grad(t, x32, y32, **options),
+        best,
+        jnp.float32,
+        tolerance=1e-6,
+        maxiter=8,
+    )
     if progress:
         progress(total - 1, total)
     with precision_scope(dtype):
         xd, yd = jnp.asarray(x, dtype), jnp.asarray(y, dtype)
         precise = np.finfo(dtype).eps * 10
-        theta, value = _refine(theta, xd, yd, options, tolerance=precise, maxiter=6)
+        theta, value = _refine(
+            lambda t: _value_and_grad(t, xd, yd, **options),
+            theta,
+            dtype,
+            tolerance=precise,
+            maxiter=6,
+        )
         start_value = float(_objective(jnp.asarray(best, dtype), xd, yd, **options))
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value

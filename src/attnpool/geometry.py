@@ -76,18 +76,17 @@ def block_log_weights(queries, keys, kernel: Kernel):
             jnp.concatenate([(-2.0 * c) * keys, key_term], axis=1).T,
             precision=_HIGHEST,
         )
-        return jnp.where(jnp.isnan(logw), -jnp.inf, logw)
+        return logw
     return log_weights(closeness(queries, keys, kernel), kernel)
 
 
 def log_weights(close, kernel: Kernel):
-    """Log kernel weights from closeness; NaN from overflowed coordinates becomes −inf.
+    """Log kernel weights from closeness.
 
-    A ``dot`` score that overflows to ``+inf`` is clipped to the largest finite
-    number, so the key keeps all the weight instead of producing ``inf − inf``.
+    Overflowed coordinates (a vanishing bandwidth) can make a log weight NaN or
+    ``+inf``; no per-pair guard is spent on that here: the pooled row is then not
+    finite, and :mod:`attnpool.pooling` recomputes such rows in the nearest-key limit.
     """
     if kernel.similarity == "dot":
-        logw = jnp.minimum(kernel.log_profile(close), jnp.finfo(close.dtype).max)
-    else:
-        logw = kernel.log_profile(-close)
-    return jnp.where(jnp.isnan(logw), -jnp.inf, logw)
+        return kernel.log_profile(close)
+    return kernel.log_profile(-close)

@@ -253,7 +253,13 @@ def get(kernel: str | Kernel | Callable) -> Kernel:
 _PI = math.pi
 for _kernel in (
     Kernel(
-        "gaussian", _gaussian, math.inf, 1.0, 1 / (2 * math.sqrt(_PI)), -0.5 * math.log(2 * _PI)
+        "gaussian",
+        _gaussian,
+        math.inf,
+        1.0,
+        1 / (2 * math.sqrt(_PI)),
+        -0.5 * math.log(2 * _PI),
+        quadratic=-0.5,
     ),
     Kernel("boxcar", _boxcar, 1.0, 1 / 3, 1 / 2, math.log(1 / 2)),
     Kernel("constant", _constant, math.inf, math.inf, math.inf, 0.0),
