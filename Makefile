@@ -32,7 +32,7 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_pooling.py
-	$(BIN)/python benchmarks/bench_regression.py
+	$(BIN)/python benchmarks/bench_regression.py --large
 
 # The README's pictures.
 docs-images: $(VENV)/.installed

@@ -269,3 +269,19 @@ def test_fit_dropna(tmp_path):
     assert "on 4 rows" in result.stdout
     _, table = read_csv(tmp_path / "p.csv")
     np.testing.assert_allclose(table[:, 0], [1, 3, 6, 7])
+
+
+def test_progress_bar_appears_only_after_a_second(capsys):
+    import time
+
+    from attnpool.cli import _Progress
+
+    progress = _Progress("choosing the bandwidth")
+    progress(1, 3)
+    assert capsys.readouterr().err == ""  # quick searches print nothing
+    time.sleep(1.05)
+    progress(2, 3)
+    progress(3, 3)
+    err = capsys.readouterr().err
+    assert "choosing the bandwidth [####################----------] 2/3" in err
+    assert err.endswith("3/3\n")

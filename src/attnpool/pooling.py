@@ -283,7 +283,7 @@ def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, n
         return pool_state(block, q, k, values, method=method, key_block=key_block, hard=hard)
 
     pooled, empty_rows = finalize(state(*scale_coordinates(queries, keys, bandwidth, kernel)))
-    fallback = _needs_nearest(pooled, empty_rows, nearest)
+    fallback = needs_nearest(pooled, empty_rows, nearest)
 
     def with_nearest():
         relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
@@ -291,16 +291,16 @@ def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, n
         return jnp.where(fallback[:, None], closest, pooled)
 
     pooled = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: pooled)
-    return _empty_as_nan(pooled, empty_rows, nearest), empty_rows
+    return empty_as_nan(pooled, empty_rows, nearest), empty_rows
 
 
-def _needs_nearest(result, empty_rows, nearest: bool):
+def needs_nearest(result, empty_rows, nearest: bool):
     """Rows for the nearest-key limit: overflowed rows (not finite), and empty ones if asked."""
     overflowed = ~jnp.all(jnp.isfinite(result), axis=1) & ~empty_rows
     return overflowed | (empty_rows & nearest)
 
 
-def _empty_as_nan(result, empty_rows, nearest: bool):
+def empty_as_nan(result, empty_rows, nearest: bool):
     return result if nearest else jnp.where(empty_rows[:, None], jnp.nan, result)
 
 
@@ -309,7 +309,7 @@ def _weights_core(queries, keys, bandwidth, *, kernel, nearest):
     weights, empty_rows = dense_weights(
         *scale_coordinates(queries, keys, bandwidth, kernel), kernel
     )
-    fallback = _needs_nearest(weights, empty_rows, nearest)
+    fallback = needs_nearest(weights, empty_rows, nearest)
 
     def with_nearest():
         relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
@@ -317,4 +317,4 @@ def _weights_core(queries, keys, bandwidth, *, kernel, nearest):
         return jnp.where(fallback[:, None], closest, weights)
 
     weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
-    return _empty_as_nan(weights, empty_rows, nearest), empty_rows
+    return empty_as_nan(weights, empty_rows, nearest), empty_rows

@@ -40,7 +40,7 @@ from ._interop import compute_dtype, precision_scope
 from ._validation import check_bandwidth, check_choice, check_points, check_values
 from .geometry import MATMUL_MIN_DIM, block_log_weights
 from .methods.stream import KEY_BLOCK
-from .pooling import DENSE_MAX_PAIRS, kernel_block, pool_state
+from .pooling import DENSE_MAX_PAIRS, empty_as_nan, kernel_block, needs_nearest, pool_state
 from .state import block_state, finalize
 
 __all__ = ["LocalModel", "hat_diagonal", "local_regression", "loo_residuals", "model_for"]
@@ -127,7 +127,7 @@ def _log_weights(q, k, lambdas, model: LocalModel):
         else:
             other = jnp.log(lam) - jnp.log(max(model.levels[column] - 1, 1))
         logw = logw + jnp.where(same, jnp.log1p(-lam), other)
-    return jnp.where(jnp.isnan(logw), -jnp.inf, logw)
+    return logw
 
 
 def _block_function(model: LocalModel, lambdas, *, exclude_self: bool):
@@ -214,33 +214,23 @@ def _local_core(
         )
         shift = jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
         hat = jnp.exp(self_log - shift) / jnp.where(empty, 1.0, state.weight_sum) * inverse_11
-    if nearest:
+    if exclude_self:  # leave-one-out: a row that is empty or overflowed stays NaN
+        return jnp.where(empty[:, None], jnp.nan, fit), slopes, hat, empty
+    fallback = needs_nearest(fit, empty, nearest)
 
-        def with_nearest():
-            factor = jnp.min(bandwidth[cont]) if model.continuous else 1.0
-            relative = jnp.concatenate(
-                [queries[:, : len(cont)] * factor, queries[:, len(cont) :]], 1
-            )
-            relative_keys = jnp.concatenate(
-                [keys[:, : len(cont)] * factor, keys[:, len(cont) :]], 1
-            )
-            hard = kernel_block(_kernels.get("gaussian"), hard=True)
-            closest, _ = finalize(
-                pool_state(
-                    hard,
-                    relative,
-                    relative_keys,
-                    y_train,
-                    method=method,
-                    key_block=key_block,
-                    hard=True,
-                )
-            )
-            return jnp.where(empty[:, None], closest, fit)
+    def with_nearest():
+        factor = jnp.min(bandwidth[cont]) if model.continuous else 1.0
+        n_cont = len(model.continuous)
+        relative = jnp.concatenate([queries[:, :n_cont] * factor, queries[:, n_cont:]], 1)
+        relative_keys = jnp.concatenate([keys[:, :n_cont] * factor, keys[:, n_cont:]], 1)
+        hard = kernel_block(_kernels.get("gaussian"), hard=True)
+        state = pool_state(
+            hard, relative, relative_keys, y_train, method=method, key_block=key_block, hard=True
+        )
+        return jnp.where(fallback[:, None], finalize(state)[0], fit)
 
-        fit = jax.lax.cond(jnp.any(empty), with_nearest, lambda: fit)
-    else:
-        fit = jnp.where(empty[:, None], jnp.nan, fit)
+    fit = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: fit)
+    fit = empty_as_nan(fit, empty, nearest)
     return fit, slopes, hat, empty
 
 
