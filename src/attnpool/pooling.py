@@ -258,15 +258,39 @@ def _check_bandwidth_representable(original, dtype) -> None:
         )
 
 
-def kernel_block(kernel: _kernels.Kernel, *, hard: bool = False):
-    """Block function of plain kernel pooling (ids unused); ``hard`` for the nearest limit."""
+def kernel_block(kernel: _kernels.Kernel, *, hard: bool = False, max_log=None):
+    """Block function of plain kernel pooling; ``hard`` for the nearest limit.
+
+    ``max_log (n,)``: each query's largest log weight, if known (see :func:`nearest_log_weight`).
+    """
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         if hard:
             return hard_block_state(closeness(query_rows, key_rows, kernel), value_rows)
-        return block_state(block_log_weights(query_rows, key_rows, kernel), value_rows)
+        known = None if max_log is None else max_log[query_ids]
+        return block_state(block_log_weights(query_rows, key_rows, kernel), value_rows, known)
 
     return block
+
+
+def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
+    """Each query's largest log weight, from its nearest key, for one column; else None.
+
+    In one dimension the nearest key is found by a sorted search, O((n + m) log m), and
+    for a built-in distance kernel (non-increasing in the distance) its log weight is the
+    row maximum, so streamed blocks need no max reduction.
+    """
+    built_in = kernel.similarity == "distance" and kernel is _kernels.get(kernel.name)
+    if queries.shape[1] != 1 or not built_in:
+        return None
+    ordered = jnp.sort(keys[:, 0])
+    right = jnp.clip(jnp.searchsorted(ordered, queries[:, 0]), 1, ordered.shape[0] - 1)
+    gaps = jnp.minimum(
+        jnp.abs(queries[:, 0] - ordered[right - 1]), jnp.abs(queries[:, 0] - ordered[right])
+    )
+    if ordered.shape[0] == 1:
+        gaps = jnp.abs(queries[:, 0] - ordered[0])
+    return kernel.log_profile(gaps * gaps)
 
 
 def pool_state(block_function, queries, keys, values, *, method: str, key_block: int, hard=False):
@@ -279,7 +303,8 @@ def pool_state(block_function, queries, keys, values, *, method: str, key_block:
 @partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
 def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, nearest):
     def state(q, k, hard=False):
-        block = kernel_block(kernel, hard=hard)
+        known = nearest_log_weight(q, k, kernel) if method == "stream" and not hard else None
+        block = kernel_block(kernel, hard=hard, max_log=known)
         return pool_state(block, q, k, values, method=method, key_block=key_block, hard=hard)
 
     pooled, empty_rows = finalize(state(*scale_coordinates(queries, keys, bandwidth, kernel)))

@@ -40,7 +40,14 @@ from ._interop import compute_dtype, precision_scope
 from ._validation import check_bandwidth, check_choice, check_points, check_values
 from .geometry import MATMUL_MIN_DIM, block_log_weights
 from .methods.stream import KEY_BLOCK
-from .pooling import DENSE_MAX_PAIRS, empty_as_nan, kernel_block, needs_nearest, pool_state
+from .pooling import (
+    DENSE_MAX_PAIRS,
+    empty_as_nan,
+    kernel_block,
+    nearest_log_weight,
+    needs_nearest,
+    pool_state,
+)
 from .state import block_state, finalize
 
 __all__ = ["LocalModel", "hat_diagonal", "local_regression", "loo_residuals", "model_for"]
@@ -130,13 +137,14 @@ def _log_weights(q, k, lambdas, model: LocalModel):
     return logw
 
 
-def _block_function(model: LocalModel, lambdas, *, exclude_self: bool):
+def _block_function(model: LocalModel, lambdas, *, exclude_self: bool, max_log=None):
     def block(q, q_ids, k, k_ids, v):
         logw = _log_weights(q, k, lambdas, model)
         if exclude_self:
             logw = jnp.where(q_ids[:, None] == k_ids[None, :], -jnp.inf, logw)
+        known = None if max_log is None else max_log[q_ids]
         if model.degree == 0:
-            return block_state(logw, v)
+            return block_state(logw, v, known)
         nq, nk, d, p = q.shape[0], k.shape[0], q.shape[1], v.shape[1]
         delta = k[None, :, :] - q[:, None, :]
         features = jnp.concatenate(
@@ -148,7 +156,7 @@ def _block_function(model: LocalModel, lambdas, *, exclude_self: bool):
             ],
             axis=-1,
         )
-        return block_state(logw, features)
+        return block_state(logw, features, known)
 
     return block
 
@@ -198,7 +206,12 @@ def _local_core(
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
     keys = _prepare(x_train, bandwidth, centre, model)
     queries = _prepare(x_query, bandwidth, centre, model)
-    block = _block_function(model, lambdas, exclude_self=exclude_self)
+    # The nearest key's log weight is each row's maximum, except when leaving one out
+    # (the point itself is the nearest, and its weight is masked).
+    known = None
+    if method == "stream" and not exclude_self and model.var_type == "c":
+        known = nearest_log_weight(queries, keys, model.kernel)
+    block = _block_function(model, lambdas, exclude_self=exclude_self, max_log=known)
     state = pool_state(block, queries, keys, y_train, method=method, key_block=key_block)
     means, empty = finalize(state)
     d, p = x_train.shape[1], y_train.shape[1]

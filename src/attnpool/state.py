@@ -64,13 +64,17 @@ def _shift(max_log):
     return jax.lax.stop_gradient(jnp.where(jnp.isfinite(max_log), max_log, 0.0))
 
 
-def block_state(log_weights, values) -> PoolingState:
+def block_state(log_weights, values, max_log=None) -> PoolingState:
     """State of one block: ``log_weights (n, b)`` and ``values (b, p)``.
 
     ``values`` may also be per query–key pair, ``(n, b, p)`` (local moments).
+    ``max_log (n,)``, when known in advance (the largest log weight over *all* keys),
+    saves the block's max reduction; every block then shares it.
     """
     # m is only a reference point: it cancels in t / s, so it carries no gradient.
-    max_log = jax.lax.stop_gradient(jnp.max(log_weights, axis=1))
+    if max_log is None:
+        max_log = jnp.max(log_weights, axis=1)
+    max_log = jax.lax.stop_gradient(max_log)
     weights = jnp.exp(log_weights - _shift(max_log)[:, None])
     if values.ndim == 3:
         weighted = jnp.einsum("nb,nbp->np", weights, values, precision=_HIGHEST)
