@@ -5,28 +5,60 @@ Data: y = 2 sin x + x + N(0, 0.5²) on [0, 5] (``attnpool.datasets.sine_data``).
 - fixed bandwidth, fit + predict at 1000 queries, n ∈ {1e3, 1e4, 1e5};
 - bandwidth selection by leave-one-out CV, n ∈ {200, 1000, 5000}: time and the
   objective reached (statsmodels ``bw="cv_ls"``: ``scipy.optimize.fmin`` from one start);
-- ``--large``: CV selection at n = 1e5 (attnpool only).
+- ``--large``: CV selection at n = 1e5 (attnpool only; statsmodels would take hours).
 
-Each attnpool timing is the median of repeats after a warm-up call (compilation
-is reported separately as ``first call``). Usage: ``python benchmarks/bench_regression.py``
+Every case runs in its own process, so that one library's idle worker threads do not
+slow the other's timing. attnpool's time is the median of repeats after a warm-up call
+(the first call, which compiles, is reported apart).
+Usage: ``python benchmarks/bench_regression.py [--large]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import statistics
+import subprocess
+import sys
 import time
 import warnings
 
 import numpy as np
 
-import attnpool
-from attnpool.datasets import sine_data
-
-warnings.simplefilter("ignore", FutureWarning)
+QUERIES = np.linspace(0, 5, 1000)
 
 
-def timed(function, repeats=3):
+def _case(name: str, n: int) -> dict:
+    import attnpool
+    from attnpool.datasets import sine_data
+
+    warnings.simplefilter("ignore", FutureWarning)
+    data = sine_data(n=n, seed=0)
+    if name == "fixed-attnpool":
+        function = lambda: (  # noqa: E731
+            attnpool.NadarayaWatson(bandwidth=0.2)
+            .fit(data.x_train[:, None], data.y_train)
+            .predict(QUERIES[:, None])
+        )
+        return _timed(function, lambda result: {"prediction": result.tolist()})
+    if name == "cv-attnpool":
+        function = lambda: attnpool.select_bandwidth(data.x_train, data.y_train)  # noqa: E731
+        return _timed(function, lambda s: {"objective": s.objective, "h": s.bandwidth[0]}, 2)
+    from statsmodels.nonparametric.kernel_regression import KernelReg
+
+    start = time.perf_counter()
+    if name == "fixed-statsmodels":
+        result = KernelReg(data.y_train, data.x_train, "c", reg_type="lc", bw=[0.2]).fit(QUERIES)
+        extra = {"prediction": result[0].tolist()}
+    else:
+        model = KernelReg(data.y_train, data.x_train, "c", reg_type="lc", bw="cv_ls")
+        objective = float(np.squeeze(model.cv_loo(model.bw, model.est["lc"])))
+        extra = {"objective": objective, "h": float(model.bw[0])}
+    return {"median_s": time.perf_counter() - start, **extra}
+
+
+def _timed(function, describe, repeats: int = 3) -> dict:
     start = time.perf_counter()
     result = function()
     first = time.perf_counter() - start
@@ -35,36 +67,40 @@ def timed(function, repeats=3):
         start = time.perf_counter()
         result = function()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), first, result
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {
+        "median_s": statistics.median(times),
+        "first_s": first,
+        "peak_bytes": peak,
+        **describe(result),
+    }
+
+
+def _spawn(name: str, n: int) -> dict:
+    command = [sys.executable, __file__, "--case", name, str(n)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="also CV selection at n = 1e5")
+    parser.add_argument("--case", nargs=2, metavar=("NAME", "N"))
     args = parser.parse_args()
-    from statsmodels.nonparametric.kernel_regression import KernelReg
+    if args.case:
+        print(json.dumps(_case(args.case[0], int(args.case[1]))))
+        return
 
-    queries = np.linspace(0, 5, 1000)
     print("## Fixed bandwidth (h = 0.2), fit + predict at 1000 queries\n")
     print("| n | attnpool (s) | first call (s) | statsmodels (s) | speed-up | max abs difference |")
     print("|---|---|---|---|---|---|")
     for n in (1_000, 10_000, 100_000):
-        data = sine_data(n=n, seed=0)
-        ours, first, prediction = timed(
-            lambda data=data: (
-                attnpool.NadarayaWatson(bandwidth=0.2)
-                .fit(data.x_train[:, None], data.y_train)
-                .predict(queries[:, None])
-            )
-        )
-        start = time.perf_counter()
-        reference = KernelReg(data.y_train, data.x_train, "c", reg_type="lc", bw=[0.2]).fit(
-            queries
-        )[0]
-        theirs = time.perf_counter() - start
+        ours, theirs = _spawn("fixed-attnpool", n), _spawn("fixed-statsmodels", n)
+        difference = np.abs(np.subtract(ours["prediction"], theirs["prediction"])).max()
         print(
-            f"| {n} | {ours:.4f} | {first:.2f} | {theirs:.3f} | {theirs / ours:.0f}x | "
-            f"{np.abs(prediction - reference).max():.1e} |",
+            f"| {n} | {ours['median_s']:.4f} | {ours['first_s']:.2f} | "
+            f"{theirs['median_s']:.3f} | {theirs['median_s'] / ours['median_s']:.0f}x | "
+            f"{difference:.1e} |",
             flush=True,
         )
 
@@ -75,27 +111,21 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for n in (200, 1000, 5000):
-        data = sine_data(n=n, seed=0)
-        ours, first, selection = timed(
-            lambda data=data: attnpool.select_bandwidth(data.x_train, data.y_train), repeats=2
-        )
-        start = time.perf_counter()
-        model = KernelReg(data.y_train, data.x_train, "c", reg_type="lc", bw="cv_ls")
-        theirs = time.perf_counter() - start
-        their_cv = float(np.squeeze(model.cv_loo(model.bw, model.est["lc"])))
+        ours, theirs = _spawn("cv-attnpool", n), _spawn("cv-statsmodels", n)
         print(
-            f"| {n} | {ours:.3f} | {first:.2f} | {selection.objective:.10f} | {theirs:.2f} | "
-            f"{their_cv:.10f} | {theirs / ours:.0f}x | {selection.objective <= their_cv} |",
+            f"| {n} | {ours['median_s']:.3f} | {ours['first_s']:.2f} | "
+            f"{ours['objective']:.10f} | {theirs['median_s']:.2f} | {theirs['objective']:.10f} | "
+            f"{theirs['median_s'] / ours['median_s']:.0f}x | "
+            f"{ours['objective'] <= theirs['objective']} |",
             flush=True,
         )
 
     if args.large:
-        data = sine_data(n=100_000, seed=0)
-        start = time.perf_counter()
-        selection = attnpool.select_bandwidth(data.x_train, data.y_train)
+        ours = _spawn("cv-attnpool", 100_000)
         print(
-            f"\nCV selection at n = 1e5: {time.perf_counter() - start:.1f} s, "
-            f"h = {selection.bandwidth[0]:.5f}, CV = {selection.objective:.6f}"
+            f"\nCV selection at n = 1e5: {ours['first_s']:.1f} s including compilation "
+            f"(median of two more: {ours['median_s']:.1f} s), h = {ours['h']:.5f}, "
+            f"CV = {ours['objective']:.6f}, peak RSS {ours['peak_bytes'] / 1e6:.0f} MB"
         )
 
 
