@@ -126,11 +126,17 @@ def _to_theta(bandwidth, model: LocalModel):
     return theta
 
 
-def criterion(x, y, bandwidth, model: LocalModel, method: str, *, block_size=None):
-    """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined)."""
+def criterion(x, y, bandwidth, model: LocalModel, method: str, *, block_size=None, binned=None):
+    """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
+
+    ``binned=(grid, reach)`` evaluates CV on the binned approximation instead.
+    """
     n = x.shape[0]
     if method == "cv":
-        residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size)
+        if binned is None:
+            residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size)
+        else:
+            residuals = binned_loo_residuals(x, y, bandwidth, model, *binned)
         value = jnp.mean(residuals**2)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), value, jnp.inf)
     fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size)
@@ -141,20 +147,28 @@ def criterion(x, y, bandwidth, model: LocalModel, method: str, *, block_size=Non
     return jnp.where((denominator > 0) & jnp.isfinite(value), value, jnp.inf)
 
 
-@partial(jax.jit, static_argnames=("model", "method", "block_size"))
-def _objective(theta, x, y, *, model, method, block_size):
-    return criterion(x, y, _to_bandwidth(theta, model), model, method, block_size=block_size)
+_STATIC = ("model", "method", "block_size", "binned")
 
 
-@partial(jax.jit, static_argnames=("model", "method", "block_size"))
-def _grid_objectives(thetas, x, y, *, model, method, block_size):
-    evaluate = partial(_objective, x=x, y=y, model=model, method=method, block_size=block_size)
+@partial(jax.jit, static_argnames=_STATIC)
+def _objective(theta, x, y, *, model, method, block_size, binned=None):
+    bandwidth = _to_bandwidth(theta, model)
+    return criterion(x, y, bandwidth, model, method, block_size=block_size, binned=binned)
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def _grid_objectives(thetas, x, y, *, model, method, block_size, binned=None):
+    evaluate = partial(
+        _objective, x=x, y=y, model=model, method=method, block_size=block_size, binned=binned
+    )
     return jax.vmap(evaluate)(thetas)
 
 
-@partial(jax.jit, static_argnames=("model", "method", "block_size"))
-def _value_and_grad(theta, x, y, *, model, method, block_size):
-    evaluate = partial(_objective, x=x, y=y, model=model, method=method, block_size=block_size)
+@partial(jax.jit, static_argnames=_STATIC)
+def _value_and_grad(theta, x, y, *, model, method, block_size, binned=None):
+    evaluate = partial(
+        _objective, x=x, y=y, model=model, method=method, block_size=block_size, binned=binned
+    )
     return jax.value_and_grad(evaluate)(theta)
 
 
@@ -179,22 +193,14 @@ def _refine(value_and_grad, theta, dtype, *, tolerance: float, maxiter: int, bou
     return result.x, result.fun
 
 
-@partial(jax.jit, static_argnames=("model", "grid", "reach"))
-def _binned_objective(theta, x, y, *, model, grid, reach):
-    residuals = binned_loo_residuals(x, y, _to_bandwidth(theta, model), model, grid, reach)
-    return jnp.where(jnp.all(jnp.isfinite(residuals)), jnp.mean(residuals**2), jnp.inf)
-
-
-@partial(jax.jit, static_argnames=("model", "grid", "reach"))
-def _binned_value_and_grad(theta, x, y, *, model, grid, reach):
-    evaluate = partial(_binned_objective, x=x, y=y, model=model, grid=grid, reach=reach)
-    return jax.value_and_grad(evaluate)(theta)
-
-
-@partial(jax.jit, static_argnames=("model", "grid", "reach"))
-def _binned_objectives(thetas, x, y, *, model, grid, reach):
-    evaluate = partial(_binned_objective, x=x, y=y, model=model, grid=grid, reach=reach)
-    return jax.vmap(evaluate)(thetas)
+def _best_candidate(thetas, objectives, method: str):
+    """The grid point with the lowest finite objective, or a clear error if there is none."""
+    if not np.isfinite(objectives).any():
+        raise ValueError(
+            f"bandwidth: the {method} criterion is undefined at every candidate from "
+            f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
+        )
+    return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
 
 
 def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSelection:
@@ -207,21 +213,15 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     candidates = np.exp(thetas[:, 0])
     grid = binned.grid_for(x[:, 0], float(candidates.min()))
     reach = binned.reach_for(model.kernel, float(candidates.max()), grid)
-    statics = {"model": model, "grid": grid, "reach": reach}
+    approximate = {**options, "binned": (grid, reach)}
     with precision_scope(np.float64):
         xb, yb = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
-        objectives = np.asarray(
-            _binned_objectives(jnp.asarray(thetas, jnp.float64), xb, yb, **statics)
-        )
-        if not np.isfinite(objectives).any():
-            raise ValueError(
-                f"bandwidth: the cv criterion is undefined at every candidate from "
-                f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
-            )
-        best = thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
+        rows = jnp.asarray(thetas, jnp.float64)
+        objectives = np.asarray(_grid_objectives(rows, xb, yb, **approximate))
+        best = _best_candidate(thetas, objectives, "cv")
         bounds = [(float(thetas[0, 0]), float(thetas[-1, 0]))]
         theta, _ = _refine(
-            lambda t: _binned_value_and_grad(t, xb, yb, **statics),
+            lambda t: _value_and_grad(t, xb, yb, **approximate),
             best,
             jnp.float64,
             tolerance=1e-13,
@@ -313,12 +313,7 @@ def select_bandwidth(
         if progress:
             progress(done, total)
     objectives = np.array(objectives)
-    if not np.isfinite(objectives).any():
-        raise ValueError(
-            f"bandwidth: the {method} criterion is undefined at every candidate from "
-            f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
-        )
-    best = thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
+    best = _best_candidate(thetas, objectives, method)
     theta, _ = _refine(
         lambda t: _value_and_grad(t, x32, y32, **options),
         best,
