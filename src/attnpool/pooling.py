@@ -46,6 +46,19 @@ DENSE_MAX_PAIRS = 2**21
 MAX_WEIGHT_ENTRIES = 2**26
 
 KernelLike = str | _kernels.Kernel | Callable
+# Built-in kernels whose weight never grows with the distance: the nearest key's is the largest.
+_MONOTONE = frozenset(
+    [
+        "gaussian",
+        "boxcar",
+        "constant",
+        "triangular",
+        "epanechnikov",
+        "tricube",
+        "laplacian",
+        "cosine",
+    ]
+)
 
 
 class EmptyNeighbourhoodWarning(RuntimeWarning):
@@ -280,8 +293,8 @@ def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
     for a built-in distance kernel (non-increasing in the distance) its log weight is the
     row maximum, so streamed blocks need no max reduction.
     """
-    built_in = kernel.similarity == "distance" and kernel is _kernels.get(kernel.name)
-    if queries.shape[1] != 1 or not built_in:
+    monotone = kernel.name in _MONOTONE and kernel is _kernels.get(kernel.name)
+    if queries.shape[1] != 1 or not monotone:
         return None
     ordered = jnp.sort(keys[:, 0])
     right = jnp.clip(jnp.searchsorted(ordered, queries[:, 0]), 1, ordered.shape[0] - 1)
