@@ -160,45 +160,15 @@ def test_fit_selects_by_cv_writes_predictions_and_a_plot(tmp_path, sine_csv):
 
 def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
     path, data = sine_csv
-    (tmp_path / "q.csv").write_text("x\n0.5\n2.5\n4.5\n")
-    result = attnpool_cli(
-        "fit",
-        str(path),
-        "--x",
-        "x",
-        "--x",
-        "z",
-        "--y",
-        "y",
-        "--bandwidth",
-        "0.3,0.6",
-        "--degree",
-        "1",
-        "--predict",
-        str(tmp_path / "q.csv"),
-        "--out",
-        str(tmp_path / "p.csv"),
-    )
+    queries, out = tmp_path / "q.csv", tmp_path / "p.csv"
+    args = ["fit", str(path), "--x", "x", "--x", "z", "--y", "y", "--bandwidth", "0.3,0.6"]
+    args += ["--degree", "1", "--predict", str(queries), "--out", str(out)]
+    queries.write_text("x\n0.5\n2.5\n4.5\n")
+    result = attnpool_cli(*args)
     assert result.returncode == 2 and "no column named 'z'" in result.stderr  # the queries lack z
-    (tmp_path / "q.csv").write_text("x,z\n0.5,1.0\n2.5,5.0\n")
-    result = attnpool_cli(
-        "fit",
-        str(path),
-        "--x",
-        "x",
-        "--x",
-        "z",
-        "--y",
-        "y",
-        "--bandwidth",
-        "0.3,0.6",
-        "--degree",
-        "1",
-        "--predict",
-        str(tmp_path / "q.csv"),
-        "--out",
-        str(tmp_path / "p.csv"),
-    )
+    assert not out.exists()
+    queries.write_text("x,z\n0.5,1.0\n2.5,5.0\n")
+    result = attnpool_cli(*args)
     assert result.returncode == 0, result.stderr
     header, table = read_csv(tmp_path / "p.csv")
     assert header == ["x", "z", "y_predicted"]
