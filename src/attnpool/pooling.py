@@ -297,12 +297,12 @@ def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
     if queries.shape[1] != 1 or not monotone:
         return None
     ordered = jnp.sort(keys[:, 0])
-    right = jnp.clip(jnp.searchsorted(ordered, queries[:, 0]), 1, ordered.shape[0] - 1)
+    # the nearest key is one of the two around each query's insertion point
+    right = jnp.clip(jnp.searchsorted(ordered, queries[:, 0]), 0, ordered.shape[0] - 1)
+    left = jnp.maximum(right - 1, 0)
     gaps = jnp.minimum(
-        jnp.abs(queries[:, 0] - ordered[right - 1]), jnp.abs(queries[:, 0] - ordered[right])
+        jnp.abs(queries[:, 0] - ordered[left]), jnp.abs(queries[:, 0] - ordered[right])
     )
-    if ordered.shape[0] == 1:
-        gaps = jnp.abs(queries[:, 0] - ordered[0])
     return kernel.log_profile(gaps * gaps)
 
 

@@ -39,6 +39,7 @@ from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_bandwidth, check_choice, check_points, check_values
 from .geometry import MATMUL_MIN_DIM, block_log_weights
+from .methods import dense_weights, normalise
 from .methods.stream import KEY_BLOCK
 from .pooling import (
     DENSE_MAX_PAIRS,
@@ -115,6 +116,18 @@ def _prepare(x, bandwidth, centre, model: LocalModel):
     if cat:
         parts.append(x[:, cat])
     return jnp.concatenate(parts, axis=1)
+
+
+def _relative(queries, keys, bandwidth, model: LocalModel):
+    """Prepared rows rescaled by ``min h`` (continuous part): the nearest-key geometry,
+    which cannot overflow however small the bandwidth."""
+    n_cont = len(model.continuous)
+    factor = jnp.min(bandwidth[jnp.array(model.continuous)]) if n_cont else 1.0
+
+    def rescale(rows):
+        return jnp.concatenate([rows[:, :n_cont] * factor, rows[:, n_cont:]], axis=1)
+
+    return rescale(queries), rescale(keys)
 
 
 def _log_weights(q, k, lambdas, model: LocalModel):
@@ -232,13 +245,14 @@ def _local_core(
     fallback = needs_nearest(fit, empty, nearest)
 
     def with_nearest():
-        factor = jnp.min(bandwidth[cont]) if model.continuous else 1.0
-        n_cont = len(model.continuous)
-        relative = jnp.concatenate([queries[:, :n_cont] * factor, queries[:, n_cont:]], 1)
-        relative_keys = jnp.concatenate([keys[:, :n_cont] * factor, keys[:, n_cont:]], 1)
         hard = kernel_block(_kernels.get("gaussian"), hard=True)
         state = pool_state(
-            hard, relative, relative_keys, y_train, method=method, key_block=key_block, hard=True
+            hard,
+            *_relative(queries, keys, bandwidth, model),
+            y_train,
+            method=method,
+            key_block=key_block,
+            hard=True,
         )
         return jnp.where(fallback[:, None], finalize(state)[0], fit)
 
@@ -363,18 +377,16 @@ def _weights_core(x_train, x_query, bandwidth, *, model, nearest):
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
     keys = _prepare(x_train, bandwidth, centre, model)
     queries = _prepare(x_query, bandwidth, centre, model)
-    logw = _log_weights(queries, keys, lambdas, model)
-    shift = jax.lax.stop_gradient(jnp.max(logw, axis=1, keepdims=True))
-    weights = jnp.exp(logw - jnp.where(jnp.isfinite(shift), shift, 0.0))
-    total = weights.sum(axis=1, keepdims=True)
-    empty = total[:, 0] == 0
-    weights = weights / jnp.where(empty[:, None], 1.0, total)
-    if not nearest:
-        return jnp.where(empty[:, None], jnp.nan, weights), empty
-    close = -jnp.sum((queries[:, None, :] - keys[None, :, :]) ** 2, axis=-1)
-    hard = (close == jnp.max(close, axis=1, keepdims=True)).astype(weights.dtype)
-    hard = hard / hard.sum(axis=1, keepdims=True)
-    return jnp.where(empty[:, None], hard, weights), empty
+    weights, empty = normalise(_log_weights(queries, keys, lambdas, model))
+    fallback = needs_nearest(weights, empty, nearest)
+
+    def with_nearest():
+        relative = _relative(queries, keys, bandwidth, model)
+        closest, _ = dense_weights(*relative, _kernels.get("gaussian"), hard=True)
+        return jnp.where(fallback[:, None], closest, weights)
+
+    weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
+    return empty_as_nan(weights, empty, nearest), empty
 
 
 def weight_matrix(

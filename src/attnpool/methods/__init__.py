@@ -8,7 +8,7 @@ value_rows) -> PoolingState``, so kernel pooling, local-linear moments and
 leave-one-out masks all run on the same two engines.
 """
 
-from .dense import BlockFunction, dense_state, dense_weights
+from .dense import BlockFunction, dense_state, dense_weights, normalise
 from .stream import stream_state
 
-__all__ = ["BlockFunction", "dense_state", "dense_weights", "stream_state"]
+__all__ = ["BlockFunction", "dense_state", "dense_weights", "normalise", "stream_state"]

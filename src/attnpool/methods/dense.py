@@ -22,6 +22,22 @@ def dense_state(block_function: BlockFunction, queries, keys, values) -> Pooling
     )
 
 
+def normalise(scores, *, hard: bool = False):
+    """Row-normalised weights from ``(n, m)`` log weights, and the ``(n,)`` empty-row mask.
+
+    ``hard=True`` takes closeness scores instead and gives the zero-temperature weights:
+    uniform over each row's maxima. Empty rows (every weight zero) are all zero.
+    """
+    if hard:
+        unnormalised = (scores == jnp.max(scores, axis=1, keepdims=True)).astype(scores.dtype)
+    else:
+        shift = jax.lax.stop_gradient(jnp.max(scores, axis=1, keepdims=True))
+        unnormalised = jnp.exp(scores - jnp.where(jnp.isfinite(shift), shift, 0.0))
+    total = unnormalised.sum(axis=1, keepdims=True)
+    empty = total[:, 0] == 0
+    return unnormalised / jnp.where(total == 0, 1.0, total), empty
+
+
 def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False):
     """``(n, m)`` attention weights (rows sum to 1) and the ``(n,)`` empty-row mask.
 
@@ -29,12 +45,5 @@ def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False):
     Empty rows are all zero.
     """
     if hard:
-        close = closeness(queries, keys, kernel)
-        unnormalised = (close == jnp.max(close, axis=1, keepdims=True)).astype(close.dtype)
-    else:
-        logw = block_log_weights(queries, keys, kernel)
-        shift = jax.lax.stop_gradient(jnp.max(logw, axis=1, keepdims=True))
-        unnormalised = jnp.exp(logw - jnp.where(jnp.isfinite(shift), shift, 0.0))
-    total = unnormalised.sum(axis=1, keepdims=True)
-    empty = total[:, 0] == 0
-    return unnormalised / jnp.where(total == 0, 1.0, total), empty
+        return normalise(closeness(queries, keys, kernel), hard=True)
+    return normalise(block_log_weights(queries, keys, kernel))
