@@ -244,9 +244,9 @@ def test_fit_dropna(tmp_path):
 def test_progress_bar_appears_only_after_a_second(capsys):
     import time
 
-    from attnpool.cli import _Progress
+    from attnpool._progress import ProgressBar
 
-    progress = _Progress("choosing the bandwidth")
+    progress = ProgressBar("choosing the bandwidth")
     progress(1, 3)
     assert capsys.readouterr().err == ""  # quick searches print nothing
     time.sleep(1.05)

@@ -38,6 +38,7 @@ except PackageNotFoundError:  # running from a source tree without installing
 __all__ = [
     "EmptyNeighbourhoodWarning",
     "Kernel",
+    "LearnedAttentionRegressor",
     "LocalLinear",
     "NadarayaWatson",
     "NadarayaWatsonClassifier",
@@ -47,7 +48,9 @@ __all__ = [
     "attention_weights",
     "cv_curve",
     "datasets",
+    "fit_attention",
     "kernels",
+    "learn",
     "local_regression",
     "nadaraya_watson",
     "rule_of_thumb",
@@ -55,11 +58,13 @@ __all__ = [
 ]
 
 # Upper layers load on first access (PEP 562), so `import attnpool` stays light.
-_LAZY_MODULES = {"plotting", "demo", "cli", "estimator"}
+_LAZY_MODULES = {"plotting", "demo", "cli", "estimator", "learn"}
 _LAZY_NAMES = {
     "NadarayaWatson": "estimator",
     "LocalLinear": "estimator",
     "NadarayaWatsonClassifier": "estimator",
+    "LearnedAttentionRegressor": "estimator",
+    "fit_attention": "learn",
 }
 
 

@@ -7,13 +7,13 @@ status 2; output files are written atomically, so none is left half-written.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from . import __version__
+from ._progress import ProgressBar
 
 app = typer.Typer(
     add_completion=False,
@@ -76,24 +76,6 @@ def demo(
     typer.echo(f"wrote {', '.join(str(path) for path in written)}")
 
 
-class _Progress:
-    """A bar on stderr, shown only once the work has taken more than a second."""
-
-    def __init__(self, label: str):
-        self.label, self.start, self.shown = label, time.monotonic(), False
-
-    def __call__(self, done: int, total: int) -> None:
-        if time.monotonic() - self.start < 1.0 and not self.shown:
-            return
-        self.shown = True
-        filled = int(30 * done / total)
-        bar = "#" * filled + "-" * (30 - filled)
-        sys.stderr.write(f"\r{self.label} [{bar}] {done}/{total}")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 @app.command()
 def fit(
     data: Annotated[Path, typer.Argument(help="CSV file with a header row.")],
@@ -124,7 +106,7 @@ def fit(
         predict=predict,
         dropna=dropna,
         plot=plot is not None,
-        progress=_Progress("choosing the bandwidth"),
+        progress=ProgressBar("choosing the bandwidth"),
     )
     figure = result.figure() if plot is not None else None  # before any file is written
     typer.echo(result.summary())

@@ -1,0 +1,57 @@
+"""Pooling with a learned attention model, on the same engines as fixed kernels.
+
+Queries and keys are embedded once (``O(n + m)``); the score and the log-domain pooling
+state are then computed block by block (:mod:`attnpool.methods`), so memory stays
+``O(block)`` for large key sets, and the gradient with respect to the parameters is
+exact (the streamed body is rematerialised under reverse-mode autodiff).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from ..methods import normalise
+from ..methods.stream import KEY_BLOCK
+from ..pooling import DENSE_MAX_PAIRS, pool_state
+from ..state import block_state, finalize
+from .models import AttentionModel, Params
+
+__all__ = ["learned_pool", "learned_weights"]
+
+
+def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *, leave_out=None):
+    """``(n, p)`` pooled values ``Σ_i α(q, k_i; θ) v_i`` and the ``(n,)`` empty-row mask.
+
+    ``queries (n, d)``, ``keys (m, d)``, ``values (m, p)``, already standardised.
+    ``leave_out (n,)``: for each query, the index of a key to exclude (its own row, for
+    leave-one-out), or ``-1`` for none.
+    """
+    embedded_queries = model.embed_queries(params, queries)
+    embedded_keys = model.embed_keys(params, keys)
+
+    def block(query_rows, query_ids, key_rows, key_ids, value_rows):
+        log_w = model.log_weights(params, query_rows, key_rows)
+        if leave_out is not None:
+            own = leave_out[query_ids][:, None] == key_ids[None, :]
+            log_w = jnp.where(own, -jnp.inf, log_w)
+        return block_state(log_w, value_rows)
+
+    n, m = queries.shape[0], keys.shape[0]
+    dense = n * m * model.pair_width <= DENSE_MAX_PAIRS
+    state = pool_state(
+        block,
+        embedded_queries,
+        embedded_keys,
+        values,
+        method="dense" if dense else "stream",
+        key_block=max(64, KEY_BLOCK // model.pair_width),
+    )
+    return finalize(state)
+
+
+def learned_weights(model: AttentionModel, params: Params, queries, keys):
+    """``(n, m)`` attention weights of a learned model (rows sum to 1)."""
+    log_w = model.log_weights(
+        params, model.embed_queries(params, queries), model.embed_keys(params, keys)
+    )
+    return normalise(log_w)[0]

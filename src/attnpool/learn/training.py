@@ -1,0 +1,351 @@
+"""Training a learned attention model by leave-one-out error, with optax.
+
+The loss is the leave-one-out mean squared error
+
+.. math:: L(θ) = \\frac1{|B|} \\sum_{i \\in B} \\Big\\lVert y_i -
+    \\sum_{j \\ne i} α(x_i, x_j; θ)\\, y_j \\Big\\rVert^2
+
+over a batch ``B`` of training points, each predicted from all the *others*. Without
+leaving the point out (``loss="mse"``) the minimum is the trivial "attend only to
+yourself" — bandwidth → 0, training error → 0 — and the model interpolates the noise.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .._interop import compute_dtype, precision_scope
+from .._progress import ProgressBar
+from .._validation import check_choice, check_points, check_positive_int, check_values
+from .attention import learned_pool, learned_weights
+from .models import AttentionModel, Params, get_model
+
+__all__ = ["LOSSES", "AttentionFit", "Standardisation", "fit_attention"]
+
+LOSSES = ("loo_mse", "mse")
+
+
+@dataclass(frozen=True)
+class Standardisation:
+    """``x ↦ (x − centre) / scale``, from the training inputs."""
+
+    centre: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def of(cls, x: np.ndarray, *, shared: bool) -> Standardisation:
+        """Column means; column standard deviations, or one common scale if ``shared``."""
+        spread = x.std(axis=0)
+        if shared:
+            spread = np.full_like(spread, np.sqrt(np.mean(spread**2)))
+        return cls(x.mean(axis=0), np.where(spread > 0, spread, 1.0))
+
+    def __call__(self, x):
+        return (x - self.centre) / self.scale
+
+
+@dataclass(frozen=True)
+class AttentionFit:
+    """A trained model with its training data.
+
+    Attributes
+    ----------
+    model : AttentionModel
+    params : pytree of arrays — the parameters kept (the best validation loss with a
+        validation set, else the lowest full-batch loss, else the last)
+    standardisation : Standardisation of the inputs
+    x_train : ndarray (m, d); y_train : ndarray (m, p)
+    flat_targets : bool — ``y`` was one-dimensional (predictions are then ``(n,)``)
+    history : ndarray (steps,) — the training loss before each step
+    validation_history : ndarray (steps,) or None — the validation MSE before each step
+    best_step : int — the step whose parameters were kept
+    stopped_early : bool
+    """
+
+    model: AttentionModel
+    params: Params
+    standardisation: Standardisation
+    x_train: np.ndarray
+    y_train: np.ndarray
+    flat_targets: bool
+    history: np.ndarray
+    validation_history: np.ndarray | None
+    best_step: int
+    stopped_early: bool
+
+    def _run(self, function, x=None, *, with_values: bool):
+        dtype = self.x_train.dtype
+        with precision_scope(dtype):
+            args = [jnp.asarray(self.standardisation(self.x_train), dtype)]
+            if with_values:
+                args.append(jnp.asarray(self.y_train, dtype))
+            if x is not None:
+                x = check_points(x, "X", dims=self.x_train.shape[1])
+                args.insert(0, jnp.asarray(self.standardisation(np.asarray(x, dtype)), dtype))
+            return np.asarray(function(self.model, self.params, *args))
+
+    def predict(self, x) -> np.ndarray:
+        """Predictions at inputs ``x (n, d)``: ``(n,)`` or ``(n, p)`` like ``y``."""
+        fit = self._run(_predict, x, with_values=True)
+        return fit[:, 0] if self.flat_targets else fit
+
+    def attention_weights(self, x) -> np.ndarray:
+        """``(n, m)`` weights of queries ``x`` over the training points (rows sum to 1)."""
+        return self._run(_weights, x, with_values=False)
+
+    def loo_error(self) -> float:
+        """Leave-one-out mean squared error on the training points."""
+        return float(self._run(_loo_error, with_values=True))
+
+    def parameters(self) -> dict:
+        """The learned parameters in the inputs' units (bandwidths, metric, …)."""
+        return self.model.readable(self.params, self.standardisation.scale)
+
+
+@functools.partial(jax.jit, static_argnames="model")
+def _predict(model, params, queries, keys, values):
+    return learned_pool(model, params, queries, keys, values)[0]
+
+
+@functools.partial(jax.jit, static_argnames="model")
+def _weights(model, params, queries, keys):
+    return learned_weights(model, params, queries, keys)
+
+
+@functools.partial(jax.jit, static_argnames="model")
+def _loo_error(model, params, keys, values):
+    return _batch_loss(model, params, keys, values, jnp.arange(keys.shape[0]), True)
+
+
+def _batch_loss(model, params, x, y, batch, leave_one_out: bool):
+    leave_out = batch if leave_one_out else None
+    fit, _ = learned_pool(model, params, x[batch], x, y, leave_out=leave_out)
+    return jnp.mean((fit - y[batch]) ** 2)
+
+
+@functools.partial(jax.jit, static_argnames=("model", "optimizer", "leave_one_out"))
+def _train_step(params, opt_state, x, y, batch, *, model, optimizer, leave_one_out):
+    loss, grads = jax.value_and_grad(_batch_loss, argnums=1)(
+        model, params, x, y, batch, leave_one_out
+    )
+    finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, loss, finite
+
+
+@functools.partial(jax.jit, static_argnames="model")
+def _validation_loss(model, params, x, y, x_val, y_val):
+    return jnp.mean((learned_pool(model, params, x_val, x, y)[0] - y_val) ** 2)
+
+
+@functools.lru_cache(maxsize=32)
+def _adam(learning_rate: float) -> optax.GradientTransformation:
+    # one object per rate, so that the jitted step is compiled once per shape
+    return optax.adam(learning_rate)
+
+
+def fit_attention(
+    model: AttentionModel | str,
+    X,
+    y,
+    *,
+    loss: str = "loo_mse",
+    optimizer: optax.GradientTransformation | None = None,
+    learning_rate: float = 0.05,
+    steps: int = 300,
+    batch_size: int | None = None,
+    seed: int = 0,
+    validation=None,
+    patience: int | None = 30,
+    progress: bool | Callable[[int, int, str], None] = False,
+) -> AttentionFit:
+    """Train ``model`` to predict ``y`` from ``X`` by attention over the training points.
+
+    Parameters
+    ----------
+    model : AttentionModel or name (see :func:`attnpool.learn.get_model`)
+    X : array of shape (n,) or (n, d); y : array of shape (n,) or (n, p)
+    loss : {"loo_mse", "mse"}
+        ``"loo_mse"`` predicts each training point from the others; ``"mse"`` keeps
+        the point itself among the keys (its minimum is the trivial interpolant).
+    optimizer : optax.GradientTransformation, optional
+        Default: ``optax.adam(learning_rate)``. Bandwidths are optimised as logarithms.
+    learning_rate : float — for the default optimizer.
+    steps : int — optimisation steps.
+    batch_size : int, optional
+        Queries per step, drawn without replacement epoch by epoch (keys are always all
+        training points). Default: all points every step.
+    seed : int — initial parameters, the validation split and the batches.
+    validation : float in (0, 1) or (X_val, y_val), optional
+        A fraction of the points held out (at random), or a separate set; the parameters
+        with the lowest validation error are kept.
+    patience : int or None — stop after this many steps without a better validation
+        error (with ``validation`` only; ``None`` never stops early).
+    progress : bool or callable ``(done, total, note)`` — a bar on stderr with the loss.
+
+    Returns
+    -------
+    AttentionFit
+
+    >>> import numpy as np
+    >>> from attnpool.datasets import sine_data
+    >>> data = sine_data()
+    >>> fit = fit_attention("bandwidth", data.x_train, data.y_train, steps=100)
+    >>> bool(fit.history[-1] < fit.history[0])
+    True
+    """
+    model = get_model(model)
+    check_choice(loss, "loss", LOSSES)
+    steps = check_positive_int(steps, "steps", allow_none=False)
+    batch_size = check_positive_int(batch_size, "batch_size")
+    patience = check_positive_int(patience, "patience")
+    x, y, flat = _training_data(X, y)
+    x, y, x_val, y_val = _split(x, y, validation, seed)
+    if loss == "loo_mse" and x.shape[0] < 2:
+        raise ValueError(
+            f"X: leave-one-out training needs at least 2 samples; received {x.shape[0]} sample"
+        )
+    if optimizer is None:
+        number = isinstance(learning_rate, int | float) and not isinstance(learning_rate, bool)
+        if not (number and np.isfinite(learning_rate) and learning_rate > 0):
+            raise ValueError(
+                f"learning_rate: expected a positive number; received {learning_rate!r}"
+            )
+        optimizer = _adam(float(learning_rate))
+    if progress is True:
+        progress = ProgressBar("training")
+    standardisation = Standardisation.of(x, shared=model.shared_scale)
+
+    with precision_scope(x.dtype):
+        xs, ys = jnp.asarray(standardisation(x)), jnp.asarray(y)
+        params = model.init(jax.random.key(seed), xs, standardisation.scale)
+        opt_state = optimizer.init(params)
+        if x_val is not None:
+            xv, yv = jnp.asarray(standardisation(x_val)), jnp.asarray(y_val)
+        batches = _batches(x.shape[0], batch_size, seed)
+        history, validation_history = [], []
+        best = (np.inf, params, 0)
+        since_best = 0
+        for step in range(steps):
+            batch = next(batches)
+            if x_val is not None:
+                score = float(_validation_loss(model, params, xs, ys, xv, yv))
+                validation_history.append(score)
+            new_params, opt_state, value, finite = _train_step(
+                params,
+                opt_state,
+                xs,
+                ys,
+                batch,
+                model=model,
+                optimizer=optimizer,
+                leave_one_out=loss == "loo_mse",
+            )
+            value = float(value)
+            if not (np.isfinite(value) and bool(finite)):
+                _close(progress)
+                raise ValueError(
+                    f"training diverged at step {step}: the loss or its gradient is not finite "
+                    f"(loss {value}); lower the learning rate or start from another bandwidth"
+                )
+            history.append(value)
+            if x_val is not None:
+                since_best = 0 if score < best[0] else since_best + 1
+                best = min(best, (score, params, step), key=lambda b: b[0])
+            elif batch_size is None or batch_size >= x.shape[0]:
+                best = min(best, (value, params, step), key=lambda b: b[0])
+            if progress:
+                progress(step + 1, steps, f"loss {value:.4g}")
+            if x_val is not None and patience is not None and since_best >= patience:
+                break
+            params = new_params
+        stopped_early = len(history) < steps
+        _close(progress)
+        if np.isfinite(best[0]):
+            _, params, best_step = best
+        else:
+            best_step = len(history)
+        params = jax.tree.map(np.asarray, params)
+    return AttentionFit(
+        model=model,
+        params=params,
+        standardisation=standardisation,
+        x_train=x,
+        y_train=y,
+        flat_targets=flat,
+        history=np.asarray(history),
+        validation_history=np.asarray(validation_history) if x_val is not None else None,
+        best_step=best_step,
+        stopped_early=stopped_early,
+    )
+
+
+def _close(progress) -> None:
+    if isinstance(progress, ProgressBar):
+        progress.close()
+
+
+def _training_data(X, y):
+    x = check_points(X, "X")
+    values = np.asarray(y) if not hasattr(y, "shape") else y
+    y, flat = _as_targets(values, x.shape[0])
+    dtype = compute_dtype(x, y, numpy=True)
+    return np.asarray(x, dtype), np.asarray(y, dtype), flat
+
+
+def _as_targets(y, n: int):
+    try:
+        y, flat = check_values(y, n)
+    except ValueError as error:  # the same checks, under the name the caller used
+        raise ValueError(str(error).replace("values:", "y:", 1)) from None
+    return np.asarray(y), flat
+
+
+def _split(x, y, validation, seed: int):
+    """Training and validation parts: a held-out fraction, a given set, or none."""
+    if validation is None:
+        return x, y, None, None
+    if isinstance(validation, tuple | list) and len(validation) == 2:
+        x_val = np.asarray(check_points(validation[0], "validation", dims=x.shape[1]), x.dtype)
+        y_val, _ = _as_targets(np.asarray(validation[1]), x_val.shape[0])
+        if y_val.shape[1] != y.shape[1]:
+            raise ValueError(
+                f"validation: expected targets with {y.shape[1]} column(s); "
+                f"received shape {y_val.shape}"
+            )
+        return x, y, x_val, y_val.astype(y.dtype)
+    if isinstance(validation, float) and 0 < validation < 1:
+        n = x.shape[0]
+        held = round(validation * n)
+        if held < 1 or n - held < 2:
+            raise ValueError(
+                f"validation: a fraction {validation} of {n} samples leaves "
+                f"{held} for validation and {n - held} for training; need at least 1 and 2"
+            )
+        order = np.random.default_rng(seed).permutation(n)
+        train, val = np.sort(order[held:]), np.sort(order[:held])
+        return x[train], y[train], x[val], y[val]
+    raise ValueError(
+        f"validation: expected a fraction in (0, 1) or a pair (X_val, y_val); "
+        f"received {validation!r}"
+    )
+
+
+def _batches(n: int, batch_size: int | None, seed: int):
+    """Query indices per step: all points, or epochs of shuffled fixed-size batches."""
+    if batch_size is None or batch_size >= n:
+        everything = jnp.arange(n)
+        while True:
+            yield everything
+    rng = np.random.default_rng(seed + 1)
+    while True:
+        order = rng.permutation(n)
+        for start in range(0, n - batch_size + 1, batch_size):
+            yield jnp.asarray(order[start : start + batch_size])
