@@ -37,6 +37,7 @@ bench: $(VENV)/.installed-dev
 # The README's pictures.
 docs-images: $(VENV)/.installed
 	$(BIN)/attnpool demo --out docs/images
+	$(BIN)/attnpool learn-demo --out docs/images
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache

@@ -158,6 +158,23 @@ def test_fit_selects_by_cv_writes_predictions_and_a_plot(tmp_path, sine_csv):
         image.verify()
 
 
+def test_fit_with_an_interval_adds_band_columns_and_draws_the_band(tmp_path, sine_csv):
+    path, data = sine_csv
+    out, plot = tmp_path / "p.csv", tmp_path / "fit.png"
+    args = ["fit", str(path), "--x", "x", "--y", "y", "--bandwidth", "0.3", "--interval", "0.9"]
+    result = attnpool_cli(*args, "--out", str(out), "--plot", str(plot))
+    assert result.returncode == 0, result.stderr
+    header, table = read_csv(out)
+    assert header == ["x", "y_predicted", "y_lower", "y_upper"]
+    band = attnpool.confidence_band(
+        data.x_train, data.y_train, data.x_train, bandwidth=0.3, level=0.9
+    )
+    np.testing.assert_allclose(table[:, 2], band.lower)
+    np.testing.assert_allclose(table[:, 3], band.upper)
+    with Image.open(plot) as image:
+        image.verify()
+
+
 def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
     path, data = sine_csv
     queries, out = tmp_path / "q.csv", tmp_path / "p.csv"
@@ -195,6 +212,7 @@ def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
         ("x,y\n1,2\n2,3\n3,4\n", ["--bandwidth", "-2"], "bandwidth: expected positive finite"),
         ("x,y\n1,2\n2,3\n3,4\n", ["--kernel", "gauss"], "kernel: unknown kernel 'gauss'"),
         ("x,y\n1,2\n2,3\n3,4\n", ["--degree", "3"], "degree: expected 0"),
+        ("x,y\n1,2\n2,3\n3,4\n", ["--interval", "95"], "--interval: expected a level"),
         (
             "x,y\n1,2\n2,3\n3,4\n",
             ["--x", "y", "--plot", "PLOT"],
@@ -255,3 +273,27 @@ def test_progress_bar_appears_only_after_a_second(capsys):
     err = capsys.readouterr().err
     assert "choosing the bandwidth [####################----------] 2/3" in err
     assert err.endswith("3/3\n")
+
+
+def test_learn_demo_writes_its_pictures_and_the_learned_bandwidth(tmp_path):
+    result = attnpool_cli("learn-demo", "--out", str(tmp_path / "out"), "--steps", "150")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "learned_fit.png",
+        "learned_heatmaps.png",
+        "loss.png",
+    ]
+    for path in (tmp_path / "out").iterdir():
+        with Image.open(path) as image:
+            image.verify()
+    learned = float(result.stdout.split("learned bandwidth")[1].split("h =")[1].split()[0][:-1])
+    cross_validated = float(result.stdout.split("cross-validated")[1].split("h =")[1].split(",")[0])
+    assert learned == pytest.approx(cross_validated, rel=0.01)
+    assert "it attends to each point itself" in result.stdout
+
+
+def test_learn_demo_rejects_bad_options_without_writing(tmp_path):
+    result = attnpool_cli("learn-demo", "--out", str(tmp_path / "out"), "--steps", "0")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "steps: expected a positive integer" in result.stderr
+    assert not (tmp_path / "out").exists()

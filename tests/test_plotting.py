@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from attnpool import attention_weights, datasets, nadaraya_watson
-from attnpool.plotting import plot_fit, plot_kernels, show_heatmaps
+from attnpool.plotting import plot_fit, plot_history, plot_kernels, show_heatmaps
 
 
 def panels(fig):
@@ -101,3 +101,13 @@ def test_weights_heatmap_from_the_library():
     keys = np.linspace(0, 1, 8)
     fig = show_heatmaps(attention_weights(keys, keys, bandwidth=0.1))
     assert panels(fig)[0].images[0].get_array().shape == (8, 8)
+
+
+def test_plot_history_draws_each_curve_and_the_reference():
+    fig = plot_history({"a": [3.0, 2.0, 1.5], "b": [4.0, 1.0]}, reference=("optimum", 1.2))
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.get_lines()] == ["a", "b", "optimum"]
+    np.testing.assert_array_equal(ax.get_lines()[1].get_ydata(), [4.0, 1.0])
+    assert ax.get_yscale() == "log"
+    with pytest.raises(ValueError, match=r"histories\['a'\]: expected a non-empty 1-D array"):
+        plot_history({"a": []})

@@ -46,11 +46,11 @@ __all__ = [
     "__version__",
     "attention_pool",
     "attention_weights",
+    "confidence_band",
     "cv_curve",
     "datasets",
     "fit_attention",
     "kernels",
-    "learn",
     "local_regression",
     "nadaraya_watson",
     "rule_of_thumb",
@@ -58,13 +58,14 @@ __all__ = [
 ]
 
 # Upper layers load on first access (PEP 562), so `import attnpool` stays light.
-_LAZY_MODULES = {"plotting", "demo", "cli", "estimator", "learn"}
+_LAZY_MODULES = {"plotting", "demo", "cli", "estimator", "learn", "inference"}
 _LAZY_NAMES = {
     "NadarayaWatson": "estimator",
     "LocalLinear": "estimator",
     "NadarayaWatsonClassifier": "estimator",
     "LearnedAttentionRegressor": "estimator",
     "fit_attention": "learn",
+    "confidence_band": "inference",
 }
 
 

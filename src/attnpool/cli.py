@@ -76,6 +76,26 @@ def demo(
     typer.echo(f"wrote {', '.join(str(path) for path in written)}")
 
 
+@app.command("learn-demo")
+def learn_demo(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the pictures.")] = Path(
+        "learn-demo-output"
+    ),
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the noisy sample.")] = 0,
+    steps: Annotated[int, typer.Option("--steps", help="Optimisation steps.")] = 300,
+    learning_rate: Annotated[float, typer.Option("--learning-rate", help="Adam's rate.")] = 0.05,
+) -> None:
+    """Learn the bandwidth by gradient descent: loss curve, fits, fixed vs learned heatmaps."""
+    from .demo import run_learn_demo, save_figures
+
+    result = run_learn_demo(
+        seed=seed, steps=steps, learning_rate=learning_rate, progress=ProgressBar("training")
+    )
+    written = save_figures(result.figures, out)
+    typer.echo(result.summary())
+    typer.echo(f"wrote {', '.join(str(path) for path in written)}")
+
+
 @app.command()
 def fit(
     data: Annotated[Path, typer.Argument(help="CSV file with a header row.")],
@@ -92,6 +112,10 @@ def fit(
     dropna: Annotated[
         bool, typer.Option("--dropna", help="Drop rows with missing values.")
     ] = False,
+    interval: Annotated[
+        float | None,
+        typer.Option("--interval", help="Add a pointwise confidence band at this level."),
+    ] = None,
 ) -> None:
     """Kernel regression of a CSV column: choose the bandwidth, predict, plot."""
     from .table import fit_table
@@ -106,6 +130,7 @@ def fit(
         predict=predict,
         dropna=dropna,
         plot=plot is not None,
+        interval=interval,
         progress=ProgressBar("choosing the bandwidth"),
     )
     figure = result.figure() if plot is not None else None  # before any file is written

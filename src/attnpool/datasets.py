@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["SineData", "sine_data", "sine_truth"]
+__all__ = ["SineData", "sine_data", "sine_truth", "wave_data", "wave_truth"]
 
 
 class SineData(NamedTuple):
@@ -49,3 +49,26 @@ def sine_data(n: int = 40, noise: float = 0.5, seed: int = 0, n_val: int = 100) 
     y_train = sine_truth(x_train) + noise * rng.standard_normal(n)
     x_val = np.linspace(0.0, 5.0, n_val)
     return SineData(x_train, y_train, x_val, sine_truth(x_val))
+
+
+def wave_truth(x):
+    """``g(x) = Σ_j sin(2π x_j) / √d`` for ``x (n, d)`` — the same variance in every ``d``."""
+    x = np.asarray(x, dtype=float)
+    return np.sin(2 * np.pi * x).sum(axis=1) / np.sqrt(x.shape[1])
+
+
+def wave_data(n: int, d: int = 1, noise: float = 0.5, seed: int = 0):
+    """``x`` uniform on ``[0, 1]^d`` (``(n, d)``) and ``y = wave_truth(x) + N(0, noise²)``.
+
+    >>> x, y = wave_data(4, d=3, seed=2)
+    >>> x.shape, y.shape
+    ((4, 3), (4,))
+    """
+    for value, name in ((n, "n"), (d, "d")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name}: expected a positive integer; received {value!r}")
+    if not np.isfinite(noise) or noise < 0:
+        raise ValueError(f"noise: expected a finite number >= 0; received {noise!r}")
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 1.0, (n, d))
+    return x, wave_truth(x) + noise * rng.standard_normal(n)

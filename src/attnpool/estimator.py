@@ -91,11 +91,15 @@ class _LocalRegression(RegressorMixin, BaseEstimator):
         self.X_train_, self.y_train_ = X, y
         return self
 
-    def predict(self, X):
-        """The fitted regression function at ``X``; shape (n,) or (n, n_outputs)."""
+    def predict(self, X, return_std=False):
+        """The fitted regression function at ``X``; shape (n,) or (n, n_outputs).
+
+        With ``return_std=True`` also the asymptotic pointwise standard error
+        (:mod:`attnpool.inference`), of the same shape.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return local_regression(
+        fit = local_regression(
             self.X_train_,
             self.y_train_,
             X,
@@ -105,6 +109,40 @@ class _LocalRegression(RegressorMixin, BaseEstimator):
             var_type=self.var_type,
             empty=self.empty,
             block_size=self.block_size,
+        )
+        if not return_std:
+            return fit
+        return fit, self._band(X, method="asymptotic").std
+
+    def predict_interval(
+        self, X, level=0.95, *, method="asymptotic", n_boot=500, bootstrap="wild", seed=0
+    ):
+        """A pointwise ``level`` confidence band at ``X``: ``(lower, upper)``, each shaped
+        like :meth:`predict`'s output.
+
+        ``method="asymptotic"`` (continuous inputs) or ``"bootstrap"`` (``bootstrap="wild"``
+        or ``"residual"``, ``n_boot`` replicates, seeded); see :mod:`attnpool.inference`
+        for the formulas and the behaviour near the boundaries.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        band = self._band(
+            X, level=level, method=method, n_boot=n_boot, bootstrap=bootstrap, seed=seed
+        )
+        return band.lower, band.upper
+
+    def _band(self, X, **options):
+        from .inference import confidence_band
+
+        return confidence_band(
+            self.X_train_,
+            self.y_train_,
+            X,
+            kernel=self.kernel,
+            bandwidth=self.bandwidth_,
+            degree=self._degree,
+            var_type=self.var_type,
+            **options,
         )
 
 

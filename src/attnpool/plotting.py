@@ -15,7 +15,14 @@ from matplotlib.figure import Figure
 
 from . import kernels as _kernels
 
-__all__ = ["plot_fit", "plot_kernels", "show_heatmaps"]
+__all__ = [
+    "plot_fit",
+    "plot_history",
+    "plot_kernels",
+    "plot_mse_curves",
+    "plot_rates",
+    "show_heatmaps",
+]
 
 
 def show_heatmaps(
@@ -109,13 +116,15 @@ def plot_fit(
     estimates: Mapping[str, np.ndarray],
     *,
     truth=None,
+    bands: Mapping[str, tuple] | None = None,
     title: str | None = None,
     figsize: tuple[float, float] = (6.0, 4.0),
 ) -> Figure:
     """Training points, the true function and several estimates on ``x_grid``.
 
     ``estimates`` maps a legend label (say ``"h = 0.5"``) to predictions of
-    shape ``(len(x_grid),)``; ``truth`` is the true function on the grid.
+    shape ``(len(x_grid),)``; ``truth`` is the true function on the grid;
+    ``bands`` maps a label to ``(lower, upper)`` on the grid, drawn shaded.
     """
     x_grid = np.asarray(x_grid)
     fig = Figure(figsize=figsize, layout="constrained")
@@ -131,10 +140,93 @@ def plot_fit(
                 f"received {estimate.shape}"
             )
         ax.plot(x_grid, estimate, linewidth=1.8, label=label)
+    for label, (lower, upper) in (bands or {}).items():
+        if np.shape(lower) != x_grid.shape or np.shape(upper) != x_grid.shape:
+            raise ValueError(
+                f"bands[{label!r}]: expected (lower, upper) of shape {x_grid.shape} each; "
+                f"received {np.shape(lower)} and {np.shape(upper)}"
+            )
+        ax.fill_between(x_grid, lower, upper, alpha=0.25, label=label)
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     if title:
         ax.set_title(title)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_history(
+    histories: Mapping[str, np.ndarray],
+    *,
+    reference: tuple[str, float] | None = None,
+    ylabel: str = "loss",
+    title: str | None = None,
+    figsize: tuple[float, float] = (6.0, 4.0),
+) -> Figure:
+    """Loss curves against the training step, on a log scale.
+
+    ``histories`` maps a label to the loss at each step; ``reference`` is a
+    ``(label, value)`` drawn as a horizontal line (say, the cross-validated optimum).
+    """
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    for label, history in histories.items():
+        history = np.asarray(history, dtype=float)
+        if history.ndim != 1 or history.size == 0:
+            raise ValueError(
+                f"histories[{label!r}]: expected a non-empty 1-D array of losses; "
+                f"received shape {history.shape}"
+            )
+        ax.plot(np.arange(history.size), history, linewidth=1.8, label=label)
+    if reference is not None:
+        ax.axhline(reference[1], color="k", linestyle="--", linewidth=1.2, label=reference[0])
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_rates(
+    curves: Mapping[str, tuple],
+    *,
+    references: Mapping[str, tuple] | None = None,
+    title: str = "Mean squared error against the sample size",
+    figsize: tuple[float, float] = (6.5, 4.5),
+) -> Figure:
+    """Log–log MSE against n: ``curves`` and dashed ``references`` map a label to
+    ``(sizes, mse)``."""
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    for label, (sizes, mse) in curves.items():
+        ax.loglog(sizes, mse, "o-", markersize=4, linewidth=1.5, label=label)
+    for label, (sizes, mse) in (references or {}).items():
+        ax.loglog(sizes, mse, "--", color="0.4", linewidth=1.0, label=label)
+    ax.set_xlabel("n (training points)")
+    ax.set_ylabel("MSE against the truth")
+    ax.set_title(title)
+    ax.legend(fontsize="x-small", ncol=2)
+    return fig
+
+
+def plot_mse_curves(
+    scales,
+    curves: Mapping[str, np.ndarray],
+    *,
+    xlabel: str = "kernel standard deviation s (h = s / σ_K)",
+    title: str = "Bandwidth matters more than the kernel's shape",
+    figsize: tuple[float, float] = (6.5, 4.5),
+) -> Figure:
+    """Validation MSE against a common bandwidth scale, one curve per kernel (log–log)."""
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    for label, mse in curves.items():
+        ax.loglog(scales, mse, linewidth=1.6, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("validation MSE")
+    ax.set_title(title)
     ax.legend(fontsize="small")
     return fig
 

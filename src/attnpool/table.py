@@ -98,6 +98,9 @@ class TableFit:
     objective: float
     degree: int
     kernel: str
+    interval: float | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
 
     def summary(self) -> str:
         """What was chosen, in a few lines."""
@@ -112,15 +115,22 @@ class TableFit:
         if self.method in ("cv", "aicc"):
             label = "leave-one-out CV error (mean squared)" if self.method == "cv" else "AICc"
             lines.append(f"{label}: {self.objective:.6g}")
+        if self.interval is not None:
+            lines.append(f"pointwise {self.interval:g} confidence band (asymptotic)")
         return "\n".join(lines)
 
     def write_predictions(self, path: str | os.PathLike) -> Path:
         """CSV of the query columns and the prediction, in the queries' row order (atomic)."""
         text = io.StringIO()
         writer = csv.writer(text, lineterminator="\n")
-        writer.writerow([*self.x_columns, f"{self.y_column}_predicted"])
-        for row, value in zip(self.x_query, self.prediction, strict=True):
-            writer.writerow([*(repr(float(v)) for v in row), repr(float(value))])
+        header = [*self.x_columns, f"{self.y_column}_predicted"]
+        columns = [self.prediction]
+        if self.interval is not None:
+            header += [f"{self.y_column}_lower", f"{self.y_column}_upper"]
+            columns += [self.lower, self.upper]
+        writer.writerow(header)
+        for row, values in zip(self.x_query, np.column_stack(columns), strict=True):
+            writer.writerow([repr(float(v)) for v in (*row, *values)])
         return atomic_write(path, lambda stream: stream.write(text.getvalue().encode()))
 
     def figure(self):
@@ -141,12 +151,31 @@ class TableFit:
             degree=self.degree,
             empty="nearest",
         )
+        label = f"fit, h = {self.bandwidth[0]:.3g}"
+        bands = None
+        if self.interval is not None:
+            band = self._band(grid)
+            bands = {f"{self.interval:g} band": (band.lower, band.upper)}
         return plot_fit(
             self.x_train[:, 0],
             self.y_train,
             grid,
-            {f"fit, h = {self.bandwidth[0]:.3g}": curve},
+            {label: curve},
+            bands=bands,
             title=f"{self.y_column} against {self.x_columns[0]}",
+        )
+
+    def _band(self, x_query):
+        from .inference import confidence_band
+
+        return confidence_band(
+            self.x_train,
+            self.y_train,
+            x_query,
+            kernel=self.kernel,
+            bandwidth=self.bandwidth,
+            degree=self.degree,
+            level=self.interval,
         )
 
     def write_plot(self, path: str | os.PathLike, figure=None) -> Path:
@@ -182,12 +211,19 @@ def fit_table(
     predict: str | os.PathLike | None = None,
     dropna: bool = False,
     plot: bool = False,
+    interval: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> TableFit:
     """Fit ``y_column`` on ``x_columns`` of the CSV ``data``; predict at ``predict`` (or the data).
 
-    ``plot=True`` checks up front that a fit plot can be drawn (one input column).
+    ``plot=True`` checks up front that a fit plot can be drawn (one input column);
+    ``interval`` (a level such as 0.95) adds a pointwise asymptotic confidence band.
     """
+    if interval is not None and not 0 < interval < 1:
+        raise ValueError(
+            f"--interval: expected a level strictly between 0 and 1 (such as 0.95); "
+            f"received {interval!r}"
+        )
     if not x_columns:
         raise ValueError("--x: expected at least one input column; received none")
     if plot and len(x_columns) != 1:
@@ -213,7 +249,7 @@ def fit_table(
     prediction = local_regression(
         x_train, y_train, x_query, kernel=kernel, bandwidth=widths, degree=degree
     )
-    return TableFit(
+    result = TableFit(
         list(x_columns),
         y_column,
         x_train,
@@ -225,4 +261,9 @@ def fit_table(
         float(objective),
         degree,
         kernel,
+        interval,
     )
+    if interval is not None:
+        band = result._band(x_query)
+        result.lower, result.upper = band.lower, band.upper
+    return result

@@ -1,0 +1,134 @@
+"""Standard errors and confidence bands (attnpool.inference) and their use in estimators."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attnpool import LocalLinear, NadarayaWatson, confidence_band, datasets, kernels
+from attnpool.inference import kernel_integrals
+from reference import reference_weights
+
+GRID = np.linspace(0.5, 4.5, 41)  # away from the boundaries of [0, 5]
+TRUTH = 2 * np.sin(GRID) + GRID
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_kernel_integrals_of_the_gaussian_and_the_boxcar(d):
+    first, second = kernel_integrals(kernels.get("gaussian"), d)
+    assert first == pytest.approx((2 * math.pi) ** (d / 2), rel=1e-8)
+    assert second == pytest.approx(math.pi ** (d / 2), rel=1e-8)
+    ball = math.pi ** (d / 2) / math.gamma(d / 2 + 1)  # the boxcar is 1 on the unit ball
+    assert kernel_integrals(kernels.get("boxcar"), d) == pytest.approx((ball, ball), rel=1e-8)
+
+
+@pytest.mark.parametrize("name", ["epanechnikov", "triangular", "tricube", "cosine", "laplacian"])
+def test_kernel_integrals_give_the_recorded_roughness_in_one_dimension(name):
+    kernel = kernels.get(name)
+    first, second = kernel_integrals(kernel, 1)
+    assert second / first**2 == pytest.approx(kernel.roughness, rel=1e-7)
+
+
+def test_asymptotic_standard_error_is_the_formula_in_numpy():
+    data = datasets.sine_data(n=150, seed=4)
+    x, y, h = data.x_train, data.y_train, 0.3
+    # leave-one-out residuals, their Nadaraya–Watson smooth, and the points under the kernel
+    loo = reference_weights(x, x, "gaussian", h) * (1 - np.eye(len(x)))
+    loo /= loo.sum(axis=1, keepdims=True)
+    residuals = y - loo @ y
+    noise = reference_weights(GRID, x, "gaussian", h) @ residuals**2
+    points = np.exp(-0.5 * ((GRID[:, None] - x[None, :]) / h) ** 2).sum(axis=1)
+    expected = np.sqrt(noise * (math.sqrt(math.pi) / math.sqrt(2 * math.pi)) / points)
+    std = confidence_band(x, y, GRID, bandwidth=h).std
+    np.testing.assert_allclose(std, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["asymptotic", "bootstrap"])
+@pytest.mark.parametrize("degree", [0, 1])
+def test_band_coverage_by_simulation(method, degree):
+    """The issue's check: known noise, repeated samples, 95% bands away from the edges."""
+    hits = []
+    for replicate in range(100):
+        data = datasets.sine_data(n=200, seed=1000 + replicate)
+        band = confidence_band(
+            data.x_train,
+            data.y_train,
+            GRID,
+            bandwidth=0.2,
+            degree=degree,
+            method=method,
+            n_boot=200,
+            seed=replicate,
+        )
+        hits.append((band.lower <= TRUTH) & (TRUTH <= band.upper))
+    coverage = np.mean(hits)
+    assert 0.90 <= coverage <= 0.99
+
+
+def test_standard_errors_match_the_spread_of_fits_over_samples():
+    fits, errors = [], {"asymptotic": [], "wild": [], "residual": []}
+    for replicate in range(60):
+        data = datasets.sine_data(n=200, seed=2000 + replicate)
+        args = (data.x_train, data.y_train, GRID[::5])
+        band = confidence_band(*args, bandwidth=0.2)
+        fits.append(band.fit)
+        errors["asymptotic"].append(band.std)
+        for kind in ("wild", "residual"):
+            errors[kind].append(
+                confidence_band(
+                    *args, bandwidth=0.2, method="bootstrap", bootstrap=kind, seed=replicate
+                ).std
+            )
+    spread = np.std(fits, axis=0).mean()
+    for kind, values in errors.items():
+        assert np.mean(values) == pytest.approx(spread, rel=0.2), kind
+
+
+def test_bootstrap_is_seeded_and_handles_categorical_columns():
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.uniform(0, 5, 120), rng.integers(0, 3, 120)])
+    y = np.sin(x[:, 0]) + x[:, 1] + rng.normal(0, 0.3, 120)
+    query = np.array([[2.0, 0.0], [2.0, 2.0]])
+    options = dict(bandwidth=[0.4, 0.2], var_type="cu", method="bootstrap", n_boot=300)
+    first = confidence_band(x, y, query, seed=1, **options)
+    np.testing.assert_array_equal(first.std, confidence_band(x, y, query, seed=1, **options).std)
+    assert not np.array_equal(first.std, confidence_band(x, y, query, seed=2, **options).std)
+    assert np.all(first.lower < first.fit) and np.all(first.fit < first.upper)
+    with pytest.raises(ValueError, match="'asymptotic' needs continuous columns only"):
+        confidence_band(x, y, query, bandwidth=[0.4, 0.2], var_type="cu")
+
+
+def test_vector_targets_get_one_band_per_column():
+    data = datasets.sine_data(n=100)
+    y = np.column_stack([data.y_train, 3 * data.y_train])
+    band = confidence_band(data.x_train, y, GRID, bandwidth=0.3)
+    assert band.std.shape == (41, 2)
+    np.testing.assert_allclose(band.std[:, 1], 3 * band.std[:, 0], rtol=1e-10)
+
+
+def test_estimators_predict_with_standard_errors_and_intervals():
+    data = datasets.sine_data(n=150)
+    X = data.x_train[:, None]
+    for estimator in (NadarayaWatson(bandwidth=0.3), LocalLinear(bandwidth=0.3)):
+        estimator.fit(X, data.y_train)
+        mean, std = estimator.predict(GRID[:, None], return_std=True)
+        np.testing.assert_array_equal(mean, estimator.predict(GRID[:, None]))
+        lower, upper = estimator.predict_interval(GRID[:, None], level=0.9)
+        np.testing.assert_allclose(upper - lower, 2 * 1.6448536269514722 * std, rtol=1e-9)
+        wide = estimator.predict_interval(GRID[:, None], level=0.99, method="bootstrap")
+        assert np.all(wide[1] - wide[0] > 0)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        (dict(level=1.5), "level: expected a number strictly between 0 and 1"),
+        (dict(method="jackknife"), "method: expected one of"),
+        (dict(bootstrap="pairs"), "bootstrap: expected one of"),
+        (dict(n_boot=0), "n_boot: expected a positive integer"),
+    ],
+)
+def test_bad_options_name_the_argument(options, match):
+    data = datasets.sine_data()
+    with pytest.raises(ValueError, match=match):
+        confidence_band(data.x_train, data.y_train, GRID, bandwidth=0.3, **options)
