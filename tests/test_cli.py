@@ -297,3 +297,26 @@ def test_learn_demo_rejects_bad_options_without_writing(tmp_path):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "steps: expected a positive integer" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "figure", "lines"),
+    [
+        ("kernels", "kernels_mse.png", ["spread across kernels at s =", "× larger)"]),
+        ("consistency", "consistency.png", [" d  n^(-4/(4+d))  rate h slope  CV h slope"]),
+    ],
+)
+def test_study_quick_prints_its_table_and_writes_the_figure(tmp_path, name, figure, lines):
+    result = attnpool_cli("study", name, "--quick", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    for line in lines:
+        assert line in result.stdout
+    with Image.open(tmp_path / figure) as image:
+        image.verify()
+
+
+def test_unknown_study_is_one_line_and_exit_2(tmp_path):
+    result = attnpool_cli("study", "bootstrap", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "study: expected one of 'consistency', 'kernels'; received 'bootstrap'" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -62,6 +62,9 @@ def demo(
     kernels: Annotated[str, typer.Option("--kernels", help="Comma-separated kernel names.")] = (
         "gaussian,boxcar,constant,triangular"
     ),
+    html: Annotated[
+        bool, typer.Option("--html", help="Also write report.html (interactive, offline).")
+    ] = False,
 ) -> None:
     """The classic example: 40 noisy points, fits, heatmaps, kernels, exact lookup."""
     from .demo import run_demo, save_figures
@@ -71,9 +74,48 @@ def demo(
         bandwidths=_split(bandwidths, "--bandwidths", float),
         kernels=_split(kernels, "--kernels"),
     )
+    page = None
+    if html:  # built before any file is written, so a failure leaves nothing behind
+        from .report import build_report
+
+        page = build_report(result)
     written = save_figures(result.figures, out)
+    if page is not None:
+        from ._files import atomic_write
+
+        written.append(atomic_write(out / "report.html", lambda s: s.write(page.encode())))
     typer.echo(result.table())
     typer.echo(f"wrote {', '.join(str(path) for path in written)}")
+
+
+@app.command()
+def study(
+    name: Annotated[str, typer.Argument(help="consistency or kernels")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the figure.")] = Path(
+        "study-output"
+    ),
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated samples.")] = 0,
+    quick: Annotated[bool, typer.Option("--quick", help="A small size, for a first look.")] = False,
+) -> None:
+    """A simulation study: 'consistency' (MSE against n) or 'kernels' (shape vs bandwidth)."""
+    from .demo import save_figures
+    from .studies import run_study
+
+    result = run_study(name, quick=quick, seed=seed, progress=ProgressBar(name))
+    written = save_figures(result.figures, out)
+    typer.echo(result.table)
+    typer.echo(f"finished in {result.seconds:.0f} s; wrote {', '.join(map(str, written))}")
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Option("--out", help="The HTML file.")] = Path("report.html"),
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the noisy sample.")] = 0,
+) -> None:
+    """One self-contained HTML page: the demo, a bandwidth slider and a kernel selector."""
+    from .report import write_report
+
+    typer.echo(f"wrote {write_report(out, seed=seed)}")
 
 
 @app.command("learn-demo")
