@@ -16,6 +16,8 @@ array([0.59])
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
@@ -32,6 +34,14 @@ __all__ = [
     "NadarayaWatson",
     "NadarayaWatsonClassifier",
 ]
+
+
+def _is_dask(*arrays) -> bool:
+    if "dask" not in sys.modules:  # a Dask array cannot exist without dask imported
+        return False
+    from dask.base import is_dask_collection
+
+    return any(is_dask_collection(a) for a in arrays)
 
 
 class _LocalRegression(RegressorMixin, BaseEstimator):
@@ -86,8 +96,33 @@ class _LocalRegression(RegressorMixin, BaseEstimator):
         -------
         self
         """
+        if _is_dask(X, y):
+            return self._fit_dask(X, y)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         self._fit_bandwidth(X, y)
+        self.X_train_, self.y_train_ = X, y
+        return self
+
+    def _fit_dask(self, X, y):
+        """Keep Dask training data lazy; choose the bandwidth with :mod:`attnpool.distributed`."""
+        from . import distributed
+
+        if self._degree != 0 or (self.var_type and set(self.var_type) != {"c"}):
+            raise ValueError(
+                f"X: Dask inputs are supported by NadarayaWatson on continuous columns; "
+                f"received a Dask array for {type(self).__name__}(var_type={self.var_type!r})"
+            )
+        X = distributed.as_rows(X, "X")
+        self.n_features_in_ = X.shape[1]
+        if self.bandwidth == "cv":
+            selection = distributed.select_bandwidth(X, y, kernel=self.kernel)
+            self.bandwidth_, self.cv_score_ = selection.bandwidth, selection.objective
+        elif isinstance(self.bandwidth, str):
+            raise ValueError(
+                f"bandwidth: with Dask inputs expected 'cv' or numbers; received {self.bandwidth!r}"
+            )
+        else:
+            self.bandwidth_ = np.array(check_bandwidth(self.bandwidth, X.shape[1]), dtype=float)
         self.X_train_, self.y_train_ = X, y
         return self
 
@@ -98,6 +133,14 @@ class _LocalRegression(RegressorMixin, BaseEstimator):
         (:mod:`attnpool.inference`), of the same shape.
         """
         check_is_fitted(self)
+        if _is_dask(X, self.X_train_):
+            if return_std:
+                raise ValueError("return_std: not available for Dask inputs; received True")
+            from . import distributed
+
+            return distributed.attention_pool(
+                X, self.X_train_, self.y_train_, kernel=self.kernel, bandwidth=self.bandwidth_
+            )
         X = validate_data(self, X, reset=False, dtype=np.float64)
         fit = local_regression(
             self.X_train_,

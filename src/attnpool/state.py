@@ -33,7 +33,15 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-__all__ = ["PoolingState", "block_state", "empty_state", "finalize", "hard_block_state", "merge"]
+__all__ = [
+    "PoolingState",
+    "block_state",
+    "empty_state",
+    "finalize",
+    "hard_block_state",
+    "merge",
+    "merge_stacked",
+]
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -109,8 +117,24 @@ def merge(a: PoolingState, b: PoolingState, *, hard: bool = False) -> PoolingSta
     )
 
 
+def merge_stacked(state: PoolingState, axis: int) -> PoolingState:
+    """Merge states stacked along ``axis`` of every leaf (``max_log`` and ``weight_sum``
+    of shape ``(..., J, ...)``, ``weighted_values`` with one more trailing axis) at once.
+
+    The same log-sum-exp as :func:`merge`, for many blocks: what a tree reduction's
+    combine step does with the states of several key chunks.
+    """
+    max_log = jnp.max(state.max_log, axis=axis, keepdims=True)
+    scale = jnp.exp(state.max_log - _shift(max_log))
+    return PoolingState(
+        jnp.squeeze(max_log, axis),
+        jnp.sum(state.weight_sum * scale, axis=axis),
+        jnp.sum(state.weighted_values * scale[..., None], axis=axis),
+    )
+
+
 def finalize(state: PoolingState) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Pooled values ``t / s`` (0 where empty) and the ``(n,)`` mask of empty states."""
     empty = state.weight_sum == 0
     safe_sum = jnp.where(empty, 1.0, state.weight_sum)
-    return state.weighted_values / safe_sum[:, None], empty
+    return state.weighted_values / safe_sum[..., None], empty

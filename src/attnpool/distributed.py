@@ -1,0 +1,348 @@
+"""Attention pooling and bandwidth selection on Dask: the pooling state, tree-reduced.
+
+Keys and values are Dask arrays chunked along rows (from memory, or from a Zarr store
+with :func:`dask.array.from_zarr`); queries are NumPy or Dask arrays chunked along rows.
+For every pair (query chunk ``i``, key chunk ``j``) one task computes the log-domain
+pooling state ``(m, s, t)`` of :mod:`attnpool.state` with the local engines; a
+:func:`dask.array.reduction` then merges the states of all key chunks of a query chunk
+by a tree of log-sum-exp combines (``split_every`` states per combine) — the exact
+merge, not an approximation — and the last step divides ``t / s``. The result is a lazy
+Dask array; it runs on whatever ``distributed.Client`` is active, or on Dask's local
+scheduler when there is none.
+
+Cost and memory: a task holds one query chunk, one key chunk and its ``(n_i, p + 2)``
+state, and streams the pairs in blocks inside (so a task's memory does not grow with
+``n_i · m_j``). A combine holds ``split_every`` states of one query chunk. The work is
+``n · m`` kernel evaluations, split into ``I · J`` independent tasks.
+
+>>> import numpy as np, dask.array as da
+>>> keys = da.from_array(np.linspace(0, 1, 1000), chunks=250)
+>>> pooled = attention_pool(np.array([0.5]), keys, keys, bandwidth=0.05)
+>>> pooled.compute().round(6)
+array([0.5])
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+
+import dask
+import dask.array as da
+import jax
+import jax.numpy as jnp
+import numpy as np
+from dask.base import is_dask_collection
+
+from . import kernels as _kernels
+from ._interop import precision_scope
+from ._validation import check_bandwidth, check_positive_int
+from .geometry import MATMUL_MIN_DIM, block_log_weights
+from .methods.stream import KEY_BLOCK
+from .pooling import DENSE_MAX_PAIRS, pool_state
+from .state import PoolingState, block_state, finalize, merge_stacked
+
+__all__ = ["as_rows", "attention_pool", "cv_objectives", "is_dask", "select_bandwidth"]
+
+#: rows per chunk when a NumPy array is turned into a Dask array
+DEFAULT_ROWS = 100_000
+
+
+def is_dask(*arrays) -> bool:
+    """True when any argument is a Dask collection."""
+    return any(is_dask_collection(a) for a in arrays)
+
+
+def as_rows(x, name: str, chunk_rows: int | None = None) -> da.Array:
+    """``x`` as a Dask array ``(n, d)``, chunked along rows only."""
+    if not is_dask_collection(x):
+        x = np.asarray(x)
+        if not np.issubdtype(x.dtype, np.number):
+            raise TypeError(f"{name}: expected numbers; received dtype {x.dtype}")
+        x = da.from_array(x, chunks=(chunk_rows or DEFAULT_ROWS, *x.shape[1:]))
+    if not isinstance(x, da.Array):
+        raise TypeError(f"{name}: expected a Dask or NumPy array; received {type(x).__name__}")
+    if x.ndim not in (1, 2):
+        raise ValueError(f"{name}: expected shape (n,) or (n, d); received shape {x.shape}")
+    if any(np.isnan(c) for c in x.chunks[0]):
+        raise ValueError(
+            f"{name}: the chunk sizes are unknown (NaN); call .compute_chunk_sizes() first"
+        )
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{name}: expected at least one row and one column; received {x.shape}")
+    return x.rechunk({1: -1})
+
+
+def _aligned(keys: da.Array, values: da.Array, name: str) -> da.Array:
+    """Values chunked like the keys' rows (re-aligned when they differ)."""
+    if values.shape[0] != keys.shape[0]:
+        raise ValueError(
+            f"{name}: expected one row per key ({keys.shape[0]} rows); "
+            f"received shape {values.shape}"
+        )
+    if values.chunks[0] != keys.chunks[0]:
+        values = values.rechunk({0: keys.chunks[0]})
+    return values
+
+
+def _check_client() -> None:
+    """The client Dask will use — the default one, or one set as ``scheduler`` in Dask's
+    config — must be running; with none, Dask's local scheduler runs the graph."""
+    if "distributed" not in sys.modules:
+        return
+    from distributed import Client, default_client
+
+    candidates = []
+    configured = dask.config.get("scheduler", None)
+    if isinstance(configured, Client):
+        candidates.append(configured)
+    try:
+        candidates.append(default_client())
+    except ValueError:  # no default client
+        pass
+    for client in candidates:
+        if client.status != "running":
+            raise ValueError(
+                f"client: the distributed.Client Dask would use is {client.status!r}, not "
+                "'running'; reconnect it, or unset it to use Dask's local scheduler"
+            )
+
+
+def _pack(state: PoolingState) -> np.ndarray:
+    """``(..., p + 2)``: ``m``, ``s`` and ``t`` side by side (one array per task)."""
+    return np.concatenate(
+        [
+            np.asarray(state.max_log)[..., None],
+            np.asarray(state.weight_sum)[..., None],
+            np.asarray(state.weighted_values),
+        ],
+        axis=-1,
+    )
+
+
+def _unpack(packed) -> PoolingState:
+    return PoolingState(packed[..., 0], packed[..., 1], packed[..., 2:])
+
+
+@partial(jax.jit, static_argnames=("kernel", "key_block", "leave_one_out"))
+def _chunk_state(
+    queries, query_ids, keys, key_ids, values, bandwidths, *, kernel, key_block, leave_one_out
+):
+    """States ``(n_i, K, ·)`` of one query chunk over one key chunk, for ``K`` bandwidths.
+
+    Coordinates are centred on the query chunk (the same centre for every key chunk, so
+    log weights defined up to a per-query constant stay comparable across chunks).
+    """
+    if kernel.similarity == "distance" and queries.shape[1] >= MATMUL_MIN_DIM:
+        centre = jnp.mean(queries, axis=0)
+        queries, keys = queries - centre, keys - centre
+
+    def one(h):
+        q = queries / h
+        k = keys if kernel.similarity == "dot" else keys / h
+
+        def block(query_rows, query_pos, key_rows, key_pos, value_rows):
+            log_w = block_log_weights(query_rows, key_rows, kernel)
+            if leave_one_out:
+                own = query_ids[query_pos][:, None] == key_ids[key_pos][None, :]
+                log_w = jnp.where(own, -jnp.inf, log_w)
+            return block_state(log_w, value_rows)
+
+        n, m = q.shape[0], k.shape[0]
+        method = "dense" if n * m <= DENSE_MAX_PAIRS else "stream"
+        return pool_state(block, q, k, values, method=method, key_block=key_block)
+
+    states = jax.vmap(one)(bandwidths)  # leaves (K, n_i, ...)
+    return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 0, 1), states)
+
+
+def _state_task(queries, keys, values, query_ids=None, key_ids=None, *, bandwidths, kernel):
+    """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk
+    (``query_ids``/``key_ids``: global row numbers, given for leave-one-out only)."""
+    dtype = np.result_type(queries, keys, values, np.float32)
+    leave_one_out = query_ids is not None
+    with precision_scope(dtype):
+        state = _chunk_state(
+            jnp.asarray(queries, dtype),
+            jnp.asarray(query_ids[:, 0]) if leave_one_out else None,
+            jnp.asarray(keys, dtype),
+            jnp.asarray(key_ids[:, 0]) if leave_one_out else None,
+            jnp.asarray(values, dtype),
+            jnp.asarray(bandwidths, dtype),
+            kernel=kernel,
+            key_block=KEY_BLOCK,
+            leave_one_out=leave_one_out,
+        )
+        return _pack(state)[:, None]
+
+
+def _identity(x, axis, keepdims):
+    return x
+
+
+def _combine(x, axis, keepdims):
+    """Merge the states stacked along the key-chunk axis (exact log-sum-exp)."""
+    with precision_scope(x.dtype):
+        merged = merge_stacked(_unpack(jnp.asarray(x)), axis=axis[0])
+        return _pack(merged)[:, None]
+
+
+def _finish(packed):
+    """``t / s`` per query and bandwidth; NaN where no key had weight."""
+    with precision_scope(packed.dtype):
+        pooled, empty = finalize(_unpack(jnp.asarray(packed[:, 0])))
+        return np.where(np.asarray(empty)[..., None], np.nan, np.asarray(pooled))  # (n_i, K, p)
+
+
+def _states(queries, keys, values, bandwidths, kernel, leave_one_out, split_every):
+    """The merged states, lazily: ``(n, 1, K, p + 2)``."""
+    n_bandwidths, p = bandwidths.shape[0], values.shape[1]
+    dtype = np.result_type(queries.dtype, keys.dtype, values.dtype, np.float32)
+    arrays = [queries, "ia", keys, "ja", values, "jb"]
+    if leave_one_out:  # global row numbers, to mask each point's own pair
+        query_ids = da.arange(queries.shape[0], chunks=queries.chunks[0])[:, None]
+        key_ids = da.arange(keys.shape[0], chunks=keys.chunks[0])[:, None]
+        arrays += [query_ids, "iz", key_ids, "jz"]
+    states = da.blockwise(
+        partial(_state_task, bandwidths=bandwidths, kernel=kernel),
+        "ijcs",
+        *arrays,
+        new_axes={"c": n_bandwidths, "s": p + 2},
+        adjust_chunks={"j": 1},
+        concatenate=True,
+        dtype=dtype,
+        meta=np.empty((0, 0, 0, 0), dtype),
+    )
+    return da.reduction(
+        states,
+        chunk=_identity,
+        combine=_combine,
+        aggregate=_combine,
+        axis=1,
+        keepdims=True,
+        split_every=split_every,
+        concatenate=True,
+        dtype=dtype,
+        meta=np.empty((0, 0, 0, 0), dtype),
+        name="attnpool-merge",
+    )
+
+
+def _prepare(
+    queries, keys, values, bandwidth, kernel, chunk_rows, names=("queries", "keys", "values")
+):
+    _check_client()
+    record = _kernels.get(kernel)
+    keys = as_rows(keys, names[1], chunk_rows)
+    queries = as_rows(queries, names[0], chunk_rows)
+    if queries.shape[1] != keys.shape[1]:
+        raise ValueError(
+            f"queries: expected {keys.shape[1]} feature column(s) to match the keys; "
+            f"received shape {queries.shape}"
+        )
+    flat = values is not None and getattr(values, "ndim", np.ndim(values)) == 1
+    values = _aligned(keys, as_rows(values, names[2], chunk_rows), names[2])
+    h = np.asarray(check_bandwidth(bandwidth, keys.shape[1]), dtype=float)
+    return queries, keys, values, h, record, flat
+
+
+def attention_pool(
+    queries,
+    keys,
+    values,
+    *,
+    kernel="gaussian",
+    bandwidth=1.0,
+    split_every: int | None = None,
+    chunk_rows: int | None = None,
+) -> da.Array:
+    """Attention pooling with Dask: a lazy ``(n,)`` or ``(n, p)`` Dask array.
+
+    Parameters
+    ----------
+    queries : array (n,) or (n, d), NumPy or Dask (chunked along rows)
+    keys : array (m,) or (m, d), NumPy or Dask (chunked along rows)
+    values : array (m,) or (m, p); re-chunked to the keys' row chunks if they differ
+    kernel, bandwidth : as :func:`attnpool.attention_pool`
+    split_every : int, optional — states merged per combine task (Dask's default: 4)
+    chunk_rows : int, optional — rows per chunk for NumPy inputs
+
+    Equal to :func:`attnpool.attention_pool` up to floating-point rounding. A query with
+    no key inside a compact kernel's support is NaN (``empty="nan"``).
+    """
+    check_positive_int(split_every, "split_every")
+    queries, keys, values, h, record, flat = _prepare(
+        queries, keys, values, bandwidth, kernel, chunk_rows
+    )
+    states = _states(queries, keys, values, h[None], record, False, split_every)
+    pooled = states.map_blocks(
+        lambda block: _finish(block)[:, 0],
+        drop_axis=[1, 2],
+        chunks=(queries.chunks[0], (values.shape[1],)),
+        dtype=states.dtype,
+        meta=np.empty((0, 0), states.dtype),
+    )
+    return pooled[:, 0] if flat else pooled
+
+
+def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chunk_rows=None):
+    """Leave-one-out CV error of Nadaraya–Watson for each row of ``bandwidths (K, d)``.
+
+    Each point is pooled over all the others (its own pair is masked inside the task
+    that holds it, by global row number); the ``K`` candidates share one pass over the
+    data. Returns a NumPy array ``(K,)`` (computed), ``inf`` where a point is left with
+    no neighbour.
+    """
+    x, _, y, _, record, _ = _prepare(x, x, y, 1.0, kernel, chunk_rows, ("x", "x", "y"))
+    bandwidths = np.asarray(bandwidths, dtype=float).reshape(-1, x.shape[1])
+    states = _states(x, x, y, bandwidths, record, True, split_every)
+    loo = states.map_blocks(
+        _finish,
+        drop_axis=1,
+        chunks=(x.chunks[0], (bandwidths.shape[0],), (y.shape[1],)),
+        dtype=states.dtype,
+        meta=np.empty((0, 0, 0), states.dtype),
+    )
+    errors = ((loo - y[:, None, :]) ** 2).mean(axis=(0, 2))
+    errors = np.asarray(errors.compute(), dtype=float)
+    return np.where(np.isfinite(errors), errors, np.inf)
+
+
+def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=None):
+    """Leave-one-out CV bandwidth of Nadaraya–Watson over a sharded training set.
+
+    Candidates are common multiples of Scott's rule per column (``0.05``–``5×``, 16 on a
+    log grid; the columns' standard deviations come from one Dask reduction), then 16
+    more between the best candidate's neighbours: two passes over the data. Returns a
+    :class:`attnpool.bandwidth.BandwidthSelection`.
+    """
+    from .bandwidth import GRID, BandwidthSelection
+
+    x_rows = as_rows(x, "x", chunk_rows)
+    n, d = x_rows.shape
+    sigma = np.asarray(x_rows.std(axis=0, ddof=1).compute(), dtype=float)
+    if np.any(~(sigma > 0)):
+        raise ValueError(f"x: column(s) {np.flatnonzero(~(sigma > 0)).tolist()} are constant")
+    record = _kernels.get(kernel)
+    from .bandwidth import _GAUSSIAN_CANONICAL
+
+    ratio = (record.roughness / record.variance**2) ** 0.2 / _GAUSSIAN_CANONICAL
+    scott = 1.059 * sigma * n ** (-1.0 / (4 + d)) * ratio
+    options = dict(kernel=kernel, split_every=split_every, chunk_rows=chunk_rows)
+    coarse = np.asarray(GRID)
+    first = cv_objectives(x_rows, y, coarse[:, None] * scott, **options)
+    best = int(np.argmin(first))
+    low, high = coarse[max(best - 1, 0)], coarse[min(best + 1, len(coarse) - 1)]
+    fine = np.geomspace(low, high, 16)
+    second = cv_objectives(x_rows, y, fine[:, None] * scott, **options)
+    multipliers = np.concatenate([coarse, fine])
+    objectives = np.concatenate([first, second])
+    winner = int(np.argmin(objectives))
+    return BandwidthSelection(
+        multipliers[winner] * scott,
+        float(objectives[winner]),
+        "cv",
+        (multipliers[:, None] * scott, objectives),
+    )

@@ -1,0 +1,180 @@
+"""attnpool.distributed on a real distributed.LocalCluster (two worker processes, loopback)."""
+
+import os
+import signal
+import time
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+import attnpool
+from attnpool import NadarayaWatson, datasets
+from attnpool import distributed as dist
+
+
+def test_without_a_client_dask_local_scheduler_runs_it():
+    # (first in the module: the cluster fixture below makes its client the default)
+    keys = da.from_array(np.linspace(0, 1, 500), chunks=100)
+    pooled = dist.attention_pool(np.array([0.25, 0.5]), keys, keys, bandwidth=0.05)
+    assert isinstance(pooled, da.Array)
+    expected = attnpool.attention_pool(
+        np.array([0.25, 0.5]), np.linspace(0, 1, 500), np.linspace(0, 1, 500), bandwidth=0.05
+    )
+    np.testing.assert_allclose(pooled.compute(scheduler="threads"), expected, rtol=1e-13)
+
+
+def _cluster(memory_limit):
+    return LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit=memory_limit,
+        dashboard_address=None,
+    )
+
+
+@pytest.fixture(scope="module")
+def client():
+    with _cluster("2GB") as cluster, Client(cluster) as client:
+        yield client
+
+
+def _worker_pids(client):
+    return sorted(client.run(os.getpid).values())
+
+
+CASES = [
+    # (d, kernel, key chunks, value chunks, query chunks)
+    (1, "gaussian", 400, 400, 300),
+    (1, "epanechnikov", (1000, 1, 998, 500, 500), 300, 1000),  # uneven, one single row
+    (3, "gaussian", 700, 700, 128),
+    (3, "laplacian", 1, 1000, 1000),  # single-row key chunks, values re-aligned
+    (2, "dot", 2999, 2999, 1),  # single-row query chunks
+]
+
+
+@pytest.mark.parametrize(("d", "kernel", "key_chunks", "value_chunks", "query_chunks"), CASES)
+def test_equal_to_the_local_path(client, d, kernel, key_chunks, value_chunks, query_chunks):
+    rng = np.random.default_rng(d)
+    m = 2999 if key_chunks != 1 else 60
+    queries, keys = 3 * rng.normal(size=(40, d)), rng.normal(size=(m, d))
+    values = rng.normal(size=(m, 3))
+    with warnings.catch_warnings():  # compact kernels leave far queries empty (NaN)
+        warnings.simplefilter("ignore", attnpool.EmptyNeighbourhoodWarning)
+        expected = attnpool.attention_pool(queries, keys, values, kernel=kernel, bandwidth=0.6)
+    result = dist.attention_pool(
+        da.from_array(queries, chunks=(query_chunks, d)),
+        da.from_array(keys, chunks=(key_chunks, d)),
+        da.from_array(values, chunks=(value_chunks, 3)),
+        kernel=kernel,
+        bandwidth=0.6,
+        split_every=3,
+    ).compute()
+    np.testing.assert_allclose(result, expected, rtol=1e-12, atol=1e-13)
+    assert np.array_equal(np.isnan(result), np.isnan(expected))  # empty queries stay NaN
+    if kernel == "epanechnikov":
+        assert np.isnan(result).any()
+
+
+def test_vector_values_one_dimensional_inputs_and_laziness(client):
+    keys = np.linspace(-2, 2, 5000)
+    values = np.column_stack([np.sin(keys), keys**2])
+    pooled = dist.attention_pool(np.linspace(-1, 1, 7), keys, values, bandwidth=0.1, chunk_rows=900)
+    assert isinstance(pooled, da.Array) and pooled.shape == (7, 2)
+    total = (2 * pooled).sum().compute()  # composes with the rest of a Dask pipeline
+    expected = attnpool.attention_pool(np.linspace(-1, 1, 7), keys, values, bandwidth=0.1)
+    assert total == pytest.approx(2 * expected.sum(), rel=1e-12)
+    flat = dist.attention_pool([0.0], keys, np.sin(keys), bandwidth=0.1).compute()
+    assert flat.shape == (1,)
+
+
+def test_cross_validation_over_a_sharded_training_set(client):
+    data = datasets.sine_data(n=400, seed=5)
+    x = da.from_array(data.x_train, chunks=100)
+    candidates = np.array([[0.05], [0.15], [0.4]])
+    np.testing.assert_allclose(
+        dist.cv_objectives(x, data.y_train, candidates),
+        attnpool.cv_curve(data.x_train, data.y_train, candidates[:, 0]),
+        rtol=1e-12,
+    )
+    model = NadarayaWatson().fit(x, da.from_array(data.y_train, chunks=100))
+    local = NadarayaWatson().fit(data.x_train[:, None], data.y_train)
+    assert model.bandwidth_ == pytest.approx(local.bandwidth_, rel=0.03)
+    assert model.cv_score_ <= local.cv_score_ * (1 + 1e-5)  # a grid in two passes vs L-BFGS
+    queries = da.from_array(data.x_val[:, None], chunks=30)
+    prediction = model.predict(queries)
+    assert isinstance(prediction, da.Array)
+    fixed = NadarayaWatson(bandwidth=model.bandwidth_).fit(data.x_train[:, None], data.y_train)
+    np.testing.assert_allclose(prediction.compute(), fixed.predict(data.x_val[:, None]), rtol=1e-12)
+
+
+def test_a_killed_worker_loses_nothing(client):
+    rng = np.random.default_rng(7)
+    keys, values = rng.normal(size=(200_000, 1)), rng.normal(size=(200_000, 1))
+    queries = rng.normal(size=(400, 1))
+    expected = attnpool.attention_pool(queries, keys, values, bandwidth=0.3)
+    before = _worker_pids(client)
+    lazy = dist.attention_pool(queries, keys, values, bandwidth=0.3, chunk_rows=5_000)
+    future = client.compute(lazy)
+    deadline = time.monotonic() + 60
+    while not client.processing() or not any(client.processing().values()):
+        assert time.monotonic() < deadline, "the computation never started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # some tasks done, some running
+    assert not future.done()
+    os.kill(before[0], signal.SIGKILL)
+    result = future.result(timeout=300)
+    np.testing.assert_allclose(result, expected, rtol=1e-12)
+    client.wait_for_workers(2, timeout=60)
+    assert before[0] not in _worker_pids(client)  # the worker really died and was replaced
+
+
+def test_zarr_keys_larger_than_the_workers_memory(tmp_path):
+    """About 2 GB of float64 keys in a Zarr store; each worker may use 500 MB (JAX itself
+    takes about 300 MB of it), so the store is pooled chunk by chunk."""
+    m = 250_000_000
+    store = str(tmp_path / "keys.zarr")
+    da.linspace(0.0, 1.0, m, chunks=500_000).to_zarr(store)
+    keys = da.from_zarr(store)
+    assert keys.nbytes >= 2e9
+    queries = np.array([0.2, 0.4, 0.6, 0.8])
+    # no pausing at 80%: a paused worker would wait for memory that JAX never gives back
+    with (
+        dask.config.set({"distributed.worker.memory.pause": False}),
+        _cluster("500MB") as cluster,
+        Client(cluster) as small,
+    ):
+        before = _worker_pids(small)
+        pooled = dist.attention_pool(queries, keys, keys, bandwidth=1e-3).compute()
+        assert _worker_pids(small) == before  # no worker was killed for memory
+    # keys on an even grid pooled with a symmetric kernel: the mean of the keys is the query
+    np.testing.assert_allclose(pooled, queries, atol=1e-12)
+
+
+def test_bad_inputs_give_clear_errors(client):
+    keys = da.ones((100, 2), chunks=10)
+    with pytest.raises(ValueError, match=r"values: expected one row per key \(100 rows\)"):
+        dist.attention_pool(np.ones((3, 2)), keys, da.ones(99, chunks=10))
+    with pytest.raises(ValueError, match="queries: expected 2 feature column"):
+        dist.attention_pool(np.ones((3, 3)), keys, da.ones(100, chunks=10))
+    unknown = da.ones((100, 2), chunks=10)[da.ones(100, chunks=10) > 0]
+    with pytest.raises(ValueError, match="keys: the chunk sizes are unknown"):
+        dist.attention_pool(np.ones((3, 2)), unknown, np.ones(100))
+    with pytest.raises(ValueError, match="bandwidth: with Dask inputs expected 'cv' or numbers"):
+        NadarayaWatson(bandwidth="scott").fit(keys, da.ones(100, chunks=10))
+    with pytest.raises(ValueError, match="Dask inputs are supported by NadarayaWatson"):
+        attnpool.LocalLinear(bandwidth=1.0).fit(keys, da.ones(100, chunks=10))
+
+
+def test_a_client_that_is_not_running_is_a_clear_error():
+    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    stale = Client(cluster, set_as_default=False)
+    cluster.close()
+    stale.close()
+    with dask.config.set(scheduler=stale):  # a closed client left in Dask's config
+        with pytest.raises(ValueError, match=r"client: the distributed\.Client Dask would use"):
+            dist.attention_pool([0.0], np.ones(10), np.ones(10))
