@@ -33,6 +33,7 @@ lint: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_pooling.py
 	$(BIN)/python benchmarks/bench_regression.py --large
+	$(BIN)/python benchmarks/bench_distributed.py
 
 # The README's pictures.
 docs-images: $(VENV)/.installed
