@@ -70,7 +70,7 @@ def main() -> None:
             LocalCluster(
                 n_workers=workers,
                 threads_per_worker=threads,
-                dashboard_address=None,
+                dashboard_address=":0",
                 memory_limit="8GB",
             ) as cluster,
             Client(cluster) as client,

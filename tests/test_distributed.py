@@ -33,7 +33,7 @@ def _cluster(memory_limit):
         threads_per_worker=1,
         processes=True,
         memory_limit=memory_limit,
-        dashboard_address=None,
+        dashboard_address=":0",
     )
 
 
@@ -171,7 +171,7 @@ def test_bad_inputs_give_clear_errors(client):
 
 
 def test_a_client_that_is_not_running_is_a_clear_error():
-    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=":0")
     stale = Client(cluster, set_as_default=False)
     cluster.close()
     stale.close()
