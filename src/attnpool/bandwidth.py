@@ -81,7 +81,6 @@ def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None)
     bandwidth = np.full(x.shape[1], CATEGORICAL_START)
     if q == 0:
         return bandwidth
-    ratio = (kernel.roughness / kernel.variance**2) ** 0.2 / _GAUSSIAN_CANONICAL
     columns = x[:, list(model.continuous)]
     sigma = columns.std(axis=0, ddof=1) if n > 1 else np.zeros(q)
     if method == "silverman":
@@ -90,9 +89,18 @@ def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None)
     if np.any(sigma <= 0):
         bad = [model.continuous[j] for j in np.flatnonzero(sigma <= 0)]
         raise ValueError(f"x: column(s) {bad} are constant; a bandwidth rule needs spread")
-    factor = 1.059 if method == "scott" else 0.9
-    bandwidth[list(model.continuous)] = factor * sigma * n ** (-1.0 / (4 + q)) * ratio
+    bandwidth[list(model.continuous)] = rule_from_spread(sigma, n, kernel, method=method)
     return bandwidth
+
+
+def rule_from_spread(sigma, n: int, kernel, *, method: str = "scott") -> np.ndarray:
+    """Scott's (``1.059 σ n^(−1/(4+d))``) or Silverman's (``0.9 …``) bandwidths from the
+    columns' spreads ``sigma (d,)``, converted to ``kernel`` by its canonical bandwidth."""
+    kernel = kernels.get(kernel)
+    ratio = (kernel.roughness / kernel.variance**2) ** 0.2 / _GAUSSIAN_CANONICAL
+    factor = 1.059 if method == "scott" else 0.9
+    sigma = np.asarray(sigma, dtype=float)
+    return factor * sigma * n ** (-1.0 / (4 + sigma.shape[0])) * ratio
 
 
 def _upper(model: LocalModel) -> np.ndarray:

@@ -318,18 +318,14 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     more between the best candidate's neighbours: two passes over the data. Returns a
     :class:`attnpool.bandwidth.BandwidthSelection`.
     """
-    from .bandwidth import GRID, BandwidthSelection
+    from .bandwidth import GRID, BandwidthSelection, rule_from_spread
 
     x_rows = as_rows(x, "x", chunk_rows)
-    n, d = x_rows.shape
+    n = x_rows.shape[0]
     sigma = np.asarray(x_rows.std(axis=0, ddof=1).compute(), dtype=float)
     if np.any(~(sigma > 0)):
         raise ValueError(f"x: column(s) {np.flatnonzero(~(sigma > 0)).tolist()} are constant")
-    record = _kernels.get(kernel)
-    from .bandwidth import _GAUSSIAN_CANONICAL
-
-    ratio = (record.roughness / record.variance**2) ** 0.2 / _GAUSSIAN_CANONICAL
-    scott = 1.059 * sigma * n ** (-1.0 / (4 + d)) * ratio
+    scott = rule_from_spread(sigma, n, kernel)
     options = dict(kernel=kernel, split_every=split_every, chunk_rows=chunk_rows)
     coarse = np.asarray(GRID)
     first = cv_objectives(x_rows, y, coarse[:, None] * scott, **options)

@@ -44,7 +44,17 @@ def _is_dask(*arrays) -> bool:
     return any(is_dask_collection(a) for a in arrays)
 
 
-class _LocalRegression(RegressorMixin, BaseEstimator):
+class _MultiOutputRegressor(RegressorMixin, BaseEstimator):
+    """Regressors whose ``y`` may be ``(n,)`` or ``(n, p)``."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+
+class _LocalRegression(_MultiOutputRegressor):
     _degree = 0
 
     def __init__(
@@ -55,12 +65,6 @@ class _LocalRegression(RegressorMixin, BaseEstimator):
         self.var_type = var_type
         self.empty = empty
         self.block_size = block_size
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags
 
     def _fit_bandwidth(self, X, y):
         check_choice(self.empty, "empty", ("nan", "nearest", "raise"))
@@ -324,7 +328,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         return self._regressor.attention_weights(X)
 
 
-class LearnedAttentionRegressor(RegressorMixin, BaseEstimator):
+class LearnedAttentionRegressor(_MultiOutputRegressor):
     """Regression by a learned attention model, trained by leave-one-out error.
 
     A scikit-learn face for :func:`attnpool.learn.fit_attention`: ``fit`` trains the
@@ -367,12 +371,6 @@ class LearnedAttentionRegressor(RegressorMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.seed = seed
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags
 
     def fit(self, X, y):
         """Train the attention model on ``X (n_samples, n_features)``, ``y (n_samples[, p])``."""
