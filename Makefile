@@ -30,7 +30,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-bench: $(VENV)/.installed-dev
+$(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	touch $@
+
+bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_pooling.py
 	$(BIN)/python benchmarks/bench_regression.py --large
 	$(BIN)/python benchmarks/bench_distributed.py

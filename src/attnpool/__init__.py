@@ -21,6 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 from . import datasets, kernels
 from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
 from .kernels import Kernel
+from .methods.choice import Binned, TopK
 from .pooling import (
     EmptyNeighbourhoodWarning,
     attention_pool,
@@ -36,6 +37,7 @@ except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0.0.0"
 
 __all__ = [
+    "Binned",
     "EmptyNeighbourhoodWarning",
     "Kernel",
     "LearnedAttentionRegressor",
@@ -43,6 +45,7 @@ __all__ = [
     "NadarayaWatson",
     "NadarayaWatsonClassifier",
     "PoolingState",
+    "TopK",
     "__version__",
     "attention_pool",
     "attention_weights",

@@ -37,17 +37,22 @@ from . import kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_points, check_values
 from .methods import binned
+from .methods.stream import KEY_BLOCK
 from .regression import LocalModel, binned_loo_residuals, hat_diagonal, loo_residuals, model_for
 
 __all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"]
 
 METHODS = ("cv", "aicc", "scott", "silverman")
+#: How the search pools (``pooling=``): ``auto`` binned for one continuous column and
+#: n ≥ BINNED_MIN_ROWS, exact otherwise; ``dense``/``stream`` exact (``stream`` forces
+#: streamed key blocks); ``binned`` one continuous column; ``sparse`` compact kernels.
+POOLINGS = ("auto", "dense", "stream", "binned", "sparse")
 GRID = np.geomspace(0.05, 5.0, 16)
 _CHUNK = 4
 #: One continuous column and at least this many rows: CV is searched on a binned grid.
 BINNED_MIN_ROWS = 1000
 #: Kernels continuous enough for the binned search (its error falls as (Δ/h)²).
-BINNED_KERNELS = {"gaussian", "laplacian", "triangular", "epanechnikov", "tricube", "cosine"}
+BINNED_KERNELS = binned.SMOOTH_KERNELS
 CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
 
@@ -219,7 +224,7 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     precision.
     """
     candidates = np.exp(thetas[:, 0])
-    grid = binned.grid_for(x[:, 0], float(candidates.min()))
+    grid = binned.grid_for(x[:, :1], float(candidates.min()))
     reach = binned.reach_for(model.kernel, float(candidates.max()), grid)
     approximate = {**options, "binned": (grid, reach)}
     with precision_scope(np.float64):
@@ -250,6 +255,66 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives))
 
 
+def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
+    """Exact LOO CV of a local-constant fit with a compact kernel, neighbourhoods only."""
+    from .methods import sparse
+
+    if not (
+        method == "cv"
+        and model.degree == 0
+        and set(model.var_type) == {"c"}
+        and sparse.supports(model.kernel)
+    ):
+        raise ValueError(
+            "pooling: 'sparse' searches CV bandwidths of a local-constant fit (degree=0) of "
+            "continuous columns with a compact kernel; received "
+            f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
+            f"kernel={model.kernel.name!r}"
+        )
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    features = np.concatenate([np.ones((x.shape[0], 1)), y], axis=1)
+
+    def objective(theta):
+        scaled = x / np.exp(theta)
+        # each point's own term is exactly 1 · features (K(0)/K(0)); the rest is LOO
+        rest = sparse.sparse_sums(scaled, scaled, features, model.kernel) - features
+        if not np.all(rest[:, 0] > 1e-9):  # some point has no neighbour: undefined
+            return np.inf
+        return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))
+
+    objectives = np.array([objective(theta) for theta in thetas])
+    if progress:
+        progress(1, 2)
+    best = _best_candidate(thetas, objectives, "cv")
+    step = float(np.log(GRID[1] / GRID[0]))
+    if x.shape[1] == 1:
+        found = optimize.minimize_scalar(
+            lambda t: objective(np.array([t])),
+            bounds=(best[0] - step, best[0] + step),
+            method="bounded",
+            options={"xatol": 1e-5},
+        )
+        theta, value = np.array([found.x]), float(found.fun)
+    else:
+        found = optimize.minimize(
+            objective,
+            best,
+            method="Nelder-Mead",
+            options={"xatol": 1e-5, "fatol": 0.0, "initial_simplex": _simplex(best, step)},
+        )
+        theta, value = found.x, float(found.fun)
+    best_value = float(np.nanmin(objectives))
+    if not value <= best_value:
+        theta, value = best, best_value
+    if progress:
+        progress(2, 2)
+    return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
+
+
+def _simplex(centre, step: float) -> np.ndarray:
+    return np.vstack([centre, centre + step * 0.5 * np.eye(centre.shape[0])])
+
+
 def _prepare(x, y, kernel, var_type, degree):
     x = check_points(x, "X")
     y, _ = check_values(y, x.shape[0])
@@ -271,6 +336,7 @@ def select_bandwidth(
     var_type: str | None = None,
     block_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    pooling: str = "auto",
 ) -> BandwidthSelection:
     """Choose the bandwidth of a local constant (``degree=0``) or local linear fit.
 
@@ -281,6 +347,15 @@ def select_bandwidth(
     method : {"cv", "aicc", "scott", "silverman"}
     kernel, degree, var_type : as in :func:`attnpool.regression.local_regression`
     progress : callable ``(done, total)``, optional — called as the search advances
+    pooling : {"auto", "dense", "stream", "binned", "sparse"}
+        How the objectives are computed. ``"binned"`` (one continuous column, CV):
+        grid search and L-BFGS on the binned leave-one-out objective, then the exact
+        objective at the result — what ``"auto"`` does from 1000 rows. ``"sparse"``
+        (compact kernels, continuous columns, local constant, CV): exact leave-one-out
+        sums over each point's neighbourhood only (:mod:`attnpool.methods.sparse`),
+        a grid search and a derivative-free refinement (the objective jumps as keys
+        enter a support). ``"dense"``/``"stream"``: the exact search, ``"stream"``
+        with streamed key blocks.
 
     Returns
     -------
@@ -288,6 +363,7 @@ def select_bandwidth(
         ``bandwidth`` of shape (d,) and the criterion value ``objective``.
     """
     check_choice(method, "method", METHODS)
+    check_choice(pooling, "pooling", POOLINGS)
     x, y, model = _prepare(X, y, kernel, var_type, degree)
     start = rule_of_thumb(
         x,
@@ -302,14 +378,24 @@ def select_bandwidth(
     cont = list(model.continuous)
     thetas = np.tile(_to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
-    if (
+    binnable = (
         method == "cv"
         and model.var_type == "c"
         and model.kernel.name in BINNED_KERNELS
         and model.kernel is kernels.get(model.kernel.name)
-        and x.shape[0] >= BINNED_MIN_ROWS
-    ):
+    )
+    if pooling == "binned" and not binnable:
+        raise ValueError(
+            "pooling: 'binned' searches CV bandwidths for one continuous column with the "
+            f"kernels {sorted(BINNED_KERNELS)}; received method={method!r}, "
+            f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
+        )
+    if pooling == "binned" or (pooling == "auto" and binnable and x.shape[0] >= BINNED_MIN_ROWS):
         return _select_binned(x, y, model, thetas, dtype, options, progress)
+    if pooling == "sparse":
+        return _select_sparse(x, y, model, thetas, method, progress)
+    if pooling == "stream" and block_size is None:
+        options["block_size"] = KEY_BLOCK
     total = len(GRID) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.

@@ -26,6 +26,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_bandwidth, check_choice
 from .bandwidth import METHODS, select_bandwidth
+from .methods import choice
+from .methods.stream import KEY_BLOCK
+from .pooling import attention_pool
 from .regression import local_regression, model_for, weight_matrix
 
 __all__ = [
@@ -54,21 +57,51 @@ class _MultiOutputRegressor(RegressorMixin, BaseEstimator):
         return tags
 
 
+#: Methods every local fit runs on; the others pool (local constant, continuous columns).
+_EXACT_ENGINES = ("auto", "dense", "stream")
+
+
 class _LocalRegression(_MultiOutputRegressor):
     _degree = 0
 
     def __init__(
-        self, kernel="gaussian", bandwidth="cv", *, var_type=None, empty="nan", block_size=None
+        self,
+        kernel="gaussian",
+        bandwidth="cv",
+        *,
+        var_type=None,
+        empty="nan",
+        block_size=None,
+        method="auto",
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.var_type = var_type
         self.empty = empty
         self.block_size = block_size
+        self.method = method
+
+    def _method_name(self, X) -> str:
+        """The pooling method's name, checked against the fit it has to serve."""
+        name, _ = choice.resolve(self.method)
+        model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
+        if name not in _EXACT_ENGINES and (self._degree != 0 or set(model.var_type) != {"c"}):
+            raise ValueError(
+                f"method: {name!r} pools local-constant fits of continuous columns; this "
+                f"{type(self).__name__} has degree={self._degree} and var_type="
+                f"{model.var_type!r}; accepted here: {', '.join(map(repr, _EXACT_ENGINES))}"
+            )
+        return name
+
+    def _search_pooling(self, name: str, d: int) -> str:
+        """The bandwidth search's pooling: the method's own where it has one."""
+        if (name == "binned" and d == 1) or name in ("dense", "stream", "sparse"):
+            return name
+        return "auto"
 
     def _fit_bandwidth(self, X, y):
         check_choice(self.empty, "empty", ("nan", "nearest", "raise"))
-        model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
+        name = self._method_name(X)
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", METHODS)
             selection = select_bandwidth(
@@ -79,6 +112,9 @@ class _LocalRegression(_MultiOutputRegressor):
                 degree=self._degree,
                 var_type=self.var_type,
                 block_size=self.block_size,
+                pooling=self._search_pooling(name, X.shape[1])
+                if self.bandwidth == "cv"
+                else "auto",
             )
             self.bandwidth_ = selection.bandwidth
             if self.bandwidth == "cv":
@@ -146,17 +182,23 @@ class _LocalRegression(_MultiOutputRegressor):
                 X, self.X_train_, self.y_train_, kernel=self.kernel, bandwidth=self.bandwidth_
             )
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        fit = local_regression(
-            self.X_train_,
-            self.y_train_,
-            X,
-            kernel=self.kernel,
-            bandwidth=self.bandwidth_,
-            degree=self._degree,
-            var_type=self.var_type,
-            empty=self.empty,
-            block_size=self.block_size,
-        )
+        name = self._method_name(X)
+        common = {"kernel": self.kernel, "bandwidth": self.bandwidth_, "empty": self.empty}
+        if name in _EXACT_ENGINES:
+            block_size = self.block_size
+            if name == "stream" and block_size is None:
+                block_size = KEY_BLOCK
+            fit = local_regression(
+                self.X_train_,
+                self.y_train_,
+                X,
+                degree=self._degree,
+                var_type=self.var_type,
+                block_size=block_size,
+                **common,
+            )
+        else:
+            fit = attention_pool(X, self.X_train_, self.y_train_, method=self.method, **common)
         if not return_std:
             return fit
         return fit, self._band(X, method="asymptotic").std
@@ -211,6 +253,11 @@ class NadarayaWatson(_LocalRegression):
         What a query with no training point inside a compact kernel's support gets.
     block_size : int, optional
         Stream the training points in blocks of this size.
+    method : str, Binned or TopK, default="auto"
+        How predictions pool (see :func:`attnpool.attention_pool`); methods other
+        than ``"auto"``, ``"dense"`` and ``"stream"`` need continuous columns and a
+        local-constant fit. The CV search uses the method's own pooling where it has
+        one (``"binned"`` for one column, ``"sparse"``) and the exact search otherwise.
 
     Attributes
     ----------
@@ -278,13 +325,21 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(
-        self, kernel="gaussian", bandwidth="cv", *, var_type=None, empty="nearest", block_size=None
+        self,
+        kernel="gaussian",
+        bandwidth="cv",
+        *,
+        var_type=None,
+        empty="nearest",
+        block_size=None,
+        method="auto",
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.var_type = var_type
         self.empty = empty
         self.block_size = block_size
+        self.method = method
 
     def fit(self, X, y):
         """Store the training data, one-hot encode ``y`` and choose the bandwidth."""
@@ -301,6 +356,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
             var_type=self.var_type,
             empty=self.empty,
             block_size=self.block_size,
+            method=self.method,
         ).fit(X, onehot)
         self.bandwidth_ = self._regressor.bandwidth_
         for name in ("cv_score_", "aicc_"):

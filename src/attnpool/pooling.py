@@ -26,26 +26,28 @@ from ._validation import (
     is_traced,
 )
 from .geometry import block_log_weights, closeness, scale_coordinates
-from .methods import dense_state, dense_weights, stream_state
+from .methods import choice, dense_state, dense_weights, fused, stream_state
+from .methods.choice import DENSE_MAX_PAIRS, Binned, TopK
 from .methods.stream import KEY_BLOCK
 from .state import block_state, finalize, hard_block_state
 
 __all__ = [
     "DENSE_MAX_PAIRS",
     "MAX_WEIGHT_ENTRIES",
+    "Binned",
     "EmptyNeighbourhoodWarning",
+    "TopK",
     "attention_pool",
     "attention_weights",
     "nadaraya_watson",
 ]
 
 EMPTY_POLICIES = ("nan", "nearest", "raise")
-#: Query–key pairs up to which the dense path is used (above it, keys are streamed).
-DENSE_MAX_PAIRS = 2**21
 #: Largest weight matrix (entries) that ``return_weights``/``attention_weights`` will build.
 MAX_WEIGHT_ENTRIES = 2**26
 
 KernelLike = str | _kernels.Kernel | Callable
+MethodLike = str | Binned | TopK
 # Built-in kernels whose weight never grows with the distance: the nearest key's is the largest.
 _MONOTONE = frozenset(
     [
@@ -75,6 +77,7 @@ def attention_pool(
     return_weights: bool = False,
     empty: str = "nan",
     block_size: int | None = None,
+    method: MethodLike = "auto",
 ):
     """Pool ``values`` with attention weights of ``queries`` over ``keys``.
 
@@ -110,6 +113,23 @@ def attention_pool(
         Stream the keys in blocks of this many rows. By default keys are
         streamed (in blocks of 2048) once ``n·m`` exceeds :data:`DENSE_MAX_PAIRS`,
         so memory stays ``O(n·block)``.
+    method : str, Binned or TopK
+        How to compute the sum (:mod:`attnpool.methods`):
+
+        - ``"dense"`` — the ``(n, m)`` weights in one block; ``"stream"`` — key
+          blocks merged in the log domain, memory ``O(n·block)``;
+        - ``"fused"`` — ``gaussian``/``dot`` through ``jax.nn.dot_product_attention``
+          (flash attention on GPUs);
+        - ``"sparse"`` — compact kernels, only keys inside the support
+          (prefix sums in 1-D, a KD-tree above), exact;
+        - ``"binned"`` or :class:`Binned` — ``d ≤ 2``, FFT on a grid, within
+          ``tolerance × range(values)`` of the exact result;
+        - ``"topk"`` or :class:`TopK` — each query's ``k`` nearest keys, with a
+          checked bound on the weight left out;
+        - ``"auto"`` — an exact method chosen by the rules in
+          :mod:`attnpool.methods.choice`.
+
+        ``sparse``, ``binned`` and ``topk`` need concrete arrays (not inside ``jit``).
 
     Returns
     -------
@@ -134,10 +154,14 @@ def attention_pool(
     n, m = q.shape[0], k.shape[0]
     if return_weights:
         _check_weight_size(n, m)
-    method = "stream" if block_size is not None or n * m > DENSE_MAX_PAIRS else "dense"
+    method, options = _choose(method, kernel, q, k, h, return_weights, block_size)
     nearest = empty == "nearest" or not kernel.compact
 
     def compute(q, k, v, h):
+        if method in choice.HOST_METHODS:
+            return _pool_host(
+                q, k, v, h, kernel=kernel, method=method, options=options, nearest=nearest
+            )
         if return_weights:
             weights, empty_rows = _weights_core(q, k, h, kernel=kernel, nearest=nearest)
             pooled = jnp.matmul(weights, v, precision=jax.lax.Precision.HIGHEST)
@@ -293,8 +317,7 @@ def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
     for a built-in distance kernel (non-increasing in the distance) its log weight is the
     row maximum, so streamed blocks need no max reduction.
     """
-    monotone = kernel.name in _MONOTONE and kernel is _kernels.get(kernel.name)
-    if queries.shape[1] != 1 or not monotone:
+    if queries.shape[1] != 1 or not is_monotone(kernel):
         return None
     ordered = jnp.sort(keys[:, 0])
     # the nearest key is one of the two around each query's insertion point
@@ -306,6 +329,11 @@ def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
     return kernel.log_profile(gaps * gaps)
 
 
+def is_monotone(kernel: _kernels.Kernel) -> bool:
+    """A built-in distance kernel whose weight never grows with the distance."""
+    return kernel.name in _MONOTONE and kernel is _kernels.get(kernel.name)
+
+
 def pool_state(block_function, queries, keys, values, *, method: str, key_block: int, hard=False):
     """The pooling state by the dense or the streamed engine."""
     if method == "dense":
@@ -313,12 +341,26 @@ def pool_state(block_function, queries, keys, values, *, method: str, key_block:
     return stream_state(block_function, queries, keys, values, key_block=key_block, hard=hard)
 
 
+#: Keys per block of the fused method (the fused kernel tiles each block itself).
+FUSED_KEY_BLOCK = 16384
+
+
 @partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
 def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, nearest):
     def state(q, k, hard=False):
-        known = nearest_log_weight(q, k, kernel) if method == "stream" and not hard else None
+        if method == "fused" and not hard:
+            engine = "dense" if q.shape[0] * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
+            return pool_state(
+                fused.fused_block(kernel),
+                *fused.centred(q, k, kernel),
+                values,
+                method=engine,
+                key_block=FUSED_KEY_BLOCK,
+            )
+        engine = "dense" if method == "dense" else "stream"
+        known = nearest_log_weight(q, k, kernel) if engine == "stream" and not hard else None
         block = kernel_block(kernel, hard=hard, max_log=known)
-        return pool_state(block, q, k, values, method=method, key_block=key_block, hard=hard)
+        return pool_state(block, q, k, values, method=engine, key_block=key_block, hard=hard)
 
     pooled, empty_rows = finalize(state(*scale_coordinates(queries, keys, bandwidth, kernel)))
     fallback = needs_nearest(pooled, empty_rows, nearest)
@@ -356,3 +398,84 @@ def _weights_core(queries, keys, bandwidth, *, kernel, nearest):
 
     weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
     return empty_as_nan(weights, empty_rows, nearest), empty_rows
+
+
+def _choose(method, kernel, q, k, h, weights: bool, block_size):
+    """``(name, options)`` for the ``method`` argument, ``"auto"`` resolved (see
+    :mod:`attnpool.methods.choice`), or a clear error if it cannot apply."""
+    name, options = choice.resolve(method)
+    traced = any(is_traced(a) for a in (q, k, h))
+    if name == "auto":
+        if block_size is not None and not weights:
+            return "stream", None
+        concrete = not traced
+        name = choice.choose_method(
+            kernel,
+            np.asarray(q) if concrete else q,
+            np.asarray(k) if concrete else k,
+            np.asarray(h) if concrete else h,
+            traced=traced,
+            weights=weights,
+        )
+    choice.check_applicable(name, kernel, k.shape[1], traced=traced, weights=weights)
+    return name, options
+
+
+#: Binned rows with less weight than this (in units of K(0)) are pooled exactly instead.
+BINNED_MIN_WEIGHT = 10.0
+
+
+def _pool_host(q, k, v, h, *, kernel, method, options, nearest):
+    """Pooled values ``(n, p)`` and the empty-row mask by a host method (``sparse``,
+    ``binned``, ``topk``); rows it cannot settle are pooled exactly by the streamed core."""
+    from .methods import binned, sparse, topk
+
+    dtype = q.dtype
+    # scaled as scale_coordinates does (times 1/h), so support edges fall as in dense
+    factor = np.asarray(1.0 / h, np.float64)
+    queries, keys = np.asarray(q, np.float64) * factor, np.asarray(k, np.float64) * factor
+    values = np.asarray(v, np.float64)
+    features = np.concatenate([np.ones((keys.shape[0], 1)), values], axis=1)
+    if method == "topk":
+        state, left_out = topk.topk_state(queries, keys, values, kernel, options.k)
+        _check_left_out(left_out, options)
+        pooled, empty_rows = (np.array(a) for a in finalize(state))
+        exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
+    else:
+        if method == "sparse":
+            sums = sparse.sparse_sums(queries, keys, features, kernel)
+            exact = np.zeros(sums.shape[0], bool)
+        else:
+            sums, _ = binned.binned_sums(
+                queries,
+                keys,
+                features,
+                kernel,
+                grid_size=options.grid_size,
+                tolerance=options.tolerance,
+            )
+            exact = ~(sums[:, 0] >= BINNED_MIN_WEIGHT)
+        empty_rows = (sums[:, 0] == 0) & ~exact
+        pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
+    exact |= empty_rows & nearest
+    rows = np.flatnonzero(exact)
+    if rows.size:
+        method = "dense" if rows.size * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
+        redo, redo_empty = _pool_core(
+            q[rows], k, v, h, kernel=kernel, method=method, key_block=KEY_BLOCK, nearest=nearest
+        )
+        pooled[rows], empty_rows[rows] = np.asarray(redo), np.asarray(redo_empty)
+    pooled = np.where(empty_rows[:, None] & ~nearest, np.nan, pooled)
+    return jnp.asarray(pooled, dtype), jnp.asarray(empty_rows)
+
+
+def _check_left_out(left_out, options: TopK) -> None:
+    if options.tolerance is None:
+        return
+    over = left_out > options.tolerance
+    if np.any(over):
+        raise ValueError(
+            f"method: TopK(k={options.k}) leaves out up to {np.max(left_out):.3g} of the weight "
+            f"of {int(over.sum())} of {len(left_out)} queries, above the tolerance "
+            f"{options.tolerance:g}; raise k, lower the bandwidth, or pass tolerance=None"
+        )

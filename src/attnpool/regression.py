@@ -419,7 +419,7 @@ def weight_matrix(
     return weights
 
 
-def binned_loo_residuals(x, y, bandwidth, model: LocalModel, grid, reach: int):
+def binned_loo_residuals(x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...]):
     """Leave-one-out residuals of a 1-D continuous fit on a binned grid (traceable).
 
     ``x (n, 1)``, ``y (n, p)``; an approximation whose error falls as ``(Δ/h)²``
@@ -429,7 +429,7 @@ def binned_loo_residuals(x, y, bandwidth, model: LocalModel, grid, reach: int):
     from .methods import binned
 
     h = bandwidth[0]
-    centre = grid.start + 0.5 * grid.spacing * (grid.size - 1)
+    centre = grid.start[0] + 0.5 * grid.spacing[0] * (grid.size[0] - 1)
     u = x[:, 0] - centre
     if model.degree == 0:
         features = jnp.concatenate([jnp.ones_like(u)[:, None], y], axis=1)
@@ -437,10 +437,10 @@ def binned_loo_residuals(x, y, bandwidth, model: LocalModel, grid, reach: int):
         features = jnp.concatenate(
             [jnp.stack([jnp.ones_like(u), u, u * u], axis=1), y, u[:, None] * y], axis=1
         )
-    sums, left, fraction = binned.linear_bin(x[:, 0], features, grid)
+    sums, corners = binned.linear_bin(x[:, :1], features, grid)
     weights = binned.kernel_on_grid(model.kernel, h, grid, reach)
-    moments = binned.interpolate(binned.convolve(sums, weights), left, fraction)
-    moments = moments - binned.self_weight(weights, fraction)[:, None] * features
+    moments = binned.interpolate(binned.convolve(sums, weights), corners)
+    moments = moments - binned.self_weight(weights, corners)[:, None] * features
     p = y.shape[1]
     if model.degree == 0:
         total = moments[:, :1]

@@ -1,11 +1,22 @@
-"""Ways to compute the pooling state: each returns the same ``PoolingState``.
+"""Ways to pool. ``attention_pool(..., method=...)`` chooses among them
+(:mod:`.choice` holds the names, the options and the ``"auto"`` rules).
+
+Exact, traceable (``jit``/``grad``/``vmap``), each returning a ``PoolingState``:
 
 - :mod:`.dense` — one block holding every key; also gives the weight matrix.
 - :mod:`.stream` — key blocks merged in a ``lax.scan``; memory ``O(block)``.
+- :mod:`.fused` — a block function through ``jax.nn.dot_product_attention``
+  (flash attention on GPUs) for ``gaussian`` and ``dot``.
 
-Both take a *block function* ``(query_rows, query_ids, key_rows, key_ids,
-value_rows) -> PoolingState``, so kernel pooling, local-linear moments and
-leave-one-out masks all run on the same two engines.
+The engines take a *block function* ``(query_rows, query_ids, key_rows, key_ids,
+value_rows) -> PoolingState``, so kernel pooling, local-linear moments,
+leave-one-out masks and the fused kernel all run on the same two engines.
+
+On concrete arrays (NumPy/SciPy on the host), returning kernel sums:
+
+- :mod:`.sparse` — compact kernels, only keys inside the support; exact.
+- :mod:`.binned` — ``d ≤ 2``, linear binning and FFT convolution; a stated tolerance.
+- :mod:`.topk` — each query's ``k`` nearest keys; a bound on the weight left out.
 """
 
 from .dense import BlockFunction, dense_state, dense_weights, normalise

@@ -1,38 +1,55 @@
-"""Linear binning and kernel convolution on a regular grid (1-D).
+"""Linear binning and kernel convolution on a regular grid (``d ≤ 2``).
 
-The KernSmooth / KDEpy ``FFTKDE`` approach: each point's features are split
-between its two neighbouring grid nodes (linear binning), the binned sums are
-convolved with the kernel sampled at the grid offsets (by FFT), and the result
-is interpolated back at the points. The cost is ``O(n + G log G)`` for ``G``
-grid nodes, whatever the bandwidth, and the error falls as ``(Δ/h)²`` for a
-grid spacing ``Δ``.
+The KernSmooth / KDEpy ``FFTKDE`` approach: each key's features are split
+between the ``2^d`` corners of its grid cell (linear binning), the binned sums
+are convolved with the kernel sampled at the grid offsets (by FFT), and the
+result is interpolated back at the queries (multilinearly). The cost is
+``O(m + G log G + n)`` for ``G`` grid nodes, whatever the bandwidth, and the
+error falls as ``(Δ/h)²`` for a grid spacing ``Δ``.
 
-For leave-one-out sums the point's own contribution *as binned* is removed
-exactly: a point at fraction ``f`` between two nodes contributes
-``K(0)((1 − f)² + f²) + 2 f (1 − f) K(Δ)`` to its own interpolated sum.
+For leave-one-out sums a point's own contribution *as binned* is removed
+exactly: with corner weights ``w_c`` it adds ``Σ_{c,c'} w_c w_c' K(c − c')``
+to its own interpolated sum (in 1-D ``K(0)((1 − f)² + f²) + 2 f (1 − f) K(Δ)``).
+
+Every function here is traceable, with the grid (shape and spacing) static;
+:func:`binned_sums` is the pooling method, which also chooses the grid.
 """
 
 from __future__ import annotations
 
+import itertools
+from functools import partial
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._interop import precision_scope
 from ..kernels import Kernel
 
-#: Grid nodes per (smallest) bandwidth.
+#: Grid nodes per (smallest) bandwidth for the bandwidth search.
 NODES_PER_BANDWIDTH = 16
-#: Largest grid.
-MAX_NODES = 2**20
+#: Largest grid (nodes in all): the bandwidth search coarsens above it, pooling refuses.
+MAX_NODES = 2**24
+#: Kernels smooth enough to bin (the error falls as (Δ/h)²; the boxcar's jump does not).
+SMOOTH_KERNELS = frozenset(
+    ["gaussian", "laplacian", "triangular", "epanechnikov", "tricube", "cosine"]
+)
+#: Error model ``max |error| ≤ C (Δ/h)^a · range(values)`` per kernel, ``(C, a)``: the
+#: largest measured over d = 1, 2, uniform and clustered keys, smooth, step and noise
+#: values, h = 1% and 4% of the range (docs/design.md; tests/test_methods.py checks it).
+#: The Gaussian's error falls as (Δ/h)²; kernels with a kink or an edge more slowly.
+ERROR_MODEL = {"gaussian": (0.3, 2.0)}
+ERROR_MODEL_DEFAULT = (0.3, 1.5)
 
 
 class Grid(NamedTuple):
-    """A regular grid: ``start + spacing · arange(size)``."""
+    """A regular grid: node ``i`` of dimension ``j`` is at ``start[j] + spacing[j] · i``."""
 
-    start: float
-    spacing: float
-    size: int
+    start: tuple[float, ...]
+    spacing: tuple[float, ...]
+    size: tuple[int, ...]
 
 
 def kernel_tail(kernel: Kernel, dtype=np.float64) -> float:
@@ -48,55 +65,159 @@ def kernel_tail(kernel: Kernel, dtype=np.float64) -> float:
     return float(u[below[0]]) if below.size else float(u[-1])
 
 
-def grid_for(x: np.ndarray, smallest_bandwidth: float) -> Grid:
-    """A grid over the range of ``x`` with :data:`NODES_PER_BANDWIDTH` nodes per bandwidth."""
-    low, high = float(np.min(x)), float(np.max(x))
-    spacing = smallest_bandwidth / NODES_PER_BANDWIDTH
-    if (high - low) / spacing > MAX_NODES - 3:
-        spacing = (high - low) / (MAX_NODES - 3)
-    size = int(np.ceil((high - low) / spacing)) + 3
-    return Grid(low - spacing, spacing, size)
+def grid_for(points, smallest_bandwidth, nodes_per_bandwidth: float = NODES_PER_BANDWIDTH) -> Grid:
+    """A grid over the range of ``points (n, d)``, ``nodes_per_bandwidth`` nodes per bandwidth.
+
+    Above :data:`MAX_NODES` nodes the spacing grows (and the error with it).
+    """
+    points = np.asarray(points, dtype=float).reshape(len(points), -1)
+    d = points.shape[1]
+    low, high = points.min(axis=0), points.max(axis=0)
+    spacing = np.broadcast_to(np.asarray(smallest_bandwidth, float), (d,)) / nodes_per_bandwidth
+    cells = np.maximum((high - low) / spacing, 1.0)
+    if np.prod(cells + 3) > MAX_NODES:
+        shrink = (np.prod(cells + 3) / MAX_NODES) ** (1 / d)
+        spacing = spacing * shrink * 1.01
+        cells = np.maximum((high - low) / spacing, 1.0)
+    size = np.ceil(cells).astype(int) + 3
+    return Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
 
 
-def reach_for(kernel: Kernel, largest_bandwidth: float, grid: Grid) -> int:
-    """Kernel offsets (in nodes) that matter: up to the kernel's tail, at most the grid."""
-    return int(min(np.ceil(kernel_tail(kernel) * largest_bandwidth / grid.spacing), grid.size))
-
-
-def linear_bin(x, features, grid: Grid):
-    """``(size, f)`` sums of ``features (n, f)`` split linearly between neighbouring nodes."""
-    position = (x - grid.start) / grid.spacing
-    left = jnp.clip(jnp.floor(position), 0, grid.size - 2).astype(jnp.int32)
-    fraction = position - left
-    binned = jnp.zeros((grid.size, features.shape[1]), features.dtype)
-    binned = binned.at[left].add((1 - fraction)[:, None] * features)
-    return binned.at[left + 1].add(fraction[:, None] * features), left, fraction
-
-
-def kernel_on_grid(kernel: Kernel, bandwidth, grid: Grid, reach: int):
-    """``K(k Δ / h)`` for ``k = −reach … reach``, relative to ``K(0)``."""
-    offsets = jnp.arange(-reach, reach + 1) * grid.spacing / bandwidth
-    return jnp.exp(
-        kernel.log_profile(offsets**2) - kernel.log_profile(jnp.zeros((), offsets.dtype))
+def reach_for(kernel: Kernel, largest_bandwidth, grid: Grid) -> tuple[int, ...]:
+    """Kernel offsets (in nodes, per dimension) that matter: up to the kernel's tail."""
+    h = np.broadcast_to(np.asarray(largest_bandwidth, float), (len(grid.size),))
+    return tuple(
+        int(min(np.ceil(kernel_tail(kernel) * h_j / spacing), size))
+        for h_j, spacing, size in zip(h, grid.spacing, grid.size, strict=True)
     )
 
 
+def _corners(points, grid: Grid):
+    """Flat node index ``(2^d, n)`` and weight ``(2^d, n)`` of each point's cell corners."""
+    start, spacing = jnp.asarray(grid.start), jnp.asarray(grid.spacing)
+    position = (points - start) / spacing
+    left = jnp.clip(jnp.floor(position), 0, jnp.asarray(grid.size) - 2).astype(jnp.int32)
+    fraction = position - left
+    strides = np.cumprod((*grid.size[1:], 1)[::-1])[::-1]
+    indices, weights = [], []
+    for corner in itertools.product((0, 1), repeat=len(grid.size)):
+        offset = jnp.asarray(corner)
+        indices.append(jnp.sum((left + offset) * strides, axis=1))
+        weights.append(jnp.prod(jnp.where(offset == 1, fraction, 1 - fraction), axis=1))
+    return jnp.stack(indices), jnp.stack(weights)
+
+
+def linear_bin(points, features, grid: Grid):
+    """Binned sums ``(*size, f)`` of ``features (n, f)`` at ``points (n, d)``, and the corners."""
+    indices, weights = _corners(points, grid)
+    binned = jnp.zeros((int(np.prod(grid.size)), features.shape[1]), features.dtype)
+    for index, weight in zip(indices, weights, strict=True):
+        binned = binned.at[index].add(weight[:, None] * features)
+    return binned.reshape(*grid.size, features.shape[1]), (indices, weights)
+
+
+def kernel_on_grid(kernel: Kernel, bandwidth, grid: Grid, reach: tuple[int, ...]):
+    """``K(offset / h) / K(0)`` at the node offsets ``−reach … reach`` (shape ``2·reach + 1``)."""
+    bandwidth = jnp.broadcast_to(bandwidth, (len(grid.size),))
+    axes = [
+        (jnp.arange(-r, r + 1) * spacing / bandwidth[j]) ** 2
+        for j, (r, spacing) in enumerate(zip(reach, grid.spacing, strict=True))
+    ]
+    r2 = sum(jnp.meshgrid(*axes, indexing="ij"))
+    return jnp.exp(kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype)))
+
+
 def convolve(binned, weights):
-    """Linear (not circular) convolution of each column of ``binned`` with ``weights``."""
-    size, reach = binned.shape[0], (weights.shape[0] - 1) // 2
-    length = 1 << int(np.ceil(np.log2(size + 2 * reach + 1)))
-    spectrum = jnp.fft.rfft(binned, n=length, axis=0) * jnp.fft.rfft(weights, n=length)[:, None]
-    full = jnp.fft.irfft(spectrum, n=length, axis=0)
-    return full[reach : reach + size]
+    """Linear (not circular) convolution of each feature of ``binned (*size, f)`` with
+    ``weights (2·reach + 1)``, cropped back to the grid."""
+    d = weights.ndim
+    size = binned.shape[:d]
+    reach = [(w - 1) // 2 for w in weights.shape]
+    lengths = [1 << int(np.ceil(np.log2(s + w))) for s, w in zip(size, weights.shape, strict=True)]
+    axes = tuple(range(d))
+    spectrum = jnp.fft.rfftn(binned, s=lengths, axes=axes)
+    spectrum = spectrum * jnp.fft.rfftn(weights, s=lengths)[..., None]
+    full = jnp.fft.irfftn(spectrum, s=lengths, axes=axes)
+    return full[tuple(slice(r, r + s) for r, s in zip(reach, size, strict=True))]
 
 
-def interpolate(values, left, fraction):
-    """Linear interpolation of grid ``values (size, f)`` at the binned points."""
-    return (1 - fraction)[:, None] * values[left] + fraction[:, None] * values[left + 1]
+def interpolate(values, corners):
+    """Multilinear interpolation of grid ``values (*size, f)`` at the binned points."""
+    indices, weights = corners
+    flat = values.reshape(-1, values.shape[-1])
+    return sum(
+        weight[:, None] * flat[index] for index, weight in zip(indices, weights, strict=True)
+    )
 
 
-def self_weight(weights, fraction):
+def self_weight(weights, corners):
     """A point's own contribution to its interpolated, binned, convolved sum (per unit feature)."""
-    reach = (weights.shape[0] - 1) // 2
-    k0, k1 = weights[reach], weights[reach + 1]
-    return k0 * ((1 - fraction) ** 2 + fraction**2) + 2 * fraction * (1 - fraction) * k1
+    d = weights.ndim
+    centre = np.array([(w - 1) // 2 for w in weights.shape])
+    offsets = list(itertools.product((0, 1), repeat=d))
+    _, corner_weights = corners
+    total = 0.0
+    for a, offset_a in enumerate(offsets):
+        for b, offset_b in enumerate(offsets):
+            lag = tuple(centre + np.array(offset_a) - np.array(offset_b))
+            total = total + corner_weights[a] * corner_weights[b] * weights[lag]
+    return total
+
+
+@partial(jax.jit, static_argnames=("kernel", "grid", "reach"))
+def _binned_sums(queries, keys, features, *, kernel, grid, reach):
+    sums, _ = linear_bin(keys, features, grid)
+    weights = kernel_on_grid(kernel, jnp.ones((), keys.dtype), grid, reach)
+    corners = _corners(queries, grid)
+    return interpolate(convolve(sums, weights), corners)
+
+
+def nodes_for(kernel: Kernel, tolerance: float) -> float:
+    """Grid nodes per bandwidth so that the error model meets ``tolerance``."""
+    constant, order = ERROR_MODEL.get(kernel.name, ERROR_MODEL_DEFAULT)
+    return max(2.0, float((constant / tolerance) ** (1 / order)))
+
+
+def binned_sums(queries, keys, features, kernel: Kernel, *, grid_size=None, tolerance=1e-3):
+    """``Σ_j K(q_i − k_j) F_j / K(0)`` on a grid, for scaled coordinates (bandwidth 1).
+
+    Parameters
+    ----------
+    queries : (n, d) and keys : (m, d) arrays, already divided by the bandwidth, ``d ≤ 2``.
+    features : (m, f) array.
+    grid_size : int or tuple, optional
+        Nodes per dimension; by default chosen from ``tolerance`` with
+        :func:`nodes_for` nodes per bandwidth (an error above :data:`MAX_NODES`).
+
+    Returns
+    -------
+    sums : (n, f) float64 NumPy array, and the :class:`Grid` used.
+    """
+    points = np.concatenate([np.asarray(queries), np.asarray(keys)])
+    d = points.shape[1]
+    if grid_size is None:
+        nodes = nodes_for(kernel, tolerance)
+        extent = np.ptp(points, axis=0)
+        needed = np.prod(np.ceil(extent * nodes) + 3)
+        if needed > MAX_NODES:
+            raise ValueError(
+                f"method: binned pooling to a tolerance of {tolerance:g} needs {needed:.3g} grid "
+                f"nodes (extent {extent.round(1).tolist()} bandwidths × {nodes:.1f} nodes per "
+                f"bandwidth), above the limit of {MAX_NODES:,}; raise Binned.tolerance, set "
+                "Binned.grid_size, or use method='sparse' or 'stream'"
+            )
+        grid = grid_for(points, np.ones(d), nodes)
+    else:
+        size = np.broadcast_to(np.asarray(grid_size, int), (d,))
+        low, high = points.min(axis=0), points.max(axis=0)
+        spacing = np.maximum(high - low, np.finfo(float).tiny) / np.maximum(size - 3, 1)
+        grid = Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
+    reach = reach_for(kernel, np.ones(d), grid)
+    with precision_scope(np.float64):
+        sums = _binned_sums(
+            *(jnp.asarray(a, jnp.float64) for a in (queries, keys, features)),
+            kernel=kernel,
+            grid=grid,
+            reach=reach,
+        )
+        return np.asarray(sums), grid

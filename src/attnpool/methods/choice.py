@@ -1,0 +1,196 @@
+"""Which way to pool: the ``method=`` argument, its options and the ``"auto"`` rules.
+
+``method`` is a name or a configured record (:class:`Binned`, :class:`TopK`).
+``"auto"`` picks an exact method (never an approximation) from the kernel,
+the dimension, the sizes, the device and whether weights were asked for —
+the first rule that applies:
+
+====  =============================================  ==========
+rule  when                                           method
+====  =============================================  ==========
+1     the weight matrix is asked for                 ``dense``
+2     ``n·m ≤ DENSE_MAX_PAIRS``                      ``dense``
+3     traced inputs (inside ``jit``/``grad``/``vmap``) ``stream``
+4     compact kernel, ``d = 1``                      ``sparse``
+5     compact kernel, ``2 ≤ d ≤ 4``, sampled         ``sparse``
+      neighbourhoods hold ≤ 5% of the keys
+6     GPU, ``gaussian`` or ``dot``, float32 or       ``fused``
+      narrower, and ``d ≥ 3`` (where ``stream``
+      uses the same matrix-product form) or
+      ``eps·(extent/h)² ≤ 1e-4``
+7     otherwise                                      ``stream``
+====  =============================================  ==========
+
+``binned`` (``d ≤ 2``, error within a stated tolerance) and ``topk`` (a bound
+on the weight left out) are approximations, used only when asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+
+from ..geometry import MATMUL_MIN_DIM
+from ..kernels import Kernel
+from . import fused, sparse
+
+#: Every method name ``method=`` accepts.
+METHODS = ("auto", "dense", "stream", "fused", "sparse", "binned", "topk")
+#: Methods that run on concrete arrays (NumPy, SciPy), not inside ``jit``/``grad``/``vmap``.
+HOST_METHODS = frozenset(["sparse", "binned", "topk"])
+#: Query–key pairs up to which ``auto`` pools densely.
+DENSE_MAX_PAIRS = 2**21
+#: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
+SPARSE_MAX_FRACTION = 0.05
+SPARSE_MAX_DIM = 4
+#: Rule 6: largest ``eps · (extent / h)²`` (the fused Gaussian's rounding) for ``fused``.
+FUSED_MAX_ROUNDING = 1e-4
+
+
+@dataclass(frozen=True)
+class Binned:
+    """Binned pooling (``d ≤ 2``): linear binning, FFT convolution, interpolation.
+
+    ``grid_size``: nodes per dimension (int or one per dimension); by default
+    chosen so that the pooled values are within ``tolerance × range(values)``
+    of the exact ones.
+    """
+
+    grid_size: int | tuple[int, ...] | None = None
+    tolerance: float = 1e-3
+    name = "binned"
+
+
+@dataclass(frozen=True)
+class TopK:
+    """Each query pools its ``k`` nearest keys; a query whose left-out weight
+    could exceed ``tolerance`` of its total (see :mod:`attnpool.methods.topk`)
+    is an error. ``tolerance=None`` skips the check."""
+
+    k: int = 64
+    tolerance: float | None = 1e-3
+    name = "topk"
+
+
+def resolve(method) -> tuple[str, Binned | TopK | None]:
+    """``(name, options)`` of a ``method`` argument, or a ``ValueError`` naming what is accepted."""
+    if isinstance(method, Binned | TopK):
+        _check_options(method)
+        return method.name, method
+    if isinstance(method, str) and method in METHODS:
+        return method, {"binned": Binned(), "topk": TopK()}.get(method)
+    raise ValueError(
+        f"method: expected one of {', '.join(map(repr, METHODS))} or a Binned/TopK record; "
+        f"received {method!r}"
+    )
+
+
+def _check_options(options) -> None:
+    if isinstance(options, TopK) and not (
+        isinstance(options.k, int | np.integer) and options.k > 0
+    ):
+        raise ValueError(f"TopK.k: expected a positive integer; received {options.k!r}")
+    if options.tolerance is not None and not (0 < options.tolerance < 1):
+        raise ValueError(
+            f"{type(options).__name__}.tolerance: expected a number in (0, 1); "
+            f"received {options.tolerance!r}"
+        )
+    grid = getattr(options, "grid_size", None)
+    if grid is not None and not np.all(np.asarray(grid) >= 4):
+        raise ValueError(f"Binned.grid_size: expected at least 4 nodes; received {grid!r}")
+
+
+def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights: bool) -> None:
+    """A clear error when ``name`` cannot pool this kernel, dimension or input."""
+    if weights and name != "dense" and name != "stream":
+        raise ValueError(
+            f"method: {name!r} does not form the weight matrix; use method='dense' "
+            "(or 'auto') with return_weights=True"
+        )
+    if traced and name in HOST_METHODS:
+        raise ValueError(
+            f"method: {name!r} needs concrete arrays; inside jit, grad or vmap use "
+            "'dense', 'stream' or 'fused'"
+        )
+    if name == "sparse" and not sparse.supports(kernel):
+        raise ValueError(
+            f"method: 'sparse' needs a compact-support distance kernel; received {kernel.name!r}"
+        )
+    if name == "fused" and not fused.supports(kernel):
+        raise ValueError(
+            f"method: 'fused' supports the kernels {sorted(fused.FUSED_KERNELS)}; "
+            f"received {kernel.name!r}"
+        )
+    if name == "binned":
+        from .. import kernels
+        from .binned import SMOOTH_KERNELS
+
+        if d > 2:
+            raise ValueError(f"method: 'binned' works for d <= 2; received d = {d}")
+        if kernel.name not in SMOOTH_KERNELS or kernel is not kernels.get(kernel.name):
+            raise ValueError(
+                f"method: 'binned' supports the kernels {sorted(SMOOTH_KERNELS)}; "
+                f"received {kernel.name!r}"
+            )
+    if name == "topk":
+        from ..pooling import is_monotone
+
+        if not is_monotone(kernel):
+            raise ValueError(
+                "method: 'topk' needs a built-in distance kernel that never grows with "
+                f"the distance; received {kernel.name!r}"
+            )
+
+
+def choose_method(
+    kernel: Kernel,
+    queries,
+    keys,
+    bandwidth,
+    *,
+    traced: bool,
+    weights: bool,
+    backend: str | None = None,
+) -> str:
+    """The method ``"auto"`` uses (the table above). ``queries (n, d)``, ``keys (m, d)``."""
+    n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
+    if weights or n * m <= DENSE_MAX_PAIRS:
+        return "dense"
+    if traced:
+        return "stream"
+    if sparse.supports(kernel):
+        if d == 1:
+            return "sparse"
+        if d <= SPARSE_MAX_DIM and _neighbour_fraction(queries, keys, bandwidth, kernel) <= (
+            SPARSE_MAX_FRACTION
+        ):
+            return "sparse"
+    backend = backend or jax.default_backend()
+    if backend != "cpu" and fused.supports(kernel) and _fused_is_accurate(keys, bandwidth, kernel):
+        return "fused"
+    return "stream"
+
+
+def _neighbour_fraction(queries, keys, bandwidth, kernel: Kernel, sample: int = 512) -> float:
+    """Share of keys inside the support of a sample of queries (scaled coordinates)."""
+    from scipy.spatial import cKDTree
+
+    rng = np.random.default_rng(0)
+    q = np.asarray(queries)[rng.choice(queries.shape[0], min(sample, queries.shape[0]), False)]
+    k = np.asarray(keys)[rng.choice(keys.shape[0], min(8 * sample, keys.shape[0]), False)]
+    scale = np.asarray(bandwidth, np.float64)
+    pairs = cKDTree(q / scale).count_neighbors(cKDTree(k / scale), kernel.support)
+    return pairs / (q.shape[0] * k.shape[0])
+
+
+def _fused_is_accurate(keys, bandwidth, kernel: Kernel) -> bool:
+    """Fused logits are float32 at best; the Gaussian's matrix-product form cancels."""
+    keys = np.asarray(keys)
+    if np.dtype(keys.dtype).itemsize > 4:
+        return False
+    if kernel.similarity == "dot" or keys.shape[1] >= MATMUL_MIN_DIM:
+        return True
+    extent = np.max((keys.max(axis=0) - keys.min(axis=0)) / np.asarray(bandwidth, np.float64))
+    return np.finfo(keys.dtype).eps * extent**2 <= FUSED_MAX_ROUNDING

@@ -1,0 +1,71 @@
+"""Fused pooling: ``jax.nn.dot_product_attention`` as the block function.
+
+Softmax attention computes ``softmax(s · q·k + b) v`` in one fused kernel on
+GPUs (flash attention), never writing the ``(n, m)`` weights out. Two kernels
+fit that form exactly:
+
+- ``dot``: ``log K = q·k / h`` — the queries arrive already divided by ``h``;
+- ``gaussian``: ``log K = −‖q − k‖²/2 = q·k − ‖k‖²/2 − ‖q‖²/2`` in scaled
+  coordinates; the per-key ``−‖k‖²/2`` is the bias and the per-query term
+  cancels when the weights are normalised.
+
+The softmax's log-sum-exp (``return_residual=True``) makes each block a
+:class:`~attnpool.state.PoolingState` (``m = lse, s = 1, t = output``), so the
+fused block streams and merges like any other. The Gaussian's matrix-product
+form cancels on uncentred data: coordinates are centred on the keys' mean
+first, and the error still grows as ``eps · (extent / h)²``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ..kernels import Kernel
+from ..state import PoolingState
+
+#: Kernels with an exact fused form.
+FUSED_KERNELS = frozenset(["gaussian", "dot"])
+
+
+def supports(kernel: Kernel) -> bool:
+    from .. import kernels
+
+    return kernel.name in FUSED_KERNELS and kernel is kernels.get(kernel.name)
+
+
+def centred(queries, keys, kernel: Kernel):
+    """Scaled coordinates centred on the keys' mean (a distance kernel's weights do not change)."""
+    if kernel.similarity == "dot":
+        return queries, keys
+    centre = jnp.mean(keys, axis=0)
+    return queries - centre, keys - centre
+
+
+def fused_block(kernel: Kernel):
+    """Block function ``(query_rows, query_ids, key_rows, key_ids, value_rows) -> PoolingState``."""
+
+    def block(query_rows, query_ids, key_rows, key_ids, value_rows):
+        d, p = query_rows.shape[1], value_rows.shape[1]
+        width = max(d, p)
+
+        def heads(x):  # (rows, ·) -> (1, rows, 1, width): one batch, one head
+            return jnp.pad(x, ((0, 0), (0, width - x.shape[1])))[None, :, None, :]
+
+        bias = None
+        if kernel.similarity == "distance":
+            bias = (-0.5 * jnp.sum(key_rows * key_rows, axis=1))[None, None, None, :]
+        with jax.default_matmul_precision("highest"):
+            out, lse = jax.nn.dot_product_attention(
+                heads(query_rows),
+                heads(key_rows),
+                heads(value_rows),
+                bias=bias,
+                scale=1.0,
+                return_residual=True,
+            )
+        lse = lse.reshape(query_rows.shape[0])
+        out = out.reshape(query_rows.shape[0], width)[:, :p]
+        return PoolingState(lse, jnp.ones_like(lse), out)
+
+    return block

@@ -1,0 +1,269 @@
+"""Sparse pooling for compact kernels: only keys inside the support are touched.
+
+Coordinates are already divided by the bandwidth, so the support is the unit ball.
+
+- One dimension, built-in kernels that split into ``Σ_j a_j(q) b_j(k)`` on each
+  side of the query (boxcar, triangular, epanechnikov, cosine): the sum over a
+  query's window is a difference of prefix sums of ``b_j(k) F(k)`` over the
+  sorted keys, ``O((n + m) log m)`` whatever the number of pairs (the "fast sum
+  updating" of Langrené & Warin, 2019)::
+
+      epanechnikov  1 − (q − k)²  = (1 − q²)·1 + 2q·k − 1·k²
+      triangular    1 − |q − k|   = (1 − q) + k  (k ≤ q),   (1 + q) − k  (k > q)
+      cosine        cos(π(q − k)/2) = cos(πq/2) cos(πk/2) + sin(πq/2) sin(πk/2)
+
+  Prefix sums are two-level (blocks, then compensated sums of blocks), so a
+  window's rounding depends on the keys near it, not on all before it. Terms
+  still cancel (``k²`` grows with the range over the bandwidth): rows whose
+  estimated rounding exceeds :data:`PREFIX_RTOL` of their own sum — few keys in
+  the window, keys far from the centre — are summed pair by pair instead.
+- Otherwise, pairs: sorted windows in 1-D, a KD-tree (``scipy.spatial.cKDTree``)
+  above, summed in query chunks of at most :data:`PAIR_BUDGET` pairs,
+  ``O((n + m) log m + nnz)``.
+
+Sums are in float64 and exact up to rounding.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._interop import precision_scope
+from ..kernels import Kernel
+
+#: Queries whose prefix-sum windows are combined at once.
+QUERY_CHUNK = 2**14
+#: Query–key pairs evaluated at once (memory ``O(PAIR_BUDGET)``).
+PAIR_BUDGET = 2**22
+#: Prefix-sum rows with a larger estimated relative rounding error are summed by pairs.
+PREFIX_RTOL = 1e-10
+#: Keys per block of the two-level prefix sums: about √m, within these limits.
+PREFIX_BLOCKS = (64, 4096)
+
+
+def _split_kernel(kernel: Kernel):
+    """``(key_terms(k), left_coefficients(q), right_coefficients(q) or None if the same)``,
+    or None for a kernel that does not split."""
+    from .. import kernels
+
+    if kernel is not kernels.get(kernel.name):
+        return None
+    half_pi = np.pi / 2
+    one = np.ones_like
+    if kernel.name == "boxcar":
+        terms, right = [one], None
+        left = lambda q: [one(q)]  # noqa: E731
+    elif kernel.name == "epanechnikov":
+        terms, right = [one, lambda k: k, lambda k: k * k], None
+        left = lambda q: [1 - q * q, 2 * q, -one(q)]  # noqa: E731
+    elif kernel.name == "triangular":
+        terms = [one, lambda k: k]
+        left = lambda q: [1 - q, one(q)]  # noqa: E731
+        right = lambda q: [1 + q, -one(q)]  # noqa: E731
+    elif kernel.name == "cosine":
+        terms, right = [lambda k: np.cos(half_pi * k), lambda k: np.sin(half_pi * k)], None
+        left = lambda q: [np.cos(half_pi * q), np.sin(half_pi * q)]  # noqa: E731
+    else:
+        return None
+    return terms, left, right
+
+
+def supports(kernel: Kernel) -> bool:
+    return kernel.compact and kernel.similarity == "distance"
+
+
+def sparse_sums(queries, keys, features, kernel: Kernel) -> np.ndarray:
+    """``Σ_{|q_i − k_j| ≤ 1} K(q_i − k_j) F_j / K(0)``: ``(n, f)`` float64 sums.
+
+    ``queries (n, d)``, ``keys (m, d)`` scaled by the bandwidth; ``features (m, f)``.
+    """
+    queries = np.asarray(queries, np.float64)
+    keys = np.asarray(keys, np.float64)
+    features = np.asarray(features, np.float64)
+    if queries.shape[1] == 1:
+        return _sums_1d(queries[:, 0], keys[:, 0], features, kernel)
+    return _sums_tree(queries, keys, features, kernel)
+
+
+def _sums_1d(queries, keys, features, kernel):
+    # sorted queries make every search and prefix lookup below a forward sweep
+    key_order, query_order = np.argsort(keys), np.argsort(queries)
+    keys, features, queries = keys[key_order], features[key_order], queries[query_order]
+    low = np.searchsorted(keys, queries - kernel.support, side="left")
+    high = np.searchsorted(keys, queries + kernel.support, side="right")
+    low, high = _settle_windows(queries, keys, low, high, kernel)
+    split = _split_kernel(kernel)
+    if split is None:
+        sums = _pairs_1d(queries, keys, features, kernel, low, high)
+    else:
+        sums, unreliable = _prefix_sums(queries, keys, features, split, low, high)
+        rows = np.flatnonzero(unreliable)
+        if rows.size:
+            sums[rows] = _pairs_1d(queries[rows], keys, features, kernel, low[rows], high[rows])
+    result = np.empty_like(sums)
+    result[query_order] = sums
+    return result
+
+
+def _settle_windows(queries, keys, low, high, kernel):
+    """Move window edges until they agree with ``(q − k)²`` against the support, as the
+    dense path decides (``q ± 1`` rounds differently); ties move together."""
+    radius2 = kernel.support**2
+    closed = float(kernel.log_profile(np.float64(radius2))) > -np.inf
+
+    def inside(rows, index):
+        r2 = (queries[rows] - keys[index]) ** 2
+        return r2 <= radius2 if closed else r2 < radius2
+
+    m = keys.shape[0]
+    while True:
+        rows = np.flatnonzero(low > 0)
+        grow = rows[inside(rows, low[rows] - 1)]
+        low[grow] = np.searchsorted(keys, keys[low[grow] - 1], side="left")
+        rows = np.flatnonzero(low < high)
+        shrink = rows[~inside(rows, low[rows])]
+        low[shrink] = np.searchsorted(keys, keys[low[shrink]], side="right")
+        rows = np.flatnonzero(high < m)
+        grow_high = rows[inside(rows, high[rows])]
+        high[grow_high] = np.searchsorted(keys, keys[high[grow_high]], side="right")
+        rows = np.flatnonzero(high > low)
+        shrink_high = rows[~inside(rows, high[rows] - 1)]
+        high[shrink_high] = np.searchsorted(keys, keys[high[shrink_high] - 1], side="left")
+        high = np.maximum(high, low)
+        if not (grow.size or shrink.size or grow_high.size or shrink_high.size):
+            return low, high
+
+
+def _prefix_sums(queries, keys, features, split, low, high):
+    """Window sums by prefix differences, and the rows whose rounding estimate is too large."""
+    terms, left, right = split
+    centre = 0.5 * (keys[0] + keys[-1])
+    k, q = keys - centre, queries - centre
+    n, f, width = q.shape[0], features.shape[1], len(terms) * features.shape[1]
+    weighted = np.concatenate([term(k)[:, None] * features for term in terms], axis=1)
+    # one prefix for every term, and for the magnitudes of the weight terms (rounding)
+    prefix = _Prefix(np.concatenate([weighted, np.abs(weighted[:, ::f])], axis=1))
+    if right is None:  # the same on both sides of the query: one window
+        windows = [(left(q), low, high)]
+    else:
+        middle = np.searchsorted(keys, queries, side="right")  # keys[:middle] are ≤ q
+        windows = [(left(q), low, middle), (right(q), middle, high)]
+    eps = np.finfo(np.float64).eps
+    sums, error = np.zeros((n, f)), np.zeros(n)
+    for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, n, QUERY_CHUNK)):
+        for coefficients, start, stop in windows:  # chunks keep the temporaries in cache
+            total, ends, across = prefix.window(start[rows], stop[rows])
+            for j, a in enumerate(coefficients):
+                a = a[rows]
+                sums[rows] += a[:, None] * total[:, j * f : (j + 1) * f]
+                rounding = np.sqrt(prefix.block) * ends[:, width + j] + np.abs(across[:, j * f])
+                error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, j * f]))
+    unreliable = (high > low) & ~(error <= PREFIX_RTOL * np.abs(sums[:, 0]))
+    return sums, unreliable
+
+
+class _Prefix:
+    """Prefix sums ``P(i) = Σ_{l<i} rows_l`` of ``rows (m, c)`` in two levels.
+
+    Within blocks of about ``√m`` rows a plain cumulative sum; across blocks a
+    compensated (Neumaier) one kept as ``hi + lo``, so the rounding of a window
+    sum ``P(stop) − P(start)`` depends on the magnitudes inside two blocks, not
+    on everything summed before the window.
+    """
+
+    def __init__(self, rows):
+        m, c = rows.shape
+        self.block = block = int(np.clip(np.sqrt(m), *PREFIX_BLOCKS))
+        padded = np.zeros((m // block + 1, block, c))
+        padded.reshape(-1, c)[:m] = rows
+        inner = np.cumsum(padded, axis=1) - padded  # exclusive, within each block
+        self.inner = inner.reshape(-1, c)[: m + 1]
+        totals = padded.sum(axis=1)
+        self.hi, self.lo = np.zeros_like(totals), np.zeros_like(totals)
+        hi, lo = np.zeros(c), np.zeros(c)
+        for b in range(1, totals.shape[0]):
+            x = totals[b - 1]
+            t = hi + x
+            lo = lo + np.where(np.abs(hi) >= np.abs(x), (hi - t) + x, (x - t) + hi)
+            hi = t
+            self.hi[b], self.lo[b] = hi, lo
+
+    def window(self, start, stop):
+        """Sums of rows ``start … stop − 1`` ``(n, c)``; for the rounding estimate, the
+        within-block partial sums at both ends (``|·|`` added) and the across-block part."""
+        b_start, b_stop = start // self.block, stop // self.block
+        inner_stop, inner_start = self.inner[stop], self.inner[start]
+        across = self.hi[b_stop] - self.hi[b_start]
+        total = across + (self.lo[b_stop] - self.lo[b_start]) + (inner_stop - inner_start)
+        return total, np.abs(inner_stop) + np.abs(inner_start), across
+
+
+def _pairs_1d(queries, keys, features, kernel, low, high):
+    """Pair-by-pair sums over the sorted windows ``keys[low:high]``, in chunks."""
+    sums = np.zeros((queries.shape[0], features.shape[1]))
+    counts = high - low
+    cumulative = np.cumsum(counts)
+    start = 0
+    while start < queries.shape[0]:
+        done = cumulative[start - 1] if start else 0
+        stop = max(int(np.searchsorted(cumulative, done + PAIR_BUDGET, side="right")), start + 1)
+        window = counts[start:stop]
+        rows = np.repeat(np.arange(start, stop), window)
+        first = np.repeat(np.cumsum(window) - window, window)  # each row's first pair
+        columns = low[rows] + np.arange(rows.size) - first
+        diff = queries[rows] - keys[columns]
+        _accumulate(sums, rows, columns, diff * diff, features, kernel)
+        start = stop
+    return sums
+
+
+def _sums_tree(queries, keys, features, kernel):
+    """Pair sums from KD-tree neighbourhoods (``d ≥ 2``), in chunks of queries."""
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree(keys)
+    sums = np.zeros((queries.shape[0], features.shape[1]))
+    chunk = max(1, min(queries.shape[0], 8192))
+    start = 0
+    while start < queries.shape[0]:
+        rows = slice(start, start + chunk)
+        block = cKDTree(queries[rows])
+        if chunk > 1 and block.count_neighbors(tree, kernel.support * (1 + 1e-9)) > PAIR_BUDGET:
+            chunk //= 2
+            continue
+        # a little beyond the support: the kernel itself decides the edge, as in dense
+        reach = kernel.support * (1 + 1e-9)
+        pairs = block.sparse_distance_matrix(tree, reach, output_type="ndarray")
+        local, columns = pairs["i"].astype(np.intp), pairs["j"].astype(np.intp)
+        diff = queries[rows][local] - keys[columns]
+        partial_sums = np.zeros((block.n, features.shape[1]))
+        _accumulate(partial_sums, local, columns, np.sum(diff * diff, axis=1), features, kernel)
+        sums[rows] = partial_sums
+        start += chunk
+    return sums
+
+
+def _accumulate(sums, rows, columns, r2, features, kernel):
+    """``sums[rows] += K(r2) / K(0) · features[columns]`` (unbuffered)."""
+    if rows.size == 0:
+        return
+    weights = _relative_weights(r2, kernel)
+    for c in range(features.shape[1]):
+        sums[:, c] += np.bincount(rows, weights * features[columns, c], minlength=sums.shape[0])
+
+
+def _relative_weights(r2, kernel):
+    size = 1 << int(np.ceil(np.log2(max(r2.size, 1024))))  # few shapes, few compilations
+    padded = np.zeros(size)
+    padded[: r2.size] = r2
+    with precision_scope(np.float64):
+        return np.asarray(_kernel_ratio(jnp.asarray(padded), kernel=kernel))[: r2.size]
+
+
+@partial(jax.jit, static_argnames="kernel")
+def _kernel_ratio(r2, *, kernel):
+    return jnp.exp(kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype)))

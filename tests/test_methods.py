@@ -1,0 +1,537 @@
+"""The pooling methods against the textbook formula and against each other, and the
+``"auto"`` rules, branch by branch."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnpool import Binned, EmptyNeighbourhoodWarning, TopK, attention_pool, kernels
+from attnpool.methods import binned, choice, sparse
+from attnpool.methods.topk import topk_state
+from reference import COMPACT_KERNELS, reference_pool
+
+# Each method's stated accuracy against the exact result (float64 data):
+# relative to the values' range for binned, to float32 logits for fused, rounding otherwise.
+BINNED_TOLERANCE = 1e-3
+FUSED_RTOL = 2e-5
+EXACT_RTOL = 1e-9
+SMOOTH = sorted(binned.SMOOTH_KERNELS)
+
+
+def data(seed, n=300, m=2000, d=1, layout="uniform"):
+    rng = np.random.default_rng(seed)
+    if layout == "uniform":
+        keys = rng.uniform(0, 10, (m, d))
+    else:  # two clusters of different spread
+        keys = np.concatenate(
+            [rng.normal(2, 0.3, (m // 2, d)), rng.normal(7, 1.0, (m - m // 2, d))]
+        )
+    queries = rng.uniform(keys.min(0), keys.max(0), (n, d))
+    values = np.stack([np.sin(2 * keys).sum(1), (keys[:, 0] > 5) * 1.0], axis=1)
+    return queries, keys, values
+
+
+def exact(queries, keys, values, kernel, bandwidth):
+    return attention_pool(
+        queries, keys, values, kernel=kernel, bandwidth=bandwidth, method="dense", empty="nearest"
+    )
+
+
+def value_range(values):
+    return np.ptp(values, axis=0)
+
+
+# --- every method against the textbook formula ----------------------------------------
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "dot"])
+@pytest.mark.parametrize("d", [1, 2, 8])
+def test_fused_equals_the_textbook_formula(kernel, d):
+    queries, keys, values = data(d, d=d)
+    bandwidth = 0.8 if kernel == "gaussian" else 4.0
+    got = attention_pool(queries, keys, values, kernel=kernel, bandwidth=bandwidth, method="fused")
+    want = reference_pool(queries, keys, values, kernel, bandwidth)
+    np.testing.assert_allclose(
+        got, want, rtol=FUSED_RTOL, atol=FUSED_RTOL * value_range(values).max()
+    )
+
+
+def test_fused_streams_key_blocks_and_runs_under_jit_and_grad():
+    queries, keys, values = data(3, n=50, m=40000)
+    pool = jax.jit(lambda q, h: attention_pool(q, keys, values[:, 0], bandwidth=h, method="fused"))
+    got = pool(jnp.asarray(queries, jnp.float32), 0.5)
+    want = reference_pool(queries, keys, values[:, 0], "gaussian", 0.5)
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    gradient = jax.grad(
+        lambda h: jnp.sum(
+            attention_pool(
+                jnp.asarray(queries[:5]), keys[:300], values[:300, 0], bandwidth=h, method="fused"
+            )
+        )
+    )(jnp.float32(0.5))
+    dense_gradient = jax.grad(
+        lambda h: jnp.sum(
+            attention_pool(
+                jnp.asarray(queries[:5]), keys[:300], values[:300, 0], bandwidth=h, method="dense"
+            )
+        )
+    )(jnp.float32(0.5))
+    np.testing.assert_allclose(gradient, dense_gradient, rtol=1e-3)
+
+
+@pytest.mark.parametrize("kernel", COMPACT_KERNELS)
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_sparse_equals_the_textbook_formula(kernel, d):
+    queries, keys, values = data(10 + d, d=d, layout="clustered")
+    bandwidth = [0.4, 0.9, 1.3][:d]
+    with pytest.warns(EmptyNeighbourhoodWarning) if d == 3 else _nothing():
+        got = attention_pool(
+            queries, keys, values, kernel=kernel, bandwidth=bandwidth, method="sparse"
+        )
+    want = reference_pool(queries, keys, values, kernel, bandwidth)
+    np.testing.assert_allclose(got, want, rtol=EXACT_RTOL, atol=1e-12)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_sparse_prefix_sums_stay_exact_when_the_range_dwarfs_the_bandwidth():
+    rng = np.random.default_rng(5)
+    keys = np.sort(rng.uniform(1e4, 1e4 + 100, 200_000))  # far from 0, 1e4 bandwidths wide
+    queries = rng.uniform(1e4, 1e4 + 100, 500)
+    values = rng.standard_normal(200_000)
+    for kernel in ["epanechnikov", "triangular", "cosine", "boxcar"]:
+        got = attention_pool(queries, keys, values, kernel=kernel, bandwidth=0.01, method="sparse")
+        want = reference_pool(queries, keys, values, kernel, 0.01)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)  # values are O(1)
+
+
+def test_sparse_prefix_and_pair_sums_agree_row_by_row():
+    queries, keys, values = data(6, n=400, m=5000)
+    features = np.concatenate([np.ones((5000, 1)), values], axis=1)
+    kernel = kernels.get("epanechnikov")
+    q, k = queries[:, 0] / 0.3, keys[:, 0] / 0.3
+    order = np.argsort(k)
+    low = np.searchsorted(k[order], np.sort(q) - 1)
+    high = np.searchsorted(k[order], np.sort(q) + 1, side="right")
+    split = sparse._split_kernel(kernel)
+    prefix, unreliable = sparse._prefix_sums(
+        np.sort(q), k[order], features[order], split, low, high
+    )
+    pairs = sparse._pairs_1d(np.sort(q), k[order], features[order], kernel, low, high)
+    assert unreliable.mean() < 0.01  # the few rows near the edges go to pairs
+    np.testing.assert_allclose(prefix[~unreliable], pairs[~unreliable], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", SMOOTH)
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("layout", ["uniform", "clustered"])
+def test_binned_meets_its_tolerance(kernel, d, layout):
+    queries, keys, values = data(20 + d, d=d, layout=layout, m=3000)
+    for bandwidth in [0.15, 0.6]:
+        got = attention_pool(
+            queries,
+            keys,
+            values,
+            kernel=kernel,
+            bandwidth=bandwidth,
+            method="binned",
+            empty="nearest",
+        )
+        want = exact(queries, keys, values, kernel, bandwidth)
+        error = np.max(np.abs(got - want), axis=0) / value_range(values)
+        assert np.all(error <= BINNED_TOLERANCE), (bandwidth, error)
+
+
+def test_binned_error_falls_with_the_tolerance_and_a_given_grid_is_used():
+    queries, keys, values = data(30, m=3000)
+    want = reference_pool(queries, keys, values, "gaussian", 0.2)
+    errors = []
+    for tolerance in [1e-2, 1e-3, 1e-4, 1e-5]:
+        got = attention_pool(
+            queries, keys, values, bandwidth=0.2, method=Binned(tolerance=tolerance)
+        )
+        errors.append(np.max(np.abs(got - want) / value_range(values)))
+        assert errors[-1] <= tolerance
+    assert errors == sorted(errors, reverse=True)
+    coarse = attention_pool(queries, keys, values, bandwidth=0.2, method=Binned(grid_size=40))
+    assert np.max(np.abs(coarse - want)) > 10 * np.max(np.abs(errors[0]))
+
+
+def test_binned_pools_sparse_rows_exactly():
+    """A query far from every key has almost no binned weight: it is pooled exactly."""
+    keys = np.array([0.0, 0.1, 0.2, 10.0])
+    values = np.array([1.0, 2.0, 3.0, 40.0])
+    queries = np.array([5.3, 0.1])
+    got = attention_pool(queries, keys, values, bandwidth=0.5, method="binned")
+    np.testing.assert_allclose(got, reference_pool(queries, keys, values, "gaussian", 0.5))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "laplacian", "boxcar"])
+@pytest.mark.parametrize("d", [1, 3])
+def test_topk_is_within_its_bound(kernel, d):
+    queries, keys, values = data(40 + d, d=d, m=3000)
+    bandwidth = 0.15 if kernel in ("gaussian", "laplacian") else 0.6
+    scaled = queries / bandwidth, keys / bandwidth
+    largest = []
+    for k in [8, 64, 512]:
+        state, bound = topk_state(*scaled, values, kernels.get(kernel), k)
+        got = np.asarray(state.weighted_values / state.weight_sum[:, None])
+        want = exact(queries, keys, values, kernel, bandwidth)
+        rows = np.asarray(state.weight_sum) > 0
+        error = np.abs(got - want)[rows] / value_range(values)
+        assert np.all(error <= bound[rows, None] + 1e-12)
+        largest.append(bound.max())
+    assert largest == sorted(largest, reverse=True) and largest[0] > largest[-1]
+
+
+def test_topk_checks_its_tolerance():
+    queries, keys, values = data(50, m=3000)
+    with pytest.raises(ValueError, match=r"TopK\(k=4\) leaves out .* raise k"):
+        attention_pool(queries, keys, values, bandwidth=0.5, method=TopK(k=4))
+    loose = attention_pool(queries, keys, values, bandwidth=0.5, method=TopK(k=4, tolerance=None))
+    assert np.all(np.isfinite(loose))
+    everything = attention_pool(queries, keys, values, bandwidth=0.5, method=TopK(k=10_000))
+    np.testing.assert_allclose(everything, exact(queries, keys, values, "gaussian", 0.5))
+
+
+# --- every pair of methods ---------------------------------------------------------------
+
+PAIRS_KERNEL = "epanechnikov"  # the one kernel every method but fused accepts
+PAIR_METHODS = {
+    "dense": ("dense", 1e-12),
+    "stream": ("stream", 1e-12),
+    "sparse": ("sparse", 1e-9),
+    "topk": (TopK(k=800), 1e-9),
+    "binned": ("binned", BINNED_TOLERANCE),
+}
+
+
+@pytest.mark.parametrize("first, second", list(itertools.combinations(PAIR_METHODS, 2)))
+@pytest.mark.parametrize("d", [1, 2])
+def test_methods_agree_pairwise(first, second, d):
+    queries, keys, values = data(60 + d, d=d)
+    results = {}
+    for name in (first, second):
+        method, _ = PAIR_METHODS[name]
+        results[name] = attention_pool(
+            queries,
+            keys,
+            values,
+            kernel=PAIRS_KERNEL,
+            bandwidth=0.7,
+            method=method,
+            empty="nearest",
+        )
+    tolerance = max(PAIR_METHODS[first][1], PAIR_METHODS[second][1])
+    error = np.max(np.abs(results[first] - results[second]), axis=0) / value_range(values)
+    assert np.all(error <= 2 * tolerance)
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [("dense", "fused"), ("stream", "fused"), ("binned", "fused"), ("binned", "stream")],
+)
+def test_gaussian_methods_agree_pairwise(first, second):
+    queries, keys, values = data(70, d=2)
+    tolerance = {"dense": 1e-12, "stream": 1e-12, "fused": FUSED_RTOL, "binned": BINNED_TOLERANCE}
+    got = [attention_pool(queries, keys, values, bandwidth=0.4, method=m) for m in (first, second)]
+    error = np.max(np.abs(got[0] - got[1]), axis=0) / value_range(values)
+    assert np.all(error <= 2 * max(tolerance[first], tolerance[second]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    kernel=st.sampled_from(COMPACT_KERNELS),
+    bandwidth=st.floats(0.01, 5.0),
+    m=st.integers(1, 60),
+)
+def test_sparse_matches_dense_on_random_data(seed, kernel, bandwidth, m):
+    rng = np.random.default_rng(seed)
+    keys = np.round(rng.uniform(-3, 3, m), 2)  # ties and repeated keys on purpose
+    queries = np.round(rng.uniform(-4, 4, 25), 2)
+    values = rng.standard_normal(m)
+    options = dict(kernel=kernel, bandwidth=bandwidth, empty="nearest")
+    got = attention_pool(queries, keys, values, method="sparse", **options)
+    want = attention_pool(queries, keys, values, method="dense", **options)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+# --- empty neighbourhoods under every host method ----------------------------------------
+
+
+@pytest.mark.parametrize("method", ["sparse", "binned", TopK(k=3)])
+def test_empty_neighbourhoods_follow_the_policy(method):
+    keys = np.array([0.0, 0.5, 1.0])
+    values = np.array([1.0, 2.0, 3.0])
+    queries = np.array([0.5, 9.0])
+    with pytest.warns(EmptyNeighbourhoodWarning, match="1 of 2"):
+        got = attention_pool(
+            queries, keys, values, kernel="epanechnikov", bandwidth=0.6, method=method
+        )
+    assert np.isfinite(got[0]) and np.isnan(got[1])
+    nearest = attention_pool(
+        queries, keys, values, kernel="epanechnikov", bandwidth=0.6, method=method, empty="nearest"
+    )
+    assert nearest[1] == 3.0
+    with pytest.raises(ValueError, match="1 of 2 queries have no key"):
+        attention_pool(
+            queries,
+            keys,
+            values,
+            kernel="epanechnikov",
+            bandwidth=0.6,
+            method=method,
+            empty="raise",
+        )
+
+
+def test_host_methods_keep_the_array_type_and_precision():
+    queries, keys, values = data(80, n=20, m=200)
+    for method in ["sparse", "binned", TopK(k=50, tolerance=None)]:
+        as_numpy = attention_pool(
+            queries.astype(np.float32),
+            keys.astype(np.float32),
+            values[:, 0].astype(np.float32),
+            kernel="epanechnikov",
+            method=method,
+        )
+        assert isinstance(as_numpy, np.ndarray) and as_numpy.dtype == np.float32
+        as_jax = attention_pool(
+            jnp.asarray(queries),
+            jnp.asarray(keys),
+            jnp.asarray(values),
+            kernel="epanechnikov",
+            method=method,
+        )
+        assert isinstance(as_jax, jax.Array) and as_jax.shape == (20, 2)
+
+
+# --- the "auto" rules, one test per branch -------------------------------------------------
+
+
+def choose(
+    kernel,
+    n,
+    m,
+    d,
+    *,
+    bandwidth=0.1,
+    traced=False,
+    weights=False,
+    backend="cpu",
+    dtype=np.float32,
+    seed=0,
+):
+    rng = np.random.default_rng(seed)
+    queries = rng.uniform(0, 10, (n, d)).astype(dtype)
+    keys = rng.uniform(0, 10, (m, d)).astype(dtype)
+    return choice.choose_method(
+        kernels.get(kernel),
+        queries,
+        keys,
+        np.full(d, bandwidth),
+        traced=traced,
+        weights=weights,
+        backend=backend,
+    )
+
+
+def test_auto_rule_1_weights_are_dense():
+    assert choose("gaussian", 3000, 3000, 1, weights=True) == "dense"
+
+
+def test_auto_rule_2_small_problems_are_dense():
+    assert choose("epanechnikov", 1000, 2000, 1) == "dense"
+
+
+def test_auto_rule_3_traced_inputs_stream():
+    assert choose("epanechnikov", 3000, 3000, 1, traced=True) == "stream"
+
+
+def test_auto_rule_4_compact_kernels_in_one_dimension_are_sparse():
+    assert choose("boxcar", 3000, 3000, 1, bandwidth=50.0) == "sparse"
+
+
+def test_auto_rule_5_compact_kernels_with_small_neighbourhoods_are_sparse():
+    assert choose("epanechnikov", 3000, 3000, 2, bandwidth=0.5) == "sparse"
+    assert choose("epanechnikov", 3000, 3000, 2, bandwidth=5.0) == "stream"  # most keys
+    assert choose("epanechnikov", 3000, 3000, 6, bandwidth=0.5) == "stream"  # d > 4
+
+
+def test_auto_rule_6_gaussian_and_dot_on_a_gpu_are_fused():
+    assert choose("gaussian", 3000, 3000, 8, backend="gpu") == "fused"
+    assert choose("dot", 3000, 3000, 8, backend="gpu") == "fused"
+    assert choose("gaussian", 3000, 3000, 8, backend="gpu", dtype=np.float64) == "stream"
+    assert choose("gaussian", 3000, 3000, 1, backend="gpu", bandwidth=1.0) == "fused"
+    assert choose("gaussian", 3000, 3000, 1, backend="gpu", bandwidth=1e-3) == "stream"
+
+
+def test_auto_rule_7_everything_else_streams():
+    assert choose("gaussian", 3000, 3000, 1) == "stream"
+    assert choose("laplacian", 3000, 3000, 2, backend="gpu") == "stream"
+
+
+def test_auto_in_attention_pool_uses_the_rules():
+    queries, keys, values = data(90, n=3000, m=3000)
+    got = attention_pool(queries, keys, values, kernel="epanechnikov", bandwidth=0.3)
+    want = attention_pool(
+        queries, keys, values, kernel="epanechnikov", bandwidth=0.3, method="sparse"
+    )
+    np.testing.assert_array_equal(got, want)
+    streamed = attention_pool(queries, keys, values, bandwidth=0.3)
+    np.testing.assert_array_equal(
+        streamed, attention_pool(queries, keys, values, bandwidth=0.3, method="stream")
+    )
+
+
+# --- clear errors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(method="fast"), r"method: expected one of 'auto', .* received 'fast'"),
+        (dict(method="binned", kernel="boxcar"), r"'binned' supports the kernels .* 'boxcar'"),
+        (dict(method="sparse"), r"'sparse' needs a compact-support .* 'gaussian'"),
+        (dict(method="fused", kernel="epanechnikov"), r"'fused' supports .* 'epanechnikov'"),
+        (dict(method="topk", kernel="dot"), r"'topk' needs a built-in .* 'dot'"),
+        (dict(method="sparse", kernel="boxcar", return_weights=True), r"does not form the weight"),
+        (dict(method=TopK(k=0)), r"TopK.k: expected a positive integer; received 0"),
+        (dict(method=Binned(tolerance=2.0)), r"Binned.tolerance: expected a number in \(0, 1\)"),
+        (dict(method=Binned(grid_size=2)), r"Binned.grid_size: expected at least 4"),
+        (dict(method=Binned(tolerance=1e-9), bandwidth=1e-3), r"needs .* grid nodes .* limit"),
+    ],
+)
+def test_bad_methods_are_clear_errors(kwargs, message):
+    queries, keys, values = data(100, n=10, m=50)
+    with pytest.raises(ValueError, match=message):
+        attention_pool(queries, keys, values, **kwargs)
+
+
+def test_binned_needs_at_most_two_dimensions_and_host_methods_concrete_arrays():
+    queries, keys, values = data(101, n=10, m=50, d=3)
+    with pytest.raises(ValueError, match="'binned' works for d <= 2; received d = 3"):
+        attention_pool(queries, keys, values, method="binned")
+    with pytest.raises(ValueError, match="'sparse' needs concrete arrays"):
+        jax.jit(lambda q: attention_pool(q, keys, values, kernel="boxcar", method="sparse"))(
+            jnp.asarray(queries)
+        )
+
+
+# --- the estimators and the bandwidth search --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method, kernel, tolerance",
+    [
+        ("sparse", "epanechnikov", 1e-9),
+        ("binned", "gaussian", BINNED_TOLERANCE),
+        ("fused", "gaussian", FUSED_RTOL),
+        (TopK(k=400), "tricube", 1e-9),
+        ("stream", "gaussian", 1e-12),
+    ],
+)
+def test_nadaraya_watson_predicts_with_every_method(method, kernel, tolerance):
+    from attnpool import NadarayaWatson
+
+    queries, keys, values = data(110, d=2)
+    fitted = NadarayaWatson(kernel, bandwidth=0.8, method=method, empty="nearest").fit(keys, values)
+    want = exact(queries, keys, values, kernel, 0.8)
+    error = np.max(np.abs(fitted.predict(queries) - want), axis=0) / value_range(values)
+    assert np.all(error <= 2 * tolerance)
+
+
+def test_sparse_bandwidth_search_is_exact_and_as_good_as_the_exact_search():
+    from attnpool import cv_curve, select_bandwidth
+
+    _, keys, values = data(120, m=600, layout="clustered")
+    y = values[:, 0] + np.random.default_rng(0).normal(0, 0.3, 600)
+    sparse_search = select_bandwidth(keys, y, kernel="epanechnikov", pooling="sparse")
+    exact_search = select_bandwidth(keys, y, kernel="epanechnikov", pooling="dense")
+    at_optimum = cv_curve(keys, y, [sparse_search.bandwidth[0]], kernel="epanechnikov")[0]
+    np.testing.assert_allclose(sparse_search.objective, at_optimum, rtol=EXACT_RTOL)
+    assert sparse_search.objective <= exact_search.objective * (1 + 1e-3)
+
+
+def test_sparse_bandwidth_search_in_two_dimensions():
+    from attnpool import cv_curve, select_bandwidth
+
+    _, keys, values = data(121, m=800, d=2)
+    y = values[:, 0] + np.random.default_rng(1).normal(0, 0.3, 800)
+    found = select_bandwidth(keys, y, kernel="triangular", pooling="sparse")
+    assert found.bandwidth.shape == (2,)
+    np.testing.assert_allclose(
+        found.objective,
+        cv_curve(keys, y, found.bandwidth[None], kernel="triangular")[0],
+        rtol=EXACT_RTOL,
+    )
+    assert found.objective <= np.nanmin(found.grid[1])
+
+
+def test_binned_bandwidth_search_can_be_asked_for_below_its_threshold():
+    from attnpool import select_bandwidth
+
+    _, keys, values = data(122, m=400)
+    y = values[:, 0] + np.random.default_rng(2).normal(0, 0.3, 400)
+    binned_search = select_bandwidth(keys, y, pooling="binned")
+    exact_search = select_bandwidth(keys, y, pooling="stream")
+    np.testing.assert_allclose(binned_search.bandwidth, exact_search.bandwidth, rtol=1e-3)
+    np.testing.assert_allclose(binned_search.objective, exact_search.objective, rtol=1e-6)
+
+
+def test_estimators_search_with_their_method():
+    from attnpool import NadarayaWatson, select_bandwidth
+
+    _, keys, values = data(123, m=500)
+    y = values[:, 0]
+    fitted = NadarayaWatson("epanechnikov", method="sparse").fit(keys, y)
+    direct = select_bandwidth(keys, y, kernel="epanechnikov", pooling="sparse")
+    np.testing.assert_array_equal(fitted.bandwidth_, direct.bandwidth)
+    assert fitted.cv_score_ == direct.objective
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(x, y, pooling="fast"),
+            r"pooling: .*'fast'",
+        ),
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(x, y, pooling="sparse"),
+            r"'sparse' searches .* kernel='gaussian'",
+        ),
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(
+                np.c_[x, x[::-1]], y, pooling="binned"
+            ),
+            r"'binned' searches .* one continuous",
+        ),
+        (
+            lambda x, y: __import__("attnpool").LocalLinear(method="sparse").fit(x, y),
+            r"method: 'sparse' pools local-constant fits .* degree=1",
+        ),
+        (
+            lambda x, y: __import__("attnpool").NadarayaWatson(method="nope").fit(x, y),
+            r"method: expected one of",
+        ),
+    ],
+)
+def test_bad_search_or_estimator_methods_are_clear_errors(call, message):
+    _, keys, values = data(124, m=100)
+    with pytest.raises(ValueError, match=message):
+        call(keys, values[:, 0])
