@@ -74,15 +74,13 @@ def _data(n: int, d: int):
 def _attnpool(queries, keys, values, method, kernel="gaussian", bandwidth=BANDWIDTH):
     import attnpool
 
+    options = {"kernel": kernel, "bandwidth": bandwidth, "empty": "nearest"}
+
     def pool(q=queries):
-        return attnpool.attention_pool(
-            q, keys, values, kernel=kernel, bandwidth=bandwidth, method=method
-        )
+        return attnpool.attention_pool(q, keys, values, method=method, **options)
 
     def error():
-        exact = attnpool.attention_pool(
-            queries[:1000], keys, values, kernel=kernel, bandwidth=bandwidth, method="stream"
-        )
+        exact = attnpool.attention_pool(queries[:1000], keys, values, method="stream", **options)
         got = pool(queries[:1000])
         return float(abs(got - exact).max() / (values.max() - values.min()))
 

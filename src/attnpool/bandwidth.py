@@ -36,7 +36,7 @@ from scipy import optimize
 from . import kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_points, check_values
-from .methods import binned
+from .methods import binned, sparse
 from .methods.stream import KEY_BLOCK
 from .regression import LocalModel, binned_loo_residuals, hat_diagonal, loo_residuals, model_for
 
@@ -53,6 +53,9 @@ _CHUNK = 4
 BINNED_MIN_ROWS = 1000
 #: Kernels continuous enough for the binned search (its error falls as (Δ/h)²).
 BINNED_KERNELS = binned.SMOOTH_KERNELS
+#: Largest n² for which a binned search reports the exact (all-pairs) objective; above
+#: it, compact kernels report the exact sparse objective and the others the binned one.
+EXACT_OBJECTIVE_MAX_PAIRS = 2**34
 CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
 
@@ -62,13 +65,16 @@ class BandwidthSelection(NamedTuple):
 
     Attributes: ``bandwidth (d,)``; ``objective`` (the criterion there; NaN for rules
     of thumb); ``method``; ``grid`` — the coarse search's multipliers of the
-    rule of thumb and their objectives (empty for rules of thumb).
+    rule of thumb and their objectives (empty for rules of thumb); ``exact`` — False
+    when ``objective`` is the binned approximation (a binned search of a smooth
+    kernel above :data:`EXACT_OBJECTIVE_MAX_PAIRS`).
     """
 
     bandwidth: np.ndarray
     objective: float
     method: str
     grid: tuple[np.ndarray, np.ndarray]
+    exact: bool = True
 
 
 def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None) -> np.ndarray:
@@ -220,8 +226,8 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     """CV for one continuous column: grid and L-BFGS on the binned objective.
 
     With 16 grid nodes per bandwidth the binned objective's optimum lies within about
-    1e-5 (relative) of the exact one; the reported objective is exact, in the data's
-    precision.
+    1e-5 (relative) of the exact one; the reported objective is exact (all pairs up to
+    :data:`EXACT_OBJECTIVE_MAX_PAIRS`, sparse for compact kernels above), else binned.
     """
     candidates = np.exp(thetas[:, 0])
     grid = binned.grid_for(x[:, :1], float(candidates.min()))
@@ -243,22 +249,50 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
         )
     if progress:
         progress(2, 3)
+    exact = True
     with precision_scope(dtype):
-        value = float(
-            _objective(
-                jnp.asarray(theta, dtype), jnp.asarray(x, dtype), jnp.asarray(y, dtype), **options
-            )
-        )
         bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
+    n = x.shape[0]
+    if n * n <= EXACT_OBJECTIVE_MAX_PAIRS:
+        with precision_scope(dtype):
+            value = float(
+                _objective(
+                    jnp.asarray(theta, dtype),
+                    jnp.asarray(x, dtype),
+                    jnp.asarray(y, dtype),
+                    **options,
+                )
+            )
+    elif model.degree == 0 and sparse.supports(model.kernel):
+        value = _sparse_cv(x, y, model.kernel)(np.asarray(theta))
+    else:
+        with precision_scope(np.float64):
+            value = float(_objective(jnp.asarray(theta, jnp.float64), xb, yb, **approximate))
+        exact = False
     if progress:
         progress(3, 3)
-    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives))
+    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), exact)
+
+
+def _sparse_cv(x, y, kernel):
+    """The exact LOO CV objective of a local-constant fit, ``theta (d,) -> float``, summed
+    over neighbourhoods only (:mod:`attnpool.methods.sparse`)."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    features = np.concatenate([np.ones((x.shape[0], 1)), y], axis=1)
+
+    def objective(theta):
+        scaled = x / np.exp(theta)
+        # each point's own term is exactly 1 · features (K(0)/K(0)); the rest is LOO
+        rest = sparse.sparse_sums(scaled, scaled, features, kernel) - features
+        if not np.all(rest[:, 0] > 1e-9):  # some point has no neighbour: undefined
+            return np.inf
+        return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))
+
+    return objective
 
 
 def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
     """Exact LOO CV of a local-constant fit with a compact kernel, neighbourhoods only."""
-    from .methods import sparse
-
     if not (
         method == "cv"
         and model.degree == 0
@@ -271,17 +305,7 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
             f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
             f"kernel={model.kernel.name!r}"
         )
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    features = np.concatenate([np.ones((x.shape[0], 1)), y], axis=1)
-
-    def objective(theta):
-        scaled = x / np.exp(theta)
-        # each point's own term is exactly 1 · features (K(0)/K(0)); the rest is LOO
-        rest = sparse.sparse_sums(scaled, scaled, features, model.kernel) - features
-        if not np.all(rest[:, 0] > 1e-9):  # some point has no neighbour: undefined
-            return np.inf
-        return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))
-
+    objective = _sparse_cv(x, y, model.kernel)
     objectives = np.array([objective(theta) for theta in thetas])
     if progress:
         progress(1, 2)
@@ -289,7 +313,7 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
     step = float(np.log(GRID[1] / GRID[0]))
     if x.shape[1] == 1:
         found = optimize.minimize_scalar(
-            lambda t: objective(np.array([t])),
+            lambda t: _finite(objective(np.array([t]))),
             bounds=(best[0] - step, best[0] + step),
             method="bounded",
             options={"xatol": 1e-5},
@@ -297,7 +321,7 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
         theta, value = np.array([found.x]), float(found.fun)
     else:
         found = optimize.minimize(
-            objective,
+            lambda t: _finite(objective(t)),
             best,
             method="Nelder-Mead",
             options={"xatol": 1e-5, "fatol": 0.0, "initial_simplex": _simplex(best, step)},
@@ -309,6 +333,11 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
     if progress:
         progress(2, 2)
     return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
+
+
+def _finite(value: float) -> float:
+    """Undefined objectives as the largest float: Brent's parabolas turn ``inf`` into NaN."""
+    return value if np.isfinite(value) else float(np.finfo(np.float64).max)
 
 
 def _simplex(centre, step: float) -> np.ndarray:

@@ -53,10 +53,23 @@ def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: boo
     return queries * factor, keys * factor
 
 
-def closeness(queries, keys, kernel: Kernel):
-    """``(n, b)`` closeness of scaled ``queries (n, d)`` and ``keys (b, d)``."""
+def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False):
+    """``(n, b)`` closeness of scaled ``queries (n, d)`` and ``keys (b, d)``.
+
+    ``by_column`` sums one ``(n, b)`` term per coordinate instead of reducing an
+    ``(n, b, d)`` difference: inside the streamed scan only that form is vectorised
+    by XLA:CPU for d = 2 (see :func:`attnpool.methods.stream_state`). It is not the
+    default because XLA:CPU miscompiles it in float64 in the dense softmax fusion of
+    kernels with a square root (a zero distance gave uniform weights).
+    """
     if kernel.similarity == "dot":
         return jnp.matmul(queries, keys.T, precision=_HIGHEST)
+    if queries.shape[1] < MATMUL_MIN_DIM and by_column:
+        r2 = 0.0
+        for j in range(queries.shape[1]):
+            diff = queries[:, j, None] - keys[None, :, j]
+            r2 = r2 + diff * diff
+        return -r2
     if queries.shape[1] < MATMUL_MIN_DIM:
         diff = queries[:, None, :] - keys[None, :, :]
         return -jnp.sum(diff * diff, axis=-1)
@@ -65,8 +78,11 @@ def closeness(queries, keys, kernel: Kernel):
     return -jnp.maximum(sq - 2.0 * cross, 0.0)
 
 
-def block_log_weights(queries, keys, kernel: Kernel):
-    """``(n, b)`` log weights of scaled ``queries`` over ``keys``, up to a per-query constant."""
+def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False):
+    """``(n, b)`` log weights of scaled ``queries`` over ``keys``, up to a per-query constant.
+
+    ``by_column``: as in :func:`closeness`.
+    """
     if kernel.quadratic is not None and queries.shape[1] >= MATMUL_MIN_DIM:
         c = kernel.quadratic
         ones = jnp.ones((queries.shape[0], 1), queries.dtype)
@@ -77,7 +93,7 @@ def block_log_weights(queries, keys, kernel: Kernel):
             precision=_HIGHEST,
         )
         return logw
-    return log_weights(closeness(queries, keys, kernel), kernel)
+    return log_weights(closeness(queries, keys, kernel, by_column=by_column), kernel)
 
 
 def log_weights(close, kernel: Kernel):

@@ -145,9 +145,15 @@ class Kernel:
 
 
 def _safe_sqrt(r2):
-    """``sqrt(r2)`` whose gradient at 0 is 0, not inf (a symmetric subgradient)."""
-    positive = r2 > 0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, r2, 1.0)), 0.0)
+    """``sqrt(r2)`` whose gradient at 0 is 0, not inf (a symmetric subgradient).
+
+    Not the double-``where`` idiom: XLA:CPU may fuse the two ``r2 > 0`` tests from
+    differently contracted (FMA) copies of ``r2``, and a zero distance then took the
+    placeholder's ``sqrt(1)`` (wrong float64 weights under ``jit``, found by a test).
+    ``max`` with the smallest normal number is continuous, so no copy can disagree.
+    """
+    tiny = jnp.finfo(jnp.result_type(r2, jnp.float32)).tiny
+    return jnp.where(r2 > 0, jnp.sqrt(jnp.maximum(r2, tiny)), 0.0)
 
 
 def _inside(r2, log_value: Callable, *, closed: bool = False):

@@ -25,7 +25,7 @@ from ._validation import (
     is_jax,
     is_traced,
 )
-from .geometry import block_log_weights, closeness, scale_coordinates
+from .geometry import MATMUL_MIN_DIM, block_log_weights, closeness, scale_coordinates
 from .methods import choice, dense_state, dense_weights, fused, stream_state
 from .methods.choice import DENSE_MAX_PAIRS, Binned, TopK
 from .methods.stream import KEY_BLOCK
@@ -295,17 +295,19 @@ def _check_bandwidth_representable(original, dtype) -> None:
         )
 
 
-def kernel_block(kernel: _kernels.Kernel, *, hard: bool = False, max_log=None):
+def kernel_block(kernel: _kernels.Kernel, *, hard: bool = False, max_log=None, streamed=False):
     """Block function of plain kernel pooling; ``hard`` for the nearest limit.
 
     ``max_log (n,)``: each query's largest log weight, if known (see :func:`nearest_log_weight`).
+    ``streamed``: the block runs inside the streamed scan (distances by column).
     """
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         if hard:
             return hard_block_state(closeness(query_rows, key_rows, kernel), value_rows)
         known = None if max_log is None else max_log[query_ids]
-        return block_state(block_log_weights(query_rows, key_rows, kernel), value_rows, known)
+        log_weights = block_log_weights(query_rows, key_rows, kernel, by_column=streamed)
+        return block_state(log_weights, value_rows, known)
 
     return block
 
@@ -334,6 +336,29 @@ def is_monotone(kernel: _kernels.Kernel) -> bool:
     return kernel.name in _MONOTONE and kernel is _kernels.get(kernel.name)
 
 
+#: A streamed row with less weight than this many times the smallest normal number
+#: (every weight underflowed under the log-weight bound) is pooled again with row maxima.
+_UNDERFLOW = 2.0**24
+
+
+def log_weight_bound(queries, kernel: _kernels.Kernel):
+    """An upper bound ``(n,)`` on each query's log weights, or None.
+
+    With it streamed blocks skip the max reduction (which XLA:CPU fuses poorly in
+    d = 2: ten times the cost of the exponentials). For a built-in distance kernel
+    ``log K(r²) ≤ log K(0)``; in the Gaussian's matrix-product form (d ≥ 3, the
+    per-query constant dropped) ``log K = q·k − ‖k‖²/2 ≤ ‖q‖²/2``. A row far from
+    every key may then underflow to zero weight: :func:`_pool_core` pools such
+    rows again with their exact maxima.
+    """
+    if not is_monotone(kernel):
+        return None
+    if kernel.quadratic is not None and queries.shape[1] >= MATMUL_MIN_DIM:
+        return -kernel.quadratic * jnp.sum(queries * queries, axis=1)
+    top = kernel.log_profile(jnp.zeros((), queries.dtype))
+    return jnp.broadcast_to(top, queries.shape[:1])
+
+
 def pool_state(block_function, queries, keys, values, *, method: str, key_block: int, hard=False):
     """The pooling state by the dense or the streamed engine."""
     if method == "dense":
@@ -347,7 +372,7 @@ FUSED_KEY_BLOCK = 16384
 
 @partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
 def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, nearest):
-    def state(q, k, hard=False):
+    def state(q, k, hard=False, bounded=True):
         if method == "fused" and not hard:
             engine = "dense" if q.shape[0] * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
             return pool_state(
@@ -358,11 +383,28 @@ def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, n
                 key_block=FUSED_KEY_BLOCK,
             )
         engine = "dense" if method == "dense" else "stream"
-        known = nearest_log_weight(q, k, kernel) if engine == "stream" and not hard else None
-        block = kernel_block(kernel, hard=hard, max_log=known)
+        known = None
+        if engine == "stream" and not hard:
+            known = nearest_log_weight(q, k, kernel)
+            if known is None and bounded:
+                known = log_weight_bound(q, kernel)
+        block = kernel_block(kernel, hard=hard, max_log=known, streamed=engine == "stream")
         return pool_state(block, q, k, values, method=engine, key_block=key_block, hard=hard)
 
-    pooled, empty_rows = finalize(state(*scale_coordinates(queries, keys, bandwidth, kernel)))
+    scaled = scale_coordinates(queries, keys, bandwidth, kernel)
+    result = state(*scaled)
+    if method == "stream" and is_monotone(kernel) and not kernel.compact and scaled[0].shape[1] > 1:
+        # rows whose every weight underflowed under the bound: again, with the row maxima
+        low = result.weight_sum < _UNDERFLOW * jnp.finfo(result.weight_sum.dtype).tiny
+
+        def again():
+            exact = state(*scaled, bounded=False)
+            return jax.tree_util.tree_map(
+                lambda a, b: jnp.where(low.reshape(-1, *[1] * (a.ndim - 1)), a, b), exact, result
+            )
+
+        result = jax.lax.cond(jnp.any(low), again, lambda: result)
+    pooled, empty_rows = finalize(result)
     fallback = needs_nearest(pooled, empty_rows, nearest)
 
     def with_nearest():
@@ -408,15 +450,7 @@ def _choose(method, kernel, q, k, h, weights: bool, block_size):
     if name == "auto":
         if block_size is not None and not weights:
             return "stream", None
-        concrete = not traced
-        name = choice.choose_method(
-            kernel,
-            np.asarray(q) if concrete else q,
-            np.asarray(k) if concrete else k,
-            np.asarray(h) if concrete else h,
-            traced=traced,
-            weights=weights,
-        )
+        name = choice.choose_method(kernel, q, k, h, traced=traced, weights=weights)
     choice.check_applicable(name, kernel, k.shape[1], traced=traced, weights=weights)
     return name, options
 

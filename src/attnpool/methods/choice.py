@@ -177,9 +177,9 @@ def _neighbour_fraction(queries, keys, bandwidth, kernel: Kernel, sample: int = 
     """Share of keys inside the support of a sample of queries (scaled coordinates)."""
     from scipy.spatial import cKDTree
 
-    rng = np.random.default_rng(0)
-    q = np.asarray(queries)[rng.choice(queries.shape[0], min(sample, queries.shape[0]), False)]
-    k = np.asarray(keys)[rng.choice(keys.shape[0], min(8 * sample, keys.shape[0]), False)]
+    rng = np.random.default_rng(0)  # only the sample leaves the device
+    q = np.asarray(queries[rng.choice(queries.shape[0], min(sample, queries.shape[0]), False)])
+    k = np.asarray(keys[rng.choice(keys.shape[0], min(8 * sample, keys.shape[0]), False)])
     scale = np.asarray(bandwidth, np.float64)
     pairs = cKDTree(q / scale).count_neighbors(cKDTree(k / scale), kernel.support)
     return pairs / (q.shape[0] * k.shape[0])
@@ -187,10 +187,10 @@ def _neighbour_fraction(queries, keys, bandwidth, kernel: Kernel, sample: int = 
 
 def _fused_is_accurate(keys, bandwidth, kernel: Kernel) -> bool:
     """Fused logits are float32 at best; the Gaussian's matrix-product form cancels."""
-    keys = np.asarray(keys)
     if np.dtype(keys.dtype).itemsize > 4:
         return False
     if kernel.similarity == "dot" or keys.shape[1] >= MATMUL_MIN_DIM:
         return True
-    extent = np.max((keys.max(axis=0) - keys.min(axis=0)) / np.asarray(bandwidth, np.float64))
+    spread = np.asarray(keys.max(axis=0), np.float64) - np.asarray(keys.min(axis=0), np.float64)
+    extent = np.max(spread / np.asarray(bandwidth, np.float64))
     return np.finfo(keys.dtype).eps * extent**2 <= FUSED_MAX_ROUNDING
