@@ -468,10 +468,10 @@ def _pool_host(q, k, v, h, *, kernel, method, options, nearest):
     # scaled as scale_coordinates does (times 1/h), so support edges fall as in dense
     factor = np.asarray(1.0 / h, np.float64)
     queries, keys = np.asarray(q, np.float64) * factor, np.asarray(k, np.float64) * factor
-    values = np.asarray(v, np.float64)
-    features = np.concatenate([np.ones((keys.shape[0], 1)), values], axis=1)
+    features = np.ones((keys.shape[0], 1 + v.shape[1]))
+    features[:, 1:] = np.asarray(v)
     if method == "topk":
-        state, left_out = topk.topk_state(queries, keys, values, kernel, options.k)
+        state, left_out = topk.topk_state(queries, keys, features[:, 1:], kernel, options.k)
         _check_left_out(left_out, options)
         pooled, empty_rows = (np.array(a) for a in finalize(state))
         exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows

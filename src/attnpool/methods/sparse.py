@@ -93,9 +93,11 @@ def _sums_1d(queries, keys, features, kernel):
     # sorted queries make every search and prefix lookup below a forward sweep
     key_order, query_order = np.argsort(keys), np.argsort(queries)
     keys, features, queries = keys[key_order], features[key_order], queries[query_order]
+    del key_order
     low = np.searchsorted(keys, queries - kernel.support, side="left")
     high = np.searchsorted(keys, queries + kernel.support, side="right")
-    low, high = _settle_windows(queries, keys, low, high, kernel)
+    for rows in (slice(i, i + 16 * QUERY_CHUNK) for i in range(0, len(queries), 16 * QUERY_CHUNK)):
+        low[rows], high[rows] = _settle_windows(queries[rows], keys, low[rows], high[rows], kernel)
     split = _split_kernel(kernel)
     if split is None:
         sums = _pairs_1d(queries, keys, features, kernel, low, high)
@@ -143,31 +145,39 @@ def _prefix_sums(queries, keys, features, split, low, high):
     terms, left, right = split
     centre = 0.5 * (keys[0] + keys[-1])
     k, q = keys - centre, queries - centre
-    n, f, width = q.shape[0], features.shape[1], len(terms) * features.shape[1]
-    weighted = np.concatenate([term(k)[:, None] * features for term in terms], axis=1)
-    # one prefix for every term, and for the magnitudes of the weight terms (rounding)
-    prefix = _Prefix(np.concatenate([weighted, np.abs(weighted[:, ::f])], axis=1))
-    if right is None:  # the same on both sides of the query: one window
-        windows = [(left(q), low, high)]
-    else:
-        middle = np.searchsorted(keys, queries, side="right")  # keys[:middle] are ≤ q
-        windows = [(left(q), low, middle), (right(q), middle, high)]
+    n, (m, f) = q.shape[0], features.shape
+    middle = None
+    if right is not None:  # keys[:middle] are ≤ q; settled windows may end on either side
+        middle = np.clip(np.searchsorted(keys, queries, side="right"), low, high)
     eps = np.finfo(np.float64).eps
     sums, error = np.zeros((n, f)), np.zeros(n)
-    for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, n, QUERY_CHUNK)):
-        for coefficients, start, stop in windows:  # chunks keep the temporaries in cache
-            total, ends, across = prefix.window(start[rows], stop[rows])
-            for j, a in enumerate(coefficients):
-                a = a[rows]
-                sums[rows] += a[:, None] * total[:, j * f : (j + 1) * f]
-                rounding = np.sqrt(prefix.block) * ends[:, width + j] + np.abs(across[:, j * f])
-                error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, j * f]))
+    block = _Prefix.block_for(m)
+    for j, term in enumerate(terms):  # one term at a time: memory O(m · f)
+        # written straight into the prefix's padded buffer; the weight column's
+        # magnitudes ride along, for the rounding estimate
+        rows_in = np.zeros((m // block + 1) * block * (f + 1)).reshape(-1, f + 1)
+        np.multiply(term(k)[:, None], features, out=rows_in[:m, :f])
+        np.abs(rows_in[:m, 0], out=rows_in[:m, f])
+        prefix = _Prefix(rows_in, block)
+        for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, n, QUERY_CHUNK)):
+            if right is None:  # the same on both sides of the query: one window
+                windows = [(left(q[rows])[j], low[rows], high[rows])]
+            else:
+                windows = [
+                    (left(q[rows])[j], low[rows], middle[rows]),
+                    (right(q[rows])[j], middle[rows], high[rows]),
+                ]
+            for a, start, stop in windows:  # chunks keep the temporaries in cache
+                total, ends, across = prefix.window(start, stop)
+                sums[rows] += a[:, None] * total[:, :f]
+                rounding = np.sqrt(block) * ends[:, f] + np.abs(across[:, 0])
+                error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, 0]))
     unreliable = (high > low) & ~(error <= PREFIX_RTOL * np.abs(sums[:, 0]))
     return sums, unreliable
 
 
 class _Prefix:
-    """Prefix sums ``P(i) = Σ_{l<i} rows_l`` of ``rows (m, c)`` in two levels.
+    """Prefix sums ``P(i) = Σ_{l<i} rows_l`` of ``rows`` in two levels.
 
     Within blocks of about ``√m`` rows a plain cumulative sum; across blocks a
     compensated (Neumaier) one kept as ``hi + lo``, so the rounding of a window
@@ -175,14 +185,18 @@ class _Prefix:
     on everything summed before the window.
     """
 
-    def __init__(self, rows):
-        m, c = rows.shape
-        self.block = block = int(np.clip(np.sqrt(m), *PREFIX_BLOCKS))
-        padded = np.zeros((m // block + 1, block, c))
-        padded.reshape(-1, c)[:m] = rows
-        inner = np.cumsum(padded, axis=1) - padded  # exclusive, within each block
-        self.inner = inner.reshape(-1, c)[: m + 1]
-        totals = padded.sum(axis=1)
+    @staticmethod
+    def block_for(m: int) -> int:
+        return int(np.clip(np.sqrt(m), *PREFIX_BLOCKS))
+
+    def __init__(self, rows, block: int):
+        """``rows``: ``(blocks · block, c)``, zero-padded; summed in place."""
+        self.block = block
+        c = rows.shape[1]
+        inclusive = rows.reshape(-1, block, c)
+        np.cumsum(inclusive, axis=1, out=inclusive)  # within each block
+        self.inclusive = rows
+        totals = inclusive[:, -1]
         self.hi, self.lo = np.zeros_like(totals), np.zeros_like(totals)
         hi, lo = np.zeros(c), np.zeros(c)
         for b in range(1, totals.shape[0]):
@@ -192,11 +206,16 @@ class _Prefix:
             hi = t
             self.hi[b], self.lo[b] = hi, lo
 
+    def _inner(self, index):
+        """Sum of the rows from ``index``'s block start up to ``index − 1``."""
+        at_start = (index % self.block == 0)[:, None]
+        return np.where(at_start, 0.0, self.inclusive[np.maximum(index - 1, 0)])
+
     def window(self, start, stop):
         """Sums of rows ``start … stop − 1`` ``(n, c)``; for the rounding estimate, the
         within-block partial sums at both ends (``|·|`` added) and the across-block part."""
         b_start, b_stop = start // self.block, stop // self.block
-        inner_stop, inner_start = self.inner[stop], self.inner[start]
+        inner_stop, inner_start = self._inner(stop), self._inner(start)
         across = self.hi[b_stop] - self.hi[b_start]
         total = across + (self.lo[b_stop] - self.lo[b_start]) + (inner_stop - inner_start)
         return total, np.abs(inner_stop) + np.abs(inner_start), across
