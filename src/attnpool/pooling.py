@@ -159,7 +159,9 @@ def attention_pool(
 
     def compute(q, k, v, h):
         if method in choice.HOST_METHODS:
-            return _pool_host(
+            from .host import pool_host
+
+            return pool_host(
                 q, k, v, h, kernel=kernel, method=method, options=options, nearest=nearest
             )
         if return_weights:
@@ -453,63 +455,3 @@ def _choose(method, kernel, q, k, h, weights: bool, block_size):
         name = choice.choose_method(kernel, q, k, h, traced=traced, weights=weights)
     choice.check_applicable(name, kernel, k.shape[1], traced=traced, weights=weights)
     return name, options
-
-
-#: Binned rows with less weight than this (in units of K(0)) are pooled exactly instead.
-BINNED_MIN_WEIGHT = 10.0
-
-
-def _pool_host(q, k, v, h, *, kernel, method, options, nearest):
-    """Pooled values ``(n, p)`` and the empty-row mask by a host method (``sparse``,
-    ``binned``, ``topk``); rows it cannot settle are pooled exactly by the streamed core."""
-    from .methods import binned, sparse, topk
-
-    dtype = q.dtype
-    # scaled as scale_coordinates does (times 1/h), so support edges fall as in dense
-    factor = np.asarray(1.0 / h, np.float64)
-    queries, keys = np.asarray(q, np.float64) * factor, np.asarray(k, np.float64) * factor
-    features = np.ones((keys.shape[0], 1 + v.shape[1]))
-    features[:, 1:] = np.asarray(v)
-    if method == "topk":
-        state, left_out = topk.topk_state(queries, keys, features[:, 1:], kernel, options.k)
-        _check_left_out(left_out, options)
-        pooled, empty_rows = (np.array(a) for a in finalize(state))
-        exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
-    else:
-        if method == "sparse":
-            sums = sparse.sparse_sums(queries, keys, features, kernel)
-            exact = np.zeros(sums.shape[0], bool)
-        else:
-            sums, _ = binned.binned_sums(
-                queries,
-                keys,
-                features,
-                kernel,
-                grid_size=options.grid_size,
-                tolerance=options.tolerance,
-            )
-            exact = ~(sums[:, 0] >= BINNED_MIN_WEIGHT)
-        empty_rows = (sums[:, 0] == 0) & ~exact
-        pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
-    exact |= empty_rows & nearest
-    rows = np.flatnonzero(exact)
-    if rows.size:
-        method = "dense" if rows.size * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
-        redo, redo_empty = _pool_core(
-            q[rows], k, v, h, kernel=kernel, method=method, key_block=KEY_BLOCK, nearest=nearest
-        )
-        pooled[rows], empty_rows[rows] = np.asarray(redo), np.asarray(redo_empty)
-    pooled = np.where(empty_rows[:, None] & ~nearest, np.nan, pooled)
-    return jnp.asarray(pooled, dtype), jnp.asarray(empty_rows)
-
-
-def _check_left_out(left_out, options: TopK) -> None:
-    if options.tolerance is None:
-        return
-    over = left_out > options.tolerance
-    if np.any(over):
-        raise ValueError(
-            f"method: TopK(k={options.k}) leaves out up to {np.max(left_out):.3g} of the weight "
-            f"of {int(over.sum())} of {len(left_out)} queries, above the tolerance "
-            f"{options.tolerance:g}; raise k, lower the bandwidth, or pass tolerance=None"
-        )

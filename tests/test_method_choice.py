@@ -1,0 +1,246 @@
+"""Choosing a method: the ``"auto"`` rules branch by branch, clear errors, and the
+estimators and bandwidth search with their ``method``/``pooling``."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from attnpool import Binned, TopK, attention_pool, kernels
+from attnpool.methods import choice
+from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, exact, value_range
+
+# --- the "auto" rules, one test per branch -------------------------------------------------
+
+
+def choose(
+    kernel,
+    n,
+    m,
+    d,
+    *,
+    bandwidth=0.1,
+    traced=False,
+    weights=False,
+    backend="cpu",
+    dtype=np.float32,
+    seed=0,
+):
+    rng = np.random.default_rng(seed)
+    queries = rng.uniform(0, 10, (n, d)).astype(dtype)
+    keys = rng.uniform(0, 10, (m, d)).astype(dtype)
+    return choice.choose_method(
+        kernels.get(kernel),
+        queries,
+        keys,
+        np.full(d, bandwidth),
+        traced=traced,
+        weights=weights,
+        backend=backend,
+    )
+
+
+def test_auto_rule_1_weights_are_dense():
+    assert choose("gaussian", 3000, 3000, 1, weights=True) == "dense"
+
+
+def test_auto_rule_2_small_problems_are_dense():
+    assert choose("epanechnikov", 1000, 2000, 1) == "dense"
+
+
+def test_auto_rule_3_traced_inputs_stream():
+    assert choose("epanechnikov", 3000, 3000, 1, traced=True) == "stream"
+
+
+def test_auto_rule_4_compact_kernels_in_one_dimension_are_sparse():
+    assert choose("boxcar", 3000, 3000, 1, bandwidth=50.0) == "sparse"
+
+
+def test_auto_rule_5_compact_kernels_with_small_neighbourhoods_are_sparse():
+    assert choose("epanechnikov", 3000, 3000, 2, bandwidth=0.5) == "sparse"
+    assert choose("epanechnikov", 3000, 3000, 2, bandwidth=5.0) == "stream"  # most keys
+    assert choose("epanechnikov", 3000, 3000, 6, bandwidth=0.5) == "stream"  # d > 4
+
+
+def test_auto_rule_6_gaussian_and_dot_on_a_gpu_are_fused():
+    assert choose("gaussian", 3000, 3000, 8, backend="gpu") == "fused"
+    assert choose("dot", 3000, 3000, 8, backend="gpu") == "fused"
+    assert choose("gaussian", 3000, 3000, 8, backend="gpu", dtype=np.float64) == "stream"
+    assert choose("gaussian", 3000, 3000, 1, backend="gpu", bandwidth=1.0) == "fused"
+    assert choose("gaussian", 3000, 3000, 1, backend="gpu", bandwidth=1e-3) == "stream"
+
+
+def test_auto_rule_7_everything_else_streams():
+    assert choose("gaussian", 3000, 3000, 1) == "stream"
+    assert choose("laplacian", 3000, 3000, 2, backend="gpu") == "stream"
+
+
+def test_auto_in_attention_pool_uses_the_rules():
+    queries, keys, values = data(90, n=3000, m=3000)
+    got = attention_pool(queries, keys, values, kernel="epanechnikov", bandwidth=0.3)
+    want = attention_pool(
+        queries, keys, values, kernel="epanechnikov", bandwidth=0.3, method="sparse"
+    )
+    np.testing.assert_array_equal(got, want)
+    streamed = attention_pool(queries, keys, values, bandwidth=0.3)
+    np.testing.assert_array_equal(
+        streamed, attention_pool(queries, keys, values, bandwidth=0.3, method="stream")
+    )
+
+
+# --- clear errors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(method="fast"), r"method: expected one of 'auto', .* received 'fast'"),
+        (dict(method="binned", kernel="boxcar"), r"'binned' supports the kernels .* 'boxcar'"),
+        (dict(method="sparse"), r"'sparse' needs a compact-support .* 'gaussian'"),
+        (dict(method="fused", kernel="epanechnikov"), r"'fused' supports .* 'epanechnikov'"),
+        (dict(method="topk", kernel="dot"), r"'topk' needs a built-in .* 'dot'"),
+        (dict(method="sparse", kernel="boxcar", return_weights=True), r"does not form the weight"),
+        (dict(method=TopK(k=0)), r"TopK.k: expected a positive integer; received 0"),
+        (dict(method=Binned(tolerance=2.0)), r"Binned.tolerance: expected a number in \(0, 1\)"),
+        (dict(method=Binned(grid_size=2)), r"Binned.grid_size: expected at least 4"),
+        (dict(method=Binned(tolerance=1e-9), bandwidth=1e-3), r"needs .* grid nodes .* limit"),
+    ],
+)
+def test_bad_methods_are_clear_errors(kwargs, message):
+    queries, keys, values = data(100, n=10, m=50)
+    with pytest.raises(ValueError, match=message):
+        attention_pool(queries, keys, values, **kwargs)
+
+
+def test_binned_needs_at_most_two_dimensions_and_host_methods_concrete_arrays():
+    queries, keys, values = data(101, n=10, m=50, d=3)
+    with pytest.raises(ValueError, match="'binned' works for d <= 2; received d = 3"):
+        attention_pool(queries, keys, values, method="binned")
+    with pytest.raises(ValueError, match="'sparse' needs concrete arrays"):
+        jax.jit(lambda q: attention_pool(q, keys, values, kernel="boxcar", method="sparse"))(
+            jnp.asarray(queries)
+        )
+
+
+# --- the estimators and the bandwidth search --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method, kernel, tolerance",
+    [
+        ("sparse", "epanechnikov", 1e-9),
+        ("binned", "gaussian", BINNED_TOLERANCE),
+        ("fused", "gaussian", FUSED_RTOL),
+        (TopK(k=400), "tricube", 1e-9),
+        ("stream", "gaussian", 1e-12),
+    ],
+)
+def test_nadaraya_watson_predicts_with_every_method(method, kernel, tolerance):
+    from attnpool import NadarayaWatson
+
+    queries, keys, values = data(110, d=2)
+    fitted = NadarayaWatson(kernel, bandwidth=0.8, method=method, empty="nearest").fit(keys, values)
+    want = exact(queries, keys, values, kernel, 0.8)
+    error = np.max(np.abs(fitted.predict(queries) - want), axis=0) / value_range(values)
+    assert np.all(error <= 2 * tolerance)
+
+
+def test_sparse_bandwidth_search_is_exact_and_as_good_as_the_exact_search():
+    from attnpool import cv_curve, select_bandwidth
+
+    _, keys, values = data(120, m=600, layout="clustered")
+    y = values[:, 0] + np.random.default_rng(0).normal(0, 0.3, 600)
+    sparse_search = select_bandwidth(keys, y, kernel="epanechnikov", pooling="sparse")
+    exact_search = select_bandwidth(keys, y, kernel="epanechnikov", pooling="dense")
+    at_optimum = cv_curve(keys, y, [sparse_search.bandwidth[0]], kernel="epanechnikov")[0]
+    np.testing.assert_allclose(sparse_search.objective, at_optimum, rtol=EXACT_RTOL)
+    assert sparse_search.objective <= exact_search.objective * (1 + 1e-3)
+
+
+def test_sparse_bandwidth_search_in_two_dimensions():
+    from attnpool import cv_curve, select_bandwidth
+
+    _, keys, values = data(121, m=800, d=2)
+    y = values[:, 0] + np.random.default_rng(1).normal(0, 0.3, 800)
+    found = select_bandwidth(keys, y, kernel="triangular", pooling="sparse")
+    assert found.bandwidth.shape == (2,)
+    np.testing.assert_allclose(
+        found.objective,
+        cv_curve(keys, y, found.bandwidth[None], kernel="triangular")[0],
+        rtol=EXACT_RTOL,
+    )
+    assert found.objective <= np.nanmin(found.grid[1])
+
+
+def test_binned_bandwidth_search_can_be_asked_for_below_its_threshold():
+    from attnpool import select_bandwidth
+
+    _, keys, values = data(122, m=400)
+    y = values[:, 0] + np.random.default_rng(2).normal(0, 0.3, 400)
+    binned_search = select_bandwidth(keys, y, pooling="binned")
+    exact_search = select_bandwidth(keys, y, pooling="stream")
+    np.testing.assert_allclose(binned_search.bandwidth, exact_search.bandwidth, rtol=1e-3)
+    np.testing.assert_allclose(binned_search.objective, exact_search.objective, rtol=1e-6)
+
+
+def test_estimators_search_with_their_method():
+    from attnpool import NadarayaWatson, select_bandwidth
+
+    _, keys, values = data(123, m=500)
+    y = values[:, 0]
+    fitted = NadarayaWatson("epanechnikov", method="sparse").fit(keys, y)
+    direct = select_bandwidth(keys, y, kernel="epanechnikov", pooling="sparse")
+    np.testing.assert_array_equal(fitted.bandwidth_, direct.bandwidth)
+    assert fitted.cv_score_ == direct.objective
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(x, y, pooling="fast"),
+            r"pooling: .*'fast'",
+        ),
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(x, y, pooling="sparse"),
+            r"'sparse' searches .* kernel='gaussian'",
+        ),
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(
+                np.c_[x, x[::-1]], y, pooling="binned"
+            ),
+            r"'binned' searches .* one continuous",
+        ),
+        (
+            lambda x, y: __import__("attnpool").LocalLinear(method="sparse").fit(x, y),
+            r"method: 'sparse' pools local-constant fits .* degree=1",
+        ),
+        (
+            lambda x, y: __import__("attnpool").NadarayaWatson(method="nope").fit(x, y),
+            r"method: expected one of",
+        ),
+    ],
+)
+def test_bad_search_or_estimator_methods_are_clear_errors(call, message):
+    _, keys, values = data(124, m=100)
+    with pytest.raises(ValueError, match=message):
+        call(keys, values[:, 0])
+
+
+@pytest.mark.parametrize("kernel, exact_objective", [("gaussian", False), ("epanechnikov", True)])
+def test_large_binned_searches_report_the_best_objective_they_can_afford(
+    kernel, exact_objective, monkeypatch
+):
+    from attnpool import bandwidth, cv_curve, select_bandwidth
+
+    monkeypatch.setattr(bandwidth, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
+    _, keys, values = data(125, m=2000)
+    y = values[:, 0] + np.random.default_rng(3).normal(0, 0.3, 2000)
+    found = select_bandwidth(keys, y, kernel=kernel)
+    assert found.exact is exact_objective
+    at_optimum = cv_curve(keys, y, found.bandwidth, kernel=kernel)[0]
+    np.testing.assert_allclose(
+        found.objective, at_optimum, rtol=EXACT_RTOL if exact_objective else 1e-4
+    )
