@@ -87,17 +87,14 @@ def test_sparse_prefix_sums_stay_exact_when_the_range_dwarfs_the_bandwidth():
 
 def test_sparse_prefix_and_pair_sums_agree_row_by_row():
     queries, keys, values = data(6, n=400, m=5000)
-    features = np.concatenate([np.ones((5000, 1)), values], axis=1)
     kernel = kernels.get("epanechnikov")
     q, k = queries[:, 0] / 0.3, keys[:, 0] / 0.3
     order = np.argsort(k)
     low = np.searchsorted(k[order], np.sort(q) - 1)
     high = np.searchsorted(k[order], np.sort(q) + 1, side="right")
     split = sparse._split_kernel(kernel)
-    prefix, unreliable = sparse._prefix_sums(
-        np.sort(q), k[order], features[order], split, low, high
-    )
-    pairs = sparse._pairs_1d(np.sort(q), k[order], features[order], kernel, low, high)
+    prefix, unreliable = sparse._prefix_sums(np.sort(q), k[order], values[order], split, low, high)
+    pairs = sparse._pairs_1d(np.sort(q), k[order], values[order], kernel, low, high)
     assert unreliable.mean() < 0.01  # the few rows near the edges go to pairs
     np.testing.assert_allclose(prefix[~unreliable], pairs[~unreliable], rtol=1e-10, atol=1e-10)
 

@@ -278,12 +278,11 @@ def _sparse_cv(x, y, kernel):
     """The exact LOO CV objective of a local-constant fit, ``theta (d,) -> float``, summed
     over neighbourhoods only (:mod:`attnpool.methods.sparse`)."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    features = np.concatenate([np.ones((x.shape[0], 1)), y], axis=1)
+    own = np.concatenate([np.ones((x.shape[0], 1)), y], axis=1)
 
     def objective(theta):
-        scaled = x / np.exp(theta)
-        # each point's own term is exactly 1 · features (K(0)/K(0)); the rest is LOO
-        rest = sparse.sparse_sums(scaled, scaled, features, kernel) - features
+        # each point's own term is exactly 1 · [1, y] (K(0)/K(0)); the rest is LOO
+        rest = sparse.sparse_sums(x, x, y, np.exp(-theta), kernel) - own
         if not np.all(rest[:, 0] > 1e-9):  # some point has no neighbour: undefined
             return np.inf
         return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))

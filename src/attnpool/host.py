@@ -27,22 +27,27 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     dtype = q.dtype
     # scaled as scale_coordinates does (times 1/h), so support edges fall as in dense
     factor = np.asarray(1.0 / h, np.float64)
-    queries, keys = np.asarray(q, np.float64) * factor, np.asarray(k, np.float64) * factor
-    features = np.ones((keys.shape[0], 1 + v.shape[1]))
-    features[:, 1:] = np.asarray(v)
     if method == "topk":
-        state, left_out = topk.topk_state(queries, keys, features[:, 1:], kernel, options.k)
+        state, left_out = topk.topk_state(
+            np.asarray(q, np.float64) * factor,
+            np.asarray(k, np.float64) * factor,
+            np.asarray(v, np.float64),
+            kernel,
+            options.k,
+        )
         _check_left_out(left_out, options)
         pooled, empty_rows = (np.array(a) for a in finalize(state))
         exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
     else:
-        if method == "sparse":
-            sums = sparse.sparse_sums(queries, keys, features, kernel)
+        if method == "sparse":  # scales (and sorts) its own float64 copies
+            sums = sparse.sparse_sums(np.asarray(q), np.asarray(k), np.asarray(v), factor, kernel)
             exact = np.zeros(sums.shape[0], bool)
         else:
+            features = np.ones((k.shape[0], 1 + v.shape[1]))
+            features[:, 1:] = np.asarray(v)
             sums, _ = binned.binned_sums(
-                queries,
-                keys,
+                np.asarray(q, np.float64) * factor,
+                np.asarray(k, np.float64) * factor,
                 features,
                 kernel,
                 grid_size=options.grid_size,

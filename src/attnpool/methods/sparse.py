@@ -76,36 +76,50 @@ def supports(kernel: Kernel) -> bool:
     return kernel.compact and kernel.similarity == "distance"
 
 
-def sparse_sums(queries, keys, features, kernel: Kernel) -> np.ndarray:
-    """``Σ_{|q_i − k_j| ≤ 1} K(q_i − k_j) F_j / K(0)``: ``(n, f)`` float64 sums.
+def sparse_sums(queries, keys, values, scale, kernel: Kernel) -> np.ndarray:
+    """``[Σ_j K_ij, Σ_j K_ij v_j]`` with ``K_ij = K(s·(q_i − k_j)) / K(0)`` over pairs within
+    the support: ``(n, 1 + p)`` float64 sums.
 
-    ``queries (n, d)``, ``keys (m, d)`` scaled by the bandwidth; ``features (m, f)``.
+    ``queries (n, d)``, ``keys (m, d)``, ``values (m, p)`` in any float precision;
+    ``scale (d,)`` the inverse bandwidths. Scaled float64 coordinates are formed here,
+    already sorted in one dimension, so no unsorted float64 copy is kept.
     """
-    queries = np.asarray(queries, np.float64)
-    keys = np.asarray(keys, np.float64)
-    features = np.asarray(features, np.float64)
+    queries, keys = np.asarray(queries), np.asarray(keys)
+    scale = np.broadcast_to(np.asarray(scale, np.float64), queries.shape[1:])
     if queries.shape[1] == 1:
-        return _sums_1d(queries[:, 0], keys[:, 0], features, kernel)
-    return _sums_tree(queries, keys, features, kernel)
+        return _sums_1d(queries[:, 0], keys[:, 0], values, scale[0], kernel)
+    queries, keys = (np.asarray(x, np.float64) * scale for x in (queries, keys))
+    return _sums_tree(queries, keys, np.asarray(values, np.float64), kernel)
 
 
-def _sums_1d(queries, keys, features, kernel):
+def _sorted_scaled(x, scale):
+    """``(order, x[order] · scale)`` in float64; scaling by ``scale > 0`` keeps the order."""
+    order = np.argsort(x)
+    scaled = x[order].astype(np.float64, copy=False)  # a fresh array either way
+    scaled *= scale
+    return order, scaled
+
+
+def _sums_1d(queries, keys, values, scale, kernel):
     # sorted queries make every search and prefix lookup below a forward sweep
-    key_order, query_order = np.argsort(keys), np.argsort(queries)
-    keys, features, queries = keys[key_order], features[key_order], queries[query_order]
+    key_order, keys = _sorted_scaled(np.asarray(keys), scale)
+    values = np.asarray(np.asarray(values)[key_order], np.float64)
     del key_order
-    low = np.searchsorted(keys, queries - kernel.support, side="left")
-    high = np.searchsorted(keys, queries + kernel.support, side="right")
+    query_order, queries = _sorted_scaled(np.asarray(queries), scale)
+    index = np.int32 if keys.shape[0] < 2**31 else np.intp
+    low = np.searchsorted(keys, queries - kernel.support, side="left").astype(index)
+    high = np.searchsorted(keys, queries + kernel.support, side="right").astype(index)
     for rows in (slice(i, i + 16 * QUERY_CHUNK) for i in range(0, len(queries), 16 * QUERY_CHUNK)):
         low[rows], high[rows] = _settle_windows(queries[rows], keys, low[rows], high[rows], kernel)
     split = _split_kernel(kernel)
     if split is None:
-        sums = _pairs_1d(queries, keys, features, kernel, low, high)
+        sums = _pairs_1d(queries, keys, values, kernel, low, high)
     else:
-        sums, unreliable = _prefix_sums(queries, keys, features, split, low, high)
+        sums, unreliable = _prefix_sums(queries, keys, values, split, low, high)
         rows = np.flatnonzero(unreliable)
         if rows.size:
-            sums[rows] = _pairs_1d(queries[rows], keys, features, kernel, low[rows], high[rows])
+            sums[rows] = _pairs_1d(queries[rows], keys, values, kernel, low[rows], high[rows])
+    del low, high, queries, keys, values
     result = np.empty_like(sums)
     result[query_order] = sums
     return result
@@ -140,38 +154,43 @@ def _settle_windows(queries, keys, low, high, kernel):
             return low, high
 
 
-def _prefix_sums(queries, keys, features, split, low, high):
-    """Window sums by prefix differences, and the rows whose rounding estimate is too large."""
+def _prefix_sums(queries, keys, values, split, low, high):
+    """Window sums ``(n, 1 + p)`` by prefix differences, and the rows whose rounding
+    estimate is too large."""
     terms, left, right = split
     centre = 0.5 * (keys[0] + keys[-1])
-    k, q = keys - centre, queries - centre
-    n, (m, f) = q.shape[0], features.shape
+    n, (m, p) = queries.shape[0], values.shape
     middle = None
     if right is not None:  # keys[:middle] are ≤ q; settled windows may end on either side
         middle = np.clip(np.searchsorted(keys, queries, side="right"), low, high)
     eps = np.finfo(np.float64).eps
-    sums, error = np.zeros((n, f)), np.zeros(n)
+    sums, error = np.zeros((n, 1 + p)), np.zeros(n)
     block = _Prefix.block_for(m)
-    for j, term in enumerate(terms):  # one term at a time: memory O(m · f)
-        # written straight into the prefix's padded buffer; the weight column's
-        # magnitudes ride along, for the rounding estimate
-        rows_in = np.zeros((m // block + 1) * block * (f + 1)).reshape(-1, f + 1)
-        np.multiply(term(k)[:, None], features, out=rows_in[:m, :f])
-        np.abs(rows_in[:m, 0], out=rows_in[:m, f])
+    for j, term in enumerate(terms):  # one term at a time: memory O(m · p)
+        # columns: the term (the weights), the term times the values, and its magnitude
+        # for the rounding estimate; written straight into the prefix's padded buffer
+        rows_in = np.zeros(((m // block + 1) * block, p + 2))
+        for keys_in in (slice(i, min(i + QUERY_CHUNK, m)) for i in range(0, m, QUERY_CHUNK)):
+            weights = term(keys[keys_in] - centre)
+            rows_in[keys_in, 0] = weights
+            np.multiply(weights[:, None], values[keys_in], out=rows_in[keys_in, 1 : p + 1])
+            rows_in[keys_in, p + 1] = np.abs(weights)
         prefix = _Prefix(rows_in, block)
         for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, n, QUERY_CHUNK)):
+            q = queries[rows] - centre
             if right is None:  # the same on both sides of the query: one window
-                windows = [(left(q[rows])[j], low[rows], high[rows])]
+                windows = [(left(q)[j], low[rows], high[rows])]
             else:
                 windows = [
-                    (left(q[rows])[j], low[rows], middle[rows]),
-                    (right(q[rows])[j], middle[rows], high[rows]),
+                    (left(q)[j], low[rows], middle[rows]),
+                    (right(q)[j], middle[rows], high[rows]),
                 ]
             for a, start, stop in windows:  # chunks keep the temporaries in cache
                 total, ends, across = prefix.window(start, stop)
-                sums[rows] += a[:, None] * total[:, :f]
-                rounding = np.sqrt(block) * ends[:, f] + np.abs(across[:, 0])
+                sums[rows] += a[:, None] * total[:, : p + 1]
+                rounding = np.sqrt(block) * ends[:, p + 1] + np.abs(across[:, 0])
                 error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, 0]))
+        del prefix, rows_in
     unreliable = (high > low) & ~(error <= PREFIX_RTOL * np.abs(sums[:, 0]))
     return sums, unreliable
 
@@ -221,9 +240,9 @@ class _Prefix:
         return total, np.abs(inner_stop) + np.abs(inner_start), across
 
 
-def _pairs_1d(queries, keys, features, kernel, low, high):
-    """Pair-by-pair sums over the sorted windows ``keys[low:high]``, in chunks."""
-    sums = np.zeros((queries.shape[0], features.shape[1]))
+def _pairs_1d(queries, keys, values, kernel, low, high):
+    """Pair-by-pair sums ``(n, 1 + p)`` over the sorted windows ``keys[low:high]``, in chunks."""
+    sums = np.zeros((queries.shape[0], 1 + values.shape[1]))
     counts = high - low
     cumulative = np.cumsum(counts)
     start = 0
@@ -235,17 +254,17 @@ def _pairs_1d(queries, keys, features, kernel, low, high):
         first = np.repeat(np.cumsum(window) - window, window)  # each row's first pair
         columns = low[rows] + np.arange(rows.size) - first
         diff = queries[rows] - keys[columns]
-        _accumulate(sums, rows, columns, diff * diff, features, kernel)
+        _accumulate(sums, rows, columns, diff * diff, values, kernel)
         start = stop
     return sums
 
 
-def _sums_tree(queries, keys, features, kernel):
-    """Pair sums from KD-tree neighbourhoods (``d ≥ 2``), in chunks of queries."""
+def _sums_tree(queries, keys, values, kernel):
+    """Pair sums ``(n, 1 + p)`` from KD-tree neighbourhoods (``d ≥ 2``), in chunks of queries."""
     from scipy.spatial import cKDTree
 
     tree = cKDTree(keys)
-    sums = np.zeros((queries.shape[0], features.shape[1]))
+    sums = np.zeros((queries.shape[0], 1 + values.shape[1]))
     chunk = max(1, min(queries.shape[0], 8192))
     start = 0
     while start < queries.shape[0]:
@@ -259,20 +278,21 @@ def _sums_tree(queries, keys, features, kernel):
         pairs = block.sparse_distance_matrix(tree, reach, output_type="ndarray")
         local, columns = pairs["i"].astype(np.intp), pairs["j"].astype(np.intp)
         diff = queries[rows][local] - keys[columns]
-        partial_sums = np.zeros((block.n, features.shape[1]))
-        _accumulate(partial_sums, local, columns, np.sum(diff * diff, axis=1), features, kernel)
+        partial_sums = np.zeros((block.n, sums.shape[1]))
+        _accumulate(partial_sums, local, columns, np.sum(diff * diff, axis=1), values, kernel)
         sums[rows] = partial_sums
         start += chunk
     return sums
 
 
-def _accumulate(sums, rows, columns, r2, features, kernel):
-    """``sums[rows] += K(r2) / K(0) · features[columns]`` (unbuffered)."""
+def _accumulate(sums, rows, columns, r2, values, kernel):
+    """``sums[rows] += K(r2) / K(0) · [1, values[columns]]`` (unbuffered)."""
     if rows.size == 0:
         return
     weights = _relative_weights(r2, kernel)
-    for c in range(features.shape[1]):
-        sums[:, c] += np.bincount(rows, weights * features[columns, c], minlength=sums.shape[0])
+    sums[:, 0] += np.bincount(rows, weights, minlength=sums.shape[0])
+    for c in range(values.shape[1]):
+        sums[:, 1 + c] += np.bincount(rows, weights * values[columns, c], minlength=sums.shape[0])
 
 
 def _relative_weights(r2, kernel):
