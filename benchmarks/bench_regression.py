@@ -98,11 +98,19 @@ def _spawn(name: str, n: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="also CV selection at n = 1e5 to 1e7")
+    parser.add_argument("--only", choices=["fixed", "cv"], help="one section only")
     parser.add_argument("--case", nargs=2, metavar=("NAME", "N"))
     args = parser.parse_args()
     if args.case:
         print(json.dumps(_case(args.case[0], int(args.case[1]))))
         return
+    if args.only != "cv":
+        _fixed()
+    if args.only != "fixed":
+        _cv(args.large)
+
+
+def _fixed() -> None:
 
     print("## Fixed bandwidth (h = 0.2), fit + predict at 1000 queries\n")
     print("| n | attnpool (s) | first call (s) | statsmodels (s) | speed-up | max abs difference |")
@@ -117,6 +125,8 @@ def main() -> None:
             flush=True,
         )
 
+
+def _cv(large: bool) -> None:
     print("\n## Bandwidth by leave-one-out CV (local constant, gaussian)\n")
     print(
         "| n | attnpool (s) | first call (s) | CV reached | statsmodels cv_ls (s) | CV reached | "
@@ -133,7 +143,7 @@ def main() -> None:
             flush=True,
         )
 
-    if args.large:
+    if large:
         print("\n## Large CV searches (binned for the gaussian, sparse for epanechnikov)\n")
         print("| kernel | n | time (s) | first call (s) | h | CV | objective | peak RSS (MB) |")
         print("|---|---|---|---|---|---|---|---|")

@@ -54,8 +54,10 @@ def test_auto_rule_3_traced_inputs_stream():
     assert choose("epanechnikov", 3000, 3000, 1, traced=True) == "stream"
 
 
-def test_auto_rule_4_compact_kernels_in_one_dimension_are_sparse():
+def test_auto_rule_4_one_dimension_compact_kernels_are_sparse_and_the_gaussian_fgt():
     assert choose("boxcar", 3000, 3000, 1, bandwidth=50.0) == "sparse"
+    assert choose("gaussian", 3000, 3000, 1) == "fgt"
+    assert choose("laplacian", 3000, 3000, 1) == "stream"
 
 
 def test_auto_rule_5_compact_kernels_with_small_neighbourhoods_are_sparse():
@@ -68,12 +70,14 @@ def test_auto_rule_6_gaussian_and_dot_on_a_gpu_are_fused():
     assert choose("gaussian", 3000, 3000, 8, backend="gpu") == "fused"
     assert choose("dot", 3000, 3000, 8, backend="gpu") == "fused"
     assert choose("gaussian", 3000, 3000, 8, backend="gpu", dtype=np.float64) == "stream"
-    assert choose("gaussian", 3000, 3000, 1, backend="gpu", bandwidth=1.0) == "fused"
-    assert choose("gaussian", 3000, 3000, 1, backend="gpu", bandwidth=1e-3) == "stream"
+    assert choose("gaussian", 3000, 3000, 2, backend="gpu", bandwidth=1.0) == "fused"
+    assert choose("gaussian", 3000, 3000, 2, backend="gpu", bandwidth=1e-3) == "stream"
+    assert choose("gaussian", 3000, 3000, 1, backend="gpu") == "fgt"  # rule 4 first
 
 
 def test_auto_rule_7_everything_else_streams():
-    assert choose("gaussian", 3000, 3000, 1) == "stream"
+    assert choose("gaussian", 3000, 3000, 2) == "stream"
+    assert choose("laplacian", 3000, 3000, 1) == "stream"
     assert choose("laplacian", 3000, 3000, 2, backend="gpu") == "stream"
 
 
@@ -84,6 +88,11 @@ def test_auto_in_attention_pool_uses_the_rules():
         queries, keys, values, kernel="epanechnikov", bandwidth=0.3, method="sparse"
     )
     np.testing.assert_array_equal(got, want)
+    expanded = attention_pool(queries, keys, values, bandwidth=0.3)
+    np.testing.assert_array_equal(
+        expanded, attention_pool(queries, keys, values, bandwidth=0.3, method="fgt")
+    )
+    queries, keys, values = data(91, n=3000, m=3000, d=2)
     streamed = attention_pool(queries, keys, values, bandwidth=0.3)
     np.testing.assert_array_equal(
         streamed, attention_pool(queries, keys, values, bandwidth=0.3, method="stream")
@@ -100,6 +109,10 @@ def test_auto_in_attention_pool_uses_the_rules():
         (dict(method="binned", kernel="boxcar"), r"'binned' supports the kernels .* 'boxcar'"),
         (dict(method="sparse"), r"'sparse' needs a compact-support .* 'gaussian'"),
         (dict(method="fused", kernel="epanechnikov"), r"'fused' supports .* 'epanechnikov'"),
+        (
+            dict(method="fgt", kernel="laplacian"),
+            r"'fgt' pools .* 'gaussian' .* 'laplacian', d = 1",
+        ),
         (dict(method="topk", kernel="dot"), r"'topk' needs a built-in .* 'dot'"),
         (dict(method="sparse", kernel="boxcar", return_weights=True), r"does not form the weight"),
         (dict(method=TopK(k=0)), r"TopK.k: expected a positive integer; received 0"),
@@ -118,6 +131,8 @@ def test_binned_needs_at_most_two_dimensions_and_host_methods_concrete_arrays():
     queries, keys, values = data(101, n=10, m=50, d=3)
     with pytest.raises(ValueError, match="'binned' works for d <= 2; received d = 3"):
         attention_pool(queries, keys, values, method="binned")
+    with pytest.raises(ValueError, match=r"'fgt' pools .* in one dimension; .* d = 3"):
+        attention_pool(queries, keys, values, method="fgt")
     with pytest.raises(ValueError, match="'sparse' needs concrete arrays"):
         jax.jit(lambda q: attention_pool(q, keys, values, kernel="boxcar", method="sparse"))(
             jnp.asarray(queries)

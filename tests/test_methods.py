@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import decimal
 import itertools
+import math
 import warnings
 
 import jax
@@ -14,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnpool import Binned, EmptyNeighbourhoodWarning, TopK, attention_pool, kernels
-from attnpool.methods import binned, sparse
+from attnpool.methods import binned, expansion, sparse
 from attnpool.methods.topk import topk_state
 from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, exact, value_range
 from reference import COMPACT_KERNELS, reference_pool
@@ -97,6 +99,63 @@ def test_sparse_prefix_and_pair_sums_agree_row_by_row():
     pairs = sparse._pairs_1d(np.sort(q), k[order], values[order], kernel, low, high)
     assert unreliable.mean() < 0.01  # the few rows near the edges go to pairs
     np.testing.assert_allclose(prefix[~unreliable], pairs[~unreliable], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("layout", ["uniform", "clustered"])
+@pytest.mark.parametrize("bandwidth", [0.01, 0.07, 0.5, 4.0, 300.0])
+def test_fgt_equals_the_textbook_formula(layout, bandwidth):
+    queries, keys, values = data(12, n=400, m=3000, layout=layout)
+    queries[:5, 0] = [-3.0, -0.2, 10.3, 14.0, 40.0]  # outside the keys, some far outside
+    got = attention_pool(queries, keys, values, bandwidth=bandwidth, method="fgt")
+    want = reference_pool(queries, keys, values, "gaussian", bandwidth)
+    finite = np.isfinite(want).all(axis=1)  # the textbook formula underflows far away
+    np.testing.assert_allclose(got[finite], want[finite], rtol=EXACT_RTOL, atol=1e-12)
+    # where it does, the nearest-key limit, as the exact paths give
+    np.testing.assert_allclose(got, exact(queries, keys, values, "gaussian", bandwidth), atol=1e-12)
+
+
+def test_fgt_keys_far_from_zero_and_rows_far_from_every_key():
+    rng = np.random.default_rng(13)
+    keys = rng.uniform(1e4, 1e4 + 50, 20_000)  # 1e5 bandwidths from 0, 500 wide
+    queries = np.concatenate([rng.uniform(1e4, 1e4 + 50, 300), [1e4 - 2.0, 1e4 + 60.0]])
+    values = rng.standard_normal(20_000)
+    got = attention_pool(queries, keys, values, bandwidth=0.1, method="fgt")
+    want = reference_pool(queries, keys, values, "gaussian", 0.1)
+    # the scaled coordinates (1e5) round at 1e-11; the differences inherit that
+    np.testing.assert_allclose(got[:300], want[:300], rtol=1e-8, atol=1e-9)
+    # 20 and 100 bandwidths from the nearest key: pooled exactly (the nearest key's value)
+    far = exact(queries[300:], keys, values, "gaussian", 0.1)
+    np.testing.assert_allclose(got[300:], far, rtol=1e-12)
+
+
+@pytest.mark.parametrize("reach", [4.0, 9.1, 12.0])
+def test_fgt_plan_meets_its_truncation_bound(reach):
+    width, half, order = expansion.plan(reach)
+    assert half * width >= reach  # the window covers the reach
+    largest = (half + 0.5) * width * width / 2  # the largest |s·t| in the window
+    # the Taylor remainder of exp at that argument relative to the term, both signs,
+    # in 50-digit decimals (float64 would add its own cancellation)
+    with decimal.localcontext(decimal.Context(prec=50)):
+        for x in [decimal.Decimal(largest), -decimal.Decimal(largest)]:
+            taylor = sum(x**j / math.factorial(j) for j in range(order))
+            assert abs(taylor - x.exp()) / x.exp() <= expansion.TOLERANCE
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    bandwidth=st.floats(0.005, 20.0),
+    m=st.integers(1, 300),
+    spread=st.sampled_from([1.0, 100.0]),
+)
+def test_fgt_matches_dense_on_random_data(seed, bandwidth, m, spread):
+    rng = np.random.default_rng(seed)
+    keys = np.round(rng.uniform(-spread, spread, m), 3)  # ties and repeated keys on purpose
+    queries = rng.uniform(-1.5 * spread, 1.5 * spread, 40)
+    values = rng.standard_normal(m)
+    got = attention_pool(queries, keys, values, bandwidth=bandwidth, method="fgt")
+    want = attention_pool(queries, keys, values, bandwidth=bandwidth, method="dense")
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("kernel", SMOOTH)
@@ -207,11 +266,17 @@ def test_methods_agree_pairwise(first, second, d):
 
 @pytest.mark.parametrize(
     "first, second",
-    [("dense", "fused"), ("stream", "fused"), ("binned", "fused"), ("binned", "stream")],
+    [
+        *[("dense", "fused"), ("stream", "fused"), ("binned", "fused"), ("binned", "stream")],
+        *[("fgt", "dense"), ("fgt", "stream"), ("fgt", "fused"), ("fgt", "binned")],
+    ],
 )
 def test_gaussian_methods_agree_pairwise(first, second):
-    queries, keys, values = data(70, d=2)
-    tolerance = {"dense": 1e-12, "stream": 1e-12, "fused": FUSED_RTOL, "binned": BINNED_TOLERANCE}
+    queries, keys, values = data(70, d=1 if "fgt" in (first, second) else 2)
+    tolerance = {
+        **{"dense": 1e-12, "stream": 1e-12, "fgt": 1e-12},
+        **{"fused": FUSED_RTOL, "binned": BINNED_TOLERANCE},
+    }
     got = [attention_pool(queries, keys, values, bandwidth=0.4, method=m) for m in (first, second)]
     error = np.max(np.abs(got[0] - got[1]), axis=0) / value_range(values)
     assert np.all(error <= 2 * max(tolerance[first], tolerance[second]))
@@ -267,12 +332,13 @@ def test_empty_neighbourhoods_follow_the_policy(method):
 
 def test_host_methods_keep_the_array_type_and_precision():
     queries, keys, values = data(80, n=20, m=200)
-    for method in ["sparse", "binned", TopK(k=50, tolerance=None)]:
+    for method in ["sparse", "fgt", "binned", TopK(k=50, tolerance=None)]:
+        kernel = "gaussian" if method == "fgt" else "epanechnikov"
         as_numpy = attention_pool(
             queries.astype(np.float32),
             keys.astype(np.float32),
             values[:, 0].astype(np.float32),
-            kernel="epanechnikov",
+            kernel=kernel,
             method=method,
         )
         assert isinstance(as_numpy, np.ndarray) and as_numpy.dtype == np.float32
@@ -280,7 +346,7 @@ def test_host_methods_keep_the_array_type_and_precision():
             jnp.asarray(queries),
             jnp.asarray(keys),
             jnp.asarray(values),
-            kernel="epanechnikov",
+            kernel=kernel,
             method=method,
         )
         assert isinstance(as_jax, jax.Array) and as_jax.shape == (20, 2)

@@ -84,14 +84,18 @@ class _LocalRegression(_MultiOutputRegressor):
     def _method_name(self, X) -> str:
         """The pooling method's name, checked against the fit it has to serve."""
         name, _ = choice.resolve(self.method)
-        model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
-        if name not in _EXACT_ENGINES and (self._degree != 0 or set(model.var_type) != {"c"}):
+        if name not in _EXACT_ENGINES and not self._local_constant(X):
+            model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
             raise ValueError(
                 f"method: {name!r} pools local-constant fits of continuous columns; this "
                 f"{type(self).__name__} has degree={self._degree} and var_type="
                 f"{model.var_type!r}; accepted here: {', '.join(map(repr, _EXACT_ENGINES))}"
             )
         return name
+
+    def _local_constant(self, X) -> bool:
+        model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
+        return self._degree == 0 and set(model.var_type) == {"c"}
 
     def _search_pooling(self, name: str, d: int) -> str:
         """The bandwidth search's pooling: the method's own where it has one."""
@@ -184,7 +188,7 @@ class _LocalRegression(_MultiOutputRegressor):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         name = self._method_name(X)
         common = {"kernel": self.kernel, "bandwidth": self.bandwidth_, "empty": self.empty}
-        if name in _EXACT_ENGINES:
+        if name in _EXACT_ENGINES and not (name == "auto" and self._local_constant(X)):
             block_size = self.block_size
             if name == "stream" and block_size is None:
                 block_size = KEY_BLOCK
@@ -197,8 +201,15 @@ class _LocalRegression(_MultiOutputRegressor):
                 block_size=block_size,
                 **common,
             )
-        else:
-            fit = attention_pool(X, self.X_train_, self.y_train_, method=self.method, **common)
+        else:  # local constant, continuous columns: attention pooling (its faster methods)
+            fit = attention_pool(
+                X,
+                self.X_train_,
+                self.y_train_,
+                method=self.method,
+                block_size=self.block_size,
+                **common,
+            )
         if not return_std:
             return fit
         return fit, self._band(X, method="asymptotic").std

@@ -1,7 +1,8 @@
-"""Pooling by the host methods (``sparse``, ``binned``, ``topk``) on concrete arrays.
+"""Pooling by the host methods (``sparse``, ``fgt``, ``binned``, ``topk``) on concrete arrays.
 
 They compute kernel sums in float64 (NumPy/SciPy); rows they cannot settle — binned
-rows with little weight, overflowed or (under ``empty="nearest"``) empty rows — are
+rows with little weight, ``fgt`` rows far from every key, overflowed or (under
+``empty="nearest"``) empty rows — are
 pooled again by the exact streamed core of :mod:`attnpool.pooling`, for those rows only.
 """
 
@@ -21,8 +22,9 @@ BINNED_MIN_WEIGHT = 10.0
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     """Pooled values ``(n, p)`` and the empty-row mask by a host method (``sparse``,
-    ``binned``, ``topk``); rows it cannot settle are pooled exactly by the streamed core."""
-    from .methods import binned, sparse, topk
+    ``fgt``, ``binned``, ``topk``); rows it cannot settle are pooled exactly by the
+    streamed core."""
+    from .methods import binned, expansion, sparse, topk
 
     dtype = q.dtype
     # scaled as scale_coordinates does (times 1/h), so support edges fall as in dense
@@ -42,6 +44,11 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
         if method == "sparse":  # scales (and sorts) its own float64 copies
             sums = sparse.sparse_sums(np.asarray(q), np.asarray(k), np.asarray(v), factor, kernel)
             exact = np.zeros(sums.shape[0], bool)
+        elif method == "fgt":
+            sums, settled = expansion.expansion_sums(
+                np.asarray(q), np.asarray(k), np.asarray(v), factor
+            )
+            exact = ~settled
         else:
             features = np.ones((k.shape[0], 1 + v.shape[1]))
             features[:, 1:] = np.asarray(v)

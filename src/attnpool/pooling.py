@@ -122,6 +122,9 @@ def attention_pool(
           (flash attention on GPUs);
         - ``"sparse"`` — compact kernels, only keys inside the support
           (prefix sums in 1-D, a KD-tree above), exact;
+        - ``"fgt"`` — the Gaussian in 1-D by truncated Taylor expansions over boxes
+          of keys (a fast Gauss transform), ``O(n + m)``, within 1e-14 of each
+          query's weight: exact to float64 rounding;
         - ``"binned"`` or :class:`Binned` — ``d ≤ 2``, FFT on a grid, within
           ``tolerance × range(values)`` of the exact result;
         - ``"topk"`` or :class:`TopK` — each query's ``k`` nearest keys, with a
@@ -129,7 +132,7 @@ def attention_pool(
         - ``"auto"`` — an exact method chosen by the rules in
           :mod:`attnpool.methods.choice`.
 
-        ``sparse``, ``binned`` and ``topk`` need concrete arrays (not inside ``jit``).
+        ``sparse``, ``fgt``, ``binned`` and ``topk`` need concrete arrays (not inside ``jit``).
 
     Returns
     -------

@@ -11,7 +11,7 @@ rule  when                                           method
 1     the weight matrix is asked for                 ``dense``
 2     ``n·m ≤ DENSE_MAX_PAIRS``                      ``dense``
 3     traced inputs (inside ``jit``/``grad``/``vmap``) ``stream``
-4     compact kernel, ``d = 1``                      ``sparse``
+4     ``d = 1``: compact kernel / ``gaussian``       ``sparse`` / ``fgt``
 5     compact kernel, ``2 ≤ d ≤ 4``, sampled         ``sparse``
       neighbourhoods hold ≤ 5% of the keys
 6     GPU, ``gaussian`` or ``dot``, float32 or       ``fused``
@@ -21,8 +21,10 @@ rule  when                                           method
 7     otherwise                                      ``stream``
 ====  =============================================  ==========
 
-``binned`` (``d ≤ 2``, error within a stated tolerance) and ``topk`` (a bound
-on the weight left out) are approximations, used only when asked for.
+``fgt`` truncates Taylor expansions at a bound of 1e-14 of each query's weight, below
+the float64 sum's own rounding, so it counts as exact. ``binned`` (``d ≤ 2``, error
+within a stated tolerance) and ``topk`` (a bound on the weight left out) are
+approximations, used only when asked for.
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ import numpy as np
 
 from ..geometry import MATMUL_MIN_DIM
 from ..kernels import Kernel
-from . import fused, sparse
+from . import expansion, fused, sparse
 
 #: Every method name ``method=`` accepts.
-METHODS = ("auto", "dense", "stream", "fused", "sparse", "binned", "topk")
+METHODS = ("auto", "dense", "stream", "fused", "sparse", "fgt", "binned", "topk")
 #: Methods that run on concrete arrays (NumPy, SciPy), not inside ``jit``/``grad``/``vmap``.
-HOST_METHODS = frozenset(["sparse", "binned", "topk"])
+HOST_METHODS = frozenset(["sparse", "fgt", "binned", "topk"])
 #: Query–key pairs up to which ``auto`` pools densely.
 DENSE_MAX_PAIRS = 2**21
 #: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
@@ -118,6 +120,11 @@ def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights
         raise ValueError(
             f"method: 'sparse' needs a compact-support distance kernel; received {kernel.name!r}"
         )
+    if name == "fgt" and not (expansion.supports(kernel) and d == 1):
+        raise ValueError(
+            "method: 'fgt' pools the built-in 'gaussian' kernel in one dimension; received "
+            f"kernel {kernel.name!r}, d = {d}"
+        )
     if name == "fused" and not fused.supports(kernel):
         raise ValueError(
             f"method: 'fused' supports the kernels {sorted(fused.FUSED_KERNELS)}; "
@@ -160,6 +167,8 @@ def choose_method(
         return "dense"
     if traced:
         return "stream"
+    if d == 1 and expansion.supports(kernel):
+        return "fgt"
     if sparse.supports(kernel):
         if d == 1:
             return "sparse"
