@@ -128,6 +128,16 @@ def test_fgt_keys_far_from_zero_and_rows_far_from_every_key():
     np.testing.assert_allclose(got[300:], far, rtol=1e-12)
 
 
+def test_fgt_evaluates_many_boxes_in_several_groups():
+    rng = np.random.default_rng(14)
+    keys = rng.uniform(0, 400, 4000)  # 400 boxes of one bandwidth: > 256 chunks of queries
+    queries = rng.uniform(0, 400, 3000)
+    values = np.sin(keys)
+    got = attention_pool(queries, keys, values, bandwidth=1.0, method="fgt")
+    want = reference_pool(queries, keys, values, "gaussian", 1.0)
+    np.testing.assert_allclose(got, want, rtol=EXACT_RTOL, atol=1e-12)
+
+
 @pytest.mark.parametrize("reach", [4.0, 9.1, 12.0])
 def test_fgt_plan_meets_its_truncation_bound(reach):
     width, half, order = expansion.plan(reach)

@@ -23,9 +23,13 @@ Queries farther than :data:`MAX_NEAREST` from every key are returned unsettled
 from __future__ import annotations
 
 import math
+from functools import partial
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from .._interop import precision_scope
 from ..kernels import Kernel
 
 #: Bound on the truncation and on the weight left out, relative to each query's weight.
@@ -38,6 +42,8 @@ WIDTHS = (1.0, 0.5, 0.25, 0.125)
 MAX_COEFFICIENTS = 2**25
 #: Queries evaluated at once.
 QUERY_CHUNK = 1024
+#: Query chunks evaluated per call (memory ``O(CHUNK_GROUP · QUERY_CHUNK)``).
+CHUNK_GROUP = 256
 #: Keys expanded at once.
 KEY_CHUNK = 2**16
 
@@ -74,26 +80,33 @@ def expansion_sums(queries, keys, values, scale) -> tuple[np.ndarray, np.ndarray
     ``queries (n, 1)``, ``keys (m, 1)``, ``values (m, p)``; ``scale`` the inverse bandwidth.
     """
     scale = float(np.asarray(scale, np.float64).reshape(-1)[0])
-    order_k = np.argsort(np.asarray(keys)[:, 0])
-    k = np.asarray(keys)[order_k, 0].astype(np.float64) * scale
+    key_order = np.argsort(np.asarray(keys)[:, 0])
+    k = np.asarray(keys)[key_order, 0].astype(np.float64) * scale
     features = np.ones((k.shape[0], 1 + values.shape[1]))
-    features[:, 1:] = np.asarray(values)[order_k]
-    del order_k
-    q = np.asarray(queries, np.float64)[:, 0] * scale
+    features[:, 1:] = np.asarray(values)[key_order]
+    del key_order
+    # sorted queries: the nearest-key search is a forward sweep, the boxes come in order
+    query_order = np.argsort(np.asarray(queries)[:, 0])
+    q = np.asarray(queries)[query_order, 0].astype(np.float64) * scale
     nearest2 = _nearest_squared(q, k)
-    settled = nearest2 <= MAX_NEAREST**2
+    near = nearest2 <= MAX_NEAREST**2
+    settled = np.zeros(q.shape[0], bool)
     sums = np.zeros((q.shape[0], features.shape[1]))
-    if not settled.any():
+    if not near.any():
         return sums, settled
-    m = k.shape[0]
-    reach = math.sqrt(float(nearest2[settled].max()) + 2 * math.log(m / TOLERANCE))
+    reach = math.sqrt(float(nearest2[near].max()) + 2 * math.log(k.shape[0] / TOLERANCE))
     width, half, order = plan(reach)
     boxes = np.floor((k - k[0]) / width).astype(np.int64)
     if (int(boxes[-1]) + 4 * half + 3) * order * features.shape[1] > MAX_COEFFICIENTS:
-        return sums, np.zeros_like(settled)
-    table = _coefficients(k, features, boxes, k[0], width, order, half)
-    rows = np.flatnonzero(settled)
-    sums[rows] = _evaluate(q[rows] - k[0], nearest2[rows], table, width, half, order)
+        return sums, settled
+    origin = k[0]
+    table = _coefficients(k, features, boxes, origin, width, order, half)
+    del k, features, boxes
+    rows = np.flatnonzero(near)
+    u = q[rows]
+    u -= origin
+    sums[query_order[rows]] = _evaluate(u, nearest2[rows], table, width, half, order)
+    settled[query_order] = near
     return sums, settled
 
 
@@ -113,39 +126,79 @@ def _coefficients(k, features, boxes, origin, width, order, half):
     for chunk in (slice(i, i + KEY_CHUNK) for i in range(0, k.shape[0], KEY_CHUNK)):
         box = boxes[chunk]
         t = k[chunk] - (origin + (box + 0.5) * width)
+        terms = np.empty((order, f, t.shape[0]))  # F exp(−t²/2) t^j / j!
+        np.multiply(np.exp(-0.5 * t * t), features[chunk].T, out=terms[0])
+        for j in range(1, order):
+            np.multiply(terms[j - 1], t / j, out=terms[j])
         starts = np.flatnonzero(np.diff(box, prepend=box[0] - 1))  # keys are sorted by box
-        power = np.exp(-0.5 * t * t)  # exp(−t²/2) t^j / j!
-        for j in range(order):
-            for c in range(f):
-                term = power * features[chunk, c]
-                table[j * f + c, box[starts] + pad] += np.add.reduceat(term, starts)
-            power *= t / (j + 1)
+        table[:, box[starts] + pad] += np.add.reduceat(terms.reshape(order * f, -1), starts, axis=1)
     return np.ascontiguousarray(table.T)
 
 
 def _evaluate(u, nearest2, table, width, half, order):
     """``Σ_boxes exp(−(s² − r²)/2) Σ_j A_j s^j``: ``(n, f)`` at ``u = q − origin``.
 
-    Queries are taken in order of their box: the ones in a box share the window's
-    coefficients, a contiguous slice of ``table``, so each box is one matrix product.
+    Queries are grouped by their box into chunks: the queries of a chunk share one
+    window of coefficients, a contiguous slice of ``table``, so nothing is gathered
+    per query.
     """
     f = table.shape[1] // order
     box = np.floor(u / width).astype(np.int64)
-    sorted_rows = np.argsort(box, kind="stable")
+    by_box = np.argsort(box, kind="stable")
+    starts = np.flatnonzero(np.diff(box[by_box], prepend=box[by_box[0]] - 1))
+    counts = np.diff([*starts, u.shape[0]])
+    size = int(np.clip(_bucket(u.shape[0] // starts.size), 16, QUERY_CHUNK))
+    pieces = -(-counts // size)  # chunks per box
+    firsts = np.repeat(starts, pieces) + size * _ranks(pieces)  # in by_box order
+    ends = np.repeat(starts + counts, pieces)
+    group = min(_bucket(firsts.size), CHUNK_GROUP)
+    table = np.pad(table, [(0, _bucket(table.shape[0]) - table.shape[0]), (0, 0)])
     sums = np.zeros((u.shape[0], f))
-    window = np.arange(-half, half + 1)
-    for chunk in (slice(i, i + QUERY_CHUNK) for i in range(0, u.shape[0], QUERY_CHUNK)):
-        rows = sorted_rows[chunk]
-        s = u[rows, None] - ((box[rows, None] + window) + 0.5) * width  # (c, 2·half + 1)
-        basis = np.empty((order, *s.shape))  # exp(−(s² − r²)/2) s^j
-        np.exp(-0.5 * (s * s - nearest2[rows, None]), out=basis[0])
-        for j in range(1, order):
-            np.multiply(basis[j - 1], s, out=basis[j])
-        in_box = box[rows]
-        starts = np.flatnonzero(np.diff(in_box, prepend=in_box[0] - 1))
-        for start, stop in zip(starts, [*starts[1:], in_box.size], strict=True):
-            first = in_box[start] + half + 1  # the window's rows in the table
-            slab = table[first : first + 2 * half + 1].reshape(-1, f)  # (w, j) major
-            local = basis[:, start:stop].transpose(1, 2, 0).reshape(stop - start, -1)
-            sums[rows[start:stop]] = local @ slab
+    for at in range(0, firsts.size, group):
+        first, end = np.zeros(group, np.int64), np.zeros(group, np.int64)  # padded: empty
+        taken = slice(at, min(at + group, firsts.size))
+        first[: taken.stop - at], end[: taken.stop - at] = firsts[taken], ends[taken]
+        slots = first[:, None] + np.arange(size)
+        valid = slots < end[:, None]
+        rows = by_box[np.minimum(slots, u.shape[0] - 1)]
+        with precision_scope(np.float64):
+            out = _evaluate_chunks(
+                jnp.asarray(u[rows]),
+                jnp.asarray(nearest2[rows]),
+                jnp.asarray(box[by_box[first]] + half + 1),  # each window's first table row
+                table,
+                width,
+                window=2 * half + 1,
+                order=order,
+            )
+        sums[rows[valid]] = np.asarray(out)[valid]
     return sums
+
+
+def _ranks(pieces):
+    """``0 … p − 1`` for each ``p`` in ``pieces``, concatenated."""
+    return np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+
+
+def _bucket(size: int) -> int:
+    """``size`` rounded up to a power of two (few shapes, few compilations)."""
+    return 1 << max(0, math.ceil(math.log2(size)))
+
+
+@partial(jax.jit, static_argnames=("window", "order"))
+def _evaluate_chunks(u, nearest2, first, table, width, *, window, order):
+    f = table.shape[1] // order
+    offsets = jnp.arange(window) - window // 2
+
+    def chunk(args):
+        u, r2, first = args
+        slab = jax.lax.dynamic_slice_in_dim(table, first, window).reshape(window, order, f)
+        box = first - window // 2 - 1
+        s = u[:, None] - ((box + offsets) + 0.5) * width  # (c, window)
+        total = jnp.broadcast_to(slab[:, -1], (*s.shape, f))
+        for j in range(order - 2, -1, -1):  # Horner in s
+            total = total * s[..., None] + slab[:, j]
+        factor = jnp.exp(-0.5 * (s * s - r2[:, None]))
+        return jnp.sum(factor[..., None] * total, axis=1)
+
+    return jax.lax.map(chunk, (u, nearest2, first))
