@@ -36,7 +36,7 @@ from scipy import optimize
 from . import kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_points, check_values
-from .methods import binned, sparse
+from .methods import binned, expansion, sparse
 from .methods.stream import KEY_BLOCK
 from .regression import LocalModel, binned_loo_residuals, hat_diagonal, loo_residuals, model_for
 
@@ -55,7 +55,15 @@ BINNED_MIN_ROWS = 1000
 BINNED_KERNELS = binned.SMOOTH_KERNELS
 #: Largest n² for which a binned search reports the exact (all-pairs) objective; above
 #: it, compact kernels report the exact sparse objective and the others the binned one.
+#: The Gaussian of a local-constant fit reports it through ``fgt`` from
+#: :data:`EXPANSION_OBJECTIVE_MIN_PAIRS` on, at any size.
 EXACT_OBJECTIVE_MAX_PAIRS = 2**34
+EXPANSION_OBJECTIVE_MIN_PAIRS = 2**22
+#: Leave-one-out weights below this (in units of K(0)) are summed pair by pair: the
+#: expansion's error is relative to the weight including each point's own term.
+EXPANSION_LOO_MIN_WEIGHT = 1e-4
+#: Most pairs summed for those points before the expansion gives up (binned instead).
+EXPANSION_REDO_MAX_PAIRS = 2**27
 CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
 
@@ -226,7 +234,8 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     """CV for one continuous column: grid and L-BFGS on the binned objective.
 
     With 16 grid nodes per bandwidth the binned objective's optimum lies within about
-    1e-5 (relative) of the exact one; the reported objective is exact (all pairs up to
+    1e-5 (relative) of the exact one; the reported objective is exact (``fgt`` for the
+    Gaussian from ``n² ≥`` :data:`EXPANSION_OBJECTIVE_MIN_PAIRS`, all pairs up to
     :data:`EXACT_OBJECTIVE_MAX_PAIRS`, sparse for compact kernels above), else binned.
     """
     candidates = np.exp(thetas[:, 0])
@@ -249,29 +258,55 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
         )
     if progress:
         progress(2, 3)
-    exact = True
     with precision_scope(dtype):
         bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
-    n = x.shape[0]
-    if n * n <= EXACT_OBJECTIVE_MAX_PAIRS:
-        with precision_scope(dtype):
-            value = float(
-                _objective(
-                    jnp.asarray(theta, dtype),
-                    jnp.asarray(x, dtype),
-                    jnp.asarray(y, dtype),
-                    **options,
-                )
-            )
-    elif model.degree == 0 and sparse.supports(model.kernel):
-        value = _sparse_cv(x, y, model.kernel)(np.asarray(theta))
-    else:
+    value, exact = _reported_objective(x, y, theta, bandwidth, model, dtype, options)
+    if value is None:
         with precision_scope(np.float64):
             value = float(_objective(jnp.asarray(theta, jnp.float64), xb, yb, **approximate))
         exact = False
     if progress:
         progress(3, 3)
     return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), exact)
+
+
+def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, options):
+    """``(objective, True)`` computed exactly where a way applies, else ``(None, False)``."""
+    pairs = x.shape[0] ** 2
+    if model.degree == 0 and expansion.supports(model.kernel):
+        if pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS:
+            value = _expansion_cv(x, y, float(bandwidth[0]))
+            if value is not None:
+                return value, True
+    if model.degree == 0 and sparse.supports(model.kernel) and pairs > EXACT_OBJECTIVE_MAX_PAIRS:
+        return _sparse_cv(x, y, model.kernel)(np.asarray(theta)), True
+    if pairs <= EXACT_OBJECTIVE_MAX_PAIRS:
+        with precision_scope(dtype):
+            t, xd, yd = (jnp.asarray(a, dtype) for a in (theta, x, y))
+            return float(_objective(t, xd, yd, **options)), True
+    return None, False
+
+
+def _expansion_cv(x, y, bandwidth: float) -> float | None:
+    """The exact LOO CV objective of a local-constant Gaussian fit of one column by
+    :mod:`attnpool.methods.expansion`; None when too many points are isolated for it.
+
+    The points are the queries: each one's nearest key is itself, so the sums are
+    unscaled and its own term is exactly ``[1, y]``. Points whose remaining weight is
+    below :data:`EXPANSION_LOO_MIN_WEIGHT` are summed pair by pair.
+    """
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    sums, _ = expansion.expansion_sums(x, x, y, 1.0 / bandwidth)
+    rest = sums - np.concatenate([np.ones((x.shape[0], 1)), y], axis=1)
+    lonely = np.flatnonzero(~(rest[:, 0] >= EXPANSION_LOO_MIN_WEIGHT))
+    if lonely.size * x.shape[0] > EXPANSION_REDO_MAX_PAIRS:
+        return None
+    for rows in np.array_split(lonely, -(-lonely.size * x.shape[0] // 2**22) or 1):
+        log_w = -0.5 * ((x[rows] - x[:, 0]) / bandwidth) ** 2  # (rows, n)
+        log_w[np.arange(rows.size), rows] = -np.inf  # leave the point out
+        w = np.exp(log_w - log_w.max(axis=1, keepdims=True))  # a common factor per row
+        rest[rows] = np.concatenate([w.sum(axis=1, keepdims=True), w @ y], axis=1)
+    return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))
 
 
 def _sparse_cv(x, y, kernel):
