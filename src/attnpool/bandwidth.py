@@ -51,6 +51,8 @@ GRID = np.geomspace(0.05, 5.0, 16)
 _CHUNK = 4
 #: One continuous column and at least this many rows: CV is searched on a binned grid.
 BINNED_MIN_ROWS = 1000
+#: Candidate bandwidths × rows the binned grid search evaluates in one batch (memory).
+BINNED_GRID_BATCH = 2**23
 #: Kernels continuous enough for the binned search (its error falls as (Δ/h)²).
 BINNED_KERNELS = binned.SMOOTH_KERNELS
 #: Largest n² for which a binned search reports the exact (all-pairs) objective; above
@@ -244,8 +246,18 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     approximate = {**options, "binned": (grid, reach)}
     with precision_scope(np.float64):
         xb, yb = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
-        rows = jnp.asarray(thetas, jnp.float64)
-        objectives = np.asarray(_grid_objectives(rows, xb, yb, **approximate))
+        # candidates at once, as many as keep the batched (candidates, n) arrays small
+        chunk = int(np.clip(BINNED_GRID_BATCH // x.shape[0], 1, len(thetas)))
+        objectives = np.concatenate(
+            [
+                np.asarray(
+                    _grid_objectives(
+                        jnp.asarray(thetas[i : i + chunk], jnp.float64), xb, yb, **approximate
+                    )
+                )
+                for i in range(0, len(thetas), chunk)
+            ]
+        )
         best = _best_candidate(thetas, objectives, "cv")
         bounds = [(float(thetas[0, 0]), float(thetas[-1, 0]))]
         theta, _ = _refine(
