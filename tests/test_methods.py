@@ -364,7 +364,8 @@ def test_host_methods_keep_the_array_type_and_precision():
 
 @pytest.mark.parametrize("kernel, d", [("gaussian", 2), ("laplacian", 2), ("gaussian", 5)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_streamed_rows_far_from_every_key_are_pooled_with_their_maxima(kernel, d, dtype):
+@pytest.mark.parametrize("far_rows", [1, 2])  # again by themselves / every row again
+def test_streamed_rows_far_from_every_key_are_pooled_with_their_maxima(kernel, d, dtype, far_rows):
     """Streamed blocks use an upper bound on the log weights; a row whose weights all
     underflow under it is pooled again with its exact maximum. Keys on a jittered ring
     far around the query: the soft average differs from the nearest key's value."""
@@ -382,7 +383,7 @@ def test_streamed_rows_far_from_every_key_are_pooled_with_their_maxima(kernel, d
     keys[:, 0], keys[:, 1] = r * np.cos(angle), r * np.sin(angle)
     values = np.cos(angle)
     queries = np.zeros((2, d))
-    queries[1, 0] = radius  # this one sits on the ring: no underflow
+    queries[1, 0] = radius if far_rows == 1 else 0.5  # on the ring (no underflow) or inside
     args = (queries.astype(dtype), keys.astype(dtype), values.astype(dtype))
     got = attention_pool(*args, kernel=kernel, bandwidth=1.0, method="stream")
     want = attention_pool(*args, kernel=kernel, bandwidth=1.0, method="dense")

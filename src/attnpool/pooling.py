@@ -344,6 +344,8 @@ def is_monotone(kernel: _kernels.Kernel) -> bool:
 #: A streamed row with less weight than this many times the smallest normal number
 #: (every weight underflowed under the log-weight bound) is pooled again with row maxima.
 _UNDERFLOW = 2.0**24
+#: Up to one row in this many is pooled again by itself; more, and every row is.
+_AGAIN_SHARE = 16
 
 
 def log_weight_bound(queries, kernel: _kernels.Kernel):
@@ -400,15 +402,28 @@ def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, n
     result = state(*scaled)
     if method == "stream" and is_monotone(kernel) and not kernel.compact and scaled[0].shape[1] > 1:
         # rows whose every weight underflowed under the bound: again, with the row maxima
+        # (a few rows by themselves; past _AGAIN_SHARE of them, every row)
         low = result.weight_sum < _UNDERFLOW * jnp.finfo(result.weight_sum.dtype).tiny
+        few = max(1, scaled[0].shape[0] // _AGAIN_SHARE)
 
-        def again():
+        def some_again():
+            rows = jnp.nonzero(low, size=few, fill_value=-1)[0]
+            rows = jnp.where(rows >= 0, rows, rows[0])  # padding repeats a row that is low
+            exact = state(scaled[0][rows], scaled[1], bounded=False)
+            return jax.tree_util.tree_map(lambda a, b: a.at[rows].set(b), result, exact)
+
+        def all_again():
             exact = state(*scaled, bounded=False)
             return jax.tree_util.tree_map(
                 lambda a, b: jnp.where(low.reshape(-1, *[1] * (a.ndim - 1)), a, b), exact, result
             )
 
-        result = jax.lax.cond(jnp.any(low), again, lambda: result)
+        count = jnp.sum(low)
+        result = jax.lax.cond(
+            count == 0,
+            lambda: result,
+            lambda: jax.lax.cond(count <= few, some_again, all_again),
+        )
     pooled, empty_rows = finalize(result)
     fallback = needs_nearest(pooled, empty_rows, nearest)
 
