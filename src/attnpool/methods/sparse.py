@@ -12,11 +12,14 @@ Coordinates are already divided by the bandwidth, so the support is the unit bal
       triangular    1 − |q − k|   = (1 − q) + k  (k ≤ q),   (1 + q) − k  (k > q)
       cosine        cos(π(q − k)/2) = cos(πq/2) cos(πk/2) + sin(πq/2) sin(πk/2)
 
-  Prefix sums are two-level (blocks, then compensated sums of blocks), so a
-  window's rounding depends on the keys near it, not on all before it. Terms
-  still cancel (``k²`` grows with the range over the bandwidth): rows whose
-  estimated rounding exceeds :data:`PREFIX_RTOL` of their own sum — few keys in
-  the window, keys far from the centre — are summed pair by pair instead.
+  ``q`` and ``k`` are taken about the centre of the key's cell (:data:`CELL_WIDTH`
+  radii wide; a window spans at most two), so the terms stay O(1) whatever the
+  range over the bandwidth — about one global centre, ``k²`` grew as
+  (range/h)² and cancelled. Prefix sums are two-level (blocks, then compensated
+  sums of blocks), so a window's rounding depends on the keys near it, not on
+  all before it. Rows whose estimated rounding still exceeds :data:`PREFIX_RTOL`
+  of their own sum (every key within rounding of the support's edge) are summed
+  pair by pair instead.
 - Otherwise, pairs: sorted windows in 1-D, a KD-tree (``scipy.spatial.cKDTree``)
   above, summed in query chunks of at most :data:`PAIR_BUDGET` pairs,
   ``O((n + m) log m + nnz)``.
@@ -41,6 +44,9 @@ QUERY_CHUNK = 2**14
 PAIR_BUDGET = 2**22
 #: Prefix-sum rows with a larger estimated relative rounding error are summed by pairs.
 PREFIX_RTOL = 1e-10
+#: Width (in support radii) of the cells keys are centred in for the prefix sums: more
+#: than a window's two radii, so a window spans at most two cells.
+CELL_WIDTH = 4.0
 #: Keys per block of the two-level prefix sums: about √m, within these limits.
 PREFIX_BLOCKS = (64, 4096)
 
@@ -156,13 +162,29 @@ def _settle_windows(queries, keys, low, high, kernel):
 
 def _prefix_sums(queries, keys, values, split, low, high):
     """Window sums ``(n, 1 + p)`` by prefix differences, and the rows whose rounding
-    estimate is too large."""
+    estimate is too large.
+
+    Keys are taken about the centre of their cell (``CELL_WIDTH`` support radii wide),
+    so every term is O(1); a window (two radii) spans at most two cells, each part
+    combined with the query's position about that part's cell.
+    """
     terms, left, right = split
-    centre = 0.5 * (keys[0] + keys[-1])
     n, (m, p) = queries.shape[0], values.shape
-    middle = None
+    origin = keys[0]
+    cells = np.floor((keys - origin) / CELL_WIDTH).astype(np.int32)  # non-decreasing
+
+    def centre(cell):
+        return origin + (cell + 0.5) * CELL_WIDTH
+
+    sides = [(left, low, high)]
     if right is not None:  # keys[:middle] are ≤ q; settled windows may end on either side
         middle = np.clip(np.searchsorted(keys, queries, side="right"), low, high)
+        sides = [(left, low, middle), (right, middle, high)]
+    # each window side, cut where its first key's cell ends
+    sides = [
+        (coefficients, start, _cell_end(cells, start, stop), stop)
+        for coefficients, start, stop in sides
+    ]
     eps = np.finfo(np.float64).eps
     sums, error = np.zeros((n, 1 + p)), np.zeros(n)
     block = _Prefix.block_for(m)
@@ -171,28 +193,36 @@ def _prefix_sums(queries, keys, values, split, low, high):
         # for the rounding estimate; written straight into the prefix's padded buffer
         rows_in = np.zeros(((m // block + 1) * block, p + 2))
         for keys_in in (slice(i, min(i + QUERY_CHUNK, m)) for i in range(0, m, QUERY_CHUNK)):
-            weights = term(keys[keys_in] - centre)
+            weights = term(keys[keys_in] - centre(cells[keys_in]))
             rows_in[keys_in, 0] = weights
             np.multiply(weights[:, None], values[keys_in], out=rows_in[keys_in, 1 : p + 1])
             rows_in[keys_in, p + 1] = np.abs(weights)
         prefix = _Prefix(rows_in, block)
         for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, n, QUERY_CHUNK)):
-            q = queries[rows] - centre
-            if right is None:  # the same on both sides of the query: one window
-                windows = [(left(q)[j], low[rows], high[rows])]
-            else:
-                windows = [
-                    (left(q)[j], low[rows], middle[rows]),
-                    (right(q)[j], middle[rows], high[rows]),
-                ]
-            for a, start, stop in windows:  # chunks keep the temporaries in cache
-                total, ends, across = prefix.window(start, stop)
-                sums[rows] += a[:, None] * total[:, : p + 1]
-                rounding = np.sqrt(block) * ends[:, p + 1] + np.abs(across[:, 0])
-                error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, 0]))
+            q = queries[rows]
+            for coefficients, starts, splits, stops in sides:
+                start, split, stop = starts[rows], splits[rows], stops[rows]
+                for first, last, part_cell in [
+                    (start, split, cells[np.minimum(start, m - 1)]),
+                    (split, stop, cells[np.maximum(stop - 1, 0)]),
+                ]:
+                    a = coefficients(q - centre(part_cell))[j]
+                    total, ends, across = prefix.window(first, last)
+                    sums[rows] += a[:, None] * total[:, : p + 1]
+                    rounding = np.sqrt(block) * ends[:, p + 1] + np.abs(across[:, 0])
+                    error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, 0]))
         del prefix, rows_in
     unreliable = (high > low) & ~(error <= PREFIX_RTOL * np.abs(sums[:, 0]))
     return sums, unreliable
+
+
+def _cell_end(cells, start, stop):
+    """``min(stop, end of start's cell)``, in chunks (memory)."""
+    split = np.empty_like(stop)
+    for rows in (slice(i, i + 16 * QUERY_CHUNK) for i in range(0, start.size, 16 * QUERY_CHUNK)):
+        cell = cells[np.minimum(start[rows], cells.size - 1)]
+        split[rows] = np.minimum(np.searchsorted(cells, cell, side="right"), stop[rows])
+    return split
 
 
 class _Prefix:
