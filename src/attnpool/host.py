@@ -41,7 +41,8 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
         pooled, empty_rows = (np.array(a) for a in finalize(state))
         exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
     else:
-        if method == "sparse":  # scales (and sorts) its own float64 copies
+        # each scales its own float64 copies (sparse and fgt sorted, binned in chunks)
+        if method == "sparse":
             sums = sparse.sparse_sums(np.asarray(q), np.asarray(k), np.asarray(v), factor, kernel)
             exact = np.zeros(sums.shape[0], bool)
         elif method == "fgt":
@@ -50,12 +51,11 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
             )
             exact = ~settled
         else:
-            features = np.ones((k.shape[0], 1 + v.shape[1]))
-            features[:, 1:] = np.asarray(v)
             sums, _ = binned.binned_sums(
-                np.asarray(q, np.float64) * factor,
-                np.asarray(k, np.float64) * factor,
-                features,
+                np.asarray(q),
+                np.asarray(k),
+                np.asarray(v),
+                factor,
                 kernel,
                 grid_size=options.grid_size,
                 tolerance=options.tolerance,

@@ -36,6 +36,8 @@ MAX_NODES = 2**24
 SMOOTH_KERNELS = frozenset(
     ["gaussian", "laplacian", "triangular", "epanechnikov", "tricube", "cosine"]
 )
+#: Points binned or interpolated at once (memory ``O(BIN_CHUNK · 2^d)``).
+BIN_CHUNK = 2**20
 #: Error model ``max |error| ≤ C (Δ/h)^a · range(values)`` per kernel, ``(C, a)``: the
 #: largest measured over d = 1, 2, uniform and clustered keys, smooth, step and noise
 #: values, h = 1% and 4% of the range (docs/design.md; tests/test_methods.py checks it).
@@ -107,10 +109,13 @@ def _corners(points, grid: Grid):
     return jnp.stack(indices), jnp.stack(weights)
 
 
-def linear_bin(points, features, grid: Grid):
-    """Binned sums ``(*size, f)`` of ``features (n, f)`` at ``points (n, d)``, and the corners."""
+def linear_bin(points, features, grid: Grid, into=None):
+    """Binned sums ``(*size, f)`` of ``features (n, f)`` at ``points (n, d)`` (added to
+    ``into``, if given), and the corners."""
     indices, weights = _corners(points, grid)
     binned = jnp.zeros((int(np.prod(grid.size)), features.shape[1]), features.dtype)
+    if into is not None:
+        binned = into.reshape(binned.shape)
     for index, weight in zip(indices, weights, strict=True):
         binned = binned.at[index].add(weight[:, None] * features)
     return binned.reshape(*grid.size, features.shape[1]), (indices, weights)
@@ -164,12 +169,50 @@ def self_weight(weights, corners):
     return total
 
 
+@partial(jax.jit, static_argnames="grid")
+def _bin_chunk(binned, points, features, *, grid):
+    return linear_bin(points, features, grid, into=binned)[0]
+
+
 @partial(jax.jit, static_argnames=("kernel", "grid", "reach"))
-def _binned_sums(queries, keys, features, *, kernel, grid, reach):
-    sums, _ = linear_bin(keys, features, grid)
-    weights = kernel_on_grid(kernel, jnp.ones((), keys.dtype), grid, reach)
-    corners = _corners(queries, grid)
-    return interpolate(convolve(sums, weights), corners)
+def _smooth(binned, *, kernel, grid, reach):
+    return convolve(binned, kernel_on_grid(kernel, jnp.ones((), binned.dtype), grid, reach))
+
+
+@partial(jax.jit, static_argnames="grid")
+def _interpolate_chunk(smoothed, points, *, grid):
+    return interpolate(smoothed, _corners(points, grid))
+
+
+def _chunks(points, scale, values=None):
+    """``(start, scaled points, [1, values])`` for ``BIN_CHUNK`` rows at a time, in float64,
+    the last chunk zero-padded (one compiled shape; padded rows carry no weight)."""
+    n = points.shape[0]
+    size = min(BIN_CHUNK, n)
+    for start in range(0, n, size):
+        rows = slice(start, start + size)
+        chunk = np.zeros((size, points.shape[1]))
+        taken = np.asarray(points[rows], np.float64) * scale
+        chunk[: taken.shape[0]] = taken
+        features = None
+        if values is not None:
+            features = np.zeros((size, 1 + values.shape[1]))
+            features[: taken.shape[0], 0] = 1.0
+            features[: taken.shape[0], 1:] = values[rows]
+        yield start, chunk, features
+
+
+def _binned_sums(queries, keys, values, scale, *, kernel, grid, reach):
+    """Keys binned and queries interpolated in chunks: memory ``O(BIN_CHUNK + grid)``."""
+    binned = jnp.zeros((*grid.size, 1 + values.shape[1]), jnp.float64)
+    for _, points, features in _chunks(keys, scale, values):
+        binned = _bin_chunk(binned, jnp.asarray(points), jnp.asarray(features), grid=grid)
+    smoothed = _smooth(binned, kernel=kernel, grid=grid, reach=reach)
+    sums = np.empty((queries.shape[0], 1 + values.shape[1]))
+    for start, points, _ in _chunks(queries, scale):
+        got = np.asarray(_interpolate_chunk(smoothed, jnp.asarray(points), grid=grid))
+        sums[start : start + BIN_CHUNK] = got[: sums.shape[0] - start]
+    return sums
 
 
 def nodes_for(kernel: Kernel, tolerance: float) -> float:
@@ -178,26 +221,31 @@ def nodes_for(kernel: Kernel, tolerance: float) -> float:
     return max(2.0, float((constant / tolerance) ** (1 / order)))
 
 
-def binned_sums(queries, keys, features, kernel: Kernel, *, grid_size=None, tolerance=1e-3):
-    """``Σ_j K(q_i − k_j) F_j / K(0)`` on a grid, for scaled coordinates (bandwidth 1).
+def binned_sums(queries, keys, values, scale, kernel: Kernel, *, grid_size=None, tolerance=1e-3):
+    """``[Σ_j K_ij, Σ_j K_ij v_j]`` with ``K_ij = K(s·(q_i − k_j)) / K(0)`` on a grid.
 
     Parameters
     ----------
-    queries : (n, d) and keys : (m, d) arrays, already divided by the bandwidth, ``d ≤ 2``.
-    features : (m, f) array.
+    queries : (n, d) and keys : (m, d) arrays, ``d ≤ 2``, any float precision.
+    values : (m, p) array.
+    scale : (d,) the inverse bandwidths; scaled float64 coordinates are formed in chunks.
     grid_size : int or tuple, optional
         Nodes per dimension; by default chosen from ``tolerance`` with
         :func:`nodes_for` nodes per bandwidth (an error above :data:`MAX_NODES`).
 
     Returns
     -------
-    sums : (n, f) float64 NumPy array, and the :class:`Grid` used.
+    sums : (n, 1 + p) float64 NumPy array, and the :class:`Grid` used.
     """
-    points = np.concatenate([np.asarray(queries), np.asarray(keys)])
-    d = points.shape[1]
+    queries, keys, values = np.asarray(queries), np.asarray(keys), np.asarray(values)
+    d = queries.shape[1]
+    scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
+    # scaling by s > 0 keeps the order, so the extremes of the scaled points are these
+    low = np.minimum(queries.min(axis=0), keys.min(axis=0)).astype(np.float64) * scale
+    high = np.maximum(queries.max(axis=0), keys.max(axis=0)).astype(np.float64) * scale
     if grid_size is None:
         nodes = nodes_for(kernel, tolerance)
-        extent = np.ptp(points, axis=0)
+        extent = high - low
         needed = np.prod(np.ceil(extent * nodes) + 3)
         if needed > MAX_NODES:
             raise ValueError(
@@ -206,18 +254,12 @@ def binned_sums(queries, keys, features, kernel: Kernel, *, grid_size=None, tole
                 f"bandwidth), above the limit of {MAX_NODES:,}; raise Binned.tolerance, set "
                 "Binned.grid_size, or use method='sparse' or 'stream'"
             )
-        grid = grid_for(points, np.ones(d), nodes)
+        grid = grid_for(np.stack([low, high]), np.ones(d), nodes)
     else:
         size = np.broadcast_to(np.asarray(grid_size, int), (d,))
-        low, high = points.min(axis=0), points.max(axis=0)
         spacing = np.maximum(high - low, np.finfo(float).tiny) / np.maximum(size - 3, 1)
         grid = Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
     reach = reach_for(kernel, np.ones(d), grid)
     with precision_scope(np.float64):
-        sums = _binned_sums(
-            *(jnp.asarray(a, jnp.float64) for a in (queries, keys, features)),
-            kernel=kernel,
-            grid=grid,
-            reach=reach,
-        )
-        return np.asarray(sums), grid
+        sums = _binned_sums(queries, keys, values, scale, kernel=kernel, grid=grid, reach=reach)
+    return sums, grid
