@@ -187,6 +187,8 @@ def _bucket(size: int) -> int:
 
 @partial(jax.jit, static_argnames=("window", "order"))
 def _evaluate_chunks(u, nearest2, first, table, width, *, window, order):
+    """``(chunks, c, f)`` sums for query chunks ``u, nearest2 (chunks, c)`` whose windows
+    start at table rows ``first (chunks,)``."""
     f = table.shape[1] // order
     offsets = jnp.arange(window) - window // 2
 
