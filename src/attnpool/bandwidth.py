@@ -1,10 +1,6 @@
 """Bandwidth selection: rules of thumb, leave-one-out cross-validation and AICc.
 
-- ``"scott"``: ``1.059 σ_j n^(−1/(4+q))`` per continuous column (statsmodels'
-  ``normal_reference``), ``q`` the number of continuous columns;
-- ``"silverman"``: ``0.9 min(σ_j, IQR_j/1.349) n^(−1/(4+q))``;
-  both are Gaussian-kernel rules, converted to other kernels by the ratio of
-  canonical bandwidths ``δ(K) = (R(K) / μ₂(K)²)^(1/5)`` (Marron & Nolan, 1988);
+- ``"scott"``, ``"silverman"``: rules of thumb (:mod:`attnpool.rules`);
 - ``"cv"``: least-squares leave-one-out cross-validation,
   ``CV(h) = (1/n) Σ_i (y_i − ĝ₋ᵢ(x_i))²``, each point's own pair masked inside the
   streamed blocks (no refits, never an ``n × n`` matrix for large ``n``);
@@ -18,8 +14,6 @@ categorical ``λ``) with gradients from JAX autodiff, started from the best grid
 point — first in float32, then polished in the data's precision, which also
 gives the reported objective. A
 bandwidth at which some point has no neighbour (compact kernels) scores ``inf``.
-
-Categorical columns start at ``λ = 0.1``.
 """
 
 from __future__ import annotations
@@ -33,12 +27,13 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 
-from . import kernels
+from . import host_cv, kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_points, check_values
 from .methods import binned, expansion, sparse
 from .methods.stream import KEY_BLOCK
 from .regression import LocalModel, binned_loo_residuals, hat_diagonal, loo_residuals, model_for
+from .rules import rule_of_thumb
 
 __all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"]
 
@@ -61,13 +56,6 @@ BINNED_KERNELS = binned.SMOOTH_KERNELS
 #: :data:`EXPANSION_OBJECTIVE_MIN_PAIRS` on, at any size.
 EXACT_OBJECTIVE_MAX_PAIRS = 2**34
 EXPANSION_OBJECTIVE_MIN_PAIRS = 2**22
-#: Leave-one-out weights below this (in units of K(0)) are summed pair by pair: the
-#: expansion's error is relative to the weight including each point's own term.
-EXPANSION_LOO_MIN_WEIGHT = 1e-4
-#: Most pairs summed for those points before the expansion gives up (binned instead).
-EXPANSION_REDO_MAX_PAIRS = 2**27
-CATEGORICAL_START = 0.1
-_GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
 
 
 class BandwidthSelection(NamedTuple):
@@ -85,43 +73,6 @@ class BandwidthSelection(NamedTuple):
     method: str
     grid: tuple[np.ndarray, np.ndarray]
     exact: bool = True
-
-
-def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None) -> np.ndarray:
-    """Scott's or Silverman's bandwidth for each column of ``x (n, d)``."""
-    check_choice(method, "method", ("scott", "silverman"))
-    x = np.asarray(check_points(x, "x"), dtype=float)
-    model = model_for(x, kernel=kernel, var_type=var_type)
-    kernel = model.kernel
-    if not (kernel.variance and np.isfinite(kernel.variance) and kernel.roughness):
-        raise ValueError(
-            f"kernel: rules of thumb need a kernel with finite variance and roughness; "
-            f"{kernel.name!r} has variance {kernel.variance}"
-        )
-    n, q = x.shape[0], len(model.continuous)
-    bandwidth = np.full(x.shape[1], CATEGORICAL_START)
-    if q == 0:
-        return bandwidth
-    columns = x[:, list(model.continuous)]
-    sigma = columns.std(axis=0, ddof=1) if n > 1 else np.zeros(q)
-    if method == "silverman":
-        iqr = np.subtract(*np.percentile(columns, [75, 25], axis=0)) / 1.349
-        sigma = np.where(iqr > 0, np.minimum(sigma, iqr), sigma)
-    if np.any(sigma <= 0):
-        bad = [model.continuous[j] for j in np.flatnonzero(sigma <= 0)]
-        raise ValueError(f"x: column(s) {bad} are constant; a bandwidth rule needs spread")
-    bandwidth[list(model.continuous)] = rule_from_spread(sigma, n, kernel, method=method)
-    return bandwidth
-
-
-def rule_from_spread(sigma, n: int, kernel, *, method: str = "scott") -> np.ndarray:
-    """Scott's (``1.059 σ n^(−1/(4+d))``) or Silverman's (``0.9 …``) bandwidths from the
-    columns' spreads ``sigma (d,)``, converted to ``kernel`` by its canonical bandwidth."""
-    kernel = kernels.get(kernel)
-    ratio = (kernel.roughness / kernel.variance**2) ** 0.2 / _GAUSSIAN_CANONICAL
-    factor = 1.059 if method == "scott" else 0.9
-    sigma = np.asarray(sigma, dtype=float)
-    return factor * sigma * n ** (-1.0 / (4 + sigma.shape[0])) * ratio
 
 
 def _upper(model: LocalModel) -> np.ndarray:
@@ -284,57 +235,22 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
 
 def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, options):
     """``(objective, True)`` computed exactly where a way applies, else ``(None, False)``."""
-    pairs = x.shape[0] ** 2
-    if model.degree == 0 and expansion.supports(model.kernel):
-        if pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS:
-            value = _expansion_cv(x, y, float(bandwidth[0]))
-            if value is not None:
-                return value, True
-    if model.degree == 0 and sparse.supports(model.kernel) and pairs > EXACT_OBJECTIVE_MAX_PAIRS:
-        return _sparse_cv(x, y, model.kernel)(np.asarray(theta)), True
+    pairs, local_constant = x.shape[0] ** 2, model.degree == 0
+    if (
+        local_constant
+        and expansion.supports(model.kernel)
+        and pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS
+    ):
+        value = host_cv.expansion_cv(x, y, float(bandwidth[0]))
+        if value is not None:
+            return value, True
+    if local_constant and sparse.supports(model.kernel) and pairs > EXACT_OBJECTIVE_MAX_PAIRS:
+        return host_cv.sparse_cv(x, y, model.kernel)(np.asarray(theta)), True
     if pairs <= EXACT_OBJECTIVE_MAX_PAIRS:
         with precision_scope(dtype):
             t, xd, yd = (jnp.asarray(a, dtype) for a in (theta, x, y))
             return float(_objective(t, xd, yd, **options)), True
     return None, False
-
-
-def _expansion_cv(x, y, bandwidth: float) -> float | None:
-    """The exact LOO CV objective of a local-constant Gaussian fit of one column by
-    :mod:`attnpool.methods.expansion`; None when too many points are isolated for it.
-
-    The points are the queries: each one's nearest key is itself, so the sums are
-    unscaled and its own term is exactly ``[1, y]``. Points whose remaining weight is
-    below :data:`EXPANSION_LOO_MIN_WEIGHT` are summed pair by pair.
-    """
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    sums, _ = expansion.expansion_sums(x, x, y, 1.0 / bandwidth)
-    rest = sums - np.concatenate([np.ones((x.shape[0], 1)), y], axis=1)
-    lonely = np.flatnonzero(~(rest[:, 0] >= EXPANSION_LOO_MIN_WEIGHT))
-    if lonely.size * x.shape[0] > EXPANSION_REDO_MAX_PAIRS:
-        return None
-    for rows in np.array_split(lonely, -(-lonely.size * x.shape[0] // 2**22) or 1):
-        log_w = -0.5 * ((x[rows] - x[:, 0]) / bandwidth) ** 2  # (rows, n)
-        log_w[np.arange(rows.size), rows] = -np.inf  # leave the point out
-        w = np.exp(log_w - log_w.max(axis=1, keepdims=True))  # a common factor per row
-        rest[rows] = np.concatenate([w.sum(axis=1, keepdims=True), w @ y], axis=1)
-    return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))
-
-
-def _sparse_cv(x, y, kernel):
-    """The exact LOO CV objective of a local-constant fit, ``theta (d,) -> float``, summed
-    over neighbourhoods only (:mod:`attnpool.methods.sparse`)."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    own = np.concatenate([np.ones((x.shape[0], 1)), y], axis=1)
-
-    def objective(theta):
-        # each point's own term is exactly 1 · [1, y] (K(0)/K(0)); the rest is LOO
-        rest = sparse.sparse_sums(x, x, y, np.exp(-theta), kernel) - own
-        if not np.all(rest[:, 0] > 1e-9):  # some point has no neighbour: undefined
-            return np.inf
-        return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))
-
-    return objective
 
 
 def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
@@ -351,7 +267,7 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
             f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
             f"kernel={model.kernel.name!r}"
         )
-    objective = _sparse_cv(x, y, model.kernel)
+    objective = host_cv.sparse_cv(x, y, model.kernel)
     objectives = np.array([objective(theta) for theta in thetas])
     if progress:
         progress(1, 2)

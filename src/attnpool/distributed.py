@@ -318,7 +318,8 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     more between the best candidate's neighbours: two passes over the data. Returns a
     :class:`attnpool.bandwidth.BandwidthSelection`.
     """
-    from .bandwidth import GRID, BandwidthSelection, rule_from_spread
+    from .bandwidth import GRID, BandwidthSelection
+    from .rules import rule_from_spread
 
     x_rows = as_rows(x, "x", chunk_rows)
     n = x_rows.shape[0]

@@ -1,9 +1,9 @@
 """Pooling by the host methods (``sparse``, ``fgt``, ``binned``, ``topk``) on concrete arrays.
 
-They compute kernel sums in float64 (NumPy/SciPy); rows they cannot settle — binned
-rows with little weight, ``fgt`` rows far from every key, overflowed or (under
-``empty="nearest"``) empty rows — are
-pooled again by the exact streamed core of :mod:`attnpool.pooling`, for those rows only.
+They compute kernel sums in float64 (NumPy/SciPy/JAX); rows they cannot settle —
+binned rows with little weight, ``fgt`` rows far from every key, overflowed or (under
+``empty="nearest"``) empty rows — are pooled again by the exact streamed core of
+:mod:`attnpool.pooling`, for those rows only.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ import numpy as np
 
 from .._interop import precision_scope
 from ..kernels import Kernel
+from .sparse import sorted_scaled
 
 #: Bound on the truncation and on the weight left out, relative to each query's weight.
 TOLERANCE = 1e-14
@@ -80,14 +81,12 @@ def expansion_sums(queries, keys, values, scale) -> tuple[np.ndarray, np.ndarray
     ``queries (n, 1)``, ``keys (m, 1)``, ``values (m, p)``; ``scale`` the inverse bandwidth.
     """
     scale = float(np.asarray(scale, np.float64).reshape(-1)[0])
-    key_order = np.argsort(np.asarray(keys)[:, 0])
-    k = np.asarray(keys)[key_order, 0].astype(np.float64) * scale
+    key_order, k = sorted_scaled(np.asarray(keys)[:, 0], scale)
     features = np.ones((k.shape[0], 1 + values.shape[1]))
     features[:, 1:] = np.asarray(values)[key_order]
     del key_order
     # sorted queries: the nearest-key search is a forward sweep, the boxes come in order
-    query_order = np.argsort(np.asarray(queries)[:, 0])
-    q = np.asarray(queries)[query_order, 0].astype(np.float64) * scale
+    query_order, q = sorted_scaled(np.asarray(queries)[:, 0], scale)
     nearest2 = _nearest_squared(q, k)
     near = nearest2 <= MAX_NEAREST**2
     settled = np.zeros(q.shape[0], bool)

@@ -98,7 +98,7 @@ def sparse_sums(queries, keys, values, scale, kernel: Kernel) -> np.ndarray:
     return _sums_tree(queries, keys, np.asarray(values, np.float64), kernel)
 
 
-def _sorted_scaled(x, scale):
+def sorted_scaled(x, scale):
     """``(order, x[order] · scale)`` in float64; scaling by ``scale > 0`` keeps the order."""
     order = np.argsort(x)
     scaled = x[order].astype(np.float64, copy=False)  # a fresh array either way
@@ -108,10 +108,10 @@ def _sorted_scaled(x, scale):
 
 def _sums_1d(queries, keys, values, scale, kernel):
     # sorted queries make every search and prefix lookup below a forward sweep
-    key_order, keys = _sorted_scaled(np.asarray(keys), scale)
+    key_order, keys = sorted_scaled(np.asarray(keys), scale)
     values = np.asarray(np.asarray(values)[key_order], np.float64)
     del key_order
-    query_order, queries = _sorted_scaled(np.asarray(queries), scale)
+    query_order, queries = sorted_scaled(np.asarray(queries), scale)
     index = np.int32 if keys.shape[0] < 2**31 else np.intp
     low = np.searchsorted(keys, queries - kernel.support, side="left").astype(index)
     high = np.searchsorted(keys, queries + kernel.support, side="right").astype(index)
