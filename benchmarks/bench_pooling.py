@@ -8,7 +8,7 @@ extrapolated from the last size (quadratic for pairwise methods, linear for binn
 sparse and ``auto`` in one dimension), would pass the time cap.
 
 - ``attnpool``: ``attention_pool`` with ``method="auto"`` (gaussian, exact; ``fgt`` in
-  one dimension, ``stream`` above);
+  one dimension; above, ``native`` on a CPU, ``fused`` on a GPU);
 - ``attnpool-stream``: ``method="stream"``, the exact sum of every exponential;
 - ``attnpool-fused``: ``method="fused"`` (``jax.nn.dot_product_attention``);
 - ``attnpool-binned``: ``method="binned"``, ``d ≤ 2`` (default tolerance 1e-3 × range);

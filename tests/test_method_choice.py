@@ -75,8 +75,27 @@ def test_auto_rule_6_gaussian_and_dot_on_a_gpu_are_fused():
     assert choose("gaussian", 3000, 3000, 1, backend="gpu") == "fgt"  # rule 4 first
 
 
-def test_auto_rule_7_everything_else_streams():
-    assert choose("gaussian", 3000, 3000, 2) == "stream"
+def test_auto_rule_7_the_gaussian_on_a_cpu_is_native():
+    assert choose("gaussian", 3000, 3000, 2) == "native"
+    assert choose("gaussian", 3000, 3000, 8, dtype=np.float64) == "native"
+    assert choose("gaussian", 3000, 3000, 8, backend="gpu") == "fused"  # rule 6 first
+    assert choose("gaussian", 3000, 3000, 1) == "fgt"  # rule 4 first
+
+
+def test_auto_rule_7_needs_a_compiler(tmp_path, monkeypatch):
+    from attnpool.methods import native
+
+    monkeypatch.setenv("CC", "no-such-cc")
+    monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))
+    native._cache_directory.cache_clear()
+    try:
+        assert choose("gaussian", 3000, 3000, 2) == "stream"
+    finally:
+        native._cache_directory.cache_clear()
+
+
+def test_auto_rule_8_everything_else_streams():
+    assert choose("laplacian", 3000, 3000, 2) == "stream"
     assert choose("laplacian", 3000, 3000, 1) == "stream"
     assert choose("laplacian", 3000, 3000, 2, backend="gpu") == "stream"
 
@@ -93,9 +112,14 @@ def test_auto_in_attention_pool_uses_the_rules():
         expanded, attention_pool(queries, keys, values, bandwidth=0.3, method="fgt")
     )
     queries, keys, values = data(91, n=3000, m=3000, d=2)
-    streamed = attention_pool(queries, keys, values, bandwidth=0.3)
+    compiled = attention_pool(queries, keys, values, bandwidth=0.3)
     np.testing.assert_array_equal(
-        streamed, attention_pool(queries, keys, values, bandwidth=0.3, method="stream")
+        compiled, attention_pool(queries, keys, values, bandwidth=0.3, method="native")
+    )
+    streamed = attention_pool(queries, keys, values, kernel="laplacian", bandwidth=0.3)
+    np.testing.assert_array_equal(
+        streamed,
+        attention_pool(queries, keys, values, kernel="laplacian", bandwidth=0.3, method="stream"),
     )
 
 
@@ -114,6 +138,7 @@ def test_auto_in_attention_pool_uses_the_rules():
             r"'fgt' pools .* 'gaussian' .* 'laplacian', d = 1",
         ),
         (dict(method="topk", kernel="dot"), r"'topk' needs a built-in .* 'dot'"),
+        (dict(method="native", kernel="laplacian"), r"'native' pools .* 'gaussian' .* 'laplacian'"),
         (dict(method="sparse", kernel="boxcar", return_weights=True), r"does not form the weight"),
         (dict(method=TopK(k=0)), r"TopK.k: expected a positive integer; received 0"),
         (dict(method=Binned(tolerance=2.0)), r"Binned.tolerance: expected a number in \(0, 1\)"),
@@ -150,6 +175,7 @@ def test_binned_needs_at_most_two_dimensions_and_host_methods_concrete_arrays():
         ("fused", "gaussian", FUSED_RTOL),
         (TopK(k=400), "tricube", 1e-9),
         ("stream", "gaussian", 1e-12),
+        ("native", "gaussian", 1e-12),
     ],
 )
 def test_nadaraya_watson_predicts_with_every_method(method, kernel, tolerance):

@@ -279,12 +279,13 @@ def test_methods_agree_pairwise(first, second, d):
     [
         *[("dense", "fused"), ("stream", "fused"), ("binned", "fused"), ("binned", "stream")],
         *[("fgt", "dense"), ("fgt", "stream"), ("fgt", "fused"), ("fgt", "binned")],
+        *[("native", "dense"), ("native", "stream"), ("native", "fused"), ("native", "binned")],
     ],
 )
 def test_gaussian_methods_agree_pairwise(first, second):
     queries, keys, values = data(70, d=1 if "fgt" in (first, second) else 2)
     tolerance = {
-        **{"dense": 1e-12, "stream": 1e-12, "fgt": 1e-12},
+        **{"dense": 1e-12, "stream": 1e-12, "fgt": 1e-12, "native": 1e-12},
         **{"fused": FUSED_RTOL, "binned": BINNED_TOLERANCE},
     }
     got = [attention_pool(queries, keys, values, bandwidth=0.4, method=m) for m in (first, second)]
@@ -342,8 +343,8 @@ def test_empty_neighbourhoods_follow_the_policy(method):
 
 def test_host_methods_keep_the_array_type_and_precision():
     queries, keys, values = data(80, n=20, m=200)
-    for method in ["sparse", "fgt", "binned", TopK(k=50, tolerance=None)]:
-        kernel = "gaussian" if method == "fgt" else "epanechnikov"
+    for method in ["sparse", "fgt", "native", "binned", TopK(k=50, tolerance=None)]:
+        kernel = "gaussian" if method in ("fgt", "native") else "epanechnikov"
         as_numpy = attention_pool(
             queries.astype(np.float32),
             keys.astype(np.float32),

@@ -1,9 +1,10 @@
-"""Pooling by the host methods (``sparse``, ``fgt``, ``binned``, ``topk``) on concrete arrays.
+"""Pooling by the host methods (``sparse``, ``fgt``, ``native``, ``binned``, ``topk``) on
+concrete arrays.
 
-They compute kernel sums in float64 (NumPy/SciPy/JAX); rows they cannot settle —
-binned rows with little weight, ``fgt`` rows far from every key, overflowed or (under
-``empty="nearest"``) empty rows — are pooled again by the exact streamed core of
-:mod:`attnpool.pooling`, for those rows only.
+They compute kernel sums in float64 (NumPy/SciPy/JAX; ``native`` in the inputs'
+precision); rows they cannot settle — binned rows with little weight, ``fgt`` rows far
+from every key, overflowed or (under ``empty="nearest"``) empty rows — are pooled again
+by the exact streamed core of :mod:`attnpool.pooling`, for those rows only.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ BINNED_MIN_WEIGHT = 10.0
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     """Pooled values ``(n, p)`` and the empty-row mask by a host method (``sparse``,
-    ``fgt``, ``binned``, ``topk``); rows it cannot settle are pooled exactly by the
-    streamed core."""
-    from .methods import binned, expansion, sparse, topk
+    ``fgt``, ``native``, ``binned``, ``topk``); rows it cannot settle are pooled exactly by
+    the streamed core."""
+    from .methods import binned, expansion, native, sparse, topk
 
     dtype = q.dtype
     # scaled as scale_coordinates does (times 1/h), so support edges fall as in dense
@@ -50,6 +51,9 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
                 np.asarray(q), np.asarray(k), np.asarray(v), factor
             )
             exact = ~settled
+        elif method == "native":
+            sums = native.native_sums(np.asarray(q), np.asarray(k), np.asarray(v), factor)
+            exact = ~np.all(np.isfinite(sums), axis=1)
         else:
             sums, _ = binned.binned_sums(
                 np.asarray(q),

@@ -125,6 +125,9 @@ def attention_pool(
         - ``"fgt"`` — the Gaussian in 1-D by truncated Taylor expansions over boxes
           of keys (a fast Gauss transform), ``O(n + m)``, within 1e-14 of each
           query's weight: exact to float64 rounding;
+        - ``"native"`` — the Gaussian by a loop compiled with the machine's C compiler:
+          distances, exponentials and sums in one pass over the keys, on every CPU
+          core; exact;
         - ``"binned"`` or :class:`Binned` — ``d ≤ 2``, FFT on a grid, within
           ``tolerance × range(values)`` of the exact result;
         - ``"topk"`` or :class:`TopK` — each query's ``k`` nearest keys, with a
@@ -132,7 +135,8 @@ def attention_pool(
         - ``"auto"`` — an exact method chosen by the rules in
           :mod:`attnpool.methods.choice`.
 
-        ``sparse``, ``fgt``, ``binned`` and ``topk`` need concrete arrays (not inside ``jit``).
+        ``sparse``, ``fgt``, ``native``, ``binned`` and ``topk`` need concrete arrays
+        (not inside ``jit``).
 
     Returns
     -------

@@ -18,11 +18,14 @@ rule  when                                           method
       narrower, and ``d ≥ 3`` (where ``stream``
       uses the same matrix-product form) or
       ``eps·(extent/h)² ≤ 1e-4``
-7     otherwise                                      ``stream``
+7     CPU, ``gaussian``, ``d ≥ 2``, a C compiler     ``native``
+      builds the compiled loop
+8     otherwise                                      ``stream``
 ====  =============================================  ==========
 
 ``fgt`` truncates Taylor expansions at a bound of 1e-14 of each query's weight, below
-the float64 sum's own rounding, so it counts as exact. ``binned`` (``d ≤ 2``, error
+the float64 sum's own rounding, so it counts as exact; ``native`` sums every pair in
+the working precision, like ``stream``. ``binned`` (``d ≤ 2``, error
 within a stated tolerance) and ``topk`` (a bound on the weight left out) are
 approximations, used only when asked for.
 """
@@ -36,12 +39,12 @@ import numpy as np
 
 from ..geometry import MATMUL_MIN_DIM
 from ..kernels import Kernel
-from . import expansion, fused, sparse
+from . import expansion, fused, native, sparse
 
 #: Every method name ``method=`` accepts.
-METHODS = ("auto", "dense", "stream", "fused", "sparse", "fgt", "binned", "topk")
+METHODS = ("auto", "dense", "stream", "fused", "sparse", "fgt", "native", "binned", "topk")
 #: Methods that run on concrete arrays (NumPy, SciPy), not inside ``jit``/``grad``/``vmap``.
-HOST_METHODS = frozenset(["sparse", "fgt", "binned", "topk"])
+HOST_METHODS = frozenset(["sparse", "fgt", "native", "binned", "topk"])
 #: Query–key pairs up to which ``auto`` pools densely.
 DENSE_MAX_PAIRS = 2**21
 #: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
@@ -125,6 +128,15 @@ def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights
             "method: 'fgt' pools the built-in 'gaussian' kernel in one dimension; received "
             f"kernel {kernel.name!r}, d = {d}"
         )
+    if name == "native" and not native.supports(kernel):
+        raise ValueError(
+            f"method: 'native' pools the built-in 'gaussian' kernel; received {kernel.name!r}"
+        )
+    if name == "native" and not native.available():
+        raise ValueError(
+            "method: 'native' needs a C compiler that builds its loop ($CC, else cc): "
+            f"{native.unavailable_reason()}; use method='stream'"
+        )
     if name == "fused" and not fused.supports(kernel):
         raise ValueError(
             f"method: 'fused' supports the kernels {sorted(fused.FUSED_KERNELS)}; "
@@ -179,6 +191,8 @@ def choose_method(
     backend = backend or jax.default_backend()
     if backend != "cpu" and fused.supports(kernel) and _fused_is_accurate(keys, bandwidth, kernel):
         return "fused"
+    if backend == "cpu" and d >= 2 and native.supports(kernel) and native.available():
+        return "native"
     return "stream"
 
 

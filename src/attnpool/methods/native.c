@@ -1,0 +1,227 @@
+/* Gaussian pooling state in one pass: distances, exponentials and sums fused.
+
+   Compiled by attnpool.methods.native for one (precision, DIMS, VALUES, MATMUL), with
+   the machine's C compiler, and called from Python threads on disjoint query rows.
+   GCC/Clang vector extensions: LANES reals per vector, lowered to the machine's SIMD.
+
+   Everything is in base 2: the caller folds log2(e) into the coordinates, so a log
+   weight x needs 2^x, whose range reduction (x = n + f, |f| <= 1/2) is exact.
+
+   Per query, over key chunks of CHUNK keys:
+     x_j   = log2 weight of key j, minus the row's shift
+               MATMUL: q.k_j + b_j (b_j = -|k_j|^2/2, scaled; the query's constant dropped)
+               else:   SCALE * |q - k_j|^2
+     sum  += 2^x_j,   weighted[c] += 2^x_j * v_j[c]
+   The shift is the largest log weight seen so far, set from the first chunk. A chunk
+   with a log weight above shift + RESHIFT is summed again after the shift (and the
+   sums so far) move to its maximum, so no weight exceeds 2^RESHIFT and none that
+   matters underflows: the row's sums are exact to the precision's rounding. Weights
+   below 2^EXP_FLOOR of the shift are 0. A row whose coordinates overflowed comes out
+   not finite (or empty); the caller pools such rows by another path. */
+#include <math.h>
+#include <stddef.h>
+
+#if DOUBLE
+typedef double real;
+typedef long long integer;
+#define LANES 4
+#define MANTISSA 52
+#define BIAS 1023
+#define EXP_FLOOR (-1020.0)
+#else
+typedef float real;
+typedef int integer;
+#define LANES 8
+#define MANTISSA 23
+#define BIAS 127
+#define EXP_FLOOR (-125.0f)
+#endif
+
+#ifndef ROWS
+#define ROWS 6
+#endif
+#ifndef CHUNK
+#define CHUNK 256
+#endif
+#define RESHIFT 12.0
+#define SCALE (-0.72134752044448170368) /* -log2(e) / 2 */
+
+typedef real vreal __attribute__((vector_size(LANES * sizeof(real))));
+typedef integer vint __attribute__((vector_size(LANES * sizeof(real))));
+/* the same vector at any address of a real */
+typedef real uvreal __attribute__((vector_size(LANES * sizeof(real)), aligned(sizeof(real))));
+
+static inline vreal splat(real x) {
+    vreal v;
+    for (int l = 0; l < LANES; l++) v[l] = x;
+    return v;
+}
+
+static inline vreal load(const real *p) { return *(const uvreal *)p; }
+
+static inline vreal select(vint mask, vreal a, vreal b) {
+    return (vreal)(((vint)a & mask) | ((vint)b & ~mask));
+}
+
+/* 2^x for ROWS vectors at once (their dependency chains interleave); exactly 0 below
+   EXP_FLOOR, where the bits computed are garbage and cleared. */
+static inline void exp2_rows(vreal x[ROWS]) {
+    const real magic = (real)1.5 * (real)(1LL << MANTISSA); /* rounds to an integer */
+    vint keep[ROWS], n[ROWS];
+    vreal f[ROWS], p[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        keep[r] = x[r] >= EXP_FLOOR;
+        vreal t = x[r] + magic;
+        n[r] = (vint)t - (vint)splat(magic);
+        f[r] = x[r] - (t - magic);
+    }
+#if DOUBLE
+    /* Taylor series of e^(f ln 2) = sum_k (f ln 2)^k / k! to degree 13:
+       remainder below 5e-18 on |f| <= 1/2 */
+    static const double c[] = {
+        1.36914888539041281e-12, 2.56784359934882055e-11, 4.44553827187081162e-10,
+        7.05491162080112336e-09, 1.01780860092396999e-07, 1.32154867901443095e-06,
+        1.52527338040598411e-05, 1.54035303933816088e-04, 1.33335581464284433e-03,
+        9.61812910762847688e-03, 5.55041086648215831e-02, 2.40226506959100722e-01,
+        6.93147180559945286e-01, 1.0};
+    for (int r = 0; r < ROWS; r++) p[r] = splat(c[0]);
+    for (int k = 1; k < (int)(sizeof c / sizeof c[0]); k++)
+        for (int r = 0; r < ROWS; r++) p[r] = p[r] * f[r] + c[k];
+#else
+    /* minimax polynomial for 2^f on |f| <= 1/2 (Cephes exp2f), relative error ~2e-8 */
+    for (int r = 0; r < ROWS; r++) p[r] = splat(1.535336188319500e-4f);
+    for (int r = 0; r < ROWS; r++) p[r] = p[r] * f[r] + 1.339887440266574e-3f;
+    for (int r = 0; r < ROWS; r++) p[r] = p[r] * f[r] + 9.618437357674640e-3f;
+    for (int r = 0; r < ROWS; r++) p[r] = p[r] * f[r] + 5.550332471162809e-2f;
+    for (int r = 0; r < ROWS; r++) p[r] = p[r] * f[r] + 2.402264791363012e-1f;
+    for (int r = 0; r < ROWS; r++) p[r] = p[r] * f[r] + 6.931472028550421e-1f;
+    for (int r = 0; r < ROWS; r++) p[r] = p[r] * f[r] + 1.0f;
+#endif
+    for (int r = 0; r < ROWS; r++)
+        x[r] = (vreal)((vint)(p[r] * (vreal)((n[r] + BIAS) << MANTISSA)) & keep[r]);
+}
+
+static inline real largest(vreal v) {
+    real top = v[0];
+    for (int l = 1; l < LANES; l++) top = v[l] > top ? v[l] : top;
+    return top;
+}
+
+static inline double total(vreal v) {
+    double sum = 0;
+    for (int l = 0; l < LANES; l++) sum += v[l];
+    return sum;
+}
+
+#if MATMUL
+#define KEY_ROWS (DIMS + 1)
+#else
+#define KEY_ROWS DIMS
+#endif
+
+/* x[r] = log2 weights of query row r over keys j .. j + LANES, minus base[r]; keys from
+   m on (padding) get -inf. kt: (KEY_ROWS, m_pad), one key per column. */
+static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const vreal base[ROWS],
+                               const real *kt, ptrdiff_t m_pad, ptrdiff_t j, ptrdiff_t m) {
+#if MATMUL
+    vreal bias = load(kt + DIMS * m_pad + j);
+    for (int r = 0; r < ROWS; r++) x[r] = bias - base[r];
+    for (int c = 0; c < DIMS; c++) {
+        vreal kc = load(kt + c * m_pad + j);
+        for (int r = 0; r < ROWS; r++) x[r] += qv[r][c] * kc;
+    }
+#else
+    vreal s[ROWS];
+    for (int r = 0; r < ROWS; r++) s[r] = splat(0);
+    for (int c = 0; c < DIMS; c++) {
+        vreal kc = load(kt + c * m_pad + j);
+        for (int r = 0; r < ROWS; r++) {
+            vreal diff = kc - qv[r][c];
+            s[r] += diff * diff;
+        }
+    }
+    for (int r = 0; r < ROWS; r++) x[r] = s[r] * (real)SCALE - base[r];
+#endif
+    if (j + LANES > m) {
+        vint inside;
+        for (int l = 0; l < LANES; l++) inside[l] = -(integer)(j + l < m);
+        for (int r = 0; r < ROWS; r++) x[r] = select(inside, x[r], splat(-INFINITY));
+    }
+}
+
+/* For queries q (n, DIMS), keys kt (KEY_ROWS, m_pad) and values vt (VALUES, m_pad):
+   shift (n,) in log2 units, sum (n,) and weighted (n, VALUES) of 2^(log2 w - shift). */
+void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
+                    ptrdiff_t m_pad, double *shift, double *sum, double *weighted) {
+    const vreal zero[ROWS] = {0};
+    for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
+        int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
+        double row_shift[ROWS], row_sum[ROWS], row_weighted[ROWS][VALUES];
+        vreal qv[ROWS][DIMS];
+        for (int r = 0; r < ROWS; r++) {
+            row_shift[r] = -INFINITY;
+            row_sum[r] = 0;
+            for (int c = 0; c < VALUES; c++) row_weighted[r][c] = 0;
+            /* rows past n repeat the last query; their results are not written */
+            ptrdiff_t i = i0 + (r < rows ? r : rows - 1);
+            for (int c = 0; c < DIMS; c++) qv[r][c] = splat(q[i * DIMS + c]);
+        }
+        for (ptrdiff_t j0 = 0; j0 < m; j0 += CHUNK) {
+            ptrdiff_t end = j0 + CHUNK < m_pad ? j0 + CHUNK : m_pad;
+            int reshift = j0 == 0;
+            for (;;) {
+                if (reshift) { /* shifts to this chunk's maxima where those are larger */
+                    vreal top[ROWS], x[ROWS];
+                    for (int r = 0; r < ROWS; r++) top[r] = splat(-INFINITY);
+                    for (ptrdiff_t j = j0; j < end; j += LANES) {
+                        log_weights(x, qv, zero, kt, m_pad, j, m);
+                        for (int r = 0; r < ROWS; r++) top[r] = select(x[r] > top[r], x[r], top[r]);
+                    }
+                    for (int r = 0; r < ROWS; r++) {
+                        double new_shift = largest(top[r]);
+                        if (new_shift > row_shift[r]) {
+                            double scale = row_shift[r] == -INFINITY ? 0.0 : exp2(row_shift[r] - new_shift);
+                            row_sum[r] *= scale;
+                            for (int c = 0; c < VALUES; c++) row_weighted[r][c] *= scale;
+                            row_shift[r] = new_shift;
+                        }
+                    }
+                }
+                vreal base[ROWS], chunk_sum[ROWS], chunk_weighted[ROWS][VALUES], x[ROWS];
+                vint over = {0};
+                for (int r = 0; r < ROWS; r++) {
+                    /* a row without a finite log weight yet: any finite base leaves it at 0 */
+                    base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
+                    chunk_sum[r] = splat(0);
+                    for (int c = 0; c < VALUES; c++) chunk_weighted[r][c] = splat(0);
+                }
+                for (ptrdiff_t j = j0; j < end; j += LANES) {
+                    log_weights(x, qv, base, kt, m_pad, j, m);
+                    for (int r = 0; r < ROWS; r++) over |= x[r] > (real)RESHIFT;
+                    exp2_rows(x);
+                    for (int r = 0; r < ROWS; r++) {
+                        chunk_sum[r] += x[r];
+                        for (int c = 0; c < VALUES; c++)
+                            chunk_weighted[r][c] += x[r] * load(vt + c * m_pad + j);
+                    }
+                }
+                int any = 0;
+                for (int l = 0; l < LANES; l++) any |= over[l] != 0;
+                if (any && !reshift) { /* once: a row still over after it is not finite */
+                    reshift = 1;
+                    continue;
+                }
+                for (int r = 0; r < ROWS; r++) {
+                    row_sum[r] += total(chunk_sum[r]);
+                    for (int c = 0; c < VALUES; c++) row_weighted[r][c] += total(chunk_weighted[r][c]);
+                }
+                break;
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            shift[i0 + r] = row_shift[r];
+            sum[i0 + r] = row_sum[r];
+            for (int c = 0; c < VALUES; c++) weighted[(i0 + r) * VALUES + c] = row_weighted[r][c];
+        }
+    }
+}

@@ -1,0 +1,147 @@
+"""The compiled Gaussian loop (``method="native"``) against independent references."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnpool import attention_pool
+from attnpool.methods import native
+from method_data import data, value_range
+from reference import reference_pool, stable_gaussian_pool
+
+
+def pooled(queries, keys, values, bandwidth):
+    scale = np.full(keys.shape[1], 1.0 / bandwidth)
+    sums = native.native_sums(queries, keys, values, scale)
+    return sums[:, 1:] / sums[:, :1]
+
+
+# float32: the inputs' own rounding (and, for d >= 3, the matrix-product form's
+# cancellation, as in the streamed path); float64: rounding
+TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [2, 3, 8])
+@pytest.mark.parametrize("n, m", [(1, 1), (7, 5), (13, 257), (301, 1000)])
+@pytest.mark.parametrize("p", [1, 3, native.MAX_VALUES + 2])
+def test_native_equals_the_textbook_formula(dtype, d, n, m, p):
+    rng = np.random.default_rng(d * 1000 + n + m + p)
+    queries = rng.uniform(0, 5, (n, d)).astype(dtype)
+    keys = rng.uniform(0, 5, (m, d)).astype(dtype)
+    values = rng.standard_normal((m, p)).astype(dtype)
+    got = pooled(queries, keys, values, 0.6)
+    want = reference_pool(queries, keys, values, "gaussian", 0.6)
+    assert got.shape == (n, p)
+    assert np.max(np.abs(got - want)) <= TOLERANCE[dtype] * max(np.ptp(values), 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [2, 5])
+def test_the_running_shift_follows_ever_closer_keys(dtype, d):
+    """Keys sorted from the farthest to the nearest (for one query at the origin): every
+    chunk's largest log weight is far above the shift so far, which must move to it."""
+    rng = np.random.default_rng(d)
+    keys = rng.uniform(-1, 1, (3000, d)) * np.linspace(40, 0.5, 3000)[:, None]
+    queries = np.zeros((6, d)) + rng.normal(0, 0.01, (6, d))
+    values = rng.standard_normal((3000, 2))
+    args = [a.astype(dtype) for a in (queries, keys, values)]
+    got = pooled(*args, 0.2)
+    want = stable_gaussian_pool(*args, 0.2)
+    assert np.all(np.isfinite(got))
+    assert np.max(np.abs(got - want)) <= TOLERANCE[dtype] * np.ptp(values)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_far_from_every_key_keep_their_relative_weights(dtype):
+    """Every weight of these rows is below the smallest normal number (e^(-5000)); the
+    row's own shift keeps the ratios exact."""
+    rng = np.random.default_rng(3)
+    keys = rng.uniform(0, 1, (700, 3))
+    queries = keys[:9] + np.array([100.0, 0.0, 0.0])
+    values = rng.standard_normal((700, 1))
+    args = [a.astype(dtype) for a in (queries, keys, values)]
+    got = pooled(*args, 1.0)
+    want = stable_gaussian_pool(*args, 1.0)
+    assert np.max(np.abs(got - want)) <= 10 * TOLERANCE[dtype] * np.ptp(values)
+
+
+def test_overflowed_coordinates_go_to_the_nearest_key_like_stream():
+    queries, keys, values = data(5, n=40, m=3000, d=2)
+    got = attention_pool(queries, keys, values, bandwidth=1e-300, method="native")
+    want = attention_pool(queries, keys, values, bandwidth=1e-300, method="stream")
+    np.testing.assert_array_equal(got, want)
+    assert np.all(np.isfinite(got))
+
+
+def test_threads_split_rows_without_changing_a_bit(monkeypatch):
+    queries, keys, values = data(6, n=1000, m=1500, d=3)
+    whole = pooled(queries, keys, values, 0.5)
+    monkeypatch.setattr(native, "TASK_ROWS", 12)  # 84 tasks over every core
+    np.testing.assert_array_equal(pooled(queries, keys, values, 0.5), whole)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    d=st.integers(2, 4),
+    bandwidth=st.floats(0.05, 5.0),
+    m=st.integers(1, 600),
+    spread=st.floats(0.1, 50.0),
+)
+def test_native_matches_the_reference_on_random_data(seed, d, bandwidth, m, spread):
+    rng = np.random.default_rng(seed)
+    keys = rng.normal(0, spread, (m, d))
+    queries = rng.normal(0, spread, (17, d))
+    values = rng.standard_normal((m, 2))
+    got = attention_pool(queries, keys, values, bandwidth=bandwidth, method="native")
+    want = stable_gaussian_pool(queries, keys, values, bandwidth)
+    assert np.max(np.abs(got - want)) <= 1e-11 * np.max(value_range(values))
+
+
+def test_the_library_is_compiled_once_into_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))
+    native._cache_directory.cache_clear()
+    native._library.cache_clear()
+    try:
+        queries, keys, values = data(7, n=10, m=100, d=4)
+        first = pooled(queries, keys, values, 1.0)
+        built = sorted((tmp_path / "native").glob("gaussian-*.so"))
+        assert len(built) == 1  # only the library of this variant; no partial file left
+        stamp = built[0].stat().st_mtime_ns
+        native._library.cache_clear()  # as a new process would
+        np.testing.assert_array_equal(pooled(queries, keys, values, 1.0), first)
+        assert built[0].stat().st_mtime_ns == stamp
+    finally:
+        native._cache_directory.cache_clear()
+        native._library.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "compiler, reason",
+    [("no-such-cc", "no C compiler 'no-such-cc' on the PATH"), ("false", "could not compile")],
+)
+def test_without_a_compiler_auto_streams_and_native_is_a_clear_error(
+    compiler, reason, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("CC", compiler)
+    monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))  # nothing compiled there
+    native._cache_directory.cache_clear()
+    try:
+        assert not native.available()
+        assert reason in native.unavailable_reason()
+        queries, keys, values = data(8, n=3000, m=3000, d=2)
+        streamed = attention_pool(queries, keys, values, bandwidth=0.3)
+        np.testing.assert_array_equal(
+            streamed, attention_pool(queries, keys, values, bandwidth=0.3, method="stream")
+        )
+        with pytest.raises(ValueError, match=f"'native' needs a C compiler .*{reason}"):
+            attention_pool(queries, keys, values, bandwidth=0.3, method="native")
+        assert not any(name.endswith(".so") for _, _, files in os.walk(tmp_path) for name in files)
+    finally:
+        native._cache_directory.cache_clear()
