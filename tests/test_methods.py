@@ -280,6 +280,7 @@ def test_methods_agree_pairwise(first, second, d):
         *[("dense", "fused"), ("stream", "fused"), ("binned", "fused"), ("binned", "stream")],
         *[("fgt", "dense"), ("fgt", "stream"), ("fgt", "fused"), ("fgt", "binned")],
         *[("native", "dense"), ("native", "stream"), ("native", "fused"), ("native", "binned")],
+        ("native", "fgt"),
     ],
 )
 def test_gaussian_methods_agree_pairwise(first, second):
