@@ -3,7 +3,7 @@
 An exact Gaussian pool costs ``n·m`` exponentials, and on a CPU the streamed XLA path
 pays about as much again around them: the matrix product that forms a block of log
 weights is written out and read back, since XLA:CPU does not fuse a product with the
-``exp`` that follows. ``native.c`` fuses the three steps for eight queries at a time
+``exp`` that follows. ``native.c`` fuses the three steps for six queries at a time
 over chunks of 256 keys held in registers and L1, and evaluates ``2^x`` by an exact
 range reduction and a polynomial (float32: relative error ~2e-8; float64: Taylor to
 degree 13), so it runs below the cost of XLA's ``exp`` alone. Sums are exact to the
