@@ -234,6 +234,12 @@ def names() -> list[str]:
 _FROM_CALLABLE: dict[Callable, Kernel] = {}
 
 
+def is_gaussian(kernel: Kernel) -> bool:
+    """Whether ``kernel`` is the registered ``"gaussian"`` (not a user kernel of that name):
+    the one kernel whose closed forms the ``fgt`` and ``native`` methods build in."""
+    return kernel is _REGISTRY.get("gaussian")
+
+
 def get(kernel: str | Kernel | Callable) -> Kernel:
     """Resolve a kernel name, a ``Kernel`` record or a callable ``K(u)`` to a record."""
     if isinstance(kernel, Kernel):

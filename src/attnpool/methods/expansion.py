@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._interop import precision_scope
-from ..kernels import Kernel
+from ..kernels import Kernel, is_gaussian
 from .sparse import sorted_scaled
 
 #: Bound on the truncation and on the weight left out, relative to each query's weight.
@@ -50,9 +50,7 @@ KEY_CHUNK = 2**16
 
 
 def supports(kernel: Kernel) -> bool:
-    from .. import kernels
-
-    return kernel is kernels.get("gaussian")
+    return is_gaussian(kernel)
 
 
 def plan(reach: float) -> tuple[float, int, int]:

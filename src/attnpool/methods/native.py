@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry import MATMUL_MIN_DIM
-from ..kernels import Kernel
+from ..kernels import Kernel, is_gaussian
 
 SOURCE = Path(__file__).with_name("native.c")
 #: Keys per chunk in ``native.c``; key arrays are padded to a multiple of it.
@@ -54,9 +54,7 @@ _LOG2E = 1.4426950408889634
 
 
 def supports(kernel: Kernel) -> bool:
-    from .. import kernels
-
-    return kernel is kernels.get("gaussian")
+    return is_gaussian(kernel)
 
 
 def compiler() -> str:
