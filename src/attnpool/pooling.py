@@ -308,18 +308,14 @@ def kernel_block(kernel: _kernels.Kernel, *, hard: bool = False, max_log=None, s
     """Block function of plain kernel pooling; ``hard`` for the nearest limit.
 
     ``max_log (n,)``: each query's largest log weight, if known (see :func:`nearest_log_weight`).
-    ``streamed``: the block runs inside the streamed scan. Distances are summed by
-    column there and, for the Gaussian, in dense blocks too (4× faster in d = 2; the
-    form XLA:CPU miscompiles in dense float64 blocks is only that of kernels with a
-    square root, see :func:`attnpool.geometry.closeness`).
+    ``streamed``: the block runs inside the streamed scan (distances by column).
     """
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         if hard:
             return hard_block_state(closeness(query_rows, key_rows, kernel), value_rows)
         known = None if max_log is None else max_log[query_ids]
-        by_column = streamed or kernel.quadratic is not None
-        log_weights = block_log_weights(query_rows, key_rows, kernel, by_column=by_column)
+        log_weights = block_log_weights(query_rows, key_rows, kernel, by_column=streamed)
         return block_state(log_weights, value_rows, known)
 
     return block
