@@ -1,5 +1,20 @@
 import os
 
+import pytest
+
 # scikit-learn's estimator checks exercise NumPy input through the array-API code
 # path only when this is set (otherwise they report themselves as skipped).
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+
+@pytest.fixture
+def native_cache(tmp_path, monkeypatch):
+    """An empty cache of compiled ``native`` loops, as on a fresh machine: the path."""
+    from attnpool.methods import native
+
+    monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))
+    native._cache_directory.cache_clear()
+    native._library.cache_clear()
+    yield tmp_path
+    native._cache_directory.cache_clear()
+    native._library.cache_clear()

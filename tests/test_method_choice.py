@@ -82,16 +82,9 @@ def test_auto_rule_7_the_gaussian_on_a_cpu_is_native():
     assert choose("gaussian", 3000, 3000, 1) == "fgt"  # rule 4 first
 
 
-def test_auto_rule_7_needs_a_compiler(tmp_path, monkeypatch):
-    from attnpool.methods import native
-
+def test_auto_rule_7_needs_a_compiler(native_cache, monkeypatch):
     monkeypatch.setenv("CC", "no-such-cc")
-    monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))
-    native._cache_directory.cache_clear()
-    try:
-        assert choose("gaussian", 3000, 3000, 2) == "stream"
-    finally:
-        native._cache_directory.cache_clear()
+    assert choose("gaussian", 3000, 3000, 2) == "stream"
 
 
 def test_auto_rule_8_everything_else_streams():

@@ -104,22 +104,15 @@ def test_native_matches_the_reference_on_random_data(seed, d, bandwidth, m, spre
     assert np.max(np.abs(got - want)) <= 1e-11 * np.max(value_range(values))
 
 
-def test_the_library_is_compiled_once_into_the_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))
-    native._cache_directory.cache_clear()
-    native._library.cache_clear()
-    try:
-        queries, keys, values = data(7, n=10, m=100, d=4)
-        first = pooled(queries, keys, values, 1.0)
-        built = sorted((tmp_path / "native").glob("gaussian-*.so"))
-        assert len(built) == 1  # only the library of this variant; no partial file left
-        stamp = built[0].stat().st_mtime_ns
-        native._library.cache_clear()  # as a new process would
-        np.testing.assert_array_equal(pooled(queries, keys, values, 1.0), first)
-        assert built[0].stat().st_mtime_ns == stamp
-    finally:
-        native._cache_directory.cache_clear()
-        native._library.cache_clear()
+def test_the_library_is_compiled_once_into_the_cache(native_cache):
+    queries, keys, values = data(7, n=10, m=100, d=4)
+    first = pooled(queries, keys, values, 1.0)
+    built = sorted((native_cache / "native").glob("gaussian-*.so"))
+    assert len(built) == 1  # only the library of this variant; no partial file left
+    stamp = built[0].stat().st_mtime_ns
+    native._library.cache_clear()  # as a new process would
+    np.testing.assert_array_equal(pooled(queries, keys, values, 1.0), first)
+    assert built[0].stat().st_mtime_ns == stamp
 
 
 @pytest.mark.parametrize(
@@ -127,21 +120,16 @@ def test_the_library_is_compiled_once_into_the_cache(tmp_path, monkeypatch):
     [("no-such-cc", "no C compiler 'no-such-cc' on the PATH"), ("false", "could not compile")],
 )
 def test_without_a_compiler_auto_streams_and_native_is_a_clear_error(
-    compiler, reason, tmp_path, monkeypatch
+    compiler, reason, native_cache, monkeypatch
 ):
     monkeypatch.setenv("CC", compiler)
-    monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))  # nothing compiled there
-    native._cache_directory.cache_clear()
-    try:
-        assert not native.available()
-        assert reason in native.unavailable_reason()
-        queries, keys, values = data(8, n=3000, m=3000, d=2)
-        streamed = attention_pool(queries, keys, values, bandwidth=0.3)
-        np.testing.assert_array_equal(
-            streamed, attention_pool(queries, keys, values, bandwidth=0.3, method="stream")
-        )
-        with pytest.raises(ValueError, match=f"'native' needs a C compiler .*{reason}"):
-            attention_pool(queries, keys, values, bandwidth=0.3, method="native")
-        assert not any(name.endswith(".so") for _, _, files in os.walk(tmp_path) for name in files)
-    finally:
-        native._cache_directory.cache_clear()
+    assert not native.available()
+    assert reason in native.unavailable_reason()
+    queries, keys, values = data(8, n=3000, m=3000, d=2)
+    streamed = attention_pool(queries, keys, values, bandwidth=0.3)
+    np.testing.assert_array_equal(
+        streamed, attention_pool(queries, keys, values, bandwidth=0.3, method="stream")
+    )
+    with pytest.raises(ValueError, match=f"'native' needs a C compiler .*{reason}"):
+        attention_pool(queries, keys, values, bandwidth=0.3, method="native")
+    assert not any(name.endswith(".so") for _, _, files in os.walk(native_cache) for name in files)
