@@ -25,6 +25,8 @@ larger means closer. The nearest-key limit uses it at *relative* scale
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -34,23 +36,53 @@ MATMUL_MIN_DIM = 3
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: bool = False):
-    """Scaled ``(queries, keys)`` for a ``(d,)`` bandwidth.
+def key_centre(keys):
+    """The keys' midrange ``(d,)``, ``min/2 + max/2`` (never overflows), without gradient.
 
-    ``relative=False`` divides by ``h`` (``closeness`` is then the kernel's
-    argument); ``relative=True`` multiplies by ``min h / h`` (never overflows;
-    orders keys exactly as the full scaling does).
+    Distances do not change under translation, but coordinates far from the origin
+    (Unix timestamps, data shifted by 1e8) lose their low digits once divided by a
+    small bandwidth: every path subtracts this centre before it scales.
     """
-    if relative:
-        factor = jnp.min(bandwidth) / bandwidth
-    else:
-        factor = 1.0 / bandwidth
+    low, high = jnp.min(keys, axis=0), jnp.max(keys, axis=0)
+    return jax.lax.stop_gradient(0.5 * low + 0.5 * high)
+
+
+def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: bool = False):
+    """Scaled ``(queries, keys)`` for a ``(d,)`` bandwidth, centred on the keys' midrange
+    (distance kernels).
+
+    ``relative=False`` divides by ``h`` (``closeness`` is then the kernel's argument).
+    ``relative=True`` gives the nearest-key geometry: coordinates times ``min h / h``
+    (which orders keys exactly as the full scaling does), then by a power of two that
+    brings the largest to at most 1, so no squared distance overflows however small the
+    bandwidth or far apart the points.
+
+    Scaled coordinates carry a rounding of ``eps`` times their size, so a scaled
+    distance carries an absolute rounding of ``eps`` times the data's extent in
+    bandwidths (XLA may also contract ``(x − c)·(1/h)`` into an FMA in one fusion and
+    not in another); the methods' guarantees in the design notes state this term.
+    """
+    factor = jnp.min(bandwidth) / bandwidth if relative else 1.0 / bandwidth
     if kernel.similarity == "dot":
-        return queries * factor, keys
-    if queries.shape[1] >= MATMUL_MIN_DIM:
-        centre = jnp.mean(keys, axis=0)
-        queries, keys = queries - centre, keys - centre
-    return queries * factor, keys * factor
+        queries = queries * factor
+        if relative:
+            queries, keys = _unit_power_of_two(queries), _unit_power_of_two(keys)
+        return queries, keys
+    centre = key_centre(keys)
+    queries, keys = (queries - centre) * factor, (keys - centre) * factor
+    if relative:
+        return _unit_power_of_two(queries, keys)
+    return queries, keys
+
+
+def _unit_power_of_two(*arrays):
+    """``arrays`` times one power of two that brings their largest magnitude to ≤ 1
+    (exact: no digit changes)."""
+    largest = functools.reduce(jnp.maximum, [jnp.max(jnp.abs(a)) for a in arrays])
+    largest = jnp.where(jnp.isfinite(largest) & (largest > 0), largest, 1.0)
+    _, exponent = jnp.frexp(largest)
+    scaled = [jnp.ldexp(a, -exponent) for a in arrays]
+    return scaled[0] if len(scaled) == 1 else tuple(scaled)
 
 
 def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False):

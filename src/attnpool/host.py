@@ -12,6 +12,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from .geometry import key_centre
 from .methods.choice import DENSE_MAX_PAIRS, TopK
 from .methods.stream import KEY_BLOCK
 from .pooling import _pool_core
@@ -19,6 +20,23 @@ from .state import finalize
 
 #: Binned rows with less weight than this (in units of K(0)) are pooled exactly instead.
 BINNED_MIN_WEIGHT = 10.0
+#: Largest centred coordinate, in bandwidths, that the host methods take; beyond it (a
+#: bandwidth 1e-12 of the data's extent and less) every row is pooled by the exact engines.
+HOST_MAX_EXTENT = 2.0**40
+
+
+def _engine(pairs: int) -> str:
+    return "dense" if pairs <= DENSE_MAX_PAIRS else "stream"
+
+
+def _extent(q, k, factor) -> float:
+    """The largest centred coordinate in bandwidths (inf if it overflows)."""
+    with np.errstate(over="ignore"):
+        largest = np.maximum(
+            np.max(np.abs(np.asarray(q, np.float64)), axis=0),
+            np.max(np.abs(np.asarray(k, np.float64)), axis=0),
+        )
+        return float(np.max(largest * factor))
 
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest):
@@ -28,8 +46,23 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     from .methods import binned, expansion, native, sparse, topk
 
     dtype = q.dtype
-    # scaled as scale_coordinates does (times 1/h), so support edges fall as in dense
+    # centred and scaled as scale_coordinates does (less the keys' midrange, times 1/h)
+    centre = key_centre(k)
+    q, k = q - centre, k - centre
     factor = np.asarray(1.0 / h, np.float64)
+    if not _extent(q, k, factor) <= HOST_MAX_EXTENT:
+        # scaled coordinates this large overflow the host methods' float64 arithmetic
+        # (KD-tree distances, Taylor boxes); the exact engines take the nearest-key limit
+        return _pool_core(
+            q,
+            k,
+            v,
+            h,
+            kernel=kernel,
+            method=_engine(q.shape[0] * k.shape[0]),
+            key_block=KEY_BLOCK,
+            nearest=nearest,
+        )
     if method == "topk":
         state, left_out = topk.topk_state(
             np.asarray(q, np.float64) * factor,
@@ -70,9 +103,15 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     exact |= empty_rows & nearest
     rows = np.flatnonzero(exact)
     if rows.size:
-        method = "dense" if rows.size * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
         redo, redo_empty = _pool_core(
-            q[rows], k, v, h, kernel=kernel, method=method, key_block=KEY_BLOCK, nearest=nearest
+            q[rows],
+            k,
+            v,
+            h,
+            kernel=kernel,
+            method=_engine(rows.size * k.shape[0]),
+            key_block=KEY_BLOCK,
+            nearest=nearest,
         )
         pooled[rows], empty_rows[rows] = np.asarray(redo), np.asarray(redo_empty)
     pooled = np.where(empty_rows[:, None] & ~nearest, np.nan, pooled)

@@ -272,6 +272,14 @@ def _run(compute, args, kernel, empty: str, n: int):
         if n == 0:
             width = cast[2].shape[1] if len(cast) == 4 else cast[1].shape[0]
             result, empty_rows = jnp.zeros((0, width), dtype), jnp.zeros((0,), bool)
+        elif len(cast) == 4:  # pooling: values brought to at most 1, the result scaled back
+            q, k, v, h = cast
+            unit = value_unit(v)
+            result, empty_rows = compute(q, k, v / unit, h)
+            if isinstance(result, tuple):  # (pooled, weights)
+                result = (result[0] * unit, result[1])
+            else:
+                result = result * unit
         else:
             result, empty_rows = compute(*cast)
         if as_numpy:
@@ -291,6 +299,18 @@ def _run(compute, args, kernel, empty: str, n: int):
                 stacklevel=3,
             )
     return result
+
+
+def value_unit(values):
+    """A power of two ``(p,)`` per value column at least its largest magnitude.
+
+    Pooling ``values / unit`` and scaling the result back is exact, and the weighted
+    sums ``Σ w v`` (weights up to 1 after the log-domain shift) then cannot overflow
+    for values near the dtype's limit.
+    """
+    largest = jnp.max(jnp.abs(values), axis=0)
+    _, exponent = jnp.frexp(jnp.where(largest > 0, largest, 1.0))
+    return jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(largest), exponent))
 
 
 def _check_bandwidth_representable(original, dtype) -> None:

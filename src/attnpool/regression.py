@@ -11,8 +11,10 @@ at each query
     \\quad \\nabla \\hat g(x) = b
 
 by the Schur complement ``C = E_w[δδᵀ] − E_w[δ]E_w[δ]ᵀ`` (a weighted
-covariance, computed in bandwidth-scaled units, plus a ridge of ``1e-12`` —
-``1e-6`` in float32 — so a singular local design falls back to the local mean).
+covariance, computed in bandwidth-scaled units and solved with unit diagonal plus a
+ridge of ``1e-12`` — ``1e-6`` in float32 — relative to each column's local spread, so
+linear data are reproduced at every bandwidth and a singular local design falls back
+to the local mean).
 
 Mixed data follow statsmodels/np: ``var_type`` has one letter per column —
 ``c`` continuous (the kernel of the scaled distance over all continuous columns),
@@ -187,12 +189,22 @@ def _solve(means, d: int, p: int, degree: int):
     mu1 = means[:, p : p + d]
     mu2 = means[:, p + d : p + d + d * d].reshape(n, d, d)
     mu_dy = means[:, p + d + d * d :].reshape(n, d, p)
+    covariance = mu2 - mu1[:, :, None] * mu1[:, None, :]
+    # Solved with unit diagonal (Jacobi scaling), so the ridge is relative to each
+    # column's local spread: linear data stay exact at every bandwidth (an absolute
+    # ridge shrank slopes once (spread / h)² fell near it).
+    variance = jnp.diagonal(covariance, axis1=1, axis2=2)
+    spread = jnp.sqrt(jnp.where(variance > 0, variance, 1.0))
     ridge = 1e-12 if means.dtype == jnp.float64 else 1e-6
-    covariance = mu2 - mu1[:, :, None] * mu1[:, None, :] + ridge * jnp.eye(d, dtype=means.dtype)
-    slopes = jnp.linalg.solve(covariance, mu_dy - mu1[:, :, None] * y_bar[:, None, :])
+    unit = covariance / (spread[:, :, None] * spread[:, None, :]) + ridge * jnp.eye(
+        d, dtype=means.dtype
+    )
+    moment = (mu_dy - mu1[:, :, None] * y_bar[:, None, :]) / spread[:, :, None]
+    slopes = jnp.linalg.solve(unit, moment) / spread[:, :, None]
     intercept = y_bar - jnp.einsum("nd,ndp->np", mu1, slopes)
+    mean = mu1 / spread
     inverse_11 = 1.0 + jnp.einsum(
-        "nd,nd->n", mu1, jnp.linalg.solve(covariance, mu1[:, :, None])[..., 0]
+        "nd,nd->n", mean, jnp.linalg.solve(unit, mean[:, :, None])[..., 0]
     )
     return intercept, slopes, inverse_11
 

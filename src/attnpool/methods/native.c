@@ -16,8 +16,10 @@
    with a log weight above shift + RESHIFT is summed again after the shift (and the
    sums so far) move to its maximum, so no weight exceeds 2^RESHIFT and none that
    matters underflows: the row's sums are exact to the precision's rounding. Weights
-   below 2^EXP_FLOOR of the shift are 0. A row whose coordinates overflowed comes out
-   not finite (or empty); the caller pools such rows by another path. */
+   below 2^EXP_FLOOR of the shift are 0. A row whose coordinates overflowed, or whose
+   log weights rounding keeps above the shift after the re-shift (coordinates so large
+   that the differences of their products lose every digit), comes out not finite (or
+   empty); the caller pools such rows by another path. */
 #include <math.h>
 #include <stddef.h>
 
@@ -184,7 +186,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                     }
                 }
                 vreal base[ROWS], chunk_sum[ROWS], chunk_weighted[ROWS][VALUES], x[ROWS];
-                vint over = {0};
+                vint over[ROWS] = {{0}};
                 for (int r = 0; r < ROWS; r++) {
                     /* a row without a finite log weight yet: any finite base leaves it at 0 */
                     base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
@@ -193,7 +195,9 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                 }
                 for (ptrdiff_t j = j0; j < end; j += LANES) {
                     log_weights(x, qv, base, kt, m_pad, j, m);
-                    for (int r = 0; r < ROWS; r++) over |= x[r] > (real)RESHIFT;
+                    /* sums of a chunk with an x over RESHIFT are discarded (summed again
+                       after a re-shift, or the row made NaN), so 2^x needs no clamp */
+                    for (int r = 0; r < ROWS; r++) over[r] |= x[r] > (real)RESHIFT;
                     exp2_rows(x);
                     for (int r = 0; r < ROWS; r++) {
                         chunk_sum[r] += x[r];
@@ -201,14 +205,20 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                             chunk_weighted[r][c] += x[r] * load(vt + c * m_pad + j);
                     }
                 }
-                int any = 0;
-                for (int l = 0; l < LANES; l++) any |= over[l] != 0;
+                int any = 0, row_over[ROWS];
+                for (int r = 0; r < ROWS; r++) {
+                    row_over[r] = 0;
+                    for (int l = 0; l < LANES; l++) row_over[r] |= over[r][l] != 0;
+                    any |= row_over[r];
+                }
                 if (any && !reshift) { /* once: a row still over after it is not finite */
                     reshift = 1;
                     continue;
                 }
                 for (int r = 0; r < ROWS; r++) {
-                    row_sum[r] += total(chunk_sum[r]);
+                    /* log weights that rounding keeps above the shift (coordinates so large
+                       that their products lose the digits): the caller pools the row again */
+                    row_sum[r] += row_over[r] ? NAN : total(chunk_sum[r]);
                     for (int c = 0; c < VALUES; c++) row_weighted[r][c] += total(chunk_weighted[r][c]);
                 }
                 break;

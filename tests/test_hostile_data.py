@@ -1,0 +1,78 @@
+"""Regression tests: data that once gave plausible-looking wrong numbers on the default path."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnpool import LocalLinear, attention_pool, attention_weights
+from oracle import exact_pool
+from reference import stable_gaussian_pool
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bandwidth"), [(np.float32, 1e-5), (np.float32, 1e-7), (np.float64, 1e-10)]
+)
+@pytest.mark.parametrize("method", ["native", "stream", "auto"])
+def test_small_bandwidths_give_the_nearest_key(method, dtype, bandwidth):
+    # native added chunks whose log weights rounding kept above the row's shift (|out| 1e38)
+    rng = np.random.default_rng(0)
+    queries = rng.uniform(size=(1000, 3)).astype(dtype)
+    keys = rng.uniform(size=(3000, 3)).astype(dtype)
+    values = rng.normal(size=3000).astype(dtype)
+    got = attention_pool(queries, keys, values, bandwidth=bandwidth, method=method)
+    expected, _ = exact_pool(queries, keys, values, "gaussian", bandwidth)
+    np.testing.assert_allclose(got, expected[:, 0].astype(np.float64), rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["dense", "stream", "fgt", "native", "auto"])
+def test_coordinates_far_from_the_origin_keep_the_nearest_key(method):
+    got = attention_pool(
+        np.array([1.1e200]), np.array([1e200, 3e200]), np.array([5.0, 7.0]), method=method
+    )
+    np.testing.assert_array_equal(got, [5.0])
+
+
+def test_weights_far_from_the_origin_are_one_hot():
+    weights = attention_weights(np.array([1.1e200]), np.array([1e200, 3e200]))
+    np.testing.assert_array_equal(weights, [[1.0, 0.0]])
+
+
+@pytest.mark.parametrize(("dtype", "scale"), [(np.float64, 1e306), (np.float32, 1e36)])
+@pytest.mark.parametrize("method", ["dense", "stream", "fgt"])
+def test_values_near_the_dtype_limit_do_not_overflow(method, dtype, scale):
+    rng = np.random.default_rng(1)
+    keys, queries = rng.uniform(size=1000), rng.uniform(size=5)
+    values = (rng.uniform(1, 2, size=1000) * scale).astype(dtype)
+    got = attention_pool(
+        queries.astype(dtype), keys.astype(dtype), values, bandwidth=0.1, method=method
+    )
+    expected = stable_gaussian_pool(queries, keys, values / scale, 0.1) * scale
+    np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("method", ["dense", "stream", "native", "fgt"])
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_an_exact_shift_changes_nothing(method, d):
+    if method == "fgt" and d > 1:
+        return
+    rng = np.random.default_rng(2)
+    # multiples of 2^-20 in [0, 5]: x + 1e8 is exact in float64
+    grid = lambda *shape: np.round(rng.uniform(0, 5, shape) * 2**20) / 2**20  # noqa: E731
+    keys, queries = grid(400, d), grid(50, d)
+    values = np.sin(keys).sum(axis=1)
+    here = attention_pool(queries, keys, values, bandwidth=0.05, method=method)
+    there = attention_pool(queries + 1e8, keys + 1e8, values, bandwidth=0.05, method=method)
+    np.testing.assert_allclose(there, here, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(log_bandwidth=st.floats(-1, 12), slope=st.floats(-5, 5), intercept=st.floats(-5, 5))
+def test_local_linear_reproduces_lines_at_every_bandwidth(log_bandwidth, slope, intercept):
+    # the limit at large bandwidths is ordinary least squares, exact for a line
+    x = np.linspace(0, 5, 40)[:, None]
+    model = LocalLinear(bandwidth=10.0**log_bandwidth).fit(x, slope * x[:, 0] + intercept)
+    queries = np.array([[0.0], [2.5], [5.0]])
+    np.testing.assert_allclose(
+        model.predict(queries), slope * queries[:, 0] + intercept, rtol=1e-8, atol=1e-8
+    )

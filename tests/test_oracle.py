@@ -1,0 +1,170 @@
+"""Every pooling method, ``auto`` included, against the exact oracle on adversarial data.
+
+Hypothesis draws: bandwidths from 1e-300 to 1e300 of the data's scale (float32: the
+representable part), coordinates scaled by 1e±100 and shifted by up to 1e12, clustered
+and tied keys (integer grids),
+values up to the dtype's limit, d from 1 to 8, float32 and float64, every kernel, one or
+two value columns. Each method either matches the oracle within its documented
+tolerance (``docs/design.md``, "What each method guarantees") or raises a clear
+``ValueError`` — never a finite wrong number, never a NaN.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from attnpool import Binned, TopK, attention_pool
+from oracle import exact_pool, magnitude, rounding_bound, value_range
+
+N, M = 6, 19
+#: Each method's documented tolerance, in units of the values' range, beyond rounding.
+METHOD_TOLERANCE = {"binned": 1e-3, "topk": 1e-3}
+#: Rounding: at most this many units of the working precision in each log weight (times
+#: one plus its sensitivity) and in the final sums.
+ROUNDING = 64
+#: Methods that compute their logits in float32 whatever the input (fused attention).
+FLOAT32_LOGITS = {"fused"}
+ORACLE = settings(
+    max_examples=int(os.environ.get("ORACLE_EXAMPLES", 60)),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+KERNELS = [
+    "gaussian",
+    "boxcar",
+    "constant",
+    "triangular",
+    "epanechnikov",
+    "tricube",
+    "laplacian",
+    "cosine",
+    "dot",
+]
+#: Kernels each method pools; other kernels must raise a clear error.
+SUPPORTS = {
+    "dense": KERNELS,
+    "stream": KERNELS,
+    "auto": KERNELS,
+    "fused": ["gaussian", "dot"],
+    "sparse": ["boxcar", "triangular", "epanechnikov", "tricube", "cosine"],
+    "fgt": ["gaussian"],
+    "native": ["gaussian"],
+    "binned": ["gaussian", "epanechnikov", "triangular", "tricube", "cosine", "laplacian"],
+    "topk": [k for k in KERNELS if k not in ("dot", "constant")],
+}
+OPTIONS = {"binned": Binned(), "topk": TopK(k=8)}
+
+
+@st.composite
+def problems(draw, method: str, n: int = N, m: int = M):
+    """An adversarial pooling problem that ``method`` claims to support."""
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    info = np.finfo(dtype)
+    decades = 300 if dtype == np.float64 else 30
+    kernel = draw(st.sampled_from(SUPPORTS[method]))
+    dims = [1] if method == "fgt" else [1, 2] if method == "binned" else [1, 1, 2, 3, 8]
+    d = draw(st.sampled_from(dims))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    layout = draw(st.sampled_from(["uniform", "clustered", "grid"]))
+    if layout == "uniform":
+        base = rng.uniform(-1, 1, (n + m, d))
+    elif layout == "clustered":
+        centres = rng.uniform(-1, 1, (3, d))
+        base = centres[rng.integers(0, 3, n + m)] + rng.normal(0, 1e-6, (n + m, d))
+    else:  # integers: tied keys and queries
+        base = rng.integers(-4, 5, (n + m, d)).astype(float)
+    # powers of two keep grids exact
+    scale = 2.0 ** draw(st.integers(-332, 332) if dtype == np.float64 else st.integers(-40, 40))
+    shift = draw(st.sampled_from([0.0, 1.0, 1e3, 1.7e9, -1e12]))
+    if dtype == np.float32:
+        shift = min(shift, 1e3)
+    points = (base * scale + shift * scale).astype(dtype)
+    if layout == "grid":
+        # half-integer widths: no key exactly on a support's edge (where rounding of the
+        # scaled coordinates decides, see the design notes)
+        bandwidth = scale * draw(st.sampled_from([0.5, 1.5, 2.5]))
+    else:
+        bandwidth = scale * 10.0 ** draw(st.floats(-decades, decades))
+    bandwidth = float(np.clip(bandwidth, 4 * info.tiny, info.max / 4))
+    p = draw(st.sampled_from([1, 2]))
+    exponent = draw(st.sampled_from([0, 5, info.maxexp // 4, info.maxexp - 3]))
+    values = (rng.uniform(-1, 1, (m, p)) * 2.0**exponent).astype(dtype)
+    if p == 1 and draw(st.booleans()):
+        values = values[:, 0]
+    return points[:n], points[n:], values, kernel, bandwidth, dtype
+
+
+def check_against_oracle(method, queries, keys, values, kernel, bandwidth, dtype):
+    option = OPTIONS.get(method, method)
+    try:
+        got = attention_pool(
+            queries,
+            keys,
+            values,
+            kernel=kernel,
+            bandwidth=bandwidth,
+            method=option,
+            empty="nearest",
+        )
+    except ValueError as error:
+        # a clear refusal (too many grid nodes, weight left out above the tolerance)
+        assert method in ("binned", "topk", "sparse"), f"{method} raised: {error}"
+        assert str(error).split(":")[0] in ("method", "TopK", "Binned"), str(error)
+        return
+    assert got.dtype == dtype and got.shape == (queries.shape[0], *values.shape[1:])
+    got = np.asarray(got, np.float64).reshape(queries.shape[0], -1)
+    assert np.all(np.isfinite(got)), f"{method}: not finite: {got}"
+    eps = np.finfo(np.float32 if method in FLOAT32_LOGITS else dtype).eps
+    np.seterr(over="ignore")  # a bound of inf times the range is inf: the hull only
+    bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps)[:, None]
+    tolerance = (METHOD_TOLERANCE.get(method, 0.0) + bound) * value_range(
+        values
+    ) + ROUNDING * eps * magnitude(values)
+    # the boxcar jumps at its edge: a key within rounding of it may count either way
+    band = ROUNDING * eps * min(1 + max_extent(queries, keys, bandwidth), 1e100) ** 2
+    candidates = [0.0] if kernel != "boxcar" else [-band, band]
+    errors = []
+    for edge in candidates:
+        exact, _ = exact_pool(queries, keys, values, kernel, bandwidth, edge=edge)
+        errors.append(np.abs(got - exact.astype(np.float64)))
+    error = np.minimum.reduce(errors)
+    slack = 4 * eps * magnitude(values).max()
+    assert np.min(values) - slack <= got.min() and got.max() <= np.max(values) + slack, (
+        f"{method}: outside the values' range: {got}"
+    )
+    assert np.all(error <= tolerance), (
+        f"{method}: error {error.max():.3g} above tolerance "
+        f"{tolerance.flat[np.argmax(error - tolerance)]:.3g}"
+    )
+
+
+def max_extent(queries, keys, bandwidth) -> float:
+    """The largest centred coordinate, in bandwidths."""
+    q, k = (np.asarray(a, np.float64).reshape(len(a), -1) for a in (queries, keys))
+    centre = k.min(0) / 2 + k.max(0) / 2
+    with np.errstate(over="ignore"):
+        return float(np.max(np.abs(np.concatenate([q, k]) - centre)) / bandwidth)
+
+
+@pytest.mark.parametrize("method", list(SUPPORTS))
+def test_method_meets_the_oracle(method):
+    @ORACLE
+    @given(problem=problems(method))
+    def run(problem):
+        check_against_oracle(method, *problem)
+
+    run()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_auto_at_scale_meets_the_oracle(data):
+    # large enough that auto leaves the dense path (fgt, sparse, native or stream)
+    problem = data.draw(problems("auto", n=48, m=50_000))
+    check_against_oracle("auto", *problem)
