@@ -302,14 +302,18 @@ def _run(compute, args, kernel, empty: str, n: int):
 
 
 def value_unit(values):
-    """A power of two ``(p,)`` per value column at least its largest magnitude.
+    """A power of two ``(p,)`` per value column: 1, or for a column whose largest
+    magnitude exceeds the square root of the dtype's largest number, the power of
+    two at most it (``largest / unit`` in [1, 2)).
 
     Pooling ``values / unit`` and scaling the result back is exact, and the weighted
     sums ``Σ w v`` (weights up to 1 after the log-domain shift) then cannot overflow
-    for values near the dtype's limit.
+    for values near the dtype's limit. Other columns are left alone, so one-hot
+    weights still return each value exactly, the smallest normal numbers included.
     """
     largest = jnp.max(jnp.abs(values), axis=0)
     _, exponent = jnp.frexp(jnp.where(largest > 0, largest, 1.0))
+    exponent = jnp.where(exponent > jnp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
     return jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(largest), exponent))
 
 
