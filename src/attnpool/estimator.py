@@ -39,6 +39,15 @@ __all__ = [
 ]
 
 
+def _check_numeric_targets(y) -> None:
+    kind = np.asarray(y).dtype.kind
+    if kind not in "biuf":
+        raise ValueError(
+            f"y: expected numeric targets; received an array of dtype {np.asarray(y).dtype}"
+            " (for class labels use NadarayaWatsonClassifier)"
+        )
+
+
 def _is_dask(*arrays) -> bool:
     if "dask" not in sys.modules:  # a Dask array cannot exist without dask imported
         return False
@@ -142,6 +151,7 @@ class _LocalRegression(_MultiOutputRegressor):
         """
         if _is_dask(X, y):
             return self._fit_dask(X, y)
+        _check_numeric_targets(y)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         self._fit_bandwidth(X, y)
         self.X_train_, self.y_train_ = X, y
@@ -379,15 +389,25 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         """Class probabilities, shape (n_queries, n_classes); rows sum to 1."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        proba = self._regressor.predict(X)
         if len(self.classes_) == 1:
             return np.ones((X.shape[0], 1))
-        return proba
+        # pooled one-hot labels are convex combinations up to rounding: clip and
+        # renormalise so that every probability is in [0, 1] (p_c <= Σ p gives p_c / Σ p <= 1)
+        proba = np.clip(self._regressor.predict(X), 0.0, 1.0)
+        return proba / np.sum(proba, axis=1, keepdims=True)
 
     def predict(self, X):
         """The most probable class of each query."""
         check_is_fitted(self)
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        empty = np.isnan(proba).any(axis=1)
+        if np.any(empty):
+            raise ValueError(
+                f"X: {int(empty.sum())} of {len(empty)} queries have no training point within "
+                f"the {self.kernel!r} kernel's support, so no class; widen the bandwidth or "
+                "pass empty='nearest'"
+            )
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def attention_weights(self, X):
         """Attention weights of queries ``X`` over the training points."""
