@@ -27,7 +27,7 @@ assert np.finfo(LD).maxexp >= 16384, "the oracle needs x86 extended precision"
 
 
 def _log_kernel(name: str, r2, edge: float = 0.0):
-    """``(log K(r²), |d log K / d r|)`` in long double; -inf outside the support.
+    """``log K(r²)`` in long double, -inf outside the support.
 
     ``edge`` moves the boxcar's edge to ``r² < 1 + edge`` (its weight jumps there, so a
     key within rounding of the edge may fall on either side).
@@ -35,27 +35,25 @@ def _log_kernel(name: str, r2, edge: float = 0.0):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         r = np.sqrt(r2)
         inside = r2 < 1 + (edge if name == "boxcar" else 0)
-        zero = np.zeros_like(r2)
         if name == "gaussian":
-            return -r2 / 2, r
+            return -r2 / 2
         if name == "laplacian":
-            return -r, zero + 1
+            return -r
         if name == "constant":
-            return zero, zero
+            return np.zeros_like(r2)
         if name == "boxcar":
-            return np.where(inside, LD(0), -np.inf), zero
-        if name == "triangular":
-            log_k, slope = np.log1p(-r), 1 / (1 - r)
+            log_k = np.zeros_like(r2)
+        elif name == "triangular":
+            log_k = np.log1p(-r)
         elif name == "epanechnikov":
-            log_k, slope = np.log1p(-r2), 2 * r / (1 - r2)
+            log_k = np.log1p(-r2)
         elif name == "tricube":
-            log_k, slope = 3 * np.log1p(-(r * r2)), 9 * r2 / (1 - r * r2)
+            log_k = 3 * np.log1p(-(r * r2))
         elif name == "cosine":
             log_k = np.log(np.cos(LD(np.pi) / 2 * r))
-            slope = LD(np.pi) / 2 * np.tan(LD(np.pi) / 2 * r)
         else:
             raise ValueError(name)
-        return np.where(inside, log_k, -np.inf), np.where(inside, slope, 0)
+        return np.where(inside, log_k, -np.inf)
 
 
 def _as_2d(x):
@@ -63,17 +61,28 @@ def _as_2d(x):
     return (x[:, None] if x.ndim == 1 else x).astype(LD)
 
 
-def log_weights(queries, keys, kernel: str, bandwidth, edge: float = 0.0):
-    """``(log K (n, m), |d log K / d r| (n, m), r² (n, m))`` in long double."""
+def _scaled(queries, keys, bandwidth):
+    """Queries and keys ``(n, d)``, ``(m, d)`` in long double and the ``(d,)`` bandwidths."""
     q, k = _as_2d(queries), _as_2d(keys)
     h = np.broadcast_to(np.asarray(bandwidth, np.float64).astype(LD), (q.shape[1],))
-    if kernel == "dot":
-        score = (q / h) @ k.T
-        return score, np.ones_like(score), score * score
+    return q, k, h
+
+
+def squared_distances(queries, keys, bandwidth):
+    """``r² (n, m)``: squared scaled distances in long double."""
+    q, k, h = _scaled(queries, keys, bandwidth)
     u = (q[:, None, :] - k[None, :, :]) / h
-    r2 = np.sum(u * u, axis=-1)
-    log_k, sens = _log_kernel(kernel, r2, edge)
-    return log_k, sens, r2
+    return np.sum(u * u, axis=-1)
+
+
+def log_weights(queries, keys, kernel: str, bandwidth, edge: float = 0.0):
+    """``(log K (n, m), r² (n, m))`` in long double (for ``"dot"``: scores and their squares)."""
+    if kernel == "dot":
+        q, k, h = _scaled(queries, keys, bandwidth)
+        score = (q / h) @ k.T
+        return score, score * score
+    r2 = squared_distances(queries, keys, bandwidth)
+    return _log_kernel(kernel, r2, edge), r2
 
 
 def exact_pool(
@@ -85,7 +94,7 @@ def exact_pool(
     ``empty="nearest"``, NaN with ``"nan"``.
     """
     v = _as_2d(values)
-    log_k, _, r2 = log_weights(queries, keys, kernel, bandwidth, edge)
+    log_k, r2 = log_weights(queries, keys, kernel, bandwidth, edge)
     top = np.max(log_k, axis=1, keepdims=True)
     empty_rows = ~np.isfinite(top[:, 0])
     with np.errstate(invalid="ignore", over="ignore"):
@@ -98,38 +107,55 @@ def exact_pool(
     return weights @ v, empty_rows
 
 
+def log_weight_intervals(queries, keys, kernel: str, bandwidth, unit: float):
+    """``(lowest, highest)`` log weights ``(n, m)`` that rounding can give each pair.
+
+    A method computing in working precision ``unit`` forms each scaled distance ``r``
+    with an absolute error up to ``unit · r + 2 unit · X · √d``, ``X`` the extent of the
+    centred data in bandwidths (coordinates are scaled before they are subtracted, and
+    XLA may fuse ``a·s − b·s`` into a fused multiply-add); in d ≥ 3, where ``r²`` may be
+    formed as ``‖q‖² + ‖k‖² − 2 q·k``, ``r²`` is off by up to ``unit · d · X²`` more.
+    Radial kernels decrease with ``r``, so the interval is the kernel at the ends of the
+    interval of ``r²``, widened by ``unit`` for the kernel's own rounding. The boxcar is
+    flat inside its support: its edge is the caller's concern (``exact_pool(edge=…)``).
+    """
+    q, k, h = _scaled(queries, keys, bandwidth)
+    d = q.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        if kernel == "dot":
+            score = (q / h) @ k.T
+            spread = unit * (1 + (np.abs(q) / h) @ np.abs(k).T)
+            return score - spread, score + spread
+        r2 = squared_distances(queries, keys, bandwidth)
+        if kernel == "boxcar":
+            log_k = _log_kernel(kernel, r2)
+            return log_k - unit, log_k + unit
+        centre = k.min(0) / 2 + k.max(0) / 2
+        extent = np.max(np.abs(np.concatenate([q, k]) - centre) / h)
+        r = np.sqrt(r2)
+        error = unit * r + 2 * unit * extent * np.sqrt(LD(d))
+        near, far = np.maximum(r - error, 0) ** 2, (r + error) ** 2
+        if d >= 3:
+            near, far = np.maximum(near - unit * d * extent**2, 0), far + unit * d * extent**2
+        return _log_kernel(kernel, far) - unit, _log_kernel(kernel, near) + unit
+
+
 def rounding_bound(queries, keys, kernel: str, bandwidth, unit: float):
     """``(n,)`` bound on how far rounding moves each pooled row, in units of the values' range.
 
-    Each log weight may be off by ``δ_i``: a relative error ``unit`` in the scaled
-    distance ``r`` (``unit · r · |d log K/d r|``), an absolute one from coordinates
-    scaled before they are subtracted (``unit · X · √d · |d log K/d r|``, ``X`` the
-    extent of the centred data in bandwidths) and, in d ≥ 3 where ``r²`` is formed as
-    ``‖q‖² + ‖k‖² − 2 q·k``, an absolute error ``unit · X²`` in ``r²`` (a shift of up to
-    ``X √unit`` in ``r``), plus ``unit`` itself. Weights ``w_i e^{±δ_i}`` move a
-    weighted mean by at most ``Σ α_i (e^{δ_i} − 1) / Σ α_i e^{−δ_i}`` of the range:
-    ``≈ Σ α_i δ_i`` when small, and more than 1 (the convex hull and nothing more)
-    where rounding swamps the weights.
+    With each weight anywhere in ``[lo_i, hi_i]`` (:func:`log_weight_intervals`), a
+    weighted mean moves by at most ``Σ (hi_i − lo_i) / Σ lo_i`` of the range: more
+    than 1 (the convex hull and nothing more) where rounding swamps the weights.
     """
-    log_k, slope, r2 = log_weights(queries, keys, kernel, bandwidth)
+    lowest, highest = log_weight_intervals(queries, keys, kernel, bandwidth, unit)
+    log_k, _ = log_weights(queries, keys, kernel, bandwidth)
     top = np.max(log_k, axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        weights = np.exp(log_k - np.where(np.isfinite(top), top, 0))
-        delta = unit * (1 + slope * np.sqrt(r2))
-        if kernel != "dot":
-            q, k = _as_2d(queries), _as_2d(keys)
-            d = q.shape[1]
-            h = np.broadcast_to(np.asarray(bandwidth, np.float64).astype(LD), (d,))
-            centre = k.min(0) / 2 + k.max(0) / 2
-            extent = np.max(np.abs(np.concatenate([q, k]) - centre) / h)
-            delta = delta + slope * unit * extent * np.sqrt(LD(d))
-            if d >= 3:
-                matmul = extent**2 * unit / 2 if kernel == "gaussian" else slope * extent
-                delta = delta + (matmul if kernel == "gaussian" else matmul * np.sqrt(unit))
-        delta = np.minimum(np.nan_to_num(delta, nan=10_000), 10_000)
-        moved = np.sum(weights * np.expm1(delta), axis=1)
-        kept = np.sum(weights * np.exp(-delta), axis=1)
-        bound = np.where(kept > 0, moved / kept, np.inf)
+        lo = np.exp(np.minimum(lowest - top, 10_000))
+        hi = np.exp(np.minimum(highest - top, 10_000))
+        kept = np.sum(lo, axis=1)
+        bound = np.where(kept > 0, np.sum(hi - lo, axis=1) / kept, np.inf)
     return np.nan_to_num(bound.astype(np.float64), nan=np.inf)
 
 

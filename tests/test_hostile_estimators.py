@@ -29,7 +29,7 @@ def test_a_query_without_neighbours_gets_no_made_up_class():
     model = NadarayaWatsonClassifier("boxcar", bandwidth=0.6, empty="nan").fit(X, [0, 0, 1, 1])
     with pytest.warns(EmptyNeighbourhoodWarning, match="no key"):
         assert np.isnan(model.predict_proba([[10.0]])).all()
-    with pytest.raises(ValueError, match="^X: 1 of 2 queries have no training point"):
+    with pytest.raises(ValueError, match=r"^X: 1 of 2 queries have no training point"):
         with pytest.warns(EmptyNeighbourhoodWarning):
             model.predict([[0.1], [10.0]])
     np.testing.assert_array_equal(model.predict([[0.1], [2.9]]), [0, 1])
@@ -39,5 +39,5 @@ def test_a_query_without_neighbours_gets_no_made_up_class():
 @pytest.mark.parametrize("labels", [["a", "b"], ["1", "2"]])
 def test_regressors_refuse_text_targets(estimator, labels):
     X = np.arange(10.0)[:, None]
-    with pytest.raises(ValueError, match="^y: expected numeric targets; received .*U1"):
+    with pytest.raises(ValueError, match=r"^y: expected numeric targets; received .*U1"):
         estimator(bandwidth=1.0).fit(X, np.array(labels * 5))

@@ -157,7 +157,13 @@ def test_method_meets_the_oracle(method):
     @ORACLE
     @given(problem=problems(method))
     def run(problem):
-        check_against_oracle(method, *problem)
+        try:
+            check_against_oracle(method, *problem)
+        except AssertionError:
+            import pickle
+
+            pickle.dump(problem, open(f"/tmp/fail_{method}.pkl", "wb"))
+            raise
 
     run()
 

@@ -28,6 +28,12 @@ class ProgressBar:
             self.close()
         self.stream.flush()
 
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()  # an error message then starts on its own line
+
     def close(self) -> None:
         """End the bar's line (if one was drawn)."""
         if self.shown:

@@ -6,6 +6,7 @@ status 2; output files are written atomically, so none is left half-written.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,9 @@ import typer
 
 from . import __version__
 from ._progress import ProgressBar
+
+#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
 
 app = typer.Typer(
     add_completion=False,
@@ -55,7 +59,7 @@ def demo(
     out: Annotated[Path, typer.Option("--out", help="Folder for the pictures.")] = Path(
         "demo-output"
     ),
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the noisy sample.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the noisy sample.")] = 0,
     bandwidths: Annotated[str, typer.Option("--bandwidths", help="Comma-separated.")] = (
         "0.1,0.5,2.0"
     ),
@@ -94,14 +98,15 @@ def study(
     out: Annotated[Path, typer.Option("--out", help="Folder for the figure.")] = Path(
         "study-output"
     ),
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated samples.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the simulated samples.")] = 0,
     quick: Annotated[bool, typer.Option("--quick", help="A small size, for a first look.")] = False,
 ) -> None:
     """A simulation study: 'consistency' (MSE against n) or 'kernels' (shape vs bandwidth)."""
     from .demo import save_figures
     from .studies import run_study
 
-    result = run_study(name, quick=quick, seed=seed, progress=ProgressBar(name))
+    with ProgressBar(name) as progress:
+        result = run_study(name, quick=quick, seed=seed, progress=progress)
     written = save_figures(result.figures, out)
     typer.echo(result.table)
     typer.echo(f"finished in {result.seconds:.0f} s; wrote {', '.join(map(str, written))}")
@@ -110,7 +115,7 @@ def study(
 @app.command()
 def report(
     out: Annotated[Path, typer.Option("--out", help="The HTML file.")] = Path("report.html"),
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the noisy sample.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the noisy sample.")] = 0,
 ) -> None:
     """One self-contained HTML page: the demo, a bandwidth slider and a kernel selector."""
     from .report import write_report
@@ -123,16 +128,17 @@ def learn_demo(
     out: Annotated[Path, typer.Option("--out", help="Folder for the pictures.")] = Path(
         "learn-demo-output"
     ),
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the noisy sample.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the noisy sample.")] = 0,
     steps: Annotated[int, typer.Option("--steps", help="Optimisation steps.")] = 300,
     learning_rate: Annotated[float, typer.Option("--learning-rate", help="Adam's rate.")] = 0.05,
 ) -> None:
     """Learn the bandwidth by gradient descent: loss curve, fits, fixed vs learned heatmaps."""
     from .demo import run_learn_demo, save_figures
 
-    result = run_learn_demo(
-        seed=seed, steps=steps, learning_rate=learning_rate, progress=ProgressBar("training")
-    )
+    with ProgressBar("training") as progress:
+        result = run_learn_demo(
+            seed=seed, steps=steps, learning_rate=learning_rate, progress=progress
+        )
     written = save_figures(result.figures, out)
     typer.echo(result.summary())
     typer.echo(f"wrote {', '.join(str(path) for path in written)}")
@@ -160,26 +166,29 @@ def fit(
     ] = None,
 ) -> None:
     """Kernel regression of a CSV column: choose the bandwidth, predict, plot."""
+    from ._files import atomic_write, check_distinct
     from .table import fit_table
 
-    result = fit_table(
-        data,
-        x,
-        y,
-        kernel=kernel,
-        bandwidth=bandwidth,
-        degree=degree,
-        predict=predict,
-        dropna=dropna,
-        plot=plot is not None,
-        interval=interval,
-        progress=ProgressBar("choosing the bandwidth"),
-    )
-    figure = result.figure() if plot is not None else None  # before any file is written
+    check_distinct({"DATA": data, "--predict": predict}, {"--out": out, "--plot": plot})
+    with ProgressBar("choosing the bandwidth") as progress:
+        result = fit_table(
+            data,
+            x,
+            y,
+            kernel=kernel,
+            bandwidth=bandwidth,
+            degree=degree,
+            predict=predict,
+            dropna=dropna,
+            plot=plot is not None,
+            interval=interval,
+            progress=progress,
+        )
+    image = result.plot_image(plot) if plot is not None else None  # before any file is written
     typer.echo(result.summary())
     typer.echo(f"wrote {result.write_predictions(out)}")
-    if figure is not None:
-        typer.echo(f"wrote {result.write_plot(plot, figure)}")
+    if image is not None:
+        typer.echo(f"wrote {atomic_write(plot, image)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,14 +199,23 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(error.format_message())
     except (ValueError, TypeError, OSError) as error:
         return _fail(str(error))
-    except typer.Abort:
-        return _fail("aborted")
+    except (typer.Abort, KeyboardInterrupt):
+        code = INTERRUPTED
+    if code == INTERRUPTED:  # typer turns Ctrl-C into this status
+        print("attnpool: interrupted", file=sys.stderr)
     return code if isinstance(code, int) else 0
 
 
 def run() -> None:
     """Console-script wrapper: exit with :func:`main`'s status."""
-    sys.exit(main())
+    code = main()
+    if code == INTERRUPTED:
+        # Files are whole or absent already; skip the interpreter's teardown, which can
+        # race with compiled code still running in other threads.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def _fail(message: str) -> int:

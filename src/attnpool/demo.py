@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import kernels as _kernels
-from ._files import atomic_write
+from ._files import atomic_write, figure_bytes
 from ._validation import check_positive_int
 from .datasets import SineData, sine_data
 from .pooling import EmptyNeighbourhoodWarning, attention_weights, nadaraya_watson
@@ -271,20 +271,14 @@ def run_learn_demo(
 
 
 def save_figures(figures: dict, out: str | os.PathLike, *, dpi: int = 90) -> list[Path]:
-    """Write each figure to ``out/NAME`` atomically (a temporary file, then a rename).
+    """Write each figure to ``out/NAME``, all rendered before the first file is written.
 
-    Either a file is complete or it is not there: nothing half-written is left.
+    Each file is written atomically (a temporary file, then a rename): a figure that
+    cannot be drawn leaves no file behind, and none is ever half-written.
     """
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"out: expected a directory; received {str(out)!r}, which is a file")
+    images = {name: figure_bytes(figure, out / name, dpi=dpi) for name, figure in figures.items()}
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, figure in figures.items():
-        suffix = Path(name).suffix.lstrip(".") or "png"
-
-        def write(stream, figure=figure, suffix=suffix):
-            figure.savefig(stream, format=suffix, dpi=dpi)
-
-        written.append(atomic_write(out / name, write))
-    return written
+    return [atomic_write(out / name, image) for name, image in images.items()]

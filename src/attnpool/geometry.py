@@ -29,6 +29,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .kernels import Kernel
 
@@ -45,6 +46,23 @@ def key_centre(keys):
     """
     low, high = jnp.min(keys, axis=0), jnp.max(keys, axis=0)
     return jax.lax.stop_gradient(0.5 * low + 0.5 * high)
+
+
+#: Largest centred coordinate, in bandwidths, that the host methods (KD-trees, Taylor
+#: boxes, prefix sums in float64) take; beyond it (a bandwidth 1e-12 of the data's
+#: extent and less) only the exact engines pool.
+HOST_MAX_EXTENT = 2.0**40
+
+
+def extent_in_bandwidths(queries, keys, bandwidth) -> float:
+    """The largest coordinate of queries and keys centred on the keys' midrange, in
+    bandwidths (inf if it overflows float64). Concrete arrays only."""
+    q, k = (np.asarray(a, np.float64) for a in (queries, keys))
+    centre = k.min(axis=0) / 2 + k.max(axis=0) / 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        largest = np.maximum(np.max(np.abs(q - centre), axis=0), np.max(np.abs(k - centre), axis=0))
+        extent = np.max(largest / np.asarray(bandwidth, np.float64))
+    return float(extent) if np.isfinite(extent) else float("inf")
 
 
 def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: bool = False):

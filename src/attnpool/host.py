@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .geometry import key_centre
+from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths, key_centre
 from .methods.choice import DENSE_MAX_PAIRS, TopK
 from .methods.stream import KEY_BLOCK
 from .pooling import _pool_core
@@ -20,23 +20,10 @@ from .state import finalize
 
 #: Binned rows with less weight than this (in units of K(0)) are pooled exactly instead.
 BINNED_MIN_WEIGHT = 10.0
-#: Largest centred coordinate, in bandwidths, that the host methods take; beyond it (a
-#: bandwidth 1e-12 of the data's extent and less) every row is pooled by the exact engines.
-HOST_MAX_EXTENT = 2.0**40
 
 
 def _engine(pairs: int) -> str:
     return "dense" if pairs <= DENSE_MAX_PAIRS else "stream"
-
-
-def _extent(q, k, factor) -> float:
-    """The largest centred coordinate in bandwidths (inf if it overflows)."""
-    with np.errstate(over="ignore"):
-        largest = np.maximum(
-            np.max(np.abs(np.asarray(q, np.float64)), axis=0),
-            np.max(np.abs(np.asarray(k, np.float64)), axis=0),
-        )
-        return float(np.max(largest * factor))
 
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest):
@@ -50,7 +37,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     centre = key_centre(k)
     q, k = q - centre, k - centre
     factor = np.asarray(1.0 / h, np.float64)
-    if not _extent(q, k, factor) <= HOST_MAX_EXTENT:
+    if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:
         # scaled coordinates this large overflow the host methods' float64 arithmetic
         # (KD-tree distances, Taylor boxes); the exact engines take the nearest-key limit
         return _pool_core(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._files import atomic_write
+from ._files import atomic_write, figure_bytes
 from ._validation import check_bandwidth
 from .bandwidth import METHODS, select_bandwidth
 from .regression import local_regression
@@ -36,39 +36,52 @@ def read_columns(path: str | os.PathLike, columns: Sequence[str], *, dropna: boo
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    with open(path, newline="", encoding="utf-8-sig") as stream:
-        reader = csv.reader(stream)
-        header = next(reader, None)
-        if not header:
-            raise ValueError(f"{path}: expected a header row of column names; the file is empty")
-        header = [name.strip() for name in header]
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise ValueError(
-                f"{path}: no column named {', '.join(map(repr, missing))}; "
-                f"the columns are {', '.join(map(repr, header))}"
-            )
-        index = [header.index(c) for c in columns]
-        values, missing_rows = [], []
-        for row_number, row in enumerate(reader, start=1):
-            if not any(cell.strip() for cell in row):
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as stream:
+            reader = csv.reader(stream)
+            try:
+                return _read_rows(path, reader, columns, dropna)
+            except csv.Error as error:  # a field over the csv module's size limit
+                raise ValueError(f"{path}: line {reader.line_num}: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path}: expected UTF-8 text; byte {error.object[error.start]:#04x} at offset "
+            f"{error.start} is not (save the file as UTF-8 CSV)"
+        ) from None
+
+
+def _read_rows(path: Path, reader, columns: Sequence[str], dropna: bool):
+    header = next(reader, None)
+    if not header:
+        raise ValueError(f"{path}: expected a header row of column names; the file is empty")
+    header = [name.strip() for name in header]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise ValueError(
+            f"{path}: no column named {', '.join(map(repr, missing))}; "
+            f"the columns are {', '.join(map(repr, header))}"
+        )
+    index = [header.index(c) for c in columns]
+    values, missing_rows = [], []
+    for row_number, row in enumerate(reader, start=1):
+        if not any(cell.strip() for cell in row):
+            continue
+        cells = [row[i].strip() if i < len(row) else "" for i in index]
+        numbers = []
+        for cell, name in zip(cells, columns, strict=True):
+            if cell.lower() in _MISSING:
+                numbers.append(math.nan)
                 continue
-            cells = [row[i].strip() if i < len(row) else "" for i in index]
-            numbers = []
-            for cell, name in zip(cells, columns, strict=True):
-                if cell.lower() in _MISSING:
-                    numbers.append(math.nan)
-                    continue
-                try:
-                    numbers.append(float(cell))
-                except ValueError:
-                    raise ValueError(
-                        f"{path}: row {row_number}, column {name!r}: expected a number; "
-                        f"received {cell!r}"
-                    ) from None
-            if any(math.isnan(v) or math.isinf(v) for v in numbers):
-                missing_rows.append(row_number)
-            values.append(numbers)
+            try:
+                numbers.append(float(cell))
+            except ValueError:
+                raise ValueError(
+                    f"{path}: row {row_number}, column {name!r}: expected a number; "
+                    f"received {cell!r}"
+                ) from None
+        if any(math.isnan(v) or math.isinf(v) for v in numbers):
+            missing_rows.append(row_number)
+        values.append(numbers)
     data = np.array(values, dtype=float).reshape(-1, len(columns))
     rows = np.arange(1, len(data) + 1)
     if missing_rows and not dropna:
@@ -178,11 +191,17 @@ class TableFit:
             level=self.interval,
         )
 
-    def write_plot(self, path: str | os.PathLike, figure=None) -> Path:
-        """Write :meth:`figure` (or a figure already made from it) atomically."""
-        figure = figure if figure is not None else self.figure()
-        suffix = Path(path).suffix.lstrip(".") or "png"
-        return atomic_write(path, lambda stream: figure.savefig(stream, format=suffix, dpi=100))
+    def plot_image(self, path: str | os.PathLike) -> bytes:
+        """:meth:`figure` rendered in the format ``path``'s suffix names (PNG without one)."""
+        import matplotlib.pyplot as plt
+
+        figure = self.figure()
+        try:
+            return figure_bytes(figure, path)
+        except ValueError as error:
+            raise ValueError(f"--plot: {error}") from None
+        finally:
+            plt.close(figure)
 
 
 def parse_bandwidth(text: str):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from ..geometry import MATMUL_MIN_DIM
+from ..geometry import HOST_MAX_EXTENT, MATMUL_MIN_DIM, extent_in_bandwidths
 from ..kernels import Kernel
 from . import expansion, fused, native, sparse
 
@@ -177,7 +177,7 @@ def choose_method(
     n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
     if weights or n * m <= DENSE_MAX_PAIRS:
         return "dense"
-    if traced:
+    if traced or not extent_in_bandwidths(queries, keys, bandwidth) <= HOST_MAX_EXTENT:
         return "stream"
     if d == 1 and expansion.supports(kernel):
         return "fgt"
@@ -203,8 +203,10 @@ def _neighbour_fraction(queries, keys, bandwidth, kernel: Kernel, sample: int = 
     rng = np.random.default_rng(0)  # only the sample leaves the device
     q = np.asarray(queries[rng.choice(queries.shape[0], min(sample, queries.shape[0]), False)])
     k = np.asarray(keys[rng.choice(keys.shape[0], min(8 * sample, keys.shape[0]), False)])
-    scale = np.asarray(bandwidth, np.float64)
-    pairs = cKDTree(q / scale).count_neighbors(cKDTree(k / scale), kernel.support)
+    scale, centre = np.asarray(bandwidth, np.float64), k.min(0) / 2 + k.max(0) / 2
+    pairs = cKDTree((q - centre) / scale).count_neighbors(
+        cKDTree((k - centre) / scale), kernel.support
+    )
     return pairs / (q.shape[0] * k.shape[0])
 
 
