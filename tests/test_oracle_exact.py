@@ -1,0 +1,16 @@
+"""The exact engines and ``auto`` against the exact oracle on adversarial data."""
+
+import pytest
+from hypothesis import given
+
+from adversarial import ORACLE, check_against_oracle, problems
+
+
+@pytest.mark.parametrize("method", ["dense", "stream", "auto"])
+def test_method_meets_the_oracle(method):
+    @ORACLE
+    @given(problem=problems(method))
+    def run(problem):
+        check_against_oracle(method, *problem)
+
+    run()
