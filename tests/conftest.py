@@ -15,6 +15,8 @@ def native_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))
     native._cache_directory.cache_clear()
     native._library.cache_clear()
+    native._failures.clear()
     yield tmp_path
     native._cache_directory.cache_clear()
     native._library.cache_clear()
+    native._failures.clear()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -133,3 +137,91 @@ def test_without_a_compiler_auto_streams_and_native_is_a_clear_error(
     with pytest.raises(ValueError, match=f"'native' needs a C compiler .*{reason}"):
         attention_pool(queries, keys, values, bandwidth=0.3, method="native")
     assert not any(name.endswith(".so") for _, _, files in os.walk(native_cache) for name in files)
+
+
+def replace(path, content):
+    """A new file at ``path`` (this process keeps the old one mapped)."""
+    path.with_name("new").write_bytes(content)
+    os.replace(path.with_name("new"), path)
+
+
+def only_library(cache):
+    (library,) = (cache / "native").glob("gaussian-*.so")
+    return library
+
+
+@pytest.mark.parametrize("damage", ["truncated", "replaced", "writable by others", "no digest"])
+def test_a_damaged_or_foreign_library_in_the_cache_is_built_again(native_cache, damage):
+    queries, keys, values = data(9, n=10, m=100, d=3)
+    first = pooled(queries, keys, values, 1.0)
+    library = only_library(native_cache)
+    if damage == "truncated":  # loading it would end the process with SIGBUS
+        replace(library, library.read_bytes()[: library.stat().st_size // 2])
+    elif damage == "replaced":
+        replace(library, b"\x7fELF planted by someone else")
+    elif damage == "writable by others":
+        library.chmod(0o777)
+    else:
+        library.with_suffix(".sha256").unlink()
+    native._library.cache_clear()  # as a new process would
+    np.testing.assert_array_equal(pooled(queries, keys, values, 1.0), first)
+    rebuilt = only_library(native_cache)
+    assert rebuilt.stat().st_mode & 0o777 == 0o700
+    assert hashlib.sha256(rebuilt.read_bytes()).hexdigest() == (
+        rebuilt.with_suffix(".sha256").read_text()
+    )
+
+
+def test_a_cache_folder_others_can_write_is_not_used(native_cache):
+    shared = native_cache / "native"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    with pytest.warns(RuntimeWarning, match="others can write to it"):
+        assert native._cache_directory() != shared
+    queries, keys, values = data(10, n=10, m=100, d=3)
+    pooled(queries, keys, values, 1.0)
+    assert list(shared.iterdir()) == []  # nothing built there, nothing loaded from there
+
+
+def test_an_empty_cc_means_the_default_compiler(monkeypatch):
+    monkeypatch.setenv("CC", "")
+    assert native.compiler() == "cc"
+    monkeypatch.setenv("CC", "  ")
+    assert native.compiler() == "cc"
+
+
+def test_a_compiler_that_fails_once_is_tried_again(native_cache, monkeypatch, tmp_path):
+    # fails while the disk is "full", then compiles: a transient failure
+    full = tmp_path / "disk-full"
+    full.touch()
+    flaky = tmp_path / "flaky-cc"
+    flaky.write_text(f'#!/bin/sh\n[ -e "{full}" ] && exit 1\nexec cc "$@"\n')
+    flaky.chmod(0o755)
+    monkeypatch.setenv("CC", str(flaky))
+    with pytest.warns(RuntimeWarning, match="'native' is unavailable: .*tried again"):
+        assert not native.available()
+    full.unlink()
+    assert not native.available()  # remembered for RETRY_SECONDS, not rebuilt each call
+    monkeypatch.setattr(native, "RETRY_SECONDS", 0.0)
+    assert native.available()
+
+
+def test_a_truncated_library_does_not_bring_a_new_process_down(native_cache):
+    queries, keys, values = data(11, n=10, m=100, d=3)
+    first = pooled(queries, keys, values, 1.0)
+    library = only_library(native_cache)
+    replace(library, library.read_bytes()[: library.stat().st_size // 2])
+    script = (
+        "import sys, numpy as np; sys.path.insert(0, 'tests');"
+        "from method_data import data; from test_native import pooled;"
+        "import json; print(json.dumps(pooled(*data(11, n=10, m=100, d=3), 1.0).tolist()))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ATTNPOOL_CACHE": str(native_cache)},
+    )
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.array(json.loads(run.stdout)), first)

@@ -11,11 +11,18 @@ working precision's rounding (see ``native.c`` for the running shift that keeps 
 weight in range), so ``auto`` may pick it.
 
 The source is compiled once per (precision, d, number of value columns) with the
-machine's C compiler (``$CC``, else ``cc``) and ``-march=native``, cached under
-``$ATTNPOOL_CACHE`` (default ``~/.cache/attnpool``), and called from one thread per
-core on disjoint query rows (``ctypes`` releases the GIL). Without a working compiler
-:func:`available` is False, ``auto`` keeps to ``stream`` and ``method="native"`` is a
-clear error.
+machine's C compiler (``$CC`` if set and not empty, else ``cc``) and ``-march=native``,
+cached under ``$ATTNPOOL_CACHE`` (default ``~/.cache/attnpool``), and called from one
+thread per core on disjoint query rows (``ctypes`` releases the GIL). Without a working
+compiler :func:`available` is False, ``auto`` keeps to ``stream`` and
+``method="native"`` is a clear error; a compiler that fails is tried again after
+:data:`RETRY_SECONDS`, with a warning each time it fails.
+
+Only code this user built is loaded: the cache folder must belong to the user and be
+writable by nobody else (otherwise a private temporary folder is used), and a cached
+library loads only if the user owns it, nobody else can write it, and its SHA-256
+matches the digest written beside it when it was built; anything else (a truncated
+file, a file planted by someone else) is built again.
 
 Log weights: ``d ≤ 2`` by differences, ``−|q − k|²/2``; ``d ≥ 3`` in the matrix-product
 form ``q·k − |k|²/2`` on coordinates centred on the keys' mean, like the streamed path
@@ -34,6 +41,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,7 +58,11 @@ CHUNK = 256
 MAX_VALUES = 8
 #: Query rows per task handed to a thread, at most (tasks are equal, a whole number per core).
 TASK_ROWS = 2048
+#: Seconds a failed build is remembered before the compiler is tried again.
+RETRY_SECONDS = 60.0
 _FLAGS = ("-O3", "-ffp-contract=fast", "-shared", "-fPIC")
+#: ``{compiler: (time.monotonic() of the failure, reason)}``.
+_failures: dict[str, tuple[float, str]] = {}
 _LOG2E = 1.4426950408889634
 
 
@@ -58,17 +71,29 @@ def supports(kernel: Kernel) -> bool:
 
 
 def compiler() -> str:
-    """The C compiler used: ``$CC``, else ``cc``."""
-    return os.environ.get("CC", "cc")
+    """The C compiler used: ``$CC`` if set and not empty, else ``cc``."""
+    return os.environ.get("CC", "").strip() or "cc"
 
 
-@functools.cache
 def _compile_error(compiler_name: str) -> str | None:
-    """Why no library compiles and loads here (None if one does); tried once per compiler."""
+    """Why no library compiles and loads here (None if one does)."""
+    failed = _failures.get(compiler_name)
+    if failed is not None and time.monotonic() - failed[0] < RETRY_SECONDS:
+        return failed[1]
     try:
         _library(compiler_name, False, 1, 1, False)
     except (OSError, RuntimeError) as error:
-        return str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        _failures[compiler_name] = (time.monotonic(), reason)
+        if shutil.which((shlex.split(compiler_name) or [""])[0]) is not None:
+            warnings.warn(  # a compiler that is there but fails: say so, every time
+                f"method 'native' is unavailable: {reason}; 'auto' uses 'stream' "
+                f"(tried again in {RETRY_SECONDS:g} s)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return reason
+    _failures.pop(compiler_name, None)
     return None
 
 
@@ -199,7 +224,8 @@ def _build(compiler_name: str, defines: list[str]) -> Path:
     ).hexdigest()[:20]
     directory = _cache_directory()
     path = directory / f"gaussian-{key}.so"
-    if path.exists():
+    digest = path.with_suffix(".sha256")
+    if _is_private(path) and _is_private(digest) and digest.read_text() == _sha256(path):
         return path
     handle, partial = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(handle)
@@ -210,6 +236,8 @@ def _build(compiler_name: str, defines: list[str]) -> Path:
             command = [*program, *_FLAGS, *arch, *defines, str(SOURCE), "-o", partial, "-lm"]
             run = subprocess.run(command, capture_output=True, text=True)
             if run.returncode == 0:
+                os.chmod(partial, 0o700)  # whatever the umask: nobody else writes it
+                _write_private(digest, _sha256(Path(partial)))
                 os.replace(partial, path)
                 return path
             errors = run.stderr.strip() or f"exit status {run.returncode}"
@@ -226,12 +254,39 @@ def _cache_directory() -> Path:
     )
     directory = Path(root) / "native"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        if os.access(directory, os.W_OK):
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if _is_private(directory) and os.access(directory, os.W_OK):
             return directory
+        warnings.warn(
+            f"the cache folder {directory} belongs to another user or others can write to "
+            "it; compiled code is kept in a private temporary folder instead",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     except OSError:
         pass
     return Path(tempfile.mkdtemp(prefix="attnpool-native-"))
+
+
+def _is_private(path: Path) -> bool:
+    """Whether ``path`` exists, belongs to this user and nobody else can write to it."""
+    try:
+        status = path.stat()
+    except OSError:
+        return False
+    owner = status.st_uid == os.getuid() if hasattr(os, "getuid") else True
+    return owner and not status.st_mode & 0o022
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_private(path: Path, text: str) -> None:
+    handle, partial = tempfile.mkstemp(dir=path.parent)
+    with os.fdopen(handle, "w") as stream:
+        stream.write(text)
+    os.replace(partial, path)
 
 
 def _cpu_signature() -> bytes:
