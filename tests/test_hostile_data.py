@@ -76,3 +76,16 @@ def test_local_linear_reproduces_lines_at_every_bandwidth(log_bandwidth, slope, 
     np.testing.assert_allclose(
         model.predict(queries), slope * queries[:, 0] + intercept, rtol=1e-8, atol=1e-8
     )
+
+
+def test_float16_in_float16_out():
+    rng = np.random.default_rng(3)
+    queries, keys = rng.uniform(size=(5, 1)), rng.uniform(size=(40, 1))
+    values = rng.normal(size=40)
+    half = [a.astype(np.float16) for a in (queries, keys, values)]
+    got = attention_pool(*half, bandwidth=0.2)
+    assert got.dtype == np.float16
+    single = attention_pool(*(a.astype(np.float32) for a in half), bandwidth=0.2)
+    np.testing.assert_array_equal(got, single.astype(np.float16))
+    weights = attention_weights(queries.astype(np.float16), keys.astype(np.float16), bandwidth=0.2)
+    assert weights.dtype == np.float16

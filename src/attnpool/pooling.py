@@ -272,7 +272,7 @@ def _run(compute, args, kernel, empty: str, n: int):
         if n == 0:
             width = cast[2].shape[1] if len(cast) == 4 else cast[1].shape[0]
             result, empty_rows = jnp.zeros((0, width), dtype), jnp.zeros((0,), bool)
-        elif len(cast) == 4:  # pooling: values brought to at most 1, the result scaled back
+        elif len(cast) == 4:  # pooling: huge value columns in power-of-two units
             q, k, v, h = cast
             unit = value_unit(v)
             result, empty_rows = compute(q, k, v / unit, h)
@@ -282,6 +282,12 @@ def _run(compute, args, kernel, empty: str, n: int):
                 result = result * unit
         else:
             result, empty_rows = compute(*cast)
+        narrow = _half_precision(args[:-1])
+        if narrow is not None:  # computed in float32, returned in the inputs' precision
+            result = jax.tree_util.tree_map(
+                lambda a: a.astype(narrow) if jnp.issubdtype(a.dtype, jnp.floating) else a,
+                result,
+            )
         if as_numpy:
             result = jax.tree_util.tree_map(np.asarray, result)
     if kernel.compact and empty != "nearest" and not is_traced(empty_rows):
@@ -299,6 +305,12 @@ def _run(compute, args, kernel, empty: str, n: int):
                 stacklevel=3,
             )
     return result
+
+
+def _half_precision(data):
+    """The inputs' common dtype if it is a 16-bit float (float16, bfloat16), else None."""
+    dtype = jnp.result_type(*data)
+    return dtype if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize == 2 else None
 
 
 def value_unit(values):
