@@ -29,6 +29,7 @@ from scipy import optimize
 
 from . import host_cv, kernels
 from ._interop import compute_dtype, precision_scope
+from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
 from .methods import binned, expansion, sparse
 from .methods.stream import KEY_BLOCK
@@ -356,6 +357,20 @@ def select_bandwidth(
     check_choice(method, "method", METHODS)
     check_choice(pooling, "pooling", POOLINGS)
     x, y, model = _prepare(X, y, kernel, var_type, degree)
+    units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
+    found = _search(
+        *units.apply(np.asarray(x), np.asarray(y)), model, method, pooling, block_size, progress
+    )
+    grid, objectives = found.grid
+    return found._replace(
+        bandwidth=units.bandwidth(found.bandwidth),
+        objective=float(units.objective(found.objective, method)),
+        grid=(grid, units.objective(objectives, method)),
+    )
+
+
+def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, progress):
+    """:func:`select_bandwidth` on data in search units."""
     start = rule_of_thumb(
         x,
         method="silverman" if method == "silverman" else "scott",

@@ -40,7 +40,7 @@ import numpy as np
 from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_bandwidth, check_choice, check_points, check_values
-from .geometry import MATMUL_MIN_DIM, block_log_weights
+from .geometry import block_log_weights, key_centre
 from .methods import dense_weights, normalise
 from .methods.stream import KEY_BLOCK
 from .pooling import (
@@ -107,14 +107,12 @@ def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalM
 
 
 def _prepare(x, bandwidth, centre, model: LocalModel):
-    """Continuous columns centred (when the matmul form is used) and divided by ``h``."""
+    """Continuous columns centred on the training points' midrange and divided by ``h``
+    (far from the origin, x ≈ 1.7e9, scaling first would lose the low digits)."""
     cont, cat = list(model.continuous), list(model.categorical)
     parts = []
     if cont:
-        xc = x[:, cont]
-        if len(cont) >= MATMUL_MIN_DIM:
-            xc = xc - centre
-        parts.append(xc / bandwidth[jnp.array(cont)])
+        parts.append((x[:, cont] - centre) / bandwidth[jnp.array(cont)])
     if cat:
         parts.append(x[:, cat])
     return jnp.concatenate(parts, axis=1)
@@ -227,7 +225,7 @@ def _local_core(
     nearest,
 ):
     cont = jnp.array(model.continuous, dtype=int)
-    centre = jnp.mean(x_train[:, cont], axis=0) if model.continuous else None
+    centre = key_centre(x_train[:, cont]) if model.continuous else None
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
     keys = _prepare(x_train, bandwidth, centre, model)
     queries = _prepare(x_query, bandwidth, centre, model)
@@ -385,7 +383,7 @@ def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None):
 @partial(jax.jit, static_argnames=("model", "nearest"))
 def _weights_core(x_train, x_query, bandwidth, *, model, nearest):
     cont = jnp.array(model.continuous, dtype=int)
-    centre = jnp.mean(x_train[:, cont], axis=0) if model.continuous else None
+    centre = key_centre(x_train[:, cont]) if model.continuous else None
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
     keys = _prepare(x_train, bandwidth, centre, model)
     queries = _prepare(x_query, bandwidth, centre, model)

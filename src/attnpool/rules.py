@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
+from ._units import power_of_two_above
 from ._validation import check_choice, check_points
 from .regression import model_for
 
@@ -37,10 +38,15 @@ def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None)
     if q == 0:
         return bandwidth
     columns = x[:, list(model.continuous)]
+    # in power-of-two units about the midrange: no square overflows (x ~ 1e160)
+    centre = columns.min(axis=0) / 2 + columns.max(axis=0) / 2
+    unit = power_of_two_above(np.max(np.abs(columns - centre), axis=0))
+    columns = (columns - centre) / unit
     sigma = columns.std(axis=0, ddof=1) if n > 1 else np.zeros(q)
     if method == "silverman":
         iqr = np.subtract(*np.percentile(columns, [75, 25], axis=0)) / 1.349
         sigma = np.where(iqr > 0, np.minimum(sigma, iqr), sigma)
+    sigma = sigma * unit
     if np.any(sigma <= 0):
         bad = [model.continuous[j] for j in np.flatnonzero(sigma <= 0)]
         raise ValueError(f"x: column(s) {bad} are constant; a bandwidth rule needs spread")

@@ -1,0 +1,75 @@
+"""Units for bandwidth selection: the data near the origin, at unit scale.
+
+Selection is equivariant: shifting ``X`` changes nothing, scaling a continuous column
+of ``X`` by ``c`` scales its bandwidth by ``c``, and scaling ``y`` by ``c`` multiplies
+the CV criterion by ``c²`` (adds ``2 log c`` to AICc) and leaves the bandwidth alone.
+So the search runs on ``(X − centre) / scale`` and ``(y − centre_y) / scale_y``, the
+centres being midranges and the scales powers of two (exact to undo), and its result
+is brought back. Timestamps (``x ≈ 1.7e9``), columns at ``1e±100`` and ``y ≈ 1e300``
+are then searched in float32 as easily as data on ``[−1, 1]``, and nothing overflows.
+Categorical columns are left as they are: their bandwidths are not lengths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _midrange(a: np.ndarray) -> np.ndarray:
+    return a.min(axis=0) / 2 + a.max(axis=0) / 2
+
+
+def _floating(a: np.ndarray):
+    return a.dtype if np.issubdtype(a.dtype, np.floating) else np.dtype(np.float64)
+
+
+def power_of_two_above(magnitude: np.ndarray) -> np.ndarray:
+    """The least power of two ``>= magnitude`` (1 where the magnitude is 0)."""
+    _, exponent = np.frexp(np.where(magnitude > 0, magnitude, 1.0))
+    return np.ldexp(1.0, exponent)
+
+
+@dataclass(frozen=True)
+class SearchUnits:
+    """Centres and power-of-two scales of the continuous columns of ``X`` (``(d,)``) and
+    of ``y`` (one scale for all outputs: the CV criterion sums them)."""
+
+    centre: np.ndarray
+    scale: np.ndarray
+    y_centre: np.ndarray
+    y_scale: float
+
+    @classmethod
+    def of(cls, x: np.ndarray, y: np.ndarray, continuous) -> SearchUnits:
+        d = x.shape[1]
+        centre, scale = np.zeros(d), np.ones(d)
+        columns = list(continuous)
+        if columns:
+            part = x[:, columns].astype(np.float64)
+            centre[columns] = _midrange(part)
+            scale[columns] = power_of_two_above(np.max(np.abs(part - centre[columns]), axis=0))
+        y = np.asarray(y, np.float64).reshape(y.shape[0], -1)
+        y_centre = _midrange(y)
+        y_scale = float(power_of_two_above(np.max(np.abs(y - y_centre))))
+        return cls(centre, scale, y_centre, y_scale)
+
+    def apply(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(X, y)`` in search units, in their own floating dtypes."""
+        x_units = ((x - self.centre) / self.scale).astype(_floating(x))
+        y_units = (y - self.y_centre.reshape((-1,) if y.ndim > 1 else ())) / self.y_scale
+        return x_units, y_units.astype(_floating(y))
+
+    def bandwidth(self, bandwidth: np.ndarray) -> np.ndarray:
+        """A bandwidth found in search units, in the data's units."""
+        return np.asarray(bandwidth, np.float64) * self.scale
+
+    def objective(self, value, method: str):
+        """A criterion value (or array of them) found in search units, in the data's units."""
+        with np.errstate(over="ignore"):  # a criterion beyond float64 is inf
+            if method == "cv":
+                return np.asarray(value, np.float64) * np.float64(self.y_scale) ** 2
+            if method == "aicc":
+                return np.asarray(value, np.float64) + 2 * np.log(self.y_scale)
+        return value
