@@ -1,11 +1,13 @@
 """Regression tests: data that once gave plausible-looking wrong numbers on the default path."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnpool import LocalLinear, attention_pool, attention_weights
+from attnpool import LocalLinear, TopK, attention_pool, attention_weights
 from oracle import exact_pool
 from reference import stable_gaussian_pool
 
@@ -89,3 +91,33 @@ def test_float16_in_float16_out():
     np.testing.assert_array_equal(got, single.astype(np.float16))
     weights = attention_weights(queries.astype(np.float16), keys.astype(np.float16), bandwidth=0.2)
     assert weights.dtype == np.float16
+
+
+@pytest.mark.parametrize(
+    ("method", "kernel", "d", "bandwidth"),
+    [
+        ("sparse", "epanechnikov", 1, 1e-200),  # all NaN and 110 RuntimeWarnings
+        ("sparse", "tricube", 2, 1e-200),  # SciPy: "floating point overflow … p too large"
+        ("sparse", "tricube", 2, 1e-30),
+        ("topk", "gaussian", 2, 1e-300),  # IndexError
+        ("auto", "tricube", 2, 1e-200),  # auto's neighbour count overflowed too
+    ],
+)
+def test_host_methods_at_tiny_bandwidths_give_the_nearest_key(method, kernel, d, bandwidth):
+    rng = np.random.default_rng(4)
+    queries, keys = rng.uniform(size=(50, d)), rng.uniform(size=(3000, d))
+    values = rng.normal(size=3000)
+    option = TopK(k=8) if method == "topk" else method
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = attention_pool(
+            queries,
+            keys,
+            values,
+            kernel=kernel,
+            bandwidth=bandwidth,
+            method=option,
+            empty="nearest",
+        )
+    expected, _ = exact_pool(queries, keys, values, kernel, bandwidth)
+    np.testing.assert_array_equal(got, expected[:, 0].astype(np.float64))
