@@ -178,3 +178,31 @@ def test_a_client_that_is_not_running_is_a_clear_error():
     with dask.config.set(scheduler=stale):  # a closed client left in Dask's config
         with pytest.raises(ValueError, match=r"client: the distributed\.Client Dask would use"):
             dist.attention_pool([0.0], np.ones(10), np.ones(10))
+
+
+def test_hostile_inputs_raise_instead_of_silent_nan(client):
+    rng = np.random.default_rng(5)
+    keys = rng.uniform(size=(400, 2))
+    values = rng.normal(size=400)
+    queries = rng.uniform(size=(5, 2))
+    # local: the nearest keys; Dask once gave all NaN. Now a clear error, never NaN
+    with pytest.raises(ValueError, match=r"bandwidth: \[1e-200, 1e-200\] is too small for Dask"):
+        dist.attention_pool(queries, da.from_array(keys, 100), values, bandwidth=1e-200).compute()
+    with_nan = keys.copy()
+    with_nan[123, 1] = np.nan
+    with pytest.raises(ValueError, match="keys: expected finite numbers; a chunk of 100 rows"):
+        dist.attention_pool(queries, da.from_array(with_nan, 100), values).compute()
+    with pytest.raises(ValueError, match="values: expected finite numbers"):
+        dist.attention_pool(
+            queries, keys, da.from_array(np.where(values > 2, np.inf, values), 100)
+        ).compute()
+    for dtype in (bool, complex):
+        with pytest.raises(TypeError, match=f"keys: expected a numeric .* dtype {np.dtype(dtype)}"):
+            dist.attention_pool(queries, da.from_array(keys.astype(dtype), 100), values)
+    # estimators: NaN in y once gave cv_score_ = inf, NaN in X "constant column"
+    x, y = da.from_array(keys[:, :1], 100), da.from_array(values, 100)
+    with pytest.raises(ValueError, match="y: expected finite numbers"):
+        NadarayaWatson().fit(x, da.from_array(np.where(values > 2, np.nan, values), 100))
+    with pytest.raises(ValueError, match=r"x: column\(s\) \[0\] hold NaN"):
+        NadarayaWatson().fit(da.from_array(with_nan[:, 1:], 100), y)
+    assert np.isfinite(NadarayaWatson().fit(x, y).cv_score_)

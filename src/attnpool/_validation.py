@@ -33,13 +33,19 @@ def as_array(x, name: str):
             raise TypeError(
                 f"{name}: expected a numeric array; received {_describe(x)} ({error})"
             ) from None
-    if x.dtype == bool or not (
-        np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)
+    check_numeric_dtype(x.dtype, name)
+    return x
+
+
+def check_numeric_dtype(dtype, name: str) -> None:
+    """``TypeError`` naming ``name`` unless ``dtype`` is an integer or floating type."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_ or not (
+        np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)
     ):
         raise TypeError(
-            f"{name}: expected a numeric (integer or floating) array; received dtype {x.dtype}"
+            f"{name}: expected a numeric (integer or floating) array; received dtype {dtype}"
         )
-    return x
 
 
 def _describe(x) -> str:

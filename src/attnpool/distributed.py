@@ -36,7 +36,7 @@ from dask.base import is_dask_collection
 
 from . import kernels as _kernels
 from ._interop import precision_scope
-from ._validation import check_bandwidth, check_positive_int
+from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from .geometry import MATMUL_MIN_DIM, block_log_weights
 from .methods.stream import KEY_BLOCK
 from .pooling import DENSE_MAX_PAIRS, pool_state
@@ -57,11 +57,11 @@ def as_rows(x, name: str, chunk_rows: int | None = None) -> da.Array:
     """``x`` as a Dask array ``(n, d)``, chunked along rows only."""
     if not is_dask_collection(x):
         x = np.asarray(x)
-        if not np.issubdtype(x.dtype, np.number):
-            raise TypeError(f"{name}: expected numbers; received dtype {x.dtype}")
+        check_numeric_dtype(x.dtype, name)
         x = da.from_array(x, chunks=(chunk_rows or DEFAULT_ROWS, *x.shape[1:]))
     if not isinstance(x, da.Array):
         raise TypeError(f"{name}: expected a Dask or NumPy array; received {type(x).__name__}")
+    check_numeric_dtype(x.dtype, name)
     if x.ndim not in (1, 2):
         raise ValueError(f"{name}: expected shape (n,) or (n, d); received shape {x.shape}")
     if any(np.isnan(c) for c in x.chunks[0]):
@@ -158,9 +158,17 @@ def _chunk_state(
     return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 0, 1), states)
 
 
-def _state_task(queries, keys, values, query_ids=None, key_ids=None, *, bandwidths, kernel):
+def _state_task(queries, keys, values, query_ids=None, key_ids=None, *, bandwidths, kernel, names):
     """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk
-    (``query_ids``/``key_ids``: global row numbers, given for leave-one-out only)."""
+    (``query_ids``/``key_ids``: global row numbers, given for leave-one-out only).
+    Non-finite inputs are found here, as the chunks are read: a ``ValueError`` at
+    ``compute()``, never a silent NaN."""
+    for chunk, name in zip((queries, keys, values), names, strict=True):
+        if not np.all(np.isfinite(chunk)):
+            raise ValueError(
+                f"{name}: expected finite numbers; a chunk of {chunk.shape[0]} rows holds "
+                "NaN or infinite values"
+            )
     dtype = np.result_type(queries, keys, values, np.float32)
     leave_one_out = query_ids is not None
     with precision_scope(dtype):
@@ -189,14 +197,25 @@ def _combine(x, axis, keepdims):
         return _pack(merged)[:, None]
 
 
-def _finish(packed):
-    """``t / s`` per query and bandwidth; NaN where no key had weight."""
+def _finish(packed, bandwidth=None):
+    """``t / s`` per query and bandwidth; NaN where no key had weight.
+
+    With ``bandwidth`` (pooling with a kernel of unbounded support, where only
+    overflowed distances leave a row without weight) such rows are an error.
+    """
     with precision_scope(packed.dtype):
         pooled, empty = finalize(_unpack(jnp.asarray(packed[:, 0])))
-        return np.where(np.asarray(empty)[..., None], np.nan, np.asarray(pooled))  # (n_i, K, p)
+        empty = np.asarray(empty)
+    if bandwidth is not None and empty.any():
+        raise ValueError(
+            f"bandwidth: {bandwidth.tolist()} is too small for Dask pooling: the scaled "
+            f"distances of {int(empty.any(axis=1).sum())} queries overflow; pool them with "
+            "attnpool.attention_pool, which takes the nearest-key limit"
+        )
+    return np.where(empty[..., None], np.nan, np.asarray(pooled))  # (n_i, K, p)
 
 
-def _states(queries, keys, values, bandwidths, kernel, leave_one_out, split_every):
+def _states(queries, keys, values, bandwidths, kernel, leave_one_out, split_every, names):
     """The merged states, lazily: ``(n, 1, K, p + 2)``."""
     n_bandwidths, p = bandwidths.shape[0], values.shape[1]
     dtype = np.result_type(queries.dtype, keys.dtype, values.dtype, np.float32)
@@ -206,7 +225,7 @@ def _states(queries, keys, values, bandwidths, kernel, leave_one_out, split_ever
         key_ids = da.arange(keys.shape[0], chunks=keys.chunks[0])[:, None]
         arrays += [query_ids, "iz", key_ids, "jz"]
     states = da.blockwise(
-        partial(_state_task, bandwidths=bandwidths, kernel=kernel),
+        partial(_state_task, bandwidths=bandwidths, kernel=kernel, names=names),
         "ijcs",
         *arrays,
         new_axes={"c": n_bandwidths, "s": p + 2},
@@ -270,15 +289,19 @@ def attention_pool(
     chunk_rows : int, optional — rows per chunk for NumPy inputs
 
     Equal to :func:`attnpool.attention_pool` up to floating-point rounding. A query with
-    no key inside a compact kernel's support is NaN (``empty="nan"``).
+    no key inside a compact kernel's support is NaN (``empty="nan"``). A bandwidth so
+    small that scaled distances overflow (where the local path takes the nearest-key
+    limit) and NaN or infinite inputs raise ``ValueError`` at ``compute()``.
     """
     check_positive_int(split_every, "split_every")
     queries, keys, values, h, record, flat = _prepare(
         queries, keys, values, bandwidth, kernel, chunk_rows
     )
-    states = _states(queries, keys, values, h[None], record, False, split_every)
+    names = ("queries", "keys", "values")
+    states = _states(queries, keys, values, h[None], record, False, split_every, names)
+    unbounded = None if record.compact else h
     pooled = states.map_blocks(
-        lambda block: _finish(block)[:, 0],
+        lambda block: _finish(block, unbounded)[:, 0],
         drop_axis=[1, 2],
         chunks=(queries.chunks[0], (values.shape[1],)),
         dtype=states.dtype,
@@ -297,7 +320,7 @@ def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chun
     """
     x, _, y, _, record, _ = _prepare(x, x, y, 1.0, kernel, chunk_rows, ("x", "x", "y"))
     bandwidths = np.asarray(bandwidths, dtype=float).reshape(-1, x.shape[1])
-    states = _states(x, x, y, bandwidths, record, True, split_every)
+    states = _states(x, x, y, bandwidths, record, True, split_every, ("x", "x", "y"))
     loo = states.map_blocks(
         _finish,
         drop_axis=1,
@@ -324,6 +347,11 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     x_rows = as_rows(x, "x", chunk_rows)
     n = x_rows.shape[0]
     sigma = np.asarray(x_rows.std(axis=0, ddof=1).compute(), dtype=float)
+    if not np.all(np.isfinite(sigma)):
+        raise ValueError(
+            f"x: column(s) {np.flatnonzero(~np.isfinite(sigma)).tolist()} hold NaN or "
+            "infinite values"
+        )
     if np.any(~(sigma > 0)):
         raise ValueError(f"x: column(s) {np.flatnonzero(~(sigma > 0)).tolist()} are constant")
     scott = rule_from_spread(sigma, n, kernel)
