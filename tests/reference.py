@@ -7,7 +7,7 @@ import numpy as np
 # K(r) of the scaled distance r = ‖(q − k)/h‖, written out from the textbook formulas.
 KERNEL_VALUES = {
     "gaussian": lambda r: np.exp(-(r**2) / 2) / np.sqrt(2 * np.pi),
-    "boxcar": lambda r: 0.5 * (r <= 1),
+    "boxcar": lambda r: 0.5 * (r < 1),
     "constant": lambda r: np.ones_like(r),
     "triangular": lambda r: np.clip(1 - r, 0, None),
     "epanechnikov": lambda r: 0.75 * np.clip(1 - r**2, 0, None),

@@ -121,3 +121,16 @@ def test_host_methods_at_tiny_bandwidths_give_the_nearest_key(method, kernel, d,
         )
     expected, _ = exact_pool(queries, keys, values, kernel, bandwidth)
     np.testing.assert_array_equal(got, expected[:, 0].astype(np.float64))
+
+
+@pytest.mark.parametrize("method", ["dense", "stream", "sparse", "auto"])
+def test_the_boxcar_leaves_out_keys_exactly_on_its_edge(method):
+    # |u| < 1, as the textbook and scikit-learn's tophat: a key one bandwidth away is out
+    keys = np.array([-0.5, -0.25, 0.0, 0.25, 0.5, 1.0])
+    values = np.array([100.0, 1.0, 2.0, 3.0, -100.0, 7.0])
+    got = attention_pool(
+        np.array([0.0, 1.0]), keys, values, kernel="boxcar", bandwidth=0.5, method=method
+    )
+    np.testing.assert_array_equal(got, [2.0, 7.0])
+    weights = attention_weights(np.array([0.0]), keys, kernel="boxcar", bandwidth=0.5)
+    np.testing.assert_array_equal(weights, [[0, 1 / 3, 1 / 3, 1 / 3, 0, 0]])

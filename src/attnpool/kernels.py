@@ -21,7 +21,7 @@ Built-in kernels (``u`` is the scaled distance, ``h`` the bandwidth):
 name             K(u), normalised in 1-D                  bandwidth h is
 ===============  ======================================  =====================
 ``gaussian``     exp(−u²/2) / √(2π)                       the standard deviation
-``boxcar``       1/2 for |u| ≤ 1                          the half-width
+``boxcar``       1/2 for |u| < 1                          the half-width
 ``constant``     1 (improper)                             irrelevant: average pooling
 ``triangular``   1 − |u| for |u| < 1                      the half-width
 ``epanechnikov`` 3/4 (1 − u²) for |u| < 1                 the half-width
@@ -156,9 +156,9 @@ def _safe_sqrt(r2):
     return jnp.where(r2 > 0, jnp.sqrt(jnp.maximum(r2, tiny)), 0.0)
 
 
-def _inside(r2, log_value: Callable, *, closed: bool = False):
-    """``log_value(r2)`` inside the unit ball, ``-inf`` outside, NaN-free gradients."""
-    mask = r2 <= 1.0 if closed else r2 < 1.0
+def _inside(r2, log_value: Callable):
+    """``log_value(r2)`` inside the open unit ball, ``-inf`` outside, NaN-free gradients."""
+    mask = r2 < 1.0
     safe = jnp.where(mask, r2, 0.0)
     return jnp.where(mask, log_value(safe), -jnp.inf)
 
@@ -169,8 +169,8 @@ def _gaussian(r2):
 
 
 def _boxcar(r2):
-    """Boxcar (uniform): K(u) = 1/2 for |u| ≤ 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, jnp.zeros_like, closed=True)
+    """Boxcar (uniform): K(u) = 1/2 for |u| < 1, else 0. The bandwidth is the half-width."""
+    return _inside(r2, jnp.zeros_like)
 
 
 def _constant(r2):
