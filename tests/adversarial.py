@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from hypothesis import HealthCheck, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnpool import Binned, TopK, attention_pool
+from attnpool import Binned, TopK, attention_pool, kernels
 from oracle import exact_pool, magnitude, rounding_bound, value_range
 
 N, M = 6, 19
@@ -35,17 +36,8 @@ ORACLE = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-KERNELS = [
-    "gaussian",
-    "boxcar",
-    "constant",
-    "triangular",
-    "epanechnikov",
-    "tricube",
-    "laplacian",
-    "cosine",
-    "dot",
-]
+#: Every built-in kernel (registered ones would join it).
+KERNELS = kernels.names()
 #: Kernels each method pools; other kernels must raise a clear error.
 SUPPORTS = {
     "dense": KERNELS,
@@ -150,3 +142,18 @@ def max_extent(queries, keys, bandwidth) -> float:
     centre = k.min(0) / 2 + k.max(0) / 2
     with np.errstate(over="ignore"):
         return float(np.max(np.abs(np.concatenate([q, k]) - centre)) / bandwidth)
+
+
+def oracle_test(methods: list[str]):
+    """A test holding each of ``methods`` to the oracle, ``ORACLE_EXAMPLES`` problems each."""
+
+    @pytest.mark.parametrize("method", methods)
+    def test_method_meets_the_oracle(method):
+        @ORACLE
+        @given(problem=problems(method))
+        def run(problem):
+            check_against_oracle(method, *problem)
+
+        run()
+
+    return test_method_meets_the_oracle

@@ -1,16 +1,5 @@
 """The exact engines and ``auto`` against the exact oracle on adversarial data."""
 
-import pytest
-from hypothesis import given
+from adversarial import oracle_test
 
-from adversarial import ORACLE, check_against_oracle, problems
-
-
-@pytest.mark.parametrize("method", ["dense", "stream", "auto"])
-def test_method_meets_the_oracle(method):
-    @ORACLE
-    @given(problem=problems(method))
-    def run(problem):
-        check_against_oracle(method, *problem)
-
-    run()
+test_method_meets_the_oracle = oracle_test(["dense", "stream", "auto"])

@@ -1,16 +1,5 @@
 """The host methods and the fused kernel against the exact oracle on adversarial data."""
 
-import pytest
-from hypothesis import given
+from adversarial import oracle_test
 
-from adversarial import ORACLE, check_against_oracle, problems
-
-
-@pytest.mark.parametrize("method", ["sparse", "fgt", "native", "fused"])
-def test_method_meets_the_oracle(method):
-    @ORACLE
-    @given(problem=problems(method))
-    def run(problem):
-        check_against_oracle(method, *problem)
-
-    run()
+test_method_meets_the_oracle = oracle_test(["sparse", "fgt", "native", "fused"])
