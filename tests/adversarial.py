@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -154,6 +155,9 @@ def oracle_test(methods: list[str]):
         def run(problem):
             check_against_oracle(method, *problem)
 
-        run()
+        try:
+            run()
+        finally:
+            jax.clear_caches()  # a program per shape and kernel: see conftest.py
 
     return test_method_meets_the_oracle

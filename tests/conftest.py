@@ -20,3 +20,18 @@ def native_cache(tmp_path, monkeypatch):
     native._cache_directory.cache_clear()
     native._library.cache_clear()
     native._failures.clear()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test file.
+
+    XLA:CPU maps memory for every executable, and a Linux process may hold 65,530
+    mappings by default: a test worker that ran the oracle properties (thousands of
+    programs, one per shape, dtype and kernel) after other files crashed inside XLA's
+    compiler when it ran out.
+    """
+    yield
+    import jax
+
+    jax.clear_caches()
