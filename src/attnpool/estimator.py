@@ -151,8 +151,8 @@ class _LocalRegression(_MultiOutputRegressor):
         """
         if _is_dask(X, y):
             return self._fit_dask(X, y)
-        _check_numeric_targets(y)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        _check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
         self._fit_bandwidth(X, y)
         self.X_train_, self.y_train_ = X, y
         return self
