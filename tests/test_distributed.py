@@ -206,3 +206,23 @@ def test_hostile_inputs_raise_instead_of_silent_nan(client):
     with pytest.raises(ValueError, match=r"x: column\(s\) \[0\] hold NaN"):
         NadarayaWatson().fit(da.from_array(with_nan[:, 1:], 100), y)
     assert np.isfinite(NadarayaWatson().fit(x, y).cv_score_)
+
+
+@pytest.mark.parametrize(
+    ("name", "to_x", "to_y", "h_factor", "y_factor"),
+    [
+        ("x shifted by 2^30", lambda x: x + 2.0**30, lambda y: y, 1.0, 1.0),
+        ("x times 2^200", lambda x: x * 2.0**200, lambda y: y, 2.0**200, 1.0),
+        ("y times 2^-300", lambda x: x, lambda y: y * 2.0**-300, 1.0, 2.0**-300),
+    ],
+)
+def test_dask_selection_is_shift_and_scale_equivariant(
+    client, name, to_x, to_y, h_factor, y_factor
+):
+    rng = np.random.default_rng(6)
+    x = np.round(rng.uniform(0, 5, (600, 1)) * 1024) / 1024
+    y = np.sin(x[:, 0]) + 0.2 * rng.standard_normal(600)
+    base = NadarayaWatson().fit(da.from_array(x, 150), da.from_array(y, 150))
+    moved = NadarayaWatson().fit(da.from_array(to_x(x), 150), da.from_array(to_y(y), 150))
+    np.testing.assert_allclose(moved.bandwidth_, base.bandwidth_ * h_factor, rtol=1e-9)
+    np.testing.assert_allclose(moved.cv_score_, base.cv_score_ * y_factor**2, rtol=1e-9)

@@ -37,7 +37,7 @@ from dask.base import is_dask_collection
 from . import kernels as _kernels
 from ._interop import precision_scope
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
-from .geometry import MATMUL_MIN_DIM, block_log_weights
+from .geometry import block_log_weights, key_centre
 from .methods.stream import KEY_BLOCK
 from .pooling import DENSE_MAX_PAIRS, pool_state
 from .state import PoolingState, block_state, finalize, merge_stacked
@@ -132,11 +132,12 @@ def _chunk_state(
 ):
     """States ``(n_i, K, ·)`` of one query chunk over one key chunk, for ``K`` bandwidths.
 
-    Coordinates are centred on the query chunk (the same centre for every key chunk, so
-    log weights defined up to a per-query constant stay comparable across chunks).
+    Coordinates are centred on the query chunk before they are scaled (data far from
+    the origin keep their digits; the same centre for every key chunk, so log weights
+    defined up to a per-query constant stay comparable across chunks).
     """
-    if kernel.similarity == "distance" and queries.shape[1] >= MATMUL_MIN_DIM:
-        centre = jnp.mean(queries, axis=0)
+    if kernel.similarity == "distance":
+        centre = key_centre(queries)
         queries, keys = queries - centre, keys - centre
 
     def one(h):
@@ -346,7 +347,8 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
 
     x_rows = as_rows(x, "x", chunk_rows)
     n = x_rows.shape[0]
-    sigma = np.asarray(x_rows.std(axis=0, ddof=1).compute(), dtype=float)
+    # about the first row: moments of data far from the origin (timestamps) cancel
+    sigma = np.asarray((x_rows - x_rows[0].compute()).std(axis=0, ddof=1).compute(), dtype=float)
     if not np.all(np.isfinite(sigma)):
         raise ValueError(
             f"x: column(s) {np.flatnonzero(~np.isfinite(sigma)).tolist()} hold NaN or "
