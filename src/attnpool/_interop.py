@@ -4,7 +4,9 @@ NumPy (or list) inputs are computed in their own precision: float64 data runs
 inside ``jax.enable_x64(True)`` without touching the global flag, and the result
 is copied back to NumPy before the context closes (a float64 JAX array that
 leaves the context silently drops to float32 on its next operation). Integer
-data computes in float64, like NumPy. JAX inputs follow JAX's own dtype rules.
+data computes in float64, like NumPy; float16 data computes in float32 and comes back
+in float16. JAX inputs follow JAX's own dtype rules. Value columns near the dtype's
+limit are pooled in power-of-two units (:func:`value_unit`).
 """
 
 from __future__ import annotations
@@ -39,3 +41,37 @@ def precision_scope(dtype):
     if np.dtype(dtype) == np.float64 and not jax.config.jax_enable_x64:
         return jax.enable_x64(True)
     return contextlib.nullcontext()
+
+
+def half_precision(data):
+    """The inputs' common dtype if it is a 16-bit float (float16, bfloat16), else None."""
+    dtype = jnp.result_type(*data)
+    return dtype if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize == 2 else None
+
+
+def value_unit(values):
+    """A power of two ``(p,)`` per value column: 1, or for a column whose largest
+    magnitude exceeds the square root of the dtype's largest number, the power of
+    two at most it (``largest / unit`` in [1, 2)).
+
+    Pooling ``values / unit`` and scaling the result back is exact, and the weighted
+    sums ``Σ w v`` (weights up to 1 after the log-domain shift) then cannot overflow
+    for values near the dtype's limit. Other columns are left alone, so one-hot
+    weights still return each value exactly, the smallest normal numbers included.
+    """
+    largest = jnp.max(jnp.abs(values), axis=0)
+    _, exponent = jnp.frexp(jnp.where(largest > 0, largest, 1.0))
+    exponent = jnp.where(exponent > jnp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
+    return jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(largest), exponent))
+
+
+def check_bandwidth_representable(original, dtype) -> None:
+    """``ValueError`` if a concrete bandwidth is subnormal (or zero) in ``dtype``."""
+    if is_jax(original):
+        return
+    tiny = np.finfo(dtype).tiny  # subnormals are flushed to zero on accelerators and XLA:CPU
+    if not np.all(np.asarray(original).astype(dtype) >= tiny):
+        raise ValueError(
+            f"bandwidth: {np.asarray(original).tolist()} is below the smallest normal "
+            f"{np.dtype(dtype)} number; accepted: bandwidths >= {tiny}"
+        )

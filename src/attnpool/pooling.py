@@ -15,14 +15,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import kernels as _kernels
-from ._interop import compute_dtype, numpy_mode, precision_scope
+from ._interop import (
+    check_bandwidth_representable,
+    compute_dtype,
+    half_precision,
+    numpy_mode,
+    precision_scope,
+    value_unit,
+)
 from ._validation import (
     check_bandwidth,
     check_choice,
     check_points,
     check_positive_int,
     check_values,
-    is_jax,
     is_traced,
 )
 from .geometry import MATMUL_MIN_DIM, block_log_weights, closeness, scale_coordinates
@@ -266,7 +272,7 @@ def _run(compute, args, kernel, empty: str, n: int):
         raise ValueError(
             "empty: 'raise' needs concrete inputs; inside jit, grad or vmap use 'nan' or 'nearest'"
         )
-    _check_bandwidth_representable(args[-1], dtype)
+    check_bandwidth_representable(args[-1], dtype)
     with precision_scope(dtype):
         cast = [jnp.asarray(a, dtype) for a in args]
         if n == 0:
@@ -282,7 +288,7 @@ def _run(compute, args, kernel, empty: str, n: int):
                 result = result * unit
         else:
             result, empty_rows = compute(*cast)
-        narrow = _half_precision(args[:-1])
+        narrow = half_precision(args[:-1])
         if narrow is not None:  # computed in float32, returned in the inputs' precision
             result = jax.tree_util.tree_map(
                 lambda a: a.astype(narrow) if jnp.issubdtype(a.dtype, jnp.floating) else a,
@@ -305,39 +311,6 @@ def _run(compute, args, kernel, empty: str, n: int):
                 stacklevel=3,
             )
     return result
-
-
-def _half_precision(data):
-    """The inputs' common dtype if it is a 16-bit float (float16, bfloat16), else None."""
-    dtype = jnp.result_type(*data)
-    return dtype if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize == 2 else None
-
-
-def value_unit(values):
-    """A power of two ``(p,)`` per value column: 1, or for a column whose largest
-    magnitude exceeds the square root of the dtype's largest number, the power of
-    two at most it (``largest / unit`` in [1, 2)).
-
-    Pooling ``values / unit`` and scaling the result back is exact, and the weighted
-    sums ``Σ w v`` (weights up to 1 after the log-domain shift) then cannot overflow
-    for values near the dtype's limit. Other columns are left alone, so one-hot
-    weights still return each value exactly, the smallest normal numbers included.
-    """
-    largest = jnp.max(jnp.abs(values), axis=0)
-    _, exponent = jnp.frexp(jnp.where(largest > 0, largest, 1.0))
-    exponent = jnp.where(exponent > jnp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
-    return jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(largest), exponent))
-
-
-def _check_bandwidth_representable(original, dtype) -> None:
-    if is_jax(original):
-        return
-    tiny = np.finfo(dtype).tiny  # subnormals are flushed to zero on accelerators and XLA:CPU
-    if not np.all(np.asarray(original).astype(dtype) >= tiny):
-        raise ValueError(
-            f"bandwidth: {np.asarray(original).tolist()} is below the smallest normal "
-            f"{np.dtype(dtype)} number; accepted: bandwidths >= {tiny}"
-        )
 
 
 def kernel_block(kernel: _kernels.Kernel, *, hard: bool = False, max_log=None, streamed=False):
