@@ -19,6 +19,7 @@ from attnpool import Binned, EmptyNeighbourhoodWarning, TopK, attention_pool, ke
 from attnpool.methods import binned, expansion, sparse
 from attnpool.methods.topk import topk_state
 from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, exact, value_range
+from oracle import exact_pool
 from reference import COMPACT_KERNELS, reference_pool
 
 SMOOTH = sorted(binned.SMOOTH_KERNELS)
@@ -302,6 +303,7 @@ def test_gaussian_methods_agree_pairwise(first, second):
     m=st.integers(1, 60),
 )
 @example(seed=478, kernel="triangular", bandwidth=0.1, m=5)  # a key exactly on the edge
+@example(seed=1, kernel="boxcar", bandwidth=1.5, m=23)  # a key one bandwidth away
 def test_sparse_matches_dense_on_random_data(seed, kernel, bandwidth, m):
     rng = np.random.default_rng(seed)
     keys = np.round(rng.uniform(-3, 3, m), 2)  # ties and repeated keys on purpose
@@ -310,6 +312,17 @@ def test_sparse_matches_dense_on_random_data(seed, kernel, bandwidth, m):
     options = dict(kernel=kernel, bandwidth=bandwidth, empty="nearest")
     got = attention_pool(queries, keys, values, method="sparse", **options)
     want = attention_pool(queries, keys, values, method="dense", **options)
+    if kernel == "boxcar":
+        # the boxcar jumps at |u| = 1: a key within rounding of the edge (-1.78 and -0.28
+        # at h = 1.5) may fall either side, in each method (design notes, the oracle);
+        # every row must be one of the two exact answers
+        inside, closed = (
+            exact_pool(queries, keys, values, kernel, bandwidth, edge=e)[0] for e in (-1e-9, 1e-9)
+        )
+        for pooled in (got, want):
+            error = np.minimum(np.abs(pooled - inside[:, 0]), np.abs(pooled - closed[:, 0]))
+            assert np.all(error <= 1e-12 + 1e-9 * np.abs(pooled))
+        return
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
 
