@@ -171,7 +171,8 @@ def _prefix_sums(queries, keys, values, split, low, high):
     terms, left, right = split
     n, (m, p) = queries.shape[0], values.shape
     origin = keys[0]
-    cells = np.floor((keys - origin) / CELL_WIDTH).astype(np.int32)  # non-decreasing
+    # int64: the host methods take extents up to 2^40 radii, beyond int32
+    cells = np.floor((keys - origin) / CELL_WIDTH).astype(np.int64)  # non-decreasing
 
     def centre(cell):
         return origin + (cell + 0.5) * CELL_WIDTH
