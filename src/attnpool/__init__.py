@@ -16,25 +16,7 @@ Plots live in :mod:`attnpool.plotting` (matplotlib is imported on first use).
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
-
-from . import datasets, kernels
-from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
-from .kernels import Kernel
-from .methods.choice import Binned, TopK
-from .pooling import (
-    EmptyNeighbourhoodWarning,
-    attention_pool,
-    attention_weights,
-    nadaraya_watson,
-)
-from .regression import local_regression
-from .state import PoolingState
-
-try:
-    __version__ = version("attnpool")
-except PackageNotFoundError:  # running from a source tree without installing
-    __version__ = "0.0.0"
+from typing import TYPE_CHECKING
 
 __all__ = [
     "Binned",
@@ -50,6 +32,7 @@ __all__ = [
     "attention_pool",
     "attention_weights",
     "confidence_band",
+    "count_programs",
     "cv_curve",
     "datasets",
     "fit_attention",
@@ -60,21 +43,71 @@ __all__ = [
     "select_bandwidth",
 ]
 
-# Upper layers load on first access (PEP 562), so `import attnpool` stays light.
-_LAZY_MODULES = {"plotting", "demo", "cli", "estimator", "learn", "inference"}
-_LAZY_NAMES = {
+# Every module loads on first access (PEP 562): `import attnpool` imports neither
+# JAX nor SciPy, so the command line answers --help at once.
+_MODULES = {"cli", "datasets", "demo", "estimator", "inference", "kernels", "learn", "plotting"}
+_NAMES = {
+    "Binned": "methods.choice",
+    "TopK": "methods.choice",
+    "EmptyNeighbourhoodWarning": "pooling",
+    "attention_pool": "pooling",
+    "attention_weights": "pooling",
+    "nadaraya_watson": "pooling",
+    "Kernel": "kernels",
+    "PoolingState": "state",
+    "local_regression": "regression",
+    "cv_curve": "bandwidth",
+    "rule_of_thumb": "bandwidth",
+    "select_bandwidth": "bandwidth",
     "NadarayaWatson": "estimator",
     "LocalLinear": "estimator",
     "NadarayaWatsonClassifier": "estimator",
     "LearnedAttentionRegressor": "estimator",
     "fit_attention": "learn",
     "confidence_band": "inference",
+    "count_programs": "_cache",
 }
+
+if TYPE_CHECKING:
+    from . import datasets, kernels
+    from ._cache import count_programs
+    from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
+    from .estimator import (
+        LearnedAttentionRegressor,
+        LocalLinear,
+        NadarayaWatson,
+        NadarayaWatsonClassifier,
+    )
+    from .inference import confidence_band
+    from .kernels import Kernel
+    from .learn import fit_attention
+    from .methods.choice import Binned, TopK
+    from .pooling import (
+        EmptyNeighbourhoodWarning,
+        attention_pool,
+        attention_weights,
+        nadaraya_watson,
+    )
+    from .regression import local_regression
+    from .state import PoolingState
 
 
 def __getattr__(name: str):
-    if name in _LAZY_MODULES:
+    if name in _MODULES:
         return importlib.import_module(f".{name}", __name__)
-    if name in _LAZY_NAMES:
-        return getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("attnpool")
+        except PackageNotFoundError:  # running from a source tree without installing
+            return "0.0.0"
     raise AttributeError(f"module 'attnpool' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _MODULES)

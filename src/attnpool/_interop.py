@@ -17,7 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._cache import enable_compilation_cache
 from ._validation import is_jax
+
+enable_compilation_cache()  # a second process loads its programs instead of compiling
 
 
 def numpy_mode(*arrays) -> bool:

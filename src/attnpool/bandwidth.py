@@ -25,7 +25,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import optimize
 
 from . import host_cv, kernels
 from ._interop import compute_dtype, precision_scope
@@ -155,6 +154,7 @@ def _value_and_grad(theta, x, y, *, model, method, block_size, binned=None):
 
 def _refine(value_and_grad, theta, dtype, *, tolerance: float, maxiter: int, bounds=None):
     """L-BFGS-B on the host, driven by a jitted objective and its JAX gradient."""
+    from scipy import optimize  # on first use: it takes longer to import than JAX
 
     def host(t):
         value, gradient = value_and_grad(jnp.asarray(t, dtype))
@@ -268,6 +268,8 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
             f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
             f"kernel={model.kernel.name!r}"
         )
+    from scipy import optimize
+
     objective = host_cv.sparse_cv(x, y, model.kernel)
     objectives = np.array([objective(theta) for theta in thetas])
     if progress:

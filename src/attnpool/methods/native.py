@@ -36,7 +36,6 @@ import functools
 import hashlib
 import itertools
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -48,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._cache import is_private, private_directory, processor_fingerprint
 from ..geometry import MATMUL_MIN_DIM
 from ..kernels import Kernel, is_gaussian
 
@@ -218,14 +218,14 @@ def _build(compiler_name: str, defines: list[str]) -> Path:
     if shutil.which(program[0]) is None:
         raise RuntimeError(f"no C compiler {compiler_name!r} on the PATH (set $CC)")
     source = SOURCE.read_bytes()
-    parts = [source, compiler_name, *_FLAGS, *defines, platform.machine(), _cpu_signature()]
+    parts = [source, compiler_name, *_FLAGS, *defines, processor_fingerprint()]
     key = hashlib.sha256(
         b"\0".join(p if isinstance(p, bytes) else p.encode() for p in parts)
     ).hexdigest()[:20]
     directory = _cache_directory()
     path = directory / f"gaussian-{key}.so"
     digest = path.with_suffix(".sha256")
-    if _is_private(path) and _is_private(digest) and digest.read_text() == _sha256(path):
+    if is_private(path) and is_private(digest) and digest.read_text() == _sha256(path):
         return path
     handle, partial = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(handle)
@@ -249,33 +249,7 @@ def _build(compiler_name: str, defines: list[str]) -> Path:
 
 @functools.cache
 def _cache_directory() -> Path:
-    root = os.environ.get("ATTNPOOL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "attnpool"
-    )
-    directory = Path(root) / "native"
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if _is_private(directory) and os.access(directory, os.W_OK):
-            return directory
-        warnings.warn(
-            f"the cache folder {directory} belongs to another user or others can write to "
-            "it; compiled code is kept in a private temporary folder instead",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    except OSError:
-        pass
-    return Path(tempfile.mkdtemp(prefix="attnpool-native-"))
-
-
-def _is_private(path: Path) -> bool:
-    """Whether ``path`` exists, belongs to this user and nobody else can write to it."""
-    try:
-        status = path.stat()
-    except OSError:
-        return False
-    owner = status.st_uid == os.getuid() if hasattr(os, "getuid") else True
-    return owner and not status.st_mode & 0o022
+    return private_directory("native")[0]
 
 
 def _sha256(path: Path) -> str:
@@ -287,13 +261,3 @@ def _write_private(path: Path, text: str) -> None:
     with os.fdopen(handle, "w") as stream:
         stream.write(text)
     os.replace(partial, path)
-
-
-def _cpu_signature() -> bytes:
-    """What ``-march=native`` depends on: the CPU's model and flags, where readable."""
-    try:
-        with open("/proc/cpuinfo", "rb") as info:
-            lines = [line for line in info if line.startswith((b"model name", b"flags"))]
-        return b"".join(sorted(set(lines)))
-    except OSError:
-        return platform.processor().encode()

@@ -1,0 +1,95 @@
+"""First contact: a light import, and compiled programs that outlive the process."""
+
+import os
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import attnpool
+
+POOL = (
+    "import attnpool, numpy as np\n"
+    "with attnpool.count_programs() as count:\n"
+    "    attnpool.nadaraya_watson(np.arange(9.0), np.arange(9.0), np.linspace(0, 8, 7))\n"
+    "import jax\n"
+    "print(jax.config.jax_compilation_cache_dir, count.compiled, count.loaded)\n"
+)
+
+
+def python(code: str, cache=None, **env) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter with ``ATTNPOOL_CACHE=cache``; check it succeeded."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION")}
+    environ.update(env)
+    if cache is not None:
+        environ["ATTNPOOL_CACHE"] = str(cache)
+    run = subprocess.run(
+        [sys.executable, *code], capture_output=True, text=True, timeout=300, env=environ
+    )
+    assert run.returncode == 0, run.stderr
+    return run
+
+
+def imported(stderr: str) -> set[str]:
+    """Top-level packages named in ``python -X importtime`` output."""
+    return {line.split("|")[-1].strip().split(".")[0] for line in stderr.splitlines()}
+
+
+def test_import_attnpool_loads_neither_jax_nor_scipy():
+    run = python(["-X", "importtime", "-c", "import attnpool"])
+    assert not imported(run.stderr) & {"jax", "jaxlib", "scipy", "numpy"}
+
+
+@pytest.mark.parametrize("option", ["--version", "--help"])
+def test_the_command_line_answers_without_jax(option):
+    run = python(["-X", "importtime", "-m", "attnpool", option])
+    assert "attnpool" in run.stdout
+    assert not imported(run.stderr) & {"jax", "jaxlib", "scipy", "sklearn", "matplotlib"}
+
+
+def test_a_second_process_loads_its_programs_from_the_cache(tmp_path):
+    folder, first_compiled, first_loaded = python(["-c", POOL], tmp_path).stdout.split()
+    assert folder.startswith(str(tmp_path / "xla-"))
+    assert int(first_compiled) >= 1 and int(first_loaded) == 0
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert any(os.scandir(folder))
+    _, compiled, loaded = python(["-c", POOL], tmp_path).stdout.split()
+    assert int(loaded) >= 1
+    assert int(compiled) < int(first_compiled)
+
+
+def test_the_cache_can_be_turned_off(tmp_path):
+    home = tmp_path / "home"
+    folder, _, loaded = python(["-c", POOL], "off", HOME=str(home)).stdout.split()
+    assert folder == "None" and loaded == "0"
+    assert not home.exists()
+
+
+def test_a_users_own_jax_cache_is_left_alone(tmp_path):
+    theirs = tmp_path / "theirs"
+    run = python(["-c", POOL], tmp_path / "ours", JAX_COMPILATION_CACHE_DIR=str(theirs))
+    assert run.stdout.split()[0] == str(theirs)
+    assert not (tmp_path / "ours").exists()
+
+
+def test_a_cache_folder_others_can_write_is_not_used(tmp_path):
+    tmp_path.chmod(0o777)
+    run = python(["-c", POOL], tmp_path)
+    assert "others can write to it" in run.stderr
+    assert run.stdout.split()[0] == "None"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("xla-")] == []
+
+
+def test_count_programs_sees_a_new_shape_and_no_program_for_a_repeated_one():
+    rng = np.random.default_rng(0)
+    keys, values = rng.uniform(size=37), rng.uniform(size=37)
+    queries = rng.uniform(size=11)
+    with attnpool.count_programs() as first:
+        attnpool.nadaraya_watson(keys, values, queries, bandwidth=0.3)
+    with attnpool.count_programs() as again:
+        attnpool.nadaraya_watson(keys, values, queries, bandwidth=0.2)
+    assert first.built >= 1 and first.traced >= 1
+    assert again.built == 0 and again.traced == 0
+    assert "compiled=" in repr(first)
