@@ -62,10 +62,12 @@ def value_unit(values):
     for values near the dtype's limit. Other columns are left alone, so one-hot
     weights still return each value exactly, the smallest normal numbers included.
     """
-    largest = jnp.max(jnp.abs(values), axis=0)
-    _, exponent = jnp.frexp(jnp.where(largest > 0, largest, 1.0))
-    exponent = jnp.where(exponent > jnp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
-    return jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(largest), exponent))
+    xp = np if isinstance(values, np.ndarray) else jnp
+    largest = xp.max(xp.abs(values), axis=0)
+    _, exponent = xp.frexp(xp.where(largest > 0, largest, 1.0))
+    exponent = xp.where(exponent > xp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
+    unit = xp.ldexp(xp.ones_like(largest), exponent)
+    return unit if xp is np else jax.lax.stop_gradient(unit)
 
 
 def check_bandwidth_representable(original, dtype) -> None:

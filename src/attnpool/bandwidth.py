@@ -28,6 +28,7 @@ import numpy as np
 
 from . import host_cv, kernels
 from ._interop import compute_dtype, precision_scope
+from ._shapes import MAX_ROWS, bucket, padded
 from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
 from .methods import binned, expansion, sparse
@@ -106,22 +107,30 @@ def _to_theta(bandwidth, model: LocalModel):
     return theta
 
 
-def criterion(x, y, bandwidth, model: LocalModel, method: str, *, block_size=None, binned=None):
+def criterion(
+    x, y, bandwidth, model: LocalModel, method: str, *, block_size=None, binned=None, count=None
+):
     """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
 
     ``binned=(grid, reach)`` evaluates CV on the binned approximation instead.
+    ``count``: rows from this one on are padding (:mod:`attnpool._shapes`), left out.
     """
-    n = x.shape[0]
+    n = x.shape[0] if count is None else count
+    real = jnp.arange(x.shape[0])[:, None] < n
+
+    def mean(terms):  # over the real rows and every response column
+        return jnp.sum(jnp.where(real, terms, 0.0)) / (n * terms.shape[1])
+
     if method == "cv":
         if binned is None:
-            residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size)
+            residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size, count=count)
         else:
             residuals = binned_loo_residuals(x, y, bandwidth, model, *binned)
-        value = jnp.mean(residuals**2)
-        return jnp.where(jnp.all(jnp.isfinite(residuals)), value, jnp.inf)
-    fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size)
-    trace = jnp.sum(hat)
-    sigma2 = jnp.mean((y - fit) ** 2)
+        residuals = jnp.where(real, residuals, 0.0)
+        return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
+    fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size, count=count)
+    trace = jnp.sum(jnp.where(real[:, 0], hat, 0.0))
+    sigma2 = mean((y - fit) ** 2)
     denominator = 1 - (trace + 2) / n
     value = jnp.log(sigma2) + (1 + trace / n) / denominator
     return jnp.where((denominator > 0) & jnp.isfinite(value), value, jnp.inf)
@@ -131,24 +140,30 @@ _STATIC = ("model", "method", "block_size", "binned")
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def _objective(theta, x, y, *, model, method, block_size, binned=None):
+def _objective(theta, x, y, count=None, *, model, method, block_size, binned=None):
     bandwidth = _to_bandwidth(theta, model)
-    return criterion(x, y, bandwidth, model, method, block_size=block_size, binned=binned)
+    return criterion(
+        x, y, bandwidth, model, method, block_size=block_size, binned=binned, count=count
+    )
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def _grid_objectives(thetas, x, y, *, model, method, block_size, binned=None):
-    evaluate = partial(
-        _objective, x=x, y=y, model=model, method=method, block_size=block_size, binned=binned
-    )
+def _grid_objectives(thetas, x, y, count=None, *, model, method, block_size, binned=None):
+    def evaluate(theta):
+        return _objective(
+            theta, x, y, count, model=model, method=method, block_size=block_size, binned=binned
+        )
+
     return jax.vmap(evaluate)(thetas)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def _value_and_grad(theta, x, y, *, model, method, block_size, binned=None):
-    evaluate = partial(
-        _objective, x=x, y=y, model=model, method=method, block_size=block_size, binned=binned
-    )
+def _value_and_grad(theta, x, y, count=None, *, model, method, block_size, binned=None):
+    def evaluate(theta):
+        return _objective(
+            theta, x, y, count, model=model, method=method, block_size=block_size, binned=binned
+        )
+
     return jax.value_and_grad(evaluate)(theta)
 
 
@@ -407,17 +422,21 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     total = len(GRID) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.
+    count = None
+    if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket: the programs are reused
+        count = jnp.asarray(x.shape[0], jnp.int32)
+        x, y = (np.asarray(a) for a in padded(x, y, size=bucket(x.shape[0])))
     x32, y32 = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
     objectives = []
     for done, chunk in enumerate(range(0, len(GRID), _CHUNK), start=1):
         rows = jnp.asarray(thetas[chunk : chunk + _CHUNK], jnp.float32)
-        objectives.extend(np.asarray(_grid_objectives(rows, x32, y32, **options)).tolist())
+        objectives.extend(np.asarray(_grid_objectives(rows, x32, y32, count, **options)).tolist())
         if progress:
             progress(done, total)
     objectives = np.array(objectives)
     best = _best_candidate(thetas, objectives, method)
     theta, _ = _refine(
-        lambda t: _value_and_grad(t, x32, y32, **options),
+        lambda t: _value_and_grad(t, x32, y32, count, **options),
         best,
         jnp.float32,
         tolerance=1e-6,
@@ -429,13 +448,13 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
         xd, yd = jnp.asarray(x, dtype), jnp.asarray(y, dtype)
         precise = np.finfo(dtype).eps * 10
         theta, value = _refine(
-            lambda t: _value_and_grad(t, xd, yd, **options),
+            lambda t: _value_and_grad(t, xd, yd, count, **options),
             theta,
             dtype,
             tolerance=precise,
             maxiter=6,
         )
-        start_value = float(_objective(jnp.asarray(best, dtype), xd, yd, **options))
+        start_value = float(_objective(jnp.asarray(best, dtype), xd, yd, count, **options))
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value
         bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths, key_centre
+from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
 from .methods.choice import DENSE_MAX_PAIRS, TopK
 from .methods.stream import KEY_BLOCK
 from .pooling import _pool_core
@@ -32,9 +32,10 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     the streamed core."""
     from .methods import binned, expansion, native, sparse, topk
 
+    q, k, v = (np.asarray(a) for a in (q, k, v))  # on the host: no program per shape
     dtype = q.dtype
     # centred and scaled as scale_coordinates does (less the keys' midrange, times 1/h)
-    centre = key_centre(k)
+    centre = k.min(axis=0) * 0.5 + k.max(axis=0) * 0.5
     q, k = q - centre, k - centre
     factor = np.asarray(1.0 / h, np.float64)
     if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:

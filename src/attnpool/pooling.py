@@ -23,6 +23,7 @@ from ._interop import (
     precision_scope,
     value_unit,
 )
+from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, unpadded
 from ._validation import (
     check_bandwidth,
     check_choice,
@@ -274,7 +275,10 @@ def _run(compute, args, kernel, empty: str, n: int):
         )
     check_bandwidth_representable(args[-1], dtype)
     with precision_scope(dtype):
-        cast = [jnp.asarray(a, dtype) for a in args]
+        # NumPy stays NumPy until the jitted programs: eager JAX operations would each
+        # compile a program for every new shape
+        convert = np.asarray if as_numpy else jnp.asarray
+        cast = [convert(a, dtype) for a in args]
         if n == 0:
             width = cast[2].shape[1] if len(cast) == 4 else cast[1].shape[0]
             result, empty_rows = jnp.zeros((0, width), dtype), jnp.zeros((0,), bool)
@@ -313,21 +317,32 @@ def _run(compute, args, kernel, empty: str, n: int):
     return result
 
 
-def kernel_block(kernel: _kernels.Kernel, *, hard: bool = False, max_log=None, streamed=False):
+def kernel_block(
+    kernel: _kernels.Kernel, *, hard: bool = False, max_log=None, streamed=False, key_count=None
+):
     """Block function of plain kernel pooling; ``hard`` for the nearest limit.
 
     ``max_log (n,)``: each query's largest log weight, if known (see :func:`nearest_log_weight`).
     ``streamed``: the block runs inside the streamed scan (distances by column).
+    ``key_count``: keys from this row on are padding (see :mod:`attnpool._shapes`).
     """
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         if hard:
-            return hard_block_state(closeness(query_rows, key_rows, kernel), value_rows)
+            scores = closeness(query_rows, key_rows, kernel)
+            return hard_block_state(mask_padding(scores, key_ids, key_count), value_rows)
         known = None if max_log is None else max_log[query_ids]
         log_weights = block_log_weights(query_rows, key_rows, kernel, by_column=streamed)
-        return block_state(log_weights, value_rows, known)
+        return block_state(mask_padding(log_weights, key_ids, key_count), value_rows, known)
 
     return block
+
+
+def mask_padding(scores, key_ids, key_count):
+    """``scores (n, b)`` with the columns of padded keys (``id ≥ key_count``) at ``−inf``."""
+    if key_count is None:
+        return scores
+    return jnp.where(key_ids[None, :] < key_count, scores, -jnp.inf)
 
 
 def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
@@ -390,8 +405,44 @@ def pool_state(block_function, queries, keys, values, *, method: str, key_block:
 FUSED_KEY_BLOCK = 16384
 
 
-@partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
 def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, nearest):
+    """The jitted pooling program on rows padded to their buckets: ``(pooled, empty)``."""
+    n, m = queries.shape[0], keys.shape[0]
+    if n == 0:
+        return _pool_program(
+            queries,
+            keys,
+            values,
+            bandwidth,
+            None,
+            kernel=kernel,
+            method=method,
+            key_block=key_block,
+            nearest=nearest,
+        )
+    host = is_host(queries, keys, values)
+    key_count = None
+    if method != "fused" and m <= MAX_ROWS:
+        key_count = np.int32(m)
+        keys, values = padded(keys, values, size=bucket(m))
+    results = _pool_program(
+        pad_rows(queries, bucket(n)),
+        keys,
+        values,
+        bandwidth,
+        key_count,
+        kernel=kernel,
+        method=method,
+        key_block=key_block,
+        nearest=nearest,
+    )
+    return unpadded(results, n, host=host)
+
+
+@partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
+def _pool_program(
+    queries, keys, values, bandwidth, key_count, *, kernel, method, key_block, nearest
+):
     def state(q, k, hard=False, bounded=True):
         if method == "fused" and not hard:
             engine = "dense" if q.shape[0] * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
@@ -408,7 +459,9 @@ def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, n
             known = nearest_log_weight(q, k, kernel)
             if known is None and bounded:
                 known = log_weight_bound(q, kernel)
-        block = kernel_block(kernel, hard=hard, max_log=known, streamed=engine == "stream")
+        block = kernel_block(
+            kernel, hard=hard, max_log=known, streamed=engine == "stream", key_count=key_count
+        )
         return pool_state(block, q, k, values, method=engine, key_block=key_block, hard=hard)
 
     scaled = scale_coordinates(queries, keys, bandwidth, kernel)
@@ -459,8 +512,17 @@ def empty_as_nan(result, empty_rows, nearest: bool):
     return result if nearest else jnp.where(empty_rows[:, None], jnp.nan, result)
 
 
-@partial(jax.jit, static_argnames=("kernel", "nearest"))
 def _weights_core(queries, keys, bandwidth, *, kernel, nearest):
+    """``(weights, empty)`` by the jitted dense program, queries padded to their bucket."""
+    n = queries.shape[0]
+    results = _weights_program(
+        pad_rows(queries, bucket(n)), keys, bandwidth, kernel=kernel, nearest=nearest
+    )
+    return unpadded(results, n, host=is_host(queries))
+
+
+@partial(jax.jit, static_argnames=("kernel", "nearest"))
+def _weights_program(queries, keys, bandwidth, *, kernel, nearest):
     weights, empty_rows = dense_weights(
         *scale_coordinates(queries, keys, bandwidth, kernel), kernel
     )

@@ -39,6 +39,7 @@ import numpy as np
 
 from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
+from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, unpadded
 from ._validation import check_bandwidth, check_choice, check_points, check_values
 from .geometry import block_log_weights, key_centre
 from .methods import dense_weights, normalise
@@ -47,6 +48,7 @@ from .pooling import (
     DENSE_MAX_PAIRS,
     empty_as_nan,
     kernel_block,
+    mask_padding,
     nearest_log_weight,
     needs_nearest,
     pool_state,
@@ -150,9 +152,11 @@ def _log_weights(q, k, lambdas, model: LocalModel):
     return logw
 
 
-def _block_function(model: LocalModel, lambdas, *, exclude_self: bool, max_log=None):
+def _block_function(
+    model: LocalModel, lambdas, *, exclude_self: bool, max_log=None, key_count=None
+):
     def block(q, q_ids, k, k_ids, v):
-        logw = _log_weights(q, k, lambdas, model)
+        logw = mask_padding(_log_weights(q, k, lambdas, model), k_ids, key_count)
         if exclude_self:
             logw = jnp.where(q_ids[:, None] == k_ids[None, :], -jnp.inf, logw)
         known = None if max_log is None else max_log[q_ids]
@@ -216,6 +220,7 @@ def _local_core(
     y_train,
     x_query,
     bandwidth,
+    key_count,
     *,
     model,
     method,
@@ -234,7 +239,9 @@ def _local_core(
     known = None
     if method == "stream" and not exclude_self and model.var_type == "c":
         known = nearest_log_weight(queries, keys, model.kernel)
-    block = _block_function(model, lambdas, exclude_self=exclude_self, max_log=known)
+    block = _block_function(
+        model, lambdas, exclude_self=exclude_self, max_log=known, key_count=key_count
+    )
     state = pool_state(block, queries, keys, y_train, method=method, key_block=key_block)
     means, empty = finalize(state)
     d, p = x_train.shape[1], y_train.shape[1]
@@ -255,7 +262,7 @@ def _local_core(
     fallback = needs_nearest(fit, empty, nearest)
 
     def with_nearest():
-        hard = kernel_block(_kernels.get("gaussian"), hard=True)
+        hard = kernel_block(_kernels.get("gaussian"), hard=True, key_count=key_count)
         state = pool_state(
             hard,
             *_relative(queries, keys, bandwidth, model),
@@ -282,13 +289,33 @@ def local_fit(
     with_hat=False,
     nearest=False,
     block_size=None,
+    key_count=None,
 ):
     """Traceable core: arrays already validated, ``(n, d)``/``(n, p)``, bandwidth ``(d,)``.
 
     Returns ``fit (n_q, p)``, ``slopes (n_q, d, p)`` in the inputs' units, the hat
-    diagonal (or None) and the ``(n_q,)`` mask of empty neighbourhoods.
+    diagonal (or None) and the ``(n_q,)`` mask of empty neighbourhoods. Rows are padded
+    to their buckets (:mod:`attnpool._shapes`) unless ``key_count`` says the training
+    rows from that one on are padding already (then queries are not padded either).
     """
     n, m = x_query.shape[0], x_train.shape[0]
+    if key_count is None and 0 < n and m <= MAX_ROWS:
+        size = bucket(m)
+        x_train, y_train = padded(x_train, y_train, size=size)
+        queries = x_train if exclude_self or with_hat else pad_rows(x_query, bucket(n))
+        results = local_fit(
+            x_train,
+            y_train,
+            queries,
+            bandwidth,
+            model,
+            exclude_self=exclude_self,
+            with_hat=with_hat,
+            nearest=nearest,
+            block_size=block_size,
+            key_count=np.int32(m),
+        )
+        return unpadded(results, n, host=is_host(x_train, x_query))
     width = 1 if model.degree == 0 else (1 + x_train.shape[1]) ** 2 * y_train.shape[1]
     method = "stream" if block_size is not None or n * m * width > DENSE_MAX_PAIRS else "dense"
     key_block = block_size or max(64, KEY_BLOCK // width)
@@ -297,6 +324,7 @@ def local_fit(
         y_train,
         x_query,
         bandwidth,
+        key_count,
         model=model,
         method=method,
         key_block=key_block,
@@ -349,10 +377,10 @@ def local_regression(
     dtype = compute_dtype(x, y, q, numpy=True)
     with precision_scope(dtype):
         fit, slopes, _, empty_rows = local_fit(
-            jnp.asarray(x, dtype),
-            jnp.asarray(y, dtype),
-            jnp.asarray(q, dtype),
-            jnp.asarray(h, dtype),
+            np.asarray(x, dtype),
+            np.asarray(y, dtype),
+            np.asarray(q, dtype),
+            np.asarray(h, dtype),
             model,
             nearest=empty == "nearest",
             block_size=block_size,
@@ -368,15 +396,22 @@ def local_regression(
     return (fit, slopes) if return_slopes else fit
 
 
-def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None):
-    """Leave-one-out residuals ``y_i − ĝ₋ᵢ(x_i)`` (traceable); NaN where no neighbour is left."""
-    fit, _, _, _ = local_fit(x, y, x, bandwidth, model, exclude_self=True, block_size=block_size)
+def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None):
+    """Leave-one-out residuals ``y_i − ĝ₋ᵢ(x_i)`` (traceable); NaN where no neighbour is left.
+
+    ``count``: rows from this one on are padding (their residuals mean nothing).
+    """
+    fit, _, _, _ = local_fit(
+        x, y, x, bandwidth, model, exclude_self=True, block_size=block_size, key_count=count
+    )
     return y - fit
 
 
-def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None):
+def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None):
     """In-sample fit and the diagonal of the smoother ("hat") matrix (traceable)."""
-    fit, _, hat, _ = local_fit(x, y, x, bandwidth, model, with_hat=True, block_size=block_size)
+    fit, _, hat, _ = local_fit(
+        x, y, x, bandwidth, model, with_hat=True, block_size=block_size, key_count=count
+    )
     return fit, hat
 
 
