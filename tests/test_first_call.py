@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import attnpool
+from attnpool._shapes import FLOOR, MAX_ROWS, bucket, query_bucket
 
 POOL = (
     "import attnpool, numpy as np\n"
@@ -93,3 +94,69 @@ def test_count_programs_sees_a_new_shape_and_no_program_for_a_repeated_one():
     assert first.built >= 1 and first.traced >= 1
     assert again.built == 0 and again.traced == 0
     assert "compiled=" in repr(first)
+
+
+def test_buckets_are_few_and_tight():
+    sizes = range(1, MAX_ROWS + 1)
+    buckets = [bucket(n) for n in sizes]
+    assert all(b >= n for n, b in zip(sizes, buckets, strict=True))
+    assert all(b <= max(FLOOR, n * 9 / 8) for n, b in zip(sizes, buckets, strict=True))
+    assert all(bucket(b) == b for b in buckets)  # padded arrays are not padded again
+    assert len(set(buckets)) <= 8 * 9 + 1  # eight per doubling from 32 to 2^14
+    assert {query_bucket(n) for n in sizes} == {2**k for k in range(5, 15)}
+    assert bucket(MAX_ROWS + 1) == MAX_ROWS + 1  # large problems keep their shape
+
+
+def test_padding_leaves_every_method_and_the_nearest_limit_exact():
+    # 37 keys (padded to 40) with the nearest key of some queries the first row, which
+    # is the one repeated as padding: ties with its copies would change the average
+    rng = np.random.default_rng(3)
+    keys = np.round(rng.uniform(0, 4, (37, 2)), 1)
+    keys[5] = keys[0]  # a real tie, shared with the first row
+    values = rng.normal(size=(37, 2))
+    queries = np.vstack([keys[:1] + 1e-3, rng.uniform(0, 4, (6, 2))])
+    for kernel, bandwidth in (("gaussian", 1e-9), ("epanechnikov", 0.3), ("laplacian", 0.5)):
+        for method in ("dense", "stream"):
+            got = attnpool.attention_pool(
+                queries,
+                keys,
+                values,
+                kernel=kernel,
+                bandwidth=bandwidth,
+                method=method,
+                empty="nearest",
+            )
+            want = textbook_or_nearest(queries, keys, values, kernel, bandwidth)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=kernel)
+
+
+def textbook_or_nearest(queries, keys, values, kernel, bandwidth):
+    """The four-line formula in float64; rows without weight take their nearest keys' mean."""
+    u = np.linalg.norm(queries[:, None] - keys[None], axis=-1) / bandwidth
+    profile = {
+        "gaussian": np.exp(-0.5 * u**2),
+        "epanechnikov": np.maximum(1 - u**2, 0),
+        "laplacian": np.exp(-u),
+    }[kernel]
+    out = np.empty((len(queries), values.shape[1]))
+    for i, row in enumerate(profile):
+        if row.sum() > 0:
+            out[i] = row @ values / row.sum()
+        else:
+            nearest = u[i] == u[i].min()
+            out[i] = values[nearest].mean(axis=0)
+    return out
+
+
+@pytest.mark.parametrize("estimator", ["NadarayaWatson", "LocalLinear"])
+def test_a_new_size_in_the_same_bucket_compiles_nothing(estimator):
+    def fit(n):
+        rng = np.random.default_rng(n)
+        x = rng.uniform(0, 5, (n, 1))
+        y = np.sin(x[:, 0]) + rng.normal(0, 0.2, n)
+        return getattr(attnpool, estimator)().fit(x, y).predict(x[: n // 5])
+
+    fit(90)
+    with attnpool.count_programs() as count:
+        fit(93)  # rows 90 → 96 and queries 18 → 32, as before
+    assert (count.traced, count.built) == (0, 0)

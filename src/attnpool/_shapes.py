@@ -2,7 +2,8 @@
 
 XLA compiles one program per shape, so a new number of rows, queries or training
 points would otherwise cost a compilation (0.1–1 s) every time. The exact engines pad
-their rows up to a bucket — eight sizes per doubling, at least :data:`FLOOR` — by
+their rows up to a bucket — eight sizes per doubling for keys and training rows, powers of
+two for queries, at least :data:`FLOOR` — by
 repeating the first row; a padded key is masked (log weight ``−inf``, never the
 nearest), a padded query's result is dropped. Above :data:`MAX_ROWS` rows the
 arithmetic outweighs a compilation and shapes are used as they are.
@@ -21,14 +22,20 @@ STEPS = 8
 MAX_ROWS = 2**14
 
 
-def bucket(n: int) -> int:
-    """The padded size of ``n`` rows: ``FLOOR``, a multiple of ``2^k / STEPS``, or ``n``."""
+def bucket(n: int, steps: int = STEPS) -> int:
+    """The padded size of ``n`` rows: ``FLOOR``, a multiple of ``2^k / steps``, or ``n``."""
     if n <= FLOOR:
         return FLOOR
     if n > MAX_ROWS:
         return n
-    step = (1 << (n.bit_length() - 1)) // STEPS
+    step = max((1 << (n.bit_length() - 1)) // steps, 1)
     return -(-n // step) * step
+
+
+def query_bucket(n: int) -> int:
+    """The padded size of ``n`` queries: a power of two (a query costs one row of work,
+    a training row in a search a row and a column)."""
+    return bucket(n, steps=1)
 
 
 def pad_rows(array, size: int):

@@ -419,17 +419,19 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
         return _select_sparse(x, y, model, thetas, method, progress)
     if pooling == "stream" and block_size is None:
         options["block_size"] = KEY_BLOCK
+    count = None
+    if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket: the programs are reused
+        count = np.int32(x.shape[0])
+        x, y = padded(x, y, size=bucket(x.shape[0]))
+    if x.shape[0] <= ONE_PROGRAM_ROWS:
+        return _search_one_program(x, y, count, thetas, dtype, options, progress)
     total = len(GRID) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.
-    count = None
-    if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket: the programs are reused
-        count = jnp.asarray(x.shape[0], jnp.int32)
-        x, y = (np.asarray(a) for a in padded(x, y, size=bucket(x.shape[0])))
-    x32, y32 = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
+    x32, y32 = np.asarray(x, np.float32), np.asarray(y, np.float32)
     objectives = []
     for done, chunk in enumerate(range(0, len(GRID), _CHUNK), start=1):
-        rows = jnp.asarray(thetas[chunk : chunk + _CHUNK], jnp.float32)
+        rows = np.asarray(thetas[chunk : chunk + _CHUNK], np.float32)
         objectives.extend(np.asarray(_grid_objectives(rows, x32, y32, count, **options)).tolist())
         if progress:
             progress(done, total)
@@ -445,7 +447,7 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     if progress:
         progress(total - 1, total)
     with precision_scope(dtype):
-        xd, yd = jnp.asarray(x, dtype), jnp.asarray(y, dtype)
+        xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
         precise = np.finfo(dtype).eps * 10
         theta, value = _refine(
             lambda t: _value_and_grad(t, xd, yd, count, **options),
@@ -454,13 +456,47 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
             tolerance=precise,
             maxiter=6,
         )
-        start_value = float(_objective(jnp.asarray(best, dtype), xd, yd, count, **options))
+        start_value = float(_value_and_grad(np.asarray(best, dtype), xd, yd, count, **options)[0])
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value
         bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
     if progress:
         progress(total, total)
-    return BandwidthSelection(bandwidth, float(value), method, (GRID, objectives))
+    return BandwidthSelection(bandwidth, float(value), options["method"], (GRID, objectives))
+
+
+#: Padded rows up to which a search compiles one program (objective and gradient, in
+#: the data's precision) and evaluates the grid with it point by point: below this the
+#: arithmetic costs less than compiling the float32 and grid programs.
+ONE_PROGRAM_ROWS = 2**10
+
+
+def _search_one_program(x, y, count, thetas, dtype, options, progress) -> BandwidthSelection:
+    """The exact search of a small problem with one program: the grid, then L-BFGS."""
+    with precision_scope(dtype):
+        xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
+
+        def evaluate(theta):
+            return _value_and_grad(jnp.asarray(theta, dtype), xd, yd, count, **options)
+
+        objectives = np.empty(len(thetas))
+        for i, theta in enumerate(thetas):
+            objectives[i] = float(evaluate(theta)[0])
+            if progress and (i + 1) % _CHUNK == 0:
+                progress((i + 1) // _CHUNK, len(GRID) // _CHUNK + 1)
+        best = _best_candidate(thetas, objectives, options["method"])
+        theta, value = _refine(
+            evaluate, best, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14
+        )
+        start_value = float(np.nanmin(np.where(np.isfinite(objectives), objectives, np.nan)))
+        if not value <= start_value:  # never worse than the best grid point
+            theta, value = best, start_value
+        bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), options["model"]))
+    if progress:
+        progress(len(GRID) // _CHUNK + 1, len(GRID) // _CHUNK + 1)
+    return BandwidthSelection(
+        bandwidth.astype(float), float(value), options["method"], (GRID, objectives)
+    )
 
 
 def cv_curve(

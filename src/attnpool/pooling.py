@@ -23,7 +23,7 @@ from ._interop import (
     precision_scope,
     value_unit,
 )
-from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, unpadded
+from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ._validation import (
     check_bandwidth,
     check_choice,
@@ -426,7 +426,7 @@ def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, n
         key_count = np.int32(m)
         keys, values = padded(keys, values, size=bucket(m))
     results = _pool_program(
-        pad_rows(queries, bucket(n)),
+        pad_rows(queries, query_bucket(n)),
         keys,
         values,
         bandwidth,
@@ -516,7 +516,7 @@ def _weights_core(queries, keys, bandwidth, *, kernel, nearest):
     """``(weights, empty)`` by the jitted dense program, queries padded to their bucket."""
     n = queries.shape[0]
     results = _weights_program(
-        pad_rows(queries, bucket(n)), keys, bandwidth, kernel=kernel, nearest=nearest
+        pad_rows(queries, query_bucket(n)), keys, bandwidth, kernel=kernel, nearest=nearest
     )
     return unpadded(results, n, host=is_host(queries))
 

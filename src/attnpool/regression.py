@@ -39,7 +39,7 @@ import numpy as np
 
 from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
-from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, unpadded
+from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ._validation import check_bandwidth, check_choice, check_points, check_values
 from .geometry import block_log_weights, key_centre
 from .methods import dense_weights, normalise
@@ -302,7 +302,7 @@ def local_fit(
     if key_count is None and 0 < n and m <= MAX_ROWS:
         size = bucket(m)
         x_train, y_train = padded(x_train, y_train, size=size)
-        queries = x_train if exclude_self or with_hat else pad_rows(x_query, bucket(n))
+        queries = x_train if exclude_self or with_hat else pad_rows(x_query, query_bucket(n))
         results = local_fit(
             x_train,
             y_train,
