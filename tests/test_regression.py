@@ -261,8 +261,8 @@ def test_categorical_bandwidth_must_be_below_one():
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "laplacian"])
 @pytest.mark.parametrize("degree", [0, 1])
 def test_binned_loo_objective_matches_the_exact_one(kernel, degree):
+    from attnpool.criteria import binned_loo_residuals
     from attnpool.methods import binned
-    from attnpool.regression import binned_loo_residuals
 
     x, y = continuous_data(14, n=1500, d=1)
     model = model_for(x, kernel=kernel, degree=degree)

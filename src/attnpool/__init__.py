@@ -61,8 +61,8 @@ _NAMES = {
     "select_bandwidth": "bandwidth",
     "NadarayaWatson": "estimator",
     "LocalLinear": "estimator",
-    "NadarayaWatsonClassifier": "estimator",
-    "LearnedAttentionRegressor": "estimator",
+    "NadarayaWatsonClassifier": "classifier",
+    "LearnedAttentionRegressor": "learned",
     "fit_attention": "learn",
     "confidence_band": "inference",
     "count_programs": "_cache",
@@ -72,15 +72,12 @@ if TYPE_CHECKING:
     from . import datasets, kernels
     from ._cache import count_programs
     from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
-    from .estimator import (
-        LearnedAttentionRegressor,
-        LocalLinear,
-        NadarayaWatson,
-        NadarayaWatsonClassifier,
-    )
+    from .classifier import NadarayaWatsonClassifier
+    from .estimator import LocalLinear, NadarayaWatson
     from .inference import confidence_band
     from .kernels import Kernel
     from .learn import fit_attention
+    from .learned import LearnedAttentionRegressor
     from .methods.choice import Binned, TopK
     from .pooling import (
         EmptyNeighbourhoodWarning,

@@ -8,21 +8,21 @@
   ``log σ̂² + (1 + tr H / n) / (1 − (tr H + 2) / n)``, ``H`` the smoother matrix.
 
 The search finds the global minimum of the criterion over a wide range, not the
-nearest local one: a coarse grid of multiples of the rule of thumb (evaluated in
-vectorised chunks, in float32), then L-BFGS-B on the log-bandwidths (logits for
-categorical ``λ``) with gradients from JAX autodiff, started from the best grid
-point — first in float32, then polished in the data's precision, which also
-gives the reported objective. A
-bandwidth at which some point has no neighbour (compact kernels) scores ``inf``.
+nearest local one: a coarse grid of multiples of the rule of thumb, then L-BFGS-B on
+the log-bandwidths (logits for categorical ``λ``) with gradients from JAX autodiff,
+started from the best grid point (:mod:`attnpool.criteria`). Up to
+:data:`ONE_PROGRAM_ROWS` rows one program — objective and gradient in the data's
+precision — serves the grid and the descent; above, the grid is evaluated in vectorised
+chunks and the descent starts in float32, then is polished in the data's precision,
+which also gives the reported objective. A bandwidth at which some point has no
+neighbour (compact kernels) scores ``inf``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -31,9 +31,19 @@ from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, padded
 from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
+from .criteria import (
+    GRID,
+    best_candidate,
+    grid_objectives,
+    objective,
+    objective_and_gradient,
+    refine,
+    to_bandwidth,
+    to_theta,
+)
 from .methods import binned, expansion, sparse
 from .methods.stream import KEY_BLOCK
-from .regression import LocalModel, binned_loo_residuals, hat_diagonal, loo_residuals, model_for
+from .regression import LocalModel, model_for
 from .rules import rule_of_thumb
 
 __all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"]
@@ -43,7 +53,6 @@ METHODS = ("cv", "aicc", "scott", "silverman")
 #: n ≥ BINNED_MIN_ROWS, exact otherwise; ``dense``/``stream`` exact (``stream`` forces
 #: streamed key blocks); ``binned`` one continuous column; ``sparse`` compact kernels.
 POOLINGS = ("auto", "dense", "stream", "binned", "sparse")
-GRID = np.geomspace(0.05, 5.0, 16)
 _CHUNK = 4
 #: One continuous column and at least this many rows: CV is searched on a binned grid.
 BINNED_MIN_ROWS = 1000
@@ -76,129 +85,6 @@ class BandwidthSelection(NamedTuple):
     exact: bool = True
 
 
-def _upper(model: LocalModel) -> np.ndarray:
-    """Largest meaningful λ per categorical column (Aitchison–Aitken: (c − 1)/c)."""
-    return np.array(
-        [
-            1.0 if model.var_type[j] == "o" else (model.levels[j] - 1) / max(model.levels[j], 1)
-            for j in model.categorical
-        ]
-    )
-
-
-def _to_bandwidth(theta, model: LocalModel):
-    cont, cat = list(model.continuous), list(model.categorical)
-    h = jnp.zeros(theta.shape, theta.dtype)
-    if cont:
-        h = h.at[jnp.array(cont)].set(jnp.exp(theta[jnp.array(cont)]))
-    if cat:
-        upper = jnp.asarray(_upper(model), theta.dtype)
-        h = h.at[jnp.array(cat)].set(upper * jax.nn.sigmoid(theta[jnp.array(cat)]))
-    return h
-
-
-def _to_theta(bandwidth, model: LocalModel):
-    theta = np.array(bandwidth, dtype=float)
-    cont, cat = list(model.continuous), list(model.categorical)
-    theta[cont] = np.log(theta[cont])
-    if cat:
-        fraction = np.clip(theta[cat] / _upper(model), 1e-6, 1 - 1e-6)
-        theta[cat] = np.log(fraction / (1 - fraction))
-    return theta
-
-
-def criterion(
-    x, y, bandwidth, model: LocalModel, method: str, *, block_size=None, binned=None, count=None
-):
-    """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
-
-    ``binned=(grid, reach)`` evaluates CV on the binned approximation instead.
-    ``count``: rows from this one on are padding (:mod:`attnpool._shapes`), left out.
-    """
-    n = x.shape[0] if count is None else count
-    real = jnp.arange(x.shape[0])[:, None] < n
-
-    def mean(terms):  # over the real rows and every response column
-        return jnp.sum(jnp.where(real, terms, 0.0)) / (n * terms.shape[1])
-
-    if method == "cv":
-        if binned is None:
-            residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size, count=count)
-        else:
-            residuals = binned_loo_residuals(x, y, bandwidth, model, *binned)
-        residuals = jnp.where(real, residuals, 0.0)
-        return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
-    fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size, count=count)
-    trace = jnp.sum(jnp.where(real[:, 0], hat, 0.0))
-    sigma2 = mean((y - fit) ** 2)
-    denominator = 1 - (trace + 2) / n
-    value = jnp.log(sigma2) + (1 + trace / n) / denominator
-    return jnp.where((denominator > 0) & jnp.isfinite(value), value, jnp.inf)
-
-
-_STATIC = ("model", "method", "block_size", "binned")
-
-
-@partial(jax.jit, static_argnames=_STATIC)
-def _objective(theta, x, y, count=None, *, model, method, block_size, binned=None):
-    bandwidth = _to_bandwidth(theta, model)
-    return criterion(
-        x, y, bandwidth, model, method, block_size=block_size, binned=binned, count=count
-    )
-
-
-@partial(jax.jit, static_argnames=_STATIC)
-def _grid_objectives(thetas, x, y, count=None, *, model, method, block_size, binned=None):
-    def evaluate(theta):
-        return _objective(
-            theta, x, y, count, model=model, method=method, block_size=block_size, binned=binned
-        )
-
-    return jax.vmap(evaluate)(thetas)
-
-
-@partial(jax.jit, static_argnames=_STATIC)
-def _value_and_grad(theta, x, y, count=None, *, model, method, block_size, binned=None):
-    def evaluate(theta):
-        return _objective(
-            theta, x, y, count, model=model, method=method, block_size=block_size, binned=binned
-        )
-
-    return jax.value_and_grad(evaluate)(theta)
-
-
-def _refine(value_and_grad, theta, dtype, *, tolerance: float, maxiter: int, bounds=None):
-    """L-BFGS-B on the host, driven by a jitted objective and its JAX gradient."""
-    from scipy import optimize  # on first use: it takes longer to import than JAX
-
-    def host(t):
-        value, gradient = value_and_grad(jnp.asarray(t, dtype))
-        value, gradient = float(value), np.asarray(gradient, dtype=float)
-        if not (np.isfinite(value) and np.all(np.isfinite(gradient))):
-            return 1e300, np.zeros_like(gradient)
-        return value, gradient
-
-    result = optimize.minimize(
-        host,
-        np.asarray(theta, float),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": maxiter, "ftol": tolerance, "gtol": 1e-12},
-    )
-    return result.x, result.fun
-
-
-def _best_candidate(thetas, objectives, method: str):
-    """The grid point with the lowest finite objective, or a clear error if there is none."""
-    if not np.isfinite(objectives).any():
-        raise ValueError(
-            f"bandwidth: the {method} criterion is undefined at every candidate from "
-            f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
-        )
-    return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
-
-
 def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSelection:
     """CV for one continuous column: grid and L-BFGS on the binned objective.
 
@@ -218,17 +104,17 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
         objectives = np.concatenate(
             [
                 np.asarray(
-                    _grid_objectives(
+                    grid_objectives(
                         jnp.asarray(thetas[i : i + chunk], jnp.float64), xb, yb, **approximate
                     )
                 )
                 for i in range(0, len(thetas), chunk)
             ]
         )
-        best = _best_candidate(thetas, objectives, "cv")
+        best = best_candidate(thetas, objectives, "cv")
         bounds = [(float(thetas[0, 0]), float(thetas[-1, 0]))]
-        theta, _ = _refine(
-            lambda t: _value_and_grad(t, xb, yb, **approximate),
+        theta, _ = refine(
+            lambda t: objective_and_gradient(t, xb, yb, **approximate),
             best,
             jnp.float64,
             tolerance=1e-13,
@@ -238,11 +124,11 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     if progress:
         progress(2, 3)
     with precision_scope(dtype):
-        bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
+        bandwidth = np.asarray(to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
     value, exact = _reported_objective(x, y, theta, bandwidth, model, dtype, options)
     if value is None:
         with precision_scope(np.float64):
-            value = float(_objective(jnp.asarray(theta, jnp.float64), xb, yb, **approximate))
+            value = float(objective(jnp.asarray(theta, jnp.float64), xb, yb, **approximate))
         exact = False
     if progress:
         progress(3, 3)
@@ -265,7 +151,7 @@ def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, option
     if pairs <= EXACT_OBJECTIVE_MAX_PAIRS:
         with precision_scope(dtype):
             t, xd, yd = (jnp.asarray(a, dtype) for a in (theta, x, y))
-            return float(_objective(t, xd, yd, **options)), True
+            return float(objective(t, xd, yd, **options)), True
     return None, False
 
 
@@ -289,7 +175,7 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
     objectives = np.array([objective(theta) for theta in thetas])
     if progress:
         progress(1, 2)
-    best = _best_candidate(thetas, objectives, "cv")
+    best = best_candidate(thetas, objectives, "cv")
     step = float(np.log(GRID[1] / GRID[0]))
     if x.shape[1] == 1:
         found = optimize.minimize_scalar(
@@ -399,7 +285,7 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     options = {"model": model, "method": method, "block_size": block_size}
     cont = list(model.continuous)
-    thetas = np.tile(_to_theta(start, model), (len(GRID), 1))
+    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
     binnable = (
         method == "cv"
@@ -432,13 +318,13 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     objectives = []
     for done, chunk in enumerate(range(0, len(GRID), _CHUNK), start=1):
         rows = np.asarray(thetas[chunk : chunk + _CHUNK], np.float32)
-        objectives.extend(np.asarray(_grid_objectives(rows, x32, y32, count, **options)).tolist())
+        objectives.extend(np.asarray(grid_objectives(rows, x32, y32, count, **options)).tolist())
         if progress:
             progress(done, total)
     objectives = np.array(objectives)
-    best = _best_candidate(thetas, objectives, method)
-    theta, _ = _refine(
-        lambda t: _value_and_grad(t, x32, y32, count, **options),
+    best = best_candidate(thetas, objectives, method)
+    theta, _ = refine(
+        lambda t: objective_and_gradient(t, x32, y32, count, **options),
         best,
         jnp.float32,
         tolerance=1e-6,
@@ -449,17 +335,19 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     with precision_scope(dtype):
         xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
         precise = np.finfo(dtype).eps * 10
-        theta, value = _refine(
-            lambda t: _value_and_grad(t, xd, yd, count, **options),
+        theta, value = refine(
+            lambda t: objective_and_gradient(t, xd, yd, count, **options),
             theta,
             dtype,
             tolerance=precise,
             maxiter=6,
         )
-        start_value = float(_value_and_grad(np.asarray(best, dtype), xd, yd, count, **options)[0])
+        start_value = float(
+            objective_and_gradient(np.asarray(best, dtype), xd, yd, count, **options)[0]
+        )
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value
-        bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
+        bandwidth = np.asarray(to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
     if progress:
         progress(total, total)
     return BandwidthSelection(bandwidth, float(value), options["method"], (GRID, objectives))
@@ -477,21 +365,19 @@ def _search_one_program(x, y, count, thetas, dtype, options, progress) -> Bandwi
         xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
 
         def evaluate(theta):
-            return _value_and_grad(jnp.asarray(theta, dtype), xd, yd, count, **options)
+            return objective_and_gradient(jnp.asarray(theta, dtype), xd, yd, count, **options)
 
         objectives = np.empty(len(thetas))
         for i, theta in enumerate(thetas):
             objectives[i] = float(evaluate(theta)[0])
             if progress and (i + 1) % _CHUNK == 0:
                 progress((i + 1) // _CHUNK, len(GRID) // _CHUNK + 1)
-        best = _best_candidate(thetas, objectives, options["method"])
-        theta, value = _refine(
-            evaluate, best, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14
-        )
+        best = best_candidate(thetas, objectives, options["method"])
+        theta, value = refine(evaluate, best, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14)
         start_value = float(np.nanmin(np.where(np.isfinite(objectives), objectives, np.nan)))
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value
-        bandwidth = np.asarray(_to_bandwidth(jnp.asarray(theta, dtype), options["model"]))
+        bandwidth = np.asarray(to_bandwidth(jnp.asarray(theta, dtype), options["model"]))
     if progress:
         progress(len(GRID) // _CHUNK + 1, len(GRID) // _CHUNK + 1)
     return BandwidthSelection(
@@ -526,8 +412,8 @@ def cv_curve(
     dtype = compute_dtype(x, y, numpy=True)
     options = {"model": model, "method": "cv", "block_size": block_size}
     with precision_scope(dtype):
-        thetas = np.stack([_to_theta(c, model) for c in candidates])
-        values = _grid_objectives(
+        thetas = np.stack([to_theta(c, model) for c in candidates])
+        values = grid_objectives(
             jnp.asarray(thetas, dtype), jnp.asarray(x, dtype), jnp.asarray(y, dtype), **options
         )
         return np.asarray(values, dtype=float)

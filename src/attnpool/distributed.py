@@ -37,9 +37,10 @@ from dask.base import is_dask_collection
 from . import kernels as _kernels
 from ._interop import precision_scope
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
+from .engine import pool_state
 from .geometry import block_log_weights, key_centre
+from .methods.choice import DENSE_MAX_PAIRS
 from .methods.stream import KEY_BLOCK
-from .pooling import DENSE_MAX_PAIRS, pool_state
 from .state import PoolingState, block_state, finalize, merge_stacked
 
 __all__ = ["as_rows", "attention_pool", "cv_objectives", "is_dask", "select_bandwidth"]

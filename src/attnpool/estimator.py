@@ -1,4 +1,4 @@
-"""scikit-learn estimators: Nadaraya–Watson, local linear, and a kernel classifier.
+"""scikit-learn regressors: Nadaraya–Watson and local linear.
 
 Each ``__init__`` only stores its parameters; ``fit`` chooses the bandwidth
 (``"cv"`` by default: exact leave-one-out cross-validation, see
@@ -19,9 +19,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.preprocessing import LabelBinarizer
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_bandwidth, check_choice
@@ -31,12 +29,7 @@ from .methods.stream import KEY_BLOCK
 from .pooling import attention_pool
 from .regression import local_regression, model_for, weight_matrix
 
-__all__ = [
-    "LearnedAttentionRegressor",
-    "LocalLinear",
-    "NadarayaWatson",
-    "NadarayaWatsonClassifier",
-]
+__all__ = ["LocalLinear", "NadarayaWatson"]
 
 
 def _check_numeric_targets(y) -> None:
@@ -56,7 +49,7 @@ def _is_dask(*arrays) -> bool:
     return any(is_dask_collection(a) for a in arrays)
 
 
-class _MultiOutputRegressor(RegressorMixin, BaseEstimator):
+class MultiOutputRegressor(RegressorMixin, BaseEstimator):
     """Regressors whose ``y`` may be ``(n,)`` or ``(n, p)``."""
 
     def __sklearn_tags__(self):
@@ -70,7 +63,7 @@ class _MultiOutputRegressor(RegressorMixin, BaseEstimator):
 _EXACT_ENGINES = ("auto", "dense", "stream")
 
 
-class _LocalRegression(_MultiOutputRegressor):
+class _LocalRegression(MultiOutputRegressor):
     _degree = 0
 
     def __init__(
@@ -334,167 +327,3 @@ class LocalLinear(_LocalRegression):
             return_slopes=True,
         )
         return slopes
-
-
-class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
-    """Kernel classifier: attention pooling of one-hot labels gives class probabilities.
-
-    ``predict_proba(x)[c] = Σ_i K_h(x − x_i) [y_i = c] / Σ_j K_h(x − x_j)``.
-    The bandwidth selectors minimise the leave-one-out Brier score (squared
-    error of the one-hot labels). Parameters as :class:`NadarayaWatson`;
-    ``empty`` defaults to ``"nearest"`` so every query gets a class.
-    """
-
-    def __init__(
-        self,
-        kernel="gaussian",
-        bandwidth="cv",
-        *,
-        var_type=None,
-        empty="nearest",
-        block_size=None,
-        method="auto",
-    ):
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.var_type = var_type
-        self.empty = empty
-        self.block_size = block_size
-        self.method = method
-
-    def fit(self, X, y):
-        """Store the training data, one-hot encode ``y`` and choose the bandwidth."""
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        self._binarizer = LabelBinarizer().fit(y)
-        self.classes_ = self._binarizer.classes_
-        onehot = self._binarizer.transform(y).astype(float)
-        if onehot.shape[1] == 1:  # two classes: LabelBinarizer gives one column
-            onehot = np.hstack([1 - onehot, onehot])
-        self._regressor = NadarayaWatson(
-            self.kernel,
-            self.bandwidth,
-            var_type=self.var_type,
-            empty=self.empty,
-            block_size=self.block_size,
-            method=self.method,
-        ).fit(X, onehot)
-        self.bandwidth_ = self._regressor.bandwidth_
-        for name in ("cv_score_", "aicc_"):
-            if hasattr(self._regressor, name):
-                setattr(self, name, getattr(self._regressor, name))
-        return self
-
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_queries, n_classes); rows sum to 1."""
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        if len(self.classes_) == 1:
-            return np.ones((X.shape[0], 1))
-        # pooled one-hot labels are convex combinations up to rounding: clip and
-        # renormalise so that every probability is in [0, 1] (p_c <= Σ p gives p_c / Σ p <= 1)
-        proba = np.clip(self._regressor.predict(X), 0.0, 1.0)
-        return proba / np.sum(proba, axis=1, keepdims=True)
-
-    def predict(self, X):
-        """The most probable class of each query."""
-        check_is_fitted(self)
-        proba = self.predict_proba(X)
-        empty = np.isnan(proba).any(axis=1)
-        if np.any(empty):
-            raise ValueError(
-                f"X: {int(empty.sum())} of {len(empty)} queries have no training point within "
-                f"the {self.kernel!r} kernel's support, so no class; widen the bandwidth or "
-                "pass empty='nearest'"
-            )
-        return self.classes_[np.argmax(proba, axis=1)]
-
-    def attention_weights(self, X):
-        """Attention weights of queries ``X`` over the training points."""
-        check_is_fitted(self)
-        return self._regressor.attention_weights(X)
-
-
-class LearnedAttentionRegressor(_MultiOutputRegressor):
-    """Regression by a learned attention model, trained by leave-one-out error.
-
-    A scikit-learn face for :func:`attnpool.learn.fit_attention`: ``fit`` trains the
-    model's parameters with optax; ``predict`` pools the training targets with the
-    learned weights; ``attention_weights`` as :class:`NadarayaWatson`.
-
-    Parameters
-    ----------
-    model : {"bandwidth", "ard", "metric", "adaptive", "dot", "additive"} or AttentionModel
-        See :mod:`attnpool.learn.models`.
-    steps, learning_rate, batch_size, validation_fraction, patience, seed
-        As :func:`attnpool.learn.fit_attention` (``validation_fraction`` is its
-        ``validation``).
-
-    Attributes
-    ----------
-    fit_ : attnpool.learn.AttentionFit
-    params_ : pytree — the learned parameters
-    parameters_ : dict — the parameters in the inputs' units (``bandwidth``, ``metric``, …)
-    bandwidth_ : ndarray of shape (n_features,) — for the bandwidth models
-    history_ : ndarray — the training loss at each step
-    n_features_in_ : int
-    """
-
-    def __init__(
-        self,
-        model="bandwidth",
-        *,
-        steps=300,
-        learning_rate=0.05,
-        batch_size=None,
-        validation_fraction=None,
-        patience=30,
-        seed=0,
-    ):
-        self.model = model
-        self.steps = steps
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.seed = seed
-
-    def fit(self, X, y):
-        """Train the attention model on ``X (n_samples, n_features)``, ``y (n_samples[, p])``."""
-        from .learn import fit_attention
-
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
-        if X.shape[0] < 2:
-            raise ValueError(
-                f"X: expected at least 2 samples (each is predicted from the others); "
-                f"received n_samples = {X.shape[0]}"
-            )
-        self.fit_ = fit_attention(
-            self.model,
-            X,
-            y,
-            steps=self.steps,
-            learning_rate=self.learning_rate,
-            batch_size=self.batch_size,
-            validation=self.validation_fraction,
-            patience=self.patience,
-            seed=self.seed,
-        )
-        self.params_ = self.fit_.params
-        self.parameters_ = self.fit_.parameters()
-        self.history_ = self.fit_.history
-        if "bandwidth" in self.parameters_:
-            self.bandwidth_ = np.broadcast_to(self.parameters_["bandwidth"], X.shape[1]).copy()
-        return self
-
-    def predict(self, X):
-        """Predictions at ``X``; shape (n,) or (n, n_outputs) like ``y``."""
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.fit_.predict(X)
-
-    def attention_weights(self, X):
-        """Learned attention weights of queries ``X`` over the training points."""
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.fit_.attention_weights(X)

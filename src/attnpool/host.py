@@ -12,10 +12,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from .engine import pool_core
 from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
 from .methods.choice import DENSE_MAX_PAIRS, TopK
 from .methods.stream import KEY_BLOCK
-from .pooling import _pool_core
 from .state import finalize
 
 #: Binned rows with less weight than this (in units of K(0)) are pooled exactly instead.
@@ -41,7 +41,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:
         # scaled coordinates this large overflow the host methods' float64 arithmetic
         # (KD-tree distances, Taylor boxes); the exact engines take the nearest-key limit
-        return _pool_core(
+        return pool_core(
             q,
             k,
             v,
@@ -91,7 +91,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     exact |= empty_rows & nearest
     rows = np.flatnonzero(exact)
     if rows.size:
-        redo, redo_empty = _pool_core(
+        redo, redo_empty = pool_core(
             q[rows],
             k,
             v,

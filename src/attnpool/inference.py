@@ -48,9 +48,10 @@ from scipy import integrate, special, stats
 from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_positive_int
+from .engine import pool_state
 from .geometry import MATMUL_MIN_DIM, closeness
+from .methods.choice import DENSE_MAX_PAIRS
 from .methods.stream import KEY_BLOCK
-from .pooling import DENSE_MAX_PAIRS, pool_state
 from .regression import _validated, local_fit, loo_residuals
 from .state import block_state
 

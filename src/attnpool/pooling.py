@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +22,6 @@ from ._interop import (
     precision_scope,
     value_unit,
 )
-from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ._validation import (
     check_bandwidth,
     check_choice,
@@ -32,11 +30,10 @@ from ._validation import (
     check_values,
     is_traced,
 )
-from .geometry import MATMUL_MIN_DIM, block_log_weights, closeness, scale_coordinates
-from .methods import choice, dense_state, dense_weights, fused, stream_state
+from .engine import pool_core, weights_core
+from .methods import choice
 from .methods.choice import DENSE_MAX_PAIRS, Binned, TopK
 from .methods.stream import KEY_BLOCK
-from .state import block_state, finalize, hard_block_state
 
 __all__ = [
     "DENSE_MAX_PAIRS",
@@ -55,19 +52,6 @@ MAX_WEIGHT_ENTRIES = 2**26
 
 KernelLike = str | _kernels.Kernel | Callable
 MethodLike = str | Binned | TopK
-# Built-in kernels whose weight never grows with the distance: the nearest key's is the largest.
-_MONOTONE = frozenset(
-    [
-        "gaussian",
-        "boxcar",
-        "constant",
-        "triangular",
-        "epanechnikov",
-        "tricube",
-        "laplacian",
-        "cosine",
-    ]
-)
 
 
 class EmptyNeighbourhoodWarning(RuntimeWarning):
@@ -179,10 +163,10 @@ def attention_pool(
                 q, k, v, h, kernel=kernel, method=method, options=options, nearest=nearest
             )
         if return_weights:
-            weights, empty_rows = _weights_core(q, k, h, kernel=kernel, nearest=nearest)
+            weights, empty_rows = weights_core(q, k, h, kernel=kernel, nearest=nearest)
             pooled = jnp.matmul(weights, v, precision=jax.lax.Precision.HIGHEST)
             return (pooled, weights), empty_rows
-        pooled, empty_rows = _pool_core(
+        pooled, empty_rows = pool_core(
             q,
             k,
             v,
@@ -223,7 +207,7 @@ def attention_weights(
     nearest = empty == "nearest" or not kernel.compact
 
     def compute(q, k, h):
-        return _weights_core(q, k, h, kernel=kernel, nearest=nearest)
+        return weights_core(q, k, h, kernel=kernel, nearest=nearest)
 
     return _run(compute, (q, k, h), kernel, empty, q.shape[0])
 
@@ -315,226 +299,6 @@ def _run(compute, args, kernel, empty: str, n: int):
                 stacklevel=3,
             )
     return result
-
-
-def kernel_block(
-    kernel: _kernels.Kernel, *, hard: bool = False, max_log=None, streamed=False, key_count=None
-):
-    """Block function of plain kernel pooling; ``hard`` for the nearest limit.
-
-    ``max_log (n,)``: each query's largest log weight, if known (see :func:`nearest_log_weight`).
-    ``streamed``: the block runs inside the streamed scan (distances by column).
-    ``key_count``: keys from this row on are padding (see :mod:`attnpool._shapes`).
-    """
-
-    def block(query_rows, query_ids, key_rows, key_ids, value_rows):
-        if hard:
-            scores = closeness(query_rows, key_rows, kernel)
-            return hard_block_state(mask_padding(scores, key_ids, key_count), value_rows)
-        known = None if max_log is None else max_log[query_ids]
-        log_weights = block_log_weights(query_rows, key_rows, kernel, by_column=streamed)
-        return block_state(mask_padding(log_weights, key_ids, key_count), value_rows, known)
-
-    return block
-
-
-def mask_padding(scores, key_ids, key_count):
-    """``scores (n, b)`` with the columns of padded keys (``id ≥ key_count``) at ``−inf``."""
-    if key_count is None:
-        return scores
-    return jnp.where(key_ids[None, :] < key_count, scores, -jnp.inf)
-
-
-def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
-    """Each query's largest log weight, from its nearest key, for one column; else None.
-
-    In one dimension the nearest key is found by a sorted search, O((n + m) log m), and
-    for a built-in distance kernel (non-increasing in the distance) its log weight is the
-    row maximum, so streamed blocks need no max reduction.
-    """
-    if queries.shape[1] != 1 or not is_monotone(kernel):
-        return None
-    ordered = jnp.sort(keys[:, 0])
-    # the nearest key is one of the two around each query's insertion point
-    right = jnp.clip(jnp.searchsorted(ordered, queries[:, 0]), 0, ordered.shape[0] - 1)
-    left = jnp.maximum(right - 1, 0)
-    gaps = jnp.minimum(
-        jnp.abs(queries[:, 0] - ordered[left]), jnp.abs(queries[:, 0] - ordered[right])
-    )
-    return kernel.log_profile(gaps * gaps)
-
-
-def is_monotone(kernel: _kernels.Kernel) -> bool:
-    """A built-in distance kernel whose weight never grows with the distance."""
-    return kernel.name in _MONOTONE and kernel is _kernels.get(kernel.name)
-
-
-#: A streamed row with less weight than this many times the smallest normal number
-#: (every weight underflowed under the log-weight bound) is pooled again with row maxima.
-_UNDERFLOW = 2.0**24
-#: Up to one row in this many is pooled again by itself; more, and every row is.
-_AGAIN_SHARE = 16
-
-
-def log_weight_bound(queries, kernel: _kernels.Kernel):
-    """An upper bound ``(n,)`` on each query's log weights, or None.
-
-    With it streamed blocks skip the max reduction (which XLA:CPU fuses poorly in
-    d = 2: ten times the cost of the exponentials). For a built-in distance kernel
-    ``log K(r²) ≤ log K(0)``; in the Gaussian's matrix-product form (d ≥ 3, the
-    per-query constant dropped) ``log K = q·k − ‖k‖²/2 ≤ ‖q‖²/2``. A row far from
-    every key may then underflow to zero weight: :func:`_pool_core` pools such
-    rows again with their exact maxima.
-    """
-    if not is_monotone(kernel):
-        return None
-    if kernel.quadratic is not None and queries.shape[1] >= MATMUL_MIN_DIM:
-        return -kernel.quadratic * jnp.sum(queries * queries, axis=1)
-    top = kernel.log_profile(jnp.zeros((), queries.dtype))
-    return jnp.broadcast_to(top, queries.shape[:1])
-
-
-def pool_state(block_function, queries, keys, values, *, method: str, key_block: int, hard=False):
-    """The pooling state by the dense or the streamed engine."""
-    if method == "dense":
-        return dense_state(block_function, queries, keys, values)
-    return stream_state(block_function, queries, keys, values, key_block=key_block, hard=hard)
-
-
-#: Keys per block of the fused method (the fused kernel tiles each block itself).
-FUSED_KEY_BLOCK = 16384
-
-
-def _pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, nearest):
-    """The jitted pooling program on rows padded to their buckets: ``(pooled, empty)``."""
-    n, m = queries.shape[0], keys.shape[0]
-    if n == 0:
-        return _pool_program(
-            queries,
-            keys,
-            values,
-            bandwidth,
-            None,
-            kernel=kernel,
-            method=method,
-            key_block=key_block,
-            nearest=nearest,
-        )
-    host = is_host(queries, keys, values)
-    key_count = None
-    if method != "fused" and m <= MAX_ROWS:
-        key_count = np.int32(m)
-        keys, values = padded(keys, values, size=bucket(m))
-    results = _pool_program(
-        pad_rows(queries, query_bucket(n)),
-        keys,
-        values,
-        bandwidth,
-        key_count,
-        kernel=kernel,
-        method=method,
-        key_block=key_block,
-        nearest=nearest,
-    )
-    return unpadded(results, n, host=host)
-
-
-@partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
-def _pool_program(
-    queries, keys, values, bandwidth, key_count, *, kernel, method, key_block, nearest
-):
-    def state(q, k, hard=False, bounded=True):
-        if method == "fused" and not hard:
-            engine = "dense" if q.shape[0] * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
-            return pool_state(
-                fused.fused_block(kernel),
-                *fused.centred(q, k, kernel),
-                values,
-                method=engine,
-                key_block=FUSED_KEY_BLOCK,
-            )
-        engine = "dense" if method == "dense" else "stream"
-        known = None
-        if engine == "stream" and not hard:
-            known = nearest_log_weight(q, k, kernel)
-            if known is None and bounded:
-                known = log_weight_bound(q, kernel)
-        block = kernel_block(
-            kernel, hard=hard, max_log=known, streamed=engine == "stream", key_count=key_count
-        )
-        return pool_state(block, q, k, values, method=engine, key_block=key_block, hard=hard)
-
-    scaled = scale_coordinates(queries, keys, bandwidth, kernel)
-    result = state(*scaled)
-    if method == "stream" and is_monotone(kernel) and not kernel.compact and scaled[0].shape[1] > 1:
-        # rows whose every weight underflowed under the bound: again, with the row maxima
-        # (a few rows by themselves; past _AGAIN_SHARE of them, every row)
-        low = result.weight_sum < _UNDERFLOW * jnp.finfo(result.weight_sum.dtype).tiny
-        few = max(1, scaled[0].shape[0] // _AGAIN_SHARE)
-
-        def some_again():
-            rows = jnp.nonzero(low, size=few, fill_value=-1)[0]
-            rows = jnp.where(rows >= 0, rows, rows[0])  # padding repeats a row that is low
-            exact = state(scaled[0][rows], scaled[1], bounded=False)
-            return jax.tree_util.tree_map(lambda a, b: a.at[rows].set(b), result, exact)
-
-        def all_again():
-            exact = state(*scaled, bounded=False)
-            return jax.tree_util.tree_map(
-                lambda a, b: jnp.where(low.reshape(-1, *[1] * (a.ndim - 1)), a, b), exact, result
-            )
-
-        count = jnp.sum(low)
-        result = jax.lax.cond(
-            count == 0,
-            lambda: result,
-            lambda: jax.lax.cond(count <= few, some_again, all_again),
-        )
-    pooled, empty_rows = finalize(result)
-    fallback = needs_nearest(pooled, empty_rows, nearest)
-
-    def with_nearest():
-        relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
-        closest, _ = finalize(state(*relative, hard=True))
-        return jnp.where(fallback[:, None], closest, pooled)
-
-    pooled = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: pooled)
-    return empty_as_nan(pooled, empty_rows, nearest), empty_rows
-
-
-def needs_nearest(result, empty_rows, nearest: bool):
-    """Rows for the nearest-key limit: overflowed rows (not finite), and empty ones if asked."""
-    overflowed = ~jnp.all(jnp.isfinite(result), axis=1) & ~empty_rows
-    return overflowed | (empty_rows & nearest)
-
-
-def empty_as_nan(result, empty_rows, nearest: bool):
-    return result if nearest else jnp.where(empty_rows[:, None], jnp.nan, result)
-
-
-def _weights_core(queries, keys, bandwidth, *, kernel, nearest):
-    """``(weights, empty)`` by the jitted dense program, queries padded to their bucket."""
-    n = queries.shape[0]
-    results = _weights_program(
-        pad_rows(queries, query_bucket(n)), keys, bandwidth, kernel=kernel, nearest=nearest
-    )
-    return unpadded(results, n, host=is_host(queries))
-
-
-@partial(jax.jit, static_argnames=("kernel", "nearest"))
-def _weights_program(queries, keys, bandwidth, *, kernel, nearest):
-    weights, empty_rows = dense_weights(
-        *scale_coordinates(queries, keys, bandwidth, kernel), kernel
-    )
-    fallback = needs_nearest(weights, empty_rows, nearest)
-
-    def with_nearest():
-        relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
-        closest, _ = dense_weights(*relative, kernel, hard=True)
-        return jnp.where(fallback[:, None], closest, weights)
-
-    weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
-    return empty_as_nan(weights, empty_rows, nearest), empty_rows
 
 
 def _choose(method, kernel, q, k, h, weights: bool, block_size):

@@ -31,7 +31,6 @@ subtraction that could cancel). The hat-matrix diagonal ``W_ii`` (for AICc) is
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -41,11 +40,7 @@ from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ._validation import check_bandwidth, check_choice, check_points, check_values
-from .geometry import block_log_weights, key_centre
-from .methods import dense_weights, normalise
-from .methods.stream import KEY_BLOCK
-from .pooling import (
-    DENSE_MAX_PAIRS,
+from .engine import (
     empty_as_nan,
     kernel_block,
     mask_padding,
@@ -53,110 +48,21 @@ from .pooling import (
     needs_nearest,
     pool_state,
 )
+from .geometry import key_centre
+from .local_model import LocalModel, log_weights, model_for, prepare, relative
+from .methods import dense_weights, normalise
+from .methods.choice import DENSE_MAX_PAIRS
+from .methods.stream import KEY_BLOCK
 from .state import block_state, finalize
 
 __all__ = ["LocalModel", "hat_diagonal", "local_regression", "loo_residuals", "model_for"]
-
-VAR_TYPES = "cou"
-
-
-class LocalModel(NamedTuple):
-    """Static description of a local regression (hashable, for ``jit``)."""
-
-    kernel: _kernels.Kernel
-    var_type: str
-    levels: tuple[int, ...]
-    degree: int
-
-    @property
-    def continuous(self) -> tuple[int, ...]:
-        return tuple(j for j, t in enumerate(self.var_type) if t == "c")
-
-    @property
-    def categorical(self) -> tuple[int, ...]:
-        return tuple(j for j, t in enumerate(self.var_type) if t != "c")
-
-    @property
-    def order(self) -> np.ndarray:
-        """Column order of the prepared arrays: continuous first, then categorical."""
-        return np.array(self.continuous + self.categorical, dtype=int)
-
-
-def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalModel:
-    """Validate ``var_type``/``degree`` for training inputs ``x (n, d)`` and count levels."""
-    kernel = _kernels.get(kernel)
-    if kernel.similarity != "distance":
-        raise ValueError(f"kernel: regression needs a distance kernel; received {kernel.name!r}")
-    d = x.shape[1]
-    var_type = "c" * d if var_type is None else var_type
-    if (
-        not isinstance(var_type, str)
-        or len(var_type) != d
-        or any(t not in VAR_TYPES for t in var_type)
-    ):
-        raise ValueError(
-            f"var_type: expected a string of {d} letters from 'c' (continuous), 'o' (ordered), "
-            f"'u' (unordered), one per column; received {var_type!r}"
-        )
-    if degree not in (0, 1) or isinstance(degree, bool):
-        raise ValueError(
-            f"degree: expected 0 (Nadaraya–Watson) or 1 (local linear); received {degree!r}"
-        )
-    levels = tuple(
-        int(np.unique(np.asarray(x[:, j])).size) if t == "u" else 0 for j, t in enumerate(var_type)
-    )
-    return LocalModel(kernel, var_type, levels, int(degree))
-
-
-def _prepare(x, bandwidth, centre, model: LocalModel):
-    """Continuous columns centred on the training points' midrange and divided by ``h``
-    (far from the origin, x ≈ 1.7e9, scaling first would lose the low digits)."""
-    cont, cat = list(model.continuous), list(model.categorical)
-    parts = []
-    if cont:
-        parts.append((x[:, cont] - centre) / bandwidth[jnp.array(cont)])
-    if cat:
-        parts.append(x[:, cat])
-    return jnp.concatenate(parts, axis=1)
-
-
-def _relative(queries, keys, bandwidth, model: LocalModel):
-    """Prepared rows rescaled by ``min h`` (continuous part): the nearest-key geometry,
-    which cannot overflow however small the bandwidth."""
-    n_cont = len(model.continuous)
-    factor = jnp.min(bandwidth[jnp.array(model.continuous)]) if n_cont else 1.0
-
-    def rescale(rows):
-        return jnp.concatenate([rows[:, :n_cont] * factor, rows[:, n_cont:]], axis=1)
-
-    return rescale(queries), rescale(keys)
-
-
-def _log_weights(q, k, lambdas, model: LocalModel):
-    """``(nq, nk)`` product-kernel log weights of prepared rows."""
-    n_cont = len(model.continuous)
-    if n_cont:
-        logw = block_log_weights(q[:, :n_cont], k[:, :n_cont], model.kernel)
-    else:
-        logw = jnp.zeros((q.shape[0], k.shape[0]), q.dtype)
-    for position, column in enumerate(model.categorical):
-        lam = lambdas[position]
-        a, b = q[:, n_cont + position][:, None], k[:, n_cont + position][None, :]
-        same = a == b
-        if model.var_type[column] == "o":
-            distance = jnp.where(same, 1.0, jnp.abs(a - b))
-            other = jnp.log(0.5) + jnp.log1p(-lam) + distance * jnp.log(lam)
-        else:
-            other = jnp.log(lam) - jnp.log(max(model.levels[column] - 1, 1))
-        logw = logw + jnp.where(same, jnp.log1p(-lam), other)
-    return logw
 
 
 def _block_function(
     model: LocalModel, lambdas, *, exclude_self: bool, max_log=None, key_count=None
 ):
     def block(q, q_ids, k, k_ids, v):
-        logw = mask_padding(_log_weights(q, k, lambdas, model), k_ids, key_count)
+        logw = mask_padding(log_weights(q, k, lambdas, model), k_ids, key_count)
         if exclude_self:
             logw = jnp.where(q_ids[:, None] == k_ids[None, :], -jnp.inf, logw)
         known = None if max_log is None else max_log[q_ids]
@@ -232,8 +138,8 @@ def _local_core(
     cont = jnp.array(model.continuous, dtype=int)
     centre = key_centre(x_train[:, cont]) if model.continuous else None
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
-    keys = _prepare(x_train, bandwidth, centre, model)
-    queries = _prepare(x_query, bandwidth, centre, model)
+    keys = prepare(x_train, bandwidth, centre, model)
+    queries = prepare(x_query, bandwidth, centre, model)
     # The nearest key's log weight is each row's maximum, except when leaving one out
     # (the point itself is the nearest, and its weight is masked).
     known = None
@@ -252,7 +158,7 @@ def _local_core(
     slopes = (slopes / units[None, :, None])[:, np.argsort(model.order), :]
     hat = None
     if with_hat:
-        self_log = jax.vmap(lambda row: _log_weights(row[None], row[None], lambdas, model)[0, 0])(
+        self_log = jax.vmap(lambda row: log_weights(row[None], row[None], lambdas, model)[0, 0])(
             queries
         )
         shift = jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
@@ -265,7 +171,7 @@ def _local_core(
         hard = kernel_block(_kernels.get("gaussian"), hard=True, key_count=key_count)
         state = pool_state(
             hard,
-            *_relative(queries, keys, bandwidth, model),
+            *relative(queries, keys, bandwidth, model),
             y_train,
             method=method,
             key_block=key_block,
@@ -420,14 +326,14 @@ def _weights_core(x_train, x_query, bandwidth, *, model, nearest):
     cont = jnp.array(model.continuous, dtype=int)
     centre = key_centre(x_train[:, cont]) if model.continuous else None
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
-    keys = _prepare(x_train, bandwidth, centre, model)
-    queries = _prepare(x_query, bandwidth, centre, model)
-    weights, empty = normalise(_log_weights(queries, keys, lambdas, model))
+    keys = prepare(x_train, bandwidth, centre, model)
+    queries = prepare(x_query, bandwidth, centre, model)
+    weights, empty = normalise(log_weights(queries, keys, lambdas, model))
     fallback = needs_nearest(weights, empty, nearest)
 
     def with_nearest():
-        relative = _relative(queries, keys, bandwidth, model)
-        closest, _ = dense_weights(*relative, _kernels.get("gaussian"), hard=True)
+        nearest_geometry = relative(queries, keys, bandwidth, model)
+        closest, _ = dense_weights(*nearest_geometry, _kernels.get("gaussian"), hard=True)
         return jnp.where(fallback[:, None], closest, weights)
 
     weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
@@ -462,41 +368,3 @@ def weight_matrix(
             "within the kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
         )
     return weights
-
-
-def binned_loo_residuals(x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...]):
-    """Leave-one-out residuals of a 1-D continuous fit on a binned grid (traceable).
-
-    ``x (n, 1)``, ``y (n, p)``; an approximation whose error falls as ``(Δ/h)²``
-    (see :mod:`attnpool.methods.binned`), used to search bandwidths fast. Degree 1
-    bins the moments of ``x`` about the grid's centre and recentres them at each point.
-    """
-    from .methods import binned
-
-    h = bandwidth[0]
-    centre = grid.start[0] + 0.5 * grid.spacing[0] * (grid.size[0] - 1)
-    u = x[:, 0] - centre
-    if model.degree == 0:
-        features = jnp.concatenate([jnp.ones_like(u)[:, None], y], axis=1)
-    else:
-        features = jnp.concatenate(
-            [jnp.stack([jnp.ones_like(u), u, u * u], axis=1), y, u[:, None] * y], axis=1
-        )
-    sums, corners = binned.linear_bin(x[:, :1], features, grid)
-    weights = binned.kernel_on_grid(model.kernel, h, grid, reach)
-    moments = binned.interpolate(binned.convolve(sums, weights), corners)
-    moments = moments - binned.self_weight(weights, corners)[:, None] * features
-    p = y.shape[1]
-    if model.degree == 0:
-        total = moments[:, :1]
-        fit = moments[:, 1:] / jnp.where(total > 0, total, jnp.nan)
-    else:
-        m0, m1, m2 = moments[:, 0], moments[:, 1], moments[:, 2]
-        my, mxy = moments[:, 3 : 3 + p], moments[:, 3 + p :]
-        s1, s2 = m1 - u * m0, m2 - 2 * u * m1 + u * u * m0
-        t1 = mxy - u[:, None] * my
-        spread = m0 * s2 - s1 * s1
-        ridge = 1e-12 * m0 * m0 * h * h
-        slope = (m0[:, None] * t1 - s1[:, None] * my) / (spread + ridge)[:, None]
-        fit = (my - slope * s1[:, None]) / jnp.where(m0 > 0, m0, jnp.nan)[:, None]
-    return y - fit

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from ..engine import pool_state
 from ..methods import normalise
+from ..methods.choice import DENSE_MAX_PAIRS
 from ..methods.stream import KEY_BLOCK
-from ..pooling import DENSE_MAX_PAIRS, pool_state
 from ..state import block_state, finalize
 from .models import AttentionModel, Params
 

@@ -154,7 +154,7 @@ def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights
                 f"received {kernel.name!r}"
             )
     if name == "topk":
-        from ..pooling import is_monotone
+        from ..engine import is_monotone
 
         if not is_monotone(kernel):
             raise ValueError(

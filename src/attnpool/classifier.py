@@ -1,0 +1,92 @@
+"""A kernel classifier for scikit-learn: attention pooling of one-hot labels."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .estimator import NadarayaWatson
+
+__all__ = ["NadarayaWatsonClassifier"]
+
+
+class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
+    """Kernel classifier: attention pooling of one-hot labels gives class probabilities.
+
+    ``predict_proba(x)[c] = Σ_i K_h(x − x_i) [y_i = c] / Σ_j K_h(x − x_j)``.
+    The bandwidth selectors minimise the leave-one-out Brier score (squared
+    error of the one-hot labels). Parameters as :class:`NadarayaWatson`;
+    ``empty`` defaults to ``"nearest"`` so every query gets a class.
+    """
+
+    def __init__(
+        self,
+        kernel="gaussian",
+        bandwidth="cv",
+        *,
+        var_type=None,
+        empty="nearest",
+        block_size=None,
+        method="auto",
+    ):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.var_type = var_type
+        self.empty = empty
+        self.block_size = block_size
+        self.method = method
+
+    def fit(self, X, y):
+        """Store the training data, one-hot encode ``y`` and choose the bandwidth."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self._binarizer = LabelBinarizer().fit(y)
+        self.classes_ = self._binarizer.classes_
+        onehot = self._binarizer.transform(y).astype(float)
+        if onehot.shape[1] == 1:  # two classes: LabelBinarizer gives one column
+            onehot = np.hstack([1 - onehot, onehot])
+        self._regressor = NadarayaWatson(
+            self.kernel,
+            self.bandwidth,
+            var_type=self.var_type,
+            empty=self.empty,
+            block_size=self.block_size,
+            method=self.method,
+        ).fit(X, onehot)
+        self.bandwidth_ = self._regressor.bandwidth_
+        for name in ("cv_score_", "aicc_"):
+            if hasattr(self._regressor, name):
+                setattr(self, name, getattr(self._regressor, name))
+        return self
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_queries, n_classes); rows sum to 1."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if len(self.classes_) == 1:
+            return np.ones((X.shape[0], 1))
+        # pooled one-hot labels are convex combinations up to rounding: clip and
+        # renormalise so that every probability is in [0, 1] (p_c <= Σ p gives p_c / Σ p <= 1)
+        proba = np.clip(self._regressor.predict(X), 0.0, 1.0)
+        return proba / np.sum(proba, axis=1, keepdims=True)
+
+    def predict(self, X):
+        """The most probable class of each query."""
+        check_is_fitted(self)
+        proba = self.predict_proba(X)
+        empty = np.isnan(proba).any(axis=1)
+        if np.any(empty):
+            raise ValueError(
+                f"X: {int(empty.sum())} of {len(empty)} queries have no training point within "
+                f"the {self.kernel!r} kernel's support, so no class; widen the bandwidth or "
+                "pass empty='nearest'"
+            )
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def attention_weights(self, X):
+        """Attention weights of queries ``X`` over the training points."""
+        check_is_fitted(self)
+        return self._regressor.attention_weights(X)

@@ -1,0 +1,196 @@
+"""Bandwidth selection criteria as functions of the search variables, and their minimiser.
+
+The search variables ``θ`` are log-bandwidths for continuous columns and logits of
+``λ / λ_max`` for categorical ones. :func:`criterion` is leave-one-out CV or AICc at one
+bandwidth (traceable; ``inf`` where undefined); :func:`objective`,
+:func:`grid_objectives` and :func:`objective_and_gradient` are its jitted forms of
+``θ``; :func:`refine` is L-BFGS-B on the host driven by them. Padded rows (see
+:mod:`attnpool._shapes`) are left out of every criterion through ``count``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .regression import LocalModel, hat_diagonal, loo_residuals
+
+__all__ = [
+    "GRID",
+    "best_candidate",
+    "binned_loo_residuals",
+    "criterion",
+    "grid_objectives",
+    "objective",
+    "objective_and_gradient",
+    "refine",
+    "to_bandwidth",
+    "to_theta",
+]
+
+#: The coarse search's multiples of the rule of thumb.
+GRID = np.geomspace(0.05, 5.0, 16)
+
+
+def categorical_upper(model: LocalModel) -> np.ndarray:
+    """Largest meaningful λ per categorical column (Aitchison–Aitken: (c − 1)/c)."""
+    return np.array(
+        [
+            1.0 if model.var_type[j] == "o" else (model.levels[j] - 1) / max(model.levels[j], 1)
+            for j in model.categorical
+        ]
+    )
+
+
+def to_bandwidth(theta, model: LocalModel):
+    cont, cat = list(model.continuous), list(model.categorical)
+    h = jnp.zeros(theta.shape, theta.dtype)
+    if cont:
+        h = h.at[jnp.array(cont)].set(jnp.exp(theta[jnp.array(cont)]))
+    if cat:
+        upper = jnp.asarray(categorical_upper(model), theta.dtype)
+        h = h.at[jnp.array(cat)].set(upper * jax.nn.sigmoid(theta[jnp.array(cat)]))
+    return h
+
+
+def to_theta(bandwidth, model: LocalModel):
+    theta = np.array(bandwidth, dtype=float)
+    cont, cat = list(model.continuous), list(model.categorical)
+    theta[cont] = np.log(theta[cont])
+    if cat:
+        fraction = np.clip(theta[cat] / categorical_upper(model), 1e-6, 1 - 1e-6)
+        theta[cat] = np.log(fraction / (1 - fraction))
+    return theta
+
+
+def criterion(
+    x, y, bandwidth, model: LocalModel, method: str, *, block_size=None, binned=None, count=None
+):
+    """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
+
+    ``binned=(grid, reach)`` evaluates CV on the binned approximation instead.
+    ``count``: rows from this one on are padding (:mod:`attnpool._shapes`), left out.
+    """
+    n = x.shape[0] if count is None else count
+    real = jnp.arange(x.shape[0])[:, None] < n
+
+    def mean(terms):  # over the real rows and every response column
+        return jnp.sum(jnp.where(real, terms, 0.0)) / (n * terms.shape[1])
+
+    if method == "cv":
+        if binned is None:
+            residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size, count=count)
+        else:
+            residuals = binned_loo_residuals(x, y, bandwidth, model, *binned)
+        residuals = jnp.where(real, residuals, 0.0)
+        return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
+    fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size, count=count)
+    trace = jnp.sum(jnp.where(real[:, 0], hat, 0.0))
+    sigma2 = mean((y - fit) ** 2)
+    denominator = 1 - (trace + 2) / n
+    value = jnp.log(sigma2) + (1 + trace / n) / denominator
+    return jnp.where((denominator > 0) & jnp.isfinite(value), value, jnp.inf)
+
+
+_STATIC = ("model", "method", "block_size", "binned")
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def objective(theta, x, y, count=None, *, model, method, block_size, binned=None):
+    bandwidth = to_bandwidth(theta, model)
+    return criterion(
+        x, y, bandwidth, model, method, block_size=block_size, binned=binned, count=count
+    )
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def grid_objectives(thetas, x, y, count=None, *, model, method, block_size, binned=None):
+    def evaluate(theta):
+        return objective(
+            theta, x, y, count, model=model, method=method, block_size=block_size, binned=binned
+        )
+
+    return jax.vmap(evaluate)(thetas)
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def objective_and_gradient(theta, x, y, count=None, *, model, method, block_size, binned=None):
+    def evaluate(theta):
+        return objective(
+            theta, x, y, count, model=model, method=method, block_size=block_size, binned=binned
+        )
+
+    return jax.value_and_grad(evaluate)(theta)
+
+
+def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=None):
+    """L-BFGS-B on the host from ``theta``, driven by ``evaluate(θ) → (value, gradient)``."""
+    from scipy import optimize  # on first use: it takes longer to import than JAX
+
+    def host(t):
+        value, gradient = evaluate(jnp.asarray(t, dtype))
+        value, gradient = float(value), np.asarray(gradient, dtype=float)
+        if not (np.isfinite(value) and np.all(np.isfinite(gradient))):
+            return 1e300, np.zeros_like(gradient)
+        return value, gradient
+
+    result = optimize.minimize(
+        host,
+        np.asarray(theta, float),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": maxiter, "ftol": tolerance, "gtol": 1e-12},
+    )
+    return result.x, result.fun
+
+
+def best_candidate(thetas, objectives, method: str):
+    """The grid point with the lowest finite objective, or a clear error if there is none."""
+    if not np.isfinite(objectives).any():
+        raise ValueError(
+            f"bandwidth: the {method} criterion is undefined at every candidate from "
+            f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
+        )
+    return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
+
+
+def binned_loo_residuals(x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...]):
+    """Leave-one-out residuals of a 1-D continuous fit on a binned grid (traceable).
+
+    ``x (n, 1)``, ``y (n, p)``; an approximation whose error falls as ``(Δ/h)²``
+    (see :mod:`attnpool.methods.binned`), used to search bandwidths fast. Degree 1
+    bins the moments of ``x`` about the grid's centre and recentres them at each point.
+    """
+    from .methods import binned
+
+    h = bandwidth[0]
+    centre = grid.start[0] + 0.5 * grid.spacing[0] * (grid.size[0] - 1)
+    u = x[:, 0] - centre
+    if model.degree == 0:
+        features = jnp.concatenate([jnp.ones_like(u)[:, None], y], axis=1)
+    else:
+        features = jnp.concatenate(
+            [jnp.stack([jnp.ones_like(u), u, u * u], axis=1), y, u[:, None] * y], axis=1
+        )
+    sums, corners = binned.linear_bin(x[:, :1], features, grid)
+    weights = binned.kernel_on_grid(model.kernel, h, grid, reach)
+    moments = binned.interpolate(binned.convolve(sums, weights), corners)
+    moments = moments - binned.self_weight(weights, corners)[:, None] * features
+    p = y.shape[1]
+    if model.degree == 0:
+        total = moments[:, :1]
+        fit = moments[:, 1:] / jnp.where(total > 0, total, jnp.nan)
+    else:
+        m0, m1, m2 = moments[:, 0], moments[:, 1], moments[:, 2]
+        my, mxy = moments[:, 3 : 3 + p], moments[:, 3 + p :]
+        s1, s2 = m1 - u * m0, m2 - 2 * u * m1 + u * u * m0
+        t1 = mxy - u[:, None] * my
+        spread = m0 * s2 - s1 * s1
+        ridge = 1e-12 * m0 * m0 * h * h
+        slope = (m0[:, None] * t1 - s1[:, None] * my) / (spread + ridge)[:, None]
+        fit = (my - slope * s1[:, None]) / jnp.where(m0 > 0, m0, jnp.nan)[:, None]
+    return y - fit

@@ -1,0 +1,95 @@
+"""A scikit-learn regressor over :func:`attnpool.learn.fit_attention` (imports optax)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .estimator import MultiOutputRegressor
+
+__all__ = ["LearnedAttentionRegressor"]
+
+
+class LearnedAttentionRegressor(MultiOutputRegressor):
+    """Regression by a learned attention model, trained by leave-one-out error.
+
+    A scikit-learn face for :func:`attnpool.learn.fit_attention`: ``fit`` trains the
+    model's parameters with optax; ``predict`` pools the training targets with the
+    learned weights; ``attention_weights`` as :class:`NadarayaWatson`.
+
+    Parameters
+    ----------
+    model : {"bandwidth", "ard", "metric", "adaptive", "dot", "additive"} or AttentionModel
+        See :mod:`attnpool.learn.models`.
+    steps, learning_rate, batch_size, validation_fraction, patience, seed
+        As :func:`attnpool.learn.fit_attention` (``validation_fraction`` is its
+        ``validation``).
+
+    Attributes
+    ----------
+    fit_ : attnpool.learn.AttentionFit
+    params_ : pytree — the learned parameters
+    parameters_ : dict — the parameters in the inputs' units (``bandwidth``, ``metric``, …)
+    bandwidth_ : ndarray of shape (n_features,) — for the bandwidth models
+    history_ : ndarray — the training loss at each step
+    n_features_in_ : int
+    """
+
+    def __init__(
+        self,
+        model="bandwidth",
+        *,
+        steps=300,
+        learning_rate=0.05,
+        batch_size=None,
+        validation_fraction=None,
+        patience=30,
+        seed=0,
+    ):
+        self.model = model
+        self.steps = steps
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.seed = seed
+
+    def fit(self, X, y):
+        """Train the attention model on ``X (n_samples, n_features)``, ``y (n_samples[, p])``."""
+        from .learn import fit_attention
+
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        if X.shape[0] < 2:
+            raise ValueError(
+                f"X: expected at least 2 samples (each is predicted from the others); "
+                f"received n_samples = {X.shape[0]}"
+            )
+        self.fit_ = fit_attention(
+            self.model,
+            X,
+            y,
+            steps=self.steps,
+            learning_rate=self.learning_rate,
+            batch_size=self.batch_size,
+            validation=self.validation_fraction,
+            patience=self.patience,
+            seed=self.seed,
+        )
+        self.params_ = self.fit_.params
+        self.parameters_ = self.fit_.parameters()
+        self.history_ = self.fit_.history
+        if "bandwidth" in self.parameters_:
+            self.bandwidth_ = np.broadcast_to(self.parameters_["bandwidth"], X.shape[1]).copy()
+        return self
+
+    def predict(self, X):
+        """Predictions at ``X``; shape (n,) or (n, n_outputs) like ``y``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.fit_.predict(X)
+
+    def attention_weights(self, X):
+        """Learned attention weights of queries ``X`` over the training points."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.fit_.attention_weights(X)
