@@ -15,6 +15,9 @@ import attnpool
 from attnpool import NadarayaWatson, datasets
 from attnpool import distributed as dist
 
+# These tests share one worker (one cluster per run, and the first test runs before it exists).
+pytestmark = pytest.mark.xdist_group("dask")
+
 
 def test_without_a_client_dask_local_scheduler_runs_it():
     # (first in the module: the cluster fixture below makes its client the default)

@@ -10,6 +10,9 @@ import pytest
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
+# These tests share one worker (the page is built once).
+pytestmark = pytest.mark.xdist_group("report")
+
 # Chromium must not try to reach the network (the machine's network is closed).
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -11,7 +11,7 @@ For leave-one-out sums a point's own contribution *as binned* is removed
 exactly: with corner weights ``w_c`` it adds ``Σ_{c,c'} w_c w_c' K(c − c')``
 to its own interpolated sum (in 1-D ``K(0)((1 − f)² + f²) + 2 f (1 − f) K(Δ)``).
 
-Every function here is traceable, with the grid (shape and spacing) static;
+Every function here is traceable, with the grid's shape static;
 :func:`binned_sums` is the pooling method, which also chooses the grid.
 """
 
@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._interop import precision_scope
+from .._shapes import query_bucket
 from ..kernels import Kernel
 
 #: Grid nodes per (smallest) bandwidth for the bandwidth search.
@@ -169,26 +170,32 @@ def self_weight(weights, corners):
     return total
 
 
-@partial(jax.jit, static_argnames="grid")
-def _bin_chunk(binned, points, features, *, grid):
-    return linear_bin(points, features, grid, into=binned)[0]
+# The pooling method's programs take the grid's start and spacing as arrays and its size
+# (rounded up to a bucket: empty nodes past the data change nothing) as the only static
+# part, so a new data set or bandwidth reuses them.
 
 
-@partial(jax.jit, static_argnames=("kernel", "grid", "reach"))
-def _smooth(binned, *, kernel, grid, reach):
+@partial(jax.jit, static_argnames="size")
+def _bin_chunk(binned, points, features, start, spacing, *, size):
+    return linear_bin(points, features, Grid(start, spacing, size), into=binned)[0]
+
+
+@partial(jax.jit, static_argnames=("kernel", "size", "reach"))
+def _smooth(binned, start, spacing, *, kernel, size, reach):
+    grid = Grid(start, spacing, size)
     return convolve(binned, kernel_on_grid(kernel, jnp.ones((), binned.dtype), grid, reach))
 
 
-@partial(jax.jit, static_argnames="grid")
-def _interpolate_chunk(smoothed, points, *, grid):
-    return interpolate(smoothed, _corners(points, grid))
+@partial(jax.jit, static_argnames="size")
+def _interpolate_chunk(smoothed, points, start, spacing, *, size):
+    return interpolate(smoothed, _corners(points, Grid(start, spacing, size)))
 
 
 def _chunks(points, scale, values=None):
     """``(start, scaled points, [1, values])`` for ``BIN_CHUNK`` rows at a time, in float64,
-    the last chunk zero-padded (one compiled shape; padded rows carry no weight)."""
+    zero-padded to a bucket (few compiled shapes; padded rows carry no weight)."""
     n = points.shape[0]
-    size = min(BIN_CHUNK, n)
+    size = min(BIN_CHUNK, query_bucket(n))
     for start in range(0, n, size):
         rows = slice(start, start + size)
         chunk = np.zeros((size, points.shape[1]))
@@ -204,14 +211,17 @@ def _chunks(points, scale, values=None):
 
 def _binned_sums(queries, keys, values, scale, *, kernel, grid, reach):
     """Keys binned and queries interpolated in chunks: memory ``O(BIN_CHUNK + grid)``."""
-    binned = jnp.zeros((*grid.size, 1 + values.shape[1]), jnp.float64)
+    size = tuple(query_bucket(s) for s in grid.size)
+    reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
+    start, spacing = np.asarray(grid.start), np.asarray(grid.spacing)
+    binned = jnp.zeros((*size, 1 + values.shape[1]), jnp.float64)
     for _, points, features in _chunks(keys, scale, values):
-        binned = _bin_chunk(binned, jnp.asarray(points), jnp.asarray(features), grid=grid)
-    smoothed = _smooth(binned, kernel=kernel, grid=grid, reach=reach)
+        binned = _bin_chunk(binned, points, features, start, spacing, size=size)
+    smoothed = _smooth(binned, start, spacing, kernel=kernel, size=size, reach=reach)
     sums = np.empty((queries.shape[0], 1 + values.shape[1]))
-    for start, points, _ in _chunks(queries, scale):
-        got = np.asarray(_interpolate_chunk(smoothed, jnp.asarray(points), grid=grid))
-        sums[start : start + BIN_CHUNK] = got[: sums.shape[0] - start]
+    for first, points, _ in _chunks(queries, scale):
+        got = np.asarray(_interpolate_chunk(smoothed, points, start, spacing, size=size))
+        sums[first : first + BIN_CHUNK] = got[: sums.shape[0] - first]
     return sums
 
 
