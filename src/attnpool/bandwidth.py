@@ -96,16 +96,20 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     candidates = np.exp(thetas[:, 0])
     grid = binned.grid_for(x[:, :1], float(candidates.min()))
     reach = binned.reach_for(model.kernel, float(candidates.max()), grid)
-    approximate = {**options, "binned": (grid, reach)}
+    approximate = {**options, "binned": binned.BinnedPlan.bucketed(grid, reach)}
+    count, xb, yb = None, x, y
+    if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket (padding bins nothing)
+        count = np.int32(x.shape[0])
+        xb, yb = padded(x, y, size=bucket(x.shape[0]))
     with precision_scope(np.float64):
-        xb, yb = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
+        xb, yb = np.asarray(xb, np.float64), np.asarray(yb, np.float64)
         # candidates at once, as many as keep the batched (candidates, n) arrays small
         chunk = int(np.clip(BINNED_GRID_BATCH // x.shape[0], 1, len(thetas)))
         objectives = np.concatenate(
             [
                 np.asarray(
                     grid_objectives(
-                        jnp.asarray(thetas[i : i + chunk], jnp.float64), xb, yb, **approximate
+                        np.asarray(thetas[i : i + chunk], np.float64), xb, yb, count, **approximate
                     )
                 )
                 for i in range(0, len(thetas), chunk)
@@ -114,7 +118,7 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
         best = best_candidate(thetas, objectives, "cv")
         bounds = [(float(thetas[0, 0]), float(thetas[-1, 0]))]
         theta, _ = refine(
-            lambda t: objective_and_gradient(t, xb, yb, **approximate),
+            lambda t: objective_and_gradient(t, xb, yb, count, **approximate),
             best,
             jnp.float64,
             tolerance=1e-13,
@@ -128,7 +132,7 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     value, exact = _reported_objective(x, y, theta, bandwidth, model, dtype, options)
     if value is None:
         with precision_scope(np.float64):
-            value = float(objective(jnp.asarray(theta, jnp.float64), xb, yb, **approximate))
+            value = float(objective(np.asarray(theta, np.float64), xb, yb, count, **approximate))
         exact = False
     if progress:
         progress(3, 3)
@@ -149,9 +153,13 @@ def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, option
     if local_constant and sparse.supports(model.kernel) and pairs > EXACT_OBJECTIVE_MAX_PAIRS:
         return host_cv.sparse_cv(x, y, model.kernel)(np.asarray(theta)), True
     if pairs <= EXACT_OBJECTIVE_MAX_PAIRS:
+        count = None
+        if x.shape[0] <= MAX_ROWS:
+            count = np.int32(x.shape[0])
+            x, y = padded(x, y, size=bucket(x.shape[0]))
         with precision_scope(dtype):
-            t, xd, yd = (jnp.asarray(a, dtype) for a in (theta, x, y))
-            return float(objective(t, xd, yd, **options)), True
+            t, xd, yd = (np.asarray(a, dtype) for a in (theta, x, y))
+            return float(objective(t, xd, yd, count, **options)), True
     return None, False
 
 

@@ -71,7 +71,8 @@ def criterion(
 ):
     """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
 
-    ``binned=(grid, reach)`` evaluates CV on the binned approximation instead.
+    ``binned`` (a :class:`~attnpool.methods.binned.BinnedPlan`) evaluates CV on the
+    binned approximation instead.
     ``count``: rows from this one on are padding (:mod:`attnpool._shapes`), left out.
     """
     n = x.shape[0] if count is None else count
@@ -84,7 +85,9 @@ def criterion(
         if binned is None:
             residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size, count=count)
         else:
-            residuals = binned_loo_residuals(x, y, bandwidth, model, *binned)
+            residuals = binned_loo_residuals(
+                x, y, bandwidth, model, binned.grid, binned.reach, count=count
+            )
         residuals = jnp.where(real, residuals, 0.0)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
     fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size, count=count)
@@ -95,7 +98,9 @@ def criterion(
     return jnp.where((denominator > 0) & jnp.isfinite(value), value, jnp.inf)
 
 
-_STATIC = ("model", "method", "block_size", "binned")
+# ``binned`` is a pytree whose grid origin and spacing are traced: a new data set reuses
+# the program of its grid's (bucketed) size.
+_STATIC = ("model", "method", "block_size")
 
 
 @partial(jax.jit, static_argnames=_STATIC)
@@ -158,12 +163,15 @@ def best_candidate(thetas, objectives, method: str):
     return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
 
 
-def binned_loo_residuals(x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...]):
+def binned_loo_residuals(
+    x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...], count=None
+):
     """Leave-one-out residuals of a 1-D continuous fit on a binned grid (traceable).
 
     ``x (n, 1)``, ``y (n, p)``; an approximation whose error falls as ``(Δ/h)²``
     (see :mod:`attnpool.methods.binned`), used to search bandwidths fast. Degree 1
     bins the moments of ``x`` about the grid's centre and recentres them at each point.
+    Rows from ``count`` on are padding and bin nothing.
     """
     from .methods import binned
 
@@ -176,6 +184,8 @@ def binned_loo_residuals(x, y, bandwidth, model: LocalModel, grid, reach: tuple[
         features = jnp.concatenate(
             [jnp.stack([jnp.ones_like(u), u, u * u], axis=1), y, u[:, None] * y], axis=1
         )
+    if count is not None:
+        features = jnp.where(jnp.arange(x.shape[0])[:, None] < count, features, 0.0)
     sums, corners = binned.linear_bin(x[:, :1], features, grid)
     weights = binned.kernel_on_grid(model.kernel, h, grid, reach)
     moments = binned.interpolate(binned.convolve(sums, weights), corners)

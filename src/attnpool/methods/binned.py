@@ -55,6 +55,31 @@ class Grid(NamedTuple):
     size: tuple[int, ...]
 
 
+@jax.tree_util.register_pytree_node_class
+class BinnedPlan:
+    """A grid and the kernel's reach on it, passed to jitted functions as a pytree whose
+    leaves are the grid's origin and spacing (traced) and whose structure holds the
+    grid's size and the reach (static)."""
+
+    def __init__(self, grid: Grid, reach: tuple[int, ...]):
+        self.grid, self.reach = grid, reach
+
+    def tree_flatten(self):
+        return (self.grid.start, self.grid.spacing), (self.grid.size, self.reach)
+
+    @classmethod
+    def tree_unflatten(cls, static, leaves):
+        size, reach = static
+        return cls(Grid(*leaves, size), reach)
+
+    @classmethod
+    def bucketed(cls, grid: Grid, reach: tuple[int, ...]) -> BinnedPlan:
+        """The plan on ``grid`` grown to a bucketed size (empty nodes past the data)."""
+        size = tuple(query_bucket(s) for s in grid.size)
+        origin = (np.asarray(grid.start, np.float64), np.asarray(grid.spacing, np.float64))
+        return cls(Grid(*origin, size), tuple(min(r, s) for r, s in zip(reach, size, strict=True)))
+
+
 def kernel_tail(kernel: Kernel, dtype=np.float64) -> float:
     """Scaled distance beyond which the kernel is below the dtype's resolution (or zero)."""
     if kernel.compact:
