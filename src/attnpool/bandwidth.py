@@ -96,11 +96,11 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     candidates = np.exp(thetas[:, 0])
     grid = binned.grid_for(x[:, :1], float(candidates.min()))
     reach = binned.reach_for(model.kernel, float(candidates.max()), grid)
-    approximate = {**options, "binned": binned.BinnedPlan.bucketed(grid, reach)}
-    count, xb, yb = None, x, y
-    if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket (padding bins nothing)
-        count = np.int32(x.shape[0])
+    plan, count, xb, yb = binned.BinnedPlan(grid, reach), None, x, y
+    if x.shape[0] <= MAX_ROWS:  # rows and grid padded to buckets (padding bins nothing)
+        plan, count = binned.BinnedPlan.bucketed(grid, reach), np.int32(x.shape[0])
         xb, yb = padded(x, y, size=bucket(x.shape[0]))
+    approximate = {**options, "binned": plan}
     with precision_scope(np.float64):
         xb, yb = np.asarray(xb, np.float64), np.asarray(yb, np.float64)
         # candidates at once, as many as keep the batched (candidates, n) arrays small

@@ -77,7 +77,11 @@ class BinnedPlan:
         """The plan on ``grid`` grown to a bucketed size (empty nodes past the data)."""
         size = tuple(query_bucket(s) for s in grid.size)
         origin = (np.asarray(grid.start, np.float64), np.asarray(grid.spacing, np.float64))
-        return cls(Grid(*origin, size), tuple(min(r, s) for r, s in zip(reach, size, strict=True)))
+        # a reach cut at the grid's size (the kernel spans it all) spans the grown grid
+        reach = tuple(
+            new if r >= old else r for r, old, new in zip(reach, grid.size, size, strict=True)
+        )
+        return cls(Grid(*origin, size), reach)
 
 
 def kernel_tail(kernel: Kernel, dtype=np.float64) -> float:
