@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._interop import precision_scope
-from .._shapes import query_bucket
+from .._shapes import bucket, query_bucket
 from ..kernels import Kernel
 
 #: Grid nodes per (smallest) bandwidth for the bandwidth search.
@@ -55,6 +55,16 @@ class Grid(NamedTuple):
     size: tuple[int, ...]
 
 
+#: Grids up to this many nodes per dimension grow to a power of two (their FFTs are
+#: cheap, their sizes many); larger ones by at most 1/8.
+SMALL_GRID = 2**10
+
+
+def grid_bucket(size: int) -> int:
+    """The nodes a grid dimension of ``size`` nodes is grown to (see :mod:`attnpool._shapes`)."""
+    return query_bucket(size) if size <= SMALL_GRID else bucket(size)
+
+
 @jax.tree_util.register_pytree_node_class
 class BinnedPlan:
     """A grid and the kernel's reach on it, passed to jitted functions as a pytree whose
@@ -75,7 +85,7 @@ class BinnedPlan:
     @classmethod
     def bucketed(cls, grid: Grid, reach: tuple[int, ...]) -> BinnedPlan:
         """The plan on ``grid`` grown to a bucketed size (empty nodes past the data)."""
-        size = tuple(query_bucket(s) for s in grid.size)
+        size = tuple(grid_bucket(s) for s in grid.size)
         origin = (np.asarray(grid.start, np.float64), np.asarray(grid.spacing, np.float64))
         # a reach cut at the grid's size (the kernel spans it all) spans the grown grid
         reach = tuple(
@@ -200,7 +210,8 @@ def self_weight(weights, corners):
 
 
 # The pooling method's programs take the grid's start and spacing as arrays and its size
-# (rounded up to a bucket: empty nodes past the data change nothing) as the only static
+# (rounded up by :func:`grid_bucket`: empty nodes past the data change nothing) as the
+# only static
 # part, so a new data set or bandwidth reuses them.
 
 
@@ -240,7 +251,7 @@ def _chunks(points, scale, values=None):
 
 def _binned_sums(queries, keys, values, scale, *, kernel, grid, reach):
     """Keys binned and queries interpolated in chunks: memory ``O(BIN_CHUNK + grid)``."""
-    size = tuple(query_bucket(s) for s in grid.size)
+    size = tuple(grid_bucket(s) for s in grid.size)
     reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
     start, spacing = np.asarray(grid.start), np.asarray(grid.spacing)
     binned = jnp.zeros((*size, 1 + values.shape[1]), jnp.float64)
