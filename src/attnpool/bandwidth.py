@@ -187,18 +187,19 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
     step = float(np.log(GRID[1] / GRID[0]))
     if x.shape[1] == 1:
         found = optimize.minimize_scalar(
-            lambda t: _finite(objective(np.array([t]))),
+            lambda t: host_cv.finite_or_largest(objective(np.array([t]))),
             bounds=(best[0] - step, best[0] + step),
             method="bounded",
             options={"xatol": 1e-5},
         )
         theta, value = np.array([found.x]), float(found.fun)
     else:
+        simplex = host_cv.initial_simplex(best, step)
         found = optimize.minimize(
-            lambda t: _finite(objective(t)),
+            lambda t: host_cv.finite_or_largest(objective(t)),
             best,
             method="Nelder-Mead",
-            options={"xatol": 1e-5, "fatol": 0.0, "initial_simplex": _simplex(best, step)},
+            options={"xatol": 1e-5, "fatol": 0.0, "initial_simplex": simplex},
         )
         theta, value = found.x, float(found.fun)
     best_value = float(np.nanmin(objectives))
@@ -207,15 +208,6 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
     if progress:
         progress(2, 2)
     return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
-
-
-def _finite(value: float) -> float:
-    """Undefined objectives as the largest float: Brent's parabolas turn ``inf`` into NaN."""
-    return value if np.isfinite(value) else float(np.finfo(np.float64).max)
-
-
-def _simplex(centre, step: float) -> np.ndarray:
-    return np.vstack([centre, centre + step * 0.5 * np.eye(centre.shape[0])])
 
 
 def _prepare(x, y, kernel, var_type, degree):

@@ -65,3 +65,13 @@ def _own_terms(y):
 
 def _mean_squared_error(y, rest) -> float:
     return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))
+
+
+def finite_or_largest(value: float) -> float:
+    """Undefined objectives as the largest float: Brent's parabolas turn ``inf`` into NaN."""
+    return value if np.isfinite(value) else float(np.finfo(np.float64).max)
+
+
+def initial_simplex(centre, step: float) -> np.ndarray:
+    """Nelder–Mead's first simplex: ``centre`` and half a ``step`` along each axis."""
+    return np.vstack([centre, centre + step * 0.5 * np.eye(centre.shape[0])])
