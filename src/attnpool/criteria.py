@@ -112,23 +112,18 @@ def objective(theta, x, y, count=None, *, model, method, block_size, binned=None
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def grid_objectives(thetas, x, y, count=None, *, model, method, block_size, binned=None):
-    def evaluate(theta):
-        return objective(
-            theta, x, y, count, model=model, method=method, block_size=block_size, binned=binned
-        )
-
-    return jax.vmap(evaluate)(thetas)
+def grid_objectives(thetas, x, y, count=None, binned=None, **static):
+    return jax.vmap(_of_theta(x, y, count, binned, static))(thetas)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def objective_and_gradient(theta, x, y, count=None, *, model, method, block_size, binned=None):
-    def evaluate(theta):
-        return objective(
-            theta, x, y, count, model=model, method=method, block_size=block_size, binned=binned
-        )
+def objective_and_gradient(theta, x, y, count=None, binned=None, **static):
+    return jax.value_and_grad(_of_theta(x, y, count, binned, static))(theta)
 
-    return jax.value_and_grad(evaluate)(theta)
+
+def _of_theta(x, y, count, binned, static):
+    """The objective as a function of ``θ`` alone (for ``vmap`` and ``grad``)."""
+    return lambda theta: objective(theta, x, y, count, binned=binned, **static)
 
 
 def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=None):
