@@ -2,9 +2,10 @@
 concrete arrays.
 
 They compute kernel sums in float64 (NumPy/SciPy/JAX; ``native`` in the inputs'
-precision); rows they cannot settle — binned rows with little weight, ``fgt`` rows far
-from every key, overflowed or (under ``empty="nearest"``) empty rows — are pooled again
-by the exact streamed core of :mod:`attnpool.pooling`, for those rows only.
+precision); rows they cannot settle — binned rows whose error bound exceeds the
+tolerance, ``fgt`` rows far from every key, overflowed or (under ``empty="nearest"``)
+empty rows — are pooled again by the exact streamed core of :mod:`attnpool.pooling`,
+for those rows only.
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
 from .methods.choice import DENSE_MAX_PAIRS, TopK
 from .methods.stream import KEY_BLOCK
 from .state import finalize
-
-#: Binned rows with less weight than this (in units of K(0)) are pooled exactly instead.
-BINNED_MIN_WEIGHT = 10.0
 
 
 def _engine(pairs: int) -> str:
@@ -62,30 +60,23 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
         _check_left_out(left_out, options)
         pooled, empty_rows = (np.array(a) for a in finalize(state))
         exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
+    elif method == "binned":
+        pooled, weight, settled, _ = binned.binned_pool(
+            q, k, v, factor, kernel, grid_size=options.grid_size, tolerance=options.tolerance
+        )
+        exact = ~settled
+        empty_rows = (weight == 0) & ~exact
     else:
-        # each scales its own float64 copies (sparse and fgt sorted, binned in chunks)
+        # each scales its own float64 copies (sparse and fgt sorted)
         if method == "sparse":
-            sums = sparse.sparse_sums(np.asarray(q), np.asarray(k), np.asarray(v), factor, kernel)
+            sums = sparse.sparse_sums(q, k, v, factor, kernel)
             exact = np.zeros(sums.shape[0], bool)
         elif method == "fgt":
-            sums, settled = expansion.expansion_sums(
-                np.asarray(q), np.asarray(k), np.asarray(v), factor
-            )
+            sums, settled = expansion.expansion_sums(q, k, v, factor)
             exact = ~settled
-        elif method == "native":
-            sums = native.native_sums(np.asarray(q), np.asarray(k), np.asarray(v), factor)
-            exact = ~np.all(np.isfinite(sums), axis=1)
         else:
-            sums, _ = binned.binned_sums(
-                np.asarray(q),
-                np.asarray(k),
-                np.asarray(v),
-                factor,
-                kernel,
-                grid_size=options.grid_size,
-                tolerance=options.tolerance,
-            )
-            exact = ~(sums[:, 0] >= BINNED_MIN_WEIGHT)
+            sums = native.native_sums(q, k, v, factor)
+            exact = ~np.all(np.isfinite(sums), axis=1)
         empty_rows = (sums[:, 0] == 0) & ~exact
         pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
     exact |= empty_rows & nearest

@@ -18,12 +18,13 @@ Every function here is traceable, with the grid's shape static;
 from __future__ import annotations
 
 import itertools
-from functools import partial
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.ndimage import maximum_filter1d, uniform_filter1d
 
 from .._interop import precision_scope
 from .._shapes import bucket, query_bucket
@@ -37,14 +38,18 @@ MAX_NODES = 2**24
 SMOOTH_KERNELS = frozenset(
     ["gaussian", "laplacian", "triangular", "epanechnikov", "tricube", "cosine"]
 )
+#: Largest default grid for pooling, counted with the kernel's reach on each side (the
+#: convolution's length): a larger one would be coarsened, its rows pooled exactly where
+#: the bound is not met.
+POOL_BUDGET = 2**22
+#: A default grid coarsened by more than this (to fit the budget) is not binned at all.
+HOPELESS_COARSENING = 4.0
+#: A float64 FFT convolution errs by at most this · log2(length) · ‖x‖₂ · ‖w‖₁ per entry.
+FFT_ROUNDING = 8 * np.finfo(np.float64).eps
+#: Radii at which the kernel's profile is evaluated at once.
+PROFILE_CHUNK = 2**14
 #: Points binned or interpolated at once (memory ``O(BIN_CHUNK · 2^d)``).
 BIN_CHUNK = 2**20
-#: Error model ``max |error| ≤ C (Δ/h)^a · range(values)`` per kernel, ``(C, a)``: the
-#: largest measured over d = 1, 2, uniform and clustered keys, smooth, step and noise
-#: values, h = 1% and 4% of the range (docs/design.md; tests/test_methods.py checks it).
-#: The Gaussian's error falls as (Δ/h)²; kernels with a kink or an edge more slowly.
-ERROR_MODEL = {"gaussian": (0.3, 2.0)}
-ERROR_MODEL_DEFAULT = (0.3, 1.5)
 
 
 class Grid(NamedTuple):
@@ -107,20 +112,35 @@ def kernel_tail(kernel: Kernel, dtype=np.float64) -> float:
     return float(u[below[0]]) if below.size else float(u[-1])
 
 
-def grid_for(points, smallest_bandwidth, nodes_per_bandwidth: float = NODES_PER_BANDWIDTH) -> Grid:
+def grid_for(
+    points,
+    smallest_bandwidth,
+    nodes_per_bandwidth: float = NODES_PER_BANDWIDTH,
+    *,
+    tail: float = 0.0,
+    budget: int = MAX_NODES,
+) -> Grid:
     """A grid over the range of ``points (n, d)``, ``nodes_per_bandwidth`` nodes per bandwidth.
 
-    Above :data:`MAX_NODES` nodes the spacing grows (and the error with it).
+    Where the grid, padded on each side by the kernel's ``tail`` (in bandwidths, as the
+    convolution is), would exceed ``budget`` nodes the spacing grows (and the error
+    with it).
     """
     points = np.asarray(points, dtype=float).reshape(len(points), -1)
     d = points.shape[1]
     low, high = points.min(axis=0), points.max(axis=0)
-    spacing = np.broadcast_to(np.asarray(smallest_bandwidth, float), (d,)) / nodes_per_bandwidth
+    bandwidth = np.broadcast_to(np.asarray(smallest_bandwidth, float), (d,))
+    spacing = bandwidth / nodes_per_bandwidth
+
+    def padded_nodes(spacing):
+        cells = np.maximum((high - low) / spacing, 1.0) + 3
+        return np.prod(cells + 2 * np.minimum(tail * bandwidth / spacing, cells))
+
+    for _ in range(4):  # the padding is capped at the grid, so shrink until it fits
+        if padded_nodes(spacing) <= budget:
+            break
+        spacing = spacing * (padded_nodes(spacing) / budget) ** (1 / d) * 1.01
     cells = np.maximum((high - low) / spacing, 1.0)
-    if np.prod(cells + 3) > MAX_NODES:
-        shrink = (np.prod(cells + 3) / MAX_NODES) ** (1 / d)
-        spacing = spacing * shrink * 1.01
-        cells = np.maximum((high - low) / spacing, 1.0)
     size = np.ceil(cells).astype(int) + 3
     return Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
 
@@ -221,9 +241,14 @@ def _bin_chunk(binned, points, features, start, spacing, *, size):
 
 
 @partial(jax.jit, static_argnames=("kernel", "size", "reach"))
-def _smooth(binned, start, spacing, *, kernel, size, reach):
+def _smooth(binned, start, spacing, bound, *, kernel, size, reach):
+    """The binned features convolved with the kernel, the binned counts with the pair-error
+    bound ``bound`` (one more feature), and the L2 norm of the counts."""
     grid = Grid(start, spacing, size)
-    return convolve(binned, kernel_on_grid(kernel, jnp.ones((), binned.dtype), grid, reach))
+    weights = kernel_on_grid(kernel, jnp.ones((), binned.dtype), grid, reach)
+    counts = binned[..., :1]
+    smoothed = jnp.concatenate([convolve(binned, weights), convolve(counts, bound)], axis=-1)
+    return smoothed, jnp.sqrt(jnp.sum(counts**2)), jnp.sum(weights)
 
 
 @partial(jax.jit, static_argnames="size")
@@ -250,29 +275,147 @@ def _chunks(points, scale, values=None):
 
 
 def _binned_sums(queries, keys, values, scale, *, kernel, grid, reach):
-    """Keys binned and queries interpolated in chunks: memory ``O(BIN_CHUNK + grid)``."""
+    """``[Σ_j K_ij, Σ_j K_ij v_j]`` and a bound on ``Σ_j |error of K_ij|`` per query, by
+    binning keys and interpolating queries in chunks: memory ``O(BIN_CHUNK + grid)``."""
     size = tuple(grid_bucket(s) for s in grid.size)
     reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
+    bound, outside = pair_error_bound(kernel, Grid(grid.start, grid.spacing, size), reach)
     start, spacing = np.asarray(grid.start), np.asarray(grid.spacing)
     binned = jnp.zeros((*size, 1 + values.shape[1]), jnp.float64)
     for _, points, features in _chunks(keys, scale, values):
         binned = _bin_chunk(binned, points, features, start, spacing, size=size)
-    smoothed = _smooth(binned, start, spacing, kernel=kernel, size=size, reach=reach)
-    sums = np.empty((queries.shape[0], 1 + values.shape[1]))
+    smoothed, counts_norm, kernel_mass = _smooth(
+        binned, start, spacing, bound, kernel=kernel, size=size, reach=reach
+    )
+    sums = np.empty((queries.shape[0], 2 + values.shape[1]))
     for first, points, _ in _chunks(queries, scale):
         got = np.asarray(_interpolate_chunk(smoothed, points, start, spacing, size=size))
         sums[first : first + BIN_CHUNK] = got[: sums.shape[0] - first]
-    return sums
+    # an FFT convolution's rounding is bounded by eps·log2(length)·‖counts‖₂·‖weights‖₁
+    length = np.prod(
+        [1 << int(np.ceil(np.log2(s + w))) for s, w in zip(size, bound.shape, strict=True)]
+    )
+    rounding = (
+        FFT_ROUNDING * np.log2(length) * float(counts_norm) * (float(kernel_mass) + bound.sum())
+    )
+    error = sums[:, -1] + outside * keys.shape[0] + rounding
+    return sums[:, :-1], error
 
 
-def nodes_for(kernel: Kernel, tolerance: float) -> float:
-    """Grid nodes per bandwidth so that the error model meets ``tolerance``."""
-    constant, order = ERROR_MODEL.get(kernel.name, ERROR_MODEL_DEFAULT)
-    return max(2.0, float((constant / tolerance) ** (1 / order)))
+def pair_error_bound(kernel: Kernel, grid: Grid, reach: tuple[int, ...]):
+    """A bound ``B`` on binning's error for one pair, per node offset, and the largest
+    kernel value left out beyond ``reach``.
+
+    A key and a query are each split between their cells' corners, so a pair at offset
+    ``t`` is summed as a convex combination of ``K`` at node offsets ``c − c'`` within two
+    spacings of ``t`` in each dimension. Its error is at most the kernel's oscillation
+    over that box, and, where ``K`` is twice differentiable there, at most
+    ``Σ_j Δ_j²/4 · max |∂_jj K|`` (two multilinear interpolations); for a radial profile
+    ``|∂_jj K| ≤ max(|p''|, |p'|/r)``. Taking the larger box of four spacings around each
+    node offset ``u`` makes ``Σ_{c,c'} w_c w_c' B(c − c')`` bound the pair's error
+    whatever ``t`` put weight on ``u``: convolved with the binned counts and interpolated
+    like the sums, ``B`` bounds ``Σ_j |error of K_ij|`` for every query, whatever the
+    keys' layout.
+
+    Returns ``B`` of shape ``2·(reach + margin) + 1`` and the profile's largest value at
+    node offsets beyond ``reach`` (0 when the reach spans the grid or the support).
+    """
+    spacing = np.asarray(grid.spacing, np.float64)
+    margin = np.ceil(4 * np.sqrt(np.sum(spacing**2)) / spacing).astype(int)
+    span = tuple(int(min(r + g, s - 1)) for r, g, s in zip(reach, margin, grid.size, strict=True))
+    largest = np.sqrt(np.sum((np.asarray(span) * spacing) ** 2))
+    step, radial, _ = radial_error_bound(kernel, spacing, largest)
+    axes = [np.arange(-r, r + 1) * h for r, h in zip(span, spacing, strict=True)]
+    at = np.sqrt(sum(np.meshgrid(*[a**2 for a in axes], indexing="ij"))) / step
+    bound = np.maximum(radial[np.floor(at).astype(int)], radial[np.ceil(at).astype(int)])
+    left_out = [r * h for r, s, h in zip(reach, grid.size, spacing, strict=True) if r < s - 1]
+    outside = float(_profile(kernel, np.array([min(left_out)]))[0]) if left_out else 0.0
+    return bound, outside
 
 
-def binned_sums(queries, keys, values, scale, kernel: Kernel, *, grid_size=None, tolerance=1e-3):
-    """``[Σ_j K_ij, Σ_j K_ij v_j]`` with ``K_ij = K(s·(q_i − k_j)) / K(0)`` on a grid.
+def radial_error_bound(kernel: Kernel, spacing, largest: float):
+    """``(step, B(r), p(r))`` at radii ``0, step, …`` past ``largest``: the pair-error bound
+    of :func:`pair_error_bound` as a function of the node offset's length ``r``, and the
+    profile ``p``.
+
+    Three bounds on one interpolation's error, each taken over the radii a pair's box
+    reaches (``r ± 4‖Δ‖``), the least of them kept: the oscillation of ``p``;
+    ``Σ_j Δ_j²/8 · max |∂_jj K|`` where ``K`` is twice differentiable; and
+    ``Σ_j Δ_j/4 · V``, with ``V`` the variation of the slope, which holds across a kink (a
+    compact kernel's edge, the cone at 0 of the Laplacian and the triangle) as well. The
+    derivatives are differences on a table 16 times finer than the grid.
+    """
+    spacing = np.asarray(spacing, np.float64)
+    d = spacing.size
+    window = 4 * np.sqrt(np.sum(spacing**2))
+    step = spacing.min() / 16
+    radii = np.arange(0.0, largest + window + 3 * step, step)
+    profile = _profile(kernel, radii)
+    padded = np.concatenate([profile[1:2], profile, profile[-1:]])  # even in r; flat at the end
+    segment_slope = np.diff(padded) / step
+    slope = (segment_slope[1:] + segment_slope[:-1]) / 2
+    turn = np.abs(np.diff(segment_slope))  # the slope's variation at each radius
+    # ∂_jj K is a convex combination of p'' and p'/r (the level sets' curvature, d ≥ 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level_curvature = np.where(radii > 0, np.abs(slope) / radii, turn / step)
+    bending = turn / step if d == 1 else np.maximum(turn / step, level_curvature)
+    width = 2 * int(np.ceil(window / step)) + 3
+
+    def largest_near(table):
+        return maximum_filter1d(table, width, mode="mirror")
+
+    oscillation = largest_near(profile) + largest_near(-profile)
+    smooth = np.sum(spacing**2) / 8 * largest_near(bending)
+    variation = uniform_filter1d(turn, width, mode="mirror") * width
+    if d > 1:
+        variation = variation + 2 * window * largest_near(level_curvature)
+    across_kinks = np.sum(spacing) / 4 * variation
+    # two interpolations (the key's and the query's); 1.25 for the tables' sampling
+    return step, 2.5 * np.minimum(oscillation / 2.5, np.minimum(smooth, across_kinks)), profile
+
+
+def _profile(kernel: Kernel, radii) -> np.ndarray:
+    """``K(r) / K(0)`` at ``radii``, in float64 (0 outside a compact support), evaluated
+    :data:`PROFILE_CHUNK` radii at a time (one program per kernel)."""
+    radii = np.asarray(radii, np.float64)
+    table = np.zeros(-(-radii.size // PROFILE_CHUNK) * PROFILE_CHUNK)
+    table[: radii.size] = radii**2
+    with precision_scope(np.float64):
+        log_k = [
+            np.asarray(_log_profile(jnp.asarray(chunk), kernel=kernel))
+            for chunk in table.reshape(-1, PROFILE_CHUNK)
+        ]
+    return np.nan_to_num(np.exp(np.concatenate(log_k)[: radii.size]), nan=0.0)
+
+
+@partial(jax.jit, static_argnames="kernel")
+def _log_profile(r2, *, kernel):
+    return kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype))
+
+
+@lru_cache(maxsize=64)
+def nodes_for(kernel: Kernel, tolerance: float, d: int = 1) -> float:
+    """Grid nodes per bandwidth at which the error bound on keys of uniform density is
+    half of ``tolerance`` (denser or sparser parts of the data may need rows pooled
+    exactly; clustered ones do)."""
+    tail = kernel_tail(kernel)
+
+    def relative_bound(nodes: float) -> float:
+        step, bound, profile = radial_error_bound(kernel, np.full(d, 1.0 / nodes), tail)
+        radius = (np.arange(bound.size) * step) ** (d - 1)
+        return float(np.sum(bound * radius) / np.sum(profile * radius))
+
+    low, high = 1.0, 2.0
+    while relative_bound(high) > tolerance / 2 and high < 2.0**20:
+        low, high = high, 2 * high
+    for _ in range(8):  # bisection in log(nodes): within 0.3%
+        middle = np.sqrt(low * high)
+        low, high = (middle, high) if relative_bound(middle) > tolerance / 2 else (low, middle)
+    return high
+
+
+def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None, tolerance=1e-3):
+    """Pooled values on a grid, with each row's binned weight and whether it is settled.
 
     Parameters
     ----------
@@ -280,12 +423,22 @@ def binned_sums(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     values : (m, p) array.
     scale : (d,) the inverse bandwidths; scaled float64 coordinates are formed in chunks.
     grid_size : int or tuple, optional
-        Nodes per dimension; by default chosen from ``tolerance`` with
-        :func:`nodes_for` nodes per bandwidth (an error above :data:`MAX_NODES`).
+        Nodes per dimension; by default :func:`nodes_for` nodes per bandwidth, fewer
+        where the grid with the kernel's reach would exceed :data:`POOL_BUDGET` nodes.
 
     Returns
     -------
-    sums : (n, 1 + p) float64 NumPy array, and the :class:`Grid` used.
+    pooled : (n, p) float64; weight : (n,) ``Σ_j K_ij / K(0)`` as binned; settled : (n,)
+    bool; and the :class:`Grid` used.
+
+    A row is *settled* when the bound of :func:`pair_error_bound` on its kernel sums
+    proves ``|pooled − exact| ≤ tolerance × range(values)`` in every column: with binned
+    weight ``D_i`` and summed pair-error bound ``E_i``, ``|pooled − exact| ≤ range · E_i /
+    D_i``. Rows that are not settled (little weight, most of it near a kernel's kink or
+    edge, keys clustered within a cell) are for an exact method to pool; so is every
+    row when there are fewer pairs than nodes to convolve, and when the default grid
+    had to be coarsened more than :data:`HOPELESS_COARSENING` times to fit
+    :data:`POOL_BUDGET`.
     """
     queries, keys, values = np.asarray(queries), np.asarray(keys), np.asarray(values)
     d = queries.shape[1]
@@ -294,22 +447,29 @@ def binned_sums(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     low = np.minimum(queries.min(axis=0), keys.min(axis=0)).astype(np.float64) * scale
     high = np.maximum(queries.max(axis=0), keys.max(axis=0)).astype(np.float64) * scale
     if grid_size is None:
-        nodes = nodes_for(kernel, tolerance)
-        extent = high - low
-        needed = np.prod(np.ceil(extent * nodes) + 3)
-        if needed > MAX_NODES:
-            raise ValueError(
-                f"method: binned pooling to a tolerance of {tolerance:g} needs {needed:.3g} grid "
-                f"nodes (extent {extent.round(1).tolist()} bandwidths × {nodes:.1f} nodes per "
-                f"bandwidth), above the limit of {MAX_NODES:,}; raise Binned.tolerance, set "
-                "Binned.grid_size, or use method='sparse' or 'stream'"
-            )
-        grid = grid_for(np.stack([low, high]), np.ones(d), nodes)
+        nodes = nodes_for(kernel, tolerance, d)
+        tail = kernel_tail(kernel)
+        grid = grid_for(np.stack([low, high]), np.ones(d), nodes, tail=tail, budget=POOL_BUDGET)
+        # the bound grows at least as the spacing squared: no row would be settled
+        hopeless = np.max(grid.spacing) * nodes > HOPELESS_COARSENING
     else:
         size = np.broadcast_to(np.asarray(grid_size, int), (d,))
         spacing = np.maximum(high - low, np.finfo(float).tiny) / np.maximum(size - 3, 1)
         grid = Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
+        hopeless = False
     reach = reach_for(kernel, np.ones(d), grid)
+    n = queries.shape[0]
+    if hopeless or n * keys.shape[0] <= np.prod(np.add(grid.size, 2 * np.asarray(reach))):
+        # fewer pairs than nodes to convolve: every row is for the exact method
+        return np.zeros((n, values.shape[1])), np.zeros(n), np.zeros(n, bool), grid
+    # values about their midrange: the FFT's rounding is relative to the largest feature
+    middle = values.min(axis=0) * 0.5 + values.max(axis=0) * 0.5
     with precision_scope(np.float64):
-        sums = _binned_sums(queries, keys, values, scale, kernel=kernel, grid=grid, reach=reach)
-    return sums, grid
+        sums, error = _binned_sums(
+            queries, keys, values - middle, scale, kernel=kernel, grid=grid, reach=reach
+        )
+    weight = sums[:, 0]
+    pooled = sums[:, 1:] / np.where(weight > 0, weight, 1.0)[:, None] + middle
+    # |pooled − exact| ≤ Σ_j |error of K_ij| · range(values) / binned weight
+    settled = (weight > 0) & (error <= tolerance * weight)
+    return pooled, weight, settled, grid

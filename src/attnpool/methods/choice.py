@@ -58,9 +58,10 @@ FUSED_MAX_ROUNDING = 1e-4
 class Binned:
     """Binned pooling (``d ≤ 2``): linear binning, FFT convolution, interpolation.
 
-    ``grid_size``: nodes per dimension (int or one per dimension); by default
-    chosen so that the pooled values are within ``tolerance × range(values)``
-    of the exact ones.
+    Every row is within ``tolerance × range(values)`` of the exact result: a bound on
+    binning's error is computed for each row, and rows it cannot settle are pooled
+    exactly. ``grid_size``: nodes per dimension (int or one per dimension); by default
+    chosen so that the bound settles rows on evenly spread keys.
     """
 
     grid_size: int | tuple[int, ...] | None = None
@@ -97,7 +98,10 @@ def _check_options(options) -> None:
         isinstance(options.k, int | np.integer) and options.k > 0
     ):
         raise ValueError(f"TopK.k: expected a positive integer; received {options.k!r}")
-    if options.tolerance is not None and not (0 < options.tolerance < 1):
+    optional = isinstance(options, TopK)  # TopK(tolerance=None) skips its check
+    if not (optional and options.tolerance is None) and not (
+        isinstance(options.tolerance, float | int) and 0 < options.tolerance < 1
+    ):
         raise ValueError(
             f"{type(options).__name__}.tolerance: expected a number in (0, 1); "
             f"received {options.tolerance!r}"
