@@ -12,8 +12,9 @@ import pytest
 from distributed import Client, LocalCluster
 
 import attnpool
-from attnpool import NadarayaWatson, datasets
+from attnpool import NadarayaWatson, attention_pool, dask_selection, datasets
 from attnpool import distributed as dist
+from reference import nearest_values
 
 # These tests share one worker (one cluster per run, and the first test runs before it exists).
 pytestmark = pytest.mark.xdist_group("dask")
@@ -100,7 +101,7 @@ def test_cross_validation_over_a_sharded_training_set(client):
     x = da.from_array(data.x_train, chunks=100)
     candidates = np.array([[0.05], [0.15], [0.4]])
     np.testing.assert_allclose(
-        dist.cv_objectives(x, data.y_train, candidates),
+        dask_selection.cv_objectives(x, data.y_train, candidates),
         attnpool.cv_curve(data.x_train, data.y_train, candidates[:, 0]),
         rtol=1e-12,
     )
@@ -183,14 +184,31 @@ def test_a_client_that_is_not_running_is_a_clear_error():
             dist.attention_pool([0.0], np.ones(10), np.ones(10))
 
 
+@pytest.mark.parametrize("shift, bandwidth", [(0.0, 1e-200), (1.7e9, 1e-300)])
+def test_tiny_bandwidths_take_the_nearest_keys_across_chunks(client, shift, bandwidth):
+    """Where the scaled distances overflow, every chunk keeps its nearest keys in one
+    unit: the result is the brute-force nearest-key mean, ties across chunks averaged."""
+    rng = np.random.default_rng(11)
+    keys = rng.integers(0, 6, (400, 2)).astype(float) + shift  # ties, in several chunks
+    values = rng.normal(size=(400, 2))
+    queries = np.concatenate([rng.uniform(0, 5, (6, 2)), keys[:3] + 0.25]) + shift
+    got = dist.attention_pool(queries, da.from_array(keys, 100), values, bandwidth=bandwidth)
+    want = nearest_values(queries, keys, values)
+    np.testing.assert_allclose(got.compute(), want, rtol=1e-12)
+    local = attention_pool(queries, keys, values, bandwidth=bandwidth)
+    np.testing.assert_allclose(got.compute(), local, rtol=1e-12)
+
+
 def test_hostile_inputs_raise_instead_of_silent_nan(client):
     rng = np.random.default_rng(5)
     keys = rng.uniform(size=(400, 2))
     values = rng.normal(size=400)
     queries = rng.uniform(size=(5, 2))
-    # local: the nearest keys; Dask once gave all NaN. Now a clear error, never NaN
-    with pytest.raises(ValueError, match=r"bandwidth: \[1e-200, 1e-200\] is too small for Dask"):
-        dist.attention_pool(queries, da.from_array(keys, 100), values, bandwidth=1e-200).compute()
+    # the dot score's overflow has no nearest-key state on Dask: a clear error, never NaN
+    with pytest.raises(ValueError, match=r"bandwidth: \[1e-300, 1e-300\] is too small for Dask"):
+        dist.attention_pool(
+            queries * 1e10, da.from_array(keys * 1e10, 100), values, kernel="dot", bandwidth=1e-300
+        ).compute()
     with_nan = keys.copy()
     with_nan[123, 1] = np.nan
     with pytest.raises(ValueError, match="keys: expected finite numbers; a chunk of 100 rows"):

@@ -37,13 +37,13 @@ from dask.base import is_dask_collection
 from . import kernels as _kernels
 from ._interop import precision_scope
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
-from .engine import pool_state
+from .engine import kernel_block, pool_state
 from .geometry import block_log_weights, key_centre
 from .methods.choice import DENSE_MAX_PAIRS
 from .methods.stream import KEY_BLOCK
 from .state import PoolingState, block_state, finalize, merge_stacked
 
-__all__ = ["as_rows", "attention_pool", "cv_objectives", "is_dask", "select_bandwidth"]
+__all__ = ["as_rows", "attention_pool", "is_dask"]
 
 #: rows per chunk when a NumPy array is turned into a Dask array
 DEFAULT_ROWS = 100_000
@@ -160,11 +160,13 @@ def _chunk_state(
     return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 0, 1), states)
 
 
-def _state_task(queries, keys, values, query_ids=None, key_ids=None, *, bandwidths, kernel, names):
-    """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk
-    (``query_ids``/``key_ids``: global row numbers, given for leave-one-out only).
-    Non-finite inputs are found here, as the chunks are read: a ``ValueError`` at
-    ``compute()``, never a silent NaN."""
+def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_one_out, nearest):
+    """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk.
+
+    ``extra``: the global row numbers of queries and keys (``leave_one_out``), or the
+    keys' bounds ``(2, d)`` (``nearest``: rows this chunk leaves without weight also get
+    the nearest-key state, ``p + 2`` more columns). Non-finite inputs are found here, as
+    the chunks are read: a ``ValueError`` at ``compute()``, never a silent NaN."""
     for chunk, name in zip((queries, keys, values), names, strict=True):
         if not np.all(np.isfinite(chunk)):
             raise ValueError(
@@ -172,53 +174,103 @@ def _state_task(queries, keys, values, query_ids=None, key_ids=None, *, bandwidt
                 "NaN or infinite values"
             )
     dtype = np.result_type(queries, keys, values, np.float32)
-    leave_one_out = query_ids is not None
     with precision_scope(dtype):
         state = _chunk_state(
             jnp.asarray(queries, dtype),
-            jnp.asarray(query_ids[:, 0]) if leave_one_out else None,
+            jnp.asarray(extra[0][:, 0]) if leave_one_out else None,
             jnp.asarray(keys, dtype),
-            jnp.asarray(key_ids[:, 0]) if leave_one_out else None,
+            jnp.asarray(extra[1][:, 0]) if leave_one_out else None,
             jnp.asarray(values, dtype),
             jnp.asarray(bandwidths, dtype),
             kernel=kernel,
             key_block=KEY_BLOCK,
             leave_one_out=leave_one_out,
         )
-        return _pack(state)[:, None]
+        packed = _pack(state)
+        if nearest:
+            closest = np.full_like(packed, -np.inf)[..., :1]
+            closest = np.concatenate([closest, np.zeros_like(packed[..., 1:])], axis=-1)
+            if np.any(packed[..., 1] == 0):
+                factor = _nearest_factor(queries, extra[0], bandwidths[0])
+                hard = _chunk_nearest(
+                    *(jnp.asarray(a, dtype) for a in (queries, keys, values, factor)),
+                    kernel=kernel,
+                    key_block=KEY_BLOCK,
+                )
+                closest = _pack(hard)[:, None]
+            packed = np.concatenate([packed, closest], axis=-1)
+        return packed[:, None]
+
+
+def _nearest_factor(queries, bounds, bandwidth) -> np.ndarray:
+    """``(d,)``: ``min h / h`` times the power of two that brings every coordinate about
+    the query chunk's centre to at most 1/2 — one unit for every key chunk, so the
+    nearest-key states compare across chunks and no squared distance overflows."""
+    queries, bounds = np.asarray(queries, np.float64), np.asarray(bounds, np.float64)
+    centre = queries.min(axis=0) * 0.5 + queries.max(axis=0) * 0.5
+    factor = bandwidth.min() / bandwidth
+    reach = np.max(np.abs(np.concatenate([queries, bounds]) - centre) * factor)
+    return factor * (2.0 ** -(np.frexp(reach)[1] + 1) if 0 < reach < np.inf else 1.0)
+
+
+@partial(jax.jit, static_argnames=("kernel", "key_block"))
+def _chunk_nearest(queries, keys, values, factor, *, kernel, key_block):
+    """The nearest-key (zero-temperature) state of one query chunk over one key chunk,
+    coordinates about the query chunk's centre times ``factor``."""
+    centre = key_centre(queries)
+    q, k = (queries - centre) * factor, (keys - centre) * factor
+    method = "dense" if q.shape[0] * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
+    block = kernel_block(kernel, hard=True)
+    return pool_state(block, q, k, values, method=method, key_block=key_block, hard=True)
 
 
 def _identity(x, axis, keepdims):
     return x
 
 
-def _combine(x, axis, keepdims):
-    """Merge the states stacked along the key-chunk axis (exact log-sum-exp)."""
+def _combine(x, axis, keepdims, nearest=False):
+    """Merge the states stacked along the key-chunk axis (exact log-sum-exp; the
+    nearest-key states, if any, by the zero-temperature merge)."""
     with precision_scope(x.dtype):
-        merged = merge_stacked(_unpack(jnp.asarray(x)), axis=axis[0])
-        return _pack(merged)[:, None]
+        parts = np.split(np.asarray(x), 2, axis=-1) if nearest else [x]
+        merged = [
+            _pack(merge_stacked(_unpack(jnp.asarray(part)), axis=axis[0], hard=hard))
+            for part, hard in zip(parts, (False, True), strict=False)
+        ]
+        return np.concatenate(merged, axis=-1)[:, None]
 
 
-def _finish(packed, bandwidth=None):
+def _finish(packed, bandwidth=None, nearest=False):
     """``t / s`` per query and bandwidth; NaN where no key had weight.
 
-    With ``bandwidth`` (pooling with a kernel of unbounded support, where only
-    overflowed distances leave a row without weight) such rows are an error.
+    With ``nearest`` such rows (an unbounded kernel's distances overflowed) take the
+    nearest keys' values from the second half of the state, as the local path does.
+    With ``bandwidth`` (kernels without that state) they are an error.
     """
+    parts = np.split(packed[:, 0], 2, axis=-1) if nearest else [packed[:, 0]]
     with precision_scope(packed.dtype):
-        pooled, empty = finalize(_unpack(jnp.asarray(packed[:, 0])))
-        empty = np.asarray(empty)
-    if bandwidth is not None and empty.any():
+        pooled, empty = finalize(_unpack(jnp.asarray(parts[0])))
+        pooled, empty = np.asarray(pooled), np.asarray(empty)
+        if nearest:
+            closest, _ = finalize(_unpack(jnp.asarray(parts[1])))
+            pooled = np.where(empty[..., None], np.asarray(closest), pooled)
+            empty = np.zeros_like(empty)
+    failed = ~np.all(np.isfinite(pooled), axis=-1) & ~empty
+    if bandwidth is not None:
+        failed |= empty
+    if failed.any():
         raise ValueError(
-            f"bandwidth: {bandwidth.tolist()} is too small for Dask pooling: the scaled "
-            f"distances of {int(empty.any(axis=1).sum())} queries overflow; pool them with "
-            "attnpool.attention_pool, which takes the nearest-key limit"
+            f"bandwidth: {np.ravel(bandwidth).tolist()} is too small for Dask pooling: the "
+            f"scaled distances or scores of {int(failed.any(axis=1).sum())} queries overflow; "
+            "pool them with attnpool.attention_pool, which takes the nearest-key limit"
         )
-    return np.where(empty[..., None], np.nan, np.asarray(pooled))  # (n_i, K, p)
+    return np.where(empty[..., None], np.nan, pooled)  # (n_i, K, p)
 
 
-def _states(queries, keys, values, bandwidths, kernel, leave_one_out, split_every, names):
-    """The merged states, lazily: ``(n, 1, K, p + 2)``."""
+def _states(
+    queries, keys, values, bandwidths, kernel, leave_one_out, split_every, names, nearest=False
+):
+    """The merged states, lazily: ``(n, 1, K, p + 2)`` (twice ``p + 2`` with ``nearest``)."""
     n_bandwidths, p = bandwidths.shape[0], values.shape[1]
     dtype = np.result_type(queries.dtype, keys.dtype, values.dtype, np.float32)
     arrays = [queries, "ia", keys, "ja", values, "jb"]
@@ -226,21 +278,32 @@ def _states(queries, keys, values, bandwidths, kernel, leave_one_out, split_ever
         query_ids = da.arange(queries.shape[0], chunks=queries.chunks[0])[:, None]
         key_ids = da.arange(keys.shape[0], chunks=keys.chunks[0])[:, None]
         arrays += [query_ids, "iz", key_ids, "jz"]
+    if nearest:  # the keys' bounds, one chunk for every task
+        arrays += [da.stack([keys.min(axis=0), keys.max(axis=0)]).rechunk(-1), "ya"]
+    task = partial(
+        _state_task,
+        bandwidths=bandwidths,
+        kernel=kernel,
+        names=names,
+        leave_one_out=leave_one_out,
+        nearest=nearest,
+    )
     states = da.blockwise(
-        partial(_state_task, bandwidths=bandwidths, kernel=kernel, names=names),
+        task,
         "ijcs",
         *arrays,
-        new_axes={"c": n_bandwidths, "s": p + 2},
+        new_axes={"c": n_bandwidths, "s": (p + 2) * (2 if nearest else 1)},
         adjust_chunks={"j": 1},
         concatenate=True,
         dtype=dtype,
         meta=np.empty((0, 0, 0, 0), dtype),
     )
+    combine = partial(_combine, nearest=nearest)
     return da.reduction(
         states,
         chunk=_identity,
-        combine=_combine,
-        aggregate=_combine,
+        combine=combine,
+        aggregate=combine,
         axis=1,
         keepdims=True,
         split_every=split_every,
@@ -293,84 +356,22 @@ def attention_pool(
     Equal to :func:`attnpool.attention_pool` up to floating-point rounding. A query with
     no key inside a compact kernel's support is NaN (``empty="nan"``). A bandwidth so
     small that scaled distances overflow (where the local path takes the nearest-key
-    limit) and NaN or infinite inputs raise ``ValueError`` at ``compute()``.
+    limit) takes the same limit for distance kernels (each task also keeps the nearest
+    keys of the rows it leaves without weight) and raises for ``similarity="dot"``; NaN
+    or infinite inputs raise ``ValueError`` at ``compute()``.
     """
     check_positive_int(split_every, "split_every")
     queries, keys, values, h, record, flat = _prepare(
         queries, keys, values, bandwidth, kernel, chunk_rows
     )
     names = ("queries", "keys", "values")
-    states = _states(queries, keys, values, h[None], record, False, split_every, names)
-    unbounded = None if record.compact else h
+    nearest = not record.compact and record.similarity == "distance"
+    states = _states(queries, keys, values, h[None], record, False, split_every, names, nearest)
     pooled = states.map_blocks(
-        lambda block: _finish(block, unbounded)[:, 0],
+        lambda block: _finish(block, None if record.compact or nearest else h, nearest)[:, 0],
         drop_axis=[1, 2],
         chunks=(queries.chunks[0], (values.shape[1],)),
         dtype=states.dtype,
         meta=np.empty((0, 0), states.dtype),
     )
     return pooled[:, 0] if flat else pooled
-
-
-def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chunk_rows=None):
-    """Leave-one-out CV error of Nadaraya–Watson for each row of ``bandwidths (K, d)``.
-
-    Each point is pooled over all the others (its own pair is masked inside the task
-    that holds it, by global row number); the ``K`` candidates share one pass over the
-    data. Returns a NumPy array ``(K,)`` (computed), ``inf`` where a point is left with
-    no neighbour.
-    """
-    x, _, y, _, record, _ = _prepare(x, x, y, 1.0, kernel, chunk_rows, ("x", "x", "y"))
-    bandwidths = np.asarray(bandwidths, dtype=float).reshape(-1, x.shape[1])
-    states = _states(x, x, y, bandwidths, record, True, split_every, ("x", "x", "y"))
-    loo = states.map_blocks(
-        _finish,
-        drop_axis=1,
-        chunks=(x.chunks[0], (bandwidths.shape[0],), (y.shape[1],)),
-        dtype=states.dtype,
-        meta=np.empty((0, 0, 0), states.dtype),
-    )
-    errors = ((loo - y[:, None, :]) ** 2).mean(axis=(0, 2))
-    errors = np.asarray(errors.compute(), dtype=float)
-    return np.where(np.isfinite(errors), errors, np.inf)
-
-
-def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=None):
-    """Leave-one-out CV bandwidth of Nadaraya–Watson over a sharded training set.
-
-    Candidates are common multiples of Scott's rule per column (``0.05``–``5×``, 16 on a
-    log grid; the columns' standard deviations come from one Dask reduction), then 16
-    more between the best candidate's neighbours: two passes over the data. Returns a
-    :class:`attnpool.bandwidth.BandwidthSelection`.
-    """
-    from .bandwidth import GRID, BandwidthSelection
-    from .rules import rule_from_spread
-
-    x_rows = as_rows(x, "x", chunk_rows)
-    n = x_rows.shape[0]
-    # about the first row: moments of data far from the origin (timestamps) cancel
-    sigma = np.asarray((x_rows - x_rows[0].compute()).std(axis=0, ddof=1).compute(), dtype=float)
-    if not np.all(np.isfinite(sigma)):
-        raise ValueError(
-            f"x: column(s) {np.flatnonzero(~np.isfinite(sigma)).tolist()} hold NaN or "
-            "infinite values"
-        )
-    if np.any(~(sigma > 0)):
-        raise ValueError(f"x: column(s) {np.flatnonzero(~(sigma > 0)).tolist()} are constant")
-    scott = rule_from_spread(sigma, n, kernel)
-    options = dict(kernel=kernel, split_every=split_every, chunk_rows=chunk_rows)
-    coarse = np.asarray(GRID)
-    first = cv_objectives(x_rows, y, coarse[:, None] * scott, **options)
-    best = int(np.argmin(first))
-    low, high = coarse[max(best - 1, 0)], coarse[min(best + 1, len(coarse) - 1)]
-    fine = np.geomspace(low, high, 16)
-    second = cv_objectives(x_rows, y, fine[:, None] * scott, **options)
-    multipliers = np.concatenate([coarse, fine])
-    objectives = np.concatenate([first, second])
-    winner = int(np.argmin(objectives))
-    return BandwidthSelection(
-        multipliers[winner] * scott,
-        float(objectives[winner]),
-        "cv",
-        (multipliers[:, None] * scott, objectives),
-    )

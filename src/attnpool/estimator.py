@@ -151,8 +151,8 @@ class _LocalRegression(MultiOutputRegressor):
         return self
 
     def _fit_dask(self, X, y):
-        """Keep Dask training data lazy; choose the bandwidth with :mod:`attnpool.distributed`."""
-        from . import distributed
+        """Keep Dask training data lazy; the bandwidth by :mod:`attnpool.dask_selection`."""
+        from . import dask_selection, distributed
 
         if self._degree != 0 or (self.var_type and set(self.var_type) != {"c"}):
             raise ValueError(
@@ -162,7 +162,7 @@ class _LocalRegression(MultiOutputRegressor):
         X = distributed.as_rows(X, "X")
         self.n_features_in_ = X.shape[1]
         if self.bandwidth == "cv":
-            selection = distributed.select_bandwidth(X, y, kernel=self.kernel)
+            selection = dask_selection.select_bandwidth(X, y, kernel=self.kernel)
             self.bandwidth_, self.cv_score_ = selection.bandwidth, selection.objective
         elif isinstance(self.bandwidth, str):
             raise ValueError(

@@ -117,15 +117,19 @@ def merge(a: PoolingState, b: PoolingState, *, hard: bool = False) -> PoolingSta
     )
 
 
-def merge_stacked(state: PoolingState, axis: int) -> PoolingState:
+def merge_stacked(state: PoolingState, axis: int, *, hard: bool = False) -> PoolingState:
     """Merge states stacked along ``axis`` of every leaf (``max_log`` and ``weight_sum``
     of shape ``(..., J, ...)``, ``weighted_values`` with one more trailing axis) at once.
 
-    The same log-sum-exp as :func:`merge`, for many blocks: what a tree reduction's
-    combine step does with the states of several key chunks.
+    The same log-sum-exp as :func:`merge` (or, ``hard``, the same zero-temperature
+    merge), for many blocks: what a tree reduction's combine step does with the states
+    of several key chunks.
     """
     max_log = jnp.max(state.max_log, axis=axis, keepdims=True)
-    scale = jnp.exp(state.max_log - _shift(max_log))
+    if hard:
+        scale = (state.max_log == max_log).astype(state.weight_sum.dtype)
+    else:
+        scale = jnp.exp(state.max_log - _shift(max_log))
     return PoolingState(
         jnp.squeeze(max_log, axis),
         jnp.sum(state.weight_sum * scale, axis=axis),
