@@ -123,6 +123,50 @@ def test_host_methods_at_tiny_bandwidths_give_the_nearest_key(method, kernel, d,
     np.testing.assert_array_equal(got, expected[:, 0].astype(np.float64))
 
 
+def _boxcar_by_differences(queries, keys, values, bandwidth):
+    """The textbook boxcar with the difference taken before the division:
+    ``Σ_j ((q_j − k_j) / h)² < 1`` in the inputs' precision."""
+    dtype = np.result_type(queries, np.float32)
+    r2 = np.zeros((queries.shape[0], keys.shape[0]), dtype)
+    for j in range(queries.shape[1]):
+        u = (queries[:, None, j] - keys[None, :, j]) / dtype.type(bandwidth)
+        r2 = r2 + u * u
+    inside = r2 < 1
+    return (inside @ values) / inside.sum(axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("bandwidth", [0.3, 0.7])
+def test_ties_on_the_boxcar_edge_are_decided_alike_by_every_method(dtype, d, bandwidth):
+    """Data with one decimal and h = 0.3: many keys are one bandwidth away up to rounding
+    (0.7 − 0.4 = 0.29999999999999993). Every method — engines, host methods, Dask — forms
+    (q − k)/h from the unscaled inputs, so they keep the same keys."""
+    import dask.array as da
+
+    from attnpool import distributed
+
+    rng = np.random.default_rng(d)
+    keys = np.round(rng.uniform(0, 3, (300, d)), 1).astype(dtype)
+    queries = np.round(rng.uniform(0, 3, (40, d)), 1).astype(dtype)
+    values = rng.normal(size=300).astype(dtype)
+    want = _boxcar_by_differences(queries, keys, values.astype(np.float64), bandwidth)
+    assert np.all(np.isfinite(want))
+    # a wrong key moves a mean by ~0.1; float32 sums round at ~1e-7
+    close = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    methods = ["dense", "stream", "sparse", "auto", TopK(k=300, tolerance=None)]
+    for method in methods:
+        got = attention_pool(queries, keys, values, kernel="boxcar", bandwidth=bandwidth,
+                             method=method)  # fmt: skip
+        np.testing.assert_allclose(got, want, **close, err_msg=str(method))
+    weights = attention_weights(queries, keys, kernel="boxcar", bandwidth=bandwidth)
+    np.testing.assert_allclose(np.asarray(weights) @ values, want, **close)
+    lazy = distributed.attention_pool(
+        queries, da.from_array(keys, 100), values, kernel="boxcar", bandwidth=bandwidth
+    )
+    np.testing.assert_allclose(lazy.compute(scheduler="synchronous"), want, **close)
+
+
 @pytest.mark.parametrize("method", ["dense", "stream", "sparse", "auto"])
 def test_the_boxcar_leaves_out_keys_exactly_on_its_edge(method):
     # |u| < 1, as the textbook and scikit-learn's tophat: a key one bandwidth away is out

@@ -137,16 +137,18 @@ def _chunk_state(
     the origin keep their digits; the same centre for every key chunk, so log weights
     defined up to a per-query constant stay comparable across chunks).
     """
-    if kernel.similarity == "distance":
+    differences = kernel.compact and kernel.similarity == "distance"  # block_coordinates
+    if kernel.similarity == "distance" and not differences:
         centre = key_centre(queries)
         queries, keys = queries - centre, keys - centre
 
     def one(h):
-        q = queries / h
-        k = keys if kernel.similarity == "dot" else keys / h
+        q = queries if differences else queries / h
+        k = keys if kernel.similarity == "dot" or differences else keys / h
 
         def block(query_rows, query_pos, key_rows, key_pos, value_rows):
-            log_w = block_log_weights(query_rows, key_rows, kernel)
+            divisor = h if differences else None
+            log_w = block_log_weights(query_rows, key_rows, kernel, divisor=divisor)
             if leave_one_out:
                 own = query_ids[query_pos][:, None] == key_ids[key_pos][None, :]
                 log_w = jnp.where(own, -jnp.inf, log_w)
@@ -163,9 +165,9 @@ def _chunk_state(
 def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_one_out, nearest):
     """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk.
 
-    ``extra``: the global row numbers of queries and keys (``leave_one_out``), or the
-    keys' bounds ``(2, d)`` (``nearest``: rows this chunk leaves without weight also get
-    the nearest-key state, ``p + 2`` more columns). Non-finite inputs are found here, as
+    ``extra``: the global row numbers of queries and keys (``leave_one_out``).
+    ``nearest``: rows this chunk leaves without weight also get the nearest-key state,
+    ``p + 2`` more columns. Non-finite inputs are found here, as
     the chunks are read: a ``ValueError`` at ``compute()``, never a silent NaN."""
     for chunk, name in zip((queries, keys, values), names, strict=True):
         if not np.all(np.isfinite(chunk)):
@@ -191,7 +193,7 @@ def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_
             closest = np.full_like(packed, -np.inf)[..., :1]
             closest = np.concatenate([closest, np.zeros_like(packed[..., 1:])], axis=-1)
             if np.any(packed[..., 1] == 0):
-                factor = _nearest_factor(queries, extra[0], bandwidths[0])
+                factor = _nearest_factor(queries, bandwidths[0])
                 hard = _chunk_nearest(
                     *(jnp.asarray(a, dtype) for a in (queries, keys, values, factor)),
                     kernel=kernel,
@@ -202,14 +204,21 @@ def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_
         return packed[:, None]
 
 
-def _nearest_factor(queries, bounds, bandwidth) -> np.ndarray:
-    """``(d,)``: ``min h / h`` times the power of two that brings every coordinate about
-    the query chunk's centre to at most 1/2 — one unit for every key chunk, so the
-    nearest-key states compare across chunks and no squared distance overflows."""
-    queries, bounds = np.asarray(queries, np.float64), np.asarray(bounds, np.float64)
-    centre = queries.min(axis=0) * 0.5 + queries.max(axis=0) * 0.5
+def _nearest_factor(queries, bandwidth) -> np.ndarray:
+    """``(d,)``: ``min h / h`` times the power of two that brings the query chunk's
+    coordinates about its centre to at most 1/2 (its magnitude if they are all equal).
+
+    One unit for every key chunk of a query chunk, so the nearest-key states compare
+    across chunks; it depends on the queries alone, so no task waits for a pass over the
+    keys. A key more than ``2^500`` of that unit away has an infinite distance (the
+    nearest key is never that far unless all are), and keys within ``2^-500`` of it tie.
+    """
+    queries = np.asarray(queries, np.float64)
     factor = bandwidth.min() / bandwidth
-    reach = np.max(np.abs(np.concatenate([queries, bounds]) - centre) * factor)
+    centre = queries.min(axis=0) * 0.5 + queries.max(axis=0) * 0.5
+    reach = np.max(np.abs(queries - centre) * factor)
+    if not reach > 0:
+        reach = np.max(np.abs(queries) * factor)
     return factor * (2.0 ** -(np.frexp(reach)[1] + 1) if 0 < reach < np.inf else 1.0)
 
 
@@ -278,8 +287,6 @@ def _states(
         query_ids = da.arange(queries.shape[0], chunks=queries.chunks[0])[:, None]
         key_ids = da.arange(keys.shape[0], chunks=keys.chunks[0])[:, None]
         arrays += [query_ids, "iz", key_ids, "jz"]
-    if nearest:  # the keys' bounds, one chunk for every task
-        arrays += [da.stack([keys.min(axis=0), keys.max(axis=0)]).rechunk(-1), "ya"]
     task = partial(
         _state_task,
         bandwidths=bandwidths,

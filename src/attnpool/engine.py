@@ -19,7 +19,13 @@ import numpy as np
 
 from . import kernels as _kernels
 from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
-from .geometry import MATMUL_MIN_DIM, block_log_weights, closeness, scale_coordinates
+from .geometry import (
+    MATMUL_MIN_DIM,
+    block_coordinates,
+    block_log_weights,
+    closeness,
+    scale_coordinates,
+)
 from .methods import dense_state, dense_weights, fused, stream_state
 from .methods.choice import DENSE_MAX_PAIRS
 from .state import block_state, finalize, hard_block_state
@@ -54,13 +60,20 @@ _MONOTONE = frozenset(
 
 
 def kernel_block(
-    kernel: _kernels.Kernel, *, hard: bool = False, max_log=None, streamed=False, key_count=None
+    kernel: _kernels.Kernel,
+    *,
+    hard: bool = False,
+    max_log=None,
+    streamed=False,
+    key_count=None,
+    divisor=None,
 ):
     """Block function of plain kernel pooling; ``hard`` for the nearest limit.
 
     ``max_log (n,)``: each query's largest log weight, if known (see :func:`nearest_log_weight`).
     ``streamed``: the block runs inside the streamed scan (distances by column).
     ``key_count``: keys from this row on are padding (see :mod:`attnpool._shapes`).
+    ``divisor``: the rows are unscaled (see :func:`attnpool.geometry.block_coordinates`).
     """
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
@@ -68,7 +81,9 @@ def kernel_block(
             scores = closeness(query_rows, key_rows, kernel)
             return hard_block_state(mask_padding(scores, key_ids, key_count), value_rows)
         known = None if max_log is None else max_log[query_ids]
-        log_weights = block_log_weights(query_rows, key_rows, kernel, by_column=streamed)
+        log_weights = block_log_weights(
+            query_rows, key_rows, kernel, by_column=streamed, divisor=divisor
+        )
         return block_state(mask_padding(log_weights, key_ids, key_count), value_rows, known)
 
     return block
@@ -81,8 +96,9 @@ def mask_padding(scores, key_ids, key_count):
     return jnp.where(key_ids[None, :] < key_count, scores, -jnp.inf)
 
 
-def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
-    """Each query's largest log weight, from its nearest key, for one column; else None.
+def nearest_log_weight(queries, keys, kernel: _kernels.Kernel, divisor=None):
+    """Each query's largest log weight, from its nearest key, for one column; else None
+    (``divisor``: the coordinates are unscaled, as the blocks take them).
 
     In one dimension the nearest key is found by a sorted search, O((n + m) log m), and
     for a built-in distance kernel (non-increasing in the distance) its log weight is the
@@ -97,6 +113,8 @@ def nearest_log_weight(queries, keys, kernel: _kernels.Kernel):
     gaps = jnp.minimum(
         jnp.abs(queries[:, 0] - ordered[left]), jnp.abs(queries[:, 0] - ordered[right])
     )
+    if divisor is not None:
+        gaps = gaps / jnp.reshape(divisor, (-1,))[0]
     return kernel.log_profile(gaps * gaps)
 
 
@@ -192,15 +210,20 @@ def _pool_program(
         engine = "dense" if method == "dense" else "stream"
         known = None
         if engine == "stream" and not hard:
-            known = nearest_log_weight(q, k, kernel)
+            known = nearest_log_weight(q, k, kernel, divisor)
             if known is None and bounded:
                 known = log_weight_bound(q, kernel)
         block = kernel_block(
-            kernel, hard=hard, max_log=known, streamed=engine == "stream", key_count=key_count
+            kernel,
+            hard=hard,
+            max_log=known,
+            streamed=engine == "stream",
+            key_count=key_count,
+            divisor=None if hard else divisor,
         )
         return pool_state(block, q, k, values, method=engine, key_block=key_block, hard=hard)
 
-    scaled = scale_coordinates(queries, keys, bandwidth, kernel)
+    *scaled, divisor = block_coordinates(queries, keys, bandwidth, kernel)
     result = state(*scaled)
     if method == "stream" and is_monotone(kernel) and not kernel.compact and scaled[0].shape[1] > 1:
         # rows whose every weight underflowed under the bound: again, with the row maxima
@@ -259,9 +282,8 @@ def weights_core(queries, keys, bandwidth, *, kernel, nearest):
 
 @partial(jax.jit, static_argnames=("kernel", "nearest"))
 def _weights_program(queries, keys, bandwidth, *, kernel, nearest):
-    weights, empty_rows = dense_weights(
-        *scale_coordinates(queries, keys, bandwidth, kernel), kernel
-    )
+    q, k, divisor = block_coordinates(queries, keys, bandwidth, kernel)
+    weights, empty_rows = dense_weights(q, k, kernel, divisor=divisor)
     fallback = needs_nearest(weights, empty_rows, nearest)
 
     def with_nearest():

@@ -2,7 +2,10 @@
 
 Distance kernels see ``r2 = Σ_j ((q_j − k_j) / h_j)²``. The coordinates are
 divided by the bandwidth once, before any block is touched, so that a block
-costs one distance evaluation and one ``exp`` per query–key pair.
+costs one distance evaluation and one ``exp`` per query–key pair — except for
+compact kernels, whose edge decides whether a key counts at all: their blocks
+divide the differences of the unscaled inputs (:func:`block_coordinates`), so
+every path and method keeps the same keys.
 
 Two forms of the squared distance:
 
@@ -103,7 +106,23 @@ def _unit_power_of_two(*arrays):
     return scaled[0] if len(scaled) == 1 else tuple(scaled)
 
 
-def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False):
+def block_coordinates(queries, keys, bandwidth, kernel: Kernel):
+    """``(queries, keys, divisor)`` as blocks take them.
+
+    A compact kernel's edge decides whether a key counts at all, so its blocks form
+    ``(q_j − k_j) / h_j`` from the unscaled inputs (``divisor = bandwidth``): one rounding
+    of the difference and one of the quotient, the same in every path and method —
+    scaled coordinates would round ``q/h`` and ``k/h`` apart, and XLA may contract
+    ``q/h − k/h`` into ``(q − k)/h`` in one fusion and not in another. Differences of
+    unscaled coordinates need no centring. Other kernels get :func:`scale_coordinates`
+    (``divisor = None``).
+    """
+    if kernel.compact and kernel.similarity == "distance":
+        return queries, keys, bandwidth
+    return *scale_coordinates(queries, keys, bandwidth, kernel), None
+
+
+def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
     """``(n, b)`` closeness of scaled ``queries (n, d)`` and ``keys (b, d)``.
 
     ``by_column`` sums one ``(n, b)`` term per coordinate instead of reducing an
@@ -111,9 +130,19 @@ def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False):
     by XLA:CPU for d = 2 (see :func:`attnpool.methods.stream_state`). It is not the
     default because XLA:CPU miscompiles it in float64 in the dense softmax fusion of
     kernels with a square root (a zero distance gave uniform weights).
+
+    ``divisor (d,)``: the coordinates are unscaled, and each difference is divided by
+    it (see :func:`block_coordinates`).
     """
     if kernel.similarity == "dot":
         return jnp.matmul(queries, keys.T, precision=_HIGHEST)
+    if divisor is not None:
+        divisor = jnp.broadcast_to(divisor, queries.shape[1:])
+        r2 = 0.0
+        for j in range(queries.shape[1]):
+            u = (queries[:, j, None] - keys[None, :, j]) / divisor[j]
+            r2 = r2 + u * u
+        return -r2
     if queries.shape[1] < MATMUL_MIN_DIM and by_column:
         r2 = 0.0
         for j in range(queries.shape[1]):
@@ -128,12 +157,15 @@ def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False):
     return -jnp.maximum(sq - 2.0 * cross, 0.0)
 
 
-def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False):
+def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
     """``(n, b)`` log weights of scaled ``queries`` over ``keys``, up to a per-query constant.
 
     ``by_column``: as in :func:`closeness`; always for the Gaussian (``log K = c·r2``, no
     square root, so not the miscompiled case), whose dense blocks it makes 4× faster in d = 2.
+    ``divisor``: unscaled coordinates, as in :func:`closeness`.
     """
+    if divisor is not None:
+        return log_weights(closeness(queries, keys, kernel, divisor=divisor), kernel)
     if kernel.quadratic is not None and queries.shape[1] >= MATMUL_MIN_DIM:
         c = kernel.quadratic
         ones = jnp.ones((queries.shape[0], 1), queries.dtype)

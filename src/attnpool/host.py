@@ -34,6 +34,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     dtype = q.dtype
     # centred and scaled as scale_coordinates does (less the keys' midrange, times 1/h)
     centre = k.min(axis=0) * 0.5 + k.max(axis=0) * 0.5
+    edges = (q, k, h)  # the unscaled inputs decide a compact support's edge
     q, k = q - centre, k - centre
     factor = np.asarray(1.0 / h, np.float64)
     if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:
@@ -56,6 +57,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
             np.asarray(v, np.float64),
             kernel,
             options.k,
+            edges=edges if kernel.compact else None,
         )
         _check_left_out(left_out, options)
         pooled, empty_rows = (np.array(a) for a in finalize(state))
@@ -69,7 +71,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     else:
         # each scales its own float64 copies (sparse and fgt sorted)
         if method == "sparse":
-            sums = sparse.sparse_sums(q, k, v, factor, kernel)
+            sums = sparse.sparse_sums(q, k, v, factor, kernel, edges=edges)
             exact = np.zeros(sums.shape[0], bool)
         elif method == "fgt":
             sums, settled = expansion.expansion_sums(q, k, v, factor)

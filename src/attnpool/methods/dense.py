@@ -38,12 +38,13 @@ def normalise(scores, *, hard: bool = False):
     return unnormalised / jnp.where(total == 0, 1.0, total), empty
 
 
-def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False):
+def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False, divisor=None):
     """``(n, m)`` attention weights (rows sum to 1) and the ``(n,)`` empty-row mask.
 
     ``hard=True`` gives the zero-temperature weights: uniform over the closest keys.
-    Empty rows are all zero.
+    Empty rows are all zero. ``divisor``: unscaled coordinates (see
+    :func:`attnpool.geometry.block_coordinates`).
     """
     if hard:
         return normalise(closeness(queries, keys, kernel), hard=True)
-    return normalise(block_log_weights(queries, keys, kernel))
+    return normalise(block_log_weights(queries, keys, kernel, divisor=divisor))

@@ -82,41 +82,94 @@ def supports(kernel: Kernel) -> bool:
     return kernel.compact and kernel.similarity == "distance"
 
 
-def sparse_sums(queries, keys, values, scale, kernel: Kernel) -> np.ndarray:
+def sparse_sums(queries, keys, values, scale, kernel: Kernel, *, edges=None) -> np.ndarray:
     """``[Σ_j K_ij, Σ_j K_ij v_j]`` with ``K_ij = K(s·(q_i − k_j)) / K(0)`` over pairs within
     the support: ``(n, 1 + p)`` float64 sums.
 
     ``queries (n, d)``, ``keys (m, d)``, ``values (m, p)`` in any float precision;
     ``scale (d,)`` the inverse bandwidths. Scaled float64 coordinates are formed here,
     already sorted in one dimension, so no unsorted float64 copy is kept.
+
+    ``edges``: ``(queries, keys, bandwidth)`` unscaled and uncentred, in the inputs'
+    precision; whether a key is inside the support is then decided as the exact engines
+    decide it (:func:`inside_support`), the same in every method. Without them it is
+    decided on the scaled coordinates.
     """
     queries, keys = np.asarray(queries), np.asarray(keys)
     scale = np.broadcast_to(np.asarray(scale, np.float64), queries.shape[1:])
     if queries.shape[1] == 1:
-        return _sums_1d(queries[:, 0], keys[:, 0], values, scale[0], kernel)
+        return _sums_1d(queries[:, 0], keys[:, 0], values, scale[0], kernel, edges)
     queries, keys = (np.asarray(x, np.float64) * scale for x in (queries, keys))
-    return _sums_tree(queries, keys, np.asarray(values, np.float64), kernel)
+    return _sums_tree(queries, keys, np.asarray(values, np.float64), kernel, edges)
 
 
-def sorted_scaled(x, scale):
+def inside_support(queries, keys, bandwidth, kernel: Kernel) -> np.ndarray:
+    """Whether each pair of rows ``queries (P, d)``, ``keys (P, d)`` (unscaled) is inside the
+    support: ``Σ_j ((q_j − k_j) / h_j)²`` summed in order against ``support²``, in the
+    inputs' precision — the exact engines' arithmetic
+    (:func:`attnpool.geometry.block_coordinates`)."""
+    dtype = np.result_type(queries, keys, np.float32)
+    bandwidth = np.broadcast_to(np.asarray(bandwidth, dtype), queries.shape[-1:])
+    r2 = np.zeros(queries.shape[0], dtype)
+    for j in range(queries.shape[1]):
+        u = (queries[:, j].astype(dtype) - keys[:, j].astype(dtype)) / bandwidth[j]
+        r2 = r2 + u * u
+    return _inside(r2, kernel)
+
+
+def _inside(r2, kernel: Kernel):
+    radius2 = np.asarray(kernel.support**2, r2.dtype)
+    closed = float(kernel.log_profile(np.float64(radius2))) > -np.inf
+    return r2 <= radius2 if closed else r2 < radius2
+
+
+def largest_inside(kernel: Kernel) -> float:
+    """The largest ``r2`` inside the support (its square, or just below for an open one)."""
+    radius2 = kernel.support**2
+    closed = float(kernel.log_profile(np.float64(radius2))) > -np.inf
+    return radius2 if closed else float(np.nextafter(radius2, 0.0))
+
+
+def _within(r2, kernel: Kernel):
+    """``r2`` of a pair known to be inside, no larger than :func:`largest_inside`."""
+    return np.minimum(r2, largest_inside(kernel))
+
+
+def sorted_scaled(x, scale, order=None):
     """``(order, x[order] · scale)`` in float64; scaling by ``scale > 0`` keeps the order."""
-    order = np.argsort(x)
+    order = np.argsort(x) if order is None else order
     scaled = x[order].astype(np.float64, copy=False)  # a fresh array either way
     scaled *= scale
     return order, scaled
 
 
-def _sums_1d(queries, keys, values, scale, kernel):
-    # sorted queries make every search and prefix lookup below a forward sweep
-    key_order, keys = sorted_scaled(np.asarray(keys), scale)
+def _sums_1d(queries, keys, values, scale, kernel, edges):
+    # sorted queries make every search and prefix lookup below a forward sweep; sorted by
+    # the unscaled inputs when they decide the edges (the centred order is the same, ties
+    # aside)
+    key_order, keys = sorted_scaled(
+        np.asarray(keys), scale, None if edges is None else np.argsort(edges[1][:, 0])
+    )
     values = np.asarray(np.asarray(values)[key_order], np.float64)
+    query_order, queries = sorted_scaled(
+        np.asarray(queries), scale, None if edges is None else np.argsort(edges[0][:, 0])
+    )
+    if edges is None:
+        inside = None
+    else:
+        raw_queries, raw_keys = edges[0][query_order], edges[1][key_order]
+
+        def inside(rows, index):
+            return inside_support(raw_queries[rows], raw_keys[index], edges[2], kernel)
+
     del key_order
-    query_order, queries = sorted_scaled(np.asarray(queries), scale)
     index = np.int32 if keys.shape[0] < 2**31 else np.intp
     low = np.searchsorted(keys, queries - kernel.support, side="left").astype(index)
     high = np.searchsorted(keys, queries + kernel.support, side="right").astype(index)
     for rows in (slice(i, i + 16 * QUERY_CHUNK) for i in range(0, len(queries), 16 * QUERY_CHUNK)):
-        low[rows], high[rows] = _settle_windows(queries[rows], keys, low[rows], high[rows], kernel)
+        low[rows], high[rows] = _settle_windows(
+            queries[rows], keys, low[rows], high[rows], kernel, rows, inside
+        )
     split = _split_kernel(kernel)
     if split is None:
         sums = _pairs_1d(queries, keys, values, kernel, low, high)
@@ -131,15 +184,17 @@ def _sums_1d(queries, keys, values, scale, kernel):
     return result
 
 
-def _settle_windows(queries, keys, low, high, kernel):
-    """Move window edges until they agree with ``(q − k)²`` against the support, as the
-    dense path decides (``q ± 1`` rounds differently); ties move together."""
-    radius2 = kernel.support**2
-    closed = float(kernel.log_profile(np.float64(radius2))) > -np.inf
+def _settle_windows(queries, keys, low, high, kernel, block, inside_raw=None):
+    """Move window edges until they agree with the support (``inside_raw(rows, index)`` on
+    the unscaled inputs of this ``block`` of sorted queries, else ``(q − k)²`` of the scaled
+    ones, as the dense path once decided; ``q ± 1`` rounds differently); ties move
+    together."""
+    offset = block.start
 
     def inside(rows, index):
-        r2 = (queries[rows] - keys[index]) ** 2
-        return r2 <= radius2 if closed else r2 < radius2
+        if inside_raw is not None:
+            return inside_raw(rows + offset, index)
+        return _inside((queries[rows] - keys[index]) ** 2, kernel)
 
     m = keys.shape[0]
     while True:
@@ -285,32 +340,41 @@ def _pairs_1d(queries, keys, values, kernel, low, high):
         first = np.repeat(np.cumsum(window) - window, window)  # each row's first pair
         columns = low[rows] + np.arange(rows.size) - first
         diff = queries[rows] - keys[columns]
-        _accumulate(sums, rows, columns, diff * diff, values, kernel)
+        # the window decided who is inside: a pair in it weighs at least the edge's weight
+        _accumulate(sums, rows, columns, _within(diff * diff, kernel), values, kernel)
         start = stop
     return sums
 
 
-def _sums_tree(queries, keys, values, kernel):
+def _sums_tree(queries, keys, values, kernel, edges):
     """Pair sums ``(n, 1 + p)`` from KD-tree neighbourhoods (``d ≥ 2``), in chunks of queries."""
     from scipy.spatial import cKDTree
 
     tree = cKDTree(keys)
     sums = np.zeros((queries.shape[0], 1 + values.shape[1]))
     chunk = max(1, min(queries.shape[0], 8192))
+    # a little beyond the support (the unscaled inputs' rounding, if they decide): the
+    # kernel itself decides the edge, as in dense
+    slack = 1e-9 if edges is None else max(1e-9, 64 * np.finfo(edges[0].dtype).eps)
+    reach = kernel.support * (1 + slack)
     start = 0
     while start < queries.shape[0]:
         rows = slice(start, start + chunk)
         block = cKDTree(queries[rows])
-        if chunk > 1 and block.count_neighbors(tree, kernel.support * (1 + 1e-9)) > PAIR_BUDGET:
+        if chunk > 1 and block.count_neighbors(tree, reach) > PAIR_BUDGET:
             chunk //= 2
             continue
-        # a little beyond the support: the kernel itself decides the edge, as in dense
-        reach = kernel.support * (1 + 1e-9)
         pairs = block.sparse_distance_matrix(tree, reach, output_type="ndarray")
         local, columns = pairs["i"].astype(np.intp), pairs["j"].astype(np.intp)
+        if edges is not None:
+            keep = inside_support(edges[0][start:][local], edges[1][columns], edges[2], kernel)
+            local, columns = local[keep], columns[keep]
         diff = queries[rows][local] - keys[columns]
+        r2 = np.sum(diff * diff, axis=1)
+        if edges is not None:  # inside by the unscaled test
+            r2 = _within(r2, kernel)
         partial_sums = np.zeros((block.n, sums.shape[1]))
-        _accumulate(partial_sums, local, columns, np.sum(diff * diff, axis=1), values, kernel)
+        _accumulate(partial_sums, local, columns, r2, values, kernel)
         sums[rows] = partial_sums
         start += chunk
     return sums

@@ -38,9 +38,11 @@ def neighbours(queries, keys, k: int):
 
 
 @partial(jax.jit, static_argnames="kernel")
-def _candidate_state(queries, candidates, values, n_keys, *, kernel):
+def _candidate_state(queries, candidates, values, n_keys, inside, largest_inside, *, kernel):
     diff = queries[:, None, :] - candidates
     r2 = jnp.sum(diff * diff, axis=-1)
+    if inside is not None:  # the support's edge decided on the unscaled inputs
+        r2 = jnp.where(inside, jnp.minimum(r2, largest_inside), jnp.inf)
     log_weights = kernel.log_profile(r2)
     state = block_state(log_weights, values)
     farthest = log_weights[:, -1] - jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
@@ -48,23 +50,36 @@ def _candidate_state(queries, candidates, values, n_keys, *, kernel):
     return state, jnp.where(state.weight_sum > 0, left_out, 0.0)
 
 
-def topk_state(queries, keys, values, kernel: Kernel, k: int) -> tuple[PoolingState, np.ndarray]:
+def topk_state(
+    queries, keys, values, kernel: Kernel, k: int, *, edges=None
+) -> tuple[PoolingState, np.ndarray]:
     """State over each query's ``k`` nearest keys and the bound ``β (n,)`` on what was left out
     (NumPy, float64).
 
     ``queries (n, d)``, ``keys (m, d)`` scaled by the bandwidth; ``values (m, p)``.
+    ``edges``: the unscaled inputs and bandwidth that decide a compact support's edge, as
+    in :func:`attnpool.methods.sparse.sparse_sums`.
     """
+    from .sparse import inside_support, largest_inside
+
     k = min(k, keys.shape[0])
     index = neighbours(queries, keys, k)
     states, bounds = [], []
     with precision_scope(np.float64):
         for start in range(0, queries.shape[0], QUERY_CHUNK):
             rows = index[start : start + QUERY_CHUNK]
+            inside = None
+            if edges is not None:
+                raw_queries = np.repeat(edges[0][start : start + QUERY_CHUNK], k, axis=0)
+                inside = inside_support(raw_queries, edges[1][rows.ravel()], edges[2], kernel)
+                inside = jnp.asarray(inside.reshape(rows.shape))
             state, bound = _candidate_state(
                 jnp.asarray(queries[start : start + QUERY_CHUNK], jnp.float64),
                 jnp.asarray(keys[rows], jnp.float64),
                 jnp.asarray(values[rows], jnp.float64),
                 keys.shape[0],
+                inside,
+                largest_inside(kernel),
                 kernel=kernel,
             )
             states.append(PoolingState(*(np.asarray(leaf) for leaf in state)))
