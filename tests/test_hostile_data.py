@@ -136,12 +136,14 @@ def _boxcar_by_differences(queries, keys, values, bandwidth):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("d", [1, 2])
-@pytest.mark.parametrize("bandwidth", [0.3, 0.7])
+@pytest.mark.parametrize("d, bandwidth", [(1, 0.3), (1, 0.7), (1, 1.0), (2, 0.3), (2, 0.7)])
 def test_ties_on_the_boxcar_edge_are_decided_alike_by_every_method(dtype, d, bandwidth):
     """Data with one decimal and h = 0.3: many keys are one bandwidth away up to rounding
-    (0.7 − 0.4 = 0.29999999999999993). Every method — engines, host methods, Dask — forms
-    (q − k)/h from the unscaled inputs, so they keep the same keys."""
+    (0.7 − 0.4 = 0.29999999999999993); with h = 1, many exactly (1.3 − 0.3 = 1: out).
+    Every method — engines, host methods, Dask — forms (q − k)/h from the unscaled
+    inputs, so they keep the same keys. (In d = 2 with h = 1, u₀² + u₁² lands exactly on
+    1 for many pairs, and XLA:CPU may fuse one of the squares into a multiply-add: that
+    last rounding is not yet the same in every path — see the design notes.)"""
     import dask.array as da
 
     from attnpool import distributed
