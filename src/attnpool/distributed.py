@@ -39,7 +39,7 @@ from ._interop import precision_scope
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from .engine import kernel_block, pool_state
 from .geometry import block_log_weights, key_centre
-from .methods.choice import DENSE_MAX_PAIRS
+from .methods.choice import exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import PoolingState, block_state, finalize, merge_stacked
 
@@ -155,7 +155,7 @@ def _chunk_state(
             return block_state(log_w, value_rows)
 
         n, m = q.shape[0], k.shape[0]
-        method = "dense" if n * m <= DENSE_MAX_PAIRS else "stream"
+        method = exact_engine(n * m)
         return pool_state(block, q, k, values, method=method, key_block=key_block)
 
     states = jax.vmap(one)(bandwidths)  # leaves (K, n_i, ...)
@@ -228,7 +228,7 @@ def _chunk_nearest(queries, keys, values, factor, *, kernel, key_block):
     coordinates about the query chunk's centre times ``factor``."""
     centre = key_centre(queries)
     q, k = (queries - centre) * factor, (keys - centre) * factor
-    method = "dense" if q.shape[0] * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
+    method = exact_engine(q.shape[0] * k.shape[0])
     block = kernel_block(kernel, hard=True)
     return pool_state(block, q, k, values, method=method, key_block=key_block, hard=True)
 

@@ -27,7 +27,7 @@ from .geometry import (
     scale_coordinates,
 )
 from .methods import dense_state, dense_weights, fused, stream_state
-from .methods.choice import DENSE_MAX_PAIRS
+from .methods.choice import exact_engine
 from .state import block_state, finalize, hard_block_state
 
 __all__ = [
@@ -199,7 +199,7 @@ def _pool_program(
 ):
     def state(q, k, hard=False, bounded=True):
         if method == "fused" and not hard:
-            engine = "dense" if q.shape[0] * k.shape[0] <= DENSE_MAX_PAIRS else "stream"
+            engine = exact_engine(q.shape[0] * k.shape[0])
             return pool_state(
                 fused.fused_block(kernel),
                 *fused.centred(q, k, kernel),

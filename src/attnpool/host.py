@@ -15,13 +15,9 @@ import numpy as np
 
 from .engine import pool_core
 from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
-from .methods.choice import DENSE_MAX_PAIRS, TopK
+from .methods.choice import TopK, exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import finalize
-
-
-def _engine(pairs: int) -> str:
-    return "dense" if pairs <= DENSE_MAX_PAIRS else "stream"
 
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest):
@@ -46,7 +42,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
             v,
             h,
             kernel=kernel,
-            method=_engine(q.shape[0] * k.shape[0]),
+            method=exact_engine(q.shape[0] * k.shape[0]),
             key_block=KEY_BLOCK,
             nearest=nearest,
         )
@@ -90,7 +86,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
             v,
             h,
             kernel=kernel,
-            method=_engine(rows.size * k.shape[0]),
+            method=exact_engine(rows.size * k.shape[0]),
             key_block=KEY_BLOCK,
             nearest=nearest,
         )

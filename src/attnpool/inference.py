@@ -50,7 +50,7 @@ from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_positive_int
 from .engine import pool_state
 from .geometry import MATMUL_MIN_DIM, closeness
-from .methods.choice import DENSE_MAX_PAIRS
+from .methods.choice import exact_engine
 from .methods.stream import KEY_BLOCK
 from .regression import _validated, local_fit, loo_residuals
 from .state import block_state
@@ -112,7 +112,7 @@ def _log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel):
         return block_state(log_k, value_rows)
 
     n, m = queries.shape[0], keys.shape[0]
-    method = "dense" if n * m <= DENSE_MAX_PAIRS else "stream"
+    method = exact_engine(n * m)
     ones = jnp.ones((m, 1), keys.dtype)
     state = pool_state(block, queries, keys, ones, method=method, key_block=KEY_BLOCK)
     return state.max_log + jnp.log(state.weight_sum)

@@ -51,7 +51,7 @@ from .engine import (
 from .geometry import key_centre
 from .local_model import LocalModel, log_weights, model_for, prepare, relative
 from .methods import dense_weights, normalise
-from .methods.choice import DENSE_MAX_PAIRS
+from .methods.choice import exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import block_state, finalize
 
@@ -223,7 +223,7 @@ def local_fit(
         )
         return unpadded(results, n, host=is_host(x_train, x_query))
     width = 1 if model.degree == 0 else (1 + x_train.shape[1]) ** 2 * y_train.shape[1]
-    method = "stream" if block_size is not None or n * m * width > DENSE_MAX_PAIRS else "dense"
+    method = "stream" if block_size is not None else exact_engine(n * m * width)
     key_block = block_size or max(64, KEY_BLOCK // width)
     return _local_core(
         x_train,

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from ..engine import pool_state
 from ..methods import normalise
-from ..methods.choice import DENSE_MAX_PAIRS
+from ..methods.choice import exact_engine
 from ..methods.stream import KEY_BLOCK
 from ..state import block_state, finalize
 from .models import AttentionModel, Params
@@ -38,7 +38,7 @@ def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *
         return block_state(log_w, value_rows)
 
     n, m = queries.shape[0], keys.shape[0]
-    dense = n * m * model.pair_width <= DENSE_MAX_PAIRS
+    dense = exact_engine(n * m * model.pair_width) == "dense"
     state = pool_state(
         block,
         embedded_queries,

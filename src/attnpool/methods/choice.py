@@ -54,6 +54,13 @@ SPARSE_MAX_DIM = 4
 FUSED_MAX_ROUNDING = 1e-4
 
 
+def exact_engine(pairs: int) -> str:
+    """The exact engine for ``pairs`` query–key pairs (times the numbers each pair holds):
+    ``"dense"`` — one block, the matrix formed — up to :data:`DENSE_MAX_PAIRS`, else
+    ``"stream"``. Every path that pools exactly asks here."""
+    return "dense" if pairs <= DENSE_MAX_PAIRS else "stream"
+
+
 @dataclass(frozen=True)
 class Binned:
     """Binned pooling (``d ≤ 2``): linear binning, FFT convolution, interpolation.
