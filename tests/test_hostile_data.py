@@ -1,6 +1,7 @@
 """Regression tests: data that once gave plausible-looking wrong numbers on the default path."""
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -125,25 +126,30 @@ def test_host_methods_at_tiny_bandwidths_give_the_nearest_key(method, kernel, d,
 
 def _boxcar_by_differences(queries, keys, values, bandwidth):
     """The textbook boxcar with the difference taken before the division:
-    ``Σ_j ((q_j − k_j) / h)² < 1`` in the inputs' precision."""
+    ``u_j = (q_j − k_j) / h`` in the inputs' precision, and ``Σ_j u_j² < 1`` decided in
+    exact rational arithmetic wherever rounding could matter."""
     dtype = np.result_type(queries, np.float32)
-    r2 = np.zeros((queries.shape[0], keys.shape[0]), dtype)
-    for j in range(queries.shape[1]):
-        u = (queries[:, None, j] - keys[None, :, j]) / dtype.type(bandwidth)
-        r2 = r2 + u * u
+    us = [
+        (queries[:, None, j] - keys[None, :, j]) / dtype.type(bandwidth)
+        for j in range(queries.shape[1])
+    ]
+    r2 = sum(np.asarray(u, np.float64) ** 2 for u in us)
     inside = r2 < 1
+    for i, j in np.argwhere(np.abs(r2 - 1) < 1e-5):
+        inside[i, j] = sum(Fraction(float(u[i, j])) ** 2 for u in us) < 1
     return (inside @ values) / inside.sum(axis=1)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("d, bandwidth", [(1, 0.3), (1, 0.7), (1, 1.0), (2, 0.3), (2, 0.7)])
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("bandwidth", [0.3, 0.7, 1.0])
 def test_ties_on_the_boxcar_edge_are_decided_alike_by_every_method(dtype, d, bandwidth):
     """Data with one decimal and h = 0.3: many keys are one bandwidth away up to rounding
     (0.7 − 0.4 = 0.29999999999999993); with h = 1, many exactly (1.3 − 0.3 = 1: out).
     Every method — engines, host methods, Dask — forms (q − k)/h from the unscaled
-    inputs, so they keep the same keys. (In d = 2 with h = 1, u₀² + u₁² lands exactly on
-    1 for many pairs, and XLA:CPU may fuse one of the squares into a multiply-add: that
-    last rounding is not yet the same in every path — see the design notes.)"""
+    inputs, and decides Σ u_j² < 1 by exact products and error-free sums, so they keep
+    the same keys — in d = 2 with h = 1, u₀² + u₁² is 1 up to rounding for many pairs,
+    and XLA:CPU fuses one of the squares into a multiply-add in some loops."""
     import dask.array as da
 
     from attnpool import distributed

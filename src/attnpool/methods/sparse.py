@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._interop import precision_scope
+from ..geometry import inside_exactly, support_edge
 from ..kernels import Kernel
 
 #: Queries whose prefix-sum windows are combined at once.
@@ -105,28 +106,27 @@ def sparse_sums(queries, keys, values, scale, kernel: Kernel, *, edges=None) -> 
 
 def inside_support(queries, keys, bandwidth, kernel: Kernel) -> np.ndarray:
     """Whether each pair of rows ``queries (P, d)``, ``keys (P, d)`` (unscaled) is inside the
-    support: ``Σ_j ((q_j − k_j) / h_j)²`` summed in order against ``support²``, in the
-    inputs' precision — the exact engines' arithmetic
-    (:func:`attnpool.geometry.block_coordinates`)."""
+    support, decided from ``u_j = (q_j − k_j) / h_j`` in the inputs' precision by
+    :func:`attnpool.geometry.inside_exactly` — as the exact engines decide it."""
     dtype = np.result_type(queries, keys, np.float32)
     bandwidth = np.broadcast_to(np.asarray(bandwidth, dtype), queries.shape[-1:])
-    r2 = np.zeros(queries.shape[0], dtype)
-    for j in range(queries.shape[1]):
-        u = (queries[:, j].astype(dtype) - keys[:, j].astype(dtype)) / bandwidth[j]
-        r2 = r2 + u * u
-    return _inside(r2, kernel)
+    us = [
+        (queries[:, j].astype(dtype) - keys[:, j].astype(dtype)) / bandwidth[j]
+        for j in range(queries.shape[1])
+    ]
+    radius2, closed = support_edge(kernel)
+    return inside_exactly(us, radius2, closed=closed, xp=np)
 
 
 def _inside(r2, kernel: Kernel):
-    radius2 = np.asarray(kernel.support**2, r2.dtype)
-    closed = float(kernel.log_profile(np.float64(radius2))) > -np.inf
+    radius2, closed = support_edge(kernel)
+    radius2 = np.asarray(radius2, r2.dtype)
     return r2 <= radius2 if closed else r2 < radius2
 
 
 def largest_inside(kernel: Kernel) -> float:
     """The largest ``r2`` inside the support (its square, or just below for an open one)."""
-    radius2 = kernel.support**2
-    closed = float(kernel.log_profile(np.float64(radius2))) > -np.inf
+    radius2, closed = support_edge(kernel)
     return radius2 if closed else float(np.nextafter(radius2, 0.0))
 
 
