@@ -18,17 +18,17 @@ Every function here is traceable, with the grid's shape static;
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache, partial
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.ndimage import maximum_filter1d, uniform_filter1d
 
 from .._interop import precision_scope
 from .._shapes import bucket, query_bucket
 from ..kernels import Kernel
+from .binned_bound import kernel_tail, nodes_for, pair_error_bound
 
 #: Grid nodes per (smallest) bandwidth for the bandwidth search.
 NODES_PER_BANDWIDTH = 16
@@ -46,8 +46,6 @@ POOL_BUDGET = 2**22
 HOPELESS_COARSENING = 4.0
 #: A float64 FFT convolution errs by at most this · log2(length) · ‖x‖₂ · ‖w‖₁ per entry.
 FFT_ROUNDING = 8 * np.finfo(np.float64).eps
-#: Radii at which the kernel's profile is evaluated at once.
-PROFILE_CHUNK = 2**14
 #: Points binned or interpolated at once (memory ``O(BIN_CHUNK · 2^d)``).
 BIN_CHUNK = 2**20
 
@@ -97,19 +95,6 @@ class BinnedPlan:
             new if r >= old else r for r, old, new in zip(reach, grid.size, size, strict=True)
         )
         return cls(Grid(*origin, size), reach)
-
-
-def kernel_tail(kernel: Kernel, dtype=np.float64) -> float:
-    """Scaled distance beyond which the kernel is below the dtype's resolution (or zero)."""
-    if kernel.compact:
-        return float(kernel.support)
-    floor = np.log(np.finfo(dtype).eps) - 1.0
-    u = np.geomspace(1e-3, 1e4, 4000)
-    values = np.asarray(kernel.log_profile(jnp.asarray(u**2))) - float(
-        kernel.log_profile(jnp.zeros(()))
-    )
-    below = np.flatnonzero(values < floor)
-    return float(u[below[0]]) if below.size else float(u[-1])
 
 
 def grid_for(
@@ -279,7 +264,7 @@ def _binned_sums(queries, keys, values, scale, *, kernel, grid, reach):
     binning keys and interpolating queries in chunks: memory ``O(BIN_CHUNK + grid)``."""
     size = tuple(grid_bucket(s) for s in grid.size)
     reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
-    bound, outside = pair_error_bound(kernel, Grid(grid.start, grid.spacing, size), reach)
+    bound, outside = pair_error_bound(kernel, grid.spacing, size, reach)
     start, spacing = np.asarray(grid.start), np.asarray(grid.spacing)
     binned = jnp.zeros((*size, 1 + values.shape[1]), jnp.float64)
     for _, points, features in _chunks(keys, scale, values):
@@ -302,118 +287,6 @@ def _binned_sums(queries, keys, values, scale, *, kernel, grid, reach):
     return sums[:, :-1], error
 
 
-def pair_error_bound(kernel: Kernel, grid: Grid, reach: tuple[int, ...]):
-    """A bound ``B`` on binning's error for one pair, per node offset, and the largest
-    kernel value left out beyond ``reach``.
-
-    A key and a query are each split between their cells' corners, so a pair at offset
-    ``t`` is summed as a convex combination of ``K`` at node offsets ``c − c'`` within two
-    spacings of ``t`` in each dimension. Its error is at most the kernel's oscillation
-    over that box, and, where ``K`` is twice differentiable there, at most
-    ``Σ_j Δ_j²/4 · max |∂_jj K|`` (two multilinear interpolations); for a radial profile
-    ``|∂_jj K| ≤ max(|p''|, |p'|/r)``. Taking the larger box of four spacings around each
-    node offset ``u`` makes ``Σ_{c,c'} w_c w_c' B(c − c')`` bound the pair's error
-    whatever ``t`` put weight on ``u``: convolved with the binned counts and interpolated
-    like the sums, ``B`` bounds ``Σ_j |error of K_ij|`` for every query, whatever the
-    keys' layout.
-
-    Returns ``B`` of shape ``2·(reach + margin) + 1`` and the profile's largest value at
-    node offsets beyond ``reach`` (0 when the reach spans the grid or the support).
-    """
-    spacing = np.asarray(grid.spacing, np.float64)
-    margin = np.ceil(4 * np.sqrt(np.sum(spacing**2)) / spacing).astype(int)
-    span = tuple(int(min(r + g, s - 1)) for r, g, s in zip(reach, margin, grid.size, strict=True))
-    largest = np.sqrt(np.sum((np.asarray(span) * spacing) ** 2))
-    step, radial, _ = radial_error_bound(kernel, spacing, largest)
-    axes = [np.arange(-r, r + 1) * h for r, h in zip(span, spacing, strict=True)]
-    at = np.sqrt(sum(np.meshgrid(*[a**2 for a in axes], indexing="ij"))) / step
-    bound = np.maximum(radial[np.floor(at).astype(int)], radial[np.ceil(at).astype(int)])
-    left_out = [r * h for r, s, h in zip(reach, grid.size, spacing, strict=True) if r < s - 1]
-    outside = float(_profile(kernel, np.array([min(left_out)]))[0]) if left_out else 0.0
-    return bound, outside
-
-
-def radial_error_bound(kernel: Kernel, spacing, largest: float):
-    """``(step, B(r), p(r))`` at radii ``0, step, …`` past ``largest``: the pair-error bound
-    of :func:`pair_error_bound` as a function of the node offset's length ``r``, and the
-    profile ``p``.
-
-    Three bounds on one interpolation's error, each taken over the radii a pair's box
-    reaches (``r ± 4‖Δ‖``), the least of them kept: the oscillation of ``p``;
-    ``Σ_j Δ_j²/8 · max |∂_jj K|`` where ``K`` is twice differentiable; and
-    ``Σ_j Δ_j/4 · V``, with ``V`` the variation of the slope, which holds across a kink (a
-    compact kernel's edge, the cone at 0 of the Laplacian and the triangle) as well. The
-    derivatives are differences on a table 16 times finer than the grid.
-    """
-    spacing = np.asarray(spacing, np.float64)
-    d = spacing.size
-    window = 4 * np.sqrt(np.sum(spacing**2))
-    step = spacing.min() / 16
-    radii = np.arange(0.0, largest + window + 3 * step, step)
-    profile = _profile(kernel, radii)
-    padded = np.concatenate([profile[1:2], profile, profile[-1:]])  # even in r; flat at the end
-    segment_slope = np.diff(padded) / step
-    slope = (segment_slope[1:] + segment_slope[:-1]) / 2
-    turn = np.abs(np.diff(segment_slope))  # the slope's variation at each radius
-    # ∂_jj K is a convex combination of p'' and p'/r (the level sets' curvature, d ≥ 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        level_curvature = np.where(radii > 0, np.abs(slope) / radii, turn / step)
-    bending = turn / step if d == 1 else np.maximum(turn / step, level_curvature)
-    width = 2 * int(np.ceil(window / step)) + 3
-
-    def largest_near(table):
-        return maximum_filter1d(table, width, mode="mirror")
-
-    oscillation = largest_near(profile) + largest_near(-profile)
-    smooth = np.sum(spacing**2) / 8 * largest_near(bending)
-    variation = uniform_filter1d(turn, width, mode="mirror") * width
-    if d > 1:
-        variation = variation + 2 * window * largest_near(level_curvature)
-    across_kinks = np.sum(spacing) / 4 * variation
-    # two interpolations (the key's and the query's); 1.25 for the tables' sampling
-    return step, 2.5 * np.minimum(oscillation / 2.5, np.minimum(smooth, across_kinks)), profile
-
-
-def _profile(kernel: Kernel, radii) -> np.ndarray:
-    """``K(r) / K(0)`` at ``radii``, in float64 (0 outside a compact support), evaluated
-    :data:`PROFILE_CHUNK` radii at a time (one program per kernel)."""
-    radii = np.asarray(radii, np.float64)
-    table = np.zeros(-(-radii.size // PROFILE_CHUNK) * PROFILE_CHUNK)
-    table[: radii.size] = radii**2
-    with precision_scope(np.float64):
-        log_k = [
-            np.asarray(_log_profile(jnp.asarray(chunk), kernel=kernel))
-            for chunk in table.reshape(-1, PROFILE_CHUNK)
-        ]
-    return np.nan_to_num(np.exp(np.concatenate(log_k)[: radii.size]), nan=0.0)
-
-
-@partial(jax.jit, static_argnames="kernel")
-def _log_profile(r2, *, kernel):
-    return kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype))
-
-
-@lru_cache(maxsize=64)
-def nodes_for(kernel: Kernel, tolerance: float, d: int = 1) -> float:
-    """Grid nodes per bandwidth at which the error bound on keys of uniform density is
-    half of ``tolerance`` (denser or sparser parts of the data may need rows pooled
-    exactly; clustered ones do)."""
-    tail = kernel_tail(kernel)
-
-    def relative_bound(nodes: float) -> float:
-        step, bound, profile = radial_error_bound(kernel, np.full(d, 1.0 / nodes), tail)
-        radius = (np.arange(bound.size) * step) ** (d - 1)
-        return float(np.sum(bound * radius) / np.sum(profile * radius))
-
-    low, high = 1.0, 2.0
-    while relative_bound(high) > tolerance / 2 and high < 2.0**20:
-        low, high = high, 2 * high
-    for _ in range(8):  # bisection in log(nodes): within 0.3%
-        middle = np.sqrt(low * high)
-        low, high = (middle, high) if relative_bound(middle) > tolerance / 2 else (low, middle)
-    return high
-
-
 def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None, tolerance=1e-3):
     """Pooled values on a grid, with each row's binned weight and whether it is settled.
 
@@ -423,7 +296,7 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     values : (m, p) array.
     scale : (d,) the inverse bandwidths; scaled float64 coordinates are formed in chunks.
     grid_size : int or tuple, optional
-        Nodes per dimension; by default :func:`nodes_for` nodes per bandwidth, fewer
+        Nodes per dimension; by default :func:`.binned_bound.nodes_for` nodes per bandwidth, fewer
         where the grid with the kernel's reach would exceed :data:`POOL_BUDGET` nodes.
 
     Returns
@@ -431,7 +304,7 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     pooled : (n, p) float64; weight : (n,) ``Σ_j K_ij / K(0)`` as binned; settled : (n,)
     bool; and the :class:`Grid` used.
 
-    A row is *settled* when the bound of :func:`pair_error_bound` on its kernel sums
+    A row is *settled* when the bound of :func:`.binned_bound.pair_error_bound` on its kernel sums
     proves ``|pooled − exact| ≤ tolerance × range(values)`` in every column: with binned
     weight ``D_i`` and summed pair-error bound ``E_i``, ``|pooled − exact| ≤ range · E_i /
     D_i``. Rows that are not settled (little weight, most of it near a kernel's kink or

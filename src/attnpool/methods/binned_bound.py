@@ -1,0 +1,148 @@
+"""A bound on linear binning's error, per pair and per query.
+
+:func:`pair_error_bound` gives ``B(u)``, a bound on the error of one pair summed by
+linear binning, convolution and interpolation, for every node offset ``u``;
+convolved with the binned counts it bounds each query's summed error, so
+:mod:`attnpool.methods.binned` can prove its tolerance row by row. :func:`nodes_for`
+chooses the grid from the same bound.
+"""
+
+from __future__ import annotations
+
+from functools import cache, partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.ndimage import maximum_filter1d, uniform_filter1d
+
+from .._interop import precision_scope
+from ..kernels import Kernel
+
+#: Radii at which the kernel's profile is evaluated at once.
+PROFILE_CHUNK = 2**14
+
+
+def kernel_tail(kernel: Kernel, dtype=np.float64) -> float:
+    """Scaled distance beyond which the kernel is below the dtype's resolution (or zero)."""
+    if kernel.compact:
+        return float(kernel.support)
+    floor = np.log(np.finfo(dtype).eps) - 1.0
+    u = np.geomspace(1e-3, 1e4, 4000)
+    values = np.asarray(kernel.log_profile(jnp.asarray(u**2))) - float(
+        kernel.log_profile(jnp.zeros(()))
+    )
+    below = np.flatnonzero(values < floor)
+    return float(u[below[0]]) if below.size else float(u[-1])
+
+
+def pair_error_bound(kernel: Kernel, spacing, size: tuple[int, ...], reach: tuple[int, ...]):
+    """A bound ``B`` on binning's error for one pair, per node offset, and the largest
+    kernel value left out beyond ``reach``.
+
+    A key and a query are each split between their cells' corners, so a pair at offset
+    ``t`` is summed as a convex combination of ``K`` at node offsets ``c − c'`` within two
+    spacings of ``t`` in each dimension. Its error is at most the kernel's oscillation
+    over that box, and, where ``K`` is twice differentiable there, at most
+    ``Σ_j Δ_j²/4 · max |∂_jj K|`` (two multilinear interpolations); for a radial profile
+    ``|∂_jj K| ≤ max(|p''|, |p'|/r)``. Taking the larger box of four spacings around each
+    node offset ``u`` makes ``Σ_{c,c'} w_c w_c' B(c − c')`` bound the pair's error
+    whatever ``t`` put weight on ``u``: convolved with the binned counts and interpolated
+    like the sums, ``B`` bounds ``Σ_j |error of K_ij|`` for every query, whatever the
+    keys' layout.
+
+    Returns ``B`` of shape ``2·(reach + margin) + 1`` and the profile's largest value at
+    node offsets beyond ``reach`` (0 when the reach spans the grid or the support).
+    """
+    spacing = np.asarray(spacing, np.float64)
+    margin = np.ceil(4 * np.sqrt(np.sum(spacing**2)) / spacing).astype(int)
+    span = tuple(int(min(r + g, s - 1)) for r, g, s in zip(reach, margin, size, strict=True))
+    largest = np.sqrt(np.sum((np.asarray(span) * spacing) ** 2))
+    step, radial, _ = radial_error_bound(kernel, spacing, largest)
+    axes = [np.arange(-r, r + 1) * h for r, h in zip(span, spacing, strict=True)]
+    at = np.sqrt(sum(np.meshgrid(*[a**2 for a in axes], indexing="ij"))) / step
+    bound = np.maximum(radial[np.floor(at).astype(int)], radial[np.ceil(at).astype(int)])
+    left_out = [r * h for r, s, h in zip(reach, size, spacing, strict=True) if r < s - 1]
+    outside = float(_profile(kernel, np.array([min(left_out)]))[0]) if left_out else 0.0
+    return bound, outside
+
+
+def radial_error_bound(kernel: Kernel, spacing, largest: float):
+    """``(step, B(r), p(r))`` at radii ``0, step, …`` past ``largest``: the pair-error bound
+    of :func:`pair_error_bound` as a function of the node offset's length ``r``, and the
+    profile ``p``.
+
+    Three bounds on one interpolation's error, each taken over the radii a pair's box
+    reaches (``r ± 4‖Δ‖``), the least of them kept: the oscillation of ``p``;
+    ``Σ_j Δ_j²/8 · max |∂_jj K|`` where ``K`` is twice differentiable; and
+    ``Σ_j Δ_j/4 · V``, with ``V`` the variation of the slope, which holds across a kink (a
+    compact kernel's edge, the cone at 0 of the Laplacian and the triangle) as well. The
+    derivatives are differences on a table 16 times finer than the grid.
+    """
+    spacing = np.asarray(spacing, np.float64)
+    d = spacing.size
+    window = 4 * np.sqrt(np.sum(spacing**2))
+    step = spacing.min() / 16
+    radii = np.arange(0.0, largest + window + 3 * step, step)
+    profile = _profile(kernel, radii)
+    padded = np.concatenate([profile[1:2], profile, profile[-1:]])  # even in r; flat at the end
+    segment_slope = np.diff(padded) / step
+    slope = (segment_slope[1:] + segment_slope[:-1]) / 2
+    turn = np.abs(np.diff(segment_slope))  # the slope's variation at each radius
+    # ∂_jj K is a convex combination of p'' and p'/r (the level sets' curvature, d ≥ 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level_curvature = np.where(radii > 0, np.abs(slope) / radii, turn / step)
+    bending = turn / step if d == 1 else np.maximum(turn / step, level_curvature)
+    width = 2 * int(np.ceil(window / step)) + 3
+
+    def largest_near(table):
+        return maximum_filter1d(table, width, mode="mirror")
+
+    oscillation = largest_near(profile) + largest_near(-profile)
+    smooth = np.sum(spacing**2) / 8 * largest_near(bending)
+    variation = uniform_filter1d(turn, width, mode="mirror") * width
+    if d > 1:
+        variation = variation + 2 * window * largest_near(level_curvature)
+    across_kinks = np.sum(spacing) / 4 * variation
+    # two interpolations (the key's and the query's); 1.25 for the tables' sampling
+    return step, 2.5 * np.minimum(oscillation / 2.5, np.minimum(smooth, across_kinks)), profile
+
+
+def _profile(kernel: Kernel, radii) -> np.ndarray:
+    """``K(r) / K(0)`` at ``radii``, in float64 (0 outside a compact support), evaluated
+    :data:`PROFILE_CHUNK` radii at a time (one program per kernel)."""
+    radii = np.asarray(radii, np.float64)
+    table = np.zeros(-(-radii.size // PROFILE_CHUNK) * PROFILE_CHUNK)
+    table[: radii.size] = radii**2
+    with precision_scope(np.float64):
+        log_k = [
+            np.asarray(_log_profile(jnp.asarray(chunk), kernel=kernel))
+            for chunk in table.reshape(-1, PROFILE_CHUNK)
+        ]
+    return np.nan_to_num(np.exp(np.concatenate(log_k)[: radii.size]), nan=0.0)
+
+
+@partial(jax.jit, static_argnames="kernel")
+def _log_profile(r2, *, kernel):
+    return kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype))
+
+
+@cache
+def nodes_for(kernel: Kernel, tolerance: float, d: int = 1) -> float:
+    """Grid nodes per bandwidth at which the error bound on keys of uniform density is
+    half of ``tolerance`` (denser or sparser parts of the data may need rows pooled
+    exactly; clustered ones do)."""
+    tail = kernel_tail(kernel)
+
+    def relative_bound(nodes: float) -> float:
+        step, bound, profile = radial_error_bound(kernel, np.full(d, 1.0 / nodes), tail)
+        radius = (np.arange(bound.size) * step) ** (d - 1)
+        return float(np.sum(bound * radius) / np.sum(profile * radius))
+
+    low, high = 1.0, 2.0
+    while relative_bound(high) > tolerance / 2 and high < 2.0**20:
+        low, high = high, 2 * high
+    for _ in range(8):  # bisection in log(nodes): within 0.3%
+        middle = np.sqrt(low * high)
+        low, high = (middle, high) if relative_bound(middle) > tolerance / 2 else (low, middle)
+    return high
