@@ -38,7 +38,7 @@ from . import kernels as _kernels
 from ._interop import precision_scope
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from .engine import kernel_block, pool_state
-from .geometry import block_log_weights, key_centre
+from .geometry import block_log_weights, has_edge, key_centre
 from .methods.choice import exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import PoolingState, block_state, finalize, merge_stacked
@@ -137,7 +137,7 @@ def _chunk_state(
     the origin keep their digits; the same centre for every key chunk, so log weights
     defined up to a per-query constant stay comparable across chunks).
     """
-    differences = kernel.compact and kernel.similarity == "distance"  # block_coordinates
+    differences = has_edge(kernel)
     if kernel.similarity == "distance" and not differences:
         centre = key_centre(queries)
         queries, keys = queries - centre, keys - centre
@@ -190,8 +190,8 @@ def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_
         )
         packed = _pack(state)
         if nearest:
-            closest = np.full_like(packed, -np.inf)[..., :1]
-            closest = np.concatenate([closest, np.zeros_like(packed[..., 1:])], axis=-1)
+            closest = np.zeros_like(packed)  # the empty state: m = −inf, s = 0, t = 0
+            closest[..., 0] = -np.inf
             if np.any(packed[..., 1] == 0):
                 factor = _nearest_factor(queries, bandwidths[0])
                 hard = _chunk_nearest(

@@ -117,9 +117,14 @@ def block_coordinates(queries, keys, bandwidth, kernel: Kernel):
     unscaled coordinates need no centring. Other kernels get :func:`scale_coordinates`
     (``divisor = None``).
     """
-    if kernel.compact and kernel.similarity == "distance":
+    if has_edge(kernel):
         return queries, keys, bandwidth
     return *scale_coordinates(queries, keys, bandwidth, kernel), None
+
+
+def has_edge(kernel: Kernel) -> bool:
+    """A compact distance kernel: blocks take unscaled rows (:func:`block_coordinates`)."""
+    return kernel.compact and kernel.similarity == "distance"
 
 
 def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
