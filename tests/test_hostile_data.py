@@ -186,3 +186,17 @@ def test_the_boxcar_leaves_out_keys_exactly_on_its_edge(method):
     np.testing.assert_array_equal(got, [2.0, 7.0])
     weights = attention_weights(np.array([0.0]), keys, kernel="boxcar", bandwidth=0.5)
     np.testing.assert_array_equal(weights, [[0, 1 / 3, 1 / 3, 1 / 3, 0, 0]])
+
+
+@pytest.mark.parametrize("kernel", ["epanechnikov", "cosine", "triangular", "tricube"])
+@pytest.mark.parametrize("d", [1, 2])
+def test_sparse_keeps_its_digits_over_millions_of_bandwidths(kernel, d):
+    # offsets once came from scaled coordinates (q/h − k/h rounds at eps·|q/h|): 3e-10 off
+    # at 7e6 bandwidths from the keys' centre; now from (q − k)/h, as the exact engines
+    rng = np.random.default_rng(3)
+    keys = np.column_stack([rng.uniform(0, 2e5, 20000), rng.uniform(0, 1, (20000, d - 1))])
+    queries = keys[:300] + rng.uniform(-0.01, 0.01, (300, d))
+    values = rng.normal(size=20000)
+    got = attention_pool(queries, keys, values, kernel=kernel, bandwidth=0.03, method="sparse")
+    want, _ = exact_pool(queries, keys, values, kernel, 0.03)
+    np.testing.assert_allclose(got, want[:, 0].astype(np.float64), rtol=0, atol=1e-12)

@@ -88,13 +88,13 @@ def test_sparse_prefix_sums_stay_exact_when_the_range_dwarfs_the_bandwidth():
 def test_sparse_prefix_and_pair_sums_agree_row_by_row():
     queries, keys, values = data(6, n=400, m=5000)
     kernel = kernels.get("epanechnikov")
-    q, k = queries[:, 0] / 0.3, keys[:, 0] / 0.3
+    q, k, h = np.sort(queries[:, 0]), keys[:, 0], 0.3
     order = np.argsort(k)
-    low = np.searchsorted(k[order], np.sort(q) - 1)
-    high = np.searchsorted(k[order], np.sort(q) + 1, side="right")
+    low = np.searchsorted(k[order], q - h)
+    high = np.searchsorted(k[order], q + h, side="right")
     split = sparse._split_kernel(kernel)
-    prefix, unreliable = sparse._prefix_sums(np.sort(q), k[order], values[order], split, low, high)
-    pairs = sparse._pairs_1d(np.sort(q), k[order], values[order], kernel, low, high)
+    prefix, unreliable = sparse._prefix_sums(q, k[order], values[order], h, split, low, high)
+    pairs = sparse._pairs_1d(q, k[order], values[order], h, kernel, low, high)
     assert unreliable.mean() < 0.01  # the few rows near the edges go to pairs
     np.testing.assert_allclose(prefix[~unreliable], pairs[~unreliable], rtol=1e-10, atol=1e-10)
 
@@ -162,6 +162,7 @@ def test_gaussian_methods_agree_pairwise(first, second):
 @example(seed=478, kernel="triangular", bandwidth=0.1, m=5)  # a key exactly on the edge
 @example(seed=1, kernel="boxcar", bandwidth=1.5, m=23)  # a key one bandwidth away
 @example(seed=255, kernel="boxcar", bandwidth=0.25, m=22)  # nearest keys tied within rounding
+@example(seed=652, kernel="cosine", bandwidth=0.03, m=20)  # only key within rounding of the edge
 def test_sparse_matches_dense_on_random_data(seed, kernel, bandwidth, m):
     rng = np.random.default_rng(seed)
     keys = np.round(rng.uniform(-3, 3, m), 2)  # ties and repeated keys on purpose

@@ -75,6 +75,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
         else:
             sums = native.native_sums(q, k, v, factor)
             exact = ~np.all(np.isfinite(sums), axis=1)
+        exact |= ~(sums[:, 0] >= 0)  # a negative weight is rounding no method may return
         empty_rows = (sums[:, 0] == 0) & ~exact
         pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
     exact |= empty_rows & nearest

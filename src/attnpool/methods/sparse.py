@@ -48,6 +48,10 @@ PREFIX_RTOL = 1e-10
 #: Width (in support radii) of the cells keys are centred in for the prefix sums: more
 #: than a window's two radii, so a window spans at most two cells.
 CELL_WIDTH = 4.0
+#: Bound, in units of eps, on what the rounding of a pair's offsets (each within about
+#: three radii of its cell's centre, rounded twice) changes the sum of its split terms:
+#: their derivatives are at most ~20 there (epanechnikov), so 256 holds with margin.
+ARGUMENT_ROUNDING = 256
 #: Keys per block of the two-level prefix sums: about √m, within these limits.
 PREFIX_BLOCKS = (64, 4096)
 
@@ -88,20 +92,37 @@ def sparse_sums(queries, keys, values, scale, kernel: Kernel, *, edges=None) -> 
     the support: ``(n, 1 + p)`` float64 sums.
 
     ``queries (n, d)``, ``keys (m, d)``, ``values (m, p)`` in any float precision;
-    ``scale (d,)`` the inverse bandwidths. Scaled float64 coordinates are formed here,
-    already sorted in one dimension, so no unsorted float64 copy is kept.
+    ``scale (d,)`` the inverse bandwidths.
 
     ``edges``: ``(queries, keys, bandwidth)`` unscaled and uncentred, in the inputs'
     precision; whether a key is inside the support is then decided as the exact engines
     decide it (:func:`inside_support`), the same in every method. Without them it is
-    decided on the scaled coordinates.
+    decided on ``(q − k) · s``.
+
+    Every pair's offset is a difference of unscaled float64 coordinates divided by the
+    bandwidth, never a difference of scaled ones: those round at ``eps · |q · s|``, which
+    grows with the data's extent over the bandwidth.
     """
     queries, keys = np.asarray(queries), np.asarray(keys)
     scale = np.broadcast_to(np.asarray(scale, np.float64), queries.shape[1:])
+    if edges is None:
+        edges = (queries, keys, 1.0 / scale)
+        inside = None
+    else:
+        inside = partial(inside_support, bandwidth=edges[2], kernel=kernel)
+    raw_queries, raw_keys = edges[0], edges[1]
+    bandwidth = np.broadcast_to(np.asarray(edges[2], np.float64), queries.shape[1:])
+    values = np.asarray(values, np.float64)
     if queries.shape[1] == 1:
-        return _sums_1d(queries[:, 0], keys[:, 0], values, scale[0], kernel, edges)
-    queries, keys = (np.asarray(x, np.float64) * scale for x in (queries, keys))
-    return _sums_tree(queries, keys, np.asarray(values, np.float64), kernel, edges)
+        return _sums_1d(raw_queries[:, 0], raw_keys[:, 0], values, bandwidth[0], kernel, inside)
+    return _sums_tree(
+        queries, keys, scale, (raw_queries, raw_keys, bandwidth), values, kernel, inside
+    )
+
+
+def _offsets(queries, keys, bandwidth):
+    """``u = (q − k) / h`` of paired rows ``(P, d)`` in float64."""
+    return (np.asarray(queries, np.float64) - np.asarray(keys, np.float64)) / bandwidth
 
 
 def inside_support(queries, keys, bandwidth, kernel: Kernel) -> np.ndarray:
@@ -143,58 +164,56 @@ def sorted_scaled(x, scale, order=None):
     return order, scaled
 
 
-def _sums_1d(queries, keys, values, scale, kernel, edges):
-    # sorted queries make every search and prefix lookup below a forward sweep; sorted by
-    # the unscaled inputs when they decide the edges (the centred order is the same, ties
-    # aside)
-    key_order, keys = sorted_scaled(
-        np.asarray(keys), scale, None if edges is None else np.argsort(edges[1][:, 0])
-    )
-    values = np.asarray(np.asarray(values)[key_order], np.float64)
-    query_order, queries = sorted_scaled(
-        np.asarray(queries), scale, None if edges is None else np.argsort(edges[0][:, 0])
-    )
-    if edges is None:
+def _sums_1d(raw_queries, raw_keys, values, bandwidth, kernel, inside_raw):
+    """Sums over windows of the sorted unscaled keys; ``inside_raw(queries, keys)`` decides
+    the support's edge on the inputs (None: on the float64 offsets)."""
+    # sorted queries make every search and prefix lookup below a forward sweep
+    key_order, keys = sorted_scaled(raw_keys, 1.0)
+    query_order, queries = sorted_scaled(raw_queries, 1.0)
+    values = values[key_order]
+    if inside_raw is None:
         inside = None
     else:
-        raw_queries, raw_keys = edges[0][query_order], edges[1][key_order]
+        sorted_queries, sorted_keys = raw_queries[query_order, None], raw_keys[key_order, None]
 
         def inside(rows, index):
-            return inside_support(raw_queries[rows], raw_keys[index], edges[2], kernel)
+            return inside_raw(sorted_queries[rows], sorted_keys[index])
 
     del key_order
     index = np.int32 if keys.shape[0] < 2**31 else np.intp
-    low = np.searchsorted(keys, queries - kernel.support, side="left").astype(index)
-    high = np.searchsorted(keys, queries + kernel.support, side="right").astype(index)
+    reach = kernel.support * bandwidth
+    low = np.searchsorted(keys, queries - reach, side="left").astype(index)
+    high = np.searchsorted(keys, queries + reach, side="right").astype(index)
     for rows in (slice(i, i + 16 * QUERY_CHUNK) for i in range(0, len(queries), 16 * QUERY_CHUNK)):
         low[rows], high[rows] = _settle_windows(
-            queries[rows], keys, low[rows], high[rows], kernel, rows, inside
+            queries[rows], keys, bandwidth, low[rows], high[rows], kernel, rows, inside
         )
     split = _split_kernel(kernel)
     if split is None:
-        sums = _pairs_1d(queries, keys, values, kernel, low, high)
+        sums = _pairs_1d(queries, keys, values, bandwidth, kernel, low, high)
     else:
-        sums, unreliable = _prefix_sums(queries, keys, values, split, low, high)
+        sums, unreliable = _prefix_sums(queries, keys, values, bandwidth, split, low, high)
         rows = np.flatnonzero(unreliable)
         if rows.size:
-            sums[rows] = _pairs_1d(queries[rows], keys, values, kernel, low[rows], high[rows])
+            sums[rows] = _pairs_1d(
+                queries[rows], keys, values, bandwidth, kernel, low[rows], high[rows]
+            )
     del low, high, queries, keys, values
     result = np.empty_like(sums)
     result[query_order] = sums
     return result
 
 
-def _settle_windows(queries, keys, low, high, kernel, block, inside_raw=None):
+def _settle_windows(queries, keys, bandwidth, low, high, kernel, block, inside_raw=None):
     """Move window edges until they agree with the support (``inside_raw(rows, index)`` on
-    the unscaled inputs of this ``block`` of sorted queries, else ``(q − k)²`` of the scaled
-    ones, as the dense path once decided; ``q ± 1`` rounds differently); ties move
-    together."""
+    the inputs of this ``block`` of sorted queries, else ``u²`` of the float64 offsets;
+    ``q ± h`` rounds differently); ties move together."""
     offset = block.start
 
     def inside(rows, index):
         if inside_raw is not None:
             return inside_raw(rows + offset, index)
-        return _inside((queries[rows] - keys[index]) ** 2, kernel)
+        return _inside(_offsets(queries[rows], keys[index], bandwidth) ** 2, kernel)
 
     m = keys.shape[0]
     while True:
@@ -215,22 +234,26 @@ def _settle_windows(queries, keys, low, high, kernel, block, inside_raw=None):
             return low, high
 
 
-def _prefix_sums(queries, keys, values, split, low, high):
+def _prefix_sums(queries, keys, values, bandwidth, split, low, high):
     """Window sums ``(n, 1 + p)`` by prefix differences, and the rows whose rounding
-    estimate is too large.
+    estimate is too large; ``queries``, ``keys`` sorted and unscaled.
 
-    Keys are taken about the centre of their cell (``CELL_WIDTH`` support radii wide),
-    so every term is O(1); a window (two radii) spans at most two cells, each part
-    combined with the query's position about that part's cell.
+    Keys are taken about the centre ``c`` of their cell (``CELL_WIDTH`` support radii
+    wide), so every term is O(1); a window (two radii) spans at most two cells, each part
+    combined with the query's position about that part's cell. Both offsets are formed
+    from the same ``c``, as ``(k − c) / h``: their rounding is ``eps`` of a few radii
+    whatever the distance from the origin, and :data:`ARGUMENT_ROUNDING` bounds its
+    effect on a pair's terms (cancelling terms near the support's edge are only as
+    accurate as their arguments).
     """
     terms, left, right = split
     n, (m, p) = queries.shape[0], values.shape
-    origin = keys[0]
+    origin, width = keys[0], CELL_WIDTH * bandwidth
     # int64: the host methods take extents up to 2^40 radii, beyond int32
-    cells = np.floor((keys - origin) / CELL_WIDTH).astype(np.int64)  # non-decreasing
+    cells = np.floor((keys - origin) / width).astype(np.int64)  # non-decreasing
 
-    def centre(cell):
-        return origin + (cell + 0.5) * CELL_WIDTH
+    def offset(x, cell):
+        return (x - (origin + (cell + 0.5) * width)) / bandwidth
 
     sides = [(left, low, high)]
     if right is not None:  # keys[:middle] are ≤ q; settled windows may end on either side
@@ -249,7 +272,7 @@ def _prefix_sums(queries, keys, values, split, low, high):
         # for the rounding estimate; written straight into the prefix's padded buffer
         rows_in = np.zeros(((m // block + 1) * block, p + 2))
         for keys_in in (slice(i, min(i + QUERY_CHUNK, m)) for i in range(0, m, QUERY_CHUNK)):
-            weights = term(keys[keys_in] - centre(cells[keys_in]))
+            weights = term(offset(keys[keys_in], cells[keys_in]))
             rows_in[keys_in, 0] = weights
             np.multiply(weights[:, None], values[keys_in], out=rows_in[keys_in, 1 : p + 1])
             rows_in[keys_in, p + 1] = np.abs(weights)
@@ -262,13 +285,14 @@ def _prefix_sums(queries, keys, values, split, low, high):
                     (start, split, cells[np.minimum(start, m - 1)]),
                     (split, stop, cells[np.maximum(stop - 1, 0)]),
                 ]:
-                    a = coefficients(q - centre(part_cell))[j]
+                    a = coefficients(offset(q, part_cell))[j]
                     total, ends, across = prefix.window(first, last)
                     sums[rows] += a[:, None] * total[:, : p + 1]
                     rounding = np.sqrt(block) * ends[:, p + 1] + np.abs(across[:, 0])
                     error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, 0]))
         del prefix, rows_in
-    unreliable = (high > low) & ~(error <= PREFIX_RTOL * np.abs(sums[:, 0]))
+    error += (high - low) * ARGUMENT_ROUNDING * eps
+    unreliable = (high > low) & ~(error <= PREFIX_RTOL * sums[:, 0])
     return sums, unreliable
 
 
@@ -326,8 +350,9 @@ class _Prefix:
         return total, np.abs(inner_stop) + np.abs(inner_start), across
 
 
-def _pairs_1d(queries, keys, values, kernel, low, high):
-    """Pair-by-pair sums ``(n, 1 + p)`` over the sorted windows ``keys[low:high]``, in chunks."""
+def _pairs_1d(queries, keys, values, bandwidth, kernel, low, high):
+    """Pair-by-pair sums ``(n, 1 + p)`` over the sorted unscaled windows ``keys[low:high]``,
+    in chunks."""
     sums = np.zeros((queries.shape[0], 1 + values.shape[1]))
     counts = high - low
     cumulative = np.cumsum(counts)
@@ -339,24 +364,32 @@ def _pairs_1d(queries, keys, values, kernel, low, high):
         rows = np.repeat(np.arange(start, stop), window)
         first = np.repeat(np.cumsum(window) - window, window)  # each row's first pair
         columns = low[rows] + np.arange(rows.size) - first
-        diff = queries[rows] - keys[columns]
+        u = _offsets(queries[rows], keys[columns], bandwidth)
         # the window decided who is inside: a pair in it weighs at least the edge's weight
-        _accumulate(sums, rows, columns, _within(diff * diff, kernel), values, kernel)
+        _accumulate(sums, rows, columns, _within(u * u, kernel), values, kernel)
         start = stop
     return sums
 
 
-def _sums_tree(queries, keys, values, kernel, edges):
-    """Pair sums ``(n, 1 + p)`` from KD-tree neighbourhoods (``d ≥ 2``), in chunks of queries."""
+def _sums_tree(queries, keys, scale, unscaled, values, kernel, inside_raw):
+    """Pair sums ``(n, 1 + p)`` from KD-tree neighbourhoods (``d ≥ 2``), in chunks of queries.
+
+    The tree holds the scaled coordinates and finds candidates a little beyond the
+    support (their rounding, and the inputs' if ``inside_raw`` decides the edge);
+    ``unscaled = (queries, keys, bandwidth)`` give the pairs' offsets.
+    """
     from scipy.spatial import cKDTree
 
+    queries, keys = (np.asarray(x, np.float64) * scale for x in (queries, keys))
     tree = cKDTree(keys)
     sums = np.zeros((queries.shape[0], 1 + values.shape[1]))
     chunk = max(1, min(queries.shape[0], 8192))
-    # a little beyond the support (the unscaled inputs' rounding, if they decide): the
-    # kernel itself decides the edge, as in dense
-    slack = 1e-9 if edges is None else max(1e-9, 64 * np.finfo(edges[0].dtype).eps)
+    extent = max(np.max(np.abs(queries), initial=0.0), np.max(np.abs(keys), initial=0.0))
+    slack = max(1e-9, 8 * np.finfo(np.float64).eps * extent / kernel.support)
+    if inside_raw is not None:
+        slack = max(slack, 64 * np.finfo(unscaled[0].dtype).eps)
     reach = kernel.support * (1 + slack)
+    raw_queries, raw_keys, bandwidth = unscaled
     start = 0
     while start < queries.shape[0]:
         rows = slice(start, start + chunk)
@@ -366,15 +399,17 @@ def _sums_tree(queries, keys, values, kernel, edges):
             continue
         pairs = block.sparse_distance_matrix(tree, reach, output_type="ndarray")
         local, columns = pairs["i"].astype(np.intp), pairs["j"].astype(np.intp)
-        if edges is not None:
-            keep = inside_support(edges[0][start:][local], edges[1][columns], edges[2], kernel)
-            local, columns = local[keep], columns[keep]
-        diff = queries[rows][local] - keys[columns]
-        r2 = np.sum(diff * diff, axis=1)
-        if edges is not None:  # inside by the unscaled test
-            r2 = _within(r2, kernel)
+        pair_queries, pair_keys = raw_queries[start:][local], raw_keys[columns]
+        r2 = np.sum(_offsets(pair_queries, pair_keys, bandwidth) ** 2, axis=1)
+        if inside_raw is None:
+            keep = _inside(r2, kernel)
+        else:
+            keep = inside_raw(pair_queries, pair_keys)
         partial_sums = np.zeros((block.n, sums.shape[1]))
-        _accumulate(partial_sums, local, columns, r2, values, kernel)
+        # inside by the test: a pair weighs at least the edge's weight
+        _accumulate(
+            partial_sums, local[keep], columns[keep], _within(r2[keep], kernel), values, kernel
+        )
         sums[rows] = partial_sums
         start += chunk
     return sums
