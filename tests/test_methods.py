@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnpool import EmptyNeighbourhoodWarning, TopK, attention_pool, kernels
-from attnpool.methods import binned, sparse
+from attnpool.methods import binned, prefix_sums, sparse
 from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, value_range
 from oracle import exact_pool
 from reference import COMPACT_KERNELS, reference_pool
@@ -92,8 +92,8 @@ def test_sparse_prefix_and_pair_sums_agree_row_by_row():
     order = np.argsort(k)
     low = np.searchsorted(k[order], q - h)
     high = np.searchsorted(k[order], q + h, side="right")
-    split = sparse._split_kernel(kernel)
-    prefix, unreliable = sparse._prefix_sums(q, k[order], values[order], h, split, low, high)
+    split = prefix_sums.split_kernel(kernel)
+    prefix, unreliable = prefix_sums.prefix_sums(q, k[order], values[order], h, split, low, high)
     pairs = sparse._pairs_1d(q, k[order], values[order], h, kernel, low, high)
     assert unreliable.mean() < 0.01  # the few rows near the edges go to pairs
     np.testing.assert_allclose(prefix[~unreliable], pairs[~unreliable], rtol=1e-10, atol=1e-10)
