@@ -6,7 +6,6 @@ import pytest
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from attnpool import (
     LocalLinear,
@@ -17,11 +16,12 @@ from attnpool import (
     local_regression,
     select_bandwidth,
 )
+from sklearn_checks import scikit_learn_checks
 
 
 # The checks fit dozens of small data sets of different shapes; a rule of thumb and a
 # fixed bandwidth keep each fit cheap. Cross-validated fits are tested below.
-@parametrize_with_checks(
+@scikit_learn_checks(
     [
         NadarayaWatson(bandwidth="scott"),
         NadarayaWatson(bandwidth=1.0, kernel="epanechnikov", empty="nearest"),
@@ -132,3 +132,51 @@ def test_mixed_variable_types():
 def test_bad_parameters_fail_at_fit(estimator, pattern):
     with pytest.raises(ValueError, match=pattern):
         estimator.fit(np.linspace(0, 1, 10)[:, None], np.arange(10.0))
+
+
+def test_the_estimators_speak_scikit_learns_protocol_without_its_bases():
+    from sklearn.base import clone, is_classifier, is_regressor
+    from sklearn.exceptions import NotFittedError
+    from sklearn.model_selection import KFold, cross_val_score
+
+    model = LocalLinear(kernel="epanechnikov", bandwidth=0.5)
+    assert repr(model) == "LocalLinear(bandwidth=0.5, kernel='epanechnikov')"
+    assert repr(NadarayaWatson()) == "NadarayaWatson()"
+    copy = clone(model)
+    assert copy is not model and copy.get_params() == model.get_params()
+    assert is_regressor(model) and is_classifier(NadarayaWatsonClassifier())
+    with pytest.raises(NotFittedError, match="This LocalLinear instance is not fitted yet"):
+        model.predict([[0.0]])
+    with pytest.raises(ValueError, match="Invalid parameter 'width' for estimator"):
+        model.set_params(width=1.0)
+    pipeline = make_pipeline(StandardScaler(), NadarayaWatson(bandwidth=0.3))
+    pipeline.set_params(nadarayawatson__kernel="tricube")
+    assert pipeline.get_params()["nadarayawatson__kernel"] == "tricube"
+    data = datasets.sine_data(n=60, seed=4)
+    x, y = data.x_train[:, None], data.y_train
+    folds = KFold(3, shuffle=True, random_state=0)
+    scores = cross_val_score(NadarayaWatson(), x, y, cv=folds)
+    by_hand = [NadarayaWatson().fit(x[a], y[a]).score(x[b], y[b]) for a, b in folds.split(x)]
+    np.testing.assert_allclose(scores, by_hand, rtol=1e-12)
+
+
+def test_score_is_scikit_learns_r2_and_accuracy():
+    from sklearn.metrics import accuracy_score, r2_score
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 5, (50, 2))
+    y = np.column_stack([np.sin(x[:, 0]), x[:, 1] ** 2])
+    weights = rng.uniform(0.1, 2, 50)
+    model = NadarayaWatson(bandwidth=0.7).fit(x, y)
+    predicted = model.predict(x)
+    assert model.score(x, y) == pytest.approx(r2_score(y, predicted), rel=1e-12)
+    assert model.score(x, y, sample_weight=weights) == pytest.approx(
+        r2_score(y, predicted, sample_weight=weights), rel=1e-12
+    )
+    constant = NadarayaWatson(bandwidth=0.7).fit(x, np.ones(50))
+    assert constant.score(x, np.ones(50)) == r2_score(np.ones(50), constant.predict(x))
+    labels = np.where(x[:, 0] > 2.5, "high", "low")
+    classifier = NadarayaWatsonClassifier(bandwidth=0.5).fit(x, labels)
+    assert classifier.score(x, labels, sample_weight=weights) == pytest.approx(
+        accuracy_score(labels, classifier.predict(x), sample_weight=weights), rel=1e-12
+    )

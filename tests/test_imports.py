@@ -11,18 +11,12 @@ def test_import_is_light():
         "{'matplotlib', 'typer', 'dask', 'distributed', 'sklearn', 'click', 'rich'})\n"
         "print(','.join(heavy))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == ""
+    assert _printed(code) == ""
 
 
 def test_plotting_loads_on_first_access():
     code = "import sys, attnpool\nattnpool.plotting\nprint('matplotlib' in sys.modules)\n"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "True"
+    assert _printed(code) == "True"
 
 
 def test_public_api_is_listed():
@@ -30,3 +24,27 @@ def test_public_api_is_listed():
 
     for name in attnpool.__all__:
         assert hasattr(attnpool, name), name
+
+
+def test_a_first_fit_imports_neither_scikit_learn_nor_scipy_statistics():
+    # the estimators follow scikit-learn's protocol without its bases: importing it
+    # costs more than JAX and a whole small fit
+    code = (
+        "import sys, numpy as np\n"
+        "from attnpool import LocalLinear, NadarayaWatson, NadarayaWatsonClassifier\n"
+        "x = np.linspace(0, 5, 40)[:, None]; y = np.sin(x[:, 0])\n"
+        "NadarayaWatson().fit(x, y).predict(x[:5])\n"
+        "LocalLinear().fit(x, y).score(x, y)\n"
+        "NadarayaWatsonClassifier().fit(x, y > 0).predict(x[:5])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'pandas'}),"
+        " 'scipy.stats' in sys.modules)\n"
+    )
+    assert _printed(code) == "[] False"
+
+
+def _printed(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return result.stdout.strip()

@@ -5,7 +5,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import attnpool
 from attnpool import LearnedAttentionRegressor, datasets, learn, select_bandwidth
@@ -20,6 +19,7 @@ from attnpool.learn import (
     learned_pool,
 )
 from reference import reference_pool
+from sklearn_checks import scikit_learn_checks
 
 MODELS = [
     GlobalBandwidth(),
@@ -270,7 +270,7 @@ def test_divergence_is_an_error_not_nan():
         fit_attention("dot", x, y * 1e200, optimizer=optax.sgd(1e300), steps=5)
 
 
-@parametrize_with_checks(
+@scikit_learn_checks(
     [LearnedAttentionRegressor(steps=3), LearnedAttentionRegressor("ard", steps=3)]
 )
 def test_scikit_learn_estimator_checks(estimator, check):

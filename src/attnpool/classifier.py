@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelBinarizer
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._estimator_api import BaseEstimator, ClassifierMixin, check_is_fitted, validate_data
 from .estimator import NadarayaWatson
 
 __all__ = ["NadarayaWatsonClassifier"]
@@ -42,12 +39,10 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Store the training data, one-hot encode ``y`` and choose the bandwidth."""
         X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        self._binarizer = LabelBinarizer().fit(y)
-        self.classes_ = self._binarizer.classes_
-        onehot = self._binarizer.transform(y).astype(float)
-        if onehot.shape[1] == 1:  # two classes: LabelBinarizer gives one column
-            onehot = np.hstack([1 - onehot, onehot])
+        _check_labels(y)
+        self.classes_, labels = np.unique(y, return_inverse=True)
+        onehot = np.zeros((y.shape[0], len(self.classes_)))
+        onehot[np.arange(y.shape[0]), labels] = 1.0
         self._regressor = NadarayaWatson(
             self.kernel,
             self.bandwidth,
@@ -90,3 +85,18 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         """Attention weights of queries ``X`` over the training points."""
         check_is_fitted(self)
         return self._regressor.attention_weights(X)
+
+
+def _check_labels(y) -> None:
+    """Class labels: anything ``np.unique`` orders, but no fractional numbers."""
+    if y.dtype.kind == "f" and not np.all(y == np.round(y)):
+        raise ValueError(
+            "Unknown label type: continuous. y: expected class labels; received fractional "
+            "values (for a numeric target use NadarayaWatson)"
+        )
+    if y.dtype.kind == "O":
+        kinds = {type(label).__name__ for label in y}
+        if len(kinds) > 1:
+            raise ValueError(
+                f"Unknown label type: y mixes label types {sorted(kinds)}; expected one type"
+            )

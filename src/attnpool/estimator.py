@@ -19,9 +19,8 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
 from ._validation import check_bandwidth, check_choice
 from .bandwidth import METHODS, select_bandwidth
 from .methods import choice

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._estimator_api import check_is_fitted, validate_data
 from .estimator import MultiOutputRegressor
 
 __all__ = ["LearnedAttentionRegressor"]
