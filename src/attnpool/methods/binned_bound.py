@@ -14,7 +14,6 @@ from functools import cache, partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.ndimage import maximum_filter1d, uniform_filter1d
 
 from .._interop import precision_scope
 from ..kernels import Kernel
@@ -94,6 +93,7 @@ def radial_error_bound(kernel: Kernel, spacing, largest: float):
         level_curvature = np.where(radii > 0, np.abs(slope) / radii, turn / step)
     bending = turn / step if d == 1 else np.maximum(turn / step, level_curvature)
     width = 2 * int(np.ceil(window / step)) + 3
+    from scipy.ndimage import maximum_filter1d, uniform_filter1d  # 0.3 s: when binning
 
     def largest_near(table):
         return maximum_filter1d(table, width, mode="mirror")
