@@ -160,3 +160,24 @@ def test_a_new_size_in_the_same_bucket_compiles_nothing(estimator):
     with attnpool.count_programs() as count:
         fit(93)  # rows 90 → 96 and queries 18 → 32, as before
     assert (count.traced, count.built) == (0, 0)
+
+
+FITS = (
+    "import attnpool, numpy as np\n"
+    "x = np.linspace(0, 5, 90).reshape(45, 2); y = np.sin(x[:, 0]) + x[:, 1]\n"
+    "traced = []\n"
+    "for model in (attnpool.NadarayaWatson(), attnpool.LocalLinear(),\n"
+    "              attnpool.NadarayaWatson(bandwidth='aicc')):\n"
+    "    with attnpool.count_programs() as count:\n"
+    "        model.fit(x, y).predict(x[:7])\n"
+    "    traced.append(count.traced)\n"
+    "print(traced)\n"
+)
+
+
+def test_a_first_fit_builds_one_program_for_its_search_and_one_to_predict(tmp_path):
+    # the search's result is mapped to bandwidths on the host: as eager JAX operations
+    # it built eleven programs more (one per operation); the AICc fit predicts with the
+    # first fit's program
+    run = python(["-c", FITS], cache=tmp_path)
+    assert run.stdout.strip() == "[2, 2, 1]"

@@ -33,12 +33,12 @@ from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
 from .criteria import (
     GRID,
+    bandwidth_of,
     best_candidate,
     grid_objectives,
     objective,
     objective_and_gradient,
     refine,
-    to_bandwidth,
     to_theta,
 )
 from .methods import binned, expansion, sparse
@@ -127,8 +127,7 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
         )
     if progress:
         progress(2, 3)
-    with precision_scope(dtype):
-        bandwidth = np.asarray(to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
+    bandwidth = bandwidth_of(theta, model, dtype)
     value, exact = _reported_objective(x, y, theta, bandwidth, model, dtype, options)
     if value is None:
         with precision_scope(np.float64):
@@ -347,7 +346,7 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
         )
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value
-        bandwidth = np.asarray(to_bandwidth(jnp.asarray(theta, dtype), model), dtype=float)
+    bandwidth = bandwidth_of(theta, model, dtype)
     if progress:
         progress(total, total)
     return BandwidthSelection(bandwidth, float(value), options["method"], (GRID, objectives))
@@ -377,12 +376,10 @@ def _search_one_program(x, y, count, thetas, dtype, options, progress) -> Bandwi
         start_value = float(np.nanmin(np.where(np.isfinite(objectives), objectives, np.nan)))
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value
-        bandwidth = np.asarray(to_bandwidth(jnp.asarray(theta, dtype), options["model"]))
+    bandwidth = bandwidth_of(theta, options["model"], dtype)
     if progress:
         progress(len(GRID) // _CHUNK + 1, len(GRID) // _CHUNK + 1)
-    return BandwidthSelection(
-        bandwidth.astype(float), float(value), options["method"], (GRID, objectives)
-    )
+    return BandwidthSelection(bandwidth, float(value), options["method"], (GRID, objectives))
 
 
 def cv_curve(

@@ -20,6 +20,7 @@ from .regression import LocalModel, hat_diagonal, loo_residuals
 
 __all__ = [
     "GRID",
+    "bandwidth_of",
     "best_candidate",
     "binned_loo_residuals",
     "criterion",
@@ -54,6 +55,19 @@ def to_bandwidth(theta, model: LocalModel):
         upper = jnp.asarray(categorical_upper(model), theta.dtype)
         h = h.at[jnp.array(cat)].set(upper * jax.nn.sigmoid(theta[jnp.array(cat)]))
     return h
+
+
+def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
+    """:func:`to_bandwidth` on the host, computed in ``dtype`` and returned in float64: a
+    search's result, with no eager JAX operation (each would build a program)."""
+    theta = np.asarray(theta, dtype)
+    h = np.zeros(theta.shape, dtype)
+    cont, cat = list(model.continuous), list(model.categorical)
+    h[cont] = np.exp(theta[cont])
+    if cat:
+        with np.errstate(over="ignore"):  # a very negative logit: λ = 0
+            h[cat] = categorical_upper(model).astype(dtype) / (1 + np.exp(-theta[cat]))
+    return h.astype(float)
 
 
 def to_theta(bandwidth, model: LocalModel):

@@ -22,16 +22,13 @@ from ..kernels import Kernel
 PROFILE_CHUNK = 2**14
 
 
+@cache
 def kernel_tail(kernel: Kernel, dtype=np.float64) -> float:
     """Scaled distance beyond which the kernel is below the dtype's resolution (or zero)."""
     if kernel.compact:
         return float(kernel.support)
-    floor = np.log(np.finfo(dtype).eps) - 1.0
     u = np.geomspace(1e-3, 1e4, 4000)
-    values = np.asarray(kernel.log_profile(jnp.asarray(u**2))) - float(
-        kernel.log_profile(jnp.zeros(()))
-    )
-    below = np.flatnonzero(values < floor)
+    below = np.flatnonzero(_profile(kernel, u) < np.finfo(dtype).eps / np.e)
     return float(u[below[0]]) if below.size else float(u[-1])
 
 
