@@ -13,6 +13,7 @@ run this for every method (``ORACLE_EXAMPLES`` examples each, 200 by default).
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import jax
 import numpy as np
@@ -20,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnpool import Binned, TopK, attention_pool, kernels
+from attnpool import Binned, TopK, attention_pool, kernels, numpy_engine
+from attnpool.local_model import model_for
 from oracle import exact_pool, magnitude, rounding_bound, value_range
 
 N, M = 6, 19
@@ -50,6 +52,7 @@ SUPPORTS = {
     "native": ["gaussian"],
     "binned": ["gaussian", "epanechnikov", "triangular", "tricube", "cosine", "laplacian"],
     "topk": [k for k in KERNELS if k not in ("dot", "constant")],
+    "numpy": [k for k in KERNELS if k != "dot"],
 }
 OPTIONS = {"binned": Binned(), "topk": TopK(k=8)}
 
@@ -93,18 +96,22 @@ def problems(draw, method: str, n: int = N, m: int = M):
     return points[:n], points[n:], values, kernel, bandwidth, dtype
 
 
+def numpy_engine_pool(queries, keys, values, kernel, bandwidth, empty):
+    """Pooling by the NumPy engine (a local-constant fit), as the estimators run it."""
+    model = model_for(keys, kernel=kernel)
+    flat = np.ndim(values) == 1
+    fit, _, _ = numpy_engine.local_fit(
+        keys, np.reshape(values, (len(keys), -1)), queries, np.full(keys.shape[1], bandwidth),
+        model, nearest=empty == "nearest",
+    )  # fmt: skip
+    return (fit[:, 0] if flat else fit).astype(np.result_type(queries, keys, values))
+
+
 def check_against_oracle(method, queries, keys, values, kernel, bandwidth, dtype):
     option = OPTIONS.get(method, method)
+    pool = numpy_engine_pool if method == "numpy" else partial(attention_pool, method=option)
     try:
-        got = attention_pool(
-            queries,
-            keys,
-            values,
-            kernel=kernel,
-            bandwidth=bandwidth,
-            method=option,
-            empty="nearest",
-        )
+        got = pool(queries, keys, values, kernel=kernel, bandwidth=bandwidth, empty="nearest")
     except ValueError as error:
         # a clear refusal (too many grid nodes, weight left out above the tolerance)
         assert method in ("binned", "topk", "sparse"), f"{method} raised: {error}"

@@ -164,10 +164,13 @@ def test_a_new_size_in_the_same_bucket_compiles_nothing(estimator):
 
 FITS = (
     "import attnpool, numpy as np\n"
-    "x = np.linspace(0, 5, 90).reshape(45, 2); y = np.sin(x[:, 0]) + x[:, 1]\n"
+    "rng = np.random.default_rng(0)\n"
     "traced = []\n"
-    "for model in (attnpool.NadarayaWatson(), attnpool.LocalLinear(),\n"
-    "              attnpool.NadarayaWatson(bandwidth='aicc')):\n"
+    "for n, d, model in ((45, 1, attnpool.NadarayaWatson()), (45, 1, attnpool.LocalLinear()),\n"
+    "                    (45, 1, attnpool.NadarayaWatson(bandwidth='aicc')),\n"
+    "                    (45, 2, attnpool.NadarayaWatson()),\n"
+    "                    (3000, 2, attnpool.NadarayaWatson())):\n"
+    "    x = rng.uniform(0, 5, (n, d)); y = np.sin(x[:, 0]) + x[:, -1]\n"
     "    with attnpool.count_programs() as count:\n"
     "        model.fit(x, y).predict(x[:7])\n"
     "    traced.append(count.traced)\n"
@@ -175,9 +178,12 @@ FITS = (
 )
 
 
-def test_a_first_fit_builds_one_program_for_its_search_and_one_to_predict(tmp_path):
-    # the search's result is mapped to bandwidths on the host: as eager JAX operations
-    # it built eleven programs more (one per operation); the AICc fit predicts with the
-    # first fit's program
+def test_a_first_fit_builds_a_program_only_where_it_pays(tmp_path):
+    # small fits in one column run on the NumPy engine (no program); AICc searches, and
+    # CV in two columns, with one program (objective and gradient; small predictions
+    # still on NumPy); a large fit with three for its search
+    # (float32 grid and descent, the float64 polish) and one to predict. The search's
+    # result is mapped to bandwidths on the host: as eager JAX operations it built
+    # eleven programs more (one per operation).
     run = python(["-c", FITS], cache=tmp_path)
-    assert run.stdout.strip() == "[2, 2, 1]"
+    assert run.stdout.strip() == "[0, 0, 1, 1, 4]"

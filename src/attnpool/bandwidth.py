@@ -26,7 +26,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from . import host_cv, kernels
+from . import host_cv, kernels, numpy_engine
 from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, padded
 from ._units import SearchUnits
@@ -66,6 +66,9 @@ BINNED_KERNELS = binned.SMOOTH_KERNELS
 #: :data:`EXPANSION_OBJECTIVE_MIN_PAIRS` on, at any size.
 EXACT_OBJECTIVE_MAX_PAIRS = 2**34
 EXPANSION_OBJECTIVE_MIN_PAIRS = 2**22
+#: Log-bandwidth tolerance of the NumPy engine's search (smooth objectives: Brent's
+#: parabolas reach it in a few more evaluations).
+NUMPY_SEARCH_XATOL = 1e-8
 
 
 class BandwidthSelection(NamedTuple):
@@ -176,36 +179,12 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
             f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
             f"kernel={model.kernel.name!r}"
         )
-    from scipy import optimize
+    return _select_on_host(host_cv.sparse_cv(x, y, model.kernel), thetas, progress)
 
-    objective = host_cv.sparse_cv(x, y, model.kernel)
-    objectives = np.array([objective(theta) for theta in thetas])
-    if progress:
-        progress(1, 2)
-    best = best_candidate(thetas, objectives, "cv")
-    step = float(np.log(GRID[1] / GRID[0]))
-    if x.shape[1] == 1:
-        found = optimize.minimize_scalar(
-            lambda t: host_cv.finite_or_largest(objective(np.array([t]))),
-            bounds=(best[0] - step, best[0] + step),
-            method="bounded",
-            options={"xatol": 1e-5},
-        )
-        theta, value = np.array([found.x]), float(found.fun)
-    else:
-        simplex = host_cv.initial_simplex(best, step)
-        found = optimize.minimize(
-            lambda t: host_cv.finite_or_largest(objective(t)),
-            best,
-            method="Nelder-Mead",
-            options={"xatol": 1e-5, "fatol": 0.0, "initial_simplex": simplex},
-        )
-        theta, value = found.x, float(found.fun)
-    best_value = float(np.nanmin(objectives))
-    if not value <= best_value:
-        theta, value = best, best_value
-    if progress:
-        progress(2, 2)
+
+def _select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
+    """CV by an objective ``θ → float`` computed on the host (no gradient)."""
+    theta, value, objectives = host_cv.host_search(objective, thetas, GRID, progress, **options)
     return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
 
 
@@ -298,6 +277,9 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
             f"kernels {sorted(BINNED_KERNELS)}; received method={method!r}, "
             f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
         )
+    if pooling == "auto" and method == "cv" and numpy_engine.searches(model, *y.shape):
+        objective = numpy_engine.loo_objective(x, y, model)
+        return _select_on_host(objective, thetas, progress, xatol=NUMPY_SEARCH_XATOL)
     if pooling == "binned" or (pooling == "auto" and binnable and x.shape[0] >= BINNED_MIN_ROWS):
         return _select_binned(x, y, model, thetas, dtype, options, progress)
     if pooling == "sparse":

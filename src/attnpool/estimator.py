@@ -20,13 +20,14 @@ import sys
 
 import numpy as np
 
+from . import numpy_engine
 from ._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
 from ._validation import check_bandwidth, check_choice
 from .bandwidth import METHODS, select_bandwidth
 from .methods import choice
 from .methods.stream import KEY_BLOCK
-from .pooling import attention_pool
-from .regression import local_regression, model_for, weight_matrix
+from .pooling import attention_pool, report_empty
+from .regression import check_empty, local_regression, model_for, weight_matrix
 
 __all__ = ["LocalLinear", "NadarayaWatson"]
 
@@ -190,7 +191,9 @@ class _LocalRegression(MultiOutputRegressor):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         name = self._method_name(X)
         common = {"kernel": self.kernel, "bandwidth": self.bandwidth_, "empty": self.empty}
-        if name in _EXACT_ENGINES and not (name == "auto" and self._local_constant(X)):
+        if name == "auto" and self._numpy_serves(X):
+            fit = self._predict_numpy(X)
+        elif name in _EXACT_ENGINES and not (name == "auto" and self._local_constant(X)):
             block_size = self.block_size
             if name == "stream" and block_size is None:
                 block_size = KEY_BLOCK
@@ -215,6 +218,28 @@ class _LocalRegression(MultiOutputRegressor):
         if not return_std:
             return fit
         return fit, self._band(X, method="asymptotic").std
+
+    def _numpy_serves(self, X) -> bool:
+        model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
+        outputs = 1 if self.y_train_.ndim == 1 else self.y_train_.shape[1]
+        return numpy_engine.serves(model, X.shape[0], self.X_train_.shape[0], outputs)
+
+    def _predict_numpy(self, X):
+        """Predictions by the NumPy engine, with the empty policy of the function the
+        compiled path calls: :func:`attention_pool` (local constant, where an unbounded
+        kernel takes the nearest-key limit) or :func:`local_regression`."""
+        model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
+        pooling = self._degree == 0
+        nearest = self.empty == "nearest" or (pooling and not model.kernel.compact)
+        y = self.y_train_.reshape(self.y_train_.shape[0], -1)
+        fit, _, empty_rows = numpy_engine.local_fit(
+            self.X_train_, y, X, self.bandwidth_, model, nearest=nearest
+        )
+        if pooling:
+            report_empty(model.kernel, self.empty, empty_rows, stacklevel=4)
+        else:
+            check_empty(self.empty, empty_rows)
+        return fit[:, 0] if self.y_train_.ndim == 1 else fit
 
     def predict_interval(
         self, X, level=0.95, *, method="asymptotic", n_boot=500, bootstrap="wild", seed=0

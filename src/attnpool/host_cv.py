@@ -67,6 +67,44 @@ def _mean_squared_error(y, rest) -> float:
     return float(np.mean((y - rest[:, 1:] / rest[:, :1]) ** 2))
 
 
+def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5):
+    """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid, ``grid``
+    its multipliers), refined without gradients — bounded Brent in one dimension,
+    Nelder–Mead in several — to ``xatol`` in ``θ`` (log-bandwidths); never worse than
+    the best grid point."""
+    from scipy import optimize
+
+    from .criteria import best_candidate
+
+    objectives = np.array([objective(theta) for theta in thetas])
+    if progress:
+        progress(1, 2)
+    best = best_candidate(thetas, objectives, "cv")
+    step = float(np.log(grid[1] / grid[0]))
+    if thetas.shape[1] == 1:
+        found = optimize.minimize_scalar(
+            lambda t: finite_or_largest(objective(np.array([t]))),
+            bounds=(best[0] - step, best[0] + step),
+            method="bounded",
+            options={"xatol": xatol},
+        )
+        theta, value = np.array([found.x]), float(found.fun)
+    else:
+        found = optimize.minimize(
+            lambda t: finite_or_largest(objective(t)),
+            best,
+            method="Nelder-Mead",
+            options={"xatol": xatol, "fatol": 0.0, "initial_simplex": initial_simplex(best, step)},
+        )
+        theta, value = found.x, float(found.fun)
+    best_value = float(np.nanmin(objectives))
+    if not value <= best_value:
+        theta, value = best, best_value
+    if progress:
+        progress(2, 2)
+    return theta, value, objectives
+
+
 def finite_or_largest(value: float) -> float:
     """Undefined objectives as the largest float: Brent's parabolas turn ``inf`` into NaN."""
     return value if np.isfinite(value) else float(np.finfo(np.float64).max)

@@ -144,6 +144,13 @@ class Kernel:
         return cls(label, log_profile, support=support)
 
 
+def _namespace(r2):
+    """NumPy for NumPy arrays (the NumPy engine's small problems: no program to build),
+    ``jax.numpy`` for everything else (traced values). The built-in profiles use only
+    functions both share."""
+    return np if isinstance(r2, np.ndarray | np.generic) else jnp
+
+
 def _safe_sqrt(r2):
     """``sqrt(r2)`` whose gradient at 0 is 0, not inf (a symmetric subgradient).
 
@@ -152,15 +159,17 @@ def _safe_sqrt(r2):
     placeholder's ``sqrt(1)`` (wrong float64 weights under ``jit``, found by a test).
     ``max`` with the smallest normal number is continuous, so no copy can disagree.
     """
-    tiny = jnp.finfo(jnp.result_type(r2, jnp.float32)).tiny
-    return jnp.where(r2 > 0, jnp.sqrt(jnp.maximum(r2, tiny)), 0.0)
+    xp = _namespace(r2)
+    tiny = xp.finfo(xp.result_type(r2, xp.float32)).tiny
+    return xp.where(r2 > 0, xp.sqrt(xp.maximum(r2, tiny)), 0.0)
 
 
 def _inside(r2, log_value: Callable):
     """``log_value(r2)`` inside the open unit ball, ``-inf`` outside, NaN-free gradients."""
+    xp = _namespace(r2)
     mask = r2 < 1.0
-    safe = jnp.where(mask, r2, 0.0)
-    return jnp.where(mask, log_value(safe), -jnp.inf)
+    safe = xp.where(mask, r2, 0.0)
+    return xp.where(mask, log_value(safe), -xp.inf)
 
 
 def _gaussian(r2):
@@ -170,27 +179,27 @@ def _gaussian(r2):
 
 def _boxcar(r2):
     """Boxcar (uniform): K(u) = 1/2 for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, jnp.zeros_like)
+    return _inside(r2, _namespace(r2).zeros_like)
 
 
 def _constant(r2):
     """Constant: K(u) = 1 for every u (improper). Any bandwidth gives average pooling."""
-    return jnp.zeros_like(r2)
+    return _namespace(r2).zeros_like(r2)
 
 
 def _triangular(r2):
     """Triangular: K(u) = 1 − |u| for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, lambda s: jnp.log1p(-_safe_sqrt(s)))
+    return _inside(r2, lambda s: _namespace(s).log1p(-_safe_sqrt(s)))
 
 
 def _epanechnikov(r2):
     """Epanechnikov: K(u) = 3/4 (1 − u²) for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, lambda s: jnp.log1p(-s))
+    return _inside(r2, lambda s: _namespace(s).log1p(-s))
 
 
 def _tricube(r2):
     """Tricube: K(u) = 70/81 (1 − |u|³)³ for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, lambda s: 3.0 * jnp.log1p(-(_safe_sqrt(s) * s)))
+    return _inside(r2, lambda s: 3.0 * _namespace(s).log1p(-(_safe_sqrt(s) * s)))
 
 
 def _laplacian(r2):
@@ -200,7 +209,8 @@ def _laplacian(r2):
 
 def _cosine(r2):
     """Cosine: K(u) = π/4 cos(πu/2) for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, lambda s: jnp.log(jnp.cos(0.5 * jnp.pi * _safe_sqrt(s))))
+    xp = _namespace(r2)
+    return _inside(r2, lambda s: xp.log(xp.cos(0.5 * xp.pi * _safe_sqrt(s))))
 
 
 def _dot(score):

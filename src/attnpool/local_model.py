@@ -16,7 +16,15 @@ import numpy as np
 from . import kernels as _kernels
 from .geometry import block_log_weights
 
-__all__ = ["VAR_TYPES", "LocalModel", "log_weights", "model_for", "prepare", "relative"]
+__all__ = [
+    "VAR_TYPES",
+    "LocalModel",
+    "log_weights",
+    "model_for",
+    "prepare",
+    "relative",
+    "solve_moments",
+]
 
 VAR_TYPES = "cou"
 
@@ -111,3 +119,35 @@ def log_weights(q, k, lambdas, model: LocalModel):
             other = jnp.log(lam) - jnp.log(max(model.levels[column] - 1, 1))
         logw = logw + jnp.where(same, jnp.log1p(-lam), other)
     return logw
+
+
+def solve_moments(means, d: int, p: int, degree: int):
+    """Fit ``(n, p)``, slopes ``(n, d, p)`` (prepared units) and ``(M⁻¹)₁₁`` from the local
+    moments ``means (n, p [+ d + d² + d·p])`` (``[y, δ, δδᵀ, δy]``), in NumPy or JAX as
+    ``means`` is.
+
+    Solved with unit diagonal (Jacobi scaling), so the ridge — 1e-12 (1e-6 in float32)
+    — is relative to each column's local spread: linear data stay exact at every
+    bandwidth (an absolute ridge shrank slopes once (spread / h)² fell near it).
+    """
+    xp = np if isinstance(means, np.ndarray) else jnp
+    y_bar = means[:, :p]
+    n = means.shape[0]
+    if degree == 0:
+        return y_bar, xp.zeros((n, d, p), means.dtype), xp.ones(n, means.dtype)
+    mu1 = means[:, p : p + d]
+    mu2 = means[:, p + d : p + d + d * d].reshape(n, d, d)
+    mu_dy = means[:, p + d + d * d :].reshape(n, d, p)
+    covariance = mu2 - mu1[:, :, None] * mu1[:, None, :]
+    variance = xp.diagonal(covariance, axis1=1, axis2=2)
+    spread = xp.sqrt(xp.where(variance > 0, variance, 1.0))
+    ridge = 1e-12 if means.dtype == np.float64 else 1e-6
+    unit = covariance / (spread[:, :, None] * spread[:, None, :]) + ridge * xp.eye(
+        d, dtype=means.dtype
+    )
+    moment = (mu_dy - mu1[:, :, None] * y_bar[:, None, :]) / spread[:, :, None]
+    slopes = xp.linalg.solve(unit, moment) / spread[:, :, None]
+    intercept = y_bar - xp.einsum("nd,ndp->np", mu1, slopes)
+    mean = mu1 / spread
+    inverse_11 = 1.0 + xp.einsum("nd,nd->n", mean, xp.linalg.solve(unit, mean[:, :, None])[..., 0])
+    return intercept, slopes, inverse_11

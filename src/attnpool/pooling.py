@@ -284,21 +284,29 @@ def _run(compute, args, kernel, empty: str, n: int):
             )
         if as_numpy:
             result = jax.tree_util.tree_map(np.asarray, result)
-    if kernel.compact and empty != "nearest" and not is_traced(empty_rows):
-        n_empty = int(np.sum(np.asarray(empty_rows)))
-        if n_empty and empty == "raise":
-            raise ValueError(
-                f"empty: {n_empty} of {n} queries have no key within the {kernel.name!r} "
-                "kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
-            )
-        if n_empty:
-            warnings.warn(
-                f"{n_empty} of {n} queries have no key within the {kernel.name!r} kernel's "
-                "support; their result is NaN (pass empty='nearest' to use the nearest key)",
-                EmptyNeighbourhoodWarning,
-                stacklevel=3,
-            )
+    if not is_traced(empty_rows):
+        report_empty(kernel, empty, np.asarray(empty_rows), stacklevel=4)
     return result
+
+
+def report_empty(kernel, empty: str, empty_rows: np.ndarray, *, stacklevel: int = 3) -> None:
+    """The ``empty`` policy for the rows of a compact kernel that no key reached: one
+    :class:`EmptyNeighbourhoodWarning` (``"nan"``) or a ``ValueError`` (``"raise"``)."""
+    n_empty = int(np.sum(empty_rows))
+    if not (kernel.compact and empty != "nearest" and n_empty):
+        return
+    n = len(empty_rows)
+    if empty == "raise":
+        raise ValueError(
+            f"empty: {n_empty} of {n} queries have no key within the {kernel.name!r} "
+            "kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
+        )
+    warnings.warn(
+        f"{n_empty} of {n} queries have no key within the {kernel.name!r} kernel's "
+        "support; their result is NaN (pass empty='nearest' to use the nearest key)",
+        EmptyNeighbourhoodWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def _choose(method, kernel, q, k, h, weights: bool, block_size):

@@ -49,7 +49,7 @@ from .engine import (
     pool_state,
 )
 from .geometry import key_centre
-from .local_model import LocalModel, log_weights, model_for, prepare, relative
+from .local_model import LocalModel, log_weights, model_for, prepare, relative, solve_moments
 from .methods import dense_weights, normalise
 from .methods.choice import exact_engine
 from .methods.stream import KEY_BLOCK
@@ -82,39 +82,6 @@ def _block_function(
         return block_state(logw, features, known)
 
     return block
-
-
-def _solve(means, d: int, p: int, degree: int):
-    """Fit ``(n, p)``, slopes ``(n, d, p)`` (prepared units) and ``(M⁻¹)₁₁`` from moments."""
-    y_bar = means[:, :p]
-    if degree == 0:
-        return (
-            y_bar,
-            jnp.zeros((means.shape[0], d, p), means.dtype),
-            jnp.ones(means.shape[0], means.dtype),
-        )
-    n = means.shape[0]
-    mu1 = means[:, p : p + d]
-    mu2 = means[:, p + d : p + d + d * d].reshape(n, d, d)
-    mu_dy = means[:, p + d + d * d :].reshape(n, d, p)
-    covariance = mu2 - mu1[:, :, None] * mu1[:, None, :]
-    # Solved with unit diagonal (Jacobi scaling), so the ridge is relative to each
-    # column's local spread: linear data stay exact at every bandwidth (an absolute
-    # ridge shrank slopes once (spread / h)² fell near it).
-    variance = jnp.diagonal(covariance, axis1=1, axis2=2)
-    spread = jnp.sqrt(jnp.where(variance > 0, variance, 1.0))
-    ridge = 1e-12 if means.dtype == jnp.float64 else 1e-6
-    unit = covariance / (spread[:, :, None] * spread[:, None, :]) + ridge * jnp.eye(
-        d, dtype=means.dtype
-    )
-    moment = (mu_dy - mu1[:, :, None] * y_bar[:, None, :]) / spread[:, :, None]
-    slopes = jnp.linalg.solve(unit, moment) / spread[:, :, None]
-    intercept = y_bar - jnp.einsum("nd,ndp->np", mu1, slopes)
-    mean = mu1 / spread
-    inverse_11 = 1.0 + jnp.einsum(
-        "nd,nd->n", mean, jnp.linalg.solve(unit, mean[:, :, None])[..., 0]
-    )
-    return intercept, slopes, inverse_11
 
 
 @partial(
@@ -151,7 +118,7 @@ def _local_core(
     state = pool_state(block, queries, keys, y_train, method=method, key_block=key_block)
     means, empty = finalize(state)
     d, p = x_train.shape[1], y_train.shape[1]
-    fit, slopes, inverse_11 = _solve(means, d, p, model.degree)
+    fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree)
     units = jnp.ones(d, x_train.dtype)
     if model.continuous:
         units = units.at[: len(model.continuous)].set(bandwidth[cont])
@@ -255,6 +222,15 @@ def _validated(x_train, y_train, x_query, bandwidth, kernel, var_type, degree):
     return x, y, q, h, model, flat
 
 
+def check_empty(empty: str, empty_rows: np.ndarray) -> None:
+    """``empty="raise"``: a ``ValueError`` if some query's neighbourhood is empty."""
+    if empty == "raise" and empty_rows.any():
+        raise ValueError(
+            f"empty: {int(empty_rows.sum())} of {len(empty_rows)} queries have no training point "
+            "within the kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
+        )
+
+
 def local_regression(
     x_train,
     y_train,
@@ -292,11 +268,7 @@ def local_regression(
             block_size=block_size,
         )
         fit, slopes, empty_rows = np.asarray(fit), np.asarray(slopes), np.asarray(empty_rows)
-    if empty == "raise" and empty_rows.any():
-        raise ValueError(
-            f"empty: {int(empty_rows.sum())} of {len(empty_rows)} queries have no training point "
-            "within the kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
-        )
+    check_empty(empty, empty_rows)
     if flat:
         fit, slopes = fit[:, 0], slopes[..., 0]
     return (fit, slopes) if return_slopes else fit
@@ -362,9 +334,5 @@ def weight_matrix(
             nearest=empty == "nearest",
         )
         weights, empty_rows = np.asarray(weights), np.asarray(empty_rows)
-    if empty == "raise" and empty_rows.any():
-        raise ValueError(
-            f"empty: {int(empty_rows.sum())} of {len(empty_rows)} queries have no training point "
-            "within the kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
-        )
+    check_empty(empty, empty_rows)
     return weights

@@ -1,0 +1,158 @@
+"""The NumPy engine: exact local regression for problems too small to pay for a program.
+
+A first fit in a fresh process used to spend its time building XLA programs (tracing,
+then compiling or loading), not computing: at n = 500 one leave-one-out evaluation is
+250 000 pairs, a few milliseconds in NumPy. Up to :data:`NUMPY_MAX_WORK` pair-features
+the estimators' predictions, and the CV search of one column, run here instead, in
+float64, with the formula of the exact engines' dense block (:mod:`attnpool.regression`):
+rows centred on the training points' midrange, then divided by ``h``; log weights
+``log K(r²)`` shifted by each row's largest; the local moments; the local linear solve
+with unit diagonal and a relative ridge. A row with no weight (``−inf`` log weights
+everywhere) is empty, and under ``nearest`` takes the mean response of its nearest
+training points (ties averaged), found on centred rows weighted by ``min h / h_j`` so
+that distances cannot overflow. Responses are divided by their largest magnitude (a
+power of two) before they are summed, so huge ones do not overflow.
+
+It serves continuous columns with a built-in kernel (whose profiles evaluate in NumPy);
+anything else goes to the compiled engines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+from .local_model import LocalModel, solve_moments
+
+__all__ = ["NUMPY_MAX_WORK", "local_fit", "loo_objective", "searches", "serves"]
+
+#: Largest pairs × features (one per response, local moments for degree 1) the NumPy
+#: engine takes: its time per evaluation there is ~10 ms on two cores, so a search of a
+#: few dozen evaluations costs less than building and loading its programs.
+NUMPY_MAX_WORK = 2**22
+#: Pairs evaluated at once (memory: a few arrays of this many float64 numbers).
+NUMPY_CHUNK_PAIRS = 2**18
+
+
+def serves(model: LocalModel, queries: int, rows: int, outputs: int) -> bool:
+    """Whether this engine takes a fit of ``queries`` × ``rows`` pairs for ``model``."""
+    kernel = model.kernel
+    builtin = kernel.name in kernels.names() and kernel is kernels.get(kernel.name)
+    continuous = set(model.var_type) == {"c"}
+    return builtin and continuous and queries * rows * _width(model, outputs) <= NUMPY_MAX_WORK
+
+
+def searches(model: LocalModel, rows: int, outputs: int) -> bool:
+    """Whether this engine runs the CV search of ``rows`` training points: one column
+    only, where bounded Brent needs ~30 evaluations without a gradient (in several,
+    Nelder–Mead needs 100–400, more than the compiled search with its gradient costs)."""
+    return len(model.var_type) == 1 and serves(model, rows, rows, outputs)
+
+
+def _width(model: LocalModel, outputs: int) -> int:
+    d = len(model.var_type)
+    return outputs if model.degree == 0 else (1 + d) ** 2 * outputs
+
+
+def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclude_self=False,
+              nearest=False):  # fmt: skip
+    """``fit (k, p)``, ``slopes (k, d, p)`` in the inputs' units and the empty-row mask
+    ``(k,)``, as :func:`attnpool.regression.local_fit` (``exclude_self``: leave-one-out,
+    ``x_query`` is ``x_train``; an empty row is NaN there)."""
+    x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
+    h = np.asarray(bandwidth, np.float64)
+    centre = 0.5 * x.min(axis=0) + 0.5 * x.max(axis=0)
+    x, q = x - centre, q - centre
+    # distances beyond the float range are inf (log weight −inf): no warning for them
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _fit(x, y, q, h, model, exclude_self, nearest)
+
+
+def _fit(x, y, q, h, model, exclude_self, nearest):
+    """:func:`local_fit` of centred rows."""
+    keys, queries = x / h, q / h
+    # values over their largest magnitude (a power of two: exact) cannot overflow a sum
+    scale = np.exp2(np.ceil(np.log2(np.max(np.abs(y), initial=0.0)))) if np.any(y) else 1.0
+    y = y / scale
+    d, p = x.shape[1], y.shape[1]
+    fit, slopes = np.empty((q.shape[0], p)), np.empty((q.shape[0], d, p))
+    empty = np.empty(q.shape[0], bool)
+    rows_per_chunk = max(1, NUMPY_CHUNK_PAIRS // max(1, x.shape[0]))
+    for start in range(0, q.shape[0], rows_per_chunk):
+        rows = slice(start, start + rows_per_chunk)
+        means, empty[rows] = _moments(
+            queries[rows], keys, y, model, start if exclude_self else None
+        )
+        fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree)
+    slopes = slopes / h[None, :, None]
+    if exclude_self:
+        fit[empty] = np.nan
+    else:
+        fallback = ~np.all(np.isfinite(fit), axis=1) & ~empty
+        fallback |= empty & nearest
+        if np.any(fallback):
+            fit[fallback] = _nearest_mean(q[fallback], x, y, h)
+        if not nearest:
+            fit[empty] = np.nan
+    return fit * scale, slopes * scale, empty
+
+
+def _moments(queries, keys, y, model: LocalModel, self_offset):
+    """Weighted means of the local features ``[y, δ, δδᵀ, δ y]`` (degree 1) or ``y`` per
+    query, and the empty-row mask; ``self_offset``: query ``i`` is key ``self_offset + i``
+    and is left out."""
+    r2 = np.subtract.outer(queries[:, 0], keys[:, 0])
+    r2 *= r2
+    for j in range(1, queries.shape[1]):
+        r2 += np.subtract.outer(queries[:, j], keys[:, j]) ** 2
+    log_w = model.kernel.log_profile(r2)
+    if self_offset is not None:
+        own = np.arange(queries.shape[0])
+        log_w[own, self_offset + own] = -np.inf
+    top = np.max(log_w, axis=1)
+    empty = ~(top > -np.inf)
+    w = np.exp(np.subtract(log_w, np.where(empty, 0.0, top)[:, None], out=log_w), out=log_w)
+    total = w.sum(axis=1)
+    safe = np.where(empty, 1.0, total)[:, None]
+    if model.degree == 0:
+        return (w @ y) / safe, empty
+    n, d, p = queries.shape[0], queries.shape[1], y.shape[1]
+    mu1 = (w @ keys - total[:, None] * queries) / safe  # δ = key − query
+    delta_moments = np.empty((n, d, d))
+    delta_y = np.empty((n, d, p))
+    for a in range(d):
+        weighted = w * (keys[None, :, a] - queries[:, a, None])
+        delta_y[:, a] = weighted @ y / safe
+        for b in range(a, d):
+            value = np.einsum("nk,nk->n", weighted, keys[None, :, b] - queries[:, b, None])
+            delta_moments[:, a, b] = delta_moments[:, b, a] = value / safe[:, 0]
+    means = np.concatenate(
+        [(w @ y) / safe, mu1, delta_moments.reshape(n, d * d), delta_y.reshape(n, d * p)], axis=1
+    )
+    return means, empty
+
+
+def _nearest_mean(queries, keys, y, h):
+    """Mean response of each query's nearest keys (ties averaged), centred rows
+    weighted by ``min h / h_j ≤ 1`` (distances that cannot overflow)."""
+    factor = np.min(h) / h
+    r2 = np.zeros((queries.shape[0], keys.shape[0]))
+    for j in range(queries.shape[1]):
+        r2 += ((queries[:, j, None] - keys[None, :, j]) * factor[j]) ** 2
+    closest = (r2 == r2.min(axis=1, keepdims=True)).astype(float)
+    return closest @ y / closest.sum(axis=1, keepdims=True)
+
+
+def loo_objective(x, y, model: LocalModel):
+    """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
+    ``inf`` where some point has no neighbour left."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+
+    def objective(theta) -> float:
+        fit, _, _ = local_fit(x, y, x, np.exp(theta), model, exclude_self=True)
+        residuals = y - fit
+        if not np.all(np.isfinite(residuals)):
+            return np.inf
+        return float(np.mean(residuals**2))
+
+    return objective

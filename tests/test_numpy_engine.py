@@ -1,0 +1,125 @@
+"""The NumPy engine: the estimators' small fits, without compiled programs.
+
+Held to the compiled engines (the same formula in XLA), to the exact oracle
+(``test_oracle_host.py``), and to the estimators' empty policies.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import attnpool
+from attnpool import (
+    EmptyNeighbourhoodWarning,
+    LocalLinear,
+    NadarayaWatson,
+    cv_curve,
+    kernels,
+    local_regression,
+    numpy_engine,
+    select_bandwidth,
+)
+from attnpool.local_model import model_for
+
+DISTANCE_KERNELS = [k for k in kernels.names() if k != "dot"]
+
+
+def _data(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0, 5, (n, d))
+    y = np.column_stack([np.sin(x[:, 0]) + x.sum(axis=1), np.cos(x[:, -1])])
+    return x + rng.normal(0, 1e-3, x.shape), y + 0.1 * rng.standard_normal(y.shape)
+
+
+@pytest.mark.parametrize("kernel", DISTANCE_KERNELS)
+@pytest.mark.parametrize("degree", [0, 1])
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_predictions_equal_the_compiled_engines(kernel, degree, d):
+    # supports that hold enough points for a local linear design in three columns (with
+    # fewer, the solution is the ridge's, and rounding decides it in either engine)
+    x, y = _data(400, d)
+    queries = np.random.default_rng(1).uniform(-0.5, 5.5, (30, d))
+    bandwidth = np.linspace(1.5, 2.5, d)
+    model = model_for(x, kernel=kernel, degree=degree)
+    got, slopes, empty = numpy_engine.local_fit(x, y, queries, bandwidth, model)
+    want, want_slopes = local_regression(
+        x, y, queries, kernel=kernel, bandwidth=bandwidth, degree=degree, return_slopes=True
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(slopes, want_slopes, rtol=1e-9, atol=1e-11)
+    np.testing.assert_array_equal(empty, np.isnan(want).any(axis=1))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube", "laplacian"])
+@pytest.mark.parametrize("degree", [0, 1])
+@pytest.mark.parametrize("d", [1, 2])
+def test_leave_one_out_objective_equals_the_compiled_one(kernel, degree, d):
+    x, y = _data(60, d, seed=2)
+    bandwidths = np.geomspace(0.3, 3.0, 5)
+    objective = numpy_engine.loo_objective(x, y, model_for(x, kernel=kernel, degree=degree))
+    got = [objective(np.full(d, np.log(h))) for h in bandwidths]
+    want = cv_curve(x, y, bandwidths, kernel=kernel, degree=degree)
+    np.testing.assert_allclose(got, want, rtol=1e-11)  # inf where a point is alone
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+@pytest.mark.parametrize("d", [1, 2])
+def test_the_search_finds_the_compiled_searchs_optimum(degree, d):
+    x, y = _data(120, d, seed=3)
+    assert numpy_engine.serves(model_for(x, degree=degree), 120, 120, 2)
+    fast = select_bandwidth(x, y, degree=degree)
+    compiled = select_bandwidth(x, y, degree=degree, pooling="dense")
+    np.testing.assert_allclose(fast.bandwidth, compiled.bandwidth, rtol=1e-5)
+    assert fast.objective <= compiled.objective * (1 + 1e-12)
+
+
+def test_small_fits_in_one_column_build_no_program():
+    x, y = _data(200, 1, seed=4)
+    with attnpool.count_programs() as count:
+        for estimator in (NadarayaWatson(), LocalLinear(kernel="epanechnikov")):
+            estimator.fit(x, y).predict(x[:17])
+    assert (count.traced, count.built) == (0, 0)
+    x, y = _data(200, 2, seed=4)
+    with attnpool.count_programs() as count:  # the search compiles; predictions do not
+        model = LocalLinear(bandwidth=[0.5, 0.7]).fit(x, y)
+        model.predict(x[:17])
+        model.predict(x[:18])
+    assert (count.traced, count.built) == (0, 0)
+
+
+def test_large_fits_go_to_the_compiled_engines():
+    model = model_for(np.zeros((1, 2)), degree=1)
+    rows = int(np.sqrt(numpy_engine.NUMPY_MAX_WORK / 9)) + 1
+    assert not numpy_engine.serves(model, rows, rows, 1)
+    assert not numpy_engine.serves(model_for(np.zeros((1, 2)), var_type="cu"), 10, 10, 1)
+    custom = kernels.Kernel.from_function(lambda u: 1 / (1 + u**2), name="cauchy-test")
+    assert not numpy_engine.serves(model_for(np.zeros((1, 1)), kernel=custom), 10, 10, 1)
+
+
+@pytest.mark.parametrize("estimator", [NadarayaWatson, LocalLinear])
+def test_huge_responses_do_not_overflow(estimator):
+    x, y = _data(300, 1, seed=5)
+    small = estimator(bandwidth=0.4).fit(x, y[:, 0]).predict(x[:20])
+    huge = estimator(bandwidth=0.4).fit(x, y[:, 0] * 2.0**1015).predict(x[:20])
+    np.testing.assert_allclose(huge, small * 2.0**1015, rtol=1e-12)
+
+
+def test_empty_neighbourhoods_follow_each_estimators_policy():
+    x = np.array([[0.0], [1.0], [2.0]])
+    y = np.array([1.0, 2.0, 4.0])
+    far = np.array([[0.1], [9.0]])
+    fit = NadarayaWatson(kernel="boxcar", bandwidth=0.5, empty="nearest").fit(x, y)
+    np.testing.assert_array_equal(fit.predict(far), [1.0, 4.0])
+    with pytest.warns(EmptyNeighbourhoodWarning, match="1 of 2 queries"):
+        got = NadarayaWatson(kernel="boxcar", bandwidth=0.5).fit(x, y).predict(far)
+    np.testing.assert_array_equal(got, [1.0, np.nan])
+    with pytest.raises(ValueError, match=r"^empty: 1 of 2 queries have no key"):
+        NadarayaWatson(kernel="boxcar", bandwidth=0.5, empty="raise").fit(x, y).predict(far)
+    with pytest.raises(ValueError, match=r"^empty: 1 of 2 queries have no training point"):
+        LocalLinear(kernel="boxcar", bandwidth=1.5, empty="raise").fit(x, y).predict(far)
+    # an unbounded kernel whose weights all underflow takes the nearest training point
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tiny = NadarayaWatson(bandwidth=1e-160).fit(x, y).predict(np.array([[0.4], [1.7]]))
+    np.testing.assert_array_equal(tiny, [1.0, 4.0])
