@@ -31,16 +31,8 @@ from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, padded
 from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
-from .criteria import (
-    GRID,
-    bandwidth_of,
-    best_candidate,
-    grid_objectives,
-    objective,
-    objective_and_gradient,
-    refine,
-    to_theta,
-)
+from .criteria import grid_objectives, objective, objective_and_gradient, refine
+from .host_search import GRID, bandwidth_of, best_candidate, host_search, to_theta
 from .methods import binned, expansion, sparse
 from .methods.stream import KEY_BLOCK
 from .regression import LocalModel, model_for
@@ -184,7 +176,7 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
 
 def _select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
     """CV by an objective ``θ → float`` computed on the host (no gradient)."""
-    theta, value, objectives = host_cv.host_search(objective, thetas, GRID, progress, **options)
+    theta, value, objectives = host_search(objective, thetas, GRID, progress, **options)
     return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
 
 

@@ -16,6 +16,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .host_search import (
+    GRID,
+    bandwidth_of,
+    best_candidate,
+    categorical_upper,
+    to_theta,
+)
 from .regression import LocalModel, hat_diagonal, loo_residuals
 
 __all__ = [
@@ -32,19 +39,6 @@ __all__ = [
     "to_theta",
 ]
 
-#: The coarse search's multiples of the rule of thumb.
-GRID = np.geomspace(0.05, 5.0, 16)
-
-
-def categorical_upper(model: LocalModel) -> np.ndarray:
-    """Largest meaningful λ per categorical column (Aitchison–Aitken: (c − 1)/c)."""
-    return np.array(
-        [
-            1.0 if model.var_type[j] == "o" else (model.levels[j] - 1) / max(model.levels[j], 1)
-            for j in model.categorical
-        ]
-    )
-
 
 def to_bandwidth(theta, model: LocalModel):
     cont, cat = list(model.continuous), list(model.categorical)
@@ -55,29 +49,6 @@ def to_bandwidth(theta, model: LocalModel):
         upper = jnp.asarray(categorical_upper(model), theta.dtype)
         h = h.at[jnp.array(cat)].set(upper * jax.nn.sigmoid(theta[jnp.array(cat)]))
     return h
-
-
-def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
-    """:func:`to_bandwidth` on the host, computed in ``dtype`` and returned in float64: a
-    search's result, with no eager JAX operation (each would build a program)."""
-    theta = np.asarray(theta, dtype)
-    h = np.zeros(theta.shape, dtype)
-    cont, cat = list(model.continuous), list(model.categorical)
-    h[cont] = np.exp(theta[cont])
-    if cat:
-        with np.errstate(over="ignore"):  # a very negative logit: λ = 0
-            h[cat] = categorical_upper(model).astype(dtype) / (1 + np.exp(-theta[cat]))
-    return h.astype(float)
-
-
-def to_theta(bandwidth, model: LocalModel):
-    theta = np.array(bandwidth, dtype=float)
-    cont, cat = list(model.continuous), list(model.categorical)
-    theta[cont] = np.log(theta[cont])
-    if cat:
-        fraction = np.clip(theta[cat] / categorical_upper(model), 1e-6, 1 - 1e-6)
-        theta[cat] = np.log(fraction / (1 - fraction))
-    return theta
 
 
 def criterion(
@@ -160,16 +131,6 @@ def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=Non
         options={"maxiter": maxiter, "ftol": tolerance, "gtol": 1e-12},
     )
     return result.x, result.fun
-
-
-def best_candidate(thetas, objectives, method: str):
-    """The grid point with the lowest finite objective, or a clear error if there is none."""
-    if not np.isfinite(objectives).any():
-        raise ValueError(
-            f"bandwidth: the {method} criterion is undefined at every candidate from "
-            f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
-        )
-    return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
 
 
 def binned_loo_residuals(
