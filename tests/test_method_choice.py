@@ -267,9 +267,9 @@ def test_bad_search_or_estimator_methods_are_clear_errors(call, message):
 def test_large_binned_searches_report_the_best_objective_they_can_afford(
     kernel, exact_objective, monkeypatch
 ):
-    from attnpool import bandwidth, cv_curve, select_bandwidth
+    from attnpool import compiled_search, cv_curve, select_bandwidth
 
-    monkeypatch.setattr(bandwidth, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
+    monkeypatch.setattr(compiled_search, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
     _, keys, values = data(125, m=2000)
     y = values[:, 0] + np.random.default_rng(3).normal(0, 0.3, 2000)
     found = select_bandwidth(keys, y, kernel=kernel)
@@ -281,9 +281,9 @@ def test_large_binned_searches_report_the_best_objective_they_can_afford(
 
 
 def test_large_gaussian_searches_report_the_exact_objective_by_fgt(monkeypatch):
-    from attnpool import bandwidth, cv_curve, host_cv, select_bandwidth
+    from attnpool import compiled_search, cv_curve, host_cv, select_bandwidth
 
-    monkeypatch.setattr(bandwidth, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
+    monkeypatch.setattr(compiled_search, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
     _, keys, values = data(126, m=2100)  # fgt from n² ≥ 2²², n = 2048
     keys[:3, 0] = [-4.0, 15.0, 30.0]  # alone: their leave-one-out weights are summed by pairs
     y = values[:, 0] + np.random.default_rng(4).normal(0, 0.3, 2100)

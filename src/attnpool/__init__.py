@@ -49,7 +49,7 @@ _MODULES = {"cli", "datasets", "demo", "estimator", "inference", "kernels", "lea
 _NAMES = {
     "Binned": "methods.choice",
     "TopK": "methods.choice",
-    "EmptyNeighbourhoodWarning": "pooling",
+    "EmptyNeighbourhoodWarning": "empty_policy",
     "attention_pool": "pooling",
     "attention_weights": "pooling",
     "nadaraya_watson": "pooling",
@@ -73,18 +73,14 @@ if TYPE_CHECKING:
     from ._cache import count_programs
     from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
     from .classifier import NadarayaWatsonClassifier
+    from .empty_policy import EmptyNeighbourhoodWarning
     from .estimator import LocalLinear, NadarayaWatson
     from .inference import confidence_band
     from .kernels import Kernel
     from .learn import fit_attention
     from .learned import LearnedAttentionRegressor
     from .methods.choice import Binned, TopK
-    from .pooling import (
-        EmptyNeighbourhoodWarning,
-        attention_pool,
-        attention_weights,
-        nadaraya_watson,
-    )
+    from .pooling import attention_pool, attention_weights, nadaraya_watson
     from .regression import local_regression
     from .state import PoolingState
 

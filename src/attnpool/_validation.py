@@ -8,20 +8,22 @@ shapes allow; their values are checked only when they are concrete.
 from __future__ import annotations
 
 import numbers
+import sys
 from collections.abc import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 
 def is_jax(x) -> bool:
-    """True for JAX arrays and tracers."""
-    return isinstance(x, jax.Array)
+    """True for JAX arrays and tracers (there are none before JAX is imported: the NumPy
+    paths never import it)."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.Array)
 
 
 def is_traced(x) -> bool:
-    return isinstance(x, jax.core.Tracer)
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.core.Tracer)
 
 
 def as_array(x, name: str):
@@ -57,6 +59,9 @@ def check_finite(x, name: str) -> None:
     if is_traced(x):
         return
     if is_jax(x):
+        import jax
+        import jax.numpy as jnp
+
         with jax.ensure_compile_time_eval():  # eager on the device, also inside a trace
             if bool(jnp.isfinite(x).all()):
                 return
@@ -126,7 +131,11 @@ def check_bandwidth(bandwidth, dims: int):
             raise ValueError(
                 f"bandwidth: expected positive finite number(s); received {concrete.tolist()}"
             )
-    return jnp.broadcast_to(h, (dims,)) if is_jax(h) else np.broadcast_to(h, (dims,))
+    if is_jax(h):
+        import jax.numpy as jnp
+
+        return jnp.broadcast_to(h, (dims,))
+    return np.broadcast_to(h, (dims,))
 
 
 def check_choice(value, name: str, choices: Sequence[str]) -> str:

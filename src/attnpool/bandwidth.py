@@ -8,14 +8,13 @@
   ``log σ̂² + (1 + tr H / n) / (1 − (tr H + 2) / n)``, ``H`` the smoother matrix.
 
 The search finds the global minimum of the criterion over a wide range, not the
-nearest local one: a coarse grid of multiples of the rule of thumb, then L-BFGS-B on
-the log-bandwidths (logits for categorical ``λ``) with gradients from JAX autodiff,
-started from the best grid point (:mod:`attnpool.criteria`). Up to
-:data:`ONE_PROGRAM_ROWS` rows one program — objective and gradient in the data's
-precision — serves the grid and the descent; above, the grid is evaluated in vectorised
-chunks and the descent starts in float32, then is polished in the data's precision,
-which also gives the reported objective. A bandwidth at which some point has no
-neighbour (compact kernels) scores ``inf``.
+nearest local one: a coarse grid of multiples of the rule of thumb, then a local
+refinement from the best grid point. A small search of one column runs on the NumPy
+engine (:mod:`attnpool.numpy_engine`; Brent's method, no program to build); the others
+are compiled (:mod:`attnpool.compiled_search`: L-BFGS-B with gradients from JAX
+autodiff). Data are first put in search units (:mod:`attnpool._units`), so the search
+sees the same numbers whatever the data's scale and offset. A bandwidth at which some
+point has no neighbour (compact kernels) scores ``inf``.
 """
 
 from __future__ import annotations
@@ -23,41 +22,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 
-from . import host_cv, kernels, numpy_engine
-from ._interop import compute_dtype, precision_scope
-from ._shapes import MAX_ROWS, bucket, padded
+from . import numpy_engine
 from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
-from .criteria import grid_objectives, objective, objective_and_gradient, refine
-from .host_search import GRID, bandwidth_of, best_candidate, host_search, to_theta
-from .methods import binned, expansion, sparse
-from .methods.stream import KEY_BLOCK
-from .regression import LocalModel, model_for
+from .host_search import GRID, host_search, to_theta
+from .local_model import LocalModel, model_for
 from .rules import rule_of_thumb
 
 __all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"]
 
 METHODS = ("cv", "aicc", "scott", "silverman")
-#: How the search pools (``pooling=``): ``auto`` binned for one continuous column and
-#: n ≥ BINNED_MIN_ROWS, exact otherwise; ``dense``/``stream`` exact (``stream`` forces
+#: How the search pools (``pooling=``): ``auto`` the NumPy engine for small searches
+#: of one column, binned for one continuous column and n ≥ BINNED_MIN_ROWS, exact
+#: otherwise; ``dense``/``stream`` exact (``stream`` forces
 #: streamed key blocks); ``binned`` one continuous column; ``sparse`` compact kernels.
 POOLINGS = ("auto", "dense", "stream", "binned", "sparse")
-_CHUNK = 4
-#: One continuous column and at least this many rows: CV is searched on a binned grid.
-BINNED_MIN_ROWS = 1000
-#: Candidate bandwidths × rows the binned grid search evaluates in one batch (memory).
-BINNED_GRID_BATCH = 2**23
-#: Kernels continuous enough for the binned search (its error falls as (Δ/h)²).
-BINNED_KERNELS = binned.SMOOTH_KERNELS
-#: Largest n² for which a binned search reports the exact (all-pairs) objective; above
-#: it, compact kernels report the exact sparse objective and the others the binned one.
-#: The Gaussian of a local-constant fit reports it through ``fgt`` from
-#: :data:`EXPANSION_OBJECTIVE_MIN_PAIRS` on, at any size.
-EXACT_OBJECTIVE_MAX_PAIRS = 2**34
-EXPANSION_OBJECTIVE_MIN_PAIRS = 2**22
 #: Log-bandwidth tolerance of the NumPy engine's search (smooth objectives: Brent's
 #: parabolas reach it in a few more evaluations).
 NUMPY_SEARCH_XATOL = 1e-8
@@ -70,7 +51,7 @@ class BandwidthSelection(NamedTuple):
     of thumb); ``method``; ``grid`` — the coarse search's multipliers of the
     rule of thumb and their objectives (empty for rules of thumb); ``exact`` — False
     when ``objective`` is the binned approximation (a binned search of a smooth
-    kernel above :data:`EXACT_OBJECTIVE_MAX_PAIRS`).
+    kernel above :data:`attnpool.compiled_search.EXACT_OBJECTIVE_MAX_PAIRS`).
     """
 
     bandwidth: np.ndarray
@@ -80,104 +61,32 @@ class BandwidthSelection(NamedTuple):
     exact: bool = True
 
 
-def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSelection:
-    """CV for one continuous column: grid and L-BFGS on the binned objective.
-
-    With 16 grid nodes per bandwidth the binned objective's optimum lies within about
-    1e-5 (relative) of the exact one; the reported objective is exact (``fgt`` for the
-    Gaussian from ``n² ≥`` :data:`EXPANSION_OBJECTIVE_MIN_PAIRS`, all pairs up to
-    :data:`EXACT_OBJECTIVE_MAX_PAIRS`, sparse for compact kernels above), else binned.
-    """
-    candidates = np.exp(thetas[:, 0])
-    grid = binned.grid_for(x[:, :1], float(candidates.min()))
-    reach = binned.reach_for(model.kernel, float(candidates.max()), grid)
-    plan, count, xb, yb = binned.BinnedPlan(grid, reach), None, x, y
-    if x.shape[0] <= MAX_ROWS:  # rows and grid padded to buckets (padding bins nothing)
-        plan, count = binned.BinnedPlan.bucketed(grid, reach), np.int32(x.shape[0])
-        xb, yb = padded(x, y, size=bucket(x.shape[0]))
-    approximate = {**options, "binned": plan}
-    with precision_scope(np.float64):
-        xb, yb = np.asarray(xb, np.float64), np.asarray(yb, np.float64)
-        # candidates at once, as many as keep the batched (candidates, n) arrays small
-        chunk = int(np.clip(BINNED_GRID_BATCH // x.shape[0], 1, len(thetas)))
-        objectives = np.concatenate(
-            [
-                np.asarray(
-                    grid_objectives(
-                        np.asarray(thetas[i : i + chunk], np.float64), xb, yb, count, **approximate
-                    )
-                )
-                for i in range(0, len(thetas), chunk)
-            ]
-        )
-        best = best_candidate(thetas, objectives, "cv")
-        bounds = [(float(thetas[0, 0]), float(thetas[-1, 0]))]
-        theta, _ = refine(
-            lambda t: objective_and_gradient(t, xb, yb, count, **approximate),
-            best,
-            jnp.float64,
-            tolerance=1e-13,
-            maxiter=50,
-            bounds=bounds,
-        )
-    if progress:
-        progress(2, 3)
-    bandwidth = bandwidth_of(theta, model, dtype)
-    value, exact = _reported_objective(x, y, theta, bandwidth, model, dtype, options)
-    if value is None:
-        with precision_scope(np.float64):
-            value = float(objective(np.asarray(theta, np.float64), xb, yb, count, **approximate))
-        exact = False
-    if progress:
-        progress(3, 3)
-    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), exact)
-
-
-def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, options):
-    """``(objective, True)`` computed exactly where a way applies, else ``(None, False)``."""
-    pairs, local_constant = x.shape[0] ** 2, model.degree == 0
-    if (
-        local_constant
-        and expansion.supports(model.kernel)
-        and pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS
-    ):
-        value = host_cv.expansion_cv(x, y, float(bandwidth[0]))
-        if value is not None:
-            return value, True
-    if local_constant and sparse.supports(model.kernel) and pairs > EXACT_OBJECTIVE_MAX_PAIRS:
-        return host_cv.sparse_cv(x, y, model.kernel)(np.asarray(theta)), True
-    if pairs <= EXACT_OBJECTIVE_MAX_PAIRS:
-        count = None
-        if x.shape[0] <= MAX_ROWS:
-            count = np.int32(x.shape[0])
-            x, y = padded(x, y, size=bucket(x.shape[0]))
-        with precision_scope(dtype):
-            t, xd, yd = (np.asarray(a, dtype) for a in (theta, x, y))
-            return float(objective(t, xd, yd, count, **options)), True
-    return None, False
-
-
-def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
-    """Exact LOO CV of a local-constant fit with a compact kernel, neighbourhoods only."""
-    if not (
-        method == "cv"
-        and model.degree == 0
-        and set(model.var_type) == {"c"}
-        and sparse.supports(model.kernel)
-    ):
-        raise ValueError(
-            "pooling: 'sparse' searches CV bandwidths of a local-constant fit (degree=0) of "
-            "continuous columns with a compact kernel; received "
-            f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
-            f"kernel={model.kernel.name!r}"
-        )
-    return _select_on_host(host_cv.sparse_cv(x, y, model.kernel), thetas, progress)
-
-
-def _select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
+def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
     """CV by an objective ``θ → float`` computed on the host (no gradient)."""
     theta, value, objectives = host_search(objective, thetas, GRID, progress, **options)
     return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
+
+
+def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, progress):
+    """:func:`select_bandwidth` on data in search units: rules of thumb, the NumPy
+    engine's search of one column (no program, no JAX), or the compiled searches."""
+    start = rule_of_thumb(
+        x,
+        method="silverman" if method == "silverman" else "scott",
+        kernel=model.kernel,
+        var_type=model.var_type,
+    )
+    if method in ("scott", "silverman"):
+        return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
+    cont = list(model.continuous)
+    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
+    thetas[:, cont] += np.log(GRID)[:, None]
+    if pooling == "auto" and method == "cv" and numpy_engine.searches(model, *y.shape):
+        objective = numpy_engine.loo_objective(x, y, model)
+        return select_on_host(objective, thetas, progress, xatol=NUMPY_SEARCH_XATOL)
+    from . import compiled_search
+
+    return compiled_search.search(x, y, model, thetas, method, pooling, block_size, progress)
 
 
 def _prepare(x, y, kernel, var_type, degree):
@@ -242,120 +151,6 @@ def select_bandwidth(
     )
 
 
-def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, progress):
-    """:func:`select_bandwidth` on data in search units."""
-    start = rule_of_thumb(
-        x,
-        method="silverman" if method == "silverman" else "scott",
-        kernel=model.kernel,
-        var_type=model.var_type,
-    )
-    if method in ("scott", "silverman"):
-        return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
-    dtype = np.dtype(compute_dtype(x, y, numpy=True))
-    options = {"model": model, "method": method, "block_size": block_size}
-    cont = list(model.continuous)
-    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
-    thetas[:, cont] += np.log(GRID)[:, None]
-    binnable = (
-        method == "cv"
-        and model.var_type == "c"
-        and model.kernel.name in BINNED_KERNELS
-        and model.kernel is kernels.get(model.kernel.name)
-    )
-    if pooling == "binned" and not binnable:
-        raise ValueError(
-            "pooling: 'binned' searches CV bandwidths for one continuous column with the "
-            f"kernels {sorted(BINNED_KERNELS)}; received method={method!r}, "
-            f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
-        )
-    if pooling == "auto" and method == "cv" and numpy_engine.searches(model, *y.shape):
-        objective = numpy_engine.loo_objective(x, y, model)
-        return _select_on_host(objective, thetas, progress, xatol=NUMPY_SEARCH_XATOL)
-    if pooling == "binned" or (pooling == "auto" and binnable and x.shape[0] >= BINNED_MIN_ROWS):
-        return _select_binned(x, y, model, thetas, dtype, options, progress)
-    if pooling == "sparse":
-        return _select_sparse(x, y, model, thetas, method, progress)
-    if pooling == "stream" and block_size is None:
-        options["block_size"] = KEY_BLOCK
-    count = None
-    if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket: the programs are reused
-        count = np.int32(x.shape[0])
-        x, y = padded(x, y, size=bucket(x.shape[0]))
-    if x.shape[0] <= ONE_PROGRAM_ROWS:
-        return _search_one_program(x, y, count, thetas, dtype, options, progress)
-    total = len(GRID) // _CHUNK + 2
-    # The coarse search and BFGS run in float32 (twice the exp throughput); the
-    # final Newton steps and the reported objective use the data's own precision.
-    x32, y32 = np.asarray(x, np.float32), np.asarray(y, np.float32)
-    objectives = []
-    for done, chunk in enumerate(range(0, len(GRID), _CHUNK), start=1):
-        rows = np.asarray(thetas[chunk : chunk + _CHUNK], np.float32)
-        objectives.extend(np.asarray(grid_objectives(rows, x32, y32, count, **options)).tolist())
-        if progress:
-            progress(done, total)
-    objectives = np.array(objectives)
-    best = best_candidate(thetas, objectives, method)
-    theta, _ = refine(
-        lambda t: objective_and_gradient(t, x32, y32, count, **options),
-        best,
-        jnp.float32,
-        tolerance=1e-6,
-        maxiter=8,
-    )
-    if progress:
-        progress(total - 1, total)
-    with precision_scope(dtype):
-        xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
-        precise = np.finfo(dtype).eps * 10
-        theta, value = refine(
-            lambda t: objective_and_gradient(t, xd, yd, count, **options),
-            theta,
-            dtype,
-            tolerance=precise,
-            maxiter=6,
-        )
-        start_value = float(
-            objective_and_gradient(np.asarray(best, dtype), xd, yd, count, **options)[0]
-        )
-        if not value <= start_value:  # never worse than the best grid point
-            theta, value = best, start_value
-    bandwidth = bandwidth_of(theta, model, dtype)
-    if progress:
-        progress(total, total)
-    return BandwidthSelection(bandwidth, float(value), options["method"], (GRID, objectives))
-
-
-#: Padded rows up to which a search compiles one program (objective and gradient, in
-#: the data's precision) and evaluates the grid with it point by point: below this the
-#: arithmetic costs less than compiling the float32 and grid programs.
-ONE_PROGRAM_ROWS = 2**10
-
-
-def _search_one_program(x, y, count, thetas, dtype, options, progress) -> BandwidthSelection:
-    """The exact search of a small problem with one program: the grid, then L-BFGS."""
-    with precision_scope(dtype):
-        xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
-
-        def evaluate(theta):
-            return objective_and_gradient(jnp.asarray(theta, dtype), xd, yd, count, **options)
-
-        objectives = np.empty(len(thetas))
-        for i, theta in enumerate(thetas):
-            objectives[i] = float(evaluate(theta)[0])
-            if progress and (i + 1) % _CHUNK == 0:
-                progress((i + 1) // _CHUNK, len(GRID) // _CHUNK + 1)
-        best = best_candidate(thetas, objectives, options["method"])
-        theta, value = refine(evaluate, best, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14)
-        start_value = float(np.nanmin(np.where(np.isfinite(objectives), objectives, np.nan)))
-        if not value <= start_value:  # never worse than the best grid point
-            theta, value = best, start_value
-    bandwidth = bandwidth_of(theta, options["model"], dtype)
-    if progress:
-        progress(len(GRID) // _CHUNK + 1, len(GRID) // _CHUNK + 1)
-    return BandwidthSelection(bandwidth, float(value), options["method"], (GRID, objectives))
-
-
 def cv_curve(
     X,
     y,
@@ -380,11 +175,6 @@ def cv_curve(
             f"bandwidths: expected positive numbers, shape (k,) or (k, {x.shape[1]}); "
             f"received {np.asarray(bandwidths).shape}"
         )
-    dtype = compute_dtype(x, y, numpy=True)
-    options = {"model": model, "method": "cv", "block_size": block_size}
-    with precision_scope(dtype):
-        thetas = np.stack([to_theta(c, model) for c in candidates])
-        values = grid_objectives(
-            jnp.asarray(thetas, dtype), jnp.asarray(x, dtype), jnp.asarray(y, dtype), **options
-        )
-        return np.asarray(values, dtype=float)
+    from .compiled_search import cv_objectives
+
+    return cv_objectives(x, y, candidates, model, block_size)

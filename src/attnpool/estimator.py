@@ -1,5 +1,8 @@
 """scikit-learn regressors: Nadaraya–Watson and local linear.
 
+Small fits run on the NumPy engine and import neither JAX nor scikit-learn; the
+compiled engines are imported when a fit first needs them.
+
 Each ``__init__`` only stores its parameters; ``fit`` chooses the bandwidth
 (``"cv"`` by default: exact leave-one-out cross-validation, see
 :mod:`attnpool.bandwidth`) and returns ``self``; fitted attributes end in ``_``.
@@ -24,10 +27,8 @@ from . import numpy_engine
 from ._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
 from ._validation import check_bandwidth, check_choice
 from .bandwidth import METHODS, select_bandwidth
-from .methods import choice
-from .methods.stream import KEY_BLOCK
-from .pooling import attention_pool, report_empty
-from .regression import check_empty, local_regression, model_for, weight_matrix
+from .empty_policy import EMPTY_POLICIES, check_empty, report_empty
+from .local_model import model_for
 
 __all__ = ["LocalLinear", "NadarayaWatson"]
 
@@ -85,6 +86,10 @@ class _LocalRegression(MultiOutputRegressor):
 
     def _method_name(self, X) -> str:
         """The pooling method's name, checked against the fit it has to serve."""
+        if isinstance(self.method, str) and self.method == "auto":
+            return "auto"
+        from .methods import choice  # the compiled engines' layer: JAX
+
         name, _ = choice.resolve(self.method)
         if name not in _EXACT_ENGINES and not self._local_constant(X):
             model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
@@ -106,7 +111,7 @@ class _LocalRegression(MultiOutputRegressor):
         return "auto"
 
     def _fit_bandwidth(self, X, y):
-        check_choice(self.empty, "empty", ("nan", "nearest", "raise"))
+        check_choice(self.empty, "empty", EMPTY_POLICIES)
         name = self._method_name(X)
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", METHODS)
@@ -194,6 +199,9 @@ class _LocalRegression(MultiOutputRegressor):
         if name == "auto" and self._numpy_serves(X):
             fit = self._predict_numpy(X)
         elif name in _EXACT_ENGINES and not (name == "auto" and self._local_constant(X)):
+            from .methods.stream import KEY_BLOCK
+            from .regression import local_regression
+
             block_size = self.block_size
             if name == "stream" and block_size is None:
                 block_size = KEY_BLOCK
@@ -207,6 +215,8 @@ class _LocalRegression(MultiOutputRegressor):
                 **common,
             )
         else:  # local constant, continuous columns: attention pooling (its faster methods)
+            from .pooling import attention_pool
+
             fit = attention_pool(
                 X,
                 self.X_train_,
@@ -311,6 +321,8 @@ class NadarayaWatson(_LocalRegression):
         """Attention weights of queries ``X`` over the training points, ``(n_queries, n_train)``."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        from .regression import weight_matrix
+
         return weight_matrix(
             self.X_train_,
             X,
@@ -338,6 +350,8 @@ class LocalLinear(_LocalRegression):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        from .regression import local_regression
+
         _, slopes = local_regression(
             self.X_train_,
             self.y_train_,

@@ -45,14 +45,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-import jax.numpy as jnp
 import numpy as np
-
-from ._interop import precision_scope
 
 __all__ = ["Kernel", "get", "names", "register"]
 
-LogProfile = Callable[[jnp.ndarray], jnp.ndarray]
+#: ``log K`` of the squared scaled distance, elementwise (JAX-traceable).
+LogProfile = Callable
 
 
 @dataclass(frozen=True)
@@ -106,6 +104,10 @@ class Kernel:
 
         For ``dot`` the argument is the score and the profile is ``exp(score)``.
         """
+        import jax.numpy as jnp
+
+        from ._interop import precision_scope
+
         u = np.asarray(u, dtype=np.float64)
         arg = u if self.similarity == "dot" else u**2
         with precision_scope(np.float64):
@@ -126,6 +128,8 @@ class Kernel:
         >>> float(k.log_profile(jnp.asarray(1.0)))  # log(1 / (1 + 1))
         -0.693...
         """
+        import jax.numpy as jnp
+
         label = name or getattr(function, "__name__", "custom")
         probe = np.asarray(function(jnp.linspace(0.0, 10.0, 201)))
         if probe.shape != (201,) or not np.all(probe >= 0):
@@ -148,7 +152,11 @@ def _namespace(r2):
     """NumPy for NumPy arrays (the NumPy engine's small problems: no program to build),
     ``jax.numpy`` for everything else (traced values). The built-in profiles use only
     functions both share."""
-    return np if isinstance(r2, np.ndarray | np.generic) else jnp
+    if isinstance(r2, np.ndarray | np.generic):
+        return np
+    import jax.numpy as jnp
+
+    return jnp
 
 
 def _safe_sqrt(r2):

@@ -1,5 +1,8 @@
 """A local regression's static description and its mixed-type product kernel.
 
+The description and its checks are plain Python (the NumPy engine needs no JAX); the
+traced functions import ``jax.numpy`` when first called.
+
 Continuous columns use the radial kernel of the scaled distance; ordered categorical
 columns Wang–van Ryzin's kernel and unordered ones Aitchison–Aitken's, each with its
 own ``λ ∈ [0, 1)``, as statsmodels and R's np do. Rows are prepared once per bandwidth:
@@ -10,11 +13,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 
 from . import kernels as _kernels
-from .geometry import block_log_weights
 
 __all__ = [
     "VAR_TYPES",
@@ -80,6 +81,8 @@ def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalM
 def prepare(x, bandwidth, centre, model: LocalModel):
     """Continuous columns centred on the training points' midrange and divided by ``h``
     (far from the origin, x ≈ 1.7e9, scaling first would lose the low digits)."""
+    import jax.numpy as jnp
+
     cont, cat = list(model.continuous), list(model.categorical)
     parts = []
     if cont:
@@ -92,6 +95,8 @@ def prepare(x, bandwidth, centre, model: LocalModel):
 def relative(queries, keys, bandwidth, model: LocalModel):
     """Prepared rows rescaled by ``min h`` (continuous part): the nearest-key geometry,
     which cannot overflow however small the bandwidth."""
+    import jax.numpy as jnp
+
     n_cont = len(model.continuous)
     factor = jnp.min(bandwidth[jnp.array(model.continuous)]) if n_cont else 1.0
 
@@ -103,6 +108,10 @@ def relative(queries, keys, bandwidth, model: LocalModel):
 
 def log_weights(q, k, lambdas, model: LocalModel):
     """``(nq, nk)`` product-kernel log weights of prepared rows."""
+    import jax.numpy as jnp
+
+    from .geometry import block_log_weights
+
     n_cont = len(model.continuous)
     if n_cont:
         logw = block_log_weights(q[:, :n_cont], k[:, :n_cont], model.kernel)
@@ -130,7 +139,10 @@ def solve_moments(means, d: int, p: int, degree: int):
     — is relative to each column's local spread: linear data stay exact at every
     bandwidth (an absolute ridge shrank slopes once (spread / h)² fell near it).
     """
-    xp = np if isinstance(means, np.ndarray) else jnp
+    if isinstance(means, np.ndarray):
+        xp = np
+    else:
+        import jax.numpy as xp
     y_bar = means[:, :p]
     n = means.shape[0]
     if degree == 0:

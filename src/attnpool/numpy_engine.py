@@ -24,12 +24,22 @@ import numpy as np
 from . import kernels
 from .local_model import LocalModel, solve_moments
 
-__all__ = ["NUMPY_MAX_WORK", "local_fit", "loo_objective", "searches", "serves"]
+__all__ = [
+    "NUMPY_MAX_WORK",
+    "NUMPY_SEARCH_MAX_WORK",
+    "local_fit",
+    "loo_objective",
+    "searches",
+    "serves",
+]
 
 #: Largest pairs × features (one per response, local moments for degree 1) the NumPy
 #: engine takes: its time per evaluation there is ~10 ms on two cores, so a search of a
 #: few dozen evaluations costs less than building and loading its programs.
 NUMPY_MAX_WORK = 2**22
+#: Largest rows² × features the NumPy engine's CV search takes (one column): ~45
+#: evaluations at up to ~50 ms, still cheaper than importing JAX and building programs.
+NUMPY_SEARCH_MAX_WORK = 2**21
 #: Pairs evaluated at once (memory: a few arrays of this many float64 numbers).
 NUMPY_CHUNK_PAIRS = 2**18
 
@@ -46,7 +56,11 @@ def searches(model: LocalModel, rows: int, outputs: int) -> bool:
     """Whether this engine runs the CV search of ``rows`` training points: one column
     only, where bounded Brent needs ~30 evaluations without a gradient (in several,
     Nelder–Mead needs 100–400, more than the compiled search with its gradient costs)."""
-    return len(model.var_type) == 1 and serves(model, rows, rows, outputs)
+    return (
+        len(model.var_type) == 1
+        and serves(model, rows, rows, outputs)
+        and rows * rows * _width(model, outputs) <= NUMPY_SEARCH_MAX_WORK
+    )
 
 
 def _width(model: LocalModel, outputs: int) -> int:

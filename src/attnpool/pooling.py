@@ -6,7 +6,6 @@ weights are ``(n_queries, n_keys)``; the output keeps the values' trailing shape
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import jax
@@ -30,6 +29,7 @@ from ._validation import (
     check_values,
     is_traced,
 )
+from .empty_policy import EMPTY_POLICIES, EmptyNeighbourhoodWarning, report_empty
 from .engine import pool_core, weights_core
 from .methods import choice
 from .methods.choice import DENSE_MAX_PAIRS, Binned, TopK
@@ -46,16 +46,11 @@ __all__ = [
     "nadaraya_watson",
 ]
 
-EMPTY_POLICIES = ("nan", "nearest", "raise")
 #: Largest weight matrix (entries) that ``return_weights``/``attention_weights`` will build.
 MAX_WEIGHT_ENTRIES = 2**26
 
 KernelLike = str | _kernels.Kernel | Callable
 MethodLike = str | Binned | TopK
-
-
-class EmptyNeighbourhoodWarning(RuntimeWarning):
-    """Some queries had no key inside a compact kernel's support (their result is NaN)."""
 
 
 def attention_pool(
@@ -287,26 +282,6 @@ def _run(compute, args, kernel, empty: str, n: int):
     if not is_traced(empty_rows):
         report_empty(kernel, empty, np.asarray(empty_rows), stacklevel=4)
     return result
-
-
-def report_empty(kernel, empty: str, empty_rows: np.ndarray, *, stacklevel: int = 3) -> None:
-    """The ``empty`` policy for the rows of a compact kernel that no key reached: one
-    :class:`EmptyNeighbourhoodWarning` (``"nan"``) or a ``ValueError`` (``"raise"``)."""
-    n_empty = int(np.sum(empty_rows))
-    if not (kernel.compact and empty != "nearest" and n_empty):
-        return
-    n = len(empty_rows)
-    if empty == "raise":
-        raise ValueError(
-            f"empty: {n_empty} of {n} queries have no key within the {kernel.name!r} "
-            "kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
-        )
-    warnings.warn(
-        f"{n_empty} of {n} queries have no key within the {kernel.name!r} kernel's "
-        "support; their result is NaN (pass empty='nearest' to use the nearest key)",
-        EmptyNeighbourhoodWarning,
-        stacklevel=stacklevel,
-    )
 
 
 def _choose(method, kernel, q, k, h, weights: bool, block_size):

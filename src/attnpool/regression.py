@@ -40,6 +40,7 @@ from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ._validation import check_bandwidth, check_choice, check_points, check_values
+from .empty_policy import EMPTY_POLICIES, check_empty
 from .engine import (
     empty_as_nan,
     kernel_block,
@@ -222,15 +223,6 @@ def _validated(x_train, y_train, x_query, bandwidth, kernel, var_type, degree):
     return x, y, q, h, model, flat
 
 
-def check_empty(empty: str, empty_rows: np.ndarray) -> None:
-    """``empty="raise"``: a ``ValueError`` if some query's neighbourhood is empty."""
-    if empty == "raise" and empty_rows.any():
-        raise ValueError(
-            f"empty: {int(empty_rows.sum())} of {len(empty_rows)} queries have no training point "
-            "within the kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
-        )
-
-
 def local_regression(
     x_train,
     y_train,
@@ -252,7 +244,7 @@ def local_regression(
     ``empty`` as in :func:`attnpool.attention_pool` (a query whose neighbourhood is
     empty gets NaN, the nearest training response, or an error).
     """
-    check_choice(empty, "empty", ("nan", "nearest", "raise"))
+    check_choice(empty, "empty", EMPTY_POLICIES)
     x, y, q, h, model, flat = _validated(
         x_train, y_train, x_query, bandwidth, kernel, var_type, degree
     )
@@ -320,7 +312,7 @@ def weight_matrix(
     Rows of queries with an empty neighbourhood are NaN (``empty="nan"``) or
     shared by the nearest training points (``"nearest"``).
     """
-    check_choice(empty, "empty", ("nan", "nearest", "raise"))
+    check_choice(empty, "empty", EMPTY_POLICIES)
     x, _, q, h, model, _ = _validated(
         x_train, np.zeros(len(np.asarray(x_train))), x_query, bandwidth, kernel, var_type, 0
     )

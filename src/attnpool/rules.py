@@ -16,7 +16,7 @@ import numpy as np
 from . import kernels
 from ._units import power_of_two_above
 from ._validation import check_choice, check_points
-from .regression import model_for
+from .local_model import model_for
 
 CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
