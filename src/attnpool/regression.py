@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import kernels as _kernels
+from . import numpy_engine
 from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ._validation import check_bandwidth, check_choice, check_points, check_values
@@ -241,6 +242,9 @@ def local_regression(
     Shapes: ``x_train (n,) | (n, d)``, ``y_train (n,) | (n, p)``, ``x_query (k,) | (k, d)``.
     Returns the fit ``(k,)`` or ``(k, p)``; with ``return_slopes`` also the
     gradient of the fit, ``(k, d)`` or ``(k, d, p)`` (statsmodels' marginal effects).
+    Small problems of continuous columns with a built-in kernel run on the NumPy engine
+    (:mod:`attnpool.numpy_engine`), the rest on the compiled ones (``block_size`` streams
+    the training points in blocks of that size).
     ``empty`` as in :func:`attnpool.attention_pool` (a query whose neighbourhood is
     empty gets NaN, the nearest training response, or an error).
     """
@@ -249,17 +253,25 @@ def local_regression(
         x_train, y_train, x_query, bandwidth, kernel, var_type, degree
     )
     dtype = compute_dtype(x, y, q, numpy=True)
-    with precision_scope(dtype):
-        fit, slopes, _, empty_rows = local_fit(
-            np.asarray(x, dtype),
-            np.asarray(y, dtype),
-            np.asarray(q, dtype),
-            np.asarray(h, dtype),
-            model,
-            nearest=empty == "nearest",
-            block_size=block_size,
+    if block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1]):
+        # small: no program to build (computed in float64, returned in the inputs' type)
+        fit, slopes, empty_rows = numpy_engine.local_fit(
+            x, y, q, h, model, nearest=empty == "nearest"
         )
-        fit, slopes, empty_rows = np.asarray(fit), np.asarray(slopes), np.asarray(empty_rows)
+        fit, slopes = fit.astype(dtype), slopes.astype(dtype)
+    else:
+        with precision_scope(dtype):
+            fit, slopes, _, empty_rows = local_fit(
+                np.asarray(x, dtype),
+                np.asarray(y, dtype),
+                np.asarray(q, dtype),
+                np.asarray(h, dtype),
+                model,
+                nearest=empty == "nearest",
+                block_size=block_size,
+            )
+            fit, slopes = np.asarray(fit), np.asarray(slopes)
+            empty_rows = np.asarray(empty_rows)
     check_empty(empty, empty_rows)
     if flat:
         fit, slopes = fit[:, 0], slopes[..., 0]
