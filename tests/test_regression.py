@@ -9,7 +9,8 @@ import pytest
 from statsmodels.nonparametric.kernel_regression import KernelReg
 
 from attnpool import cv_curve, local_regression, rule_of_thumb, select_bandwidth
-from attnpool.regression import hat_diagonal, loo_residuals, model_for
+from attnpool.local_engine import hat_diagonal, loo_residuals
+from attnpool.regression import model_for
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._cache import enable_compilation_cache
-from ._validation import is_jax
+from ._validation import is_jax, numpy_dtype
 
 enable_compilation_cache()  # a second process loads its programs instead of compiling
 
@@ -31,10 +31,7 @@ def numpy_mode(*arrays) -> bool:
 def compute_dtype(*data, numpy: bool):
     """Floating dtype for the computation, from the data arrays (not the bandwidth)."""
     if numpy:
-        dtype = np.result_type(*data)
-        if not np.issubdtype(dtype, np.floating):
-            return np.dtype(np.float64)
-        return np.promote_types(dtype, np.float32)
+        return numpy_dtype(*data)
     dtype = jnp.promote_types(jnp.result_type(*data), jnp.float32)
     return jax.dtypes.canonicalize_dtype(dtype)
 

@@ -39,6 +39,15 @@ def as_array(x, name: str):
     return x
 
 
+def numpy_dtype(*data) -> np.dtype:
+    """Floating dtype a computation on NumPy ``data`` runs in: float64 for integers,
+    float32 at least."""
+    dtype = np.result_type(*data)
+    if not np.issubdtype(dtype, np.floating):
+        return np.dtype(np.float64)
+    return np.promote_types(dtype, np.float32)
+
+
 def check_numeric_dtype(dtype, name: str) -> None:
     """``TypeError`` naming ``name`` unless ``dtype`` is an integer or floating type."""
     dtype = np.dtype(dtype)

@@ -23,7 +23,8 @@ from .host_search import (
     categorical_upper,
     to_theta,
 )
-from .regression import LocalModel, hat_diagonal, loo_residuals
+from .local_engine import hat_diagonal, loo_residuals
+from .local_model import LocalModel
 
 __all__ = [
     "GRID",

@@ -50,9 +50,10 @@ from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_positive_int
 from .engine import pool_state
 from .geometry import MATMUL_MIN_DIM, closeness
+from .local_engine import local_fit, loo_residuals
 from .methods.choice import exact_engine
 from .methods.stream import KEY_BLOCK
-from .regression import _validated, local_fit, loo_residuals
+from .regression import validated
 from .state import block_state
 
 __all__ = [
@@ -166,7 +167,7 @@ def confidence_band(
     n_boot = check_positive_int(n_boot, "n_boot", allow_none=False)
     if not (isinstance(level, float | int) and 0 < level < 1):
         raise ValueError(f"level: expected a number strictly between 0 and 1; received {level!r}")
-    x, y, q, h, model, flat = _validated(
+    x, y, q, h, model, flat = validated(
         x_train, y_train, x_query, bandwidth, kernel, var_type, degree
     )
     if method == "asymptotic" and model.categorical:

@@ -4,7 +4,7 @@ A first fit in a fresh process used to spend its time building XLA programs (tra
 then compiling or loading), not computing: at n = 500 one leave-one-out evaluation is
 250 000 pairs, a few milliseconds in NumPy. Up to :data:`NUMPY_MAX_WORK` pair-features
 the estimators' predictions, and the CV search of one column, run here instead, in
-float64, with the formula of the exact engines' dense block (:mod:`attnpool.regression`):
+float64, with the formula of the exact engines' dense block (:mod:`attnpool.local_engine`):
 rows centred on the training points' midrange, then divided by ``h``; log weights
 ``log K(r²)`` shifted by each row's largest; the local moments; the local linear solve
 with unit diagonal and a relative ridge. A row with no weight (``−inf`` log weights
@@ -71,7 +71,7 @@ def _width(model: LocalModel, outputs: int) -> int:
 def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclude_self=False,
               nearest=False):  # fmt: skip
     """``fit (k, p)``, ``slopes (k, d, p)`` in the inputs' units and the empty-row mask
-    ``(k,)``, as :func:`attnpool.regression.local_fit` (``exclude_self``: leave-one-out,
+    ``(k,)``, as :func:`attnpool.local_engine.local_fit` (``exclude_self``: leave-one-out,
     ``x_query`` is ``x_train``; an empty row is NaN there)."""
     x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
     h = np.asarray(bandwidth, np.float64)

@@ -1,4 +1,4 @@
-"""Local polynomial regression on the pooling engines: Nadaraya–Watson and local linear.
+"""Local polynomial regression: Nadaraya–Watson and local linear.
 
 Degree 0 (local constant, Nadaraya–Watson) pools the responses. Degree 1 (local
 linear) pools the local moments of ``δ = x_j − x`` — ``Σw``, ``Σw δ``,
@@ -26,190 +26,25 @@ Mixed data follow statsmodels/np: ``var_type`` has one letter per column —
 Leave-one-out fits mask each point's own pair inside the blocks (no refits, no
 subtraction that could cancel). The hat-matrix diagonal ``W_ii`` (for AICc) is
 ``α_ii`` for degree 0 and ``α_ii (1 + μ₁ᵀ C⁻¹ μ₁)`` for degree 1.
+
+The compiled engines' programs are in :mod:`attnpool.local_engine`; small problems of
+continuous columns run on the NumPy engine (:mod:`attnpool.numpy_engine`), with the same
+formula and without importing JAX.
 """
 
 from __future__ import annotations
 
-from functools import partial
-
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from . import kernels as _kernels
 from . import numpy_engine
-from ._interop import compute_dtype, precision_scope
-from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
-from ._validation import check_bandwidth, check_choice, check_points, check_values
+from ._validation import check_bandwidth, check_choice, check_points, check_values, numpy_dtype
 from .empty_policy import EMPTY_POLICIES, check_empty
-from .engine import (
-    empty_as_nan,
-    kernel_block,
-    mask_padding,
-    nearest_log_weight,
-    needs_nearest,
-    pool_state,
-)
-from .geometry import key_centre
-from .local_model import LocalModel, log_weights, model_for, prepare, relative, solve_moments
-from .methods import dense_weights, normalise
-from .methods.choice import exact_engine
-from .methods.stream import KEY_BLOCK
-from .state import block_state, finalize
+from .local_model import LocalModel, model_for
 
-__all__ = ["LocalModel", "hat_diagonal", "local_regression", "loo_residuals", "model_for"]
+__all__ = ["LocalModel", "local_regression", "model_for", "validated", "weight_matrix"]
 
 
-def _block_function(
-    model: LocalModel, lambdas, *, exclude_self: bool, max_log=None, key_count=None
-):
-    def block(q, q_ids, k, k_ids, v):
-        logw = mask_padding(log_weights(q, k, lambdas, model), k_ids, key_count)
-        if exclude_self:
-            logw = jnp.where(q_ids[:, None] == k_ids[None, :], -jnp.inf, logw)
-        known = None if max_log is None else max_log[q_ids]
-        if model.degree == 0:
-            return block_state(logw, v, known)
-        nq, nk, d, p = q.shape[0], k.shape[0], q.shape[1], v.shape[1]
-        delta = k[None, :, :] - q[:, None, :]
-        features = jnp.concatenate(
-            [
-                jnp.broadcast_to(v[None], (nq, nk, p)),
-                delta,
-                (delta[..., :, None] * delta[..., None, :]).reshape(nq, nk, d * d),
-                (delta[..., :, None] * v[None, :, None, :]).reshape(nq, nk, d * p),
-            ],
-            axis=-1,
-        )
-        return block_state(logw, features, known)
-
-    return block
-
-
-@partial(
-    jax.jit,
-    static_argnames=("model", "method", "key_block", "exclude_self", "with_hat", "nearest"),
-)
-def _local_core(
-    x_train,
-    y_train,
-    x_query,
-    bandwidth,
-    key_count,
-    *,
-    model,
-    method,
-    key_block,
-    exclude_self,
-    with_hat,
-    nearest,
-):
-    cont = jnp.array(model.continuous, dtype=int)
-    centre = key_centre(x_train[:, cont]) if model.continuous else None
-    lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
-    keys = prepare(x_train, bandwidth, centre, model)
-    queries = prepare(x_query, bandwidth, centre, model)
-    # The nearest key's log weight is each row's maximum, except when leaving one out
-    # (the point itself is the nearest, and its weight is masked).
-    known = None
-    if method == "stream" and not exclude_self and model.var_type == "c":
-        known = nearest_log_weight(queries, keys, model.kernel)
-    block = _block_function(
-        model, lambdas, exclude_self=exclude_self, max_log=known, key_count=key_count
-    )
-    state = pool_state(block, queries, keys, y_train, method=method, key_block=key_block)
-    means, empty = finalize(state)
-    d, p = x_train.shape[1], y_train.shape[1]
-    fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree)
-    units = jnp.ones(d, x_train.dtype)
-    if model.continuous:
-        units = units.at[: len(model.continuous)].set(bandwidth[cont])
-    slopes = (slopes / units[None, :, None])[:, np.argsort(model.order), :]
-    hat = None
-    if with_hat:
-        self_log = jax.vmap(lambda row: log_weights(row[None], row[None], lambdas, model)[0, 0])(
-            queries
-        )
-        shift = jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
-        hat = jnp.exp(self_log - shift) / jnp.where(empty, 1.0, state.weight_sum) * inverse_11
-    if exclude_self:  # leave-one-out: a row that is empty or overflowed stays NaN
-        return jnp.where(empty[:, None], jnp.nan, fit), slopes, hat, empty
-    fallback = needs_nearest(fit, empty, nearest)
-
-    def with_nearest():
-        hard = kernel_block(_kernels.get("gaussian"), hard=True, key_count=key_count)
-        state = pool_state(
-            hard,
-            *relative(queries, keys, bandwidth, model),
-            y_train,
-            method=method,
-            key_block=key_block,
-            hard=True,
-        )
-        return jnp.where(fallback[:, None], finalize(state)[0], fit)
-
-    fit = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: fit)
-    fit = empty_as_nan(fit, empty, nearest)
-    return fit, slopes, hat, empty
-
-
-def local_fit(
-    x_train,
-    y_train,
-    x_query,
-    bandwidth,
-    model: LocalModel,
-    *,
-    exclude_self=False,
-    with_hat=False,
-    nearest=False,
-    block_size=None,
-    key_count=None,
-):
-    """Traceable core: arrays already validated, ``(n, d)``/``(n, p)``, bandwidth ``(d,)``.
-
-    Returns ``fit (n_q, p)``, ``slopes (n_q, d, p)`` in the inputs' units, the hat
-    diagonal (or None) and the ``(n_q,)`` mask of empty neighbourhoods. Rows are padded
-    to their buckets (:mod:`attnpool._shapes`) unless ``key_count`` says the training
-    rows from that one on are padding already (then queries are not padded either).
-    """
-    n, m = x_query.shape[0], x_train.shape[0]
-    if key_count is None and 0 < n and m <= MAX_ROWS:
-        size = bucket(m)
-        x_train, y_train = padded(x_train, y_train, size=size)
-        queries = x_train if exclude_self or with_hat else pad_rows(x_query, query_bucket(n))
-        results = local_fit(
-            x_train,
-            y_train,
-            queries,
-            bandwidth,
-            model,
-            exclude_self=exclude_self,
-            with_hat=with_hat,
-            nearest=nearest,
-            block_size=block_size,
-            key_count=np.int32(m),
-        )
-        return unpadded(results, n, host=is_host(x_train, x_query))
-    width = 1 if model.degree == 0 else (1 + x_train.shape[1]) ** 2 * y_train.shape[1]
-    method = "stream" if block_size is not None else exact_engine(n * m * width)
-    key_block = block_size or max(64, KEY_BLOCK // width)
-    return _local_core(
-        x_train,
-        y_train,
-        x_query,
-        bandwidth,
-        key_count,
-        model=model,
-        method=method,
-        key_block=key_block,
-        exclude_self=exclude_self,
-        with_hat=with_hat,
-        nearest=nearest,
-    )
-
-
-def _validated(x_train, y_train, x_query, bandwidth, kernel, var_type, degree):
+def validated(x_train, y_train, x_query, bandwidth, kernel, var_type, degree):
     x = check_points(x_train, "x_train")
     y, flat = check_values(y_train, x.shape[0])
     q = x if x_query is None else check_points(x_query, "x_query", dims=x.shape[1])
@@ -249,10 +84,10 @@ def local_regression(
     empty gets NaN, the nearest training response, or an error).
     """
     check_choice(empty, "empty", EMPTY_POLICIES)
-    x, y, q, h, model, flat = _validated(
+    x, y, q, h, model, flat = validated(
         x_train, y_train, x_query, bandwidth, kernel, var_type, degree
     )
-    dtype = compute_dtype(x, y, q, numpy=True)
+    dtype = numpy_dtype(x, y, q)
     if block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1]):
         # small: no program to build (computed in float64, returned in the inputs' type)
         fit, slopes, empty_rows = numpy_engine.local_fit(
@@ -260,6 +95,9 @@ def local_regression(
         )
         fit, slopes = fit.astype(dtype), slopes.astype(dtype)
     else:
+        from ._interop import precision_scope
+        from .local_engine import local_fit
+
         with precision_scope(dtype):
             fit, slopes, _, empty_rows = local_fit(
                 np.asarray(x, dtype),
@@ -278,44 +116,6 @@ def local_regression(
     return (fit, slopes) if return_slopes else fit
 
 
-def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None):
-    """Leave-one-out residuals ``y_i − ĝ₋ᵢ(x_i)`` (traceable); NaN where no neighbour is left.
-
-    ``count``: rows from this one on are padding (their residuals mean nothing).
-    """
-    fit, _, _, _ = local_fit(
-        x, y, x, bandwidth, model, exclude_self=True, block_size=block_size, key_count=count
-    )
-    return y - fit
-
-
-def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None):
-    """In-sample fit and the diagonal of the smoother ("hat") matrix (traceable)."""
-    fit, _, hat, _ = local_fit(
-        x, y, x, bandwidth, model, with_hat=True, block_size=block_size, key_count=count
-    )
-    return fit, hat
-
-
-@partial(jax.jit, static_argnames=("model", "nearest"))
-def _weights_core(x_train, x_query, bandwidth, *, model, nearest):
-    cont = jnp.array(model.continuous, dtype=int)
-    centre = key_centre(x_train[:, cont]) if model.continuous else None
-    lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
-    keys = prepare(x_train, bandwidth, centre, model)
-    queries = prepare(x_query, bandwidth, centre, model)
-    weights, empty = normalise(log_weights(queries, keys, lambdas, model))
-    fallback = needs_nearest(weights, empty, nearest)
-
-    def with_nearest():
-        nearest_geometry = relative(queries, keys, bandwidth, model)
-        closest, _ = dense_weights(*nearest_geometry, _kernels.get("gaussian"), hard=True)
-        return jnp.where(fallback[:, None], closest, weights)
-
-    weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
-    return empty_as_nan(weights, empty, nearest), empty
-
-
 def weight_matrix(
     x_train, x_query, *, kernel="gaussian", bandwidth=1.0, var_type=None, empty="nan"
 ):
@@ -325,15 +125,18 @@ def weight_matrix(
     shared by the nearest training points (``"nearest"``).
     """
     check_choice(empty, "empty", EMPTY_POLICIES)
-    x, _, q, h, model, _ = _validated(
+    x, _, q, h, model, _ = validated(
         x_train, np.zeros(len(np.asarray(x_train))), x_query, bandwidth, kernel, var_type, 0
     )
-    dtype = compute_dtype(x, q, numpy=True)
+    from ._interop import precision_scope
+    from .local_engine import weights_core
+
+    dtype = numpy_dtype(x, q)
     with precision_scope(dtype):
-        weights, empty_rows = _weights_core(
-            jnp.asarray(x, dtype),
-            jnp.asarray(q, dtype),
-            jnp.asarray(h, dtype),
+        weights, empty_rows = weights_core(
+            np.asarray(x, dtype),
+            np.asarray(q, dtype),
+            np.asarray(h, dtype),
             model=model,
             nearest=empty == "nearest",
         )

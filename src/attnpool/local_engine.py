@@ -1,0 +1,222 @@
+"""The compiled local fits: local constant and local linear on the pooling engines.
+
+Degree 0 pools the responses; degree 1 pools the local moments ``[y, δ, δδᵀ, δy]``
+with the same pooling state and solves them at each query
+(:func:`attnpool.local_model.solve_moments`). Leave-one-out fits mask each point's own
+pair inside the blocks; the hat diagonal is ``α_ii`` (degree 0) or
+``α_ii (1 + μ₁ᵀ C⁻¹ μ₁)`` (degree 1). The formulas are in :mod:`attnpool.regression`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import kernels as _kernels
+from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
+from .engine import (
+    empty_as_nan,
+    kernel_block,
+    mask_padding,
+    nearest_log_weight,
+    needs_nearest,
+    pool_state,
+)
+from .geometry import key_centre
+from .local_model import LocalModel, log_weights, prepare, relative, solve_moments
+from .methods import dense_weights, normalise
+from .methods.choice import exact_engine
+from .methods.stream import KEY_BLOCK
+from .state import block_state, finalize
+
+__all__ = ["hat_diagonal", "local_fit", "loo_residuals", "weights_core"]
+
+
+def _block_function(
+    model: LocalModel, lambdas, *, exclude_self: bool, max_log=None, key_count=None
+):
+    def block(q, q_ids, k, k_ids, v):
+        logw = mask_padding(log_weights(q, k, lambdas, model), k_ids, key_count)
+        if exclude_self:
+            logw = jnp.where(q_ids[:, None] == k_ids[None, :], -jnp.inf, logw)
+        known = None if max_log is None else max_log[q_ids]
+        if model.degree == 0:
+            return block_state(logw, v, known)
+        nq, nk, d, p = q.shape[0], k.shape[0], q.shape[1], v.shape[1]
+        delta = k[None, :, :] - q[:, None, :]
+        features = jnp.concatenate(
+            [
+                jnp.broadcast_to(v[None], (nq, nk, p)),
+                delta,
+                (delta[..., :, None] * delta[..., None, :]).reshape(nq, nk, d * d),
+                (delta[..., :, None] * v[None, :, None, :]).reshape(nq, nk, d * p),
+            ],
+            axis=-1,
+        )
+        return block_state(logw, features, known)
+
+    return block
+
+
+@partial(
+    jax.jit,
+    static_argnames=("model", "method", "key_block", "exclude_self", "with_hat", "nearest"),
+)
+def _local_core(
+    x_train,
+    y_train,
+    x_query,
+    bandwidth,
+    key_count,
+    *,
+    model,
+    method,
+    key_block,
+    exclude_self,
+    with_hat,
+    nearest,
+):
+    cont = jnp.array(model.continuous, dtype=int)
+    centre = key_centre(x_train[:, cont]) if model.continuous else None
+    lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
+    keys = prepare(x_train, bandwidth, centre, model)
+    queries = prepare(x_query, bandwidth, centre, model)
+    # The nearest key's log weight is each row's maximum, except when leaving one out
+    # (the point itself is the nearest, and its weight is masked).
+    known = None
+    if method == "stream" and not exclude_self and model.var_type == "c":
+        known = nearest_log_weight(queries, keys, model.kernel)
+    block = _block_function(
+        model, lambdas, exclude_self=exclude_self, max_log=known, key_count=key_count
+    )
+    state = pool_state(block, queries, keys, y_train, method=method, key_block=key_block)
+    means, empty = finalize(state)
+    d, p = x_train.shape[1], y_train.shape[1]
+    fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree)
+    units = jnp.ones(d, x_train.dtype)
+    if model.continuous:
+        units = units.at[: len(model.continuous)].set(bandwidth[cont])
+    slopes = (slopes / units[None, :, None])[:, np.argsort(model.order), :]
+    hat = None
+    if with_hat:
+        self_log = jax.vmap(lambda row: log_weights(row[None], row[None], lambdas, model)[0, 0])(
+            queries
+        )
+        shift = jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
+        hat = jnp.exp(self_log - shift) / jnp.where(empty, 1.0, state.weight_sum) * inverse_11
+    if exclude_self:  # leave-one-out: a row that is empty or overflowed stays NaN
+        return jnp.where(empty[:, None], jnp.nan, fit), slopes, hat, empty
+    fallback = needs_nearest(fit, empty, nearest)
+
+    def with_nearest():
+        hard = kernel_block(_kernels.get("gaussian"), hard=True, key_count=key_count)
+        state = pool_state(
+            hard,
+            *relative(queries, keys, bandwidth, model),
+            y_train,
+            method=method,
+            key_block=key_block,
+            hard=True,
+        )
+        return jnp.where(fallback[:, None], finalize(state)[0], fit)
+
+    fit = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: fit)
+    fit = empty_as_nan(fit, empty, nearest)
+    return fit, slopes, hat, empty
+
+
+def local_fit(
+    x_train,
+    y_train,
+    x_query,
+    bandwidth,
+    model: LocalModel,
+    *,
+    exclude_self=False,
+    with_hat=False,
+    nearest=False,
+    block_size=None,
+    key_count=None,
+):
+    """Traceable core: arrays already validated, ``(n, d)``/``(n, p)``, bandwidth ``(d,)``.
+
+    Returns ``fit (n_q, p)``, ``slopes (n_q, d, p)`` in the inputs' units, the hat
+    diagonal (or None) and the ``(n_q,)`` mask of empty neighbourhoods. Rows are padded
+    to their buckets (:mod:`attnpool._shapes`) unless ``key_count`` says the training
+    rows from that one on are padding already (then queries are not padded either).
+    """
+    n, m = x_query.shape[0], x_train.shape[0]
+    if key_count is None and 0 < n and m <= MAX_ROWS:
+        size = bucket(m)
+        x_train, y_train = padded(x_train, y_train, size=size)
+        queries = x_train if exclude_self or with_hat else pad_rows(x_query, query_bucket(n))
+        results = local_fit(
+            x_train,
+            y_train,
+            queries,
+            bandwidth,
+            model,
+            exclude_self=exclude_self,
+            with_hat=with_hat,
+            nearest=nearest,
+            block_size=block_size,
+            key_count=np.int32(m),
+        )
+        return unpadded(results, n, host=is_host(x_train, x_query))
+    width = 1 if model.degree == 0 else (1 + x_train.shape[1]) ** 2 * y_train.shape[1]
+    method = "stream" if block_size is not None else exact_engine(n * m * width)
+    key_block = block_size or max(64, KEY_BLOCK // width)
+    return _local_core(
+        x_train,
+        y_train,
+        x_query,
+        bandwidth,
+        key_count,
+        model=model,
+        method=method,
+        key_block=key_block,
+        exclude_self=exclude_self,
+        with_hat=with_hat,
+        nearest=nearest,
+    )
+
+
+def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None):
+    """Leave-one-out residuals ``y_i − ĝ₋ᵢ(x_i)`` (traceable); NaN where no neighbour is left.
+
+    ``count``: rows from this one on are padding (their residuals mean nothing).
+    """
+    fit, _, _, _ = local_fit(
+        x, y, x, bandwidth, model, exclude_self=True, block_size=block_size, key_count=count
+    )
+    return y - fit
+
+
+def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None):
+    """In-sample fit and the diagonal of the smoother ("hat") matrix (traceable)."""
+    fit, _, hat, _ = local_fit(
+        x, y, x, bandwidth, model, with_hat=True, block_size=block_size, key_count=count
+    )
+    return fit, hat
+
+
+@partial(jax.jit, static_argnames=("model", "nearest"))
+def weights_core(x_train, x_query, bandwidth, *, model, nearest):
+    cont = jnp.array(model.continuous, dtype=int)
+    centre = key_centre(x_train[:, cont]) if model.continuous else None
+    lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
+    keys = prepare(x_train, bandwidth, centre, model)
+    queries = prepare(x_query, bandwidth, centre, model)
+    weights, empty = normalise(log_weights(queries, keys, lambdas, model))
+    fallback = needs_nearest(weights, empty, nearest)
+
+    def with_nearest():
+        nearest_geometry = relative(queries, keys, bandwidth, model)
+        closest, _ = dense_weights(*nearest_geometry, _kernels.get("gaussian"), hard=True)
+        return jnp.where(fallback[:, None], closest, weights)
+
+    weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
+    return empty_as_nan(weights, empty, nearest), empty
