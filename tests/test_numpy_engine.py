@@ -124,3 +124,20 @@ def test_empty_neighbourhoods_follow_each_estimators_policy():
         warnings.simplefilter("error")
         tiny = NadarayaWatson(bandwidth=1e-160).fit(x, y).predict(np.array([[0.4], [1.7]]))
     np.testing.assert_array_equal(tiny, [1.0, 4.0])
+
+
+def test_a_user_kernel_under_a_built_in_name_is_left_to_the_compiled_engines():
+    import jax.numpy as jnp
+
+    original = kernels.get("epanechnikov")
+    # a JAX-only profile (NumPy arrays would not survive it) registered over a built-in
+    impostor = kernels.Kernel("epanechnikov", lambda r2: jnp.log1p(-jnp.minimum(r2, 0.5)))
+    x, y = _data(60, 1, seed=6)
+    try:
+        kernels.register(impostor, overwrite=True)
+        assert not numpy_engine.serves(model_for(x, kernel="epanechnikov"), 60, 60, 2)
+        got = NadarayaWatson(kernel="epanechnikov", bandwidth=0.8).fit(x, y).predict(x[:9])
+    finally:
+        kernels.register(original, overwrite=True)
+    want = local_regression(x, y, x[:9], kernel=impostor, bandwidth=0.8, block_size=64)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

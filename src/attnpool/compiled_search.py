@@ -48,8 +48,7 @@ def search(x, y, model: LocalModel, thetas, method: str, pooling: str, block_siz
     binnable = (
         method == "cv"
         and model.var_type == "c"
-        and model.kernel.name in BINNED_KERNELS
-        and model.kernel is kernels.get(model.kernel.name)
+        and kernels.is_builtin(model.kernel, BINNED_KERNELS)
     )
     if pooling == "binned" and not binnable:
         raise ValueError(

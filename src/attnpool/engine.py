@@ -120,7 +120,7 @@ def nearest_log_weight(queries, keys, kernel: _kernels.Kernel, divisor=None):
 
 def is_monotone(kernel: _kernels.Kernel) -> bool:
     """A built-in distance kernel whose weight never grows with the distance."""
-    return kernel.name in _MONOTONE and kernel is _kernels.get(kernel.name)
+    return _kernels.is_builtin(kernel, _MONOTONE)
 
 
 #: A streamed row with less weight than this many times the smallest normal number

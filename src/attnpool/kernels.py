@@ -252,10 +252,17 @@ def names() -> list[str]:
 _FROM_CALLABLE: dict[Callable, Kernel] = {}
 
 
+def is_builtin(kernel: Kernel, names=None) -> bool:
+    """Whether ``kernel`` is one of the built-in records (and, given ``names``, one of
+    them): the kernels whose closed forms, splits or NumPy profiles methods build in. A
+    user kernel, even one registered under a built-in name, is not."""
+    return _BUILTIN.get(kernel.name) is kernel and (names is None or kernel.name in names)
+
+
 def is_gaussian(kernel: Kernel) -> bool:
-    """Whether ``kernel`` is the registered ``"gaussian"`` (not a user kernel of that name):
-    the one kernel whose closed forms the ``fgt`` and ``native`` methods build in."""
-    return kernel is _REGISTRY.get("gaussian")
+    """Whether ``kernel`` is the built-in ``"gaussian"``: the one kernel whose closed forms
+    the ``fgt`` and ``native`` methods build in."""
+    return is_builtin(kernel, ("gaussian",))
 
 
 def get(kernel: str | Kernel | Callable) -> Kernel:
@@ -301,3 +308,6 @@ for _kernel in (
     Kernel("dot", _dot, math.inf, None, None, 0.0, similarity="dot"),
 ):
     register(_kernel)
+#: The built-in records, as registered here (a later ``register(..., overwrite=True)``
+#: does not make a user kernel built in).
+_BUILTIN: dict[str, Kernel] = dict(_REGISTRY)

@@ -46,10 +46,9 @@ NUMPY_CHUNK_PAIRS = 2**18
 
 def serves(model: LocalModel, queries: int, rows: int, outputs: int) -> bool:
     """Whether this engine takes a fit of ``queries`` × ``rows`` pairs for ``model``."""
-    kernel = model.kernel
-    builtin = kernel.name in kernels.names() and kernel is kernels.get(kernel.name)
     continuous = set(model.var_type) == {"c"}
-    return builtin and continuous and queries * rows * _width(model, outputs) <= NUMPY_MAX_WORK
+    small = queries * rows * _width(model, outputs) <= NUMPY_MAX_WORK
+    return kernels.is_builtin(model.kernel) and continuous and small
 
 
 def searches(model: LocalModel, rows: int, outputs: int) -> bool:

@@ -159,7 +159,7 @@ def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights
 
         if d > 2:
             raise ValueError(f"method: 'binned' works for d <= 2; received d = {d}")
-        if kernel.name not in SMOOTH_KERNELS or kernel is not kernels.get(kernel.name):
+        if not kernels.is_builtin(kernel, SMOOTH_KERNELS):
             raise ValueError(
                 f"method: 'binned' supports the kernels {sorted(SMOOTH_KERNELS)}; "
                 f"received {kernel.name!r}"

@@ -31,7 +31,7 @@ FUSED_KERNELS = frozenset(["gaussian", "dot"])
 def supports(kernel: Kernel) -> bool:
     from .. import kernels
 
-    return kernel.name in FUSED_KERNELS and kernel is kernels.get(kernel.name)
+    return kernels.is_builtin(kernel, FUSED_KERNELS)
 
 
 def centred(queries, keys, kernel: Kernel):

@@ -45,7 +45,7 @@ def split_kernel(kernel: Kernel):
     or None for a kernel that does not split."""
     from .. import kernels
 
-    if kernel is not kernels.get(kernel.name):
+    if not kernels.is_builtin(kernel):
         return None
     half_pi = np.pi / 2
     one = np.ones_like
