@@ -99,11 +99,14 @@ def test_large_fits_go_to_the_compiled_engines():
 
 
 @pytest.mark.parametrize("estimator", [NadarayaWatson, LocalLinear])
-def test_huge_responses_do_not_overflow(estimator):
+def test_huge_and_tiny_responses_keep_their_digits(estimator):
     x, y = _data(300, 1, seed=5)
     small = estimator(bandwidth=0.4).fit(x, y[:, 0]).predict(x[:20])
-    huge = estimator(bandwidth=0.4).fit(x, y[:, 0] * 2.0**1015).predict(x[:20])
-    np.testing.assert_allclose(huge, small * 2.0**1015, rtol=1e-12)
+    # one column near the largest float, one near the smallest normal: each in its units
+    both = np.column_stack([y[:, 0] * 2.0**1015, y[:, 0] * 2.0**-1015])
+    got = estimator(bandwidth=0.4).fit(x, both).predict(x[:20])
+    np.testing.assert_allclose(got[:, 0], small * 2.0**1015, rtol=1e-12)
+    np.testing.assert_allclose(got[:, 1], small * 2.0**-1015, rtol=1e-12)
 
 
 def test_empty_neighbourhoods_follow_each_estimators_policy():

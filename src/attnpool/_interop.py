@@ -6,7 +6,7 @@ is copied back to NumPy before the context closes (a float64 JAX array that
 leaves the context silently drops to float32 on its next operation). Integer
 data computes in float64, like NumPy; float16 data computes in float32 and comes back
 in float16. JAX inputs follow JAX's own dtype rules. Value columns near the dtype's
-limit are pooled in power-of-two units (:func:`value_unit`).
+limit are pooled in power-of-two units (:func:`attnpool._units.value_unit`).
 """
 
 from __future__ import annotations
@@ -47,24 +47,6 @@ def half_precision(data):
     """The inputs' common dtype if it is a 16-bit float (float16, bfloat16), else None."""
     dtype = jnp.result_type(*data)
     return dtype if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize == 2 else None
-
-
-def value_unit(values):
-    """A power of two ``(p,)`` per value column: 1, or for a column whose largest
-    magnitude exceeds the square root of the dtype's largest number, the power of
-    two at most it (``largest / unit`` in [1, 2)).
-
-    Pooling ``values / unit`` and scaling the result back is exact, and the weighted
-    sums ``Σ w v`` (weights up to 1 after the log-domain shift) then cannot overflow
-    for values near the dtype's limit. Other columns are left alone, so one-hot
-    weights still return each value exactly, the smallest normal numbers included.
-    """
-    xp = np if isinstance(values, np.ndarray) else jnp
-    largest = xp.max(xp.abs(values), axis=0)
-    _, exponent = xp.frexp(xp.where(largest > 0, largest, 1.0))
-    exponent = xp.where(exponent > xp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
-    unit = xp.ldexp(xp.ones_like(largest), exponent)
-    return unit if xp is np else jax.lax.stop_gradient(unit)
 
 
 def check_bandwidth_representable(original, dtype) -> None:

@@ -8,6 +8,9 @@ centres being midranges and the scales powers of two (exact to undo), and its re
 is brought back. Timestamps (``x ≈ 1.7e9``), columns at ``1e±100`` and ``y ≈ 1e300``
 are then searched in float32 as easily as data on ``[−1, 1]``, and nothing overflows.
 Categorical columns are left as they are: their bandwidths are not lengths.
+
+Pooling itself divides value columns near the dtype's limit by a power of two
+(:func:`value_unit`), in NumPy or JAX.
 """
 
 from __future__ import annotations
@@ -73,3 +76,28 @@ class SearchUnits:
             if method == "aicc":
                 return np.asarray(value, np.float64) + 2 * np.log(self.y_scale)
         return value
+
+
+def value_unit(values):
+    """A power of two ``(p,)`` per value column: 1, or for a column whose largest
+    magnitude exceeds the square root of the dtype's largest number, the power of
+    two at most it (``largest / unit`` in [1, 2)).
+
+    Pooling ``values / unit`` and scaling the result back is exact, and the weighted
+    sums ``Σ w v`` (weights up to 1 after the log-domain shift) then cannot overflow
+    for values near the dtype's limit. Other columns are left alone, so one-hot
+    weights still return each value exactly, the smallest normal numbers included.
+    """
+    if isinstance(values, np.ndarray):
+        xp = np
+    else:
+        import jax.numpy as xp
+    largest = xp.max(xp.abs(values), axis=0)
+    _, exponent = xp.frexp(xp.where(largest > 0, largest, 1.0))
+    exponent = xp.where(exponent > xp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
+    unit = xp.ldexp(xp.ones_like(largest), exponent)
+    if xp is np:
+        return unit
+    import jax
+
+    return jax.lax.stop_gradient(unit)

@@ -10,8 +10,9 @@ rows centred on the training points' midrange, then divided by ``h``; log weight
 with unit diagonal and a relative ridge. A row with no weight (``−inf`` log weights
 everywhere) is empty, and under ``nearest`` takes the mean response of its nearest
 training points (ties averaged), found on centred rows weighted by ``min h / h_j`` so
-that distances cannot overflow. Responses are divided by their largest magnitude (a
-power of two) before they are summed, so huge ones do not overflow.
+that distances cannot overflow. Response columns near the float limit are divided by a
+power of two before they are summed (:func:`attnpool._units.value_unit`, as pooling
+does), so huge ones do not overflow.
 
 It serves continuous columns with a built-in kernel (whose profiles evaluate in NumPy);
 anything else goes to the compiled engines.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
+from ._units import value_unit
 from .local_model import LocalModel, solve_moments
 
 __all__ = [
@@ -84,8 +86,7 @@ def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclud
 def _fit(x, y, q, h, model, exclude_self, nearest):
     """:func:`local_fit` of centred rows."""
     keys, queries = x / h, q / h
-    # values over their largest magnitude (a power of two: exact) cannot overflow a sum
-    scale = np.exp2(np.ceil(np.log2(np.max(np.abs(y), initial=0.0)))) if np.any(y) else 1.0
+    scale = value_unit(y)  # columns near the float limit in power-of-two units
     y = y / scale
     d, p = x.shape[1], y.shape[1]
     fit, slopes = np.empty((q.shape[0], p)), np.empty((q.shape[0], d, p))

@@ -19,8 +19,8 @@ from ._interop import (
     half_precision,
     numpy_mode,
     precision_scope,
-    value_unit,
 )
+from ._units import value_unit
 from ._validation import (
     check_bandwidth,
     check_choice,
