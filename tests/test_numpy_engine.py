@@ -144,3 +144,10 @@ def test_a_user_kernel_under_a_built_in_name_is_left_to_the_compiled_engines():
         kernels.register(original, overwrite=True)
     want = local_regression(x, y, x[:9], kernel=impostor, bandwidth=0.8, block_size=64)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_block_size_asks_for_the_compiled_streamed_engines():
+    x, y = _data(100, 1, seed=7)
+    with attnpool.count_programs() as count:  # a block size no other test uses: a new program
+        NadarayaWatson(bandwidth=0.5, block_size=37).fit(x, y).predict(x[:5])
+    assert count.traced >= 1

@@ -81,7 +81,8 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     cont = list(model.continuous)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
-    if pooling == "auto" and method == "cv" and numpy_engine.searches(model, *y.shape):
+    small = block_size is None and numpy_engine.searches(model, *y.shape)
+    if pooling == "auto" and method == "cv" and small:
         objective = numpy_engine.loo_objective(x, y, model)
         return select_on_host(objective, thetas, progress, xatol=NUMPY_SEARCH_XATOL)
     from . import compiled_search

@@ -196,7 +196,7 @@ class _LocalRegression(MultiOutputRegressor):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         name = self._method_name(X)
         common = {"kernel": self.kernel, "bandwidth": self.bandwidth_, "empty": self.empty}
-        if name == "auto" and self._numpy_serves(X):
+        if name == "auto" and self.block_size is None and self._numpy_serves(X):
             fit = self._predict_numpy(X)
         elif name in _EXACT_ENGINES and not (name == "auto" and self._local_constant(X)):
             from .methods.stream import KEY_BLOCK
