@@ -94,10 +94,12 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
     rows_per_chunk = max(1, NUMPY_CHUNK_PAIRS // max(1, x.shape[0]))
     for start in range(0, q.shape[0], rows_per_chunk):
         rows = slice(start, start + rows_per_chunk)
-        means, empty[rows] = _moments(
+        means, empty[rows], mean_offset = _moments(
             queries[rows], keys, y, model, start if exclude_self else None
         )
         fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree)
+        if mean_offset is not None:  # from the weighted mean point to the query
+            fit[rows] -= np.einsum("nd,ndp->np", mean_offset, slopes[rows])
     slopes = slopes / h[None, :, None]
     if exclude_self:
         fit[empty] = np.nan
@@ -112,9 +114,10 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
 
 
 def _moments(queries, keys, y, model: LocalModel, self_offset):
-    """Weighted means of the local features ``[y, δ, δδᵀ, δ y]`` (degree 1) or ``y`` per
-    query, and the empty-row mask; ``self_offset``: query ``i`` is key ``self_offset + i``
-    and is left out."""
+    """Weighted means of the responses per query, the empty-row mask and, for degree 1,
+    the weighted mean offset ``μ`` (``(n, d)``; else None). Degree 1 returns the local
+    moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
+    ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out."""
     r2 = np.subtract.outer(queries[:, 0], keys[:, 0])
     r2 *= r2
     for j in range(1, queries.shape[1]):
@@ -129,21 +132,30 @@ def _moments(queries, keys, y, model: LocalModel, self_offset):
     total = w.sum(axis=1)
     safe = np.where(empty, 1.0, total)[:, None]
     if model.degree == 0:
-        return (w @ y) / safe, empty
+        return (w @ y) / safe, empty, None
+    # Two passes: the weighted mean offset first, then the covariances about it. In one
+    # pass, E[δδᵀ] − E[δ]E[δ]ᵀ cancels to rounding once one key carries nearly all the
+    # weight (a small bandwidth): the local slope came out of that rounding.
     n, d, p = queries.shape[0], queries.shape[1], y.shape[1]
-    mu1 = (w @ keys - total[:, None] * queries) / safe  # δ = key − query
-    delta_moments = np.empty((n, d, d))
-    delta_y = np.empty((n, d, p))
+    y_bar = (w @ y) / safe
+    offsets = [keys[None, :, a] - queries[:, a, None] for a in range(d)]  # δ = key − query
+    mu1 = np.stack([np.einsum("nk,nk->n", w, o) for o in offsets], axis=1) / safe
+    centred = [o - mu1[:, a, None] for a, o in enumerate(offsets)]
+    covariance = np.empty((n, d, d))
+    cross = np.empty((n, d, p))
     for a in range(d):
-        weighted = w * (keys[None, :, a] - queries[:, a, None])
-        delta_y[:, a] = weighted @ y / safe
+        weighted = w * centred[a]
+        # Σ w (δ − μ)(y − ȳ) = Σ w (δ − μ) y − ȳ Σ w (δ − μ), the second ~ rounding
+        cross[:, a] = (weighted @ y - y_bar * weighted.sum(axis=1)[:, None]) / safe
         for b in range(a, d):
-            value = np.einsum("nk,nk->n", weighted, keys[None, :, b] - queries[:, b, None])
-            delta_moments[:, a, b] = delta_moments[:, b, a] = value / safe[:, 0]
+            value = np.einsum("nk,nk->n", weighted, centred[b]) / safe[:, 0]
+            covariance[:, a, b] = covariance[:, b, a] = value
+    # moments about the weighted mean point (its mean offset is 0): the solve gives the
+    # fit there, moved to the query along the slopes by the caller
     means = np.concatenate(
-        [(w @ y) / safe, mu1, delta_moments.reshape(n, d * d), delta_y.reshape(n, d * p)], axis=1
+        [y_bar, np.zeros((n, d)), covariance.reshape(n, d * d), cross.reshape(n, d * p)], axis=1
     )
-    return means, empty
+    return means, empty, mu1
 
 
 def _nearest_mean(queries, keys, y, h):
