@@ -62,3 +62,38 @@ def stable_gaussian_pool(queries, keys, values, bandwidth):
     log_k = -0.5 * (((q[:, None, :] - k[None, :, :]) / h) ** 2).sum(axis=-1)
     weights = np.exp(log_k - log_k.max(axis=1, keepdims=True))
     return (weights / weights.sum(axis=1, keepdims=True)) @ np.asarray(values, dtype=np.float64)
+
+
+def long_double_local_linear(x, y, queries, kernel, bandwidth):
+    """Local linear fits ``(k,)`` of ``x (n,)`` or ``(n, 2)`` by weighted least squares in
+    long double, in two passes (the weighted mean offset, then the covariances about it):
+    exact when one key carries nearly all the weight."""
+    from attnpool import kernels
+
+    x = np.asarray(x, np.longdouble).reshape(len(y), -1)
+    queries = np.asarray(queries, np.longdouble).reshape(-1, x.shape[1])
+    fits = []
+    for q in queries:
+        d = x - q
+        r2 = np.asarray(((d / np.asarray(bandwidth, np.longdouble)) ** 2).sum(axis=1), float)
+        log_w = kernels.get(kernel).log_profile(r2)
+        w = np.exp(np.asarray(log_w, np.longdouble) - np.max(log_w))
+        mean, y_bar = (w[:, None] * d).sum(axis=0) / w.sum(), (w * y).sum() / w.sum()
+        c = d - mean
+        cov = np.einsum("n,na,nb->ab", w, c, c)
+        cross = np.einsum("n,na,n->a", w, c, y - y_bar)
+        if x.shape[1] == 1:
+            slope = cross / cov[0, 0]
+        else:  # Cramer's rule (NumPy's solvers do not take long double)
+            det = cov[0, 0] * cov[1, 1] - cov[0, 1] * cov[1, 0]
+            slope = (
+                np.array(
+                    [
+                        cross[0] * cov[1, 1] - cov[0, 1] * cross[1],
+                        cov[0, 0] * cross[1] - cross[0] * cov[1, 0],
+                    ]
+                )
+                / det
+            )
+        fits.append(float(y_bar - mean @ slope))
+    return np.array(fits)

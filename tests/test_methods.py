@@ -14,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnpool import EmptyNeighbourhoodWarning, TopK, attention_pool, kernels
+from attnpool.engine import nearest_key
 from attnpool.methods import binned, prefix_sums, sparse
 from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, value_range
 from oracle import exact_pool
@@ -298,3 +299,25 @@ def test_streamed_blocks_match_dense_on_tied_and_repeated_points(seed, kernel, d
     want = attention_pool(*args, method="dense", **options)
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    keys=st.lists(st.integers(-20, 20), min_size=12, max_size=12),
+    queries=st.lists(st.integers(-25, 25), min_size=6, max_size=6),
+    count=st.integers(2, 12),
+    exclude_self=st.booleans(),
+)
+def test_nearest_key_is_the_closest_real_key(keys, queries, count, exclude_self):
+    # ties and repeated keys on a coarse grid; padded keys (copies of the first, from
+    # ``count`` on) and, leaving one out, the query's own key are never the nearest
+    points = np.array(keys[:count] + keys[:1] * (12 - count), float)[:, None] / 4
+    asked = points if exclude_self else np.array(queries, float)[:, None] / 4
+    with jax.enable_x64(True):
+        index = np.asarray(nearest_key(asked, points, key_count=count, exclude_self=exclude_self))
+    rows = np.arange(count if exclude_self else len(queries))
+    distance = np.abs(asked[rows] - points[None, :count, 0])
+    if exclude_self:
+        distance[rows, rows] = np.inf
+    assert np.all(index[rows] < count)
+    np.testing.assert_array_equal(distance[rows, index[rows]], distance.min(axis=1))

@@ -21,6 +21,7 @@ from attnpool import (
     select_bandwidth,
 )
 from attnpool.local_model import model_for
+from reference import long_double_local_linear
 
 DISTANCE_KERNELS = [k for k in kernels.names() if k != "dot"]
 
@@ -165,12 +166,5 @@ def test_local_linear_with_one_dominant_key_matches_the_exact_weighted_fit(kerne
     got = (
         LocalLinear(kernel=kernel, bandwidth=bandwidth).fit(x[:, None], y).predict(queries[:, None])
     )
-    want = []
-    for q in queries.astype(np.longdouble):  # weighted least squares, two passes
-        d = x.astype(np.longdouble) - q
-        log_w = kernels.get(kernel).log_profile(np.asarray((d / bandwidth) ** 2, np.float64))
-        w = np.exp(np.asarray(log_w, np.longdouble) - np.max(log_w))
-        mean, y_bar = (w * d).sum() / w.sum(), (w * y).sum() / w.sum()
-        slope = (w * (d - mean) * (y - y_bar)).sum() / (w * (d - mean) ** 2).sum()
-        want.append(float(y_bar - mean * slope))
+    want = long_double_local_linear(x, y, queries, kernel, bandwidth)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)

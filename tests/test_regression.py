@@ -9,8 +9,9 @@ import pytest
 from statsmodels.nonparametric.kernel_regression import KernelReg
 
 from attnpool import cv_curve, local_regression, rule_of_thumb, select_bandwidth
-from attnpool.local_engine import hat_diagonal, loo_residuals
+from attnpool.local_engine import hat_diagonal, local_fit, loo_residuals
 from attnpool.regression import model_for
+from reference import long_double_local_linear
 
 
 @pytest.fixture(autouse=True)
@@ -287,3 +288,45 @@ def test_binned_search_reaches_the_exact_minimum(degree):
     np.testing.assert_allclose(selection.objective, exact, rtol=1e-12)
     around = cv_curve(x, y, selection.bandwidth[0] * np.geomspace(0.9, 1.1, 41), degree=degree)
     assert selection.objective <= around.min() * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("block_size", [None, 64])
+@pytest.mark.parametrize(("kernel", "bandwidth"), [("gaussian", 0.01), ("laplacian", 1e-3)])
+def test_compiled_local_linear_with_one_dominant_key_is_the_exact_weighted_fit(
+    kernel, bandwidth, block_size
+):
+    # far from the data the second key weighs 1e-15 to 1e-50 of the first: moments about
+    # the query cancelled to rounding (the fits were up to 117% off); about the heaviest
+    # key they are exact, in the dense and the streamed engines, fits and leave-one-out
+    rng = np.random.default_rng(0)
+    x = np.round(rng.uniform(0, 5, 200) * 1024) / 1024
+    y = np.sin(x) + 0.2 * rng.standard_normal(200)
+    queries = rng.uniform(-1, 6, 30)
+    model = model_for(x[:, None], kernel=kernel, degree=1)
+    h = np.array([bandwidth])
+    few = np.arange(0, 200, 10)  # separated keys: each left-out fit is dominated
+    with jax.enable_x64(True):
+        got = local_fit(x[:, None], y[:, None], queries[:, None], h, model, block_size=block_size)
+        residuals = loo_residuals(x[few, None], y[few, None], h * 10, model, block_size=block_size)
+    want = long_double_local_linear(x, y, queries, kernel, bandwidth)
+    np.testing.assert_allclose(np.asarray(got[0])[:, 0], want, rtol=1e-9, atol=1e-9)
+    for i, row in enumerate(few):
+        others = np.delete(few, i)
+        fit = long_double_local_linear(x[others], y[others], x[row : row + 1], kernel, 10 * h)
+        np.testing.assert_allclose(y[row] - np.asarray(residuals)[i, 0], fit, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("block_size", [None, 64])
+def test_compiled_local_linear_in_two_columns_with_one_dominant_key(block_size):
+    # the heaviest key found by the exp-free pass over the keys (two columns); keys on a
+    # grid, so the keys after the heaviest span both directions and the fit is well posed
+    rng = np.random.default_rng(1)
+    x = np.stack(np.meshgrid(np.arange(21) / 4, np.arange(21) / 4), axis=-1).reshape(-1, 2)
+    y = np.sin(x[:, 0]) + x[:, 1] + 0.2 * rng.standard_normal(len(x))
+    queries = np.concatenate([rng.uniform(-0.5, 0, (10, 2)), rng.uniform(5, 5.5, (10, 2))])
+    model = model_for(x, degree=1)
+    h = np.array([0.08, 0.1])
+    with jax.enable_x64(True):
+        got = local_fit(x, y[:, None], queries, h, model, block_size=block_size)[0]
+    want = long_double_local_linear(x, y, queries, "gaussian", h)
+    np.testing.assert_allclose(np.asarray(got)[:, 0], want, rtol=1e-9, atol=1e-9)

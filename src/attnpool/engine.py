@@ -37,6 +37,7 @@ __all__ = [
     "kernel_block",
     "log_weight_bound",
     "mask_padding",
+    "nearest_key",
     "nearest_log_weight",
     "needs_nearest",
     "pool_core",
@@ -116,6 +117,35 @@ def nearest_log_weight(queries, keys, kernel: _kernels.Kernel, divisor=None):
     if divisor is not None:
         gaps = gaps / jnp.reshape(divisor, (-1,))[0]
     return kernel.log_profile(gaps * gaps)
+
+
+def nearest_key(queries, keys, *, key_count=None, exclude_self=False):
+    """Index ``(n,)`` of each query's nearest key in one column, by a sorted search.
+
+    ``key_count``: keys from this row on are padding and never the nearest.
+    ``exclude_self``: query ``i`` is key ``i`` and not its own nearest (its nearest other
+    key is beside it in sorted order). A query with no other key gets itself.
+    """
+    m = keys.shape[0]
+    coordinate = keys[:, 0]
+    if key_count is not None:
+        coordinate = jnp.where(jnp.arange(m) < key_count, coordinate, jnp.inf)
+    order = jnp.argsort(coordinate)
+    ordered = coordinate[order]
+    if exclude_self:
+        rank = jnp.zeros(m, order.dtype).at[order].set(jnp.arange(m, dtype=order.dtype))
+        left, right = rank - 1, rank + 1
+    else:
+        right = jnp.searchsorted(ordered, queries[:, 0])
+        left = right - 1
+
+    def gap(position):
+        inside = (position >= 0) & (position < m)
+        at = ordered[jnp.clip(position, 0, m - 1)]
+        return jnp.where(inside, jnp.abs(queries[:, 0] - at), jnp.inf), jnp.clip(position, 0, m - 1)
+
+    (left_gap, left), (right_gap, right) = gap(left), gap(right)
+    return order[jnp.where(left_gap <= right_gap, left, right)]
 
 
 def is_monotone(kernel: _kernels.Kernel) -> bool:

@@ -1,7 +1,7 @@
 """The compiled local fits: local constant and local linear on the pooling engines.
 
 Degree 0 pools the responses; degree 1 pools the local moments ``[y, δ, δδᵀ, δy]``
-with the same pooling state and solves them at each query
+about each query's heaviest key with the same pooling state and solves them at each query
 (:func:`attnpool.local_model.solve_moments`). Leave-one-out fits mask each point's own
 pair inside the blocks; the hat diagonal is ``α_ii`` (degree 0) or
 ``α_ii (1 + μ₁ᵀ C⁻¹ μ₁)`` (degree 1). The formulas are in :mod:`attnpool.regression`.
@@ -19,8 +19,10 @@ from . import kernels as _kernels
 from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from .engine import (
     empty_as_nan,
+    is_monotone,
     kernel_block,
     mask_padding,
+    nearest_key,
     nearest_log_weight,
     needs_nearest,
     pool_state,
@@ -30,35 +32,68 @@ from .local_model import LocalModel, log_weights, prepare, relative, solve_momen
 from .methods import dense_weights, normalise
 from .methods.choice import exact_engine
 from .methods.stream import KEY_BLOCK
-from .state import block_state, finalize
+from .state import block_state, finalize, hard_block_state
 
 __all__ = ["hat_diagonal", "local_fit", "loo_residuals", "weights_core"]
 
 
 def _block_function(
-    model: LocalModel, lambdas, *, exclude_self: bool, max_log=None, key_count=None
+    model: LocalModel,
+    lambdas,
+    *,
+    exclude_self: bool,
+    max_log=None,
+    key_count=None,
+    hard=False,
 ):
+    """Block function of the local fits. Degree 0 pools the responses; degree 1 the
+    moments ``[y, δ, δδᵀ, δy]`` about a reference point (a key and its response) that
+    follows each query's ``d`` coordinates in its row. ``hard``: the zero-temperature
+    state of ``[key, y]`` rows — each query's reference, its heaviest key."""
+    d = len(model.var_type)
+
     def block(q, q_ids, k, k_ids, v):
+        q, origin = q[:, :d], q[:, d:]
         logw = mask_padding(log_weights(q, k, lambdas, model), k_ids, key_count)
         if exclude_self:
             logw = jnp.where(q_ids[:, None] == k_ids[None, :], -jnp.inf, logw)
+        if hard:
+            return hard_block_state(logw, v)
         known = None if max_log is None else max_log[q_ids]
         if model.degree == 0:
             return block_state(logw, v, known)
-        nq, nk, d, p = q.shape[0], k.shape[0], q.shape[1], v.shape[1]
-        delta = k[None, :, :] - q[:, None, :]
+        nq, nk, p = q.shape[0], k.shape[0], v.shape[1]
+        delta = k[None, :, :] - origin[:, None, :d]
+        response = v[None, :, :] - origin[:, None, d:]
         features = jnp.concatenate(
             [
-                jnp.broadcast_to(v[None], (nq, nk, p)),
+                response,
                 delta,
                 (delta[..., :, None] * delta[..., None, :]).reshape(nq, nk, d * d),
-                (delta[..., :, None] * v[None, :, None, :]).reshape(nq, nk, d * p),
+                (delta[..., :, None] * response[..., None, :]).reshape(nq, nk, d * p),
             ],
             axis=-1,
         )
         return block_state(logw, features, known)
 
     return block
+
+
+def _heaviest_keys(queries, keys, y, lambdas, model, exclude_self, key_count, method, key_block):
+    """Each query's heaviest key with its response, ``(n, d + p)``, and its log weight
+    ``(n,)``: by a sorted search in one continuous column, else by an exp-free pass over
+    the keys (ties: their mean). No gradient: the fits do not depend on it."""
+    lambdas, queries, keys, y = jax.lax.stop_gradient((lambdas, queries, keys, y))
+    rows = jnp.concatenate([keys, y], axis=1)
+    if model.var_type == "c" and is_monotone(model.kernel):
+        index = nearest_key(queries, keys, key_count=key_count, exclude_self=exclude_self)
+        gaps = queries[:, 0] - keys[index, 0]
+        return rows[index], model.kernel.log_profile(gaps * gaps)
+    block = _block_function(
+        model, lambdas, exclude_self=exclude_self, key_count=key_count, hard=True
+    )
+    state = pool_state(block, queries, keys, rows, method=method, key_block=key_block, hard=True)
+    return finalize(state)[0], state.max_log
 
 
 @partial(
@@ -84,18 +119,32 @@ def _local_core(
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
     keys = prepare(x_train, bandwidth, centre, model)
     queries = prepare(x_query, bandwidth, centre, model)
-    # The nearest key's log weight is each row's maximum, except when leaving one out
-    # (the point itself is the nearest, and its weight is masked).
-    known = None
-    if method == "stream" and not exclude_self and model.var_type == "c":
+    known, reference, offset, rows = None, None, None, queries
+    d, p = x_train.shape[1], y_train.shape[1]
+    if model.degree == 1:
+        # The moments are taken about each query's heaviest key: about the query,
+        # E[δδᵀ] − E[δ]E[δ]ᵀ cancels to rounding once that key carries nearly all the
+        # weight, and the slope came out of the rounding; about it, its own terms are 0.
+        reference, known = _heaviest_keys(
+            queries, keys, y_train, lambdas, model, exclude_self, key_count, method, key_block
+        )
+        offset = reference[:, :d] - queries
+        rows = jnp.concatenate([queries, reference], axis=1)
+    elif method == "stream" and not exclude_self and model.var_type == "c":
+        # the nearest key's log weight is each row's maximum (not when leaving one out)
         known = nearest_log_weight(queries, keys, model.kernel)
     block = _block_function(
-        model, lambdas, exclude_self=exclude_self, max_log=known, key_count=key_count
+        model,
+        lambdas,
+        exclude_self=exclude_self,
+        max_log=known,
+        key_count=key_count,
     )
-    state = pool_state(block, queries, keys, y_train, method=method, key_block=key_block)
+    state = pool_state(block, rows, keys, y_train, method=method, key_block=key_block)
     means, empty = finalize(state)
-    d, p = x_train.shape[1], y_train.shape[1]
-    fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree)
+    fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree, offset)
+    if reference is not None:
+        fit = fit + reference[:, d:]
     units = jnp.ones(d, x_train.dtype)
     if model.continuous:
         units = units.at[: len(model.continuous)].set(bandwidth[cont])

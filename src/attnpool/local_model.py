@@ -130,10 +130,13 @@ def log_weights(q, k, lambdas, model: LocalModel):
     return logw
 
 
-def solve_moments(means, d: int, p: int, degree: int):
+def solve_moments(means, d: int, p: int, degree: int, offset=None):
     """Fit ``(n, p)``, slopes ``(n, d, p)`` (prepared units) and ``(M⁻¹)₁₁`` from the local
     moments ``means (n, p [+ d + d² + d·p])`` (``[y, δ, δδᵀ, δy]``), in NumPy or JAX as
     ``means`` is.
+
+    ``offset (n, d)``: the moments' offsets ``δ`` are taken from a reference point this
+    far from each query (the fit is still at the query); None: from the query itself.
 
     Solved with unit diagonal (Jacobi scaling), so the ridge — 1e-12 (1e-6 in float32)
     — is relative to each column's local spread: linear data stay exact at every
@@ -159,7 +162,8 @@ def solve_moments(means, d: int, p: int, degree: int):
     )
     moment = (mu_dy - mu1[:, :, None] * y_bar[:, None, :]) / spread[:, :, None]
     slopes = xp.linalg.solve(unit, moment) / spread[:, :, None]
-    intercept = y_bar - xp.einsum("nd,ndp->np", mu1, slopes)
-    mean = mu1 / spread
+    from_query = mu1 if offset is None else mu1 + offset
+    intercept = y_bar - xp.einsum("nd,ndp->np", from_query, slopes)
+    mean = from_query / spread
     inverse_11 = 1.0 + xp.einsum("nd,nd->n", mean, xp.linalg.solve(unit, mean[:, :, None])[..., 0])
     return intercept, slopes, inverse_11

@@ -97,9 +97,7 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
         means, empty[rows], mean_offset = _moments(
             queries[rows], keys, y, model, start if exclude_self else None
         )
-        fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree)
-        if mean_offset is not None:  # from the weighted mean point to the query
-            fit[rows] -= np.einsum("nd,ndp->np", mean_offset, slopes[rows])
+        fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree, mean_offset)
     slopes = slopes / h[None, :, None]
     if exclude_self:
         fit[empty] = np.nan
@@ -150,8 +148,7 @@ def _moments(queries, keys, y, model: LocalModel, self_offset):
         for b in range(a, d):
             value = np.einsum("nk,nk->n", weighted, centred[b]) / safe[:, 0]
             covariance[:, a, b] = covariance[:, b, a] = value
-    # moments about the weighted mean point (its mean offset is 0): the solve gives the
-    # fit there, moved to the query along the slopes by the caller
+    # moments about the weighted mean point (its mean offset is 0), which lies μ from the query
     means = np.concatenate(
         [y_bar, np.zeros((n, d)), covariance.reshape(n, d * d), cross.reshape(n, d * p)], axis=1
     )
