@@ -21,6 +21,7 @@ from attnpool import (
     select_bandwidth,
 )
 from attnpool.local_model import model_for
+from attnpool.methods import native
 from reference import long_double_local_linear
 
 DISTANCE_KERNELS = [k for k in kernels.names() if k != "dot"]
@@ -168,3 +169,38 @@ def test_local_linear_with_one_dominant_key_matches_the_exact_weighted_fit(kerne
     )
     want = long_double_local_linear(x, y, queries, kernel, bandwidth)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_the_native_leave_one_out_objective_is_the_textbook_one(d):
+    # at n = 300 Nadaraya–Watson's leave-one-out sums run on the compiled C loop (own
+    # pair masked), down to bandwidths beyond its reach (NumPy settles those)
+    assert native.available()
+    x, y = _data(300, d, seed=5)
+    x = x + 1.7e9 * (d == 2)  # far from the origin
+    y = y * np.array([1.0, 1e150])  # and a huge column beside a small one
+    bandwidths = np.concatenate([np.geomspace(0.05, 5.0, 7), [1e-4]])
+    assert numpy_engine._native_loo(x, y, model_for(x)) is not None
+    objective = numpy_engine.loo_objective(x, y, model_for(x))
+    got = [objective(np.full(d, np.log(h))) for h in bandwidths]
+    want = []
+    for h in bandwidths:  # the textbook formula, own pair removed
+        r2 = sum(np.subtract.outer(x[:, j], x[:, j]) ** 2 for j in range(d)) / h**2
+        log_w = -0.5 * r2
+        np.fill_diagonal(log_w, -np.inf)
+        w = np.exp(log_w - log_w.max(axis=1, keepdims=True))
+        fit = (w / w.sum(axis=1, keepdims=True)) @ y
+        want.append(np.mean((y - fit) ** 2))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_the_native_search_finds_the_compiled_searchs_optimum(d):
+    x, y = _data(300, d, seed=6)
+    assert numpy_engine.searches(model_for(x), 300, 2)
+    with attnpool.count_programs() as count:
+        fast = select_bandwidth(x, y)
+    assert count.traced == 0
+    compiled = select_bandwidth(x, y, pooling="dense")
+    np.testing.assert_allclose(fast.bandwidth, compiled.bandwidth, rtol=1e-5)
+    assert fast.objective <= compiled.objective * (1 + 1e-12)

@@ -34,9 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .kernels import Kernel
+from .kernels import MATMUL_MIN_DIM, Kernel
 
-MATMUL_MIN_DIM = 3
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 

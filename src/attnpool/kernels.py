@@ -52,6 +52,10 @@ __all__ = ["Kernel", "get", "names", "register"]
 #: ``log K`` of the squared scaled distance, elementwise (JAX-traceable).
 LogProfile = Callable
 
+#: Dimensions from which the Gaussian's log weights are formed as matrix products,
+#: ``q·k − |k|²/2`` (below it, by coordinate differences).
+MATMUL_MIN_DIM = 3
+
 
 @dataclass(frozen=True)
 class Kernel:

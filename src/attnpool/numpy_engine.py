@@ -15,7 +15,9 @@ power of two before they are summed (:func:`attnpool._units.value_unit`, as pool
 does), so huge ones do not overflow.
 
 It serves continuous columns with a built-in kernel (whose profiles evaluate in NumPy);
-anything else goes to the compiled engines.
+anything else goes to the compiled engines. Nadaraya–Watson's leave-one-out sums with
+the Gaussian run on the ``native`` method's C loop where a compiler is there
+(:func:`loo_objective`), so its search stays on the host in several columns too.
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ from ._units import value_unit
 from .local_model import LocalModel, solve_moments
 
 __all__ = [
+    "NATIVE_MAX_SCALED",
+    "NATIVE_MIN_PAIRS",
+    "NATIVE_SEARCH_MAX_PAIRS",
     "NUMPY_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
+    "NUMPY_SEARCH_MAX_WORK_SEVERAL",
     "local_fit",
     "loo_objective",
     "searches",
@@ -42,6 +48,9 @@ NUMPY_MAX_WORK = 2**22
 #: Largest rows² × features the NumPy engine's CV search takes (one column): ~45
 #: evaluations at up to ~50 ms, still cheaper than importing JAX and building programs.
 NUMPY_SEARCH_MAX_WORK = 2**21
+#: The same in several columns: Nelder–Mead's 100–1000 evaluations of ~1–10 ms at
+#: most (local linear at n = 200, d = 2: 0.24 s), still less than JAX and a program.
+NUMPY_SEARCH_MAX_WORK_SEVERAL = 2**19
 #: Pairs evaluated at once (memory: a few arrays of this many float64 numbers).
 NUMPY_CHUNK_PAIRS = 2**18
 
@@ -54,14 +63,16 @@ def serves(model: LocalModel, queries: int, rows: int, outputs: int) -> bool:
 
 
 def searches(model: LocalModel, rows: int, outputs: int) -> bool:
-    """Whether this engine runs the CV search of ``rows`` training points: one column
-    only, where bounded Brent needs ~30 evaluations without a gradient (in several,
-    Nelder–Mead needs 100–400, more than the compiled search with its gradient costs)."""
-    return (
-        len(model.var_type) == 1
-        and serves(model, rows, rows, outputs)
-        and rows * rows * _width(model, outputs) <= NUMPY_SEARCH_MAX_WORK
-    )
+    """Whether the host runs the CV search of ``rows`` training points: Nadaraya–Watson
+    with the Gaussian on the compiled C loop (:func:`loo_objective`; any number of
+    columns, up to :data:`NATIVE_SEARCH_MAX_PAIRS`), else NumPy up to
+    :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in one column, where bounded Brent
+    needs ~30 evaluations, and :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where
+    Nelder–Mead needs 100–1000."""
+    if _native_serves(model, rows) and rows * rows <= NATIVE_SEARCH_MAX_PAIRS:
+        return True
+    limit = NUMPY_SEARCH_MAX_WORK if len(model.var_type) == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
+    return serves(model, rows, rows, outputs) and rows * rows * _width(model, outputs) <= limit
 
 
 def _width(model: LocalModel, outputs: int) -> int:
@@ -168,14 +179,69 @@ def _nearest_mean(queries, keys, y, h):
 
 def loo_objective(x, y, model: LocalModel):
     """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
-    ``inf`` where some point has no neighbour left."""
+    ``inf`` where some point has no neighbour left.
+
+    Nadaraya–Watson with the Gaussian and at least :data:`NATIVE_MIN_PAIRS` pairs sums on
+    the compiled loop of the ``native`` method where a C compiler is there (its own pair
+    masked; ~20× NumPy's speed), on rows centred on their midrange; an evaluation it
+    cannot settle (scaled coordinates beyond :data:`NATIVE_MAX_SCALED`, where their
+    differences would lose digits, or a sum not finite) runs in NumPy.
+    """
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    native_objective = _native_loo(x, y, model)
 
     def objective(theta) -> float:
-        fit, _, _ = local_fit(x, y, x, np.exp(theta), model, exclude_self=True)
-        residuals = y - fit
-        if not np.all(np.isfinite(residuals)):
-            return np.inf
-        return float(np.mean(residuals**2))
+        value = None if native_objective is None else native_objective(np.exp(theta))
+        if value is None:
+            fit, _, _ = local_fit(x, y, x, np.exp(theta), model, exclude_self=True)
+            value = _mean_square(y - fit)
+        return value
 
     return objective
+
+
+#: Fewest pairs for which the leave-one-out search sums on the compiled loop.
+NATIVE_MIN_PAIRS = 2**16
+#: Most pairs for which it searches on the host (~10 ms per evaluation on two cores).
+NATIVE_SEARCH_MAX_PAIRS = 2**24
+#: Largest |coordinate| / h (centred rows) the compiled loop is given.
+NATIVE_MAX_SCALED = 2.0**12
+
+
+def _native_serves(model: LocalModel, rows: int) -> bool:
+    """Whether leave-one-out sums of ``rows`` points run on the ``native`` loop: the
+    Gaussian, Nadaraya–Watson, continuous columns, a C compiler."""
+    if model.degree != 0 or not kernels.is_gaussian(model.kernel) or rows**2 < NATIVE_MIN_PAIRS:
+        return False
+    from .methods import native
+
+    return set(model.var_type) == {"c"} and native.available()
+
+
+def _native_loo(x, y, model: LocalModel):
+    """``h → objective`` (None where it cannot settle it) on the ``native`` loop, or None
+    where that loop does not serve this search."""
+    if not _native_serves(model, x.shape[0]):
+        return None
+    from .methods import native
+
+    centred = x - (0.5 * x.min(axis=0) + 0.5 * x.max(axis=0))
+    reach = np.max(np.abs(centred), axis=0)
+    unit = value_unit(y)
+
+    def objective(h) -> float | None:
+        if np.any(reach / h > NATIVE_MAX_SCALED):
+            return None
+        sums = native.native_sums(centred, centred, y / unit, 1.0 / h, exclude_self=True)
+        fit = sums[:, 1:] / sums[:, :1] * unit
+        if not np.all(np.isfinite(fit)):
+            return None
+        return _mean_square(y - fit)
+
+    return objective
+
+
+def _mean_square(residuals) -> float:
+    if not np.all(np.isfinite(residuals)):
+        return np.inf
+    return float(np.mean(residuals**2))

@@ -22,7 +22,15 @@ On concrete arrays (NumPy/SciPy on the host), returning kernel sums:
 - :mod:`.topk` — each query's ``k`` nearest keys; a bound on the weight left out.
 """
 
-from .dense import BlockFunction, dense_state, dense_weights, normalise
-from .stream import stream_state
+import importlib
 
 __all__ = ["BlockFunction", "dense_state", "dense_weights", "normalise", "stream_state"]
+
+_HOMES = {name: "dense" for name in __all__} | {"stream_state": "stream"}
+
+
+def __getattr__(name: str):
+    # the traceable engines import JAX, which a host method such as native does not need
+    if name in _HOMES:
+        return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

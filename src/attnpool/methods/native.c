@@ -118,9 +118,11 @@ static inline double total(vreal v) {
 #endif
 
 /* x[r] = log2 weights of query row r over keys j .. j + LANES, minus base[r]; keys from
-   m on (padding) get -inf. kt: (KEY_ROWS, m_pad), one key per column. */
+   m on (padding) get -inf, and so does key own + r when own >= 0 (leave-one-out: query
+   row r is that key). kt: (KEY_ROWS, m_pad), one key per column. */
 static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const vreal base[ROWS],
-                               const real *kt, ptrdiff_t m_pad, ptrdiff_t j, ptrdiff_t m) {
+                               const real *kt, ptrdiff_t m_pad, ptrdiff_t j, ptrdiff_t m,
+                               ptrdiff_t own) {
 #if MATMUL
     vreal bias = load(kt + DIMS * m_pad + j);
     for (int r = 0; r < ROWS; r++) x[r] = bias - base[r];
@@ -140,6 +142,12 @@ static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const 
     }
     for (int r = 0; r < ROWS; r++) x[r] = s[r] * (real)SCALE - base[r];
 #endif
+    if (own >= 0 && own + ROWS > j && own < j + LANES) {
+        for (int r = 0; r < ROWS; r++) {
+            ptrdiff_t lane = own + r - j;
+            if (lane >= 0 && lane < LANES) x[r][lane] = -INFINITY;
+        }
+    }
     if (j + LANES > m) {
         vint inside;
         for (int l = 0; l < LANES; l++) inside[l] = -(integer)(j + l < m);
@@ -148,12 +156,15 @@ static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const 
 }
 
 /* For queries q (n, DIMS), keys kt (KEY_ROWS, m_pad) and values vt (VALUES, m_pad):
-   shift (n,) in log2 units, sum (n,) and weighted (n, VALUES) of 2^(log2 w - shift). */
+   shift (n,) in log2 units, sum (n,) and weighted (n, VALUES) of 2^(log2 w - shift).
+   own >= 0: query row i is key own + i, left out of its own sums. */
 void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
-                    ptrdiff_t m_pad, double *shift, double *sum, double *weighted) {
+                    ptrdiff_t m_pad, double *shift, double *sum, double *weighted,
+                    ptrdiff_t own) {
     const vreal zero[ROWS] = {0};
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
         int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
+        ptrdiff_t row_own = own >= 0 ? own + i0 : -1;
         double row_shift[ROWS], row_sum[ROWS], row_weighted[ROWS][VALUES];
         vreal qv[ROWS][DIMS];
         for (int r = 0; r < ROWS; r++) {
@@ -172,7 +183,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                     vreal top[ROWS], x[ROWS];
                     for (int r = 0; r < ROWS; r++) top[r] = splat(-INFINITY);
                     for (ptrdiff_t j = j0; j < end; j += LANES) {
-                        log_weights(x, qv, zero, kt, m_pad, j, m);
+                        log_weights(x, qv, zero, kt, m_pad, j, m, row_own);
                         for (int r = 0; r < ROWS; r++) top[r] = select(x[r] > top[r], x[r], top[r]);
                     }
                     for (int r = 0; r < ROWS; r++) {
@@ -194,7 +205,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                     for (int c = 0; c < VALUES; c++) chunk_weighted[r][c] = splat(0);
                 }
                 for (ptrdiff_t j = j0; j < end; j += LANES) {
-                    log_weights(x, qv, base, kt, m_pad, j, m);
+                    log_weights(x, qv, base, kt, m_pad, j, m, row_own);
                     /* sums of a chunk with an x over RESHIFT are discarded (summed again
                        after a re-shift, or the row made NaN), so 2^x needs no clamp */
                     for (int r = 0; r < ROWS; r++) over[r] |= x[r] > (real)RESHIFT;

@@ -48,8 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from .._cache import is_private, private_directory, processor_fingerprint
-from ..geometry import MATMUL_MIN_DIM
-from ..kernels import Kernel, is_gaussian
+from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
 
 SOURCE = Path(__file__).with_name("native.c")
 #: Keys per chunk in ``native.c``; key arrays are padded to a multiple of it.
@@ -107,12 +106,14 @@ def unavailable_reason() -> str | None:
     return _compile_error(compiler())
 
 
-def native_sums(queries, keys, values, scale) -> np.ndarray:
+def native_sums(queries, keys, values, scale, *, exclude_self: bool = False) -> np.ndarray:
     """``(n, 1 + p)`` Gaussian sums ``[Σ_k w, Σ_k w·v]``, each row relative to its own shift.
 
     ``queries (n, d)``, ``keys (m, d)``, ``values (m, p ≥ 1)``; ``scale (d,)`` multiplies the
     coordinates (``1 / h``). Computed in float32 when every input is float32, else
     float64. A row whose scaled coordinates overflowed is not finite.
+    ``exclude_self``: query ``i`` is key ``i`` and is left out of its own sums
+    (leave-one-out).
     """
     queries, keys, values = (np.asarray(a) for a in (queries, keys, values))
     single = all(a.dtype == np.float32 for a in (queries, keys, values))
@@ -129,7 +130,7 @@ def native_sums(queries, keys, values, scale) -> np.ndarray:
         vt[:, :m] = values[:, columns].T
         function = _library(compiler(), not single, d, width, d >= MATMUL_MIN_DIM)
         shift, total, weighted = np.empty(n), np.empty(n), np.empty((n, width))
-        _run_threads(function, q, kt, vt, m, shift, total, weighted)
+        _run_threads(function, q, kt, vt, m, shift, total, weighted, exclude_self)
         sums[:, 0] = total
         sums[:, 1 + columns.start : 1 + columns.stop] = weighted
     return sums
@@ -155,8 +156,9 @@ def _coordinates(queries, keys, scale, dtype):
     return np.ascontiguousarray(q, dtype), kt
 
 
-def _run_threads(function, q, kt, vt, m, shift, total, weighted) -> None:
-    """``function`` over equal parts of the query rows, a whole number of parts per core."""
+def _run_threads(function, q, kt, vt, m, shift, total, weighted, exclude_self) -> None:
+    """``function`` over equal parts of the query rows, a whole number of parts per core
+    (``exclude_self``: each part's first row is the key of the same number)."""
     n = q.shape[0]
     cores = _cores()
     parts = cores * max(1, -(-n // (cores * TASK_ROWS)))
@@ -174,6 +176,7 @@ def _run_threads(function, q, kt, vt, m, shift, total, weighted) -> None:
             pointer(shift[start:].ctypes.data),
             pointer(total[start:].ctypes.data),
             pointer(weighted[start:].ctypes.data),
+            start if exclude_self else -1,
         )
 
     if len(bounds) <= 2 or cores == 1:
@@ -208,6 +211,7 @@ def _library(compiler_name: str, double: bool, dims: int, values: int, matmul: b
         ctypes.c_void_p,
         ctypes.c_void_p,
         ctypes.c_void_p,
+        ctypes.c_ssize_t,
     ]
     return function
 
