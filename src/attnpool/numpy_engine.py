@@ -15,9 +15,9 @@ power of two before they are summed (:func:`attnpool._units.value_unit`, as pool
 does), so huge ones do not overflow.
 
 It serves continuous columns with a built-in kernel (whose profiles evaluate in NumPy);
-anything else goes to the compiled engines. Nadaraya–Watson's leave-one-out sums with
-the Gaussian run on the ``native`` method's C loop where a compiler is there
-(:func:`loo_objective`), so its search stays on the host in several columns too.
+anything else goes to the compiled engines. Leave-one-out sums with the Gaussian run
+on the ``native`` method's C loop where a compiler is there (:func:`loo_objective`), so
+such searches stay on the host in several columns too.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def searches(model: LocalModel, rows: int, outputs: int) -> bool:
     :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in one column, where bounded Brent
     needs ~30 evaluations, and :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where
     Nelder–Mead needs 100–1000."""
-    if _native_serves(model, rows) and rows * rows <= NATIVE_SEARCH_MAX_PAIRS:
+    if _native_serves(model, rows, outputs) and rows * rows <= NATIVE_SEARCH_MAX_PAIRS:
         return True
     limit = NUMPY_SEARCH_MAX_WORK if len(model.var_type) == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
     return serves(model, rows, rows, outputs) and rows * rows * _width(model, outputs) <= limit
@@ -181,11 +181,13 @@ def loo_objective(x, y, model: LocalModel):
     """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
     ``inf`` where some point has no neighbour left.
 
-    Nadaraya–Watson with the Gaussian and at least :data:`NATIVE_MIN_PAIRS` pairs sums on
-    the compiled loop of the ``native`` method where a C compiler is there (its own pair
-    masked; ~20× NumPy's speed), on rows centred on their midrange; an evaluation it
-    cannot settle (scaled coordinates beyond :data:`NATIVE_MAX_SCALED`, where their
-    differences would lose digits, or a sum not finite) runs in NumPy.
+    With the Gaussian and at least :data:`NATIVE_MIN_PAIRS` pairs the sums run on the
+    compiled loop of the ``native`` method where a C compiler is there (each row's own
+    pair masked inside the loop; ~10–20× NumPy's speed), on rows centred on their
+    midrange: Nadaraya–Watson's weighted responses, local linear's moments about each
+    row's heaviest key (as the compiled engines take them). An evaluation it cannot
+    settle (scaled coordinates beyond :data:`NATIVE_MAX_SCALED`, where their differences
+    would lose digits, or a sum not finite) runs in NumPy.
     """
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     native_objective = _native_loo(x, y, model)
@@ -208,20 +210,22 @@ NATIVE_SEARCH_MAX_PAIRS = 2**24
 NATIVE_MAX_SCALED = 2.0**12
 
 
-def _native_serves(model: LocalModel, rows: int) -> bool:
+def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
     """Whether leave-one-out sums of ``rows`` points run on the ``native`` loop: the
-    Gaussian, Nadaraya–Watson, continuous columns, a C compiler."""
-    if model.degree != 0 or not kernels.is_gaussian(model.kernel) or rows**2 < NATIVE_MIN_PAIRS:
+    Gaussian, continuous columns, a C compiler (and for local linear, whose moments it
+    sums for up to ``MAX_VALUES`` responses at once, no more responses)."""
+    if not kernels.is_gaussian(model.kernel) or rows**2 < NATIVE_MIN_PAIRS:
         return False
     from .methods import native
 
-    return set(model.var_type) == {"c"} and native.available()
+    few = model.degree == 0 or outputs <= native.MAX_VALUES
+    return few and set(model.var_type) == {"c"} and native.available()
 
 
 def _native_loo(x, y, model: LocalModel):
     """``h → objective`` (None where it cannot settle it) on the ``native`` loop, or None
     where that loop does not serve this search."""
-    if not _native_serves(model, x.shape[0]):
+    if not _native_serves(model, *y.shape):
         return None
     from .methods import native
 
@@ -232,13 +236,36 @@ def _native_loo(x, y, model: LocalModel):
     def objective(h) -> float | None:
         if np.any(reach / h > NATIVE_MAX_SCALED):
             return None
-        sums = native.native_sums(centred, centred, y / unit, 1.0 / h, exclude_self=True)
-        fit = sums[:, 1:] / sums[:, :1] * unit
-        if not np.all(np.isfinite(fit)):
+        if model.degree == 0:
+            sums = native.native_sums(centred, centred, y / unit, 1.0 / h, exclude_self=True)
+            fit = sums[:, 1:] / sums[:, :1]
+        else:
+            fit = _native_local_linear(native, centred, y / unit, h)
+        if fit is None or not np.all(np.isfinite(fit)):
             return None
-        return _mean_square(y - fit)
+        return _mean_square(y - fit * unit)
 
     return objective
+
+
+def _native_local_linear(native, x, y, h):
+    """Leave-one-out local linear fits ``(n, p)`` from the native loop's moments about
+    each row's heaviest key, or None for a row without one."""
+    n, d = x.shape
+    p = y.shape[1]
+    moments, ref = native.native_moments(x, x, y, 1.0 / h, exclude_self=True)
+    if np.any(ref < 0):
+        return None
+    total = moments[:, :1]
+    cross = moments[:, 1 + d + d * d + p :].reshape(n, p, d).transpose(0, 2, 1).reshape(n, d * p)
+    means = np.concatenate(
+        [moments[:, 1 + d + d * d : 1 + d + d * d + p], moments[:, 1 : 1 + d + d * d], cross],
+        axis=1,
+    )
+    means /= total
+    offset = (x[ref] - x) / h  # from each query to its reference key, in bandwidths
+    fit, _, _ = solve_moments(means, d, p, 1, offset)
+    return fit + y[ref]
 
 
 def _mean_square(residuals) -> float:

@@ -242,3 +242,116 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
         }
     }
 }
+
+/* Local moments for local linear fits, in one column layout per query row:
+     [S, Σ w δ (DIMS), Σ w δ δᵀ (DIMS²), Σ w y' (VALUES), Σ w δ y' (VALUES × DIMS)]
+   with w = 2^(log2 w - shift), δ = k - k_ref and y' = y - y_ref taken about the row's
+   heaviest key k_ref (the first of its largest log weight, index written to ref): its
+   own terms are exactly 0, so a row that one key dominates keeps the others' moments
+   (about the query, E[δδᵀ] - E[δ]E[δ]ᵀ cancels to rounding). A first pass over the
+   keys finds it and the shift (that key's log weight: no weight exceeds 1); own >= 0
+   as in gaussian_state. A row whose log weights rounding keeps above the shift by more
+   than RESHIFT comes out NaN; one without a finite log weight, all 0 (ref -1). */
+#define MOMENTS (1 + DIMS + DIMS * DIMS + VALUES * (1 + DIMS))
+
+void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
+                      ptrdiff_t m_pad, double *shift, double *moments, ptrdiff_t *ref,
+                      ptrdiff_t own) {
+    const vreal zero[ROWS] = {0};
+    for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
+        int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
+        ptrdiff_t row_own = own >= 0 ? own + i0 : -1;
+        vreal qv[ROWS][DIMS], x[ROWS], top[ROWS];
+        vint at[ROWS];
+        for (int r = 0; r < ROWS; r++) {
+            ptrdiff_t i = i0 + (r < rows ? r : rows - 1);
+            for (int c = 0; c < DIMS; c++) qv[r][c] = splat(q[i * DIMS + c]);
+            top[r] = splat(-INFINITY);
+            at[r] = (vint){0} - 1;
+        }
+        for (ptrdiff_t j = 0; j < m_pad; j += LANES) { /* the heaviest key per lane */
+            log_weights(x, qv, zero, kt, m_pad, j, m, row_own);
+            vint index;
+            for (int l = 0; l < LANES; l++) index[l] = j + l;
+            for (int r = 0; r < ROWS; r++) {
+                vint larger = x[r] > top[r];
+                top[r] = select(larger, x[r], top[r]);
+                at[r] = (at[r] & ~larger) | (index & larger);
+            }
+        }
+        double row_shift[ROWS];
+        ptrdiff_t row_ref[ROWS];
+        vreal base[ROWS], rv[ROWS][DIMS], ry[ROWS][VALUES];
+        for (int r = 0; r < ROWS; r++) {
+            row_shift[r] = -INFINITY;
+            row_ref[r] = -1;
+            for (int l = 0; l < LANES; l++) {
+                if (top[r][l] > row_shift[r] || (top[r][l] == row_shift[r] && at[r][l] < row_ref[r])) {
+                    row_shift[r] = top[r][l];
+                    row_ref[r] = at[r][l];
+                }
+            }
+            if (!isfinite(row_shift[r])) row_ref[r] = -1;
+            ptrdiff_t k = row_ref[r] >= 0 ? row_ref[r] : 0;
+            base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
+            for (int c = 0; c < DIMS; c++) rv[r][c] = splat(kt[c * m_pad + k]);
+            for (int c = 0; c < VALUES; c++) ry[r][c] = splat(vt[c * m_pad + k]);
+        }
+        vreal s0[ROWS], s1[ROWS][DIMS], s2[ROWS][DIMS][DIMS], sy[ROWS][VALUES],
+            syd[ROWS][VALUES][DIMS];
+        vint over[ROWS];
+        for (int r = 0; r < ROWS; r++) {
+            over[r] = (vint){0};
+            s0[r] = splat(0);
+            for (int a = 0; a < DIMS; a++) {
+                s1[r][a] = splat(0);
+                for (int b = 0; b < DIMS; b++) s2[r][a][b] = splat(0);
+            }
+            for (int c = 0; c < VALUES; c++) {
+                sy[r][c] = splat(0);
+                for (int a = 0; a < DIMS; a++) syd[r][c][a] = splat(0);
+            }
+        }
+        for (ptrdiff_t j = 0; j < m_pad; j += LANES) {
+            log_weights(x, qv, base, kt, m_pad, j, m, row_own);
+            for (int r = 0; r < ROWS; r++) over[r] |= x[r] > (real)RESHIFT;
+            exp2_rows(x);
+            vreal kc[DIMS], yc[VALUES];
+            for (int a = 0; a < DIMS; a++) kc[a] = load(kt + a * m_pad + j);
+            for (int c = 0; c < VALUES; c++) yc[c] = load(vt + c * m_pad + j);
+            for (int r = 0; r < ROWS; r++) {
+                vreal delta[DIMS];
+                s0[r] += x[r];
+                for (int a = 0; a < DIMS; a++) delta[a] = kc[a] - rv[r][a];
+                for (int a = 0; a < DIMS; a++) {
+                    vreal wd = x[r] * delta[a];
+                    s1[r][a] += wd;
+                    for (int b = a; b < DIMS; b++) s2[r][a][b] += wd * delta[b];
+                }
+                for (int c = 0; c < VALUES; c++) {
+                    vreal wy = x[r] * (yc[c] - ry[r][c]);
+                    sy[r][c] += wy;
+                    for (int a = 0; a < DIMS; a++) syd[r][c][a] += wy * delta[a];
+                }
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            int row_over = 0;
+            for (int l = 0; l < LANES; l++) row_over |= over[r][l] != 0;
+            double *out = moments + (i0 + r) * MOMENTS;
+            shift[i0 + r] = row_shift[r];
+            ref[i0 + r] = row_ref[r];
+            out[0] = row_over ? NAN : total(s0[r]);
+            for (int a = 0; a < DIMS; a++) {
+                out[1 + a] = total(s1[r][a]);
+                for (int b = a; b < DIMS; b++)
+                    out[1 + DIMS + a * DIMS + b] = out[1 + DIMS + b * DIMS + a] = total(s2[r][a][b]);
+            }
+            for (int c = 0; c < VALUES; c++) {
+                out[1 + DIMS + DIMS * DIMS + c] = total(sy[r][c]);
+                for (int a = 0; a < DIMS; a++)
+                    out[1 + DIMS + DIMS * DIMS + VALUES + c * DIMS + a] = total(syd[r][c][a]);
+            }
+        }
+    }
+}

@@ -130,10 +130,33 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False) -> 
         vt[:, :m] = values[:, columns].T
         function = _library(compiler(), not single, d, width, d >= MATMUL_MIN_DIM)
         shift, total, weighted = np.empty(n), np.empty(n), np.empty((n, width))
-        _run_threads(function, q, kt, vt, m, shift, total, weighted, exclude_self)
+        _run_threads(function, q, kt, vt, m, (shift, total, weighted), exclude_self)
         sums[:, 0] = total
         sums[:, 1 + columns.start : 1 + columns.stop] = weighted
     return sums
+
+
+def native_moments(queries, keys, values, scale, *, exclude_self: bool = False):
+    """Gaussian local moments about each query's heaviest key, in float64.
+
+    Returns ``moments (n, 1 + d + d² + p·(1 + d))`` — ``[Σ w, Σ w δ, Σ w δδᵀ, Σ w y',
+    Σ w δ y']`` with ``δ = k − k_ref``, ``y' = y − y_ref`` in scaled coordinates, weights
+    relative to the heaviest key's (1) — and ``ref (n,)``, that key's row (−1 where a row
+    has no weight). Arguments as :func:`native_sums`; ``values (m, p ≤ MAX_VALUES)``. A
+    row whose scaled coordinates overflowed is not finite.
+    """
+    queries, keys, values = (np.asarray(a, np.float64) for a in (queries, keys, values))
+    n, d = queries.shape
+    m, p = values.shape
+    q, kt = _coordinates(queries, keys, np.asarray(scale, np.float64), np.float64)
+    vt = np.zeros((p, kt.shape[1]))
+    vt[:, :m] = values.T
+    function = _library(compiler(), True, d, p, d >= MATMUL_MIN_DIM, "gaussian_moments")
+    shift = np.empty(n)
+    moments = np.empty((n, 1 + d + d * d + p * (1 + d)))
+    ref = np.empty(n, np.intp)
+    _run_threads(function, q, kt, vt, m, (shift, moments, ref), exclude_self)
+    return moments, ref
 
 
 def _coordinates(queries, keys, scale, dtype):
@@ -156,29 +179,27 @@ def _coordinates(queries, keys, scale, dtype):
     return np.ascontiguousarray(q, dtype), kt
 
 
-def _run_threads(function, q, kt, vt, m, shift, total, weighted, exclude_self) -> None:
-    """``function`` over equal parts of the query rows, a whole number of parts per core
+def _run_threads(function, q, kt, vt, m, outputs, exclude_self) -> None:
+    """``function`` of ``native.c`` over equal parts of the query rows ``q``, a whole number
+    of parts per core (``ctypes`` releases the GIL), each writing its rows of ``outputs``
     (``exclude_self``: each part's first row is the key of the same number)."""
     n = q.shape[0]
-    cores = _cores()
-    parts = cores * max(1, -(-n // (cores * TASK_ROWS)))
-    bounds = np.linspace(0, n, min(parts, n) + 1).astype(np.int64)
-    pointer = ctypes.c_void_p
 
     def task(start: int, stop: int) -> None:
         function(
-            pointer(q[start:].ctypes.data),
+            _address(q, start),
             stop - start,
-            pointer(kt.ctypes.data),
-            pointer(vt.ctypes.data),
+            _address(kt),
+            _address(vt),
             m,
             kt.shape[1],
-            pointer(shift[start:].ctypes.data),
-            pointer(total[start:].ctypes.data),
-            pointer(weighted[start:].ctypes.data),
+            *(_address(a, start) for a in outputs),
             start if exclude_self else -1,
         )
 
+    cores = _cores()
+    parts = cores * max(1, -(-n // (cores * TASK_ROWS)))
+    bounds = np.linspace(0, n, min(parts, n) + 1).astype(np.int64).tolist()
     if len(bounds) <= 2 or cores == 1:
         for start, stop in itertools.pairwise(bounds):
             task(start, stop)
@@ -187,32 +208,45 @@ def _run_threads(function, q, kt, vt, m, shift, total, weighted, exclude_self) -
         list(pool.map(task, bounds[:-1], bounds[1:]))
 
 
+def _address(array, row: int = 0):
+    """Pointer to ``array[row]`` for ``ctypes``."""
+    return ctypes.c_void_p(array[row:].ctypes.data)
+
+
 def _cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 
 
+_POINTER, _SIZE = ctypes.c_void_p, ctypes.c_ssize_t
+_SIGNATURES = {
+    "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE]
+    + [_POINTER] * 3
+    + [_SIZE],
+    "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE]
+    + [_POINTER] * 3
+    + [_SIZE],
+}
+
+
 @functools.cache
-def _library(compiler_name: str, double: bool, dims: int, values: int, matmul: bool):
-    """The compiled ``gaussian_state`` for one variant, built on first use and cached."""
+def _library(
+    compiler_name: str,
+    double: bool,
+    dims: int,
+    values: int,
+    matmul: bool,
+    name: str = "gaussian_state",
+):
+    """The compiled function ``name`` of ``native.c`` for one variant, built on first use
+    and cached."""
     defines = [f"-DDOUBLE={int(double)}", f"-DDIMS={dims}", f"-DVALUES={values}"]
     defines.append(f"-DMATMUL={int(matmul)}")
     path = _build(compiler_name, defines)
-    function = ctypes.CDLL(str(path)).gaussian_state
+    function = getattr(ctypes.CDLL(str(path)), name)
     function.restype = None
-    function.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_ssize_t,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_ssize_t,
-        ctypes.c_ssize_t,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_ssize_t,
-    ]
+    function.argtypes = _SIGNATURES[name]
     return function
 
 
