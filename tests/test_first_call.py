@@ -14,7 +14,8 @@ from attnpool._shapes import FLOOR, MAX_ROWS, bucket, query_bucket
 POOL = (
     "import attnpool, numpy as np\n"
     "with attnpool.count_programs() as count:\n"
-    "    attnpool.nadaraya_watson(np.arange(9.0), np.arange(9.0), np.linspace(0, 8, 7))\n"
+    "    x = np.arange(9.0)  # a compiled engine (auto pools this on NumPy)\n"
+    "    attnpool.nadaraya_watson(x, x, np.linspace(0, 8, 7), method='dense')\n"
     "import jax\n"
     "print(jax.config.jax_compilation_cache_dir, count.compiled, count.loaded)\n"
 )
@@ -88,9 +89,9 @@ def test_count_programs_sees_a_new_shape_and_no_program_for_a_repeated_one():
     keys, values = rng.uniform(size=37), rng.uniform(size=37)
     queries = rng.uniform(size=11)
     with attnpool.count_programs() as first:
-        attnpool.nadaraya_watson(keys, values, queries, bandwidth=0.3)
+        attnpool.nadaraya_watson(keys, values, queries, bandwidth=0.3, method="dense")
     with attnpool.count_programs() as again:
-        attnpool.nadaraya_watson(keys, values, queries, bandwidth=0.2)
+        attnpool.nadaraya_watson(keys, values, queries, bandwidth=0.2, method="dense")
     assert first.built >= 1 and first.traced >= 1
     assert again.built == 0 and again.traced == 0
     assert "compiled=" in repr(first)

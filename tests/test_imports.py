@@ -49,3 +49,20 @@ def _printed(code: str) -> str:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     return result.stdout.strip()
+
+
+def test_small_pooling_and_searches_in_several_columns_import_no_jax():
+    # the textbook's first example pools 40 points on the NumPy engine; searches of two
+    # columns run Nelder–Mead on the host (SciPy's), Gaussian ones on the C loop
+    code = (
+        "import sys, numpy as np, attnpool\n"
+        "from attnpool.datasets import sine_data\n"
+        "data = sine_data(n=40)\n"
+        "attnpool.nadaraya_watson(data.x_train, data.y_train, data.x_val, bandwidth=0.5)\n"
+        "attnpool.attention_pool(data.x_val, data.x_train, data.y_train, kernel='boxcar')\n"
+        "x = np.random.default_rng(0).uniform(0, 5, (300, 2)); y = np.sin(x[:, 0]) + x[:, 1]\n"
+        "attnpool.NadarayaWatson().fit(x, y).predict(x[:5])\n"
+        "attnpool.LocalLinear().fit(x, y).predict(x[:5])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'jax', 'jaxlib', 'sklearn'}))\n"
+    )
+    assert _printed(code) == "[]"

@@ -9,6 +9,7 @@ import pytest
 
 import attnpool
 from attnpool import EmptyNeighbourhoodWarning, attention_pool, attention_weights, nadaraya_watson
+from oracle import exact_pool
 from reference import (
     COMPACT_KERNELS,
     DISTANCE_KERNELS,
@@ -280,3 +281,29 @@ def test_readme_example_runs():
     data = attnpool.datasets.sine_data(n=40, seed=0)
     fit = nadaraya_watson(data.x_train, data.y_train, data.x_val, bandwidth=0.5)
     assert fit.shape == data.x_val.shape and np.mean((fit - data.y_val) ** 2) < 0.5
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube", "laplacian"])
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_small_numpy_problems_pool_on_the_numpy_engine(kernel, dtype):
+    # no program for a small problem on NumPy float64 or integer arrays: the exact
+    # formula in float64; empty rows follow the policy as on every path
+    rng = np.random.default_rng(3)
+    keys, values = rng.uniform(0, 50, (60, 2)), rng.normal(0, 100, (60, 3))
+    queries = np.concatenate([rng.uniform(0, 50, (20, 2)), [[400.0, 400.0]]])  # one far away
+    args = (queries.astype(dtype), keys.astype(dtype), values.astype(dtype))
+    with attnpool.count_programs() as count, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = attention_pool(*args, kernel=kernel, bandwidth=7.0)
+    assert count.traced == 0 and got.dtype == np.float64
+    want, _ = exact_pool(*(a.astype(np.float64) for a in args), kernel, 7.0, empty="nan")
+    want = np.asarray(want, np.float64)
+    tolerance = 1e-12
+    if kernel in ("epanechnikov", "tricube"):  # the far query has no key in the support
+        assert np.all(np.isnan(got[-1])) and len(caught) == 1
+        got, want = got[:-1], want[:-1]
+        nearest = attention_pool(*args, kernel=kernel, bandwidth=7.0, empty="nearest")
+        np.testing.assert_allclose(nearest[:-1], got, rtol=tolerance)
+        with pytest.raises(ValueError, match="empty"):
+            attention_pool(*args, kernel=kernel, bandwidth=7.0, empty="raise")
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)

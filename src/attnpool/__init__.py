@@ -47,8 +47,8 @@ __all__ = [
 # JAX nor SciPy, so the command line answers --help at once.
 _MODULES = {"cli", "datasets", "demo", "estimator", "inference", "kernels", "learn", "plotting"}
 _NAMES = {
-    "Binned": "methods.choice",
-    "TopK": "methods.choice",
+    "Binned": "methods.options",
+    "TopK": "methods.options",
     "EmptyNeighbourhoodWarning": "empty_policy",
     "attention_pool": "pooling",
     "attention_weights": "pooling",
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from .kernels import Kernel
     from .learn import fit_attention
     from .learned import LearnedAttentionRegressor
-    from .methods.choice import Binned, TopK
+    from .methods.options import Binned, TopK
     from .pooling import attention_pool, attention_weights, nadaraya_watson
     from .regression import local_regression
     from .state import PoolingState

@@ -47,15 +47,3 @@ def half_precision(data):
     """The inputs' common dtype if it is a 16-bit float (float16, bfloat16), else None."""
     dtype = jnp.result_type(*data)
     return dtype if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize == 2 else None
-
-
-def check_bandwidth_representable(original, dtype) -> None:
-    """``ValueError`` if a concrete bandwidth is subnormal (or zero) in ``dtype``."""
-    if is_jax(original):
-        return
-    tiny = np.finfo(dtype).tiny  # subnormals are flushed to zero on accelerators and XLA:CPU
-    if not np.all(np.asarray(original).astype(dtype) >= tiny):
-        raise ValueError(
-            f"bandwidth: {np.asarray(original).tolist()} is below the smallest normal "
-            f"{np.dtype(dtype)} number; accepted: bandwidths >= {tiny}"
-        )

@@ -162,3 +162,15 @@ def check_positive_int(value, name: str, *, allow_none: bool = True):
         accepted = "a positive integer" + (" or None" if allow_none else "")
         raise ValueError(f"{name}: expected {accepted}; received {value!r}")
     return int(value)
+
+
+def check_bandwidth_representable(original, dtype) -> None:
+    """``ValueError`` if a concrete bandwidth is subnormal (or zero) in ``dtype``."""
+    if is_jax(original):
+        return
+    tiny = np.finfo(dtype).tiny  # subnormals are flushed to zero on accelerators and XLA:CPU
+    if not np.all(np.asarray(original).astype(dtype) >= tiny):
+        raise ValueError(
+            f"bandwidth: {np.asarray(original).tolist()} is below the smallest normal "
+            f"{np.dtype(dtype)} number; accepted: bandwidths >= {tiny}"
+        )

@@ -37,9 +37,10 @@ from dask.base import is_dask_collection
 from . import kernels as _kernels
 from ._interop import precision_scope
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
+from .edges import has_edge
 from .engine import kernel_block, pool_state
-from .geometry import block_log_weights, has_edge, key_centre
-from .methods.choice import exact_engine
+from .geometry import block_log_weights, key_centre
+from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import PoolingState, block_state, finalize, merge_stacked
 

@@ -27,7 +27,7 @@ from .geometry import (
     scale_coordinates,
 )
 from .methods import dense_state, dense_weights, fused, stream_state
-from .methods.choice import exact_engine
+from .methods.options import exact_engine
 from .state import block_state, finalize, hard_block_state
 
 __all__ = [

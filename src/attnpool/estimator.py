@@ -88,9 +88,9 @@ class _LocalRegression(MultiOutputRegressor):
         """The pooling method's name, checked against the fit it has to serve."""
         if isinstance(self.method, str) and self.method == "auto":
             return "auto"
-        from .methods import choice  # the compiled engines' layer: JAX
+        from .methods.options import resolve
 
-        name, _ = choice.resolve(self.method)
+        name, _ = resolve(self.method)
         if name not in _EXACT_ENGINES and not self._local_constant(X):
             model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
             raise ValueError(

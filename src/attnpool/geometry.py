@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .edges import edge_log_profile, has_edge
 from .kernels import MATMUL_MIN_DIM, Kernel
 
 _HIGHEST = jax.lax.Precision.HIGHEST
@@ -121,11 +122,6 @@ def block_coordinates(queries, keys, bandwidth, kernel: Kernel):
     return *scale_coordinates(queries, keys, bandwidth, kernel), None
 
 
-def has_edge(kernel: Kernel) -> bool:
-    """A compact distance kernel: blocks take unscaled rows (:func:`block_coordinates`)."""
-    return kernel.compact and kernel.similarity == "distance"
-
-
 def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
     """``(n, b)`` closeness of scaled ``queries (n, d)`` and ``keys (b, d)``.
 
@@ -189,70 +185,8 @@ def scaled_differences(queries, keys, divisor) -> list:
 
 
 def edge_log_weights(queries, keys, divisor, kernel: Kernel):
-    """Log weights of a compact kernel from unscaled rows: ``r²`` summed plainly for the
-    value, the support's edge decided by :func:`inside_exactly`."""
-    us = scaled_differences(queries, keys, divisor)
-    radius2, closed = support_edge(kernel)
-    r2 = sum(u * u for u in us)
-    inside = inside_exactly(us, radius2, closed=closed)
-    largest = jnp.asarray(radius2, r2.dtype)
-    largest = largest if closed else jnp.nextafter(largest, jnp.zeros_like(largest))
-    return kernel.log_profile(jnp.where(inside, jnp.minimum(r2, largest), jnp.inf))
-
-
-@functools.cache
-def support_edge(kernel: Kernel) -> tuple[float, bool]:
-    """``(support², closed)`` of a compact kernel: ``closed`` when the kernel is positive
-    on its support's edge."""
-    radius2 = float(kernel.support) ** 2
-    with jax.ensure_compile_time_eval():
-        closed = bool(kernel.log_profile(jnp.asarray(radius2, jnp.float32)) > -jnp.inf)
-    return radius2, closed
-
-
-def _two_sum(a, b):
-    """``(s, e)`` with ``s + e = a + b`` exactly (additions only: nothing to contract)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _leading(u, bits: int, xp):
-    """``u`` with all but its ``bits`` leading significant bits cleared (bit masks only)."""
-    dtype = u.dtype
-    width = dtype.itemsize * 8
-    unsigned = {32: xp.uint32, 64: xp.uint64}[width]
-    cleared = np.finfo(dtype).nmant + 1 - bits
-    mask = unsigned(((1 << width) - 1) ^ ((1 << cleared) - 1))
-    raw = jax.lax.bitcast_convert_type(u, unsigned) if xp is jnp else u.view(unsigned)
-    kept = raw & mask
-    return jax.lax.bitcast_convert_type(kept, dtype) if xp is jnp else kept.view(dtype)
-
-
-def inside_exactly(us, radius2, *, closed: bool, xp=jnp):
-    """Whether ``Σ_j u_j² < radius2`` (``≤`` if ``closed``) for the rounded ``u_j``, decided
-    as the same exact-product, compensated sum in every path (``xp``: ``jnp`` or ``np``).
-
-    Each ``u`` is split by bit masks into three parts of at most a third of the
-    mantissa, so every product of two parts is exact, and the products are summed with
-    ``radius2`` subtracted by error-free additions. Neither a fused multiply-add (which
-    XLA:CPU makes of ``r² + u·u`` in some fusions and not in others) nor the order of a
-    vectorised loop changes the decision.
-    """
-    dtype = us[0].dtype
-    bits = -(-(np.finfo(dtype).nmant + 1) // 3)
-    total = xp.full(us[0].shape, -radius2, dtype)
-    error = xp.zeros(us[0].shape, dtype)
-    for u in us:
-        a = _leading(u, bits, xp)
-        rest = u - a
-        b = _leading(rest, bits, xp)
-        c = rest - b
-        for term in (a * a, 2 * a * b, b * b, 2 * a * c, 2 * b * c, c * c):
-            total, e = _two_sum(total, term)
-            error = error + e
-    excess = total + error
-    return excess <= 0 if closed else excess < 0
+    """Log weights of a compact kernel from unscaled rows (see :mod:`attnpool.edges`)."""
+    return edge_log_profile(scaled_differences(queries, keys, divisor), kernel, jnp)
 
 
 def log_weights(close, kernel: Kernel):

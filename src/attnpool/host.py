@@ -15,7 +15,7 @@ import numpy as np
 
 from .engine import pool_core
 from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
-from .methods.choice import TopK, exact_engine
+from .methods.options import TopK, exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import finalize
 

@@ -51,7 +51,7 @@ from ._validation import check_choice, check_positive_int
 from .engine import pool_state
 from .geometry import MATMUL_MIN_DIM, closeness
 from .local_engine import local_fit, loo_residuals
-from .methods.choice import exact_engine
+from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .regression import validated
 from .state import block_state

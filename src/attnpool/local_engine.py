@@ -30,7 +30,7 @@ from .engine import (
 from .geometry import key_centre
 from .local_model import LocalModel, log_weights, prepare, relative, solve_moments
 from .methods import dense_weights, normalise
-from .methods.choice import exact_engine
+from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import block_state, finalize, hard_block_state
 

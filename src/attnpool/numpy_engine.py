@@ -1,18 +1,20 @@
-"""The NumPy engine: exact local regression for problems too small to pay for a program.
+"""The NumPy engine: exact local regression and pooling for problems too small to pay
+for a program.
 
 A first fit in a fresh process used to spend its time building XLA programs (tracing,
 then compiling or loading), not computing: at n = 500 one leave-one-out evaluation is
 250 000 pairs, a few milliseconds in NumPy. Up to :data:`NUMPY_MAX_WORK` pair-features
-the estimators' predictions, and the CV search of one column, run here instead, in
-float64, with the formula of the exact engines' dense block (:mod:`attnpool.local_engine`):
-rows centred on the training points' midrange, then divided by ``h``; log weights
-``log K(r²)`` shifted by each row's largest; the local moments; the local linear solve
-with unit diagonal and a relative ridge. A row with no weight (``−inf`` log weights
-everywhere) is empty, and under ``nearest`` takes the mean response of its nearest
-training points (ties averaged), found on centred rows weighted by ``min h / h_j`` so
-that distances cannot overflow. Response columns near the float limit are divided by a
-power of two before they are summed (:func:`attnpool._units.value_unit`, as pooling
-does), so huge ones do not overflow.
+the estimators' predictions, the small CV searches and pooling of NumPy float64 arrays
+run here instead, in float64: offsets ``(k − q) / h`` from the unscaled rows (the
+difference first, so keys equally far from a query stay tied at any bandwidth, and a
+compact kernel's edge is decided by :func:`attnpool.edges.inside_exactly`, as on every
+path); log weights ``log K(r²)`` shifted by each row's largest; the local moments; the
+local linear solve with unit diagonal and a relative ridge. A row with no weight
+(``−inf`` log weights everywhere) is empty, and under ``nearest`` takes the mean
+response of its nearest training points (ties averaged), from differences weighted by
+``min h / h_j`` and each row's largest, so that distances cannot overflow. Response
+columns near the float limit are divided by a power of two before they are summed
+(:func:`attnpool._units.value_unit`, as pooling does), so huge ones do not overflow.
 
 It serves continuous columns with a built-in kernel (whose profiles evaluate in NumPy);
 anything else goes to the compiled engines. Leave-one-out sums with the Gaussian run
@@ -26,6 +28,7 @@ import numpy as np
 
 from . import kernels
 from ._units import value_unit
+from .edges import edge_log_profile, has_edge
 from .local_model import LocalModel, solve_moments
 
 __all__ = [
@@ -87,16 +90,13 @@ def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclud
     ``x_query`` is ``x_train``; an empty row is NaN there)."""
     x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
     h = np.asarray(bandwidth, np.float64)
-    centre = 0.5 * x.min(axis=0) + 0.5 * x.max(axis=0)
-    x, q = x - centre, q - centre
     # distances beyond the float range are inf (log weight −inf): no warning for them
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return _fit(x, y, q, h, model, exclude_self, nearest)
 
 
 def _fit(x, y, q, h, model, exclude_self, nearest):
-    """:func:`local_fit` of centred rows."""
-    keys, queries = x / h, q / h
+    """:func:`local_fit` in float64."""
     scale = value_unit(y)  # columns near the float limit in power-of-two units
     y = y / scale
     d, p = x.shape[1], y.shape[1]
@@ -106,7 +106,7 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
     for start in range(0, q.shape[0], rows_per_chunk):
         rows = slice(start, start + rows_per_chunk)
         means, empty[rows], mean_offset = _moments(
-            queries[rows], keys, y, model, start if exclude_self else None
+            q[rows], x, h, y, model, start if exclude_self else None
         )
         fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree, mean_offset)
     slopes = slopes / h[None, :, None]
@@ -122,16 +122,24 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
     return fit * scale, slopes * scale, empty
 
 
-def _moments(queries, keys, y, model: LocalModel, self_offset):
+def _moments(queries, keys, h, y, model: LocalModel, self_offset):
     """Weighted means of the responses per query, the empty-row mask and, for degree 1,
-    the weighted mean offset ``μ`` (``(n, d)``; else None). Degree 1 returns the local
-    moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
-    ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out."""
-    r2 = np.subtract.outer(queries[:, 0], keys[:, 0])
-    r2 *= r2
-    for j in range(1, queries.shape[1]):
-        r2 += np.subtract.outer(queries[:, j], keys[:, j]) ** 2
-    log_w = model.kernel.log_profile(r2)
+    the weighted mean offset ``μ`` (``(n, d)``, in bandwidths; else None). Degree 1
+    returns the local moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
+    ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out.
+
+    Offsets are ``(k − q) / h`` of the centred rows, differences first: scaled first, two
+    keys equally far from a query at a tiny bandwidth were no longer tied (their
+    scaled coordinates round at ``eps·|x / h|``).
+    """
+    offsets = [(keys[None, :, a] - queries[:, a, None]) / h[a] for a in range(h.shape[0])]
+    if has_edge(model.kernel):  # the support's edge decided exactly, as on every path
+        log_w = edge_log_profile(offsets, model.kernel)
+    else:
+        r2 = offsets[0] * offsets[0]
+        for offset in offsets[1:]:
+            r2 += offset * offset
+        log_w = model.kernel.log_profile(r2)
     if self_offset is not None:
         own = np.arange(queries.shape[0])
         log_w[own, self_offset + own] = -np.inf
@@ -147,7 +155,6 @@ def _moments(queries, keys, y, model: LocalModel, self_offset):
     # weight (a small bandwidth): the local slope came out of that rounding.
     n, d, p = queries.shape[0], queries.shape[1], y.shape[1]
     y_bar = (w @ y) / safe
-    offsets = [keys[None, :, a] - queries[:, a, None] for a in range(d)]  # δ = key − query
     mu1 = np.stack([np.einsum("nk,nk->n", w, o) for o in offsets], axis=1) / safe
     centred = [o - mu1[:, a, None] for a, o in enumerate(offsets)]
     covariance = np.empty((n, d, d))
@@ -167,12 +174,14 @@ def _moments(queries, keys, y, model: LocalModel, self_offset):
 
 
 def _nearest_mean(queries, keys, y, h):
-    """Mean response of each query's nearest keys (ties averaged), centred rows
-    weighted by ``min h / h_j ≤ 1`` (distances that cannot overflow)."""
+    """Mean response of each query's nearest keys (ties averaged), from differences
+    weighted by ``min h / h_j ≤ 1``."""
     factor = np.min(h) / h
-    r2 = np.zeros((queries.shape[0], keys.shape[0]))
-    for j in range(queries.shape[1]):
-        r2 += ((queries[:, j, None] - keys[None, :, j]) * factor[j]) ** 2
+    differences = [(queries[:, j, None] - keys[None, :, j]) * factor[j] for j in range(len(h))]
+    # each row in units of its largest difference: squares of 1e200 would overflow
+    largest = np.max([np.max(np.abs(u), axis=1) for u in differences], axis=0)
+    largest = np.where((largest > 0) & np.isfinite(largest), largest, 1.0)[:, None]
+    r2 = sum((u / largest) ** 2 for u in differences)
     closest = (r2 == r2.min(axis=1, keepdims=True)).astype(float)
     return closest @ y / closest.sum(axis=1, keepdims=True)
 

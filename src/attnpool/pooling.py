@@ -8,32 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import kernels as _kernels
-from ._interop import (
-    check_bandwidth_representable,
-    compute_dtype,
-    half_precision,
-    numpy_mode,
-    precision_scope,
-)
 from ._units import value_unit
 from ._validation import (
     check_bandwidth,
+    check_bandwidth_representable,
     check_choice,
     check_points,
     check_positive_int,
     check_values,
     is_traced,
+    numpy_dtype,
 )
 from .empty_policy import EMPTY_POLICIES, EmptyNeighbourhoodWarning, report_empty
-from .engine import pool_core, weights_core
-from .methods import choice
-from .methods.choice import DENSE_MAX_PAIRS, Binned, TopK
-from .methods.stream import KEY_BLOCK
+from .methods.options import DENSE_MAX_PAIRS, Binned, TopK, resolve
 
 __all__ = [
     "DENSE_MAX_PAIRS",
@@ -147,8 +137,18 @@ def attention_pool(
     n, m = q.shape[0], k.shape[0]
     if return_weights:
         _check_weight_size(n, m)
-    method, options = _choose(method, kernel, q, k, h, return_weights, block_size)
     nearest = empty == "nearest" or not kernel.compact
+    if resolve(method)[0] == "auto" and block_size is None and not return_weights:
+        pooled = _pool_on_numpy(q, k, v, h, kernel, empty, nearest)
+        if pooled is not None:
+            return pooled[:, 0] if flat else pooled
+    method, options = _choose(method, kernel, q, k, h, return_weights, block_size)
+    import jax
+    import jax.numpy as jnp
+
+    from .engine import pool_core, weights_core
+    from .methods import choice
+    from .methods.stream import KEY_BLOCK
 
     def compute(q, k, v, h):
         if method in choice.HOST_METHODS:
@@ -202,6 +202,8 @@ def attention_weights(
     nearest = empty == "nearest" or not kernel.compact
 
     def compute(q, k, h):
+        from .engine import weights_core
+
         return weights_core(q, k, h, kernel=kernel, nearest=nearest)
 
     return _run(compute, (q, k, h), kernel, empty, q.shape[0])
@@ -244,8 +246,37 @@ def _check_weight_size(n: int, m: int) -> None:
         )
 
 
+def _pool_on_numpy(q, k, v, h, kernel, empty: str, nearest: bool):
+    """Pooled values of a small problem on NumPy float64 (or integer) arrays, by the NumPy
+    engine (no program, no JAX: the textbook's 40 points pool in milliseconds); None
+    where that engine does not serve it (JAX arrays, float32 or narrower data, which
+    compute in their own precision, the ``dot`` kernel, a kernel of the user's, more
+    than ``NUMPY_MAX_WORK`` pairs × columns)."""
+    if not all(isinstance(a, np.ndarray) for a in (q, k, v, h)) or q.shape[0] == 0:
+        return None
+    if numpy_dtype(q, k, v) != np.float64:  # float32 data computes in float32, compiled
+        return None
+    if kernel.similarity != "distance":
+        return None
+    from . import numpy_engine
+    from .local_model import model_for
+
+    model = model_for(k, kernel=kernel)
+    if not numpy_engine.serves(model, q.shape[0], k.shape[0], v.shape[1]):
+        return None
+    check_bandwidth_representable(h, np.float64)  # as the compiled path does
+    pooled, _, empty_rows = numpy_engine.local_fit(k, v, q, h, model, nearest=nearest)
+    report_empty(kernel, empty, empty_rows, stacklevel=4)
+    return pooled
+
+
 def _run(compute, args, kernel, empty: str, n: int):
     """Apply the precision/array-type policy around ``compute`` and the empty policy after."""
+    import jax
+    import jax.numpy as jnp
+
+    from ._interop import compute_dtype, half_precision, numpy_mode, precision_scope
+
     as_numpy = numpy_mode(*args)
     dtype = compute_dtype(*args[:-1], numpy=as_numpy)
     if empty == "raise" and any(is_traced(a) for a in args):
@@ -287,7 +318,9 @@ def _run(compute, args, kernel, empty: str, n: int):
 def _choose(method, kernel, q, k, h, weights: bool, block_size):
     """``(name, options)`` for the ``method`` argument, ``"auto"`` resolved (see
     :mod:`attnpool.methods.choice`), or a clear error if it cannot apply."""
-    name, options = choice.resolve(method)
+    from .methods import choice
+
+    name, options = resolve(method)
     traced = any(is_traced(a) for a in (q, k, h))
     if name == "auto":
         if block_size is not None and not weights:

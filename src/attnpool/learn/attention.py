@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from ..engine import pool_state
 from ..methods import normalise
-from ..methods.choice import exact_engine
+from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
 from ..state import block_state, finalize
 from .models import AttentionModel, Params

@@ -80,7 +80,8 @@ def _compile_error(compiler_name: str) -> str | None:
     if failed is not None and time.monotonic() - failed[0] < RETRY_SECONDS:
         return failed[1]
     try:
-        _library(compiler_name, False, 1, 1, False)
+        # the variant a first search of one column builds anyway: one compilation, not two
+        _library(compiler_name, True, 1, 1, False)
     except (OSError, RuntimeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         _failures[compiler_name] = (time.monotonic(), reason)
