@@ -170,7 +170,7 @@ FITS = (
     "for n, d, model in ((45, 1, attnpool.NadarayaWatson()), (45, 1, attnpool.LocalLinear()),\n"
     "                    (45, 1, attnpool.NadarayaWatson(bandwidth='aicc')),\n"
     "                    (45, 2, attnpool.NadarayaWatson()),\n"
-    "                    (3000, 2, attnpool.NadarayaWatson()),\n"
+    "                    (1500, 2, attnpool.NadarayaWatson()),\n"
     "                    (3000, 2, attnpool.NadarayaWatson(kernel='epanechnikov'))):\n"
     "    x = rng.uniform(0, 5, (n, d)); y = np.sin(x[:, 0]) + x[:, -1]\n"
     "    with attnpool.count_programs() as count:\n"
@@ -183,9 +183,10 @@ FITS = (
 def test_a_first_fit_builds_a_program_only_where_it_pays(tmp_path):
     # small fits run on the NumPy engine (no program; in two columns its search is
     # Nelder–Mead's); AICc searches with one program (objective and gradient; small
-    # predictions still on NumPy); a Gaussian Nadaraya–Watson search of 3000 rows on the C loop (no
-    # program), with another kernel three for its search (float32 grid and descent, the
-    # float64 polish) and one to predict. The search's result is mapped to bandwidths on
-    # the host: as eager JAX operations it built eleven programs more (one per operation).
+    # predictions still on NumPy); a Gaussian search of 1500 rows on the C loop (no
+    # program); one of 3000 rows with another kernel three programs for its search
+    # (float32 grid and descent, the float64 polish) and one to predict. The search's
+    # result is mapped to bandwidths on the host: as eager JAX operations it built
+    # eleven programs more (one per operation).
     run = python(["-c", FITS], cache=tmp_path)
     assert run.stdout.strip() == "[0, 0, 1, 0, 0, 4]"

@@ -120,8 +120,13 @@ class ProgramCount:
     and ``seconds`` spent building them.
 
     >>> import attnpool, numpy as np
+    >>> x = np.arange(5.0)
+    >>> with attnpool.count_programs() as count:  # small NumPy data pool without one
+    ...     _ = attnpool.nadaraya_watson(x, x, np.array([7.0]))
+    >>> count.built
+    0
     >>> with attnpool.count_programs() as count:
-    ...     _ = attnpool.nadaraya_watson(np.arange(5.0), np.arange(5.0), np.array([7.0]))
+    ...     _ = attnpool.nadaraya_watson(x, x, np.array([7.0]), method="stream")
     >>> count.built >= 1
     True
     """

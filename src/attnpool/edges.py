@@ -8,7 +8,9 @@ error-free sums (:func:`inside_exactly`), in NumPy or JAX — no JAX is imported
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 
 import numpy as np
 
@@ -27,7 +29,14 @@ def support_edge(kernel: Kernel) -> tuple[float, bool]:
     """``(support², closed)`` of a compact kernel: ``closed`` when the kernel is positive
     on its support's edge."""
     radius2 = float(kernel.support) ** 2
-    closed = bool(kernel.log_profile(np.float32(radius2)) > -np.inf)
+    # a kernel of the user's may be written in JAX: evaluated now, even inside a trace
+    now = contextlib.nullcontext()
+    if "jax" in sys.modules:
+        import jax
+
+        now = jax.ensure_compile_time_eval()
+    with now:
+        closed = bool(kernel.log_profile(np.float32(radius2)) > -np.inf)
     return radius2, closed
 
 

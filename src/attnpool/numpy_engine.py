@@ -34,7 +34,7 @@ from .local_model import LocalModel, solve_moments
 __all__ = [
     "NATIVE_MAX_SCALED",
     "NATIVE_MIN_PAIRS",
-    "NATIVE_SEARCH_MAX_PAIRS",
+    "NATIVE_SEARCH_MAX_WORK",
     "NUMPY_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK_SEVERAL",
@@ -66,14 +66,15 @@ def serves(model: LocalModel, queries: int, rows: int, outputs: int) -> bool:
 
 
 def searches(model: LocalModel, rows: int, outputs: int) -> bool:
-    """Whether the host runs the CV search of ``rows`` training points: Nadaraya–Watson
-    with the Gaussian on the compiled C loop (:func:`loo_objective`; any number of
-    columns, up to :data:`NATIVE_SEARCH_MAX_PAIRS`), else NumPy up to
+    """Whether the host runs the CV search of ``rows`` training points: with the Gaussian
+    on the compiled C loop (:func:`loo_objective`; any number of columns, up to
+    :data:`NATIVE_SEARCH_MAX_WORK`), else NumPy up to
     :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in one column, where bounded Brent
     needs ~30 evaluations, and :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where
     Nelder–Mead needs 100–1000."""
-    if _native_serves(model, rows, outputs) and rows * rows <= NATIVE_SEARCH_MAX_PAIRS:
-        return True
+    if _native_serves(model, rows, outputs):
+        evaluations = 40 if len(model.var_type) == 1 else 120 * len(model.var_type)
+        return rows * rows * evaluations * (1 + model.degree) <= NATIVE_SEARCH_MAX_WORK
     limit = NUMPY_SEARCH_MAX_WORK if len(model.var_type) == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
     return serves(model, rows, rows, outputs) and rows * rows * _width(model, outputs) <= limit
 
@@ -213,8 +214,11 @@ def loo_objective(x, y, model: LocalModel):
 
 #: Fewest pairs for which the leave-one-out search sums on the compiled loop.
 NATIVE_MIN_PAIRS = 2**16
-#: Most pairs for which it searches on the host (~10 ms per evaluation on two cores).
-NATIVE_SEARCH_MAX_PAIRS = 2**24
+#: Most pairs × expected evaluations (~40 for Brent in one column, ~120·d for
+#: Nelder–Mead in d; twice for local linear's moments) a host search on the compiled loop
+#: takes: ~2 s at ~2 ns a pair on two cores, about what the compiled search costs with
+#: JAX's import. Nadaraya–Watson: n ≤ 5180 in one column, 2110 in two, 1340 in five.
+NATIVE_SEARCH_MAX_WORK = 2**30
 #: Largest |coordinate| / h (centred rows) the compiled loop is given.
 NATIVE_MAX_SCALED = 2.0**12
 
