@@ -173,10 +173,10 @@ def test_local_linear_with_one_dominant_key_matches_the_exact_weighted_fit(kerne
 
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_the_native_leave_one_out_objective_is_the_textbook_one(d):
-    # at n = 300 Nadaraya–Watson's leave-one-out sums run on the compiled C loop (own
+    # at n = 400 Nadaraya–Watson's leave-one-out sums run on the compiled C loop (own
     # pair masked), down to bandwidths beyond its reach (NumPy settles those)
     assert native.available()
-    x, y = _data(300, d, seed=5)
+    x, y = _data(400, d, seed=5)
     x = x + 1.7e9 * (d == 2)  # far from the origin
     y = y * np.array([1.0, 1e150])  # and a huge column beside a small one
     bandwidths = np.concatenate([np.geomspace(0.05, 5.0, 7), [1e-4]])

@@ -33,7 +33,7 @@ from .local_model import LocalModel, solve_moments
 
 __all__ = [
     "NATIVE_MAX_SCALED",
-    "NATIVE_MIN_PAIRS",
+    "NATIVE_MIN_WORK",
     "NATIVE_SEARCH_MAX_WORK",
     "NUMPY_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
@@ -73,8 +73,7 @@ def searches(model: LocalModel, rows: int, outputs: int) -> bool:
     needs ~30 evaluations, and :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where
     Nelder–Mead needs 100–1000."""
     if _native_serves(model, rows, outputs):
-        evaluations = 40 if len(model.var_type) == 1 else 120 * len(model.var_type)
-        return rows * rows * evaluations * (1 + model.degree) <= NATIVE_SEARCH_MAX_WORK
+        return rows * rows * _evaluations(model) <= NATIVE_SEARCH_MAX_WORK
     limit = NUMPY_SEARCH_MAX_WORK if len(model.var_type) == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
     return serves(model, rows, rows, outputs) and rows * rows * _width(model, outputs) <= limit
 
@@ -191,7 +190,7 @@ def loo_objective(x, y, model: LocalModel):
     """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
     ``inf`` where some point has no neighbour left.
 
-    With the Gaussian and at least :data:`NATIVE_MIN_PAIRS` pairs the sums run on the
+    With the Gaussian and at least :data:`NATIVE_MIN_WORK` the sums run on the
     compiled loop of the ``native`` method where a C compiler is there (each row's own
     pair masked inside the loop; ~10–20× NumPy's speed), on rows centred on their
     midrange: Nadaraya–Watson's weighted responses, local linear's moments about each
@@ -212,12 +211,13 @@ def loo_objective(x, y, model: LocalModel):
     return objective
 
 
-#: Fewest pairs for which the leave-one-out search sums on the compiled loop.
-NATIVE_MIN_PAIRS = 2**16
-#: Most pairs × expected evaluations (~40 for Brent in one column, ~120·d for
-#: Nelder–Mead in d; twice for local linear's moments) a host search on the compiled loop
-#: takes: ~2 s at ~2 ns a pair on two cores, about what the compiled search costs with
-#: JAX's import. Nadaraya–Watson: n ≤ 5180 in one column, 2110 in two, 1340 in five.
+#: Fewest pairs × expected evaluations for which the leave-one-out search sums on the
+#: compiled loop (below, NumPy's ~0.1 s beats building the loop in an empty cache, ~1 s):
+#: n ≥ 324 in one column, 133 in two, 84 in five.
+NATIVE_MIN_WORK = 2**22
+#: Most pairs × expected evaluations (:func:`_evaluations`) a host search on the compiled
+#: loop takes: ~2 s at ~2 ns a pair on two cores, about what the compiled search costs
+#: with JAX's import. Nadaraya–Watson: n ≤ 5180 in one column, 2110 in two, 1340 in five.
 NATIVE_SEARCH_MAX_WORK = 2**30
 #: Largest |coordinate| / h (centred rows) the compiled loop is given.
 NATIVE_MAX_SCALED = 2.0**12
@@ -227,12 +227,19 @@ def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
     """Whether leave-one-out sums of ``rows`` points run on the ``native`` loop: the
     Gaussian, continuous columns, a C compiler (and for local linear, whose moments it
     sums for up to ``MAX_VALUES`` responses at once, no more responses)."""
-    if not kernels.is_gaussian(model.kernel) or rows**2 < NATIVE_MIN_PAIRS:
+    if not kernels.is_gaussian(model.kernel) or rows**2 * _evaluations(model) < NATIVE_MIN_WORK:
         return False
     from .methods import native
 
     few = model.degree == 0 or outputs <= native.MAX_VALUES
     return few and set(model.var_type) == {"c"} and native.available()
+
+
+def _evaluations(model: LocalModel) -> int:
+    """Objective evaluations a host search is expected to take (Brent's in one column,
+    Nelder–Mead's in several), doubled for local linear's moments: a unit of its cost."""
+    d = len(model.var_type)
+    return (40 if d == 1 else 120 * d) * (1 + model.degree)
 
 
 def _native_loo(x, y, model: LocalModel):
