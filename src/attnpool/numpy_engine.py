@@ -128,10 +128,10 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset):
     returns the local moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
     ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out.
 
-    Offsets are ``(k − q) / h`` of the centred rows, differences first: scaled first, two
-    keys equally far from a query at a tiny bandwidth were no longer tied (their
-    scaled coordinates round at ``eps·|x / h|``).
-    """
+    Offsets are ``(k − q) / h`` of the rows as given, the difference first: scaled first,
+    two keys equally far from a query at a tiny bandwidth were no longer tied (scaled
+    coordinates round at ``eps·|x / h|``), and a compact kernel's edge could be decided
+    otherwise than on the other paths."""
     offsets = [(keys[None, :, a] - queries[:, a, None]) / h[a] for a in range(h.shape[0])]
     if has_edge(model.kernel):  # the support's edge decided exactly, as on every path
         log_w = edge_log_profile(offsets, model.kernel)

@@ -155,6 +155,15 @@ static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const 
     }
 }
 
+/* Query rows i0 .. i0 + ROWS splatted by coordinate; rows past the last (rows of them
+   are real) repeat it, and their results are not written. */
+static inline void query_rows(vreal qv[ROWS][DIMS], const real *q, ptrdiff_t i0, int rows) {
+    for (int r = 0; r < ROWS; r++) {
+        ptrdiff_t i = i0 + (r < rows ? r : rows - 1);
+        for (int c = 0; c < DIMS; c++) qv[r][c] = splat(q[i * DIMS + c]);
+    }
+}
+
 /* For queries q (n, DIMS), keys kt (KEY_ROWS, m_pad) and values vt (VALUES, m_pad):
    shift (n,) in log2 units, sum (n,) and weighted (n, VALUES) of 2^(log2 w - shift).
    own >= 0: query row i is key own + i, left out of its own sums. */
@@ -171,10 +180,8 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
             row_shift[r] = -INFINITY;
             row_sum[r] = 0;
             for (int c = 0; c < VALUES; c++) row_weighted[r][c] = 0;
-            /* rows past n repeat the last query; their results are not written */
-            ptrdiff_t i = i0 + (r < rows ? r : rows - 1);
-            for (int c = 0; c < DIMS; c++) qv[r][c] = splat(q[i * DIMS + c]);
         }
+        query_rows(qv, q, i0, rows);
         for (ptrdiff_t j0 = 0; j0 < m; j0 += CHUNK) {
             ptrdiff_t end = j0 + CHUNK < m_pad ? j0 + CHUNK : m_pad;
             int reshift = j0 == 0;
@@ -263,9 +270,8 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
         ptrdiff_t row_own = own >= 0 ? own + i0 : -1;
         vreal qv[ROWS][DIMS], x[ROWS], top[ROWS];
         vint at[ROWS];
+        query_rows(qv, q, i0, rows);
         for (int r = 0; r < ROWS; r++) {
-            ptrdiff_t i = i0 + (r < rows ? r : rows - 1);
-            for (int c = 0; c < DIMS; c++) qv[r][c] = splat(q[i * DIMS + c]);
             top[r] = splat(-INFINITY);
             at[r] = (vint){0} - 1;
         }
