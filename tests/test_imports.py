@@ -53,7 +53,7 @@ def _printed(code: str) -> str:
 
 def test_small_pooling_and_searches_in_several_columns_import_no_jax():
     # the textbook's first example pools 40 points on the NumPy engine; searches of two
-    # columns run Nelder–Mead on the host (SciPy's), Gaussian ones on the C loop
+    # columns run SciPy's minimisers on the host, Gaussian ones on the C loop
     code = (
         "import sys, numpy as np, attnpool\n"
         "from attnpool.datasets import sine_data\n"

@@ -88,6 +88,29 @@ def test_threads_split_rows_without_changing_a_bit(monkeypatch):
     whole = pooled(queries, keys, values, 0.5)
     monkeypatch.setattr(native, "TASK_ROWS", 12)  # 84 tasks over every core
     np.testing.assert_array_equal(pooled(queries, keys, values, 0.5), whole)
+    monkeypatch.setattr(native, "THREAD_MIN_PAIRS", 2**62)  # all rows on this thread
+    np.testing.assert_array_equal(pooled(queries, keys, values, 0.5), whole)
+
+
+def test_a_forked_child_sums_on_threads_of_its_own():
+    # the parent's pool of threads is kept between calls; a forked child (a Dask or
+    # multiprocessing worker) has none of its threads and must start its own
+    code = """
+import os, sys, numpy as np
+from attnpool.methods import native
+rng = np.random.default_rng(0)
+x, y = rng.normal(size=(1500, 2)), rng.normal(size=(1500, 1))
+parent = native.native_sums(x, x, y, np.ones(2))
+child = os.fork()
+if child == 0:
+    same = np.array_equal(native.native_sums(x, x, y, np.ones(2)), parent)
+    os._exit(0 if same else 1)
+_, status = os.waitpid(child, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 @settings(max_examples=30, deadline=None)

@@ -27,6 +27,7 @@ import numpy as np
 from . import numpy_engine
 from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
+from .edges import has_edge
 from .host_search import GRID, host_search, to_theta
 from .local_model import LocalModel, model_for
 from .rules import rule_of_thumb
@@ -62,7 +63,8 @@ class BandwidthSelection(NamedTuple):
 
 
 def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
-    """CV by an objective ``θ → float`` computed on the host (no gradient)."""
+    """CV by an objective ``θ → float`` computed on the host (no gradient; ``options`` as
+    :func:`attnpool.host_search.host_search`)."""
     theta, value, objectives = host_search(objective, thetas, GRID, progress, **options)
     return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
 
@@ -84,7 +86,8 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     small = block_size is None and numpy_engine.searches(model, *y.shape)
     if pooling == "auto" and method == "cv" and small:
         objective = numpy_engine.loo_objective(x, y, model)
-        return select_on_host(objective, thetas, progress, xatol=NUMPY_SEARCH_XATOL)
+        smooth = not has_edge(model.kernel)
+        return select_on_host(objective, thetas, progress, xatol=NUMPY_SEARCH_XATOL, smooth=smooth)
     from . import compiled_search
 
     return compiled_search.search(x, y, model, thetas, method, pooling, block_size, progress)

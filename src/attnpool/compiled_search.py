@@ -231,7 +231,8 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
             f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
             f"kernel={model.kernel.name!r}"
         )
-    return select_on_host(host_cv.sparse_cv(x, y, model.kernel), thetas, progress)
+    objective = host_cv.sparse_cv(x, y, model.kernel)
+    return select_on_host(objective, thetas, progress, smooth=False)  # jumps at the supports
 
 
 def cv_objectives(x, y, candidates, model: LocalModel, block_size) -> np.ndarray:

@@ -21,6 +21,7 @@ from .host_search import (
     bandwidth_of,
     best_candidate,
     categorical_upper,
+    minimize_lbfgs,
     to_theta,
 )
 from .local_engine import hat_diagonal, loo_residuals
@@ -114,7 +115,6 @@ def _of_theta(x, y, count, binned, static):
 
 def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=None):
     """L-BFGS-B on the host from ``theta``, driven by ``evaluate(θ) → (value, gradient)``."""
-    from scipy import optimize  # on first use: it takes longer to import than JAX
 
     def host(t):
         value, gradient = evaluate(jnp.asarray(t, dtype))
@@ -123,15 +123,7 @@ def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=Non
             return 1e300, np.zeros_like(gradient)
         return value, gradient
 
-    result = optimize.minimize(
-        host,
-        np.asarray(theta, float),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": maxiter, "ftol": tolerance, "gtol": 1e-12},
-    )
-    return result.x, result.fun
+    return minimize_lbfgs(host, theta, ftol=tolerance, maxiter=maxiter, bounds=bounds)
 
 
 def binned_loo_residuals(

@@ -1,5 +1,6 @@
 """The bandwidth search on the host: its variables, its grid, and minimisers that need no
-gradient (no JAX, no SciPy in one column: a small fit should not pay for their imports).
+gradient of the objective (no JAX, no SciPy in one column: a small fit should not pay
+for their imports).
 
 The search variables ``θ`` are log-bandwidths for continuous columns and logits of
 ``λ / λ_max`` for categorical ones; the coarse search tries :data:`GRID` multiples of
@@ -23,6 +24,8 @@ __all__ = [
     "host_search",
     "initial_simplex",
     "minimize_bounded",
+    "minimize_lbfgs",
+    "minimize_smooth",
     "to_theta",
 ]
 
@@ -74,11 +77,14 @@ def best_candidate(thetas, objectives, method: str):
     return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
 
 
-def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5):
+def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5, smooth: bool = True):
     """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid, ``grid``
-    its multipliers), refined without gradients — bounded Brent in one dimension
-    (:func:`minimize_bounded`), SciPy's Nelder–Mead in several — to ``xatol`` in ``θ``
-    (log-bandwidths); never worse than the best grid point."""
+    its multipliers), refined without an analytic gradient to ``xatol`` in ``θ``
+    (log-bandwidths) — bounded Brent in one dimension (:func:`minimize_bounded`); in
+    several L-BFGS-B on forward differences where the objective is ``smooth``
+    (:func:`minimize_smooth`), else SciPy's Nelder–Mead (a compact kernel's objective
+    jumps as keys enter a support, where differences mislead); never worse than the
+    best grid point."""
     objectives = np.array([objective(theta) for theta in thetas])
     if progress:
         progress(1, 2)
@@ -92,6 +98,8 @@ def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5):
             xatol=xatol,
         )
         theta = np.array([found])
+    elif smooth:
+        theta, value = minimize_smooth(objective, best)
     else:
         from scipy import optimize  # 0.5 s to import: only for several columns
 
@@ -153,6 +161,53 @@ def minimize_bounded(function, low: float, high: float, *, xatol: float, maxiter
             elif fu <= fv or v in (x, w):
                 v, fv = u, fu
     return x, fx
+
+
+#: Forward-difference step, relative to ``max(1, |θ_j|)``: about the square root of the
+#: objective's rounding (a mean of n squared residuals, ~1e-14 relative).
+DIFFERENCE_STEP = 1e-7
+
+
+def minimize_smooth(objective, start, *, maxiter: int = 100):
+    """``(θ, f(θ))``: a local minimum of a smooth ``objective`` from ``start`` by SciPy's
+    L-BFGS-B on forward differences (``d + 1`` evaluations a step, ``d`` = ``θ``'s size).
+
+    In two to five columns it stops after 25–450 evaluations at the optimum to ~1e-10
+    relative, where Nelder–Mead needed 130–1000 and often stopped at its iteration
+    limit. Where the objective is undefined the minimiser sees a large value and no
+    slope there (nor along an axis whose step lands where it is undefined), and steps
+    back."""
+
+    def value_and_gradient(theta):
+        value = objective(theta)
+        if not np.isfinite(value):
+            return 1e300, np.zeros_like(theta)
+        gradient = np.empty_like(theta)
+        for j in range(theta.shape[0]):
+            moved = theta.copy()
+            moved[j] += DIFFERENCE_STEP * max(1.0, abs(theta[j]))
+            nearby = objective(moved)
+            step = moved[j] - theta[j]  # the step exactly as taken
+            gradient[j] = (nearby - value) / step if np.isfinite(nearby) else 0.0
+        return value, gradient
+
+    return minimize_lbfgs(value_and_gradient, start, ftol=1e-13, maxiter=maxiter)
+
+
+def minimize_lbfgs(value_and_gradient, start, *, ftol: float, maxiter: int, bounds=None):
+    """``(θ, f(θ))``: SciPy's L-BFGS-B from ``start``, driven by ``θ → (value, gradient)``
+    (``ftol``: the relative decrease at which it stops; ``bounds``: per coordinate)."""
+    from scipy import optimize  # 0.5 s to import: only for several columns or a gradient
+
+    found = optimize.minimize(
+        value_and_gradient,
+        np.asarray(start, float),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": maxiter, "ftol": ftol, "gtol": 1e-12},
+    )
+    return found.x, float(found.fun)
 
 
 def finite_or_largest(value: float) -> float:

@@ -51,8 +51,8 @@ NUMPY_MAX_WORK = 2**22
 #: Largest rows² × features the NumPy engine's CV search takes (one column): ~45
 #: evaluations at up to ~50 ms, still cheaper than importing JAX and building programs.
 NUMPY_SEARCH_MAX_WORK = 2**21
-#: The same in several columns: Nelder–Mead's 100–1000 evaluations of ~1–10 ms at
-#: most (local linear at n = 200, d = 2: 0.24 s), still less than JAX and a program.
+#: The same in several columns: L-BFGS-B's 25–450 evaluations of ~1–10 ms at most,
+#: still less than JAX and a program.
 NUMPY_SEARCH_MAX_WORK_SEVERAL = 2**19
 #: Pairs evaluated at once (memory: a few arrays of this many float64 numbers).
 NUMPY_CHUNK_PAIRS = 2**18
@@ -71,7 +71,7 @@ def searches(model: LocalModel, rows: int, outputs: int) -> bool:
     :data:`NATIVE_SEARCH_MAX_WORK`), else NumPy up to
     :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in one column, where bounded Brent
     needs ~30 evaluations, and :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where
-    Nelder–Mead needs 100–1000."""
+    L-BFGS-B on forward differences needs 25–450."""
     if _native_serves(model, rows, outputs):
         return rows * rows * _evaluations(model) <= NATIVE_SEARCH_MAX_WORK
     limit = NUMPY_SEARCH_MAX_WORK if len(model.var_type) == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
@@ -213,11 +213,12 @@ def loo_objective(x, y, model: LocalModel):
 
 #: Fewest pairs × expected evaluations for which the leave-one-out search sums on the
 #: compiled loop (below, NumPy's ~0.1 s beats building the loop in an empty cache, ~1 s):
-#: n ≥ 324 in one column, 133 in two, 84 in five.
+#: Nadaraya–Watson from n = 324 in one column, 264 in two, 187 in five.
 NATIVE_MIN_WORK = 2**22
 #: Most pairs × expected evaluations (:func:`_evaluations`) a host search on the compiled
 #: loop takes: ~2 s at ~2 ns a pair on two cores, about what the compiled search costs
-#: with JAX's import. Nadaraya–Watson: n ≤ 5180 in one column, 2110 in two, 1340 in five.
+#: with JAX's import. Nadaraya–Watson: n ≤ 5181 in one column, 4230 in two, 2991 in
+#: five; local linear: 2991, 2442, 1727.
 NATIVE_SEARCH_MAX_WORK = 2**30
 #: Largest |coordinate| / h (centred rows) the compiled loop is given.
 NATIVE_MAX_SCALED = 2.0**12
@@ -236,10 +237,12 @@ def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
 
 
 def _evaluations(model: LocalModel) -> int:
-    """Objective evaluations a host search is expected to take (Brent's in one column,
-    Nelder–Mead's in several), doubled for local linear's moments: a unit of its cost."""
+    """Objective evaluations a host search is expected to take, the grid's included
+    (Brent's ~40 in one column; L-BFGS-B's on forward differences in several, measured:
+    Nadaraya–Watson 25–110 in two to five columns, local linear 25–450), tripled for
+    local linear, whose evaluations also cost more: a unit of its cost."""
     d = len(model.var_type)
-    return (40 if d == 1 else 120 * d) * (1 + model.degree)
+    return (40 if d == 1 else 20 * (d + 1)) * (1 + 2 * model.degree)
 
 
 def _native_loo(x, y, model: LocalModel):

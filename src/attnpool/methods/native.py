@@ -57,6 +57,9 @@ CHUNK = 256
 MAX_VALUES = 8
 #: Query rows per task handed to a thread, at most (tasks are equal, a whole number per core).
 TASK_ROWS = 2048
+#: Fewest query × key pairs split across threads: below, handing the parts to the
+#: threads costs more than the second core saves (one core sums them in ~0.5 ms).
+THREAD_MIN_PAIRS = 2**18
 #: Seconds a failed build is remembered before the compiler is tried again.
 RETRY_SECONDS = 60.0
 _FLAGS = ("-O3", "-ffp-contract=fast", "-shared", "-fPIC")
@@ -198,15 +201,22 @@ def _run_threads(function, q, kt, vt, m, outputs, exclude_self) -> None:
             start if exclude_self else -1,
         )
 
-    cores = _cores()
+    cores = _cores() if n * kt.shape[1] >= THREAD_MIN_PAIRS else 1
     parts = cores * max(1, -(-n // (cores * TASK_ROWS)))
     bounds = np.linspace(0, n, min(parts, n) + 1).astype(np.int64).tolist()
     if len(bounds) <= 2 or cores == 1:
         for start, stop in itertools.pairwise(bounds):
             task(start, stop)
         return
-    with ThreadPoolExecutor(cores) as pool:
-        list(pool.map(task, bounds[:-1], bounds[1:]))
+    list(_threads(cores, os.getpid()).map(task, bounds[:-1], bounds[1:]))
+
+
+@functools.cache
+def _threads(cores: int, process: int) -> ThreadPoolExecutor:
+    """One pool of ``cores`` threads per process (a forked child builds its own: the
+    parent's threads are not in it), kept between calls: starting threads costs more
+    than a small sum."""
+    return ThreadPoolExecutor(cores, thread_name_prefix=f"attnpool-native-{process}")
 
 
 def _address(array, row: int = 0):
