@@ -110,6 +110,23 @@ def test_an_error_after_the_progress_bar_starts_on_its_own_line():
     assert stream.getvalue().endswith("1/3\n")
 
 
+def test_a_ctrl_c_swallowed_by_a_callback_stops_the_work_at_the_next_step():
+    # Python raises KeyboardInterrupt in whatever runs when SIGINT arrives; in a
+    # garbage-collection callback it is printed as "ignored" and lost
+    steps = []
+    with pytest.raises(KeyboardInterrupt), ProgressBar("working", io.StringIO()) as progress:
+        for step in range(5):
+            progress(step, 5)
+            steps.append(step)
+            if step == 1:
+                try:  # as the callback that swallows it
+                    signal.raise_signal(signal.SIGINT)
+                except KeyboardInterrupt:
+                    pass
+    assert steps == [0, 1]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_ctrl_c_exits_130_and_leaves_nothing_half_written(tmp_path):
     out = tmp_path / "study"
     process = subprocess.Popen(
