@@ -67,13 +67,16 @@ def serves(model: LocalModel, queries: int, rows: int, outputs: int) -> bool:
 
 def searches(model: LocalModel, rows: int, outputs: int) -> bool:
     """Whether the host runs the CV search of ``rows`` training points: with the Gaussian
-    on the compiled C loop (:func:`loo_objective`; any number of columns, up to
-    :data:`NATIVE_SEARCH_MAX_WORK`), else NumPy up to
-    :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in one column, where bounded Brent
-    needs ~30 evaluations, and :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where
-    L-BFGS-B on forward differences needs 25–450."""
+    on the compiled C loop (:func:`loo_objective`) at any size in several columns (the
+    compiled search sums every pair there too, ~2× slower a pair, and needs JAX and its
+    programs) and up to :data:`NATIVE_SEARCH_MAX_WORK` in one (beyond, the compiled
+    search bins); else NumPy up to :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in
+    one column, where bounded Brent needs ~30 evaluations, and
+    :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where L-BFGS-B on forward
+    differences needs 25–450."""
     if _native_serves(model, rows, outputs):
-        return rows * rows * _evaluations(model) <= NATIVE_SEARCH_MAX_WORK
+        several = len(model.var_type) > 1
+        return several or rows * rows * _evaluations(model) <= NATIVE_SEARCH_MAX_WORK
     limit = NUMPY_SEARCH_MAX_WORK if len(model.var_type) == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
     return serves(model, rows, rows, outputs) and rows * rows * _width(model, outputs) <= limit
 
@@ -215,10 +218,10 @@ def loo_objective(x, y, model: LocalModel):
 #: compiled loop (below, NumPy's ~0.1 s beats building the loop in an empty cache, ~1 s):
 #: Nadaraya–Watson from n = 324 in one column, 264 in two, 187 in five.
 NATIVE_MIN_WORK = 2**22
-#: Most pairs × expected evaluations (:func:`_evaluations`) a host search on the compiled
-#: loop takes: ~2 s at ~2 ns a pair on two cores, about what the compiled search costs
-#: with JAX's import. Nadaraya–Watson: n ≤ 5181 in one column, 4230 in two, 2991 in
-#: five; local linear: 2991, 2442, 1727.
+#: Most pairs × expected evaluations (:func:`_evaluations`) a host search of one column
+#: takes on the compiled loop: ~2 s at ~2 ns a pair on two cores, about what the
+#: compiled search on a binned grid costs with JAX's import (n ≤ 5181 for
+#: Nadaraya–Watson, 2991 for local linear).
 NATIVE_SEARCH_MAX_WORK = 2**30
 #: Largest |coordinate| / h (centred rows) the compiled loop is given.
 NATIVE_MAX_SCALED = 2.0**12
