@@ -92,6 +92,16 @@ def test_threads_split_rows_without_changing_a_bit(monkeypatch):
     np.testing.assert_array_equal(pooled(queries, keys, values, 0.5), whole)
 
 
+def test_a_variant_is_ready_only_once_it_is_in_the_cache(native_cache, monkeypatch):
+    assert not native.ready(True, 2, 1)
+    x, y = np.ones((5, 2)), np.ones((5, 1))
+    native.native_sums(x, x, y, np.ones(2))
+    assert native.ready(True, 2, 1)
+    assert not native.ready(True, 3, 1) and not native.ready(False, 2, 1)
+    monkeypatch.setenv("CC", "no-such-compiler")  # the cached loop is that compiler's
+    assert not native.ready(True, 2, 1)
+
+
 def test_a_forked_child_sums_on_threads_of_its_own():
     # the parent's pool of threads is kept between calls; a forked child (a Dask or
     # multiprocessing worker) has none of its threads and must start its own

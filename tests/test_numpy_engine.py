@@ -229,3 +229,17 @@ def test_the_native_search_finds_the_compiled_searchs_optimum(d, degree):
     assert fast.objective <= compiled.objective * (1 + 1e-12)
     if degree == 0:
         np.testing.assert_allclose(fast.bandwidth, compiled.bandwidth, rtol=1e-5)
+
+
+def test_a_small_search_builds_no_loop_but_runs_on_one_already_built(native_cache):
+    # below NATIVE_MIN_WORK building the C loop costs more than NumPy's search; once a
+    # larger search (or an earlier process) has built it, small searches use it too
+    x, y = _data(60, 2, seed=8)
+    on_numpy = select_bandwidth(x, y)
+    assert not list(native_cache.rglob("*.so"))
+    native.native_sums(x, x, y, np.ones(2))  # builds the two-column loop
+    assert native.ready(True, 2, 2)
+    on_the_loop = select_bandwidth(x, y)
+    assert len(list(native_cache.rglob("*.so"))) == 1  # nothing more was built
+    np.testing.assert_allclose(on_the_loop.objective, on_numpy.objective, rtol=1e-9)
+    np.testing.assert_allclose(on_the_loop.bandwidth, on_numpy.bandwidth, rtol=1e-4)

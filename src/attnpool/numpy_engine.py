@@ -34,6 +34,7 @@ from .local_model import LocalModel, solve_moments
 __all__ = [
     "NATIVE_MAX_SCALED",
     "NATIVE_MIN_WORK",
+    "NATIVE_MIN_WORK_SEVERAL",
     "NATIVE_SEARCH_MAX_WORK",
     "NUMPY_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
@@ -193,7 +194,8 @@ def loo_objective(x, y, model: LocalModel):
     """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
     ``inf`` where some point has no neighbour left.
 
-    With the Gaussian and at least :data:`NATIVE_MIN_WORK` the sums run on the
+    With the Gaussian and at least :data:`NATIVE_MIN_WORK` (one column) or
+    :data:`NATIVE_MIN_WORK_SEVERAL`, or once the loop is built, the sums run on the
     compiled loop of the ``native`` method where a C compiler is there (each row's own
     pair masked inside the loop; ~10–20× NumPy's speed), on rows centred on their
     midrange: Nadaraya–Watson's weighted responses, local linear's moments about each
@@ -214,10 +216,14 @@ def loo_objective(x, y, model: LocalModel):
     return objective
 
 
-#: Fewest pairs × expected evaluations for which the leave-one-out search sums on the
-#: compiled loop (below, NumPy's ~0.1 s beats building the loop in an empty cache, ~1 s):
-#: Nadaraya–Watson from n = 324 in one column, 264 in two, 187 in five.
+#: Fewest pairs × expected evaluations for which a leave-one-out search of one column
+#: builds the compiled loop (below, NumPy's ~0.1 s beats building it, ~1 s; once built,
+#: any size runs there): Nadaraya–Watson from n = 324, local linear from 187.
 NATIVE_MIN_WORK = 2**22
+#: The same in several columns, where NumPy's evaluations cost more and a search takes
+#: more of them (Nadaraya–Watson from n = 133 in two columns and 94 in five; local
+#: linear from 77 and 54): a new data size then costs ~0.01 s, not 0.1–0.2 s.
+NATIVE_MIN_WORK_SEVERAL = 2**20
 #: Most pairs × expected evaluations (:func:`_evaluations`) a host search of one column
 #: takes on the compiled loop: ~2 s at ~2 ns a pair on two cores, about what the
 #: compiled search on a binned grid costs with JAX's import (n ≤ 5181 for
@@ -230,13 +236,19 @@ NATIVE_MAX_SCALED = 2.0**12
 def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
     """Whether leave-one-out sums of ``rows`` points run on the ``native`` loop: the
     Gaussian, continuous columns, a C compiler (and for local linear, whose moments it
-    sums for up to ``MAX_VALUES`` responses at once, no more responses)."""
-    if not kernels.is_gaussian(model.kernel) or rows**2 * _evaluations(model) < NATIVE_MIN_WORK:
+    sums for up to ``MAX_VALUES`` responses at once, no more responses); from
+    :data:`NATIVE_MIN_WORK` (:data:`NATIVE_MIN_WORK_SEVERAL` in several columns), or at
+    any size once the loop is in the cache."""
+    if not kernels.is_gaussian(model.kernel) or set(model.var_type) != {"c"}:
         return False
     from .methods import native
 
-    few = model.degree == 0 or outputs <= native.MAX_VALUES
-    return few and set(model.var_type) == {"c"} and native.available()
+    if model.degree == 1 and outputs > native.MAX_VALUES:
+        return False
+    if native.ready(True, len(model.var_type), min(outputs, native.MAX_VALUES)):
+        return True
+    least = NATIVE_MIN_WORK if len(model.var_type) == 1 else NATIVE_MIN_WORK_SEVERAL
+    return rows**2 * _evaluations(model) >= least and native.available()
 
 
 def _evaluations(model: LocalModel) -> int:

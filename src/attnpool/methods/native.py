@@ -58,8 +58,8 @@ MAX_VALUES = 8
 #: Query rows per task handed to a thread, at most (tasks are equal, a whole number per core).
 TASK_ROWS = 2048
 #: Fewest query × key pairs split across threads: below, handing the parts to the
-#: threads costs more than the second core saves (one core sums them in ~0.5 ms).
-THREAD_MIN_PAIRS = 2**18
+#: threads costs about what the second core saves (one core sums 2^20 pairs in ~2 ms).
+THREAD_MIN_PAIRS = 2**20
 #: Seconds a failed build is remembered before the compiler is tried again.
 RETRY_SECONDS = 60.0
 _FLAGS = ("-O3", "-ffp-contract=fast", "-shared", "-fPIC")
@@ -252,13 +252,27 @@ def _library(
 ):
     """The compiled function ``name`` of ``native.c`` for one variant, built on first use
     and cached."""
-    defines = [f"-DDOUBLE={int(double)}", f"-DDIMS={dims}", f"-DVALUES={values}"]
-    defines.append(f"-DMATMUL={int(matmul)}")
-    path = _build(compiler_name, defines)
+    path = _build(compiler_name, _defines(double, dims, values, matmul))
     function = getattr(ctypes.CDLL(str(path)), name)
     function.restype = None
     function.argtypes = _SIGNATURES[name]
     return function
+
+
+def ready(double: bool, dims: int, values: int) -> bool:
+    """Whether the variant for ``dims`` columns and ``values`` value columns (float64 if
+    ``double``) runs here without compiling anything: the compiler is there and the
+    variant is in the cache."""
+    program = (shlex.split(compiler()) or [""])[0]
+    if compiler() in _failures or shutil.which(program) is None:
+        return False
+    defines = _defines(double, dims, values, dims >= MATMUL_MIN_DIM)
+    return _cached(compiler(), defines) is not None
+
+
+def _defines(double: bool, dims: int, values: int, matmul: bool) -> list[str]:
+    return [f"-DDOUBLE={int(double)}", f"-DDIMS={dims}", f"-DVALUES={values}",
+            f"-DMATMUL={int(matmul)}"]  # fmt: skip
 
 
 def _build(compiler_name: str, defines: list[str]) -> Path:
@@ -266,17 +280,12 @@ def _build(compiler_name: str, defines: list[str]) -> Path:
     program = shlex.split(compiler_name) or [""]
     if shutil.which(program[0]) is None:
         raise RuntimeError(f"no C compiler {compiler_name!r} on the PATH (set $CC)")
-    source = SOURCE.read_bytes()
-    parts = [source, compiler_name, *_FLAGS, *defines, processor_fingerprint()]
-    key = hashlib.sha256(
-        b"\0".join(p if isinstance(p, bytes) else p.encode() for p in parts)
-    ).hexdigest()[:20]
-    directory = _cache_directory()
-    path = directory / f"gaussian-{key}.so"
-    digest = path.with_suffix(".sha256")
-    if is_private(path) and is_private(digest) and digest.read_text() == _sha256(path):
+    path = _cached(compiler_name, defines)
+    if path is not None:
         return path
-    handle, partial = tempfile.mkstemp(suffix=".so", dir=directory)
+    path = _library_path(compiler_name, defines)
+    digest = path.with_suffix(".sha256")
+    handle, partial = tempfile.mkstemp(suffix=".so", dir=path.parent)
     os.close(handle)
     try:
         errors = ""
@@ -294,6 +303,26 @@ def _build(compiler_name: str, defines: list[str]) -> Path:
     finally:
         if os.path.exists(partial):
             os.remove(partial)
+
+
+def _library_path(compiler_name: str, defines: list[str]) -> Path:
+    """Where the library for ``defines`` is cached: named by a digest of the source, the
+    compiler, its flags and this processor."""
+    parts = [SOURCE.read_bytes(), compiler_name, *_FLAGS, *defines, processor_fingerprint()]
+    key = hashlib.sha256(
+        b"\0".join(p if isinstance(p, bytes) else p.encode() for p in parts)
+    ).hexdigest()[:20]
+    return _cache_directory() / f"gaussian-{key}.so"
+
+
+def _cached(compiler_name: str, defines: list[str]) -> Path | None:
+    """The cached library for ``defines`` if it is there and safe to load: owned by this
+    user, writable by nobody else, and matching the digest written beside it."""
+    path = _library_path(compiler_name, defines)
+    digest = path.with_suffix(".sha256")
+    if is_private(path) and is_private(digest) and digest.read_text() == _sha256(path):
+        return path
+    return None
 
 
 @functools.cache
