@@ -9,18 +9,19 @@
 
 The search finds the global minimum of the criterion over a wide range, not the
 nearest local one: a coarse grid of multiples of the rule of thumb, then a local
-refinement from the best grid point. A small search of one column runs on the NumPy
-engine (:mod:`attnpool.numpy_engine`; Brent's method, no program to build); the others
-are compiled (:mod:`attnpool.compiled_search`: L-BFGS-B with gradients from JAX
-autodiff). Data are first put in search units (:mod:`attnpool._units`), so the search
-sees the same numbers whatever the data's scale and offset. A bandwidth at which some
+refinement from the best grid point. Small searches, and Gaussian ones in several
+columns at any size, run on the host (:mod:`attnpool.numpy_engine`, NumPy or the
+``native`` C loop; Brent's method in one column, L-BFGS-B on differences in several; no
+program to build); the others are compiled (:mod:`attnpool.compiled_search`: L-BFGS-B
+with gradients from JAX autodiff). Data are first put in search units
+(:mod:`attnpool._units`), so the search sees the same numbers whatever the data's scale
+and offset. A bandwidth at which some
 point has no neighbour (compact kernels) scores ``inf``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 
@@ -28,45 +29,23 @@ from . import numpy_engine
 from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
 from .edges import has_edge
-from .host_search import GRID, host_search, to_theta
+from .host_search import GRID, BandwidthSelection, select_on_host, to_theta
 from .local_model import LocalModel, model_for
 from .rules import rule_of_thumb
 
 __all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"]
 
-METHODS = ("cv", "aicc", "scott", "silverman")
-#: How the search pools (``pooling=``): ``auto`` the NumPy engine for small searches
-#: of one column, binned for one continuous column and n ≥ BINNED_MIN_ROWS, exact
+#: How a bandwidth is chosen (``method=``): two criteria, then two rules of thumb.
+SELECTORS = ("cv", "aicc", "scott", "silverman")
+#: How the search pools (``pooling=``): ``auto`` the host (NumPy or the C loop) for
+#: small searches and Gaussian ones in several columns, binned for one continuous
+#: column and n ≥ BINNED_MIN_ROWS, exact
 #: otherwise; ``dense``/``stream`` exact (``stream`` forces
 #: streamed key blocks); ``binned`` one continuous column; ``sparse`` compact kernels.
 POOLINGS = ("auto", "dense", "stream", "binned", "sparse")
 #: Log-bandwidth tolerance of the NumPy engine's search (smooth objectives: Brent's
 #: parabolas reach it in a few more evaluations).
 NUMPY_SEARCH_XATOL = 1e-8
-
-
-class BandwidthSelection(NamedTuple):
-    """Result of :func:`select_bandwidth`.
-
-    Attributes: ``bandwidth (d,)``; ``objective`` (the criterion there; NaN for rules
-    of thumb); ``method``; ``grid`` — the coarse search's multipliers of the
-    rule of thumb and their objectives (empty for rules of thumb); ``exact`` — False
-    when ``objective`` is the binned approximation (a binned search of a smooth
-    kernel above :data:`attnpool.compiled_search.EXACT_OBJECTIVE_MAX_PAIRS`).
-    """
-
-    bandwidth: np.ndarray
-    objective: float
-    method: str
-    grid: tuple[np.ndarray, np.ndarray]
-    exact: bool = True
-
-
-def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
-    """CV by an objective ``θ → float`` computed on the host (no gradient; ``options`` as
-    :func:`attnpool.host_search.host_search`)."""
-    theta, value, objectives = host_search(objective, thetas, GRID, progress, **options)
-    return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
 
 
 def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, progress):
@@ -93,7 +72,8 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     return compiled_search.search(x, y, model, thetas, method, pooling, block_size, progress)
 
 
-def _prepare(x, y, kernel, var_type, degree):
+def _checked_training_data(x, y, kernel, var_type, degree):
+    """``(x (n, d), y (n, p), model)`` checked for a search: at least 3 rows."""
     x = check_points(x, "X")
     y, _ = check_values(y, x.shape[0])
     if x.shape[0] < 3:
@@ -140,9 +120,9 @@ def select_bandwidth(
     BandwidthSelection
         ``bandwidth`` of shape (d,) and the criterion value ``objective``.
     """
-    check_choice(method, "method", METHODS)
+    check_choice(method, "method", SELECTORS)
     check_choice(pooling, "pooling", POOLINGS)
-    x, y, model = _prepare(X, y, kernel, var_type, degree)
+    x, y, model = _checked_training_data(X, y, kernel, var_type, degree)
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
     found = _search(
         *units.apply(np.asarray(x), np.asarray(y)), model, method, pooling, block_size, progress
@@ -170,7 +150,7 @@ def cv_curve(
     ``bandwidths``: a sequence of scalars (the same for every column) or an array
     ``(k, d)``. Returns ``(k,)`` objectives; ``inf`` where some point has no neighbour.
     """
-    x, y, model = _prepare(X, y, kernel, var_type, degree)
+    x, y, model = _checked_training_data(X, y, kernel, var_type, degree)
     candidates = np.asarray(bandwidths, dtype=float)
     if candidates.ndim == 1:
         candidates = np.repeat(candidates[:, None], x.shape[1], axis=1)

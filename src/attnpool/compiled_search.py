@@ -19,9 +19,15 @@ import numpy as np
 from . import host_cv, kernels
 from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, padded
-from .bandwidth import BandwidthSelection, select_on_host
 from .criteria import grid_objectives, objective, objective_and_gradient, refine
-from .host_search import GRID, bandwidth_of, best_candidate, to_theta
+from .host_search import (
+    GRID,
+    BandwidthSelection,
+    bandwidth_of,
+    best_candidate,
+    select_on_host,
+    to_theta,
+)
 from .local_model import LocalModel
 from .methods import binned, expansion, sparse
 from .methods.stream import KEY_BLOCK

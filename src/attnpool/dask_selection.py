@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .distributed import _finish, _prepare, _states, as_rows
+from .distributed import as_rows, finish_states, merged_states, prepare_arrays
 
 __all__ = ["cv_objectives", "select_bandwidth"]
 
@@ -19,11 +19,11 @@ def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chun
     data. Returns a NumPy array ``(K,)`` (computed), ``inf`` where a point is left with
     no neighbour.
     """
-    x, _, y, _, record, _ = _prepare(x, x, y, 1.0, kernel, chunk_rows, ("x", "x", "y"))
+    x, _, y, _, record, _ = prepare_arrays(x, x, y, 1.0, kernel, chunk_rows, ("x", "x", "y"))
     bandwidths = np.asarray(bandwidths, dtype=float).reshape(-1, x.shape[1])
-    states = _states(x, x, y, bandwidths, record, True, split_every, ("x", "x", "y"))
+    states = merged_states(x, x, y, bandwidths, record, True, split_every, ("x", "x", "y"))
     loo = states.map_blocks(
-        _finish,
+        finish_states,
         drop_axis=1,
         chunks=(x.chunks[0], (bandwidths.shape[0],), (y.shape[1],)),
         dtype=states.dtype,

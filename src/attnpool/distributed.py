@@ -44,7 +44,14 @@ from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import PoolingState, block_state, finalize, merge_stacked
 
-__all__ = ["as_rows", "attention_pool", "is_dask"]
+__all__ = [
+    "as_rows",
+    "attention_pool",
+    "finish_states",
+    "is_dask",
+    "merged_states",
+    "prepare_arrays",
+]
 
 #: rows per chunk when a NumPy array is turned into a Dask array
 DEFAULT_ROWS = 100_000
@@ -250,7 +257,7 @@ def _combine(x, axis, keepdims, nearest=False):
         return np.concatenate(merged, axis=-1)[:, None]
 
 
-def _finish(packed, bandwidth=None, nearest=False):
+def finish_states(packed, bandwidth=None, nearest=False):
     """``t / s`` per query and bandwidth; NaN where no key had weight.
 
     With ``nearest`` such rows (an unbounded kernel's distances overflowed) take the
@@ -277,7 +284,7 @@ def _finish(packed, bandwidth=None, nearest=False):
     return np.where(empty[..., None], np.nan, pooled)  # (n_i, K, p)
 
 
-def _states(
+def merged_states(
     queries, keys, values, bandwidths, kernel, leave_one_out, split_every, names, nearest=False
 ):
     """The merged states, lazily: ``(n, 1, K, p + 2)`` (twice ``p + 2`` with ``nearest``)."""
@@ -322,9 +329,12 @@ def _states(
     )
 
 
-def _prepare(
+def prepare_arrays(
     queries, keys, values, bandwidth, kernel, chunk_rows, names=("queries", "keys", "values")
 ):
+    """Checked inputs of a Dask pooling: ``(queries, keys, values, h, kernel record,
+    flat)`` — the arrays as Dask arrays chunked along rows (``values (m, p)``; ``flat``:
+    given as ``(m,)``), ``h (d,)``; errors name the arguments by ``names``."""
     _check_client()
     record = _kernels.get(kernel)
     keys = as_rows(keys, names[1], chunk_rows)
@@ -369,14 +379,16 @@ def attention_pool(
     or infinite inputs raise ``ValueError`` at ``compute()``.
     """
     check_positive_int(split_every, "split_every")
-    queries, keys, values, h, record, flat = _prepare(
+    queries, keys, values, h, record, flat = prepare_arrays(
         queries, keys, values, bandwidth, kernel, chunk_rows
     )
     names = ("queries", "keys", "values")
     nearest = not record.compact and record.similarity == "distance"
-    states = _states(queries, keys, values, h[None], record, False, split_every, names, nearest)
+    states = merged_states(
+        queries, keys, values, h[None], record, False, split_every, names, nearest
+    )
     pooled = states.map_blocks(
-        lambda block: _finish(block, None if record.compact or nearest else h, nearest)[:, 0],
+        lambda block: finish_states(block, None if record.compact or nearest else h, nearest)[:, 0],
         drop_axis=[1, 2],
         chunks=(queries.chunks[0], (values.shape[1],)),
         dtype=states.dtype,

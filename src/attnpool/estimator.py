@@ -26,7 +26,7 @@ import numpy as np
 from . import numpy_engine
 from ._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
 from ._validation import check_bandwidth, check_choice
-from .bandwidth import METHODS, select_bandwidth
+from .bandwidth import SELECTORS, select_bandwidth
 from .empty_policy import EMPTY_POLICIES, check_empty, report_empty
 from .local_model import model_for
 
@@ -114,7 +114,7 @@ class _LocalRegression(MultiOutputRegressor):
         check_choice(self.empty, "empty", EMPTY_POLICIES)
         name = self._method_name(X)
         if isinstance(self.bandwidth, str):
-            check_choice(self.bandwidth, "bandwidth", METHODS)
+            check_choice(self.bandwidth, "bandwidth", SELECTORS)
             selection = select_bandwidth(
                 X,
                 y,

@@ -83,14 +83,14 @@ def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: boo
     bandwidths (XLA may also contract ``(x − c)·(1/h)`` into an FMA in one fusion and
     not in another); the methods' guarantees in the design notes state this term.
     """
-    factor = jnp.min(bandwidth) / bandwidth if relative else 1.0 / bandwidth
+    scale = jnp.min(bandwidth) / bandwidth if relative else 1.0 / bandwidth
     if kernel.similarity == "dot":
-        queries = queries * factor
+        queries = queries * scale
         if relative:
             queries, keys = _unit_power_of_two(queries), _unit_power_of_two(keys)
         return queries, keys
     centre = key_centre(keys)
-    queries, keys = (queries - centre) * factor, (keys - centre) * factor
+    queries, keys = (queries - centre) * scale, (keys - centre) * scale
     if relative:
         return _unit_power_of_two(queries, keys)
     return queries, keys

@@ -10,6 +10,7 @@ the rule of thumb.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from .local_model import LocalModel
 
 __all__ = [
     "GRID",
+    "BandwidthSelection",
     "bandwidth_of",
     "best_candidate",
     "categorical_upper",
@@ -26,11 +28,29 @@ __all__ = [
     "minimize_bounded",
     "minimize_lbfgs",
     "minimize_smooth",
+    "select_on_host",
     "to_theta",
 ]
 
 #: The coarse search's multiples of the rule of thumb.
 GRID = np.geomspace(0.05, 5.0, 16)
+
+
+class BandwidthSelection(NamedTuple):
+    """Result of :func:`attnpool.select_bandwidth`.
+
+    Attributes: ``bandwidth (d,)``; ``objective`` (the criterion there; NaN for rules
+    of thumb); ``method``; ``grid`` — the coarse search's multipliers of the
+    rule of thumb and their objectives (empty for rules of thumb); ``exact`` — False
+    when ``objective`` is the binned approximation (a binned search of a smooth
+    kernel above :data:`attnpool.compiled_search.EXACT_OBJECTIVE_MAX_PAIRS`).
+    """
+
+    bandwidth: np.ndarray
+    objective: float
+    method: str
+    grid: tuple[np.ndarray, np.ndarray]
+    exact: bool = True
 
 
 def categorical_upper(model: LocalModel) -> np.ndarray:
@@ -116,6 +136,13 @@ def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5, smoot
     if progress:
         progress(2, 2)
     return theta, value, objectives
+
+
+def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
+    """CV by an objective ``θ → float`` computed on the host (no gradient; ``options`` as
+    :func:`attnpool.host_search.host_search`)."""
+    theta, value, objectives = host_search(objective, thetas, GRID, progress, **options)
+    return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
 
 
 def minimize_bounded(function, low: float, high: float, *, xatol: float, maxiter: int = 500):

@@ -57,13 +57,14 @@ from .regression import validated
 from .state import block_state
 
 __all__ = [
-    "METHODS",
+    "BAND_METHODS",
     "ConfidenceBand",
     "confidence_band",
     "kernel_integrals",
 ]
 
-METHODS = ("asymptotic", "bootstrap")
+#: How a band's standard errors are computed (``method=``).
+BAND_METHODS = ("asymptotic", "bootstrap")
 BOOTSTRAPS = ("wild", "residual")
 
 
@@ -162,7 +163,7 @@ def confidence_band(
     >>> bool(band.lower[0] < band.fit[0] < band.upper[0])
     True
     """
-    check_choice(method, "method", METHODS)
+    check_choice(method, "method", BAND_METHODS)
     check_choice(bootstrap, "bootstrap", BOOTSTRAPS)
     n_boot = check_positive_int(n_boot, "n_boot", allow_none=False)
     if not (isinstance(level, float | int) and 0 < level < 1):

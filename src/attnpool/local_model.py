@@ -98,10 +98,10 @@ def relative(queries, keys, bandwidth, model: LocalModel):
     import jax.numpy as jnp
 
     n_cont = len(model.continuous)
-    factor = jnp.min(bandwidth[jnp.array(model.continuous)]) if n_cont else 1.0
+    smallest = jnp.min(bandwidth[jnp.array(model.continuous)]) if n_cont else 1.0
 
     def rescale(rows):
-        return jnp.concatenate([rows[:, :n_cont] * factor, rows[:, n_cont:]], axis=1)
+        return jnp.concatenate([rows[:, :n_cont] * smallest, rows[:, n_cont:]], axis=1)
 
     return rescale(queries), rescale(keys)
 

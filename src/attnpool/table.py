@@ -19,7 +19,7 @@ import numpy as np
 
 from ._files import atomic_write, figure_bytes
 from ._validation import check_bandwidth
-from .bandwidth import METHODS, select_bandwidth
+from .bandwidth import SELECTORS, select_bandwidth
 from .regression import local_regression
 
 __all__ = ["TableFit", "fit_table", "read_columns"]
@@ -207,13 +207,13 @@ class TableFit:
 def parse_bandwidth(text: str):
     """``cv|aicc|scott|silverman`` or comma-separated positive numbers."""
     text = text.strip()
-    if text in METHODS:
+    if text in SELECTORS:
         return text
     try:
         values = [float(part) for part in text.split(",")]
     except ValueError:
         raise ValueError(
-            f"--bandwidth: expected one of {', '.join(METHODS)} or positive numbers separated "
+            f"--bandwidth: expected one of {', '.join(SELECTORS)} or positive numbers separated "
             f"by commas; received {text!r}"
         ) from None
     return values[0] if len(values) == 1 else values

@@ -1,0 +1,183 @@
+"""Bandwidth selection: rules of thumb, leave-one-out CV and AICc, against statsmodels,
+brute-force refits and exhaustive grids."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from statsmodels.nonparametric.kernel_regression import KernelReg
+
+from attnpool import cv_curve, local_regression, rule_of_thumb, select_bandwidth
+from attnpool.local_engine import loo_residuals
+from attnpool.regression import model_for
+from regression_data import continuous_data, mixed_data
+
+
+@pytest.fixture(autouse=True)
+def _quiet_statsmodels():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        yield
+
+
+@pytest.mark.parametrize(
+    ("reg_type", "method", "sm_bw"),
+    [("lc", "cv", "cv_ls"), ("ll", "cv", "cv_ls"), ("lc", "aicc", "aic")],
+)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_selected_bandwidth_is_at_least_as_good_as_statsmodels(reg_type, method, sm_bw, seed):
+    x, y = continuous_data(seed, n=80, d=1)
+    reference = KernelReg(y, x, "c", reg_type=reg_type, bw=sm_bw)
+    if method == "cv":
+        theirs = float(np.squeeze(reference.cv_loo(reference.bw, reference.est[reg_type])))
+    else:
+        theirs = float(np.squeeze(reference.aic_hurvich(reference.bw)))
+    ours = select_bandwidth(x, y, method=method, degree=0 if reg_type == "lc" else 1)
+    assert ours.objective <= theirs + 1e-12 * abs(theirs)
+    np.testing.assert_allclose(ours.bandwidth, reference.bw, rtol=1e-2)
+
+
+def test_cv_search_finds_the_global_minimum():
+    # Two well-separated regimes give the CV curve two local minima; a search that
+    # starts at the rule of thumb and walks downhill (statsmodels' fmin) can stop in
+    # the wrong one. The grid + gradient search must reach the curve's lowest value.
+    x, y = continuous_data(7, n=120, d=1)
+    candidates = np.geomspace(0.01, 5, 400)
+    curve = cv_curve(x, y, candidates)
+    selection = select_bandwidth(x, y, method="cv")
+    assert selection.objective <= np.min(curve[np.isfinite(curve)]) + 1e-12
+    np.testing.assert_allclose(
+        cv_curve(x, y, selection.bandwidth[None, :]), [selection.objective], rtol=1e-9
+    )
+
+
+def test_cv_curve_matches_brute_force_refits():
+    x, y = continuous_data(8, n=30, d=1)
+    for h in [0.2, 0.7]:
+        brute = np.mean(
+            [
+                (
+                    y[i]
+                    - local_regression(
+                        np.delete(x, i, 0), np.delete(y, i), x[i : i + 1], bandwidth=h
+                    )[0]
+                )
+                ** 2
+                for i in range(len(y))
+            ]
+        )
+        np.testing.assert_allclose(cv_curve(x, y, [h]), [brute], rtol=1e-10)
+
+
+def test_cv_with_compact_kernel_scores_empty_neighbourhoods_as_inf():
+    x = np.array([0.0, 0.1, 0.2, 5.0, 5.1, 5.2])
+    y = np.arange(6.0)
+    assert cv_curve(x, y, [0.05], kernel="epanechnikov")[0] == np.inf
+    assert np.isfinite(cv_curve(x, y, [1.0], kernel="epanechnikov")[0])
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube", "laplacian"])
+def test_selection_for_every_kernel_and_streamed(kernel):
+    x, y = continuous_data(9, n=150, d=1)
+    dense = select_bandwidth(x, y, kernel=kernel)
+    streamed = select_bandwidth(x, y, kernel=kernel, block_size=32)
+    np.testing.assert_allclose(streamed.objective, dense.objective, rtol=1e-9)
+    assert np.isfinite(dense.objective)
+
+
+def test_mixed_data_selection():
+    x, y = mixed_data(10, n=80)
+    selection = select_bandwidth(x, y, var_type="cou")
+    assert (
+        0 < selection.bandwidth[0]
+        and 0 <= selection.bandwidth[1] < 1
+        and 0 <= selection.bandwidth[2] < 1
+    )
+    assert np.isfinite(selection.objective)
+    reference = KernelReg(y, x, "cou", reg_type="lc", bw=list(selection.bandwidth))
+    expected = float(np.squeeze(reference.cv_loo(selection.bandwidth, reference.est["lc"])))
+    np.testing.assert_allclose(selection.objective, expected, rtol=1e-9)
+
+
+def test_rules_of_thumb():
+    x, _ = continuous_data(11, n=200, d=2)
+    sigma = x.std(axis=0, ddof=1)
+    np.testing.assert_allclose(rule_of_thumb(x), 1.059 * sigma * 200 ** (-1 / 6))
+    # a kernel's rule follows from the Gaussian's by the ratio of canonical bandwidths
+    ratio = rule_of_thumb(x, kernel="epanechnikov") / rule_of_thumb(x)
+    np.testing.assert_allclose(ratio, (15**0.2) / (1 / (2 * np.sqrt(np.pi))) ** 0.2, rtol=1e-12)
+    assert np.all(rule_of_thumb(x, method="silverman") <= rule_of_thumb(x) * 0.9 / 1.059 + 1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        (
+            {"method": "aic"},
+            r"method: expected one of 'cv', 'aicc', 'scott', 'silverman'; received 'aic'",
+        ),
+        ({"var_type": "cx"}, r"var_type: expected a string of 1 letters"),
+        (
+            {"degree": 2},
+            r"degree: expected 0 \(Nadaraya–Watson\) or 1 \(local linear\); received 2",
+        ),
+        ({"kernel": "dot"}, r"kernel: regression needs a distance kernel"),
+    ],
+)
+def test_selection_errors(kwargs, pattern):
+    x, y = continuous_data(12, n=20, d=1)
+    with pytest.raises(ValueError, match=pattern):
+        select_bandwidth(x, y, **kwargs)
+
+
+def test_too_few_rows():
+    with pytest.raises(
+        ValueError, match="X: bandwidth selection needs at least 3 rows; received n_samples=2"
+    ):
+        select_bandwidth([0.0, 1.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "laplacian"])
+@pytest.mark.parametrize("degree", [0, 1])
+def test_binned_loo_objective_matches_the_exact_one(kernel, degree):
+    from attnpool.criteria import binned_loo_residuals
+    from attnpool.methods import binned
+
+    x, y = continuous_data(14, n=1500, d=1)
+    model = model_for(x, kernel=kernel, degree=degree)
+    grid = binned.grid_for(x[:, 0], 0.02)
+    reach = binned.reach_for(model.kernel, 2.0, grid)
+    with jax.enable_x64(True):
+        for h in [0.05, 0.2, 1.0]:
+            args = (jnp.asarray(x), jnp.asarray(y)[:, None], jnp.asarray([h]), model)
+            approximate = float(jnp.mean(binned_loo_residuals(*args, grid, reach) ** 2))
+            exact = float(jnp.mean(loo_residuals(*args) ** 2))
+            np.testing.assert_allclose(approximate, exact, rtol=1e-4)  # 16+ nodes per bandwidth
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+def test_binned_search_reaches_the_exact_minimum(degree):
+    # n >= BINNED_MIN_ROWS: the search runs on the binned objective; the reported
+    # objective is exact and no candidate on a fine exact CV curve is lower.
+    x, y = continuous_data(15, n=1200, d=1)
+    selection = select_bandwidth(x, y, degree=degree)
+    exact = cv_curve(x, y, selection.bandwidth[None, :], degree=degree)[0]
+    np.testing.assert_allclose(selection.objective, exact, rtol=1e-12)
+    around = cv_curve(x, y, selection.bandwidth[0] * np.geomspace(0.9, 1.1, 41), degree=degree)
+    assert selection.objective <= around.min() * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+@pytest.mark.parametrize("d", [2, 3])
+def test_the_search_in_several_columns_reaches_the_minimum_of_a_grid_around_it(d, degree):
+    # the host's search (L-BFGS-B on forward differences) against an exhaustive grid
+    # of ±5% about its answer in every column: no grid point is lower
+    x, y = continuous_data(16, n=300, d=d)
+    selection = select_bandwidth(x, y, degree=degree)
+    steps = np.array(np.meshgrid(*[np.geomspace(0.95, 1.05, 5)] * d)).reshape(d, -1).T
+    around = cv_curve(x, y, selection.bandwidth * steps, degree=degree)
+    assert selection.objective <= around.min() * (1 + 1e-10)
+    exact = cv_curve(x, y, selection.bandwidth[None], degree=degree)[0]
+    np.testing.assert_allclose(selection.objective, exact, rtol=1e-10)
