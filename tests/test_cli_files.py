@@ -110,6 +110,17 @@ def test_an_error_after_the_progress_bar_starts_on_its_own_line():
     assert stream.getvalue().endswith("1/3\n")
 
 
+@pytest.fixture
+def ctrl_c_as_at_a_terminal():
+    """SIGINT raising KeyboardInterrupt, as in a process started from a terminal (and in
+    the processes this one starts): a shell without job control starts background jobs
+    with SIGINT ignored, which Python and its children then keep ignoring."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_as_at_a_terminal")
 def test_a_ctrl_c_swallowed_by_a_callback_stops_the_work_at_the_next_step():
     # Python raises KeyboardInterrupt in whatever runs when SIGINT arrives; in a
     # garbage-collection callback it is printed as "ignored" and lost
@@ -127,6 +138,7 @@ def test_a_ctrl_c_swallowed_by_a_callback_stops_the_work_at_the_next_step():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.usefixtures("ctrl_c_as_at_a_terminal")
 def test_ctrl_c_exits_130_and_leaves_nothing_half_written(tmp_path):
     out = tmp_path / "study"
     process = subprocess.Popen(
