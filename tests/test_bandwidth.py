@@ -172,7 +172,7 @@ def test_binned_search_reaches_the_exact_minimum(degree):
 @pytest.mark.parametrize("degree", [0, 1])
 @pytest.mark.parametrize("d", [2, 3])
 def test_the_search_in_several_columns_reaches_the_minimum_of_a_grid_around_it(d, degree):
-    # the host's search (L-BFGS-B on forward differences) against an exhaustive grid
+    # the host's search (L-BFGS on forward differences) against an exhaustive grid
     # of ±5% about its answer in every column: no grid point is lower
     x, y = continuous_data(16, n=300, d=d)
     selection = select_bandwidth(x, y, degree=degree)

@@ -182,7 +182,7 @@ FITS = (
 
 def test_a_first_fit_builds_a_program_only_where_it_pays(tmp_path):
     # small fits run on the NumPy engine (no program; in two columns its search is
-    # L-BFGS-B's on differences); AICc searches with one program (objective and gradient; small
+    # L-BFGS's on differences); AICc searches with one program (objective and gradient; small
     # predictions still on NumPy); a Gaussian search of 1500 rows on the C loop (no
     # program); one of 3000 rows with another kernel three programs for its search
     # (float32 grid and descent, the float64 polish) and one to predict. The search's

@@ -1,4 +1,4 @@
-"""The host-side bandwidth search: Brent's method without SciPy, and L-BFGS-B on forward
+"""The host-side bandwidth search: Brent's method without SciPy, and L-BFGS on forward
 differences in several dimensions."""
 
 import numpy as np

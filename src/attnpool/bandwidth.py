@@ -11,7 +11,7 @@ The search finds the global minimum of the criterion over a wide range, not the
 nearest local one: a coarse grid of multiples of the rule of thumb, then a local
 refinement from the best grid point. Small searches, and Gaussian ones in several
 columns at any size, run on the host (:mod:`attnpool.numpy_engine`, NumPy or the
-``native`` C loop; Brent's method in one column, L-BFGS-B on differences in several; no
+``native`` C loop; Brent's method in one column, L-BFGS on differences in several; no
 program to build); the others are compiled (:mod:`attnpool.compiled_search`: L-BFGS-B
 with gradients from JAX autodiff). Data are first put in search units
 (:mod:`attnpool._units`), so the search sees the same numbers whatever the data's scale

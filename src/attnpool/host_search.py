@@ -1,6 +1,6 @@
 """The bandwidth search on the host: its variables, its grid, and minimisers that need no
-gradient of the objective (no JAX, no SciPy in one column: a small fit should not pay
-for their imports).
+gradient of the objective (no JAX, and no SciPy but for compact kernels in several
+columns: a small fit should not pay for their imports).
 
 The search variables ``θ`` are log-bandwidths for continuous columns and logits of
 ``λ / λ_max`` for categorical ones; the coarse search tries :data:`GRID` multiples of
@@ -101,7 +101,7 @@ def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5, smoot
     """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid, ``grid``
     its multipliers), refined without an analytic gradient to ``xatol`` in ``θ``
     (log-bandwidths) — bounded Brent in one dimension (:func:`minimize_bounded`); in
-    several L-BFGS-B on forward differences where the objective is ``smooth``
+    several L-BFGS on forward differences where the objective is ``smooth``
     (:func:`minimize_smooth`), else SciPy's Nelder–Mead (a compact kernel's objective
     jumps as keys enter a support, where differences mislead); never worse than the
     best grid point."""
@@ -121,7 +121,7 @@ def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5, smoot
     elif smooth:
         theta, value = minimize_smooth(objective, best)
     else:
-        from scipy import optimize  # 0.5 s to import: only for several columns
+        from scipy import optimize  # 0.5 s to import: only for compact kernels
 
         found = optimize.minimize(
             lambda t: finite_or_largest(objective(t)),
@@ -195,36 +195,103 @@ def minimize_bounded(function, low: float, high: float, *, xatol: float, maxiter
 DIFFERENCE_STEP = 1e-7
 
 
-def minimize_smooth(objective, start, *, maxiter: int = 100):
-    """``(θ, f(θ))``: a local minimum of a smooth ``objective`` from ``start`` by SciPy's
-    L-BFGS-B on forward differences (``d + 1`` evaluations a step, ``d`` = ``θ``'s size).
+def minimize_smooth(objective, start, *, maxiter: int = 100, ftol: float = 1e-12, memory: int = 10):
+    """``(θ, f(θ))``: a local minimum of a smooth ``objective`` from ``start`` by L-BFGS on
+    forward differences (``d + 1`` evaluations a step, ``d`` = ``θ``'s size), without
+    SciPy (whose import costs more than a small search).
 
-    In two to five columns it stops after 25–450 evaluations at the optimum to ~1e-10
-    relative, where Nelder–Mead needed 130–1000 and often stopped at its iteration
-    limit. Where the objective is undefined the minimiser sees a large value and no
-    slope there (nor along an axis whose step lands where it is undefined), and steps
-    back."""
+    Each step goes along the quasi-Newton direction of the last ``memory`` steps (the
+    first along the gradient, half a unit of ``θ`` long) and backtracks, by quadratic
+    interpolation, until the objective is defined and falls by at least 1e-4 of the
+    slope's promise (Armijo). It stops when a step lowers the objective by less than
+    ``ftol`` of its size, the gradient vanishes, or after ``maxiter`` steps. In two to
+    five columns it stops after 25–450 evaluations at the optimum to ~1e-10 relative,
+    where Nelder–Mead needed 130–1000 and often stopped at its iteration limit. An
+    axis whose difference step lands where the objective is undefined gets no slope.
+    """
+    theta = np.array(start, dtype=float)
+    value = objective(theta)
+    if not np.isfinite(value):
+        return theta, value
+    gradient = _forward_gradient(objective, theta, value)
+    steps: list[tuple[np.ndarray, np.ndarray]] = []
+    for _ in range(maxiter):
+        direction = -_inverse_hessian_times(gradient, steps)
+        slope = float(gradient @ direction)
+        if not slope < 0:  # no descent along it: start again from the gradient
+            steps.clear()
+            direction, slope = -gradient, -float(gradient @ gradient)
+        if slope == 0.0:
+            break
+        length = 1.0 if steps else 0.5 / float(np.max(np.abs(direction)))
+        trial, trial_value = _backtrack(objective, theta, value, direction, slope, length)
+        if trial is None:
+            break
+        trial_gradient = _forward_gradient(objective, trial, trial_value)
+        step, change = trial - theta, trial_gradient - gradient
+        if step @ change > 1e-12 * np.sqrt((step @ step) * (change @ change)):
+            steps = [*steps[-(memory - 1) :], (step, change)]
+        decrease = (value - trial_value) / max(abs(value), abs(trial_value), 1e-300)
+        theta, value, gradient = trial, trial_value, trial_gradient
+        if decrease <= ftol:
+            break
+    return theta, value
 
-    def value_and_gradient(theta):
-        value = objective(theta)
-        if not np.isfinite(value):
-            return 1e300, np.zeros_like(theta)
-        gradient = np.empty_like(theta)
-        for j in range(theta.shape[0]):
-            moved = theta.copy()
-            moved[j] += DIFFERENCE_STEP * max(1.0, abs(theta[j]))
-            nearby = objective(moved)
-            step = moved[j] - theta[j]  # the step exactly as taken
-            gradient[j] = (nearby - value) / step if np.isfinite(nearby) else 0.0
-        return value, gradient
 
-    return minimize_lbfgs(value_and_gradient, start, ftol=1e-13, maxiter=maxiter)
+def _forward_gradient(objective, theta, value) -> np.ndarray:
+    """The objective's gradient at ``θ`` by forward differences (0 along an axis whose
+    step lands where the objective is undefined)."""
+    gradient = np.zeros_like(theta)
+    for j in range(theta.shape[0]):
+        moved = theta.copy()
+        moved[j] += DIFFERENCE_STEP * max(1.0, abs(theta[j]))
+        nearby = objective(moved)
+        if np.isfinite(nearby):
+            gradient[j] = (nearby - value) / (moved[j] - theta[j])  # the step as taken
+    return gradient
+
+
+def _inverse_hessian_times(gradient, steps) -> np.ndarray:
+    """L-BFGS's two-loop recursion: the inverse Hessian estimate from ``steps`` — pairs
+    ``(θ change, gradient change)``, oldest first — times ``gradient``."""
+    q = gradient.copy()
+    coefficients = []
+    for step, change in reversed(steps):
+        rho = 1.0 / (change @ step)
+        alpha = rho * (step @ q)
+        q -= alpha * change
+        coefficients.append((rho, alpha))
+    if steps:
+        step, change = steps[-1]
+        q *= (step @ change) / (change @ change)
+    for (step, change), (rho, alpha) in zip(steps, reversed(coefficients), strict=True):
+        q += step * (alpha - rho * (change @ q))
+    return q
+
+
+def _backtrack(objective, theta, value, direction, slope, length, *, tries: int = 40):
+    """``(θ + t·direction, its value)`` for the first ``t`` from ``length`` down (each
+    try the minimum of the quadratic through the value, the slope and the last try,
+    kept within [0.1, 0.5] of it) where the objective is defined and satisfies Armijo's
+    condition; ``(None, None)`` if none does."""
+    for _ in range(tries):
+        trial = theta + length * direction
+        trial_value = objective(trial)
+        if np.isfinite(trial_value) and trial_value <= value + 1e-4 * length * slope:
+            return trial, trial_value
+        if np.isfinite(trial_value):
+            curvature = trial_value - value - slope * length
+            shrink = -slope * length / (2.0 * curvature) if curvature > 0 else 0.5
+        else:
+            shrink = 0.5
+        length *= min(max(shrink, 0.1), 0.5)
+    return None, None
 
 
 def minimize_lbfgs(value_and_gradient, start, *, ftol: float, maxiter: int, bounds=None):
     """``(θ, f(θ))``: SciPy's L-BFGS-B from ``start``, driven by ``θ → (value, gradient)``
     (``ftol``: the relative decrease at which it stops; ``bounds``: per coordinate)."""
-    from scipy import optimize  # 0.5 s to import: only for several columns or a gradient
+    from scipy import optimize  # 0.5 s to import: the compiled searches have JAX's already
 
     found = optimize.minimize(
         value_and_gradient,

@@ -52,7 +52,7 @@ NUMPY_MAX_WORK = 2**22
 #: Largest rows² × features the NumPy engine's CV search takes (one column): ~45
 #: evaluations at up to ~50 ms, still cheaper than importing JAX and building programs.
 NUMPY_SEARCH_MAX_WORK = 2**21
-#: The same in several columns: L-BFGS-B's 25–450 evaluations of ~1–10 ms at most,
+#: The same in several columns: L-BFGS's 25–450 evaluations of ~1–10 ms at most,
 #: still less than JAX and a program.
 NUMPY_SEARCH_MAX_WORK_SEVERAL = 2**19
 #: Pairs evaluated at once (memory: a few arrays of this many float64 numbers).
@@ -73,7 +73,7 @@ def searches(model: LocalModel, rows: int, outputs: int) -> bool:
     programs) and up to :data:`NATIVE_SEARCH_MAX_WORK` in one (beyond, the compiled
     search bins); else NumPy up to :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in
     one column, where bounded Brent needs ~30 evaluations, and
-    :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where L-BFGS-B on forward
+    :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where L-BFGS on forward
     differences needs 25–450."""
     if _native_serves(model, rows, outputs):
         several = len(model.var_type) > 1
@@ -253,7 +253,7 @@ def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
 
 def _evaluations(model: LocalModel) -> int:
     """Objective evaluations a host search is expected to take, the grid's included
-    (Brent's ~40 in one column; L-BFGS-B's on forward differences in several, measured:
+    (Brent's ~40 in one column; L-BFGS's on forward differences in several, measured:
     Nadaraya–Watson 25–110 in two to five columns, local linear 25–450), tripled for
     local linear, whose evaluations also cost more: a unit of its cost."""
     d = len(model.var_type)
