@@ -78,3 +78,21 @@ def test_bandwidth_selection_is_shift_and_scale_equivariant(estimator, selector,
         np.testing.assert_allclose(moved.cv_score_, base.cv_score_ * y_factor**2, rtol=1e-9)
     if selector == "aicc":
         np.testing.assert_allclose(moved.aicc_, base.aicc_ + 2 * np.log(y_factor), rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "transform", ["x shifted by 2^30 (timestamps)", "x times 2^300", "y times 2^-500"]
+)
+@pytest.mark.parametrize("estimator", [NadarayaWatson, LocalLinear])
+def test_searches_in_two_columns_are_shift_and_scale_equivariant(estimator, transform):
+    # 300 rows in two columns: the host's L-BFGS over the C loop's leave-one-out sums
+    to_x, to_y, h_factor, y_factor = TRANSFORMS[transform]
+    (first, y), (second, _) = _sample(300, seed=1), _sample(300, seed=2)
+    x = np.column_stack([first[:, 0], second[:, 0]])
+    base = estimator().fit(x, y)
+    moved = estimator().fit(to_x(x), to_y(y))
+    np.testing.assert_allclose(moved.bandwidth_, base.bandwidth_ * h_factor, rtol=1e-9)
+    np.testing.assert_allclose(moved.cv_score_, base.cv_score_ * y_factor**2, rtol=1e-9)
+    np.testing.assert_allclose(
+        moved.predict(to_x(x[::7])), base.predict(x[::7]) * y_factor, rtol=1e-9, atol=0
+    )
