@@ -243,3 +243,11 @@ def test_a_small_search_builds_no_loop_but_runs_on_one_already_built(native_cach
     assert len(list(native_cache.rglob("*.so"))) == 1  # nothing more was built
     np.testing.assert_allclose(on_the_loop.objective, on_numpy.objective, rtol=1e-9)
     np.testing.assert_allclose(on_the_loop.bandwidth, on_numpy.bandwidth, rtol=1e-4)
+
+
+def test_a_first_search_in_two_columns_builds_one_loop(native_cache):
+    # the compiler's probe builds the variant the search needs, not the one-column one
+    x, y = _data(300, 2, seed=9)
+    select_bandwidth(x, y)
+    assert len(list(native_cache.rglob("*.so"))) == 1
+    assert native.ready(True, 2, 2)

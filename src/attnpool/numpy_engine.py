@@ -245,10 +245,11 @@ def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
 
     if model.degree == 1 and outputs > native.MAX_VALUES:
         return False
-    if native.ready(True, len(model.var_type), min(outputs, native.MAX_VALUES)):
+    variant = (True, len(model.var_type), min(outputs, native.MAX_VALUES))
+    if native.ready(*variant):
         return True
     least = NATIVE_MIN_WORK if len(model.var_type) == 1 else NATIVE_MIN_WORK_SEVERAL
-    return rows**2 * _evaluations(model) >= least and native.available()
+    return rows**2 * _evaluations(model) >= least and native.available(*variant)
 
 
 def _evaluations(model: LocalModel) -> int:

@@ -77,14 +77,16 @@ def compiler() -> str:
     return os.environ.get("CC", "").strip() or "cc"
 
 
-def _compile_error(compiler_name: str) -> str | None:
-    """Why no library compiles and loads here (None if one does)."""
+def _compile_error(compiler_name: str, variant: tuple[bool, int, int] = (True, 1, 1)) -> str | None:
+    """Why no library compiles and loads here (None if one does), found by building the
+    ``variant`` ``(double, dims, values)`` the caller needs next: one compilation, not
+    two (the default, float64 in one column, is a first search's)."""
     failed = _failures.get(compiler_name)
     if failed is not None and time.monotonic() - failed[0] < RETRY_SECONDS:
         return failed[1]
     try:
-        # the variant a first search of one column builds anyway: one compilation, not two
-        _library(compiler_name, True, 1, 1, False)
+        double, dims, values = variant
+        _library(compiler_name, double, dims, values, dims >= MATMUL_MIN_DIM)
     except (OSError, RuntimeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         _failures[compiler_name] = (time.monotonic(), reason)
@@ -100,9 +102,11 @@ def _compile_error(compiler_name: str) -> str | None:
     return None
 
 
-def available() -> bool:
-    """Whether the compiled method runs here (a C compiler that builds ``native.c``)."""
-    return _compile_error(compiler()) is None
+def available(double: bool = True, dims: int = 1, values: int = 1) -> bool:
+    """Whether the compiled method runs here (a C compiler that builds ``native.c``),
+    checked by building (or loading) the variant for ``dims`` columns and ``values``
+    value columns, in float64 if ``double``."""
+    return _compile_error(compiler(), (double, dims, values)) is None
 
 
 def unavailable_reason() -> str | None:
