@@ -56,9 +56,8 @@ def _blocks(draw, count: int = 3):
 def _textbook(log_weights, values):
     """Distances → kernel → normalise over keys → weighted sum, in float64 (rows with
     no weight: NaN)."""
-    shifted = log_weights - np.max(log_weights, axis=1, keepdims=True)
-    with np.errstate(invalid="ignore"):
-        weights = np.exp(shifted)
+    with np.errstate(invalid="ignore"):  # a row of −inf only: NaN, as it should be
+        weights = np.exp(log_weights - np.max(log_weights, axis=1, keepdims=True))
         return (weights / weights.sum(axis=1, keepdims=True)) @ values
 
 
