@@ -10,6 +10,7 @@ import pytest
 from statsmodels.nonparametric.kernel_regression import KernelReg
 
 from attnpool import cv_curve, local_regression, rule_of_thumb, select_bandwidth
+from attnpool.host_search import SMOOTHED_OUT
 from attnpool.local_engine import loo_residuals
 from attnpool.regression import model_for
 from regression_data import continuous_data, mixed_data
@@ -180,4 +181,31 @@ def test_the_search_in_several_columns_reaches_the_minimum_of_a_grid_around_it(d
     around = cv_curve(x, y, selection.bandwidth * steps, degree=degree)
     assert selection.objective <= around.min() * (1 + 1e-10)
     exact = cv_curve(x, y, selection.bandwidth[None], degree=degree)[0]
+    np.testing.assert_allclose(selection.objective, exact, rtol=1e-10)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_column_local_linear_fits_exactly_is_smoothed_out_at_no_cost(seed):
+    # y linear in x₁: local linear's CV keeps falling as h₁ → ∞ (for some samples the
+    # noise makes a finite bandwidth best). Either way no large finite bandwidth beats
+    # the search, and a smoothed-out column gets SMOOTHED_OUT × its search unit.
+    x, y = continuous_data(seed, n=300, d=2)
+    selection = select_bandwidth(x, y, degree=1)
+    wide = np.column_stack([np.full(13, selection.bandwidth[0]), np.geomspace(1, 1e7, 13)])
+    assert selection.objective <= cv_curve(x, y, wide, degree=1).min() * (1 + 1e-10)
+    if selection.bandwidth[1] > 1e3:
+        assert selection.bandwidth[1] == SMOOTHED_OUT * 4.0  # |x − 2.5| ≤ 2.5 < 4
+
+
+def test_a_nearly_flat_objective_takes_no_step_to_overflowing_bandwidths():
+    # two columns that do not matter: the search's quasi-Newton steps along them once
+    # ran to θ ~ ±1000 (bandwidths 0 and inf, with warnings from NumPy)
+    rng = np.random.default_rng(38)
+    x = rng.uniform(0, 5, (450, 4))
+    y = np.exp(-x[:, 0]) + 0.1 * x[:, 1] ** 2 + rng.normal(0, 0.3, 450)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        selection = select_bandwidth(x, y, degree=1)
+    assert np.all(np.isfinite(selection.bandwidth))
+    exact = cv_curve(x, y, selection.bandwidth[None], degree=1)[0]
     np.testing.assert_allclose(selection.objective, exact, rtol=1e-10)

@@ -5,7 +5,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, minimize_scalar, rosen, rosen_der
 
-from attnpool.host_search import finite_or_largest, minimize_bounded, minimize_smooth
+from attnpool.host_search import (
+    LONGEST_STEP,
+    finite_or_largest,
+    minimize_bounded,
+    minimize_smooth,
+)
 
 FUNCTIONS = {
     "parabola": lambda t: (t - 0.3) ** 2,
@@ -72,3 +77,61 @@ def test_forward_differences_step_back_from_where_the_objective_is_undefined():
     theta, value = minimize_smooth(function, np.array([2.0, 2.0]))
     np.testing.assert_allclose(theta, [-0.9, 0.2], atol=1e-5)
     assert np.isfinite(value)
+
+
+WIDE, FLAT = np.log(2.0), np.log(2.0**20)
+LIMITS = (np.full(2, WIDE), np.full(2, FLAT))
+
+
+def _counted(function):
+    calls = []
+
+    def counted(theta):
+        calls.append(theta.copy())
+        return function(theta)
+
+    return counted, calls
+
+
+def test_a_coordinate_whose_best_value_is_infinite_goes_to_its_limit_in_few_steps():
+    # e^{−2θ₁}: a column a local linear fit smooths out (Newton's steps: half a unit)
+    def function(theta):
+        return (theta[0] - 0.5) ** 2 + 0.01 * np.exp(-2 * min(theta[1], FLAT))
+
+    counted, calls = _counted(function)
+    theta, value = minimize_smooth(counted, np.zeros(2), limits=LIMITS)
+    assert theta[1] == FLAT
+    assert theta[0] == pytest.approx(0.5, abs=1e-6)
+    assert value == function(theta)
+    crawling, crawled = _counted(function)
+    minimize_smooth(crawling, np.zeros(2))
+    assert len(calls) < 60 and len(calls) < len(crawled) / 2
+
+
+@pytest.mark.parametrize("limit", ["above every point", "below the start, above the dip"])
+def test_a_finite_minimum_beyond_wide_is_not_taken_for_the_limit(limit):
+    # a dip at θ₁ ≈ 3 (a bandwidth e³ times the start, past WIDE); the objective at
+    # the limit (0) is either above the whole path or between the start and the dip
+    rise = 0.3 if limit.startswith("below") else 0.0
+
+    def function(theta):
+        t = min(theta[1], FLAT)
+        return (theta[0] - 0.5) ** 2 - np.exp(-(((t - 3.0) / 2) ** 2)) + rise * np.exp(-2 * t)
+
+    theta, value = minimize_smooth(function, np.zeros(2), limits=LIMITS)
+    dip = 3.0 + 4 * rise * np.exp(-6.0)  # where the slopes cancel, to first order
+    np.testing.assert_allclose(theta, [0.5, dip], atol=2e-5)
+    assert value == pytest.approx(function(np.array([0.5, dip])), abs=1e-9)
+
+
+def test_no_step_is_longer_than_the_longest_step():
+    # nearly flat along θ₀: the quasi-Newton step from a small curvature is ~100 long
+    def function(theta):
+        return 1e-4 * (theta[0] - 100.0) ** 2 + (theta[1] - 0.2) ** 2
+
+    counted, calls = _counted(function)
+    theta, _ = minimize_smooth(counted, np.zeros(2))
+    seen = np.array(calls)
+    farthest = [np.min(np.max(np.abs(seen[:i] - seen[i]), axis=1)) for i in range(1, len(seen))]
+    assert max(farthest) <= LONGEST_STEP + 1e-9
+    np.testing.assert_allclose(theta, [100.0, 0.2], atol=1e-4)  # and still got there

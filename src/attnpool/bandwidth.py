@@ -29,7 +29,7 @@ from . import numpy_engine
 from ._units import SearchUnits
 from ._validation import check_choice, check_points, check_values
 from .edges import has_edge
-from .host_search import GRID, BandwidthSelection, select_on_host, to_theta
+from .host_search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
 from .local_model import LocalModel, model_for
 from .rules import rule_of_thumb
 
@@ -66,7 +66,14 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     if pooling == "auto" and method == "cv" and small:
         objective = numpy_engine.loo_objective(x, y, model)
         smooth = not has_edge(model.kernel)
-        return select_on_host(objective, thetas, progress, xatol=NUMPY_SEARCH_XATOL, smooth=smooth)
+        return select_on_host(
+            objective,
+            thetas,
+            progress,
+            xatol=NUMPY_SEARCH_XATOL,
+            smooth=smooth,
+            limits=smoothed_out(model),
+        )
     from . import compiled_search
 
     return compiled_search.search(x, y, model, thetas, method, pooling, block_size, progress)
@@ -118,7 +125,13 @@ def select_bandwidth(
     Returns
     -------
     BandwidthSelection
-        ``bandwidth`` of shape (d,) and the criterion value ``objective``.
+        ``bandwidth`` of shape (d,) and the criterion value ``objective``. A continuous
+        column whose best bandwidth is infinite — a local linear fit of a ``y`` linear
+        in it, or a column that does not matter — is *smoothed out*: its bandwidth is
+        :data:`attnpool.host_search.SMOOTHED_OUT` (2²⁰) times the least power of two
+        above the column's half-width, where its kernel weighs all its rows equally
+        to 2e-12 (Gaussian searches in several columns; the others report where
+        their search stopped).
     """
     check_choice(method, "method", SELECTORS)
     check_choice(pooling, "pooling", POOLINGS)

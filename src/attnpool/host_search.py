@@ -18,6 +18,8 @@ from .local_model import LocalModel
 
 __all__ = [
     "GRID",
+    "SMOOTHED_OUT",
+    "WIDE",
     "BandwidthSelection",
     "bandwidth_of",
     "best_candidate",
@@ -29,11 +31,21 @@ __all__ = [
     "minimize_lbfgs",
     "minimize_smooth",
     "select_on_host",
+    "smoothed_out",
     "to_theta",
 ]
 
 #: The coarse search's multiples of the rule of thumb.
 GRID = np.geomspace(0.05, 5.0, 16)
+#: The bandwidth, in search units (continuous columns within ``[−1, 1]``), at which a
+#: column counts as smoothed out: a Gaussian there weighs every key of the column
+#: equally to ``2e-12``, so the criterion has reached its limit as ``h → ∞`` to
+#: rounding. Local linear fits of a column on which ``y`` is linear, and columns that do
+#: not matter, have their best bandwidth there.
+SMOOTHED_OUT = 2.0**20
+#: The bandwidth (search units) from which the criterion is near its limit — the
+#: column's whole width — and a bandwidth still growing is tried smoothed out.
+WIDE = 2.0
 
 
 class BandwidthSelection(NamedTuple):
@@ -77,6 +89,16 @@ def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
     return h.astype(float)
 
 
+def smoothed_out(model: LocalModel) -> tuple[np.ndarray, np.ndarray]:
+    """``(wide, flat)``, ``θ (d,)`` at :data:`WIDE` and :data:`SMOOTHED_OUT` for the
+    continuous columns (``inf`` for categorical ones, whose ``θ`` has no such points):
+    :func:`minimize_smooth`'s ``limits``."""
+    wide, flat = np.full(len(model.var_type), np.inf), np.full(len(model.var_type), np.inf)
+    wide[list(model.continuous)] = np.log(WIDE)
+    flat[list(model.continuous)] = np.log(SMOOTHED_OUT)
+    return wide, flat
+
+
 def to_theta(bandwidth, model: LocalModel):
     theta = np.array(bandwidth, dtype=float)
     cont, cat = list(model.continuous), list(model.categorical)
@@ -97,14 +119,16 @@ def best_candidate(thetas, objectives, method: str):
     return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
 
 
-def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5, smooth: bool = True):
+def host_search(
+    objective, thetas, grid, progress, *, xatol: float = 1e-5, smooth: bool = True, limits=None
+):
     """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid, ``grid``
     its multipliers), refined without an analytic gradient to ``xatol`` in ``θ``
     (log-bandwidths) — bounded Brent in one dimension (:func:`minimize_bounded`); in
     several L-BFGS on forward differences where the objective is ``smooth``
     (:func:`minimize_smooth`), else SciPy's Nelder–Mead (a compact kernel's objective
     jumps as keys enter a support, where differences mislead); never worse than the
-    best grid point."""
+    best grid point. ``limits``: as :func:`minimize_smooth`'s."""
     objectives = np.array([objective(theta) for theta in thetas])
     if progress:
         progress(1, 2)
@@ -119,7 +143,7 @@ def host_search(objective, thetas, grid, progress, *, xatol: float = 1e-5, smoot
         )
         theta = np.array([found])
     elif smooth:
-        theta, value = minimize_smooth(objective, best)
+        theta, value = minimize_smooth(objective, best, limits=limits)
     else:
         from scipy import optimize  # 0.5 s to import: only for compact kernels
 
@@ -193,27 +217,50 @@ def minimize_bounded(function, low: float, high: float, *, xatol: float, maxiter
 #: Forward-difference step, relative to ``max(1, |θ_j|)``: about the square root of the
 #: objective's rounding (a mean of n squared residuals, ~1e-14 relative).
 DIFFERENCE_STEP = 1e-7
+#: The most a step of :func:`minimize_smooth` moves any coordinate (a factor ``e²`` in a
+#: bandwidth): where the objective is nearly flat, the quasi-Newton step can be
+#: thousands of units long, to bandwidths that overflow.
+LONGEST_STEP = 2.0
 
 
-def minimize_smooth(objective, start, *, maxiter: int = 100, ftol: float = 1e-12, memory: int = 10):
+def minimize_smooth(
+    objective,
+    start,
+    *,
+    limits=None,
+    maxiter: int = 100,
+    ftol: float = 1e-12,
+    memory: int = 10,
+):
     """``(θ, f(θ))``: a local minimum of a smooth ``objective`` from ``start`` by L-BFGS on
     forward differences (``d + 1`` evaluations a step, ``d`` = ``θ``'s size), without
     SciPy (whose import costs more than a small search).
 
     Each step goes along the quasi-Newton direction of the last ``memory`` steps (the
-    first along the gradient, half a unit of ``θ`` long) and backtracks, by quadratic
+    first along the gradient, half a unit of ``θ`` long; none longer than
+    :data:`LONGEST_STEP`) and backtracks, by quadratic
     interpolation, until the objective is defined and falls by at least 1e-4 of the
     slope's promise (Armijo). It stops when a step lowers the objective by less than
     ``ftol`` of its size, the gradient vanishes, or after ``maxiter`` steps. In two to
     five columns it stops after 25–450 evaluations at the optimum to ~1e-10 relative,
     where Nelder–Mead needed 130–1000 and often stopped at its iteration limit. An
     axis whose difference step lands where the objective is undefined gets no slope.
+
+    ``limits = (wide, flat)``, two ``(d,)`` arrays (default none), for an objective that
+    reaches its limit as ``θ_j → ∞`` at ``θ_j = flat_j`` (a column smoothed out),
+    approaching it like ``f_∞ + α e^{−2θ_j} + …`` once ``θ_j ≥ wide_j``. There Newton's
+    steps toward an infinite optimum are half a unit long, forever; so a coordinate past
+    ``wide`` that still falls is tried at its limit (:func:`_toward_limit`), and stays
+    there if that is best.
     """
     theta = np.array(start, dtype=float)
     value = objective(theta)
     if not np.isfinite(value):
         return theta, value
-    gradient = _forward_gradient(objective, theta, value)
+    wide, flat = (np.full(theta.shape, np.inf),) * 2 if limits is None else limits
+    wide = np.array(wide, dtype=float)
+    free = theta < flat
+    gradient = _forward_gradient(objective, theta, value, free)
     steps: list[tuple[np.ndarray, np.ndarray]] = []
     for _ in range(maxiter):
         direction = -_inverse_hessian_times(gradient, steps)
@@ -223,26 +270,60 @@ def minimize_smooth(objective, start, *, maxiter: int = 100, ftol: float = 1e-12
             direction, slope = -gradient, -float(gradient @ gradient)
         if slope == 0.0:
             break
-        length = 1.0 if steps else 0.5 / float(np.max(np.abs(direction)))
+        longest = float(np.max(np.abs(direction)))
+        length = min(1.0, LONGEST_STEP / longest) if steps else 0.5 / longest
         trial, trial_value = _backtrack(objective, theta, value, direction, slope, length)
         if trial is None:
             break
-        trial_gradient = _forward_gradient(objective, trial, trial_value)
+        decrease = (value - trial_value) / max(abs(value), abs(trial_value), 1e-300)
+        trial_gradient = _forward_gradient(objective, trial, trial_value, free)
+        rising = free & (trial >= wide) & (trial_gradient < 0)
+        if rising.any():
+            moved = _toward_limit(objective, trial, trial_value, trial_gradient, rising, flat)
+            wide[rising] = trial[rising] + 1.0  # not tried again before a unit further
+            if moved is not None:
+                theta, value, at_limit = moved
+                free &= ~at_limit
+                gradient = _forward_gradient(objective, theta, value, free)
+                steps.clear()
+                continue
         step, change = trial - theta, trial_gradient - gradient
         if step @ change > 1e-12 * np.sqrt((step @ step) * (change @ change)):
             steps = [*steps[-(memory - 1) :], (step, change)]
-        decrease = (value - trial_value) / max(abs(value), abs(trial_value), 1e-300)
         theta, value, gradient = trial, trial_value, trial_gradient
         if decrease <= ftol:
             break
     return theta, value
 
 
-def _forward_gradient(objective, theta, value) -> np.ndarray:
-    """The objective's gradient at ``θ`` by forward differences (0 along an axis whose
-    step lands where the objective is undefined)."""
+def _toward_limit(objective, theta, value, gradient, rising, flat):
+    """``(θ', f(θ'), at the limit)``: the ``rising`` coordinates moved together to their
+    ``flat`` limit, or to the minimum between — where a quadratic in ``v = e^{−2Δθ}``
+    (``v = 1`` at ``θ``, ``0`` at the limit; the objective's expansion near its limit)
+    through ``f(θ)``, its slope and the limit's value has one — whichever is lower than
+    ``f(θ)``; None if neither is."""
+    limit = np.where(rising, flat, theta)
+    limit_value = objective(limit)
+    slope = -0.5 * float(gradient[rising].sum())  # df/dv at v = 1
+    curvature = slope - (value - limit_value)
+    best = (value, theta, None)
+    if np.isfinite(limit_value):
+        best = min(best, (limit_value, limit, rising), key=lambda c: c[0])
+        vertex = 1.0 - slope / (2.0 * curvature) if curvature > 0 else 0.0
+        if 0.0 < vertex < 1.0:
+            inside = np.where(rising, theta - 0.5 * np.log(vertex), theta)
+            best = min(best, (objective(inside), inside, np.zeros_like(rising)), key=lambda c: c[0])
+    if best[2] is None:
+        return None
+    return best[1], best[0], best[2]
+
+
+def _forward_gradient(objective, theta, value, free) -> np.ndarray:
+    """The objective's gradient at ``θ`` by forward differences along the ``free`` axes
+    (0 along the others, and along an axis whose step lands where the objective is
+    undefined)."""
     gradient = np.zeros_like(theta)
-    for j in range(theta.shape[0]):
+    for j in np.flatnonzero(free):
         moved = theta.copy()
         moved[j] += DIFFERENCE_STEP * max(1.0, abs(theta[j]))
         nearby = objective(moved)
