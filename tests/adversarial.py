@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnpool import Binned, TopK, attention_pool, kernels, numpy_engine
+from attnpool import Binned, TopK, attention_pool, kernels
+from attnpool.engines import numpy_engine
 from attnpool.local_model import model_for
 from oracle import exact_pool, magnitude, rounding_bound, value_range
 

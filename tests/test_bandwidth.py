@@ -10,8 +10,8 @@ import pytest
 from statsmodels.nonparametric.kernel_regression import KernelReg
 
 from attnpool import cv_curve, local_regression, rule_of_thumb, select_bandwidth
-from attnpool.host_search import SMOOTHED_OUT
-from attnpool.local_engine import loo_residuals
+from attnpool.bandwidth.search import SMOOTHED_OUT
+from attnpool.engines.local_fits import loo_residuals
 from attnpool.regression import model_for
 from regression_data import continuous_data, mixed_data
 
@@ -143,7 +143,7 @@ def test_too_few_rows():
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "laplacian"])
 @pytest.mark.parametrize("degree", [0, 1])
 def test_binned_loo_objective_matches_the_exact_one(kernel, degree):
-    from attnpool.criteria import binned_loo_residuals
+    from attnpool.bandwidth.criteria import binned_loo_residuals
     from attnpool.methods import binned
 
     x, y = continuous_data(14, n=1500, d=1)

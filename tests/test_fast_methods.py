@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnpool import Binned, TopK, attention_pool, kernels
-from attnpool.methods import binned, expansion
+from attnpool.methods import binned, fgt
 from attnpool.methods.topk import topk_state
 from method_data import BINNED_TOLERANCE, EXACT_RTOL, data, exact, value_range
 from reference import nearest_values, reference_pool
@@ -59,7 +59,7 @@ def test_fgt_evaluates_many_boxes_in_several_groups():
 
 @pytest.mark.parametrize("reach", [4.0, 9.1, 12.0])
 def test_fgt_plan_meets_its_truncation_bound(reach):
-    width, half, order = expansion.plan(reach)
+    width, half, order = fgt.plan(reach)
     assert half * width >= reach  # the window covers the reach
     largest = (half + 0.5) * width * width / 2  # the largest |s·t| in the window
     # the Taylor remainder of exp at that argument relative to the term, both signs,
@@ -67,7 +67,7 @@ def test_fgt_plan_meets_its_truncation_bound(reach):
     with decimal.localcontext(decimal.Context(prec=50)):
         for x in [decimal.Decimal(largest), -decimal.Decimal(largest)]:
             taylor = sum(x**j / math.factorial(j) for j in range(order))
-            assert abs(taylor - x.exp()) / x.exp() <= expansion.TOLERANCE
+            assert abs(taylor - x.exp()) / x.exp() <= fgt.TOLERANCE
 
 
 @settings(max_examples=40, deadline=None)

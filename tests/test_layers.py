@@ -18,13 +18,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "attnpool"
 ENGINE_LAYER = {
     "edges",
     "empty_policy",
-    "engine",
+    "engines",
     "geometry",
-    "host",
     "kernels",
-    "local_engine",
     "local_model",
-    "numpy_engine",
     "state",
 }
 #: The public layers above them: pooling and regression, bandwidth selection, the
@@ -33,15 +30,12 @@ ABOVE = {
     "bandwidth",
     "classifier",
     "cli",
-    "compiled_search",
-    "criteria",
     "dask_selection",
     "datasets",
     "demo",
     "distributed",
+    "estimation",
     "estimator",
-    "host_cv",
-    "host_search",
     "inference",
     "learn",
     "learned",
@@ -49,9 +43,7 @@ ABOVE = {
     "pooling",
     "regression",
     "report",
-    "rules",
     "studies",
-    "table",
 }
 
 

@@ -267,9 +267,10 @@ def test_bad_search_or_estimator_methods_are_clear_errors(call, message):
 def test_large_binned_searches_report_the_best_objective_they_can_afford(
     kernel, exact_objective, monkeypatch
 ):
-    from attnpool import compiled_search, cv_curve, select_bandwidth
+    from attnpool import cv_curve, select_bandwidth
+    from attnpool.bandwidth import compiled
 
-    monkeypatch.setattr(compiled_search, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
+    monkeypatch.setattr(compiled, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
     _, keys, values = data(125, m=2000)
     y = values[:, 0] + np.random.default_rng(3).normal(0, 0.3, 2000)
     found = select_bandwidth(keys, y, kernel=kernel)
@@ -281,9 +282,10 @@ def test_large_binned_searches_report_the_best_objective_they_can_afford(
 
 
 def test_large_gaussian_searches_report_the_exact_objective_by_fgt(monkeypatch):
-    from attnpool import compiled_search, cv_curve, host_cv, select_bandwidth
+    from attnpool import cv_curve, select_bandwidth
+    from attnpool.bandwidth import compiled, leave_one_out
 
-    monkeypatch.setattr(compiled_search, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
+    monkeypatch.setattr(compiled, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
     _, keys, values = data(126, m=2100)  # fgt from n² ≥ 2²², n = 2048
     keys[:3, 0] = [-4.0, 15.0, 30.0]  # alone: their leave-one-out weights are summed by pairs
     y = values[:, 0] + np.random.default_rng(4).normal(0, 0.3, 2100)
@@ -293,7 +295,7 @@ def test_large_gaussian_searches_report_the_exact_objective_by_fgt(monkeypatch):
     np.testing.assert_allclose(found.objective, at_optimum, rtol=EXACT_RTOL)
     for h in [0.01, 0.1, 1.0]:  # many lonely points, few, none
         np.testing.assert_allclose(
-            host_cv.expansion_cv(keys, y[:, None], h),
+            leave_one_out.expansion_cv(keys, y[:, None], h),
             cv_curve(keys, y, [h])[0],
             rtol=EXACT_RTOL,
         )

@@ -17,9 +17,9 @@ from attnpool import (
     cv_curve,
     kernels,
     local_regression,
-    numpy_engine,
     select_bandwidth,
 )
+from attnpool.engines import numpy_engine
 from attnpool.local_model import model_for
 from attnpool.methods import native
 from reference import long_double_local_linear

@@ -10,7 +10,7 @@ import pytest
 from statsmodels.nonparametric.kernel_regression import KernelReg
 
 from attnpool import local_regression
-from attnpool.local_engine import hat_diagonal, local_fit, loo_residuals
+from attnpool.engines.local_fits import hat_diagonal, local_fit, loo_residuals
 from attnpool.regression import model_for
 from reference import long_double_local_linear
 from regression_data import continuous_data, mixed_data

@@ -43,7 +43,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     :class:`attnpool.bandwidth.BandwidthSelection`.
     """
     from .bandwidth import GRID, BandwidthSelection
-    from .rules import rule_from_spread
+    from .bandwidth.rules import rule_from_spread
 
     x_rows = as_rows(x, "x", chunk_rows)
     n = x_rows.shape[0]

@@ -38,7 +38,7 @@ from . import kernels as _kernels
 from ._interop import precision_scope
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from .edges import has_edge
-from .engine import kernel_block, pool_state
+from .engines.programs import kernel_block, pool_state
 from .geometry import block_log_weights, key_centre
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK

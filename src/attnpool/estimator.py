@@ -23,12 +23,9 @@ import sys
 
 import numpy as np
 
-from . import numpy_engine
+from . import estimation
 from ._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
-from ._validation import check_bandwidth, check_choice
-from .bandwidth import SELECTORS, select_bandwidth
-from .empty_policy import EMPTY_POLICIES, check_empty, report_empty
-from .local_model import model_for
+from ._validation import check_bandwidth
 
 __all__ = ["LocalLinear", "NadarayaWatson"]
 
@@ -60,10 +57,6 @@ class MultiOutputRegressor(RegressorMixin, BaseEstimator):
         return tags
 
 
-#: Methods every local fit runs on; the others pool (local constant, continuous columns).
-_EXACT_ENGINES = ("auto", "dense", "stream")
-
-
 class _LocalRegression(MultiOutputRegressor):
     _degree = 0
 
@@ -84,56 +77,16 @@ class _LocalRegression(MultiOutputRegressor):
         self.block_size = block_size
         self.method = method
 
-    def _method_name(self, X) -> str:
-        """The pooling method's name, checked against the fit it has to serve."""
-        if isinstance(self.method, str) and self.method == "auto":
-            return "auto"
-        from .methods.options import resolve
-
-        name, _ = resolve(self.method)
-        if name not in _EXACT_ENGINES and not self._local_constant(X):
-            model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
-            raise ValueError(
-                f"method: {name!r} pools local-constant fits of continuous columns; this "
-                f"{type(self).__name__} has degree={self._degree} and var_type="
-                f"{model.var_type!r}; accepted here: {', '.join(map(repr, _EXACT_ENGINES))}"
-            )
-        return name
-
-    def _local_constant(self, X) -> bool:
-        model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
-        return self._degree == 0 and set(model.var_type) == {"c"}
-
-    def _search_pooling(self, name: str, d: int) -> str:
-        """The bandwidth search's pooling: the method's own where it has one."""
-        if (name == "binned" and d == 1) or name in ("dense", "stream", "sparse"):
-            return name
-        return "auto"
-
-    def _fit_bandwidth(self, X, y):
-        check_choice(self.empty, "empty", EMPTY_POLICIES)
-        name = self._method_name(X)
-        if isinstance(self.bandwidth, str):
-            check_choice(self.bandwidth, "bandwidth", SELECTORS)
-            selection = select_bandwidth(
-                X,
-                y,
-                method=self.bandwidth,
-                kernel=self.kernel,
-                degree=self._degree,
-                var_type=self.var_type,
-                block_size=self.block_size,
-                pooling=self._search_pooling(name, X.shape[1])
-                if self.bandwidth == "cv"
-                else "auto",
-            )
-            self.bandwidth_ = selection.bandwidth
-            if self.bandwidth == "cv":
-                self.cv_score_ = selection.objective
-            elif self.bandwidth == "aicc":
-                self.aicc_ = selection.objective
-        else:
-            self.bandwidth_ = np.array(check_bandwidth(self.bandwidth, X.shape[1]), dtype=float)
+    def _options(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "degree": self._degree,
+            "var_type": self.var_type,
+            "empty": self.empty,
+            "block_size": self.block_size,
+            "method": self.method,
+            "estimator": type(self).__name__,
+        }
 
     def fit(self, X, y):
         """Store the training data and choose the bandwidth.
@@ -151,7 +104,11 @@ class _LocalRegression(MultiOutputRegressor):
             return self._fit_dask(X, y)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         _check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
-        self._fit_bandwidth(X, y)
+        self.bandwidth_, scores = estimation.fitted_bandwidth(
+            X, y, bandwidth=self.bandwidth, **self._options()
+        )
+        for name, value in scores.items():
+            setattr(self, name, value)
         self.X_train_, self.y_train_ = X, y
         return self
 
@@ -194,62 +151,12 @@ class _LocalRegression(MultiOutputRegressor):
                 X, self.X_train_, self.y_train_, kernel=self.kernel, bandwidth=self.bandwidth_
             )
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        name = self._method_name(X)
-        common = {"kernel": self.kernel, "bandwidth": self.bandwidth_, "empty": self.empty}
-        if name == "auto" and self.block_size is None and self._numpy_serves(X):
-            fit = self._predict_numpy(X)
-        elif name in _EXACT_ENGINES and not (name == "auto" and self._local_constant(X)):
-            from .methods.stream import KEY_BLOCK
-            from .regression import local_regression
-
-            block_size = self.block_size
-            if name == "stream" and block_size is None:
-                block_size = KEY_BLOCK
-            fit = local_regression(
-                self.X_train_,
-                self.y_train_,
-                X,
-                degree=self._degree,
-                var_type=self.var_type,
-                block_size=block_size,
-                **common,
-            )
-        else:  # local constant, continuous columns: attention pooling (its faster methods)
-            from .pooling import attention_pool
-
-            fit = attention_pool(
-                X,
-                self.X_train_,
-                self.y_train_,
-                method=self.method,
-                block_size=self.block_size,
-                **common,
-            )
+        fit = estimation.predict(
+            self.X_train_, self.y_train_, X, bandwidth=self.bandwidth_, **self._options()
+        )
         if not return_std:
             return fit
         return fit, self._band(X, method="asymptotic").std
-
-    def _numpy_serves(self, X) -> bool:
-        model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
-        outputs = 1 if self.y_train_.ndim == 1 else self.y_train_.shape[1]
-        return numpy_engine.serves(model, X.shape[0], self.X_train_.shape[0], outputs)
-
-    def _predict_numpy(self, X):
-        """Predictions by the NumPy engine, with the empty policy of the function the
-        compiled path calls: :func:`attention_pool` (local constant, where an unbounded
-        kernel takes the nearest-key limit) or :func:`local_regression`."""
-        model = model_for(X, kernel=self.kernel, var_type=self.var_type, degree=self._degree)
-        pooling = self._degree == 0
-        nearest = self.empty == "nearest" or (pooling and not model.kernel.compact)
-        y = self.y_train_.reshape(self.y_train_.shape[0], -1)
-        fit, _, empty_rows = numpy_engine.local_fit(
-            self.X_train_, y, X, self.bandwidth_, model, nearest=nearest
-        )
-        if pooling:
-            report_empty(model.kernel, self.empty, empty_rows, stacklevel=4)
-        else:
-            check_empty(self.empty, empty_rows)
-        return fit[:, 0] if self.y_train_.ndim == 1 else fit
 
     def predict_interval(
         self, X, level=0.95, *, method="asymptotic", n_boot=500, bootstrap="wild", seed=0

@@ -48,9 +48,9 @@ from scipy import integrate, special, stats
 from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_positive_int
-from .engine import pool_state
+from .engines.local_fits import local_fit, loo_residuals
+from .engines.programs import pool_state
 from .geometry import MATMUL_MIN_DIM, closeness
-from .local_engine import local_fit, loo_residuals
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .regression import validated

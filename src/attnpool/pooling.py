@@ -146,13 +146,13 @@ def attention_pool(
     import jax
     import jax.numpy as jnp
 
-    from .engine import pool_core, weights_core
+    from .engines.programs import pool_core, weights_core
     from .methods import choice
     from .methods.stream import KEY_BLOCK
 
     def compute(q, k, v, h):
         if method in choice.HOST_METHODS:
-            from .host import pool_host
+            from .engines.host_methods import pool_host
 
             return pool_host(
                 q, k, v, h, kernel=kernel, method=method, options=options, nearest=nearest
@@ -202,7 +202,7 @@ def attention_weights(
     nearest = empty == "nearest" or not kernel.compact
 
     def compute(q, k, h):
-        from .engine import weights_core
+        from .engines.programs import weights_core
 
         return weights_core(q, k, h, kernel=kernel, nearest=nearest)
 
@@ -258,7 +258,7 @@ def _pool_on_numpy(q, k, v, h, kernel, empty: str, nearest: bool):
         return None
     if kernel.similarity != "distance":
         return None
-    from . import numpy_engine
+    from .engines import numpy_engine
     from .local_model import model_for
 
     model = model_for(k, kernel=kernel)

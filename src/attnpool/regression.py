@@ -27,8 +27,8 @@ Leave-one-out fits mask each point's own pair inside the blocks (no refits, no
 subtraction that could cancel). The hat-matrix diagonal ``W_ii`` (for AICc) is
 ``α_ii`` for degree 0 and ``α_ii (1 + μ₁ᵀ C⁻¹ μ₁)`` for degree 1.
 
-The compiled engines' programs are in :mod:`attnpool.local_engine`; small problems of
-continuous columns run on the NumPy engine (:mod:`attnpool.numpy_engine`), with the same
+The compiled engines' programs are in :mod:`attnpool.engines.local_fits`; small problems of
+continuous columns run on the NumPy engine (:mod:`attnpool.engines.numpy_engine`), with the same
 formula and without importing JAX.
 """
 
@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import numpy_engine
 from ._validation import check_bandwidth, check_choice, check_points, check_values, numpy_dtype
 from .empty_policy import EMPTY_POLICIES, check_empty
+from .engines import numpy_engine
 from .local_model import LocalModel, model_for
 
 __all__ = ["LocalModel", "local_regression", "model_for", "validated", "weight_matrix"]
@@ -78,7 +78,7 @@ def local_regression(
     Returns the fit ``(k,)`` or ``(k, p)``; with ``return_slopes`` also the
     gradient of the fit, ``(k, d)`` or ``(k, d, p)`` (statsmodels' marginal effects).
     Small problems of continuous columns with a built-in kernel run on the NumPy engine
-    (:mod:`attnpool.numpy_engine`), the rest on the compiled ones (``block_size`` streams
+    (:mod:`attnpool.engines.numpy_engine`), the rest on the compiled ones (``block_size`` streams
     the training points in blocks of that size).
     ``empty`` as in :func:`attnpool.attention_pool` (a query whose neighbourhood is
     empty gets NaN, the nearest training response, or an error).
@@ -96,7 +96,7 @@ def local_regression(
         fit, slopes = fit.astype(dtype), slopes.astype(dtype)
     else:
         from ._interop import precision_scope
-        from .local_engine import local_fit
+        from .engines.local_fits import local_fit
 
         with precision_scope(dtype):
             fit, slopes, _, empty_rows = local_fit(
@@ -129,7 +129,7 @@ def weight_matrix(
         x_train, np.zeros(len(np.asarray(x_train))), x_query, bandwidth, kernel, var_type, 0
     )
     from ._interop import precision_scope
-    from .local_engine import weights_core
+    from .engines.local_fits import weights_core
 
     dtype = numpy_dtype(x, q)
     with precision_scope(dtype):

@@ -15,7 +15,7 @@ leave-one-out masks and the fused kernel all run on the same two engines.
 On concrete arrays (NumPy/SciPy on the host), returning kernel sums:
 
 - :mod:`.sparse` — compact kernels, only keys inside the support; exact.
-- :mod:`.expansion` — ``fgt``: the Gaussian in 1-D by Taylor expansions over boxes; exact.
+- :mod:`.fgt` — ``fgt``: the Gaussian in 1-D by Taylor expansions over boxes; exact.
 - :mod:`.native` — the Gaussian by a compiled C loop (distances, exponentials and sums
   in one pass, every core); exact.
 - :mod:`.binned` — ``d ≤ 2``, linear binning and FFT convolution; a stated tolerance.

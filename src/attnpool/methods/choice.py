@@ -37,7 +37,7 @@ import numpy as np
 
 from ..geometry import HOST_MAX_EXTENT, MATMUL_MIN_DIM, extent_in_bandwidths
 from ..kernels import Kernel
-from . import expansion, fused, native, sparse
+from . import fgt, fused, native, sparse
 from .options import DENSE_MAX_PAIRS, HOST_METHODS
 
 #: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
@@ -63,7 +63,7 @@ def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights
         raise ValueError(
             f"method: 'sparse' needs a compact-support distance kernel; received {kernel.name!r}"
         )
-    if name == "fgt" and not (expansion.supports(kernel) and d == 1):
+    if name == "fgt" and not (fgt.supports(kernel) and d == 1):
         raise ValueError(
             "method: 'fgt' pools the built-in 'gaussian' kernel in one dimension; received "
             f"kernel {kernel.name!r}, d = {d}"
@@ -94,7 +94,7 @@ def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights
                 f"received {kernel.name!r}"
             )
     if name == "topk":
-        from ..engine import is_monotone
+        from ..engines.programs import is_monotone
 
         if not is_monotone(kernel):
             raise ValueError(
@@ -119,7 +119,7 @@ def choose_method(
         return "dense"
     if traced or not extent_in_bandwidths(queries, keys, bandwidth) <= HOST_MAX_EXTENT:
         return "stream"
-    if d == 1 and expansion.supports(kernel):
+    if d == 1 and fgt.supports(kernel):
         return "fgt"
     if sparse.supports(kernel):
         if d == 1:

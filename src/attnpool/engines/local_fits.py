@@ -15,24 +15,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import kernels as _kernels
-from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
-from .engine import (
-    empty_as_nan,
+from .. import kernels as _kernels
+from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
+from ..geometry import key_centre
+from ..local_model import LocalModel, log_weights, prepare, relative, solve_moments
+from ..methods import dense_weights, normalise
+from ..methods.options import exact_engine
+from ..methods.stream import KEY_BLOCK
+from ..state import block_state, finalize, hard_block_state
+from .programs import (
     is_monotone,
     kernel_block,
     mask_padding,
     nearest_key,
     nearest_log_weight,
-    needs_nearest,
     pool_state,
+    with_nearest_limit,
 )
-from .geometry import key_centre
-from .local_model import LocalModel, log_weights, prepare, relative, solve_moments
-from .methods import dense_weights, normalise
-from .methods.options import exact_engine
-from .methods.stream import KEY_BLOCK
-from .state import block_state, finalize, hard_block_state
 
 __all__ = ["hat_diagonal", "local_fit", "loo_residuals", "weights_core"]
 
@@ -158,9 +157,8 @@ def _local_core(
         hat = jnp.exp(self_log - shift) / jnp.where(empty, 1.0, state.weight_sum) * inverse_11
     if exclude_self:  # leave-one-out: a row that is empty or overflowed stays NaN
         return jnp.where(empty[:, None], jnp.nan, fit), slopes, hat, empty
-    fallback = needs_nearest(fit, empty, nearest)
 
-    def with_nearest():
+    def closest():
         hard = kernel_block(_kernels.get("gaussian"), hard=True, key_count=key_count)
         state = pool_state(
             hard,
@@ -170,11 +168,9 @@ def _local_core(
             key_block=key_block,
             hard=True,
         )
-        return jnp.where(fallback[:, None], finalize(state)[0], fit)
+        return finalize(state)[0]
 
-    fit = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: fit)
-    fit = empty_as_nan(fit, empty, nearest)
-    return fit, slopes, hat, empty
+    return with_nearest_limit(fit, empty, nearest, closest), slopes, hat, empty
 
 
 def local_fit(
@@ -260,12 +256,9 @@ def weights_core(x_train, x_query, bandwidth, *, model, nearest):
     keys = prepare(x_train, bandwidth, centre, model)
     queries = prepare(x_query, bandwidth, centre, model)
     weights, empty = normalise(log_weights(queries, keys, lambdas, model))
-    fallback = needs_nearest(weights, empty, nearest)
 
-    def with_nearest():
-        nearest_geometry = relative(queries, keys, bandwidth, model)
-        closest, _ = dense_weights(*nearest_geometry, _kernels.get("gaussian"), hard=True)
-        return jnp.where(fallback[:, None], closest, weights)
+    def closest():
+        geometry = relative(queries, keys, bandwidth, model)
+        return dense_weights(*geometry, _kernels.get("gaussian"), hard=True)[0]
 
-    weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
-    return empty_as_nan(weights, empty, nearest), empty
+    return with_nearest_limit(weights, empty, nearest, closest), empty

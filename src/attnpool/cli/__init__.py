@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from . import __version__
-from ._progress import ProgressBar
+from .. import __version__
+from .._progress import ProgressBar
 
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
@@ -71,7 +71,7 @@ def demo(
     ] = False,
 ) -> None:
     """The classic example: 40 noisy points, fits, heatmaps, kernels, exact lookup."""
-    from .demo import run_demo, save_figures
+    from ..demo import run_demo, save_figures
 
     result = run_demo(
         seed=seed,
@@ -80,12 +80,12 @@ def demo(
     )
     page = None
     if html:  # built before any file is written, so a failure leaves nothing behind
-        from .report import build_report
+        from ..report import build_report
 
         page = build_report(result)
     written = save_figures(result.figures, out)
     if page is not None:
-        from ._files import atomic_write
+        from .._files import atomic_write
 
         written.append(atomic_write(out / "report.html", lambda s: s.write(page.encode())))
     typer.echo(result.table())
@@ -102,8 +102,8 @@ def study(
     quick: Annotated[bool, typer.Option("--quick", help="A small size, for a first look.")] = False,
 ) -> None:
     """A simulation study: 'consistency' (MSE against n) or 'kernels' (shape vs bandwidth)."""
-    from .demo import save_figures
-    from .studies import run_study
+    from ..demo import save_figures
+    from ..studies import run_study
 
     with ProgressBar(name) as progress:
         result = run_study(name, quick=quick, seed=seed, progress=progress)
@@ -118,7 +118,7 @@ def report(
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the noisy sample.")] = 0,
 ) -> None:
     """One self-contained HTML page: the demo, a bandwidth slider and a kernel selector."""
-    from .report import write_report
+    from ..report import write_report
 
     typer.echo(f"wrote {write_report(out, seed=seed)}")
 
@@ -133,7 +133,7 @@ def learn_demo(
     learning_rate: Annotated[float, typer.Option("--learning-rate", help="Adam's rate.")] = 0.05,
 ) -> None:
     """Learn the bandwidth by gradient descent: loss curve, fits, fixed vs learned heatmaps."""
-    from .demo import run_learn_demo, save_figures
+    from ..demo import run_learn_demo, save_figures
 
     with ProgressBar("training") as progress:
         result = run_learn_demo(
@@ -166,7 +166,7 @@ def fit(
     ] = None,
 ) -> None:
     """Kernel regression of a CSV column: choose the bandwidth, predict, plot."""
-    from ._files import atomic_write, check_distinct
+    from .._files import atomic_write, check_distinct
     from .table import fit_table
 
     check_distinct({"DATA": data, "--predict": predict}, {"--out": out, "--plot": plot})

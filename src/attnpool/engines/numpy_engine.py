@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
-from ._units import value_unit
-from .edges import edge_log_profile, has_edge
-from .local_model import LocalModel, solve_moments
+from .. import kernels
+from .._units import value_unit
+from ..edges import edge_log_profile, has_edge
+from ..local_model import LocalModel, solve_moments
 
 __all__ = [
     "NATIVE_MAX_SCALED",
@@ -90,7 +90,7 @@ def _width(model: LocalModel, outputs: int) -> int:
 def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclude_self=False,
               nearest=False):  # fmt: skip
     """``fit (k, p)``, ``slopes (k, d, p)`` in the inputs' units and the empty-row mask
-    ``(k,)``, as :func:`attnpool.local_engine.local_fit` (``exclude_self``: leave-one-out,
+    ``(k,)``, as :func:`attnpool.engines.local_fits.local_fit` (``exclude_self``: leave-one-out,
     ``x_query`` is ``x_train``; an empty row is NaN there)."""
     x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
     h = np.asarray(bandwidth, np.float64)
@@ -241,7 +241,7 @@ def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
     any size once the loop is in the cache."""
     if not kernels.is_gaussian(model.kernel) or set(model.var_type) != {"c"}:
         return False
-    from .methods import native
+    from ..methods import native
 
     if model.degree == 1 and outputs > native.MAX_VALUES:
         return False
@@ -266,7 +266,7 @@ def _native_loo(x, y, model: LocalModel):
     where that loop does not serve this search."""
     if not _native_serves(model, *y.shape):
         return None
-    from .methods import native
+    from ..methods import native
 
     centred = x - (0.5 * x.min(axis=0) + 0.5 * x.max(axis=0))
     reach = np.max(np.abs(centred), axis=0)

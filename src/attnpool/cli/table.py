@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._files import atomic_write, figure_bytes
-from ._validation import check_bandwidth
-from .bandwidth import SELECTORS, select_bandwidth
-from .regression import local_regression
+from .._files import atomic_write, figure_bytes
+from .._validation import check_bandwidth
+from ..bandwidth import SELECTORS, select_bandwidth
+from ..regression import local_regression
 
 __all__ = ["TableFit", "fit_table", "read_columns"]
 
@@ -152,7 +152,7 @@ class TableFit:
             raise ValueError(
                 f"plot: a fit plot needs exactly one --x column; received {len(self.x_columns)}"
             )
-        from .plotting import plot_fit
+        from ..plotting import plot_fit
 
         grid = np.linspace(self.x_train.min(), self.x_train.max(), 400)
         curve = local_regression(
@@ -179,7 +179,7 @@ class TableFit:
         )
 
     def _band(self, x_query):
-        from .inference import confidence_band
+        from ..inference import confidence_band
 
         return confidence_band(
             self.x_train,

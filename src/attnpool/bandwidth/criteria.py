@@ -16,16 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .host_search import (
-    GRID,
-    bandwidth_of,
-    best_candidate,
-    categorical_upper,
-    minimize_lbfgs,
-    to_theta,
-)
-from .local_engine import hat_diagonal, loo_residuals
-from .local_model import LocalModel
+from ..engines.local_fits import hat_diagonal, loo_residuals
+from ..local_model import LocalModel
+from .search import GRID, bandwidth_of, best_candidate, categorical_upper, minimize_lbfgs, to_theta
 
 __all__ = [
     "GRID",
@@ -136,7 +129,7 @@ def binned_loo_residuals(
     bins the moments of ``x`` about the grid's centre and recentres them at each point.
     Rows from ``count`` on are padding and bin nothing.
     """
-    from .methods import binned
+    from ..methods import binned
 
     h = bandwidth[0]
     centre = grid.start[0] + 0.5 * grid.spacing[0] * (grid.size[0] - 1)

@@ -3,12 +3,12 @@
 
 The grid of multiples of the rule of thumb, then L-BFGS-B on the log-bandwidths
 (logits for categorical ``λ``) with gradients from JAX autodiff, started from the best
-grid point (:mod:`attnpool.criteria`). Up to :data:`ONE_PROGRAM_ROWS` rows one
+grid point (:mod:`attnpool.bandwidth.criteria`). Up to :data:`ONE_PROGRAM_ROWS` rows one
 program — objective and gradient in the data's precision — serves the grid and the
 descent; above, the grid is evaluated in vectorised chunks and the descent starts in
 float32, then is polished in the data's precision, which also gives the reported
 objective. One continuous column from :data:`BINNED_MIN_ROWS` rows searches on a binned
-grid; ``pooling="sparse"`` sums neighbourhoods only (:mod:`attnpool.host_cv`).
+grid; ``pooling="sparse"`` sums neighbourhoods only (:mod:`attnpool.bandwidth.leave_one_out`).
 """
 
 from __future__ import annotations
@@ -16,21 +16,15 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from . import host_cv, kernels
-from ._interop import compute_dtype, precision_scope
-from ._shapes import MAX_ROWS, bucket, padded
+from .. import kernels
+from .._interop import compute_dtype, precision_scope
+from .._shapes import MAX_ROWS, bucket, padded
+from ..local_model import LocalModel
+from ..methods import binned, fgt, sparse
+from ..methods.stream import KEY_BLOCK
+from . import leave_one_out
 from .criteria import grid_objectives, objective, objective_and_gradient, refine
-from .host_search import (
-    GRID,
-    BandwidthSelection,
-    bandwidth_of,
-    best_candidate,
-    select_on_host,
-    to_theta,
-)
-from .local_model import LocalModel
-from .methods import binned, expansion, sparse
-from .methods.stream import KEY_BLOCK
+from .search import GRID, BandwidthSelection, bandwidth_of, best_candidate, select_on_host, to_theta
 
 _CHUNK = 4
 #: One continuous column and at least this many rows: CV is searched on a binned grid.
@@ -202,16 +196,12 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
 def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, options):
     """``(objective, True)`` computed exactly where a way applies, else ``(None, False)``."""
     pairs, local_constant = x.shape[0] ** 2, model.degree == 0
-    if (
-        local_constant
-        and expansion.supports(model.kernel)
-        and pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS
-    ):
-        value = host_cv.expansion_cv(x, y, float(bandwidth[0]))
+    if local_constant and fgt.supports(model.kernel) and pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS:
+        value = leave_one_out.expansion_cv(x, y, float(bandwidth[0]))
         if value is not None:
             return value, True
     if local_constant and sparse.supports(model.kernel) and pairs > EXACT_OBJECTIVE_MAX_PAIRS:
-        return host_cv.sparse_cv(x, y, model.kernel)(np.asarray(theta)), True
+        return leave_one_out.sparse_cv(x, y, model.kernel)(np.asarray(theta)), True
     if pairs <= EXACT_OBJECTIVE_MAX_PAIRS:
         count = None
         if x.shape[0] <= MAX_ROWS:
@@ -237,7 +227,7 @@ def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
             f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
             f"kernel={model.kernel.name!r}"
         )
-    objective = host_cv.sparse_cv(x, y, model.kernel)
+    objective = leave_one_out.sparse_cv(x, y, model.kernel)
     return select_on_host(objective, thetas, progress, smooth=False)  # jumps at the supports
 
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .local_model import LocalModel
+from ..local_model import LocalModel
 
 __all__ = [
     "GRID",
@@ -55,7 +55,7 @@ class BandwidthSelection(NamedTuple):
     of thumb); ``method``; ``grid`` — the coarse search's multipliers of the
     rule of thumb and their objectives (empty for rules of thumb); ``exact`` — False
     when ``objective`` is the binned approximation (a binned search of a smooth
-    kernel above :data:`attnpool.compiled_search.EXACT_OBJECTIVE_MAX_PAIRS`).
+    kernel above :data:`attnpool.bandwidth.compiled.EXACT_OBJECTIVE_MAX_PAIRS`).
     """
 
     bandwidth: np.ndarray
@@ -76,7 +76,7 @@ def categorical_upper(model: LocalModel) -> np.ndarray:
 
 
 def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
-    """``θ → h`` on the host (:func:`attnpool.criteria.to_bandwidth` traces it), computed
+    """``θ → h`` on the host (:func:`attnpool.bandwidth.criteria.to_bandwidth` traces it), computed
     in ``dtype`` and returned in float64: no eager JAX operation, each of which would
     build a program."""
     theta = np.asarray(theta, dtype)
@@ -164,7 +164,7 @@ def host_search(
 
 def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
     """CV by an objective ``θ → float`` computed on the host (no gradient; ``options`` as
-    :func:`attnpool.host_search.host_search`)."""
+    :func:`attnpool.bandwidth.search.host_search`)."""
     theta, value, objectives = host_search(objective, thetas, GRID, progress, **options)
     return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
 

@@ -1,6 +1,6 @@
 """Bandwidth selection: rules of thumb, leave-one-out cross-validation and AICc.
 
-- ``"scott"``, ``"silverman"``: rules of thumb (:mod:`attnpool.rules`);
+- ``"scott"``, ``"silverman"``: rules of thumb (:mod:`attnpool.bandwidth.rules`);
 - ``"cv"``: least-squares leave-one-out cross-validation,
   ``CV(h) = (1/n) Σ_i (y_i − ĝ₋ᵢ(x_i))²``, each point's own pair masked inside the
   streamed blocks (no refits, never an ``n × n`` matrix for large ``n``);
@@ -10,9 +10,9 @@
 The search finds the global minimum of the criterion over a wide range, not the
 nearest local one: a coarse grid of multiples of the rule of thumb, then a local
 refinement from the best grid point. Small searches, and Gaussian ones in several
-columns at any size, run on the host (:mod:`attnpool.numpy_engine`, NumPy or the
+columns at any size, run on the host (:mod:`attnpool.engines.numpy_engine`, NumPy or the
 ``native`` C loop; Brent's method in one column, L-BFGS on differences in several; no
-program to build); the others are compiled (:mod:`attnpool.compiled_search`: L-BFGS-B
+program to build); the others are compiled (:mod:`attnpool.bandwidth.compiled`: L-BFGS-B
 with gradients from JAX autodiff). Data are first put in search units
 (:mod:`attnpool._units`), so the search sees the same numbers whatever the data's scale
 and offset. A bandwidth at which some
@@ -25,13 +25,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import numpy_engine
-from ._units import SearchUnits
-from ._validation import check_choice, check_points, check_values
-from .edges import has_edge
-from .host_search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
-from .local_model import LocalModel, model_for
+from .._units import SearchUnits
+from .._validation import check_choice, check_points, check_values
+from ..edges import has_edge
+from ..engines import numpy_engine
+from ..local_model import LocalModel, model_for
 from .rules import rule_of_thumb
+from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
 
 __all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"]
 
@@ -74,9 +74,9 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
             smooth=smooth,
             limits=smoothed_out(model),
         )
-    from . import compiled_search
+    from . import compiled
 
-    return compiled_search.search(x, y, model, thetas, method, pooling, block_size, progress)
+    return compiled.search(x, y, model, thetas, method, pooling, block_size, progress)
 
 
 def _checked_training_data(x, y, kernel, var_type, degree):
@@ -128,7 +128,7 @@ def select_bandwidth(
         ``bandwidth`` of shape (d,) and the criterion value ``objective``. A continuous
         column whose best bandwidth is infinite — a local linear fit of a ``y`` linear
         in it, or a column that does not matter — is *smoothed out*: its bandwidth is
-        :data:`attnpool.host_search.SMOOTHED_OUT` (2²⁰) times the least power of two
+        :data:`attnpool.bandwidth.search.SMOOTHED_OUT` (2²⁰) times the least power of two
         above the column's half-width, where its kernel weighs all its rows equally
         to 2e-12 (Gaussian searches in several columns; the others report where
         their search stopped).
@@ -172,6 +172,6 @@ def cv_curve(
             f"bandwidths: expected positive numbers, shape (k,) or (k, {x.shape[1]}); "
             f"received {np.asarray(bandwidths).shape}"
         )
-    from .compiled_search import cv_objectives
+    from .compiled import cv_objectives
 
     return cv_objectives(x, y, candidates, model, block_size)

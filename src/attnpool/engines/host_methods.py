@@ -13,18 +13,18 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .engine import pool_core
-from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
-from .methods.options import TopK, exact_engine
-from .methods.stream import KEY_BLOCK
-from .state import finalize
+from ..geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+from ..methods.options import TopK, exact_engine
+from ..methods.stream import KEY_BLOCK
+from ..state import finalize
+from .programs import pool_core
 
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest):
     """Pooled values ``(n, p)`` and the empty-row mask by a host method (``sparse``,
     ``fgt``, ``native``, ``binned``, ``topk``); rows it cannot settle are pooled exactly by
     the streamed core."""
-    from .methods import binned, expansion, native, sparse, topk
+    from ..methods import binned, fgt, native, sparse, topk
 
     q, k, v = (np.asarray(a) for a in (q, k, v))  # on the host: no program per shape
     dtype = q.dtype
@@ -70,7 +70,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
             sums = sparse.sparse_sums(q, k, v, factor, kernel, edges=edges)
             exact = np.zeros(sums.shape[0], bool)
         elif method == "fgt":
-            sums, settled = expansion.expansion_sums(q, k, v, factor)
+            sums, settled = fgt.expansion_sums(q, k, v, factor)
             exact = ~settled
         else:
             sums = native.native_sums(q, k, v, factor)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
-from ._units import power_of_two_above
-from ._validation import check_choice, check_points
-from .local_model import model_for
+from .. import kernels
+from .._units import power_of_two_above
+from .._validation import check_choice, check_points
+from ..local_model import model_for
 
 CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2

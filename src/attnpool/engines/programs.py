@@ -17,29 +17,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import kernels as _kernels
-from ._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
-from .geometry import (
+from .. import kernels as _kernels
+from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
+from ..geometry import (
     MATMUL_MIN_DIM,
     block_coordinates,
     block_log_weights,
     closeness,
     scale_coordinates,
 )
-from .methods import dense_state, dense_weights, fused, stream_state
-from .methods.options import exact_engine
-from .state import block_state, finalize, hard_block_state
+from ..methods import dense_state, dense_weights, fused, stream_state
+from ..methods.options import exact_engine
+from ..state import block_state, finalize, hard_block_state
 
 __all__ = [
     "FUSED_KEY_BLOCK",
-    "empty_as_nan",
     "is_monotone",
     "kernel_block",
     "log_weight_bound",
     "mask_padding",
     "nearest_key",
     "nearest_log_weight",
-    "needs_nearest",
     "pool_core",
     "pool_state",
     "weights_core",
@@ -280,24 +278,29 @@ def _pool_program(
             lambda: jax.lax.cond(count <= few, some_again, all_again),
         )
     pooled, empty_rows = finalize(result)
-    fallback = needs_nearest(pooled, empty_rows, nearest)
 
-    def with_nearest():
+    def closest():
         relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
-        closest, _ = finalize(state(*relative, hard=True))
-        return jnp.where(fallback[:, None], closest, pooled)
+        return finalize(state(*relative, hard=True))[0]
 
-    pooled = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: pooled)
-    return empty_as_nan(pooled, empty_rows, nearest), empty_rows
+    return with_nearest_limit(pooled, empty_rows, nearest, closest), empty_rows
 
 
-def needs_nearest(result, empty_rows, nearest: bool):
-    """Rows for the nearest-key limit: overflowed rows (not finite), and empty ones if asked."""
+def with_nearest_limit(result, empty_rows, nearest: bool, closest):
+    """``result (n, ·)`` with the nearest-key limit where it is needed, the empty rows NaN
+    unless ``nearest``.
+
+    Rows that overflowed (not finite), and empty rows when ``nearest``, take the rows of
+    ``closest()`` — the same computation with hard (zero-temperature) weights, traced
+    but run only when some row needs it (``lax.cond``).
+    """
     overflowed = ~jnp.all(jnp.isfinite(result), axis=1) & ~empty_rows
-    return overflowed | (empty_rows & nearest)
-
-
-def empty_as_nan(result, empty_rows, nearest: bool):
+    fallback = overflowed | (empty_rows & nearest)
+    result = jax.lax.cond(
+        jnp.any(fallback),
+        lambda: jnp.where(fallback[:, None], closest(), result),
+        lambda: result,
+    )
     return result if nearest else jnp.where(empty_rows[:, None], jnp.nan, result)
 
 
@@ -314,12 +317,9 @@ def weights_core(queries, keys, bandwidth, *, kernel, nearest):
 def _weights_program(queries, keys, bandwidth, *, kernel, nearest):
     q, k, divisor = block_coordinates(queries, keys, bandwidth, kernel)
     weights, empty_rows = dense_weights(q, k, kernel, divisor=divisor)
-    fallback = needs_nearest(weights, empty_rows, nearest)
 
-    def with_nearest():
+    def closest():
         relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
-        closest, _ = dense_weights(*relative, kernel, hard=True)
-        return jnp.where(fallback[:, None], closest, weights)
+        return dense_weights(*relative, kernel, hard=True)[0]
 
-    weights = jax.lax.cond(jnp.any(fallback), with_nearest, lambda: weights)
-    return empty_as_nan(weights, empty_rows, nearest), empty_rows
+    return with_nearest_limit(weights, empty_rows, nearest, closest), empty_rows

@@ -7,7 +7,7 @@ subtracted from its sums, leaving the leave-one-out sums.
 - :func:`sparse_cv`: compact kernels, sums over neighbourhoods
   (:mod:`attnpool.methods.sparse`);
 - :func:`expansion_cv`: the Gaussian in one column, by truncated expansions
-  (:mod:`attnpool.methods.expansion`). Its error is relative to each point's weight
+  (:mod:`attnpool.methods.fgt`). Its error is relative to each point's weight
   *including* the own term, so points left with less than
   :data:`EXPANSION_LOO_MIN_WEIGHT` are summed pair by pair.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .methods import expansion, sparse
+from ..methods import fgt, sparse
 
 #: Leave-one-out weights below this (in units of K(0)) are summed pair by pair.
 EXPANSION_LOO_MIN_WEIGHT = 1e-4
@@ -46,7 +46,7 @@ def expansion_cv(x, y, bandwidth: float) -> float | None:
     Each point's nearest key is itself, so the expansion's sums are unscaled.
     """
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    sums, _ = expansion.expansion_sums(x, x, y, 1.0 / bandwidth)
+    sums, _ = fgt.expansion_sums(x, x, y, 1.0 / bandwidth)
     rest = sums - _own_terms(y)
     alone = np.flatnonzero(~(rest[:, 0] >= EXPANSION_LOO_MIN_WEIGHT))
     if alone.size * x.shape[0] > EXPANSION_REDO_MAX_PAIRS:
