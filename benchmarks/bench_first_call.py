@@ -16,7 +16,7 @@ and ``attnpool --version``. statsmodels cases above ``--budget`` seconds are sto
 and reported as ``> budget``.
 
 Usage: ``python benchmarks/bench_first_call.py [--sizes 200,500,1000,5000] [--dims 1,2,5]
-[--budget 300]``
+[--budget 300] [--estimators NadarayaWatson,LocalLinear] [--no-commands]``
 """
 
 from __future__ import annotations
@@ -101,13 +101,15 @@ def _ratio(statsmodels, ours) -> str:
     return f"{statsmodels / ours:.1f}×"
 
 
-def fits(sizes, dims, budget: float) -> None:
+def fits(sizes, dims, budget: float, estimators) -> None:
     print(
         "| estimator | d | n | empty cache | cached | new shape | statsmodels |"
         " ratio empty | ratio cached |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for degree, name in ((0, "NadarayaWatson"), (1, "LocalLinear")):
+        if name not in estimators:
+            continue
         for d in dims:
             for n in sizes:
                 with tempfile.TemporaryDirectory() as folder:
@@ -165,11 +167,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="200,500,1000,5000")
     parser.add_argument("--dims", default="1,2,5")
     parser.add_argument("--budget", type=float, default=300.0, help="statsmodels' limit (s)")
+    parser.add_argument("--estimators", default="NadarayaWatson,LocalLinear")
+    parser.add_argument("--no-commands", action="store_true", help="the fits only")
     options = parser.parse_args()
     sizes = [int(s) for s in options.sizes.split(",")]
     dims = [int(s) for s in options.dims.split(",")]
-    fits(sizes, dims, options.budget)
-    commands()
+    fits(sizes, dims, options.budget, options.estimators.split(","))
+    if not options.no_commands:
+        commands()
 
 
 if __name__ == "__main__":

@@ -48,10 +48,14 @@ def method_name(method, x, *, kernel, var_type, degree: int, estimator: str) -> 
 
 
 def _search_pooling(name: str, d: int) -> str:
-    """The CV search's pooling: the method's own where it has one."""
-    if (name == "binned" and d == 1) or name in ("dense", "stream", "sparse"):
-        return name
-    return "auto"
+    """The CV search's pooling: the method's own leave-one-out sums where it declares
+    them (:class:`attnpool.methods.options.Traits`; the binned search takes one
+    column), else ``"auto"``."""
+    from .methods.options import TRAITS
+
+    if name == "auto" or (name == "binned" and d > 1):
+        return "auto"
+    return TRAITS[name].search
 
 
 def fitted_bandwidth(

@@ -263,6 +263,28 @@ def is_builtin(kernel: Kernel, names=None) -> bool:
     return _BUILTIN.get(kernel.name) is kernel and (names is None or kernel.name in names)
 
 
+#: Built-in kernels whose weight never grows with the distance: the nearest key's is
+#: the largest.
+MONOTONE = frozenset(
+    [
+        "gaussian",
+        "boxcar",
+        "constant",
+        "triangular",
+        "epanechnikov",
+        "tricube",
+        "laplacian",
+        "cosine",
+    ]
+)
+
+
+def is_monotone(kernel: Kernel) -> bool:
+    """Whether ``kernel`` is a built-in distance kernel whose weight never grows with the
+    distance."""
+    return is_builtin(kernel, MONOTONE)
+
+
 def is_gaussian(kernel: Kernel) -> bool:
     """Whether ``kernel`` is the built-in ``"gaussian"``: the one kernel whose closed forms
     the ``fgt`` and ``native`` methods build in."""

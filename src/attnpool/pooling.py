@@ -23,7 +23,7 @@ from ._validation import (
     numpy_dtype,
 )
 from .empty_policy import EMPTY_POLICIES, EmptyNeighbourhoodWarning, report_empty
-from .methods.options import DENSE_MAX_PAIRS, Binned, TopK, resolve
+from .methods.options import DENSE_MAX_PAIRS, HOST_METHODS, Binned, TopK, resolve
 
 __all__ = [
     "DENSE_MAX_PAIRS",
@@ -147,11 +147,10 @@ def attention_pool(
     import jax.numpy as jnp
 
     from .engines.programs import pool_core, weights_core
-    from .methods import choice
     from .methods.stream import KEY_BLOCK
 
     def compute(q, k, v, h):
-        if method in choice.HOST_METHODS:
+        if method in HOST_METHODS:
             from .engines.host_methods import pool_host
 
             return pool_host(

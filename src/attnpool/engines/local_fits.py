@@ -24,7 +24,6 @@ from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
 from ..state import block_state, finalize, hard_block_state
 from .programs import (
-    is_monotone,
     kernel_block,
     mask_padding,
     nearest_key,
@@ -84,7 +83,7 @@ def _heaviest_keys(queries, keys, y, lambdas, model, exclude_self, key_count, me
     the keys (ties: their mean). No gradient: the fits do not depend on it."""
     lambdas, queries, keys, y = jax.lax.stop_gradient((lambdas, queries, keys, y))
     rows = jnp.concatenate([keys, y], axis=1)
-    if model.var_type == "c" and is_monotone(model.kernel):
+    if model.var_type == "c" and _kernels.is_monotone(model.kernel):
         index = nearest_key(queries, keys, key_count=key_count, exclude_self=exclude_self)
         gaps = queries[:, 0] - keys[index, 0]
         return rows[index], model.kernel.log_profile(gaps * gaps)

@@ -32,7 +32,6 @@ from ..state import block_state, finalize, hard_block_state
 
 __all__ = [
     "FUSED_KEY_BLOCK",
-    "is_monotone",
     "kernel_block",
     "log_weight_bound",
     "mask_padding",
@@ -42,20 +41,6 @@ __all__ = [
     "pool_state",
     "weights_core",
 ]
-
-# Built-in kernels whose weight never grows with the distance: the nearest key's is the largest.
-_MONOTONE = frozenset(
-    [
-        "gaussian",
-        "boxcar",
-        "constant",
-        "triangular",
-        "epanechnikov",
-        "tricube",
-        "laplacian",
-        "cosine",
-    ]
-)
 
 
 def kernel_block(
@@ -103,7 +88,7 @@ def nearest_log_weight(queries, keys, kernel: _kernels.Kernel, divisor=None):
     for a built-in distance kernel (non-increasing in the distance) its log weight is the
     row maximum, so streamed blocks need no max reduction.
     """
-    if queries.shape[1] != 1 or not is_monotone(kernel):
+    if queries.shape[1] != 1 or not _kernels.is_monotone(kernel):
         return None
     ordered = jnp.sort(keys[:, 0])
     # the nearest key is one of the two around each query's insertion point
@@ -146,11 +131,6 @@ def nearest_key(queries, keys, *, key_count=None, exclude_self=False):
     return order[jnp.where(left_gap <= right_gap, left, right)]
 
 
-def is_monotone(kernel: _kernels.Kernel) -> bool:
-    """A built-in distance kernel whose weight never grows with the distance."""
-    return _kernels.is_builtin(kernel, _MONOTONE)
-
-
 #: A streamed row with less weight than this many times the smallest normal number
 #: (every weight underflowed under the log-weight bound) is pooled again with row maxima.
 _UNDERFLOW = 2.0**24
@@ -168,7 +148,7 @@ def log_weight_bound(queries, kernel: _kernels.Kernel):
     every key may then underflow to zero weight: :func:`pool_core` pools such
     rows again with their exact maxima.
     """
-    if not is_monotone(kernel):
+    if not _kernels.is_monotone(kernel):
         return None
     if kernel.quadratic is not None and queries.shape[1] >= MATMUL_MIN_DIM:
         return -kernel.quadratic * jnp.sum(queries * queries, axis=1)
@@ -253,7 +233,12 @@ def _pool_program(
 
     *scaled, divisor = block_coordinates(queries, keys, bandwidth, kernel)
     result = state(*scaled)
-    if method == "stream" and is_monotone(kernel) and not kernel.compact and scaled[0].shape[1] > 1:
+    if (
+        method == "stream"
+        and _kernels.is_monotone(kernel)
+        and not kernel.compact
+        and scaled[0].shape[1] > 1
+    ):
         # rows whose every weight underflowed under the bound: again, with the row maxima
         # (a few rows by themselves; past _AGAIN_SHARE of them, every row)
         low = result.weight_sum < _UNDERFLOW * jnp.finfo(result.weight_sum.dtype).tiny

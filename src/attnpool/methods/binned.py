@@ -50,6 +50,17 @@ FFT_ROUNDING = 8 * np.finfo(np.float64).eps
 BIN_CHUNK = 2**20
 
 
+def refusal(kernel: Kernel, d: int) -> str | None:
+    """Why ``binned`` cannot pool this kernel in ``d`` dimensions, or None."""
+    from .. import kernels
+
+    if d > 2:
+        return f"'binned' works for d <= 2; received d = {d}"
+    if not kernels.is_builtin(kernel, SMOOTH_KERNELS):
+        return f"'binned' supports the kernels {sorted(SMOOTH_KERNELS)}; received {kernel.name!r}"
+    return None
+
+
 class Grid(NamedTuple):
     """A regular grid: node ``i`` of dimension ``j`` is at ``start[j] + spacing[j] · i``."""
 

@@ -32,13 +32,15 @@ approximations, used only when asked for.
 
 from __future__ import annotations
 
+import importlib
+
 import jax
 import numpy as np
 
 from ..geometry import HOST_MAX_EXTENT, MATMUL_MIN_DIM, extent_in_bandwidths
 from ..kernels import Kernel
 from . import fgt, fused, native, sparse
-from .options import DENSE_MAX_PAIRS, HOST_METHODS
+from .options import DENSE_MAX_PAIRS, TRAITS
 
 #: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
 SPARSE_MAX_FRACTION = 0.05
@@ -48,59 +50,24 @@ FUSED_MAX_ROUNDING = 1e-4
 
 
 def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights: bool) -> None:
-    """A clear error when ``name`` cannot pool this kernel, dimension or input."""
-    if weights and name != "dense" and name != "stream":
+    """A clear error when ``name`` cannot pool this kernel, dimension or input: from
+    what the method declares (:data:`attnpool.methods.options.TRAITS`) and its module's
+    ``refusal(kernel, d)``."""
+    traits = TRAITS[name]
+    if weights and not traits.weights:
         raise ValueError(
             f"method: {name!r} does not form the weight matrix; use method='dense' "
             "(or 'auto') with return_weights=True"
         )
-    if traced and name in HOST_METHODS:
+    if traced and not traits.traceable:
         raise ValueError(
             f"method: {name!r} needs concrete arrays; inside jit, grad or vmap use "
             "'dense', 'stream' or 'fused'"
         )
-    if name == "sparse" and not sparse.supports(kernel):
-        raise ValueError(
-            f"method: 'sparse' needs a compact-support distance kernel; received {kernel.name!r}"
-        )
-    if name == "fgt" and not (fgt.supports(kernel) and d == 1):
-        raise ValueError(
-            "method: 'fgt' pools the built-in 'gaussian' kernel in one dimension; received "
-            f"kernel {kernel.name!r}, d = {d}"
-        )
-    if name == "native" and not native.supports(kernel):
-        raise ValueError(
-            f"method: 'native' pools the built-in 'gaussian' kernel; received {kernel.name!r}"
-        )
-    if name == "native" and not native.available():
-        raise ValueError(
-            "method: 'native' needs a C compiler that builds its loop ($CC, else cc): "
-            f"{native.unavailable_reason()}; use method='stream'"
-        )
-    if name == "fused" and not fused.supports(kernel):
-        raise ValueError(
-            f"method: 'fused' supports the kernels {sorted(fused.FUSED_KERNELS)}; "
-            f"received {kernel.name!r}"
-        )
-    if name == "binned":
-        from .. import kernels
-        from .binned import SMOOTH_KERNELS
-
-        if d > 2:
-            raise ValueError(f"method: 'binned' works for d <= 2; received d = {d}")
-        if not kernels.is_builtin(kernel, SMOOTH_KERNELS):
-            raise ValueError(
-                f"method: 'binned' supports the kernels {sorted(SMOOTH_KERNELS)}; "
-                f"received {kernel.name!r}"
-            )
-    if name == "topk":
-        from ..engines.programs import is_monotone
-
-        if not is_monotone(kernel):
-            raise ValueError(
-                "method: 'topk' needs a built-in distance kernel that never grows with "
-                f"the distance; received {kernel.name!r}"
-            )
+    refusal = getattr(importlib.import_module(f".{name}", __package__), "refusal", None)
+    reason = refusal(kernel, d) if refusal else None
+    if reason:
+        raise ValueError(f"method: {reason}")
 
 
 def choose_method(

@@ -53,6 +53,16 @@ def supports(kernel: Kernel) -> bool:
     return is_gaussian(kernel)
 
 
+def refusal(kernel: Kernel, d: int) -> str | None:
+    """Why ``fgt`` cannot pool this kernel in ``d`` dimensions, or None."""
+    if not (supports(kernel) and d == 1):
+        return (
+            "'fgt' pools the built-in 'gaussian' kernel in one dimension; received "
+            f"kernel {kernel.name!r}, d = {d}"
+        )
+    return None
+
+
 def plan(reach: float) -> tuple[float, int, int]:
     """``(width, half_window, order)``: boxes of ``width`` bandwidths, ``half_window`` boxes
     on each side of the query's box (covering ``reach``), Taylor ``order`` — the

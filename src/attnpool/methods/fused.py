@@ -34,6 +34,13 @@ def supports(kernel: Kernel) -> bool:
     return kernels.is_builtin(kernel, FUSED_KERNELS)
 
 
+def refusal(kernel: Kernel, d: int) -> str | None:
+    """Why ``fused`` cannot pool this kernel, or None."""
+    if not supports(kernel):
+        return f"'fused' supports the kernels {sorted(FUSED_KERNELS)}; received {kernel.name!r}"
+    return None
+
+
 def centred(queries, keys, kernel: Kernel):
     """Scaled coordinates centred on the keys' mean (a distance kernel's weights do not change)."""
     if kernel.similarity == "dot":

@@ -72,6 +72,18 @@ def supports(kernel: Kernel) -> bool:
     return is_gaussian(kernel)
 
 
+def refusal(kernel: Kernel, d: int) -> str | None:
+    """Why ``native`` cannot pool this kernel here (no compiler, say), or None."""
+    if not supports(kernel):
+        return f"'native' pools the built-in 'gaussian' kernel; received {kernel.name!r}"
+    if not available():
+        return (
+            "'native' needs a C compiler that builds its loop ($CC, else cc): "
+            f"{unavailable_reason()}; use method='stream'"
+        )
+    return None
+
+
 def compiler() -> str:
     """The C compiler used: ``$CC`` if set and not empty, else ``cc``."""
     return os.environ.get("CC", "").strip() or "cc"

@@ -11,16 +11,50 @@ __all__ = [
     "DENSE_MAX_PAIRS",
     "HOST_METHODS",
     "METHODS",
+    "TRAITS",
     "Binned",
     "TopK",
+    "Traits",
     "exact_engine",
     "resolve",
 ]
 
+
+@dataclass(frozen=True)
+class Traits:
+    """What a pooling method declares about itself.
+
+    ``exact``: within the rounding of the sum over every pair (``fgt``'s truncation,
+    1e-14 of each query's weight, counts); ``traceable``: runs inside
+    ``jit``/``grad``/``vmap`` (else on concrete arrays, on the host); ``weights``: forms
+    the weight matrix; ``accuracy``: its guarantee, in words; ``search``: the
+    ``pooling=`` of a CV search with this method — its own leave-one-out sums, or
+    ``"auto"`` where it has none (the search then chooses). Which kernels and
+    dimensions it serves, each method's module says (``refusal(kernel, d)``).
+    """
+
+    exact: bool
+    traceable: bool
+    weights: bool
+    accuracy: str
+    search: str = "auto"
+
+
+#: Every method but ``auto``, and what it declares.
+TRAITS = {
+    "dense": Traits(True, True, True, "exact", search="dense"),
+    "stream": Traits(True, True, True, "exact", search="stream"),
+    "fused": Traits(True, True, False, "exact; logits in the inputs' precision"),
+    "sparse": Traits(True, False, False, "exact", search="sparse"),
+    "fgt": Traits(True, False, False, "truncation within 1e-14 of each query's weight"),
+    "native": Traits(True, False, False, "exact"),
+    "binned": Traits(False, False, False, "within tolerance × range(values)", search="binned"),
+    "topk": Traits(False, False, False, "left-out weight within tolerance"),
+}
 #: Every method name ``method=`` accepts.
-METHODS = ("auto", "dense", "stream", "fused", "sparse", "fgt", "native", "binned", "topk")
+METHODS = ("auto", *TRAITS)
 #: Methods that run on concrete arrays (NumPy, SciPy), not inside ``jit``/``grad``/``vmap``.
-HOST_METHODS = frozenset(["sparse", "fgt", "native", "binned", "topk"])
+HOST_METHODS = frozenset(name for name, traits in TRAITS.items() if not traits.traceable)
 #: Query–key pairs up to which ``auto`` pools densely.
 DENSE_MAX_PAIRS = 2**21
 

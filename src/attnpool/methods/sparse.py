@@ -33,6 +33,13 @@ def supports(kernel: Kernel) -> bool:
     return kernel.compact and kernel.similarity == "distance"
 
 
+def refusal(kernel: Kernel, d: int) -> str | None:
+    """Why ``sparse`` cannot pool this kernel, or None."""
+    if not supports(kernel):
+        return f"'sparse' needs a compact-support distance kernel; received {kernel.name!r}"
+    return None
+
+
 def sparse_sums(queries, keys, values, scale, kernel: Kernel, *, edges=None) -> np.ndarray:
     """``[Σ_j K_ij, Σ_j K_ij v_j]`` with ``K_ij = K(s·(q_i − k_j)) / K(0)`` over pairs within
     the support: ``(n, 1 + p)`` float64 sums.

@@ -21,11 +21,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._interop import precision_scope
-from ..kernels import Kernel
+from ..kernels import Kernel, is_monotone
 from ..state import PoolingState, block_state
 
 #: Queries whose neighbours are gathered at once.
 QUERY_CHUNK = 2**15
+
+
+def refusal(kernel: Kernel, d: int) -> str | None:
+    """Why ``topk`` cannot pool this kernel, or None: it needs one whose weights never
+    grow with the distance (the nearest keys are then the heaviest)."""
+    if not is_monotone(kernel):
+        return (
+            "'topk' needs a built-in distance kernel that never grows with the distance; "
+            f"received {kernel.name!r}"
+        )
+    return None
 
 
 def neighbours(queries, keys, k: int):
