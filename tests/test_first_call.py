@@ -104,7 +104,11 @@ def test_buckets_are_few_and_tight():
     assert all(b <= max(FLOOR, n * 9 / 8) for n, b in zip(sizes, buckets, strict=True))
     assert all(bucket(b) == b for b in buckets)  # padded arrays are not padded again
     assert len(set(buckets)) <= 8 * 9 + 1  # eight per doubling from 32 to 2^14
-    assert {query_bucket(n) for n in sizes} == {2**k for k in range(5, 15)}
+    queries = [query_bucket(n) for n in sizes]
+    assert {q for q in queries if q <= 1024} == {2**k for k in range(5, 11)}
+    assert {q for q in queries if q > 1024} == {b for b in buckets if b > 1024}
+    limits = [max(FLOOR, 2 * n if n <= 1024 else n * 9 / 8) for n in sizes]
+    assert all(q <= limit for q, limit in zip(queries, limits, strict=True))
     assert bucket(MAX_ROWS + 1) == MAX_ROWS + 1  # large problems keep their shape
 
 

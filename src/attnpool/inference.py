@@ -49,12 +49,11 @@ from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_positive_int
 from .engines.local_fits import local_fit, loo_residuals
-from .engines.programs import pool_state
-from .geometry import MATMUL_MIN_DIM, closeness
+from .engines.programs import kernel_block, pool_state
+from .geometry import block_coordinates
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .regression import validated
-from .state import block_state
 
 __all__ = [
     "BAND_METHODS",
@@ -103,18 +102,12 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
 
 
 def _log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel):
-    """``log Σ_i K((x − x_i)/h)`` at each query, ``(n_q,)``, streamed for large inputs."""
-    if x_train.shape[1] >= MATMUL_MIN_DIM:
-        centre = jnp.mean(x_train, axis=0)
-        x_train, x_query = x_train - centre, x_query - centre
-    keys, queries = x_train / bandwidth, x_query / bandwidth
-
-    def block(query_rows, query_ids, key_rows, key_ids, value_rows):
-        log_k = kernel.log_profile(-closeness(query_rows, key_rows, kernel))
-        return block_state(log_k, value_rows)
-
+    """``log Σ_i K((x − x_i)/h)`` at each query, ``(n_q,)``, streamed for large inputs:
+    pooling's coordinates and blocks (a compact kernel's edge decided as there)."""
+    queries, keys, divisor = block_coordinates(x_query, x_train, bandwidth, kernel)
     n, m = queries.shape[0], keys.shape[0]
     method = exact_engine(n * m)
+    block = kernel_block(kernel, streamed=method == "stream", divisor=divisor)
     ones = jnp.ones((m, 1), keys.dtype)
     state = pool_state(block, queries, keys, ones, method=method, key_block=KEY_BLOCK)
     return state.max_log + jnp.log(state.weight_sum)
