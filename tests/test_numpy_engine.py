@@ -22,7 +22,7 @@ from attnpool import (
 from attnpool.engines import numpy_engine
 from attnpool.local_model import model_for
 from attnpool.methods import native
-from reference import long_double_local_linear
+from reference import long_double_local_linear, stable_gaussian_pool
 
 DISTANCE_KERNELS = [k for k in kernels.names() if k != "dot"]
 
@@ -251,3 +251,25 @@ def test_a_first_search_in_two_columns_builds_one_loop(native_cache):
     select_bandwidth(x, y)
     assert len(list(native_cache.rglob("*.so"))) == 1
     assert native.ready(True, 2, 2)
+
+
+def test_large_gaussian_predictions_run_on_the_loop_once_it_is_built(native_cache, monkeypatch):
+    # from NATIVE_POOL_MIN_PAIRS pairs Nadaraya–Watson with the Gaussian runs on the C
+    # loop once it is built (a NumPy pair costs ~20 times more); predictions never build
+    # it. Either way: the max-shifted textbook formula in float64.
+    x, y = _data(600, 2, seed=10)
+    queries = np.random.default_rng(11).uniform(-1, 6, (500, 2))
+    h = np.array([0.3, 0.5])
+    assert queries.shape[0] * x.shape[0] >= numpy_engine.NATIVE_POOL_MIN_PAIRS
+    reference = stable_gaussian_pool(queries, x, y, h)
+    on_numpy = NadarayaWatson(bandwidth=h).fit(x, y).predict(queries)
+    assert not list(native_cache.rglob("*.so"))
+    native.native_sums(x, x, y, np.ones(2))  # builds the two-column, two-response loop
+    calls, native_sums = [], native.native_sums
+    monkeypatch.setattr(
+        native, "native_sums", lambda *a, **k: calls.append(1) or native_sums(*a, **k)
+    )
+    on_the_loop = NadarayaWatson(bandwidth=h).fit(x, y).predict(queries)
+    assert calls
+    np.testing.assert_allclose(on_numpy, reference, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(on_the_loop, reference, rtol=1e-12, atol=1e-12)

@@ -38,7 +38,7 @@ from . import kernels as _kernels
 from ._interop import precision_scope
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from .edges import has_edge
-from .engines.programs import kernel_block, pool_state
+from .engines.programs import kernel_block, mask_own_pairs, pool_state
 from .geometry import block_log_weights, key_centre
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
@@ -158,8 +158,7 @@ def _chunk_state(
             divisor = h if differences else None
             log_w = block_log_weights(query_rows, key_rows, kernel, divisor=divisor)
             if leave_one_out:
-                own = query_ids[query_pos][:, None] == key_ids[key_pos][None, :]
-                log_w = jnp.where(own, -jnp.inf, log_w)
+                log_w = mask_own_pairs(log_w, query_ids[query_pos], key_ids[key_pos])
             return block_state(log_w, value_rows)
 
         n, m = q.shape[0], k.shape[0]

@@ -25,6 +25,7 @@ from ..methods.stream import KEY_BLOCK
 from ..state import block_state, finalize, hard_block_state
 from .programs import (
     kernel_block,
+    mask_own_pairs,
     mask_padding,
     nearest_key,
     nearest_log_weight,
@@ -54,7 +55,7 @@ def _block_function(
         q, origin = q[:, :d], q[:, d:]
         logw = mask_padding(log_weights(q, k, lambdas, model), k_ids, key_count)
         if exclude_self:
-            logw = jnp.where(q_ids[:, None] == k_ids[None, :], -jnp.inf, logw)
+            logw = mask_own_pairs(logw, q_ids, k_ids)
         if hard:
             return hard_block_state(logw, v)
         known = None if max_log is None else max_log[q_ids]

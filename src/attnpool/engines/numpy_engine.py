@@ -35,6 +35,7 @@ __all__ = [
     "NATIVE_MAX_SCALED",
     "NATIVE_MIN_WORK",
     "NATIVE_MIN_WORK_SEVERAL",
+    "NATIVE_POOL_MIN_PAIRS",
     "NATIVE_SEARCH_MAX_WORK",
     "NUMPY_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
@@ -104,6 +105,9 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
     scale = value_unit(y)  # columns near the float limit in power-of-two units
     y = y / scale
     d, p = x.shape[1], y.shape[1]
+    pooled = None if exclude_self else _native_pool(x, y, q, h, model)
+    if pooled is not None:
+        return pooled * scale, np.zeros((q.shape[0], d, p)), np.zeros(q.shape[0], bool)
     fit, slopes = np.empty((q.shape[0], p)), np.empty((q.shape[0], d, p))
     empty = np.empty(q.shape[0], bool)
     rows_per_chunk = max(1, NUMPY_CHUNK_PAIRS // max(1, x.shape[0]))
@@ -124,6 +128,35 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
         if not nearest:
             fit[empty] = np.nan
     return fit * scale, slopes * scale, empty
+
+
+#: Fewest pairs from which a Nadaraya–Watson fit with the Gaussian runs on the
+#: ``native`` loop once it is built (~2 ns a pair on two cores, NumPy ~40): a fixed-
+#: bandwidth fit of 1000 rows at 1000 queries took 40 ms in NumPy, 4 ms compiled.
+NATIVE_POOL_MIN_PAIRS = 2**18
+
+
+def _native_pool(x, y, q, h, model: LocalModel):
+    """Nadaraya–Watson fits ``(k, p)`` on the ``native`` loop, or None where it does not
+    serve: not the Gaussian on continuous columns, fewer than
+    :data:`NATIVE_POOL_MIN_PAIRS`, the loop not built (no build here), coordinates
+    beyond :data:`NATIVE_MAX_SCALED` bandwidths of the keys' midrange, or a sum not
+    finite (NumPy then takes the call, nearest-key limit included)."""
+    gaussian = kernels.is_gaussian(model.kernel) and set(model.var_type) == {"c"}
+    if model.degree != 0 or not gaussian or q.shape[0] * x.shape[0] < NATIVE_POOL_MIN_PAIRS:
+        return None
+    from ..methods import native
+
+    if y.shape[1] > native.MAX_VALUES or not native.ready(True, x.shape[1], y.shape[1]):
+        return None
+    centre = 0.5 * x.min(axis=0) + 0.5 * x.max(axis=0)
+    keys, queries = x - centre, q - centre
+    reach = np.maximum(np.max(np.abs(keys), axis=0), np.max(np.abs(queries), axis=0))
+    if np.any(reach / h > NATIVE_MAX_SCALED):
+        return None
+    sums = native.native_sums(queries, keys, y, 1.0 / h)
+    pooled = sums[:, 1:] / sums[:, :1]
+    return pooled if np.all(np.isfinite(pooled)) else None
 
 
 def _moments(queries, keys, h, y, model: LocalModel, self_offset):
@@ -225,10 +258,13 @@ NATIVE_MIN_WORK = 2**22
 #: linear from 77 and 54): a new data size then costs ~0.01 s, not 0.1–0.2 s.
 NATIVE_MIN_WORK_SEVERAL = 2**20
 #: Most pairs × expected evaluations (:func:`_evaluations`) a host search of one column
-#: takes on the compiled loop: ~2 s at ~2 ns a pair on two cores, about what the
-#: compiled search on a binned grid costs with JAX's import (n ≤ 5181 for
-#: Nadaraya–Watson, 2991 for local linear).
-NATIVE_SEARCH_MAX_WORK = 2**30
+#: takes on the compiled loop: ~0.2 s at ~1.5 ns a pair on two cores (n ≤ 1832 for
+#: Nadaraya–Watson, 1057 for local linear). Beyond, the compiled search on a binned
+#: grid wins once its programs are in the cache: at n = 5000 it took 0.07 s a search in
+#: a warm process where the host's took 1.4 s (2^30 here made that the steady state,
+#: 44× statsmodels instead of 563×), and a first fit with a warm cache costs JAX's
+#: import, ~1 s, more.
+NATIVE_SEARCH_MAX_WORK = 2**27
 #: Largest |coordinate| / h (centred rows) the compiled loop is given.
 NATIVE_MAX_SCALED = 2.0**12
 

@@ -34,12 +34,14 @@ __all__ = [
     "FUSED_KEY_BLOCK",
     "kernel_block",
     "log_weight_bound",
+    "mask_own_pairs",
     "mask_padding",
     "nearest_key",
     "nearest_log_weight",
     "pool_core",
     "pool_state",
     "weights_core",
+    "with_nearest_limit",
 ]
 
 
@@ -71,6 +73,14 @@ def kernel_block(
         return block_state(mask_padding(log_weights, key_ids, key_count), value_rows, known)
 
     return block
+
+
+def mask_own_pairs(scores, left_out, key_ids):
+    """``scores (n, b)`` with each query's left-out key at ``−inf``: leave-one-out inside
+    the blocks, never a subtraction afterwards (which cancels at small bandwidths).
+    ``left_out (n,)``: the id of the key each query leaves out (``−1``: none);
+    ``key_ids (b,)``: the block's key ids."""
+    return jnp.where(left_out[:, None] == key_ids[None, :], -jnp.inf, scores)
 
 
 def mask_padding(scores, key_ids, key_count):

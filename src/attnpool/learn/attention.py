@@ -8,9 +8,7 @@ exact (the streamed body is rematerialised under reverse-mode autodiff).
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-
-from ..engines.programs import pool_state
+from ..engines.programs import mask_own_pairs, pool_state
 from ..methods import normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
@@ -33,8 +31,7 @@ def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         log_w = model.log_weights(params, query_rows, key_rows)
         if leave_out is not None:
-            own = leave_out[query_ids][:, None] == key_ids[None, :]
-            log_w = jnp.where(own, -jnp.inf, log_w)
+            log_w = mask_own_pairs(log_w, leave_out[query_ids], key_ids)
         return block_state(log_w, value_rows)
 
     n, m = queries.shape[0], keys.shape[0]
