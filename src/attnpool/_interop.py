@@ -18,7 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._cache import enable_compilation_cache
-from ._validation import is_jax, numpy_dtype
+from ._units import value_unit
+from ._validation import check_bandwidth_representable, is_jax, is_traced, numpy_dtype
+from .empty_policy import report_empty
 
 enable_compilation_cache()  # a second process loads its programs instead of compiling
 
@@ -47,3 +49,48 @@ def half_precision(data):
     """The inputs' common dtype if it is a 16-bit float (float16, bfloat16), else None."""
     dtype = jnp.result_type(*data)
     return dtype if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize == 2 else None
+
+
+def run_in_policy(compute, args, kernel, empty: str, n: int):
+    """``compute(*args)`` under the precision and array-type policy — NumPy in, NumPy
+    out; float64 without the global flag; narrow floats computed in float32 and returned
+    in their own precision; value columns near the float limit in power-of-two units —
+    then the ``empty`` policy on its empty rows (warnings point at the public function's
+    caller). ``args``: ``(queries, keys, values, bandwidth)`` (a pool) or ``(queries,
+    keys, bandwidth)`` (weights); ``n`` queries."""
+    as_numpy = numpy_mode(*args)
+    dtype = compute_dtype(*args[:-1], numpy=as_numpy)
+    if empty == "raise" and any(is_traced(a) for a in args):
+        raise ValueError(
+            "empty: 'raise' needs concrete inputs; inside jit, grad or vmap use 'nan' or 'nearest'"
+        )
+    check_bandwidth_representable(args[-1], dtype)
+    with precision_scope(dtype):
+        # NumPy stays NumPy until the jitted programs: eager JAX operations would each
+        # compile a program for every new shape
+        convert = np.asarray if as_numpy else jnp.asarray
+        cast = [convert(a, dtype) for a in args]
+        if n == 0:
+            width = cast[2].shape[1] if len(cast) == 4 else cast[1].shape[0]
+            result, empty_rows = jnp.zeros((0, width), dtype), jnp.zeros((0,), bool)
+        elif len(cast) == 4:  # pooling: huge value columns in power-of-two units
+            q, k, v, h = cast
+            unit = value_unit(v)
+            result, empty_rows = compute(q, k, v / unit, h)
+            if isinstance(result, tuple):  # (pooled, weights)
+                result = (result[0] * unit, result[1])
+            else:
+                result = result * unit
+        else:
+            result, empty_rows = compute(*cast)
+        narrow = half_precision(args[:-1])
+        if narrow is not None:  # computed in float32, returned in the inputs' precision
+            result = jax.tree_util.tree_map(
+                lambda a: a.astype(narrow) if jnp.issubdtype(a.dtype, jnp.floating) else a,
+                result,
+            )
+        if as_numpy:
+            result = jax.tree_util.tree_map(np.asarray, result)
+    if not is_traced(empty_rows):
+        report_empty(kernel, empty, np.asarray(empty_rows), stacklevel=4)
+    return result

@@ -11,7 +11,6 @@ from collections.abc import Callable
 import numpy as np
 
 from . import kernels as _kernels
-from ._units import value_unit
 from ._validation import (
     check_bandwidth,
     check_bandwidth_representable,
@@ -19,7 +18,6 @@ from ._validation import (
     check_points,
     check_positive_int,
     check_values,
-    is_traced,
     numpy_dtype,
 )
 from .empty_policy import EMPTY_POLICIES, EmptyNeighbourhoodWarning, report_empty
@@ -142,7 +140,12 @@ def attention_pool(
         pooled = _pool_on_numpy(q, k, v, h, kernel, empty, nearest)
         if pooled is not None:
             return pooled[:, 0] if flat else pooled
-    method, options = _choose(method, kernel, q, k, h, return_weights, block_size)
+    from ._interop import run_in_policy
+    from .methods import choice
+
+    method, options = choice.choose(
+        method, kernel, q, k, h, weights=return_weights, block_size=block_size
+    )
     import jax
     import jax.numpy as jnp
 
@@ -172,7 +175,7 @@ def attention_pool(
         )
         return pooled, empty_rows
 
-    result = _run(compute, (q, k, v, h), kernel, empty, n)
+    result = run_in_policy(compute, (q, k, v, h), kernel, empty, n)
     pooled, weights = result if return_weights else (result, None)
     if flat:
         pooled = pooled[:, 0]
@@ -205,7 +208,9 @@ def attention_weights(
 
         return weights_core(q, k, h, kernel=kernel, nearest=nearest)
 
-    return _run(compute, (q, k, h), kernel, empty, q.shape[0])
+    from ._interop import run_in_policy
+
+    return run_in_policy(compute, (q, k, h), kernel, empty, q.shape[0])
 
 
 def nadaraya_watson(
@@ -267,63 +272,3 @@ def _pool_on_numpy(q, k, v, h, kernel, empty: str, nearest: bool):
     pooled, _, empty_rows = numpy_engine.local_fit(k, v, q, h, model, nearest=nearest)
     report_empty(kernel, empty, empty_rows, stacklevel=4)
     return pooled
-
-
-def _run(compute, args, kernel, empty: str, n: int):
-    """Apply the precision/array-type policy around ``compute`` and the empty policy after."""
-    import jax
-    import jax.numpy as jnp
-
-    from ._interop import compute_dtype, half_precision, numpy_mode, precision_scope
-
-    as_numpy = numpy_mode(*args)
-    dtype = compute_dtype(*args[:-1], numpy=as_numpy)
-    if empty == "raise" and any(is_traced(a) for a in args):
-        raise ValueError(
-            "empty: 'raise' needs concrete inputs; inside jit, grad or vmap use 'nan' or 'nearest'"
-        )
-    check_bandwidth_representable(args[-1], dtype)
-    with precision_scope(dtype):
-        # NumPy stays NumPy until the jitted programs: eager JAX operations would each
-        # compile a program for every new shape
-        convert = np.asarray if as_numpy else jnp.asarray
-        cast = [convert(a, dtype) for a in args]
-        if n == 0:
-            width = cast[2].shape[1] if len(cast) == 4 else cast[1].shape[0]
-            result, empty_rows = jnp.zeros((0, width), dtype), jnp.zeros((0,), bool)
-        elif len(cast) == 4:  # pooling: huge value columns in power-of-two units
-            q, k, v, h = cast
-            unit = value_unit(v)
-            result, empty_rows = compute(q, k, v / unit, h)
-            if isinstance(result, tuple):  # (pooled, weights)
-                result = (result[0] * unit, result[1])
-            else:
-                result = result * unit
-        else:
-            result, empty_rows = compute(*cast)
-        narrow = half_precision(args[:-1])
-        if narrow is not None:  # computed in float32, returned in the inputs' precision
-            result = jax.tree_util.tree_map(
-                lambda a: a.astype(narrow) if jnp.issubdtype(a.dtype, jnp.floating) else a,
-                result,
-            )
-        if as_numpy:
-            result = jax.tree_util.tree_map(np.asarray, result)
-    if not is_traced(empty_rows):
-        report_empty(kernel, empty, np.asarray(empty_rows), stacklevel=4)
-    return result
-
-
-def _choose(method, kernel, q, k, h, weights: bool, block_size):
-    """``(name, options)`` for the ``method`` argument, ``"auto"`` resolved (see
-    :mod:`attnpool.methods.choice`), or a clear error if it cannot apply."""
-    from .methods import choice
-
-    name, options = resolve(method)
-    traced = any(is_traced(a) for a in (q, k, h))
-    if name == "auto":
-        if block_size is not None and not weights:
-            return "stream", None
-        name = choice.choose_method(kernel, q, k, h, traced=traced, weights=weights)
-    choice.check_applicable(name, kernel, k.shape[1], traced=traced, weights=weights)
-    return name, options

@@ -37,10 +37,11 @@ import importlib
 import jax
 import numpy as np
 
+from .._validation import is_traced
 from ..geometry import HOST_MAX_EXTENT, MATMUL_MIN_DIM, extent_in_bandwidths
 from ..kernels import Kernel
 from . import fgt, fused, native, sparse
-from .options import DENSE_MAX_PAIRS, TRAITS
+from .options import DENSE_MAX_PAIRS, TRAITS, resolve
 
 #: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
 SPARSE_MAX_FRACTION = 0.05
@@ -126,3 +127,17 @@ def _fused_is_accurate(keys, bandwidth, kernel: Kernel) -> bool:
     spread = np.asarray(keys.max(axis=0), np.float64) - np.asarray(keys.min(axis=0), np.float64)
     extent = np.max(spread / np.asarray(bandwidth, np.float64))
     return np.finfo(keys.dtype).eps * extent**2 <= FUSED_MAX_ROUNDING
+
+
+def choose(method, kernel: Kernel, q, k, h, *, weights: bool, block_size):
+    """``(name, options)`` for the ``method`` argument of a pool of queries ``q (n, d)``
+    over keys ``k (m, d)``: ``"auto"`` resolved by the table above (``block_size`` asks
+    for ``stream``), or a clear error if the method cannot apply."""
+    name, options = resolve(method)
+    traced = any(is_traced(a) for a in (q, k, h))
+    if name == "auto":
+        if block_size is not None and not weights:
+            return "stream", None
+        name = choose_method(kernel, q, k, h, traced=traced, weights=weights)
+    check_applicable(name, kernel, k.shape[1], traced=traced, weights=weights)
+    return name, options
