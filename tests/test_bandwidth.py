@@ -188,13 +188,26 @@ def test_the_search_in_several_columns_reaches_the_minimum_of_a_grid_around_it(d
 def test_a_column_local_linear_fits_exactly_is_smoothed_out_at_no_cost(seed):
     # y linear in x₁: local linear's CV keeps falling as h₁ → ∞ (for some samples the
     # noise makes a finite bandwidth best). Either way no large finite bandwidth beats
-    # the search, and a smoothed-out column gets SMOOTHED_OUT × its search unit.
+    # the search, and a smoothed-out column gets SMOOTHED_OUT × its half-width.
     x, y = continuous_data(seed, n=300, d=2)
     selection = select_bandwidth(x, y, degree=1)
     wide = np.column_stack([np.full(13, selection.bandwidth[0]), np.geomspace(1, 1e7, 13)])
     assert selection.objective <= cv_curve(x, y, wide, degree=1).min() * (1 + 1e-10)
     if selection.bandwidth[1] > 1e3:
-        assert selection.bandwidth[1] == SMOOTHED_OUT * 4.0  # |x − 2.5| ≤ 2.5 < 4
+        half = np.ptp(x[:, 1]) / 2
+        np.testing.assert_allclose(selection.bandwidth[1], SMOOTHED_OUT * half, rtol=1e-14)
+
+
+@pytest.mark.parametrize("factor", [3.0, 0.7, 1e-5])
+def test_a_smoothed_out_column_scales_with_its_column(factor):
+    # scale equivariance holds for the limit too: a column × c, its bandwidth × c, by
+    # any factor (the search's units are powers of two; the limit is in half-widths)
+    x, y = continuous_data(0, n=300, d=2)
+    plain = select_bandwidth(x, y, degree=1)
+    scaled = select_bandwidth(x * [1.0, factor], y, degree=1)
+    assert plain.bandwidth[1] > 1e5 * np.ptp(x[:, 1])  # smoothed out
+    np.testing.assert_allclose(scaled.bandwidth, plain.bandwidth * [1.0, factor], rtol=1e-7)
+    np.testing.assert_allclose(scaled.objective, plain.objective, rtol=1e-12)
 
 
 def test_a_nearly_flat_objective_takes_no_step_to_overflowing_bandwidths():

@@ -72,7 +72,7 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
             progress,
             xatol=NUMPY_SEARCH_XATOL,
             smooth=smooth,
-            limits=smoothed_out(model),
+            limits=smoothed_out(x, model),
         )
     from . import compiled
 
@@ -128,10 +128,9 @@ def select_bandwidth(
         ``bandwidth`` of shape (d,) and the criterion value ``objective``. A continuous
         column whose best bandwidth is infinite — a local linear fit of a ``y`` linear
         in it, or a column that does not matter — is *smoothed out*: its bandwidth is
-        :data:`attnpool.bandwidth.search.SMOOTHED_OUT` (2²⁰) times the least power of two
-        above the column's half-width, where its kernel weighs all its rows equally
-        to 2e-12 (Gaussian searches in several columns; the others report where
-        their search stopped).
+        :data:`attnpool.bandwidth.search.SMOOTHED_OUT` (2²⁰) times the column's
+        half-width, where its kernel weighs all its rows equally to 2e-12 (Gaussian
+        searches in several columns; the others report where their search stopped).
     """
     check_choice(method, "method", SELECTORS)
     check_choice(pooling, "pooling", POOLINGS)

@@ -37,13 +37,14 @@ __all__ = [
 
 #: The coarse search's multiples of the rule of thumb.
 GRID = np.geomspace(0.05, 5.0, 16)
-#: The bandwidth, in search units (continuous columns within ``[−1, 1]``), at which a
-#: column counts as smoothed out: a Gaussian there weighs every key of the column
-#: equally to ``2e-12``, so the criterion has reached its limit as ``h → ∞`` to
-#: rounding. Local linear fits of a column on which ``y`` is linear, and columns that do
-#: not matter, have their best bandwidth there.
+#: The bandwidth, in half-widths of its column, at which a column counts as smoothed
+#: out: a Gaussian there weighs every key of the column equally to ``2e-12``, so the
+#: criterion has reached its limit as ``h → ∞`` to rounding. Local linear fits of a
+#: column on which ``y`` is linear, and columns that do not matter, have their best
+#: bandwidth there. (In half-widths, not search units, so that the reported bandwidth
+#: scales with the column by any factor, not only by powers of two.)
 SMOOTHED_OUT = 2.0**20
-#: The bandwidth (search units) from which the criterion is near its limit — the
+#: The bandwidth, in half-widths, from which the criterion is near its limit — the
 #: column's whole width — and a bandwidth still growing is tried smoothed out.
 WIDE = 2.0
 
@@ -89,13 +90,19 @@ def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
     return h.astype(float)
 
 
-def smoothed_out(model: LocalModel) -> tuple[np.ndarray, np.ndarray]:
-    """``(wide, flat)``, ``θ (d,)`` at :data:`WIDE` and :data:`SMOOTHED_OUT` for the
-    continuous columns (``inf`` for categorical ones, whose ``θ`` has no such points):
-    :func:`minimize_smooth`'s ``limits``."""
-    wide, flat = np.full(len(model.var_type), np.inf), np.full(len(model.var_type), np.inf)
-    wide[list(model.continuous)] = np.log(WIDE)
-    flat[list(model.continuous)] = np.log(SMOOTHED_OUT)
+def smoothed_out(x, model: LocalModel) -> tuple[np.ndarray, np.ndarray]:
+    """``(wide, flat)``, ``θ (d,)`` at :data:`WIDE` and :data:`SMOOTHED_OUT` half-widths
+    of each continuous column of ``x (n, d)`` (about its midrange; ``inf`` for
+    categorical columns, whose ``θ`` has no such points): :func:`minimize_smooth`'s
+    ``limits``."""
+    d = len(model.var_type)
+    wide, flat = np.full(d, np.inf), np.full(d, np.inf)
+    cont = list(model.continuous)
+    part = np.asarray(x, np.float64)[:, cont]
+    half = np.max(part, axis=0) / 2 - np.min(part, axis=0) / 2
+    half = np.where(half > 0, half, 1.0)  # a constant column: any bandwidth is the same
+    wide[cont] = np.log(WIDE * half)
+    flat[cont] = np.log(SMOOTHED_OUT * half)
     return wide, flat
 
 
