@@ -43,6 +43,18 @@ def reference_pool(queries, keys, values, kernel, bandwidth):
     return reference_weights(queries, keys, kernel, bandwidth) @ values
 
 
+def leave_one_out_pool(points, values, bandwidth, kernel):
+    """The four-line formula with each point's own pair left out (its row's diagonal 0)."""
+    x = _two_d(points)
+    h = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (x.shape[1],))
+    distances = np.sqrt((((x[:, None, :] - x[None, :, :]) / h) ** 2).sum(axis=-1))
+    unnormalised = KERNEL_VALUES[kernel](distances)
+    np.fill_diagonal(unnormalised, 0.0)
+    with np.errstate(invalid="ignore"):  # a point alone in its support: NaN
+        weights = unnormalised / unnormalised.sum(axis=1, keepdims=True)
+    return weights @ np.asarray(values, dtype=np.float64)
+
+
 def nearest_values(queries, keys, values, bandwidth=1.0):
     """Brute force: for each query, the mean value of its nearest keys (scaled distance)."""
     q, k = _two_d(queries), _two_d(keys)

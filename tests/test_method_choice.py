@@ -11,6 +11,7 @@ import pytest
 from attnpool import Binned, TopK, attention_pool, kernels
 from attnpool.methods import choice
 from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, exact, value_range
+from reference import leave_one_out_pool
 
 # --- the "auto" rules, one test per branch -------------------------------------------------
 
@@ -208,6 +209,40 @@ def test_sparse_bandwidth_search_in_two_dimensions():
     assert found.objective <= np.nanmin(found.grid[1])
 
 
+@pytest.mark.parametrize(
+    "pooling, kernel, d",
+    [("sparse", "epanechnikov", 1), ("fgt", "gaussian", 1), ("native", "gaussian", 2)],
+)
+def test_host_methods_leave_one_out_sums_are_the_textbook_ones(pooling, kernel, d):
+    from attnpool.kernels import get
+    from attnpool.methods.options import host_leave_one_out
+
+    _, keys, values = data(127, m=300, d=d, layout="clustered")
+    h = np.full(d, 0.4)
+    sums = host_leave_one_out(pooling)(keys, values, 1.0 / h, get(kernel))
+    want = leave_one_out_pool(keys, values, h, kernel)
+    with np.errstate(invalid="ignore"):  # alone in its support: NaN in both
+        np.testing.assert_allclose(sums[:, 1:] / sums[:, :1], want, rtol=1e-11, atol=1e-12)
+    assert np.isfinite(want).mean() > 0.9
+
+
+@pytest.mark.parametrize(
+    "pooling, kernel, d",
+    [("sparse", "triangular", 1), ("fgt", "gaussian", 1), ("native", "gaussian", 2)],
+)
+def test_searches_on_a_host_methods_sums_find_the_exact_searchs_optimum(pooling, kernel, d):
+    from attnpool import cv_curve, select_bandwidth
+
+    _, keys, values = data(128, m=400, d=d)
+    y = values[:, 0] + np.random.default_rng(5).normal(0, 0.3, 400)
+    found = select_bandwidth(keys, y, kernel=kernel, pooling=pooling)
+    exact = select_bandwidth(keys, y, kernel=kernel, pooling="dense")
+    np.testing.assert_allclose(
+        found.objective, cv_curve(keys, y, found.bandwidth[None], kernel=kernel)[0], rtol=1e-10
+    )
+    assert found.objective <= exact.objective * (1 + 1e-6)
+
+
 def test_binned_bandwidth_search_can_be_asked_for_below_its_threshold():
     from attnpool import select_bandwidth
 
@@ -240,6 +275,20 @@ def test_estimators_search_with_their_method():
         (
             lambda x, y: __import__("attnpool").select_bandwidth(x, y, pooling="sparse"),
             r"'sparse' searches .* kernel='gaussian'",
+        ),
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(x, y, pooling="topk"),
+            r"pooling: expected one of .*'native'.* received 'topk'",
+        ),
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(
+                np.c_[x, x[::-1]], y, pooling="fgt"
+            ),
+            r"'fgt' searches .* d = 2",
+        ),
+        (
+            lambda x, y: __import__("attnpool").select_bandwidth(x, y, pooling="native", degree=1),
+            r"'native' searches .* degree=1",
         ),
         (
             lambda x, y: __import__("attnpool").select_bandwidth(
@@ -284,6 +333,7 @@ def test_large_binned_searches_report_the_best_objective_they_can_afford(
 def test_large_gaussian_searches_report_the_exact_objective_by_fgt(monkeypatch):
     from attnpool import cv_curve, select_bandwidth
     from attnpool.bandwidth import compiled, leave_one_out
+    from attnpool.kernels import get
 
     monkeypatch.setattr(compiled, "EXACT_OBJECTIVE_MAX_PAIRS", 1000**2)  # as if n were huge
     _, keys, values = data(126, m=2100)  # fgt from n² ≥ 2²², n = 2048
@@ -295,7 +345,7 @@ def test_large_gaussian_searches_report_the_exact_objective_by_fgt(monkeypatch):
     np.testing.assert_allclose(found.objective, at_optimum, rtol=EXACT_RTOL)
     for h in [0.01, 0.1, 1.0]:  # many lonely points, few, none
         np.testing.assert_allclose(
-            leave_one_out.expansion_cv(keys, y[:, None], h),
+            leave_one_out.cv_objective("fgt", keys, y[:, None], get("gaussian"))(np.log([h])),
             cv_curve(keys, y, [h])[0],
             rtol=EXACT_RTOL,
         )

@@ -8,20 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from . import kernels as _kernels
 from ._validation import (
     check_bandwidth,
-    check_bandwidth_representable,
     check_choice,
     check_points,
     check_positive_int,
     check_values,
-    numpy_dtype,
 )
 from .empty_policy import EMPTY_POLICIES, EmptyNeighbourhoodWarning, report_empty
-from .methods.options import DENSE_MAX_PAIRS, HOST_METHODS, Binned, TopK, resolve
+from .methods.options import DENSE_MAX_PAIRS, Binned, TopK, resolve
 
 __all__ = [
     "DENSE_MAX_PAIRS",
@@ -137,43 +133,34 @@ def attention_pool(
         _check_weight_size(n, m)
     nearest = empty == "nearest" or not kernel.compact
     if resolve(method)[0] == "auto" and block_size is None and not return_weights:
-        pooled = _pool_on_numpy(q, k, v, h, kernel, empty, nearest)
-        if pooled is not None:
+        from .engines.numpy_engine import pool_if_served
+
+        found = pool_if_served(q, k, v, h, kernel, nearest=nearest)
+        if found is not None:
+            pooled, empty_rows = found
+            report_empty(kernel, empty, empty_rows)
             return pooled[:, 0] if flat else pooled
     from ._interop import run_in_policy
+    from .engines.dispatch import pool_on_engine
     from .methods import choice
 
     method, options = choice.choose(
         method, kernel, q, k, h, weights=return_weights, block_size=block_size
     )
-    import jax
-    import jax.numpy as jnp
-
-    from .engines.programs import pool_core, weights_core
-    from .methods.stream import KEY_BLOCK
 
     def compute(q, k, v, h):
-        if method in HOST_METHODS:
-            from .engines.host_methods import pool_host
-
-            return pool_host(
-                q, k, v, h, kernel=kernel, method=method, options=options, nearest=nearest
-            )
-        if return_weights:
-            weights, empty_rows = weights_core(q, k, h, kernel=kernel, nearest=nearest)
-            pooled = jnp.matmul(weights, v, precision=jax.lax.Precision.HIGHEST)
-            return (pooled, weights), empty_rows
-        pooled, empty_rows = pool_core(
+        return pool_on_engine(
             q,
             k,
             v,
             h,
             kernel=kernel,
             method=method,
-            key_block=block_size or KEY_BLOCK,
+            options=options,
             nearest=nearest,
+            block_size=block_size,
+            weights=return_weights,
         )
-        return pooled, empty_rows
 
     result = run_in_policy(compute, (q, k, v, h), kernel, empty, n)
     pooled, weights = result if return_weights else (result, None)
@@ -248,27 +235,3 @@ def _check_weight_size(n: int, m: int) -> None:
             f"above the limit of {MAX_WEIGHT_ENTRIES:,}; pool without weights "
             "(memory then stays O(n·block)) or ask for the weights of fewer queries"
         )
-
-
-def _pool_on_numpy(q, k, v, h, kernel, empty: str, nearest: bool):
-    """Pooled values of a small problem on NumPy float64 (or integer) arrays, by the NumPy
-    engine (no program, no JAX: the textbook's 40 points pool in milliseconds); None
-    where that engine does not serve it (JAX arrays, float32 or narrower data, which
-    compute in their own precision, the ``dot`` kernel, a kernel of the user's, more
-    than ``NUMPY_MAX_WORK`` pairs × columns)."""
-    if not all(isinstance(a, np.ndarray) for a in (q, k, v, h)) or q.shape[0] == 0:
-        return None
-    if numpy_dtype(q, k, v) != np.float64:  # float32 data computes in float32, compiled
-        return None
-    if kernel.similarity != "distance":
-        return None
-    from .engines import numpy_engine
-    from .local_model import model_for
-
-    model = model_for(k, kernel=kernel)
-    if not numpy_engine.serves(model, q.shape[0], k.shape[0], v.shape[1]):
-        return None
-    check_bandwidth_representable(h, np.float64)  # as the compiled path does
-    pooled, _, empty_rows = numpy_engine.local_fit(k, v, q, h, model, nearest=nearest)
-    report_empty(kernel, empty, empty_rows, stacklevel=4)
-    return pooled

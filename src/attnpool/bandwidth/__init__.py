@@ -30,6 +30,7 @@ from .._validation import check_choice, check_points, check_values
 from ..edges import has_edge
 from ..engines import numpy_engine
 from ..local_model import LocalModel, model_for
+from ..methods.options import LEAVE_ONE_OUT_METHODS
 from .rules import rule_of_thumb
 from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
 
@@ -37,12 +38,11 @@ __all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"
 
 #: How a bandwidth is chosen (``method=``): two criteria, then two rules of thumb.
 SELECTORS = ("cv", "aicc", "scott", "silverman")
-#: How the search pools (``pooling=``): ``auto`` the host (NumPy or the C loop) for
+#: How the search pools (``pooling=``): ``auto`` — the host (NumPy or the C loop) for
 #: small searches and Gaussian ones in several columns, binned for one continuous
-#: column and n ≥ BINNED_MIN_ROWS, exact
-#: otherwise; ``dense``/``stream`` exact (``stream`` forces
-#: streamed key blocks); ``binned`` one continuous column; ``sparse`` compact kernels.
-POOLINGS = ("auto", "dense", "stream", "binned", "sparse")
+#: column and n ≥ BINNED_MIN_ROWS, exact otherwise — or a method with leave-one-out
+#: sums of its own (:data:`attnpool.methods.options.LEAVE_ONE_OUT_METHODS`).
+POOLINGS = ("auto", *LEAVE_ONE_OUT_METHODS)
 #: Log-bandwidth tolerance of the NumPy engine's search (smooth objectives: Brent's
 #: parabolas reach it in a few more evaluations).
 NUMPY_SEARCH_XATOL = 1e-8
@@ -112,15 +112,17 @@ def select_bandwidth(
     method : {"cv", "aicc", "scott", "silverman"}
     kernel, degree, var_type : as in :func:`attnpool.regression.local_regression`
     progress : callable ``(done, total)``, optional — called as the search advances
-    pooling : {"auto", "dense", "stream", "binned", "sparse"}
-        How the objectives are computed. ``"binned"`` (one continuous column, CV):
-        grid search and L-BFGS on the binned leave-one-out objective, then the exact
-        objective at the result — what ``"auto"`` does from 1000 rows. ``"sparse"``
-        (compact kernels, continuous columns, local constant, CV): exact leave-one-out
-        sums over each point's neighbourhood only (:mod:`attnpool.methods.sparse`),
-        a grid search and a derivative-free refinement (the objective jumps as keys
-        enter a support). ``"dense"``/``"stream"``: the exact search, ``"stream"``
-        with streamed key blocks.
+    pooling : {"auto", "dense", "stream", "sparse", "fgt", "native", "binned"}
+        Whose leave-one-out sums the objectives are computed with. ``"binned"`` (one
+        continuous column, CV): grid search and L-BFGS on the binned leave-one-out
+        objective, then the exact objective at the result — what ``"auto"`` does from
+        1000 rows. ``"sparse"`` (compact kernels), ``"fgt"`` (the Gaussian in one
+        column), ``"native"`` (the Gaussian, a C compiler): exact leave-one-out sums of
+        a local-constant fit of continuous columns by that host method
+        (:mod:`attnpool.bandwidth.leave_one_out`), a grid search and a refinement on
+        the host (derivative-free for compact kernels, whose objective jumps as keys
+        enter a support). ``"dense"``/``"stream"``: the exact compiled search,
+        ``"stream"`` with streamed key blocks.
 
     Returns
     -------

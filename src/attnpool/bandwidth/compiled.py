@@ -8,7 +8,8 @@ program — objective and gradient in the data's precision — serves the grid a
 descent; above, the grid is evaluated in vectorised chunks and the descent starts in
 float32, then is polished in the data's precision, which also gives the reported
 objective. One continuous column from :data:`BINNED_MIN_ROWS` rows searches on a binned
-grid; ``pooling="sparse"`` sums neighbourhoods only (:mod:`attnpool.bandwidth.leave_one_out`).
+grid; ``pooling=`` a host method (``sparse``, ``fgt``, ``native``) searches on the host
+with that method's leave-one-out sums (:mod:`attnpool.bandwidth.leave_one_out`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,22 @@ import numpy as np
 from .. import kernels
 from .._interop import compute_dtype, precision_scope
 from .._shapes import MAX_ROWS, bucket, padded
+from ..edges import has_edge
 from ..local_model import LocalModel
 from ..methods import binned, fgt, sparse
+from ..methods.options import TRAITS, refusal
 from ..methods.stream import KEY_BLOCK
 from . import leave_one_out
 from .criteria import grid_objectives, objective, objective_and_gradient, refine
-from .search import GRID, BandwidthSelection, bandwidth_of, best_candidate, select_on_host, to_theta
+from .search import (
+    GRID,
+    BandwidthSelection,
+    bandwidth_of,
+    best_candidate,
+    select_on_host,
+    smoothed_out,
+    to_theta,
+)
 
 _CHUNK = 4
 #: One continuous column and at least this many rows: CV is searched on a binned grid.
@@ -58,8 +69,8 @@ def search(x, y, model: LocalModel, thetas, method: str, pooling: str, block_siz
         )
     if pooling == "binned" or (pooling == "auto" and binnable and x.shape[0] >= BINNED_MIN_ROWS):
         return _select_binned(x, y, model, thetas, dtype, options, progress)
-    if pooling == "sparse":
-        return _select_sparse(x, y, model, thetas, method, progress)
+    if pooling != "auto" and TRAITS[pooling].leave_one_out == "host":
+        return _select_by_host_sums(x, y, model, thetas, method, pooling, options, progress)
     if pooling == "stream" and block_size is None:
         options["block_size"] = KEY_BLOCK
     count = None
@@ -197,11 +208,11 @@ def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, option
     """``(objective, True)`` computed exactly where a way applies, else ``(None, False)``."""
     pairs, local_constant = x.shape[0] ** 2, model.degree == 0
     if local_constant and fgt.supports(model.kernel) and pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS:
-        value = leave_one_out.expansion_cv(x, y, float(bandwidth[0]))
+        value = leave_one_out.cv_objective("fgt", x, y, model.kernel)(np.asarray(theta))
         if value is not None:
             return value, True
     if local_constant and sparse.supports(model.kernel) and pairs > EXACT_OBJECTIVE_MAX_PAIRS:
-        return leave_one_out.sparse_cv(x, y, model.kernel)(np.asarray(theta)), True
+        return leave_one_out.cv_objective("sparse", x, y, model.kernel)(np.asarray(theta)), True
     if pairs <= EXACT_OBJECTIVE_MAX_PAIRS:
         count = None
         if x.shape[0] <= MAX_ROWS:
@@ -213,22 +224,32 @@ def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, option
     return None, False
 
 
-def _select_sparse(x, y, model: LocalModel, thetas, method: str, progress):
-    """Exact LOO CV of a local-constant fit with a compact kernel, neighbourhoods only."""
-    if not (
-        method == "cv"
-        and model.degree == 0
-        and set(model.var_type) == {"c"}
-        and sparse.supports(model.kernel)
-    ):
+def _select_by_host_sums(x, y, model: LocalModel, thetas, method, pooling, options, progress):
+    """Exact LOO CV of a local-constant fit on the host method ``pooling``'s own
+    leave-one-out sums; a bandwidth those cannot settle is evaluated on the exact
+    streamed program instead."""
+    reason = refusal(pooling, model.kernel, x.shape[1])
+    if reason or not (method == "cv" and model.degree == 0 and set(model.var_type) == {"c"}):
         raise ValueError(
-            "pooling: 'sparse' searches CV bandwidths of a local-constant fit (degree=0) of "
-            "continuous columns with a compact kernel; received "
+            f"pooling: {pooling!r} searches CV bandwidths of a local-constant fit (degree=0) "
+            f"of continuous columns{' (' + reason + ')' if reason else ''}; received "
             f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
             f"kernel={model.kernel.name!r}"
         )
-    objective = leave_one_out.sparse_cv(x, y, model.kernel)
-    return select_on_host(objective, thetas, progress, smooth=False)  # jumps at the supports
+    by_sums = leave_one_out.cv_objective(pooling, x, y, model.kernel)
+    exact = {**options, "block_size": KEY_BLOCK}
+
+    def cv(theta) -> float:
+        value = by_sums(theta)
+        if value is None:
+            with precision_scope(np.float64):
+                t, xd, yd = (np.asarray(a, np.float64) for a in (theta, x, y))
+                value = float(objective(t, xd, yd, **exact))
+        return value
+
+    if has_edge(model.kernel):  # the objective jumps as keys enter a support
+        return select_on_host(cv, thetas, progress, smooth=False)
+    return select_on_host(cv, thetas, progress, limits=smoothed_out(x, model))
 
 
 def cv_objectives(x, y, candidates, model: LocalModel, block_size) -> np.ndarray:

@@ -142,10 +142,7 @@ def binned_loo_residuals(
         )
     if count is not None:
         features = jnp.where(jnp.arange(x.shape[0])[:, None] < count, features, 0.0)
-    sums, corners = binned.linear_bin(x[:, :1], features, grid)
-    weights = binned.kernel_on_grid(model.kernel, h, grid, reach)
-    moments = binned.interpolate(binned.convolve(sums, weights), corners)
-    moments = moments - binned.self_weight(weights, corners)[:, None] * features
+    moments = binned.leave_one_out_sums(x[:, :1], features, h, model.kernel, grid, reach)
     p = y.shape[1]
     if model.degree == 0:
         total = moments[:, :1]

@@ -28,11 +28,11 @@ import numpy as np
 
 from .. import kernels
 from .._units import value_unit
+from .._validation import check_bandwidth_representable, numpy_dtype
 from ..edges import edge_log_profile, has_edge
-from ..local_model import LocalModel, solve_moments
+from ..local_model import LocalModel, model_for, solve_moments
 
 __all__ = [
-    "NATIVE_MAX_SCALED",
     "NATIVE_MIN_WORK",
     "NATIVE_MIN_WORK_SEVERAL",
     "NATIVE_POOL_MIN_PAIRS",
@@ -42,6 +42,7 @@ __all__ = [
     "NUMPY_SEARCH_MAX_WORK_SEVERAL",
     "local_fit",
     "loo_objective",
+    "pool_if_served",
     "searches",
     "serves",
 ]
@@ -86,6 +87,24 @@ def searches(model: LocalModel, rows: int, outputs: int) -> bool:
 def _width(model: LocalModel, outputs: int) -> int:
     d = len(model.var_type)
     return outputs if model.degree == 0 else (1 + d) ** 2 * outputs
+
+
+def pool_if_served(q, k, v, h, kernel: kernels.Kernel, *, nearest: bool):
+    """``(pooled (n, p), empty (n,))`` of a small pool on NumPy float64 (or integer)
+    arrays, no program and no JAX (the textbook's 40 points pool in milliseconds); None
+    where this engine does not serve it: JAX arrays, float32 or narrower data (which
+    compute in their own precision, compiled), the ``dot`` kernel, a kernel of the
+    user's, more than :data:`NUMPY_MAX_WORK` pairs × columns."""
+    if not all(isinstance(a, np.ndarray) for a in (q, k, v, h)) or q.shape[0] == 0:
+        return None
+    if numpy_dtype(q, k, v) != np.float64 or kernel.similarity != "distance":
+        return None
+    model = model_for(k, kernel=kernel)
+    if not serves(model, q.shape[0], k.shape[0], v.shape[1]):
+        return None
+    check_bandwidth_representable(h, np.float64)  # as the compiled path does
+    pooled, _, empty_rows = local_fit(k, v, q, h, model, nearest=nearest)
+    return pooled, empty_rows
 
 
 def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclude_self=False,
@@ -140,7 +159,7 @@ def _native_pool(x, y, q, h, model: LocalModel):
     """Nadaraya–Watson fits ``(k, p)`` on the ``native`` loop, or None where it does not
     serve: not the Gaussian on continuous columns, fewer than
     :data:`NATIVE_POOL_MIN_PAIRS`, the loop not built (no build here), coordinates
-    beyond :data:`NATIVE_MAX_SCALED` bandwidths of the keys' midrange, or a sum not
+    beyond ``native.MAX_SCALED`` bandwidths of the keys' midrange, or a sum not
     finite (NumPy then takes the call, nearest-key limit included)."""
     gaussian = kernels.is_gaussian(model.kernel) and set(model.var_type) == {"c"}
     if model.degree != 0 or not gaussian or q.shape[0] * x.shape[0] < NATIVE_POOL_MIN_PAIRS:
@@ -152,7 +171,7 @@ def _native_pool(x, y, q, h, model: LocalModel):
     centre = 0.5 * x.min(axis=0) + 0.5 * x.max(axis=0)
     keys, queries = x - centre, q - centre
     reach = np.maximum(np.max(np.abs(keys), axis=0), np.max(np.abs(queries), axis=0))
-    if np.any(reach / h > NATIVE_MAX_SCALED):
+    if np.any(reach / h > native.MAX_SCALED):
         return None
     sums = native.native_sums(queries, keys, y, 1.0 / h)
     pooled = sums[:, 1:] / sums[:, :1]
@@ -233,7 +252,7 @@ def loo_objective(x, y, model: LocalModel):
     pair masked inside the loop; ~10–20× NumPy's speed), on rows centred on their
     midrange: Nadaraya–Watson's weighted responses, local linear's moments about each
     row's heaviest key (as the compiled engines take them). An evaluation it cannot
-    settle (scaled coordinates beyond :data:`NATIVE_MAX_SCALED`, where their differences
+    settle (scaled coordinates beyond ``native.MAX_SCALED``, where their differences
     would lose digits, or a sum not finite) runs in NumPy.
     """
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
@@ -265,8 +284,6 @@ NATIVE_MIN_WORK_SEVERAL = 2**20
 #: 44× statsmodels instead of 563×), and a first fit with a warm cache costs JAX's
 #: import, ~1 s, more.
 NATIVE_SEARCH_MAX_WORK = 2**27
-#: Largest |coordinate| / h (centred rows) the compiled loop is given.
-NATIVE_MAX_SCALED = 2.0**12
 
 
 def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
@@ -309,11 +326,11 @@ def _native_loo(x, y, model: LocalModel):
     unit = value_unit(y)
 
     def objective(h) -> float | None:
-        if np.any(reach / h > NATIVE_MAX_SCALED):
-            return None
         if model.degree == 0:
-            sums = native.native_sums(centred, centred, y / unit, 1.0 / h, exclude_self=True)
-            fit = sums[:, 1:] / sums[:, :1]
+            sums = native.leave_one_out_sums(centred, y / unit, 1.0 / h)
+            fit = None if sums is None else sums[:, 1:] / sums[:, :1]
+        elif np.any(reach / h > native.MAX_SCALED):
+            return None
         else:
             fit = _native_local_linear(native, centred, y / unit, h)
         if fit is None or not np.all(np.isfinite(fit)):

@@ -225,6 +225,18 @@ def self_weight(weights, corners):
     return total
 
 
+def leave_one_out_sums(points, features, bandwidth, kernel: Kernel, grid: Grid, reach):
+    """``(n, f)``: each point's binned kernel sums of ``features (n, f)`` over the others
+    (traceable): the points binned, convolved with the kernel at ``bandwidth``,
+    interpolated back, and each point's own contribution *as binned* taken away
+    (:func:`self_weight`). ``points (n, d)`` inside ``grid``; rows of zero features bin
+    nothing."""
+    sums, corners = linear_bin(points, features, grid)
+    weights = kernel_on_grid(kernel, bandwidth, grid, reach)
+    moments = interpolate(convolve(sums, weights), corners)
+    return moments - self_weight(weights, corners)[:, None] * features
+
+
 # The pooling method's programs take the grid's start and spacing as arrays and its size
 # (rounded up by :func:`grid_bucket`: empty nodes past the data change nothing) as the
 # only static

@@ -32,8 +32,6 @@ approximations, used only when asked for.
 
 from __future__ import annotations
 
-import importlib
-
 import jax
 import numpy as np
 
@@ -41,7 +39,7 @@ from .._validation import is_traced
 from ..geometry import HOST_MAX_EXTENT, MATMUL_MIN_DIM, extent_in_bandwidths
 from ..kernels import Kernel
 from . import fgt, fused, native, sparse
-from .options import DENSE_MAX_PAIRS, TRAITS, resolve
+from .options import DENSE_MAX_PAIRS, TRAITS, refusal, resolve
 
 #: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
 SPARSE_MAX_FRACTION = 0.05
@@ -65,8 +63,7 @@ def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights
             f"method: {name!r} needs concrete arrays; inside jit, grad or vmap use "
             "'dense', 'stream' or 'fused'"
         )
-    refusal = getattr(importlib.import_module(f".{name}", __package__), "refusal", None)
-    reason = refusal(kernel, d) if refusal else None
+    reason = refusal(name, kernel, d)
     if reason:
         raise ValueError(f"method: {reason}")
 

@@ -62,6 +62,9 @@ TASK_ROWS = 2048
 THREAD_MIN_PAIRS = 2**20
 #: Seconds a failed build is remembered before the compiler is tried again.
 RETRY_SECONDS = 60.0
+#: Largest |coordinate| / h, about the points' midrange, :func:`leave_one_out_sums`
+#: sums: beyond, scaled differences would lose digits.
+MAX_SCALED = 2.0**12
 _FLAGS = ("-O3", "-ffp-contract=fast", "-shared", "-fPIC")
 #: ``{compiler: (time.monotonic() of the failure, reason)}``.
 _failures: dict[str, tuple[float, str]] = {}
@@ -154,6 +157,19 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False) -> 
         sums[:, 0] = total
         sums[:, 1 + columns.start : 1 + columns.stop] = weighted
     return sums
+
+
+def leave_one_out_sums(points, values, scale, kernel: Kernel | None = None) -> np.ndarray | None:
+    """``(n, 1 + p)``: each point's Gaussian sums over the others (own pair masked in the
+    loop), rows relative to their own shift; None where the points reach beyond
+    :data:`MAX_SCALED` bandwidths of their midrange or a sum is not finite.
+    ``points (n, d)``, ``values (n, p)``, ``scale (d,)`` the inverse bandwidths."""
+    points = np.asarray(points, np.float64)
+    centred = points - (0.5 * points.min(axis=0) + 0.5 * points.max(axis=0))
+    if np.any(np.max(np.abs(centred), axis=0) * scale > MAX_SCALED):
+        return None
+    sums = native_sums(centred, centred, values, scale, exclude_self=True)
+    return sums if np.all(np.isfinite(sums)) else None
 
 
 def native_moments(queries, keys, values, scale, *, exclude_self: bool = False):

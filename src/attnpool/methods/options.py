@@ -10,12 +10,16 @@ import numpy as np
 __all__ = [
     "DENSE_MAX_PAIRS",
     "HOST_METHODS",
+    "LEAVE_ONE_OUT_METHODS",
     "METHODS",
     "TRAITS",
     "Binned",
     "TopK",
     "Traits",
     "exact_engine",
+    "host_leave_one_out",
+    "method_module",
+    "refusal",
     "resolve",
 ]
 
@@ -28,9 +32,15 @@ class Traits:
     1e-14 of each query's weight, counts); ``traceable``: runs inside
     ``jit``/``grad``/``vmap`` (else on concrete arrays, on the host); ``weights``: forms
     the weight matrix; ``accuracy``: its guarantee, in words; ``search``: the
-    ``pooling=`` of a CV search with this method — its own leave-one-out sums, or
-    ``"auto"`` where it has none (the search then chooses). Which kernels and
-    dimensions it serves, each method's module says (``refusal(kernel, d)``).
+    ``pooling=`` an estimator's CV search takes with this method — its own
+    leave-one-out sums, or ``"auto"`` (which chooses, and takes ``fgt``'s and
+    ``native``'s sums where they are the fastest exact ones); ``leave_one_out``: how it
+    sums each point over the others — ``"traced"`` inside the compiled criterion (own
+    pairs masked, or taken away as binned), ``"host"`` by its module's
+    ``leave_one_out_sums(points, values, scale, kernel)`` (``(n, 1 + p)`` sums, None
+    where it cannot settle them), ``""`` not at all (a search asked for it is an
+    error naming the methods that can). Which kernels and dimensions it serves, each
+    method's module says (``refusal(kernel, d)``).
     """
 
     exact: bool
@@ -38,21 +48,26 @@ class Traits:
     weights: bool
     accuracy: str
     search: str = "auto"
+    leave_one_out: str = ""
 
 
 #: Every method but ``auto``, and what it declares.
 TRAITS = {
-    "dense": Traits(True, True, True, "exact", search="dense"),
-    "stream": Traits(True, True, True, "exact", search="stream"),
+    "dense": Traits(True, True, True, "exact", "dense", "traced"),
+    "stream": Traits(True, True, True, "exact", "stream", "traced"),
     "fused": Traits(True, True, False, "exact; logits in the inputs' precision"),
-    "sparse": Traits(True, False, False, "exact", search="sparse"),
-    "fgt": Traits(True, False, False, "truncation within 1e-14 of each query's weight"),
-    "native": Traits(True, False, False, "exact"),
-    "binned": Traits(False, False, False, "within tolerance × range(values)", search="binned"),
+    "sparse": Traits(True, False, False, "exact", "sparse", "host"),
+    "fgt": Traits(
+        True, False, False, "truncation within 1e-14 of each query's weight", "auto", "host"
+    ),
+    "native": Traits(True, False, False, "exact", "auto", "host"),
+    "binned": Traits(False, False, False, "within tolerance × range(values)", "binned", "traced"),
     "topk": Traits(False, False, False, "left-out weight within tolerance"),
 }
 #: Every method name ``method=`` accepts.
 METHODS = ("auto", *TRAITS)
+#: Methods with leave-one-out sums of their own: what a CV search's ``pooling=`` names.
+LEAVE_ONE_OUT_METHODS = tuple(name for name, traits in TRAITS.items() if traits.leave_one_out)
 #: Methods that run on concrete arrays (NumPy, SciPy), not inside ``jit``/``grad``/``vmap``.
 HOST_METHODS = frozenset(name for name, traits in TRAITS.items() if not traits.traceable)
 #: Query–key pairs up to which ``auto`` pools densely.
@@ -64,6 +79,32 @@ def exact_engine(pairs: int) -> str:
     ``"dense"`` — one block, the matrix formed — up to :data:`DENSE_MAX_PAIRS`, else
     ``"stream"``. Every path that pools exactly asks here."""
     return "dense" if pairs <= DENSE_MAX_PAIRS else "stream"
+
+
+def method_module(name: str):
+    """The module of the method ``name`` (``attnpool.methods.<name>``): its
+    ``refusal(kernel, d)``, and ``leave_one_out_sums`` where its traits say ``"host"``."""
+    import importlib
+
+    return importlib.import_module(f".{name}", __package__)
+
+
+def refusal(name: str, kernel, d: int) -> str | None:
+    """Why the method ``name`` cannot pool ``kernel`` in ``d`` dimensions, or None."""
+    says = getattr(method_module(name), "refusal", None)
+    return says(kernel, d) if says else None
+
+
+def host_leave_one_out(name: str):
+    """The host method ``name``'s ``leave_one_out_sums(points, values, scale, kernel)``, or
+    a ``ValueError`` naming the methods that have one."""
+    if name not in TRAITS or TRAITS[name].leave_one_out != "host":
+        have = [n for n, traits in TRAITS.items() if traits.leave_one_out == "host"]
+        raise ValueError(
+            f"method: {name!r} has no leave-one-out sums on the host; those of "
+            f"{', '.join(map(repr, have))} do"
+        )
+    return method_module(name).leave_one_out_sums
 
 
 @dataclass(frozen=True)

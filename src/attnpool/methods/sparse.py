@@ -73,6 +73,23 @@ def sparse_sums(queries, keys, values, scale, kernel: Kernel, *, edges=None) -> 
     )
 
 
+#: Leave-one-out weights (in units of ``K(0)``) at or below this are none: what is left
+#: of a point's sum once its own term is taken away is that term's rounding.
+LOO_MIN_WEIGHT = 1e-9
+
+
+def leave_one_out_sums(points, values, scale, kernel: Kernel) -> np.ndarray:
+    """``(n, 1 + p)``: :func:`sparse_sums` of each point over the others (its own term,
+    exactly ``K(0)·[1, v]`` in units of ``K(0)``, taken away); a point with no other
+    point inside its support has weight 0. ``points (n, d)``, ``values (n, p)``."""
+    values = np.asarray(values, np.float64)
+    rest = sparse_sums(points, points, values, scale, kernel)
+    rest[:, 0] -= 1.0
+    rest[:, 1:] -= values
+    rest[rest[:, 0] <= LOO_MIN_WEIGHT] = 0.0
+    return rest
+
+
 def _offsets(queries, keys, bandwidth):
     """``u = (q − k) / h`` of paired rows ``(P, d)`` in float64."""
     return (np.asarray(queries, np.float64) - np.asarray(keys, np.float64)) / bandwidth

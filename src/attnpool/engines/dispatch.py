@@ -1,0 +1,39 @@
+"""The one call pooling makes once a method is chosen: the method's engine."""
+
+from __future__ import annotations
+
+from ..kernels import Kernel
+from ..methods.options import HOST_METHODS
+
+
+def pool_on_engine(
+    q, k, v, h, *, kernel: Kernel, method: str, options, nearest: bool, block_size, weights: bool
+):
+    """``(pooled (n, p), empty (n,))`` — ``((pooled, weights (n, m)), empty)`` with
+    ``weights`` — of checked 2-D inputs by ``method``: a host method
+    (:mod:`.host_methods`), the dense weight program, or the pooling program with key
+    blocks of ``block_size`` (:mod:`.programs`)."""
+    if method in HOST_METHODS:
+        from .host_methods import pool_host
+
+        return pool_host(q, k, v, h, kernel=kernel, method=method, options=options, nearest=nearest)
+    import jax
+    import jax.numpy as jnp
+
+    from ..methods.stream import KEY_BLOCK
+    from .programs import pool_core, weights_core
+
+    if weights:
+        matrix, empty_rows = weights_core(q, k, h, kernel=kernel, nearest=nearest)
+        pooled = jnp.matmul(matrix, v, precision=jax.lax.Precision.HIGHEST)
+        return (pooled, matrix), empty_rows
+    return pool_core(
+        q,
+        k,
+        v,
+        h,
+        kernel=kernel,
+        method=method,
+        key_block=block_size or KEY_BLOCK,
+        nearest=nearest,
+    )
