@@ -22,6 +22,7 @@ ENGINE_LAYER = {
     "geometry",
     "kernels",
     "local_model",
+    "masks",
     "state",
 }
 #: The public layers above them: pooling and regression, bandwidth selection, the

@@ -51,13 +51,14 @@ def half_precision(data):
     return dtype if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize == 2 else None
 
 
-def run_in_policy(compute, args, kernel, empty: str, n: int):
+def run_in_policy(compute, args, kernel, empty: str, n: int, keyless=None):
     """``compute(*args)`` under the precision and array-type policy — NumPy in, NumPy
     out; float64 without the global flag; narrow floats computed in float32 and returned
     in their own precision; value columns near the float limit in power-of-two units —
     then the ``empty`` policy on its empty rows (warnings point at the public function's
     caller). ``args``: ``(queries, keys, values, bandwidth)`` (a pool) or ``(queries,
-    keys, bandwidth)`` (weights); ``n`` queries."""
+    keys, bandwidth)`` (weights); ``n`` queries; ``keyless (n,)``: the queries a mask
+    leaves no key (reported by themselves, not as empty neighbourhoods)."""
     as_numpy = numpy_mode(*args)
     dtype = compute_dtype(*args[:-1], numpy=as_numpy)
     if empty == "raise" and any(is_traced(a) for a in args):
@@ -92,5 +93,8 @@ def run_in_policy(compute, args, kernel, empty: str, n: int):
         if as_numpy:
             result = jax.tree_util.tree_map(np.asarray, result)
     if not is_traced(empty_rows):
-        report_empty(kernel, empty, np.asarray(empty_rows), stacklevel=4)
+        empty_rows = np.asarray(empty_rows)
+        if keyless is not None:
+            empty_rows = empty_rows & ~keyless
+        report_empty(kernel, empty, empty_rows, stacklevel=4)
     return result

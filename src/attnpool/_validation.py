@@ -174,3 +174,36 @@ def check_bandwidth_representable(original, dtype) -> None:
             f"bandwidth: {np.asarray(original).tolist()} is below the smallest normal "
             f"{np.dtype(dtype)} number; accepted: bandwidths >= {tiny}"
         )
+
+
+def check_mask(mask, n: int, m: int):
+    """``mask`` as the engines take it (:mod:`attnpool.masks`): None, a boolean ``(n, m)``
+    matrix, or ``(n,)`` integer valid lengths (a scalar is every query's), each in
+    ``[0, m]`` when concrete; else a ``ValueError`` naming what is accepted."""
+    if mask is None:
+        return None
+    xp = np
+    if is_jax(mask):
+        import jax.numpy as xp
+    else:
+        mask = np.asarray(mask)
+    accepted = (
+        f"expected a boolean array of shape (n_queries, n_keys) = ({n}, {m}) or integer "
+        f"valid lengths of shape ({n},)"
+    )
+    if mask.dtype == bool:
+        if mask.shape != (n, m):
+            raise ValueError(f"mask: {accepted}; received a boolean array of shape {mask.shape}")
+        return mask
+    if not xp.issubdtype(mask.dtype, xp.integer):
+        raise ValueError(f"mask: {accepted}; received an array of dtype {mask.dtype}")
+    if mask.ndim == 0:
+        mask = xp.broadcast_to(mask, (n,))
+    if mask.shape != (n,):
+        raise ValueError(f"mask: {accepted}; received integer lengths of shape {mask.shape}")
+    if not is_traced(mask) and mask.size and not (0 <= int(mask.min()) and int(mask.max()) <= m):
+        raise ValueError(
+            f"mask: valid lengths must lie in [0, {m}] (the number of keys); received "
+            f"lengths from {int(mask.min())} to {int(mask.max())}"
+        )
+    return mask.astype(xp.int32)

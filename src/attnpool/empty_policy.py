@@ -11,13 +11,20 @@ import warnings
 
 import numpy as np
 
-__all__ = ["EMPTY_POLICIES", "EmptyNeighbourhoodWarning", "check_empty", "report_empty"]
+__all__ = [
+    "EMPTY_POLICIES",
+    "EmptyNeighbourhoodWarning",
+    "check_empty",
+    "report_empty",
+    "report_keyless",
+]
 
 EMPTY_POLICIES = ("nan", "nearest", "raise")
 
 
 class EmptyNeighbourhoodWarning(RuntimeWarning):
-    """Some queries had no key inside a compact kernel's support (their result is NaN)."""
+    """Some queries had no key inside a compact kernel's support, or a mask left them
+    none (their result is NaN)."""
 
 
 def report_empty(kernel, empty: str, empty_rows: np.ndarray, *, stacklevel: int = 3) -> None:
@@ -35,6 +42,25 @@ def report_empty(kernel, empty: str, empty_rows: np.ndarray, *, stacklevel: int 
     warnings.warn(
         f"{n_empty} of {n} queries have no key within the {kernel.name!r} kernel's "
         "support; their result is NaN (pass empty='nearest' to use the nearest key)",
+        EmptyNeighbourhoodWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def report_keyless(empty: str, keyless: int, n: int, *, stacklevel: int = 3) -> None:
+    """The ``empty`` policy for ``keyless`` queries of ``n`` whose every key a mask
+    hides: there is no key to pool, nor a nearest one, so their result is NaN with one
+    :class:`EmptyNeighbourhoodWarning` (``"nan"``, ``"nearest"``), or a ``ValueError``
+    (``"raise"``)."""
+    if not keyless:
+        return
+    if empty == "raise":
+        raise ValueError(
+            f"mask: {keyless} of {n} queries have every key masked; allow each query a key "
+            "or pass empty='nan'"
+        )
+    warnings.warn(
+        f"{keyless} of {n} queries have every key masked; their result is NaN",
         EmptyNeighbourhoodWarning,
         stacklevel=stacklevel,
     )

@@ -8,15 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from . import kernels as _kernels
 from ._validation import (
     check_bandwidth,
     check_choice,
+    check_mask,
     check_points,
     check_positive_int,
     check_values,
+    is_traced,
 )
-from .empty_policy import EMPTY_POLICIES, EmptyNeighbourhoodWarning, report_empty
+from .empty_policy import (
+    EMPTY_POLICIES,
+    EmptyNeighbourhoodWarning,
+    report_empty,
+    report_keyless,
+)
 from .methods.options import DENSE_MAX_PAIRS, Binned, TopK, resolve
 
 __all__ = [
@@ -48,6 +57,7 @@ def attention_pool(
     empty: str = "nan",
     block_size: int | None = None,
     method: MethodLike = "auto",
+    mask=None,
 ):
     """Pool ``values`` with attention weights of ``queries`` over ``keys``.
 
@@ -107,6 +117,14 @@ def attention_pool(
 
         ``sparse``, ``fgt``, ``native``, ``binned`` and ``topk`` need concrete arrays
         (not inside ``jit``).
+    mask : bool array of shape (n, m), or int array of shape (n,), optional
+        The keys each query may attend: ``True`` where allowed, or valid lengths (query
+        ``i`` attends keys ``0 … mask[i] − 1``, the textbook's ``valid_lens``). Masked
+        keys get no weight — on every method, under ``jit`` and ``grad``, in the
+        nearest-key limit too (the host methods pool the rows a mask restricts by the
+        exact engine; ``auto`` takes ``dense`` or ``stream``). A query left no key has
+        no value: NaN with an :class:`EmptyNeighbourhoodWarning` (``"nan"``,
+        ``"nearest"``) or a ``ValueError`` (``"raise"``).
 
     Returns
     -------
@@ -123,6 +141,8 @@ def attention_pool(
     array([20.])
     >>> attention_pool(np.array([1.0]), keys, values, kernel="constant")  # average
     array([20.])
+    >>> attention_pool(np.zeros(2), keys, values, kernel="constant", mask=np.array([1, 2]))
+    array([10., 15.])
     """
     kernel = _kernels.get(kernel)
     empty = check_choice(empty, "empty", EMPTY_POLICIES)
@@ -131,8 +151,14 @@ def attention_pool(
     n, m = q.shape[0], k.shape[0]
     if return_weights:
         _check_weight_size(n, m)
+    allowed, keyless = _checked_mask(mask, n, m, empty)
     nearest = empty == "nearest" or not kernel.compact
-    if resolve(method)[0] == "auto" and block_size is None and not return_weights:
+    if (
+        allowed is None
+        and resolve(method)[0] == "auto"
+        and block_size is None
+        and not return_weights
+    ):
         from .engines.numpy_engine import pool_if_served
 
         found = pool_if_served(q, k, v, h, kernel, nearest=nearest)
@@ -145,7 +171,14 @@ def attention_pool(
     from .methods import choice
 
     method, options = choice.choose(
-        method, kernel, q, k, h, weights=return_weights, block_size=block_size
+        method,
+        kernel,
+        q,
+        k,
+        h,
+        weights=return_weights,
+        block_size=block_size,
+        masked=allowed is not None,
     )
 
     def compute(q, k, v, h):
@@ -160,9 +193,10 @@ def attention_pool(
             nearest=nearest,
             block_size=block_size,
             weights=return_weights,
+            allowed=allowed,
         )
 
-    result = run_in_policy(compute, (q, k, v, h), kernel, empty, n)
+    result = run_in_policy(compute, (q, k, v, h), kernel, empty, n, keyless)
     pooled, weights = result if return_weights else (result, None)
     if flat:
         pooled = pooled[:, 0]
@@ -170,13 +204,19 @@ def attention_pool(
 
 
 def attention_weights(
-    queries, keys, *, kernel: KernelLike = "gaussian", bandwidth=1.0, empty: str = "nan"
+    queries,
+    keys,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth=1.0,
+    empty: str = "nan",
+    mask=None,
 ):
     """Attention weights ``α(q_i, k_j)`` as an ``(n_queries, n_keys)`` matrix; rows sum to 1.
 
     Arguments as in :func:`attention_pool`. Rows of queries with an empty
     neighbourhood are NaN (``empty="nan"``), one-hot on the nearest key
-    (``"nearest"``, ties shared), or raise (``"raise"``).
+    (``"nearest"``, ties shared), or raise (``"raise"``); masked keys have weight 0.
 
     >>> import numpy as np
     >>> attention_weights(np.arange(3.0), np.arange(3.0), kernel="boxcar", bandwidth=0.5)
@@ -188,16 +228,17 @@ def attention_weights(
     empty = check_choice(empty, "empty", EMPTY_POLICIES)
     q, k, _, h, _ = _check_inputs(queries, keys, None, bandwidth)
     _check_weight_size(q.shape[0], k.shape[0])
+    allowed, keyless = _checked_mask(mask, q.shape[0], k.shape[0], empty)
     nearest = empty == "nearest" or not kernel.compact
 
     def compute(q, k, h):
         from .engines.programs import weights_core
 
-        return weights_core(q, k, h, kernel=kernel, nearest=nearest)
+        return weights_core(q, k, h, kernel=kernel, nearest=nearest, allowed=allowed)
 
     from ._interop import run_in_policy
 
-    return run_in_policy(compute, (q, k, h), kernel, empty, q.shape[0])
+    return run_in_policy(compute, (q, k, h), kernel, empty, q.shape[0], keyless)
 
 
 def nadaraya_watson(
@@ -226,6 +267,19 @@ def _check_inputs(queries, keys, values, bandwidth):
     v, flat = (None, False) if values is None else check_values(values, k.shape[0])
     h = check_bandwidth(bandwidth, k.shape[1])
     return q, k, v, h, flat
+
+
+def _checked_mask(mask, n: int, m: int, empty: str):
+    """``(allowed, keyless)``: the checked mask, and on concrete masks the ``(n,)`` queries
+    it leaves no key (reported here, by the ``empty`` policy)."""
+    allowed = check_mask(mask, n, m)
+    if allowed is None or is_traced(allowed):
+        return allowed, None
+    from .masks import keyless_rows
+
+    keyless = np.asarray(keyless_rows(allowed))
+    report_keyless(empty, int(keyless.sum()), n, stacklevel=4)
+    return allowed, keyless
 
 
 def _check_weight_size(n: int, m: int) -> None:

@@ -7,16 +7,38 @@ from ..methods.options import HOST_METHODS
 
 
 def pool_on_engine(
-    q, k, v, h, *, kernel: Kernel, method: str, options, nearest: bool, block_size, weights: bool
+    q,
+    k,
+    v,
+    h,
+    *,
+    kernel: Kernel,
+    method: str,
+    options,
+    nearest: bool,
+    block_size,
+    weights: bool,
+    allowed=None,
 ):
     """``(pooled (n, p), empty (n,))`` — ``((pooled, weights (n, m)), empty)`` with
     ``weights`` — of checked 2-D inputs by ``method``: a host method
     (:mod:`.host_methods`), the dense weight program, or the pooling program with key
-    blocks of ``block_size`` (:mod:`.programs`)."""
+    blocks of ``block_size`` (:mod:`.programs`). ``allowed``: a key mask
+    (:mod:`attnpool.masks`)."""
     if method in HOST_METHODS:
         from .host_methods import pool_host
 
-        return pool_host(q, k, v, h, kernel=kernel, method=method, options=options, nearest=nearest)
+        return pool_host(
+            q,
+            k,
+            v,
+            h,
+            kernel=kernel,
+            method=method,
+            options=options,
+            nearest=nearest,
+            allowed=allowed,
+        )
     import jax
     import jax.numpy as jnp
 
@@ -24,7 +46,7 @@ def pool_on_engine(
     from .programs import pool_core, weights_core
 
     if weights:
-        matrix, empty_rows = weights_core(q, k, h, kernel=kernel, nearest=nearest)
+        matrix, empty_rows = weights_core(q, k, h, kernel=kernel, nearest=nearest, allowed=allowed)
         pooled = jnp.matmul(matrix, v, precision=jax.lax.Precision.HIGHEST)
         return (pooled, matrix), empty_rows
     return pool_core(
@@ -36,4 +58,5 @@ def pool_on_engine(
         method=method,
         key_block=block_size or KEY_BLOCK,
         nearest=nearest,
+        allowed=allowed,
     )

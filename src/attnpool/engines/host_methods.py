@@ -14,19 +14,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+from ..masks import every_key_allowed
 from ..methods.options import TopK, exact_engine
 from ..methods.stream import KEY_BLOCK
 from ..state import finalize
 from .programs import pool_core
 
 
-def pool_host(q, k, v, h, *, kernel, method, options, nearest):
+def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     """Pooled values ``(n, p)`` and the empty-row mask by a host method (``sparse``,
-    ``fgt``, ``native``, ``binned``, ``topk``); rows it cannot settle are pooled exactly by
-    the streamed core."""
+    ``fgt``, ``native``, ``binned``, ``topk``); rows it cannot settle — and rows a mask
+    ``allowed`` (:mod:`attnpool.masks`) keeps from some key — are pooled exactly by the
+    streamed core."""
     from ..methods import binned, fgt, native, sparse, topk
 
     q, k, v = (np.asarray(a) for a in (q, k, v))  # on the host: no program per shape
+    if allowed is not None:
+        return _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed)
     dtype = q.dtype
     # centred and scaled as scale_coordinates does (less the keys' midrange, times 1/h)
     centre = k.min(axis=0) * 0.5 + k.max(axis=0) * 0.5
@@ -45,6 +49,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
             method=exact_engine(q.shape[0] * k.shape[0]),
             key_block=KEY_BLOCK,
             nearest=nearest,
+            allowed=allowed,
         )
     if method == "topk":
         state, left_out = topk.topk_state(
@@ -94,6 +99,35 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest):
         pooled[rows], empty_rows[rows] = np.asarray(redo), np.asarray(redo_empty)
     pooled = np.where(empty_rows[:, None] & ~nearest, np.nan, pooled)
     return jnp.asarray(pooled, dtype), jnp.asarray(empty_rows)
+
+
+def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
+    """A host method's pool under a key mask: the rows it does not restrict by the method,
+    the others by the exact engine with the mask."""
+    allowed = np.asarray(allowed)
+    full = every_key_allowed(allowed, k.shape[0])
+    pooled = np.empty((q.shape[0], v.shape[1]), q.dtype)
+    empty_rows = np.empty(q.shape[0], bool)
+    if full.any():
+        found = pool_host(
+            q[full], k, v, h, kernel=kernel, method=method, options=options, nearest=nearest
+        )
+        pooled[full], empty_rows[full] = (np.asarray(a) for a in found)
+    rest = np.flatnonzero(~full)
+    if rest.size:
+        found = pool_core(
+            q[rest],
+            k,
+            v,
+            h,
+            kernel=kernel,
+            method=exact_engine(rest.size * k.shape[0]),
+            key_block=KEY_BLOCK,
+            nearest=nearest,
+            allowed=allowed[rest],
+        )
+        pooled[rest], empty_rows[rest] = (np.asarray(a) for a in found)
+    return jnp.asarray(pooled), jnp.asarray(empty_rows)
 
 
 def _check_left_out(left_out, options: TopK) -> None:

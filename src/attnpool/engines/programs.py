@@ -26,6 +26,7 @@ from ..geometry import (
     closeness,
     scale_coordinates,
 )
+from ..masks import allowed_block, keyless_rows, mask_keys, padded_mask
 from ..methods import dense_state, dense_weights, fused, stream_state
 from ..methods.options import exact_engine
 from ..state import block_state, finalize, hard_block_state
@@ -53,6 +54,7 @@ def kernel_block(
     streamed=False,
     key_count=None,
     divisor=None,
+    allowed=None,
 ):
     """Block function of plain kernel pooling; ``hard`` for the nearest limit.
 
@@ -60,17 +62,21 @@ def kernel_block(
     ``streamed``: the block runs inside the streamed scan (distances by column).
     ``key_count``: keys from this row on are padding (see :mod:`attnpool._shapes`).
     ``divisor``: the rows are unscaled (see :func:`attnpool.geometry.block_coordinates`).
+    ``allowed``: the keys each query may attend (see :func:`mask_keys`).
     """
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         if hard:
             scores = closeness(query_rows, key_rows, kernel)
-            return hard_block_state(mask_padding(scores, key_ids, key_count), value_rows)
+        else:
+            scores = block_log_weights(
+                query_rows, key_rows, kernel, by_column=streamed, divisor=divisor
+            )
+        scores = mask_keys(mask_padding(scores, key_ids, key_count), query_ids, key_ids, allowed)
+        if hard:
+            return hard_block_state(scores, value_rows)
         known = None if max_log is None else max_log[query_ids]
-        log_weights = block_log_weights(
-            query_rows, key_rows, kernel, by_column=streamed, divisor=divisor
-        )
-        return block_state(mask_padding(log_weights, key_ids, key_count), value_rows, known)
+        return block_state(scores, value_rows, known)
 
     return block
 
@@ -177,8 +183,13 @@ def pool_state(block_function, queries, keys, values, *, method: str, key_block:
 FUSED_KEY_BLOCK = 16384
 
 
-def pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, nearest):
-    """The jitted pooling program on rows padded to their buckets: ``(pooled, empty)``."""
+def pool_core(
+    queries, keys, values, bandwidth, *, kernel, method, key_block, nearest, allowed=None
+):
+    """The jitted pooling program on rows padded to their buckets: ``(pooled, empty)``.
+
+    ``allowed``: the keys each query may attend (:func:`mask_keys`); a query left no key
+    is empty and NaN whatever ``nearest`` says."""
     n, m = queries.shape[0], keys.shape[0]
     if n == 0:
         return _pool_program(
@@ -187,6 +198,7 @@ def pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, ne
             values,
             bandwidth,
             None,
+            allowed,
             kernel=kernel,
             method=method,
             key_block=key_block,
@@ -203,6 +215,7 @@ def pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, ne
         values,
         bandwidth,
         key_count,
+        padded_mask(allowed, query_bucket(n), keys.shape[0]),
         kernel=kernel,
         method=method,
         key_block=key_block,
@@ -213,13 +226,13 @@ def pool_core(queries, keys, values, bandwidth, *, kernel, method, key_block, ne
 
 @partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
 def _pool_program(
-    queries, keys, values, bandwidth, key_count, *, kernel, method, key_block, nearest
+    queries, keys, values, bandwidth, key_count, allowed, *, kernel, method, key_block, nearest
 ):
     def state(q, k, hard=False, bounded=True):
         if method == "fused" and not hard:
             engine = exact_engine(q.shape[0] * k.shape[0])
             return pool_state(
-                fused.fused_block(kernel),
+                fused.fused_block(kernel, allowed),
                 *fused.centred(q, k, kernel),
                 values,
                 method=engine,
@@ -227,7 +240,7 @@ def _pool_program(
             )
         engine = "dense" if method == "dense" else "stream"
         known = None
-        if engine == "stream" and not hard:
+        if engine == "stream" and not hard and allowed is None:  # a mask may hide the nearest
             known = nearest_log_weight(q, k, kernel, divisor)
             if known is None and bounded:
                 known = log_weight_bound(q, kernel)
@@ -238,6 +251,7 @@ def _pool_program(
             streamed=engine == "stream",
             key_count=key_count,
             divisor=None if hard else divisor,
+            allowed=allowed,
         )
         return pool_state(block, q, k, values, method=engine, key_block=key_block, hard=hard)
 
@@ -245,6 +259,7 @@ def _pool_program(
     result = state(*scaled)
     if (
         method == "stream"
+        and allowed is None
         and _kernels.is_monotone(kernel)
         and not kernel.compact
         and scaled[0].shape[1] > 1
@@ -278,7 +293,16 @@ def _pool_program(
         relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
         return finalize(state(*relative, hard=True))[0]
 
-    return with_nearest_limit(pooled, empty_rows, nearest, closest), empty_rows
+    pooled = with_nearest_limit(pooled, empty_rows, nearest, closest)
+    if allowed is None:
+        return pooled, empty_rows
+    return _without_keyless(pooled, empty_rows, allowed)
+
+
+def _without_keyless(result, empty_rows, allowed):
+    """``(result, empty)`` with the rows a mask left no key NaN and empty."""
+    keyless = keyless_rows(allowed)
+    return jnp.where(keyless[:, None], jnp.nan, result), empty_rows | keyless
 
 
 def with_nearest_limit(result, empty_rows, nearest: bool, closest):
@@ -299,22 +323,34 @@ def with_nearest_limit(result, empty_rows, nearest: bool, closest):
     return result if nearest else jnp.where(empty_rows[:, None], jnp.nan, result)
 
 
-def weights_core(queries, keys, bandwidth, *, kernel, nearest):
-    """``(weights, empty)`` by the jitted dense program, queries padded to their bucket."""
+def weights_core(queries, keys, bandwidth, *, kernel, nearest, allowed=None):
+    """``(weights, empty)`` by the jitted dense program, queries padded to their bucket;
+    ``allowed`` as :func:`pool_core`'s (a query left no key has a NaN row)."""
     n = queries.shape[0]
     results = _weights_program(
-        pad_rows(queries, query_bucket(n)), keys, bandwidth, kernel=kernel, nearest=nearest
+        pad_rows(queries, query_bucket(n)),
+        keys,
+        bandwidth,
+        padded_mask(allowed, query_bucket(n), keys.shape[0]),
+        kernel=kernel,
+        nearest=nearest,
     )
     return unpadded(results, n, host=is_host(queries))
 
 
 @partial(jax.jit, static_argnames=("kernel", "nearest"))
-def _weights_program(queries, keys, bandwidth, *, kernel, nearest):
+def _weights_program(queries, keys, bandwidth, allowed, *, kernel, nearest):
     q, k, divisor = block_coordinates(queries, keys, bandwidth, kernel)
-    weights, empty_rows = dense_weights(q, k, kernel, divisor=divisor)
+    matrix = None
+    if allowed is not None:
+        matrix = allowed_block(allowed, jnp.arange(q.shape[0]), jnp.arange(k.shape[0]))
+    weights, empty_rows = dense_weights(q, k, kernel, divisor=divisor, allowed=matrix)
 
     def closest():
         relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
-        return dense_weights(*relative, kernel, hard=True)[0]
+        return dense_weights(*relative, kernel, hard=True, allowed=matrix)[0]
 
-    return with_nearest_limit(weights, empty_rows, nearest, closest), empty_rows
+    weights = with_nearest_limit(weights, empty_rows, nearest, closest)
+    if allowed is None:
+        return weights, empty_rows
+    return _without_keyless(weights, empty_rows, allowed)

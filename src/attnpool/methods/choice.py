@@ -11,6 +11,7 @@ rule  when                                           method
 1     the weight matrix is asked for                 ``dense``
 2     ``n·m ≤ DENSE_MAX_PAIRS``                      ``dense``
 3     traced inputs (inside ``jit``/``grad``/``vmap``) ``stream``
+      or a key mask
 4     ``d = 1``: compact kernel / ``gaussian``       ``sparse`` / ``fgt``
 5     compact kernel, ``2 ≤ d ≤ 4``, sampled         ``sparse``
       neighbourhoods hold ≤ 5% of the keys
@@ -39,7 +40,7 @@ from .._validation import is_traced
 from ..geometry import HOST_MAX_EXTENT, MATMUL_MIN_DIM, extent_in_bandwidths
 from ..kernels import Kernel
 from . import fgt, fused, native, sparse
-from .options import DENSE_MAX_PAIRS, TRAITS, refusal, resolve
+from .options import TRAITS, exact_engine, refusal, resolve
 
 #: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
 SPARSE_MAX_FRACTION = 0.05
@@ -80,7 +81,7 @@ def choose_method(
 ) -> str:
     """The method ``"auto"`` uses (the table above). ``queries (n, d)``, ``keys (m, d)``."""
     n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
-    if weights or n * m <= DENSE_MAX_PAIRS:
+    if weights or exact_engine(n * m) == "dense":
         return "dense"
     if traced or not extent_in_bandwidths(queries, keys, bandwidth) <= HOST_MAX_EXTENT:
         return "stream"
@@ -126,15 +127,15 @@ def _fused_is_accurate(keys, bandwidth, kernel: Kernel) -> bool:
     return np.finfo(keys.dtype).eps * extent**2 <= FUSED_MAX_ROUNDING
 
 
-def choose(method, kernel: Kernel, q, k, h, *, weights: bool, block_size):
+def choose(method, kernel: Kernel, q, k, h, *, weights: bool, block_size, masked=False):
     """``(name, options)`` for the ``method`` argument of a pool of queries ``q (n, d)``
     over keys ``k (m, d)``: ``"auto"`` resolved by the table above (``block_size`` asks
-    for ``stream``), or a clear error if the method cannot apply."""
+    for ``stream``; a mask, rule 3), or a clear error if the method cannot apply."""
     name, options = resolve(method)
     traced = any(is_traced(a) for a in (q, k, h))
     if name == "auto":
         if block_size is not None and not weights:
             return "stream", None
-        name = choose_method(kernel, q, k, h, traced=traced, weights=weights)
+        name = choose_method(kernel, q, k, h, traced=traced or masked, weights=weights)
     check_applicable(name, kernel, k.shape[1], traced=traced, weights=weights)
     return name, options

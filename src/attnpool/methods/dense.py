@@ -29,7 +29,8 @@ def normalise(scores, *, hard: bool = False):
     uniform over each row's maxima. Empty rows (every weight zero) are all zero.
     """
     if hard:
-        unnormalised = (scores == jnp.max(scores, axis=1, keepdims=True)).astype(scores.dtype)
+        top = (scores == jnp.max(scores, axis=1, keepdims=True)) & (scores > -jnp.inf)
+        unnormalised = top.astype(scores.dtype)
     else:
         shift = jax.lax.stop_gradient(jnp.max(scores, axis=1, keepdims=True))
         unnormalised = jnp.exp(scores - jnp.where(jnp.isfinite(shift), shift, 0.0))
@@ -38,13 +39,18 @@ def normalise(scores, *, hard: bool = False):
     return unnormalised / jnp.where(total == 0, 1.0, total), empty
 
 
-def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False, divisor=None):
+def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False, divisor=None, allowed=None):
     """``(n, m)`` attention weights (rows sum to 1) and the ``(n,)`` empty-row mask.
 
     ``hard=True`` gives the zero-temperature weights: uniform over the closest keys.
     Empty rows are all zero. ``divisor``: unscaled coordinates (see
-    :func:`attnpool.geometry.block_coordinates`).
+    :func:`attnpool.geometry.block_coordinates`). ``allowed (n, m)``: the keys each
+    query may attend (the others get no weight).
     """
     if hard:
-        return normalise(closeness(queries, keys, kernel), hard=True)
-    return normalise(block_log_weights(queries, keys, kernel, divisor=divisor))
+        scores = closeness(queries, keys, kernel)
+    else:
+        scores = block_log_weights(queries, keys, kernel, divisor=divisor)
+    if allowed is not None:
+        scores = jnp.where(allowed, scores, -jnp.inf)
+    return normalise(scores, hard=hard)

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels import Kernel
+from ..masks import allowed_block
 from ..state import PoolingState
 
 #: Kernels with an exact fused form.
@@ -49,8 +50,10 @@ def centred(queries, keys, kernel: Kernel):
     return queries - centre, keys - centre
 
 
-def fused_block(kernel: Kernel):
-    """Block function ``(query_rows, query_ids, key_rows, key_ids, value_rows) -> PoolingState``."""
+def fused_block(kernel: Kernel, allowed=None):
+    """Block function ``(query_rows, query_ids, key_rows, key_ids, value_rows) -> PoolingState``;
+    ``allowed``: the keys each query may attend (:mod:`attnpool.masks`), passed to the
+    fused kernel as its mask (a query with no allowed key in the block has no weight)."""
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         d, p = query_rows.shape[1], value_rows.shape[1]
@@ -62,17 +65,26 @@ def fused_block(kernel: Kernel):
         bias = None
         if kernel.similarity == "distance":
             bias = (-0.5 * jnp.sum(key_rows * key_rows, axis=1))[None, None, None, :]
+        mask = None if allowed is None else allowed_block(allowed, query_ids, key_ids)
         with jax.default_matmul_precision("highest"):
             out, lse = jax.nn.dot_product_attention(
                 heads(query_rows),
                 heads(key_rows),
                 heads(value_rows),
                 bias=bias,
+                mask=None if mask is None else mask[None, None],
                 scale=1.0,
                 return_residual=True,
             )
         lse = lse.reshape(query_rows.shape[0])
         out = out.reshape(query_rows.shape[0], width)[:, :p]
-        return PoolingState(lse, jnp.ones_like(lse), out)
+        if mask is None:
+            return PoolingState(lse, jnp.ones_like(lse), out)
+        some = jnp.any(mask, axis=1)
+        return PoolingState(
+            jnp.where(some, lse, -jnp.inf),
+            some.astype(lse.dtype),
+            jnp.where(some[:, None], out, 0.0),
+        )
 
     return block
