@@ -45,6 +45,7 @@ ABOVE = {
     "regression",
     "report",
     "studies",
+    "summary",
 }
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "PoolingState",
     "TopK",
     "__version__",
+    "aicc_curve",
     "attention_pool",
     "attention_weights",
     "confidence_band",
@@ -56,6 +57,7 @@ _NAMES = {
     "Kernel": "kernels",
     "PoolingState": "state",
     "local_regression": "regression",
+    "aicc_curve": "bandwidth",
     "cv_curve": "bandwidth",
     "rule_of_thumb": "bandwidth",
     "select_bandwidth": "bandwidth",
@@ -71,7 +73,7 @@ _NAMES = {
 if TYPE_CHECKING:
     from . import datasets, kernels
     from ._cache import count_programs
-    from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
+    from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
     from .classifier import NadarayaWatsonClassifier
     from .empty_policy import EmptyNeighbourhoodWarning
     from .estimator import LocalLinear, NadarayaWatson

@@ -24,6 +24,7 @@ __all__ = [
     "ClassifierMixin",
     "RegressorMixin",
     "check_is_fitted",
+    "coefficient_of_determination",
     "column_or_1d",
     "validate_data",
 ]
@@ -109,16 +110,23 @@ class RegressorMixin:
     def score(self, X, y, sample_weight=None) -> float:
         """R² of ``predict(X)`` against ``y`` (1 is a perfect fit; 0 the mean's)."""
         predicted = np.asarray(self.predict(X), dtype=float)
-        y = np.asarray(y, dtype=float).reshape(predicted.shape)
-        weights = _sample_weight(sample_weight, y.shape[0])
-        y2, p2 = y.reshape(y.shape[0], -1), predicted.reshape(y.shape[0], -1)
-        mean = np.average(y2, axis=0, weights=weights)
-        residual = np.average((y2 - p2) ** 2, axis=0, weights=weights)
-        spread = np.average((y2 - mean) ** 2, axis=0, weights=weights)
-        # a constant target scores 1 when fitted exactly, else 0 (scikit-learn's finite form)
-        r2 = np.where(spread > 0, 1 - residual / np.where(spread > 0, spread, 1), 0.0)
-        r2 = np.where((spread == 0) & (residual == 0), 1.0, r2)
-        return float(np.mean(r2))
+        return coefficient_of_determination(y, predicted, sample_weight)
+
+
+def coefficient_of_determination(y, predicted, sample_weight=None) -> float:
+    """scikit-learn's R², ``1 − SS_res / SS_tot`` of ``predicted`` against ``y`` (each
+    ``(n,)`` or ``(n, p)``), averaged over outputs."""
+    predicted = np.asarray(predicted, dtype=float)
+    y = np.asarray(y, dtype=float).reshape(predicted.shape)
+    weights = _sample_weight(sample_weight, y.shape[0])
+    y2, p2 = y.reshape(y.shape[0], -1), predicted.reshape(y.shape[0], -1)
+    mean = np.average(y2, axis=0, weights=weights)
+    residual = np.average((y2 - p2) ** 2, axis=0, weights=weights)
+    spread = np.average((y2 - mean) ** 2, axis=0, weights=weights)
+    # a constant target scores 1 when fitted exactly, else 0 (scikit-learn's finite form)
+    r2 = np.where(spread > 0, 1 - residual / np.where(spread > 0, spread, 1), 0.0)
+    r2 = np.where((spread == 0) & (residual == 0), 1.0, r2)
+    return float(np.mean(r2))
 
 
 class ClassifierMixin:

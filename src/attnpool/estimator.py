@@ -24,8 +24,15 @@ import sys
 import numpy as np
 
 from . import estimation
-from ._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
+from ._estimator_api import (
+    BaseEstimator,
+    RegressorMixin,
+    check_is_fitted,
+    coefficient_of_determination,
+    validate_data,
+)
 from ._validation import check_bandwidth
+from .summary import FitSummary, r_squared
 
 __all__ = ["LocalLinear", "NadarayaWatson"]
 
@@ -110,7 +117,49 @@ class _LocalRegression(MultiOutputRegressor):
         for name, value in scores.items():
             setattr(self, name, value)
         self.X_train_, self.y_train_ = X, y
+        self._chosen_by = self.bandwidth if isinstance(self.bandwidth, str) else "fixed"
+        self._in_sample = None
         return self
+
+    @property
+    def r_squared_(self):
+        """R² of the in-sample fit as R's np reports it (Doksum & Samarov: the squared
+        correlation of fitted and observed about the mean response,
+        :func:`attnpool.summary.r_squared`): a float, or one per output. Computed on
+        first access."""
+        check_is_fitted(self)
+        r2 = r_squared(self.y_train_, self._fitted_training_values())
+        return float(r2[0]) if np.ndim(self.y_train_) == 1 else r2
+
+    def summary(self) -> FitSummary:
+        """Bandwidths and how they were chosen, the criterion's value, R² (np's beside
+        scikit-learn's, of the in-sample fit), the data, kernel and method; ``print`` it
+        for a table."""
+        check_is_fitted(self)
+        fitted = self._fitted_training_values()
+        criterion = getattr(
+            self, {"cv": "cv_score_", "aicc": "aicc_"}.get(self._chosen_by, ""), None
+        )
+        kernel = (
+            self.kernel if isinstance(self.kernel, str) else getattr(self.kernel, "name", "custom")
+        )
+        return FitSummary(
+            estimator=type(self).__name__,
+            n_samples=int(np.shape(self.X_train_)[0]),
+            var_type=self.var_type or "c" * self.n_features_in_,
+            kernel=str(kernel),
+            bandwidth=np.asarray(self.bandwidth_, dtype=float),
+            chosen_by=self._chosen_by,
+            criterion=None if criterion is None else float(criterion),
+            r_squared=r_squared(self.y_train_, fitted),
+            score=coefficient_of_determination(self.y_train_, fitted),
+            method=str(getattr(self.method, "name", self.method)),
+        )
+
+    def _fitted_training_values(self):
+        if getattr(self, "_in_sample", None) is None:
+            self._in_sample = np.asarray(self.predict(self.X_train_))
+        return self._in_sample
 
     def _fit_dask(self, X, y):
         """Keep Dask training data lazy; the bandwidth by :mod:`attnpool.dask_selection`."""
@@ -133,6 +182,8 @@ class _LocalRegression(MultiOutputRegressor):
         else:
             self.bandwidth_ = np.array(check_bandwidth(self.bandwidth, X.shape[1]), dtype=float)
         self.X_train_, self.y_train_ = X, y
+        self._chosen_by = self.bandwidth if isinstance(self.bandwidth, str) else "fixed"
+        self._in_sample = None
         return self
 
     def predict(self, X, return_std=False):
@@ -219,10 +270,38 @@ class NadarayaWatson(_LocalRegression):
     bandwidth_ : ndarray of shape (n_features,)
     cv_score_ : float — the leave-one-out mean squared error (``bandwidth="cv"``)
     aicc_ : float — the AICc (``bandwidth="aicc"``)
+    r_squared_ : float or ndarray of shape (n_outputs,) — R² as R's np reports it
     n_features_in_ : int
+
+    :meth:`summary` prints them with the data, the kernel and the method;
+    :meth:`marginal_effects` gives the fit's gradient.
     """
 
     _degree = 0
+
+    def marginal_effects(self, X):
+        """The gradient of the fit at ``X``: ``(n, n_features)`` or ``(n, n_features,
+        n_outputs)`` — exact derivatives of the Nadaraya–Watson fit with the kernel's own
+        derivative (:func:`attnpool.regression.local_constant_slopes`); continuous columns.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self.var_type and set(self.var_type) != {"c"}:
+            raise ValueError(
+                "var_type: the local-constant fit's marginal effects are derivatives, "
+                f"defined for continuous columns ('c'); received var_type={self.var_type!r} "
+                "(LocalLinear gives slopes for every column)"
+            )
+        from .regression import local_constant_slopes
+
+        return local_constant_slopes(
+            self.X_train_,
+            self.y_train_,
+            X,
+            kernel=self.kernel,
+            bandwidth=self.bandwidth_,
+            block_size=self.block_size,
+        )
 
     def attention_weights(self, X):
         """Attention weights of queries ``X`` over the training points, ``(n_queries, n_train)``."""

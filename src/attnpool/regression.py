@@ -41,7 +41,14 @@ from .empty_policy import EMPTY_POLICIES, check_empty
 from .engines import numpy_engine
 from .local_model import LocalModel, model_for
 
-__all__ = ["LocalModel", "local_regression", "model_for", "validated", "weight_matrix"]
+__all__ = [
+    "LocalModel",
+    "local_constant_slopes",
+    "local_regression",
+    "model_for",
+    "validated",
+    "weight_matrix",
+]
 
 
 def validated(x_train, y_train, x_query, bandwidth, kernel, var_type, degree):
@@ -114,6 +121,46 @@ def local_regression(
     if flat:
         fit, slopes = fit[:, 0], slopes[..., 0]
     return (fit, slopes) if return_slopes else fit
+
+
+def local_constant_slopes(
+    x_train, y_train, x_query, *, kernel="gaussian", bandwidth=1.0, block_size=None
+):
+    """The gradient of the Nadaraya–Watson fit with respect to the query: the
+    local-constant estimator's marginal effects, ``(k, d)`` or ``(k, d, p)``.
+
+    .. math:: \\partial_j \\hat g(x) = \\sum_i \\alpha_i(x)\\,
+              \\partial_j \\log K_h(x - x_i)\\,\\bigl(y_i - \\hat g(x)\\bigr)
+
+    computed exactly, by forward-mode differentiation of
+    :func:`attnpool.attention_pool` in float64 (one pass per column, the kernel's own
+    derivative whatever the kernel). Continuous columns. A query with no training point
+    inside a compact kernel's support has NaN slopes; where the fit is the nearest
+    training point's response (the Gaussian at bandwidths far below the spacing) the
+    slope is 0.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from ._interop import precision_scope
+    from .pooling import attention_pool
+
+    x, y, q, h, _, flat = validated(x_train, y_train, x_query, bandwidth, kernel, None, 0)
+    with precision_scope(np.float64):
+        keys, values = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
+        queries = jnp.asarray(q, jnp.float64)
+
+        def fit(points):
+            return attention_pool(
+                points, keys, values, kernel=kernel, bandwidth=h, block_size=block_size
+            )
+
+        columns = [
+            np.asarray(jax.jvp(fit, (queries,), (jnp.zeros_like(queries).at[:, j].set(1.0),))[1])
+            for j in range(x.shape[1])
+        ]
+    slopes = np.stack(columns, axis=1)  # (k, d, p)
+    return slopes[..., 0] if flat else slopes
 
 
 def weight_matrix(

@@ -34,7 +34,13 @@ from ..methods.options import LEAVE_ONE_OUT_METHODS
 from .rules import rule_of_thumb
 from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
 
-__all__ = ["BandwidthSelection", "cv_curve", "rule_of_thumb", "select_bandwidth"]
+__all__ = [
+    "BandwidthSelection",
+    "aicc_curve",
+    "cv_curve",
+    "rule_of_thumb",
+    "select_bandwidth",
+]
 
 #: How a bandwidth is chosen (``method=``): two criteria, then two rules of thumb.
 SELECTORS = ("cv", "aicc", "scott", "silverman")
@@ -164,6 +170,32 @@ def cv_curve(
     ``bandwidths``: a sequence of scalars (the same for every column) or an array
     ``(k, d)``. Returns ``(k,)`` objectives; ``inf`` where some point has no neighbour.
     """
+    return _curve(X, y, bandwidths, "cv", kernel, degree, var_type, block_size)
+
+
+def aicc_curve(
+    X,
+    y,
+    bandwidths,
+    *,
+    kernel="gaussian",
+    degree: int = 0,
+    var_type: str | None = None,
+    block_size: int | None = None,
+) -> np.ndarray:
+    """AICc (Hurvich, Simonoff & Tsai, 1998) for each candidate bandwidth — the criterion
+    ``select_bandwidth(method="aicc")`` minimises, as :func:`cv_curve` gives CV's:
+
+    .. math:: \\log \\hat\\sigma^2 + \\frac{1 + \\operatorname{tr} H / n}
+              {1 - (\\operatorname{tr} H + 2) / n}
+
+    with ``H`` the smoother matrix. Arguments and shapes as :func:`cv_curve`; ``inf``
+    where the fit is not defined (``tr H ≥ n − 2``, or a point without a neighbour).
+    """
+    return _curve(X, y, bandwidths, "aicc", kernel, degree, var_type, block_size)
+
+
+def _curve(X, y, bandwidths, method, kernel, degree, var_type, block_size) -> np.ndarray:
     x, y, model = _checked_training_data(X, y, kernel, var_type, degree)
     candidates = np.asarray(bandwidths, dtype=float)
     if candidates.ndim == 1:
@@ -173,6 +205,6 @@ def cv_curve(
             f"bandwidths: expected positive numbers, shape (k,) or (k, {x.shape[1]}); "
             f"received {np.asarray(bandwidths).shape}"
         )
-    from .compiled import cv_objectives
+    from .compiled import criterion_curve
 
-    return cv_objectives(x, y, candidates, model, block_size)
+    return criterion_curve(x, y, candidates, model, block_size, method)

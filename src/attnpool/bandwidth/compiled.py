@@ -252,10 +252,11 @@ def _select_by_host_sums(x, y, model: LocalModel, thetas, method, pooling, optio
     return select_on_host(cv, thetas, progress, limits=smoothed_out(x, model))
 
 
-def cv_objectives(x, y, candidates, model: LocalModel, block_size) -> np.ndarray:
-    """:func:`attnpool.cv_curve`'s objectives at bandwidths ``candidates (k, d)``."""
+def criterion_curve(x, y, candidates, model: LocalModel, block_size, method: str) -> np.ndarray:
+    """The criterion ``method`` (``"cv"`` or ``"aicc"``) at bandwidths ``candidates (k, d)``:
+    :func:`attnpool.cv_curve` and :func:`attnpool.aicc_curve`."""
     dtype = compute_dtype(x, y, numpy=True)
-    options = {"model": model, "method": "cv", "block_size": block_size}
+    options = {"model": model, "method": method, "block_size": block_size}
     with precision_scope(dtype):
         thetas = np.stack([to_theta(c, model) for c in candidates])
         values = grid_objectives(
