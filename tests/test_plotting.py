@@ -49,6 +49,18 @@ def test_nan_rows_are_blank_not_an_error():
     assert panels(fig)[0].images[0].norm.vmax == 1.0
 
 
+def test_the_textbooks_call_pastes_as_it_is():
+    # d2l: show_heatmaps(matrices, xlabel, ylabel, titles=None, ...), titles[j] per column
+    grid = np.random.default_rng(0).random((2, 3, 4, 5))
+    fig = show_heatmaps(grid, "Keys", "Queries", titles=["x", "y", "z"])
+    panels = fig.axes[:6]
+    assert [ax.get_title() for ax in panels] == ["x", "y", "z"] * 2
+    assert [ax.get_xlabel() for ax in panels[3:]] == ["Keys"] * 3
+    assert panels[0].get_ylabel() == panels[3].get_ylabel() == "Queries"
+    with pytest.raises(ValueError, match=r"titles: expected 6 titles .* or 3 \(one per column\)"):
+        show_heatmaps(grid, "Keys", "Queries", titles=["x", "y", "z", "w"])
+
+
 @pytest.mark.parametrize(
     ("matrices", "titles", "pattern"),
     [

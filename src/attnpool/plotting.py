@@ -27,10 +27,10 @@ __all__ = [
 
 def show_heatmaps(
     matrices,
-    *,
     xlabel: str = "Keys",
     ylabel: str = "Queries",
     titles: Sequence | None = None,
+    *,
     figsize: tuple[float, float] | None = None,
     cmap: str = "Reds",
 ) -> Figure:
@@ -44,8 +44,9 @@ def show_heatmaps(
     xlabel, ylabel : str
         Written on the outer axes only (bottom row, left column).
     titles : sequence, optional
-        One title per panel: a flat sequence of ``rows · cols`` strings or one
-        sequence per row.
+        One title per panel — a flat sequence of ``rows · cols`` strings or one
+        sequence per row — or, as in "Dive into Deep Learning", one per column
+        (``titles[j]`` over every row of column ``j``).
     figsize : (width, height), optional
         Defaults to about 2.5 inches per panel.
     cmap : str
@@ -61,6 +62,10 @@ def show_heatmaps(
     >>> fig = show_heatmaps(np.eye(10))
     >>> len(fig.axes)  # one panel and its colorbar
     2
+    >>> grid = np.ones((2, 3, 4, 4))  # the textbook's call: labels in order, a title per column
+    >>> fig = show_heatmaps(grid, "Keys", "Queries", titles=["a", "b", "c"])
+    >>> [ax.get_title() for ax in fig.axes[:6]]
+    ['a', 'b', 'c', 'a', 'b', 'c']
     """
     grid = np.asarray(matrices, dtype=float)
     if grid.ndim not in (2, 3, 4) or grid.size == 0:
@@ -98,14 +103,16 @@ def _panel_titles(titles, rows: int, cols: int):
     if all(isinstance(t, str) for t in titles):
         if len(titles) == rows * cols:
             return [titles[r * cols : (r + 1) * cols] for r in range(rows)]
+        if len(titles) == cols:  # one per column, the textbook's form
+            return [titles] * rows
     elif len(titles) == rows and all(
         not isinstance(row, str) and len(row) == cols and all(isinstance(t, str) for t in row)
         for row in titles
     ):
         return [list(row) for row in titles]
     raise ValueError(
-        f"titles: expected {rows * cols} titles (one per panel, flat or {rows} rows of {cols}); "
-        f"received {titles!r}"
+        f"titles: expected {rows * cols} titles (one per panel, flat or {rows} rows of {cols}) "
+        f"or {cols} (one per column); received {titles!r}"
     )
 
 
