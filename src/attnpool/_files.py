@@ -65,11 +65,14 @@ def figure_bytes(figure, path: str | os.PathLike, *, dpi: int = 100) -> bytes:
     return buffer.getvalue()
 
 
-def check_distinct(inputs: Mapping[str, object], outputs: Mapping[str, object]) -> None:
-    """Refuse an output path (``{option: path or None}``) equal to an input or another output."""
+def check_distinct(
+    inputs: Mapping[str, object], outputs: Mapping[str, object], *, skip: str | None = None
+) -> None:
+    """Refuse an output path (``{option: path or None}``) equal to an input or another
+    output; ``skip``: a name that is no file (``"-"``, the standard streams)."""
     seen: dict[str, str] = {}
     for option, path in [*inputs.items(), *outputs.items()]:
-        if path is None:
+        if path is None or (skip is not None and str(path) == skip):
             continue
         key = os.path.normcase(os.path.realpath(path))
         if key in seen:

@@ -146,7 +146,13 @@ def learn_demo(
 
 @app.command()
 def fit(
-    data: Annotated[Path, typer.Argument(help="CSV file with a header row.")],
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="Table with a header row: CSV, TSV or another separator, gzip-compressed or "
+            "not, or Parquet (with pyarrow); - reads standard input."
+        ),
+    ],
     x: Annotated[list[str], typer.Option("--x", help="Input column (repeat for several).")],
     y: Annotated[str, typer.Option("--y", help="Response column.")],
     kernel: Annotated[str, typer.Option("--kernel")] = "gaussian",
@@ -155,7 +161,9 @@ def fit(
     ] = "cv",
     degree: Annotated[int, typer.Option("--degree", help="0 Nadaraya–Watson, 1 local linear.")] = 0,
     predict: Annotated[Path | None, typer.Option("--predict", help="CSV of query points.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Predictions CSV.")] = Path("predictions.csv"),
+    out: Annotated[
+        Path, typer.Option("--out", help="Predictions CSV; - writes standard output.")
+    ] = Path("predictions.csv"),
     plot: Annotated[Path | None, typer.Option("--plot", help="Fit plot (one --x only).")] = None,
     dropna: Annotated[
         bool, typer.Option("--dropna", help="Drop rows with missing values.")
@@ -164,12 +172,25 @@ def fit(
         float | None,
         typer.Option("--interval", help="Add a pointwise confidence band at this level."),
     ] = None,
+    sep: Annotated[
+        str | None,
+        typer.Option(
+            "--sep", help="Column separator: a character, tab or space (default: detected)."
+        ),
+    ] = None,
 ) -> None:
-    """Kernel regression of a CSV column: choose the bandwidth, predict, plot."""
-    from .._files import atomic_write, check_distinct
-    from .table import fit_table
+    """Kernel regression of a table's column: choose the bandwidth, predict, plot.
 
-    check_distinct({"DATA": data, "--predict": predict}, {"--out": out, "--plot": plot})
+    Example: cat data.csv.gz | attnpool fit - --x age --y income --out - > fit.csv
+    """
+    from .._files import atomic_write, check_distinct
+    from .table import STDIO, fit_table
+
+    check_distinct(
+        {"DATA": data, "--predict": predict},
+        {"--out": out, "--plot": plot},
+        skip=STDIO,
+    )
     with ProgressBar("choosing the bandwidth") as progress:
         result = fit_table(
             data,
@@ -183,12 +204,14 @@ def fit(
             plot=plot is not None,
             interval=interval,
             progress=progress,
+            sep=sep,
         )
     image = result.plot_image(plot) if plot is not None else None  # before any file is written
-    typer.echo(result.summary())
-    typer.echo(f"wrote {result.write_predictions(out)}")
+    to_stderr = str(out) == STDIO  # standard output holds the predictions only
+    typer.echo(result.summary(), err=to_stderr)
+    typer.echo(f"wrote {result.write_predictions(out)}", err=to_stderr)
     if image is not None:
-        typer.echo(f"wrote {atomic_write(plot, image)}")
+        typer.echo(f"wrote {atomic_write(plot, image)}", err=to_stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

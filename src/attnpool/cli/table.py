@@ -8,9 +8,12 @@ file or column, a non-numeric cell, missing values, too few rows) is a
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import math
 import os
+import sys
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,30 +30,104 @@ __all__ = ["TableFit", "fit_table", "read_columns"]
 _MISSING = {"", "na", "nan", "null", "none"}
 
 
-def read_columns(path: str | os.PathLike, columns: Sequence[str], *, dropna: bool = False):
-    """Numeric columns of a CSV file with a header row: ``(array (n, k), kept row indices)``.
+#: ``--sep`` names for the separators that are awkward to type.
+SEPARATOR_NAMES = {"tab": "\t", "\\t": "\t", "space": " ", "comma": ",", "semicolon": ";"}
+#: Separators detected when ``--sep`` is not given.
+DETECTED_SEPARATORS = ",\t;|"
+#: Standard input or output, as the command line names it.
+STDIO = "-"
 
-    Empty cells and ``NA``/``NaN``/``null`` are missing: an error naming how many
-    rows and the first few (data row numbers counted from 1), unless ``dropna``.
+
+def read_columns(
+    path: str | os.PathLike,
+    columns: Sequence[str],
+    *,
+    dropna: bool = False,
+    sep: str | None = None,
+):
+    """Numeric columns of a table with a header row: ``(array (n, k), kept row indices)``.
+
+    ``path``: a file, or ``"-"`` for standard input. Text tables are UTF-8 with the
+    separator ``sep`` (a character, or ``tab``/``space``/…; detected among ``, TAB ; |``
+    when None); gzip-compressed text is read as it is; Parquet files are read with
+    pyarrow where it is installed. Empty cells and ``NA``/``NaN``/``null`` are missing:
+    an error naming how many rows and the first few (data row numbers counted from 1),
+    unless ``dropna``.
     """
+    name, raw = _raw_bytes(path)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ValueError(f"{name}: a gzip file that does not decompress: {error}") from None
+    if raw[:4] == b"PAR1":
+        return _read_rows(name, _parquet_rows(name, raw), columns, dropna)
+    if raw[:4] == b"PK\x03\x04":
+        raise ValueError(
+            f"{name}: a ZIP archive (an Excel workbook?); expected a CSV, TSV or Parquet "
+            "table (save the sheet as CSV)"
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{name}: expected UTF-8 text; byte {error.object[error.start]:#04x} at offset "
+            f"{error.start} is not (save the file as UTF-8 CSV)"
+        ) from None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_separator(sep, text, name))
+    try:
+        return _read_rows(name, reader, columns, dropna)
+    except csv.Error as error:  # a field over the csv module's size limit
+        raise ValueError(f"{name}: line {reader.line_num}: {error}") from None
+
+
+def _raw_bytes(path) -> tuple[str, bytes]:
+    """``(name for messages, the file's bytes)``; ``"-"`` reads standard input."""
+    if str(path) == STDIO:
+        return "<stdin>", sys.stdin.buffer.read()
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
+    return str(path), path.read_bytes()
+
+
+def _separator(sep: str | None, text: str, name: str) -> str:
+    """``sep`` checked, or the separator detected from the first lines (``,`` if none)."""
+    if sep is not None:
+        chosen = SEPARATOR_NAMES.get(sep, sep)
+        if len(chosen) != 1 or chosen in '"\r\n':
+            raise ValueError(
+                f"--sep: expected one character or one of {', '.join(SEPARATOR_NAMES)}; "
+                f"received {sep!r}"
+            )
+        return chosen
+    if name.endswith((".tsv", ".tsv.gz", ".tab")):
+        return "\t"
     try:
-        with open(path, newline="", encoding="utf-8-sig") as stream:
-            reader = csv.reader(stream)
-            try:
-                return _read_rows(path, reader, columns, dropna)
-            except csv.Error as error:  # a field over the csv module's size limit
-                raise ValueError(f"{path}: line {reader.line_num}: {error}") from None
-    except UnicodeDecodeError as error:
+        return csv.Sniffer().sniff(text[: 2**16], delimiters=DETECTED_SEPARATORS).delimiter
+    except csv.Error:  # one column, or nothing to tell the separators apart
+        return ","
+
+
+def _parquet_rows(name: str, raw: bytes):
+    """A Parquet table as rows of text cells (floats by ``repr``: they read back exactly)."""
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:
         raise ValueError(
-            f"{path}: expected UTF-8 text; byte {error.object[error.start]:#04x} at offset "
-            f"{error.start} is not (save the file as UTF-8 CSV)"
+            f"{name}: a Parquet file; reading it needs pyarrow (pip install pyarrow), or "
+            "save the table as CSV"
         ) from None
+    table = parquet.read_table(io.BytesIO(raw))
+    cells = [
+        ["" if v is None else repr(v) if isinstance(v, float) else str(v) for v in column]
+        for column in table.to_pydict().values()
+    ]
+    yield table.column_names
+    yield from (list(row) for row in zip(*cells, strict=True))
 
 
-def _read_rows(path: Path, reader, columns: Sequence[str], dropna: bool):
+def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
     header = next(reader, None)
     if not header:
         raise ValueError(f"{path}: expected a header row of column names; the file is empty")
@@ -132,8 +209,9 @@ class TableFit:
             lines.append(f"pointwise {self.interval:g} confidence band (asymptotic)")
         return "\n".join(lines)
 
-    def write_predictions(self, path: str | os.PathLike) -> Path:
-        """CSV of the query columns and the prediction, in the queries' row order (atomic)."""
+    def write_predictions(self, path: str | os.PathLike) -> str:
+        """CSV of the query columns and the prediction, in the queries' row order: a file
+        (written atomically; its path is returned) or ``"-"``, standard output."""
         text = io.StringIO()
         writer = csv.writer(text, lineterminator="\n")
         header = [*self.x_columns, f"{self.y_column}_predicted"]
@@ -144,7 +222,11 @@ class TableFit:
         writer.writerow(header)
         for row, values in zip(self.x_query, np.column_stack(columns), strict=True):
             writer.writerow([repr(float(v)) for v in (*row, *values)])
-        return atomic_write(path, lambda stream: stream.write(text.getvalue().encode()))
+        if str(path) == STDIO:
+            sys.stdout.write(text.getvalue())
+            sys.stdout.flush()
+            return "standard output"
+        return str(atomic_write(path, lambda stream: stream.write(text.getvalue().encode())))
 
     def figure(self):
         """The data and the fitted curve (one input column only)."""
@@ -232,8 +314,10 @@ def fit_table(
     plot: bool = False,
     interval: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    sep: str | None = None,
 ) -> TableFit:
-    """Fit ``y_column`` on ``x_columns`` of the CSV ``data``; predict at ``predict`` (or the data).
+    """Fit ``y_column`` on ``x_columns`` of the table ``data``; predict at ``predict`` (or
+    the data). Tables as :func:`read_columns` reads them (``sep`` the separator).
 
     ``plot=True`` checks up front that a fit plot can be drawn (one input column);
     ``interval`` (a level such as 0.95) adds a pointwise asymptotic confidence band.
@@ -249,7 +333,9 @@ def fit_table(
         raise ValueError(
             f"--plot: a fit plot needs exactly one --x column; received {len(x_columns)}"
         )
-    table, _ = read_columns(data, [*x_columns, y_column], dropna=dropna)
+    if str(data) == STDIO and predict is not None and str(predict) == STDIO:
+        raise ValueError("--predict: standard input holds DATA already; name a file")
+    table, _ = read_columns(data, [*x_columns, y_column], dropna=dropna, sep=sep)
     if len(table) < 3:
         raise ValueError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x_train, y_train = table[:, :-1], table[:, -1]
@@ -263,7 +349,9 @@ def fit_table(
         widths = np.array(check_bandwidth(chosen, x_train.shape[1]), dtype=float)
         objective, method = math.nan, "given"
     x_query = (
-        x_train if predict is None else read_columns(predict, list(x_columns), dropna=dropna)[0]
+        x_train
+        if predict is None
+        else read_columns(predict, list(x_columns), dropna=dropna, sep=sep)[0]
     )
     prediction = local_regression(
         x_train, y_train, x_query, kernel=kernel, bandwidth=widths, degree=degree
