@@ -182,7 +182,7 @@ def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
     args += ["--degree", "1", "--predict", str(queries), "--out", str(out)]
     queries.write_text("x\n0.5\n2.5\n4.5\n")
     result = attnpool_cli(*args)
-    assert result.returncode == 2 and "no column named 'z'" in result.stderr  # the queries lack z
+    assert result.returncode == 65 and "no column named 'z'" in result.stderr  # the queries lack z
     assert not out.exists()
     queries.write_text("x,z\n0.5,1.0\n2.5,5.0\n")
     result = attnpool_cli(*args)
@@ -196,6 +196,7 @@ def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
     np.testing.assert_allclose(table[:, 2], expected)
 
 
+# exit status: 2 for usage errors, 65 for data errors (the table's content)
 @pytest.mark.parametrize(
     ("content", "args", "message"),
     [
@@ -230,7 +231,8 @@ def test_fit_data_problems_give_one_line_and_no_output(tmp_path, content, args, 
     result = attnpool_cli(
         "fit", str(data), "--x", "x", *([] if y_given else ["--y", "y"]), *args, "--out", str(out)
     )
-    assert result.returncode == 2
+    data_errors = ("no column named", "expected a number", "missing or infinite", "at least 3")
+    assert result.returncode == (65 if any(e in message for e in data_errors) else 2)
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("attnpool: error: ") and message in last, result.stderr
     assert "Traceback" not in result.stderr
@@ -320,3 +322,42 @@ def test_unknown_study_is_one_line_and_exit_2(tmp_path):
     assert result.returncode == 2
     assert "study: expected one of 'consistency', 'kernels'; received 'bootstrap'" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_fit_takes_var_type_and_method_as_the_estimators_do(tmp_path):
+    rng = np.random.default_rng(0)
+    x, group = rng.uniform(0, 5, 120), rng.integers(0, 3, 120)
+    y = np.sin(x) + group + rng.normal(0, 0.2, 120)
+    data = tmp_path / "d.csv"
+    rows = zip(x.tolist(), group.tolist(), y.tolist(), strict=True)
+    data.write_text("x,g,y\n" + "".join(f"{a!r},{b},{c!r}\n" for a, b, c in rows))
+    out = tmp_path / "p.csv"
+    args = ["fit", str(data), "--x", "x", "--x", "g", "--var-type", "cu", "--y", "y"]
+    result = attnpool_cli(*args, "--degree", "1", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    model = attnpool.LocalLinear(var_type="cu").fit(np.c_[x, group], y)
+    _, table = read_csv(out)
+    np.testing.assert_allclose(table[:, 2], model.predict(np.c_[x, group]), rtol=1e-10)
+    result = attnpool_cli(
+        "fit", str(data), "--x", "x", "--y", "y", "--kernel", "epanechnikov",
+        "--method", "sparse", "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    model = attnpool.NadarayaWatson("epanechnikov", method="sparse").fit(x[:, None], y)
+    np.testing.assert_allclose(read_csv(out)[1][:, 1], model.predict(x[:, None]), rtol=1e-10)
+    result = attnpool_cli(*args, "--method", "sparse", "--out", str(out))
+    assert result.returncode == 2 and "method: 'sparse' pools local-constant fits" in result.stderr
+
+
+def test_help_lists_the_kernels_and_gives_examples():
+    from attnpool import kernels
+    from attnpool.cli import KERNEL_NAMES
+
+    assert "gaussian" in KERNEL_NAMES and "dot" not in KERNEL_NAMES
+    assert set(KERNEL_NAMES) == set(kernels.names()) - {"dot"}
+    text = " ".join(attnpool_cli("fit", "--help").stdout.split())
+    assert all(name in text for name in KERNEL_NAMES)
+    assert "Examples:" in text and "--var-type cu" in text and "attnpool fit -" in text
+    assert "Example: attnpool study consistency" in " ".join(
+        attnpool_cli("study", "--help").stdout.split()
+    )

@@ -59,11 +59,23 @@ def _search_pooling(name: str, d: int) -> str:
 
 
 def fitted_bandwidth(
-    x, y, *, bandwidth, kernel, degree: int, var_type, empty, block_size, method, estimator: str
+    x,
+    y,
+    *,
+    bandwidth,
+    kernel,
+    degree: int,
+    var_type,
+    empty,
+    block_size,
+    method,
+    estimator: str,
+    progress=None,
 ) -> tuple[np.ndarray, dict[str, float]]:
     """``(bandwidth (d,), scores)``: fixed bandwidths checked, or those a selector
     (:data:`attnpool.bandwidth.SELECTORS`) chooses, with the criterion's value as
-    ``{"cv_score_": …}`` or ``{"aicc_": …}`` (the estimator's attribute names)."""
+    ``{"cv_score_": …}`` or ``{"aicc_": …}`` (the estimator's attribute names);
+    ``progress`` as :func:`attnpool.select_bandwidth` takes it."""
     check_choice(empty, "empty", EMPTY_POLICIES)
     name = method_name(
         method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
@@ -80,6 +92,7 @@ def fitted_bandwidth(
         var_type=var_type,
         block_size=block_size,
         pooling=_search_pooling(name, x.shape[1]) if bandwidth == "cv" else "auto",
+        progress=progress,
     )
     scores = {"cv": {"cv_score_": selection.objective}, "aicc": {"aicc_": selection.objective}}
     return selection.bandwidth, scores.get(bandwidth, {})

@@ -1,7 +1,10 @@
 """Command line: each command parses its options and makes one library call.
 
-User mistakes (bad options, bad values) print one line on stderr and exit with
-status 2; output files are written atomically, so none is left half-written.
+Exit status: 0 on success; 2 for a usage error (a bad option or value, a missing
+file); 65 (``EX_DATAERR``) for a data error (a table in an unreadable format, a
+missing column, a cell that is not a number, missing values, too few rows); 130 after
+Ctrl-C. Errors print one line on stderr; output files are written atomically, so none
+is left half-written.
 """
 
 from __future__ import annotations
@@ -15,9 +18,17 @@ import typer
 
 from .. import __version__
 from .._progress import ProgressBar
+from ..kernels import get, names
+from .table import DataError
 
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
+#: Exit status of a usage error.
+USAGE_ERROR = 2
+#: Exit status of a data error (``EX_DATAERR`` of sysexits.h).
+DATA_ERROR = 65
+#: The kernels of a distance that ``--kernel`` takes, listed in ``--help``.
+KERNEL_NAMES = tuple(name for name in names() if get(name).similarity == "distance")
 
 app = typer.Typer(
     add_completion=False,
@@ -94,14 +105,17 @@ def demo(
 
 @app.command()
 def study(
-    name: Annotated[str, typer.Argument(help="consistency or kernels")],
+    name: Annotated[str, typer.Argument(help="The study: consistency or kernels.")],
     out: Annotated[Path, typer.Option("--out", help="Folder for the figure.")] = Path(
         "study-output"
     ),
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the simulated samples.")] = 0,
     quick: Annotated[bool, typer.Option("--quick", help="A small size, for a first look.")] = False,
 ) -> None:
-    """A simulation study: 'consistency' (MSE against n) or 'kernels' (shape vs bandwidth)."""
+    """A simulation study: 'consistency' (MSE against n) or 'kernels' (shape vs bandwidth).
+
+    Example: attnpool study consistency --quick --out study-output
+    """
     from ..demo import save_figures
     from ..studies import run_study
 
@@ -155,7 +169,9 @@ def fit(
     ],
     x: Annotated[list[str], typer.Option("--x", help="Input column (repeat for several).")],
     y: Annotated[str, typer.Option("--y", help="Response column.")],
-    kernel: Annotated[str, typer.Option("--kernel")] = "gaussian",
+    kernel: Annotated[
+        str, typer.Option("--kernel", help=f"One of: {', '.join(KERNEL_NAMES)}.")
+    ] = "gaussian",
     bandwidth: Annotated[
         str, typer.Option("--bandwidth", help="cv, aicc, scott, silverman or numbers a,b,…")
     ] = "cv",
@@ -178,10 +194,26 @@ def fit(
             "--sep", help="Column separator: a character, tab or space (default: detected)."
         ),
     ] = None,
+    var_type: Annotated[
+        str | None,
+        typer.Option(
+            "--var-type",
+            help="One letter per --x: c continuous, o ordered, u unordered (default: all c).",
+        ),
+    ] = None,
+    method: Annotated[
+        str, typer.Option("--method", help="How predictions pool (see attention_pool).")
+    ] = "auto",
 ) -> None:
     """Kernel regression of a table's column: choose the bandwidth, predict, plot.
 
-    Example: cat data.csv.gz | attnpool fit - --x age --y income --out - > fit.csv
+    Examples:
+
+      attnpool fit data.csv --x age --y income --plot fit.png
+
+      attnpool fit data.csv --x age --x region --var-type cu --y income --degree 1
+
+      zcat data.csv.gz | attnpool fit - --x age --y income --out - > fit.csv
     """
     from .._files import atomic_write, check_distinct
     from .table import STDIO, fit_table
@@ -205,6 +237,8 @@ def fit(
             interval=interval,
             progress=progress,
             sep=sep,
+            var_type=var_type,
+            method=method,
         )
     image = result.plot_image(plot) if plot is not None else None  # before any file is written
     to_stderr = str(out) == STDIO  # standard output holds the predictions only
@@ -220,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         code = app(args=argv, prog_name="attnpool", standalone_mode=False)
     except typer.TyperException as error:  # usage errors: unknown option, bad type
         return _fail(error.format_message())
+    except DataError as error:
+        return _fail(str(error), DATA_ERROR)
     except (ValueError, TypeError, OSError) as error:
         return _fail(str(error))
     except (typer.Abort, KeyboardInterrupt):
@@ -241,10 +277,10 @@ def run() -> None:
     sys.exit(code)
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, code: int = USAGE_ERROR) -> int:
     if message.strip():  # a bare `attnpool` has already printed the help
         print(f"attnpool: error: {' '.join(message.split())}", file=sys.stderr)
-    return 2
+    return code
 
 
 if __name__ == "__main__":

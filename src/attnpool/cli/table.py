@@ -21,13 +21,19 @@ from pathlib import Path
 import numpy as np
 
 from .._files import atomic_write, figure_bytes
-from .._validation import check_bandwidth
-from ..bandwidth import SELECTORS, select_bandwidth
+from ..bandwidth import SELECTORS
+from ..estimation import fitted_bandwidth
+from ..estimation import predict as estimation_predict
 from ..regression import local_regression
 
-__all__ = ["TableFit", "fit_table", "read_columns"]
+__all__ = ["DataError", "TableFit", "fit_table", "read_columns"]
 
 _MISSING = {"", "na", "nan", "null", "none"}
+
+
+class DataError(ValueError):
+    """A table that cannot serve the fit as it is: an unreadable format, a missing
+    column, a cell that is not a number, missing values, too few rows."""
 
 
 #: ``--sep`` names for the separators that are awkward to type.
@@ -59,18 +65,18 @@ def read_columns(
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as error:
-            raise ValueError(f"{name}: a gzip file that does not decompress: {error}") from None
+            raise DataError(f"{name}: a gzip file that does not decompress: {error}") from None
     if raw[:4] == b"PAR1":
         return _read_rows(name, _parquet_rows(name, raw), columns, dropna)
     if raw[:4] == b"PK\x03\x04":
-        raise ValueError(
+        raise DataError(
             f"{name}: a ZIP archive (an Excel workbook?); expected a CSV, TSV or Parquet "
             "table (save the sheet as CSV)"
         )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ValueError(
+        raise DataError(
             f"{name}: expected UTF-8 text; byte {error.object[error.start]:#04x} at offset "
             f"{error.start} is not (save the file as UTF-8 CSV)"
         ) from None
@@ -78,7 +84,7 @@ def read_columns(
     try:
         return _read_rows(name, reader, columns, dropna)
     except csv.Error as error:  # a field over the csv module's size limit
-        raise ValueError(f"{name}: line {reader.line_num}: {error}") from None
+        raise DataError(f"{name}: line {reader.line_num}: {error}") from None
 
 
 def _raw_bytes(path) -> tuple[str, bytes]:
@@ -114,7 +120,7 @@ def _parquet_rows(name: str, raw: bytes):
     try:
         import pyarrow.parquet as parquet
     except ImportError:
-        raise ValueError(
+        raise DataError(
             f"{name}: a Parquet file; reading it needs pyarrow (pip install pyarrow), or "
             "save the table as CSV"
         ) from None
@@ -130,11 +136,11 @@ def _parquet_rows(name: str, raw: bytes):
 def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
     header = next(reader, None)
     if not header:
-        raise ValueError(f"{path}: expected a header row of column names; the file is empty")
+        raise DataError(f"{path}: expected a header row of column names; the file is empty")
     header = [name.strip() for name in header]
     missing = [c for c in columns if c not in header]
     if missing:
-        raise ValueError(
+        raise DataError(
             f"{path}: no column named {', '.join(map(repr, missing))}; "
             f"the columns are {', '.join(map(repr, header))}"
         )
@@ -152,7 +158,7 @@ def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
             try:
                 numbers.append(float(cell))
             except ValueError:
-                raise ValueError(
+                raise DataError(
                     f"{path}: row {row_number}, column {name!r}: expected a number; "
                     f"received {cell!r}"
                 ) from None
@@ -163,7 +169,7 @@ def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
     rows = np.arange(1, len(data) + 1)
     if missing_rows and not dropna:
         shown = ", ".join(map(str, missing_rows[:5])) + (", …" if len(missing_rows) > 5 else "")
-        raise ValueError(
+        raise DataError(
             f"{path}: {len(missing_rows)} row(s) have missing or infinite values in the used "
             f"columns (rows {shown}); pass --dropna to drop them"
         )
@@ -189,6 +195,7 @@ class TableFit:
     degree: int
     kernel: str
     interval: float | None = None
+    var_type: str | None = None
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
 
@@ -244,6 +251,7 @@ class TableFit:
             kernel=self.kernel,
             bandwidth=self.bandwidth,
             degree=self.degree,
+            var_type=self.var_type,
             empty="nearest",
         )
         label = f"fit, h = {self.bandwidth[0]:.3g}"
@@ -270,6 +278,7 @@ class TableFit:
             kernel=self.kernel,
             bandwidth=self.bandwidth,
             degree=self.degree,
+            var_type=self.var_type,
             level=self.interval,
         )
 
@@ -315,9 +324,13 @@ def fit_table(
     interval: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     sep: str | None = None,
+    var_type: str | None = None,
+    method: str = "auto",
 ) -> TableFit:
     """Fit ``y_column`` on ``x_columns`` of the table ``data``; predict at ``predict`` (or
-    the data). Tables as :func:`read_columns` reads them (``sep`` the separator).
+    the data). Tables as :func:`read_columns` reads them (``sep`` the separator);
+    ``var_type`` and ``method`` as the estimators take them (the same path: a
+    :class:`~attnpool.NadarayaWatson` or :class:`~attnpool.LocalLinear` fit).
 
     ``plot=True`` checks up front that a fit plot can be drawn (one input column);
     ``interval`` (a level such as 0.95) adds a pointwise asymptotic confidence band.
@@ -337,25 +350,29 @@ def fit_table(
         raise ValueError("--predict: standard input holds DATA already; name a file")
     table, _ = read_columns(data, [*x_columns, y_column], dropna=dropna, sep=sep)
     if len(table) < 3:
-        raise ValueError(f"{data}: expected at least 3 complete rows; received {len(table)}")
+        raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x_train, y_train = table[:, :-1], table[:, -1]
     chosen = parse_bandwidth(bandwidth) if isinstance(bandwidth, str) else bandwidth
-    if isinstance(chosen, str):
-        selection = select_bandwidth(
-            x_train, y_train, method=chosen, kernel=kernel, degree=degree, progress=progress
-        )
-        widths, objective, method = selection.bandwidth, selection.objective, chosen
-    else:
-        widths = np.array(check_bandwidth(chosen, x_train.shape[1]), dtype=float)
-        objective, method = math.nan, "given"
+    options = {
+        "kernel": kernel,
+        "degree": degree,
+        "var_type": var_type,
+        "empty": "nan",
+        "block_size": None,
+        "method": method,
+        "estimator": "LocalLinear" if degree == 1 else "NadarayaWatson",
+    }
+    widths, scores = fitted_bandwidth(
+        x_train, y_train, bandwidth=chosen, progress=progress, **options
+    )
+    selected = isinstance(chosen, str)
+    objective = next(iter(scores.values()), math.nan)
     x_query = (
         x_train
         if predict is None
         else read_columns(predict, list(x_columns), dropna=dropna, sep=sep)[0]
     )
-    prediction = local_regression(
-        x_train, y_train, x_query, kernel=kernel, bandwidth=widths, degree=degree
-    )
+    prediction = estimation_predict(x_train, y_train, x_query, bandwidth=widths, **options)
     result = TableFit(
         list(x_columns),
         y_column,
@@ -364,11 +381,12 @@ def fit_table(
         x_query,
         prediction,
         widths,
-        method,
+        chosen if selected else "given",
         float(objective),
         degree,
         kernel,
         interval,
+        var_type,
     )
     if interval is not None:
         band = result._band(x_query)
