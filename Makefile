@@ -10,9 +10,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# Re-install whenever pyproject.toml changes.
+# Re-install whenever pyproject.toml changes. The demo needs the command line (and
+# with it the pictures): the [cli] extra.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.[cli]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
@@ -41,7 +42,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_first_call.py
 
 # The README's pictures.
-docs-images: $(VENV)/.installed
+docs-images: $(VENV)/.installed-dev
 	$(BIN)/attnpool demo --out docs/images
 	$(BIN)/attnpool learn-demo --out docs/images
 

@@ -39,7 +39,7 @@ class DataConversionWarning(UserWarning):
 
 
 def _sklearn_class(name: str, fallback: type) -> type:
-    if "sklearn" in sys.modules:
+    if sys.modules.get("sklearn") is not None:
         from sklearn import exceptions
 
         return getattr(exceptions, name)

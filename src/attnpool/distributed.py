@@ -27,15 +27,13 @@ from __future__ import annotations
 import sys
 from functools import partial
 
-import dask
-import dask.array as da
 import jax
 import jax.numpy as jnp
 import numpy as np
-from dask.base import is_dask_collection
 
 from . import kernels as _kernels
 from ._interop import precision_scope
+from ._optional import require
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from .edges import has_edge
 from .engines.programs import kernel_block, mask_own_pairs, pool_state
@@ -43,6 +41,10 @@ from .geometry import block_log_weights, key_centre
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .state import PoolingState, block_state, finalize, merge_stacked
+
+dask = require("dask", "Dask support (attnpool.distributed)")
+import dask.array as da  # noqa: E402
+from dask.base import is_dask_collection  # noqa: E402
 
 __all__ = [
     "as_rows",
@@ -99,7 +101,7 @@ def _aligned(keys: da.Array, values: da.Array, name: str) -> da.Array:
 def _check_client() -> None:
     """The client Dask will use — the default one, or one set as ``scheduler`` in Dask's
     config — must be running; with none, Dask's local scheduler runs the graph."""
-    if "distributed" not in sys.modules:
+    if sys.modules.get("distributed") is None:
         return
     from distributed import Client, default_client
 

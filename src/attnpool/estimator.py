@@ -47,7 +47,7 @@ def _check_numeric_targets(y) -> None:
 
 
 def _is_dask(*arrays) -> bool:
-    if "dask" not in sys.modules:  # a Dask array cannot exist without dask imported
+    if sys.modules.get("dask") is None:  # a Dask array cannot exist without dask imported
         return False
     from dask.base import is_dask_collection
 

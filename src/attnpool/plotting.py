@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from matplotlib.colors import Normalize
-from matplotlib.figure import Figure
 
 from . import kernels as _kernels
+from ._optional import require
+
+require("matplotlib", "attnpool.plotting")
+from matplotlib.colors import Normalize  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 __all__ = [
     "plot_fit",

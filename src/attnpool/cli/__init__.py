@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
+from .._optional import MissingDependencyError
 from .._progress import ProgressBar
 from ..kernels import get, names
 from .table import DataError
@@ -256,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(error.format_message())
     except DataError as error:
         return _fail(str(error), DATA_ERROR)
+    except MissingDependencyError as error:  # an extra this command needs
+        return _fail(str(error))
     except (ValueError, TypeError, OSError) as error:
         return _fail(str(error))
     except (typer.Abort, KeyboardInterrupt):

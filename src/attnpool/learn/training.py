@@ -19,13 +19,15 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from .._interop import compute_dtype, precision_scope
+from .._optional import require
 from .._progress import ProgressBar
 from .._validation import check_choice, check_points, check_positive_int, check_values
 from .attention import learned_pool, learned_weights
 from .models import AttentionModel, Params, get_model
+
+optax = require("optax", "learned attention (fit_attention)")
 
 __all__ = ["LOSSES", "AttentionFit", "Standardisation", "fit_attention"]
 
