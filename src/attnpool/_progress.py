@@ -18,7 +18,7 @@ class ProgressBar:
     in whatever code runs when the signal arrives, and when that is a garbage-collection
     callback (JAX installs one) the exception is printed as "ignored" and the work goes
     on. Inside the ``with`` block an interrupt is remembered, and the next call of the
-    bar raises it again.
+    bar raises it again; one that arrives during an ``import`` is only remembered.
     """
 
     def __init__(self, label: str, stream=None):
@@ -54,6 +54,11 @@ class ProgressBar:
 
     def _interrupt(self, signum, frame) -> None:
         self.interrupted = True
+        if _importing(frame):
+            # raised inside a module's import, the interrupt can leave a compiled extension
+            # (jaxlib) half-initialised, and the process crashes at exit; the import
+            # finishes and the next call of the bar raises it
+            return
         raise KeyboardInterrupt
 
     def close(self) -> None:
@@ -63,3 +68,13 @@ class ProgressBar:
             self.stream.flush()
             self.shown = False
             self.start = float("inf")  # nothing more after the line has ended
+
+
+def _importing(frame) -> bool:
+    """Whether ``frame`` runs inside an ``import`` (Python's import machinery is on its
+    stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False

@@ -18,8 +18,8 @@ import typer
 
 from .. import __version__
 from .._optional import MissingDependencyError
-from .._progress import ProgressBar
 from ..kernels import get, names
+from .progress import CommandProgress
 from .table import DataError
 
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
@@ -112,6 +112,9 @@ def study(
     ),
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the simulated samples.")] = 0,
     quick: Annotated[bool, typer.Option("--quick", help="A small size, for a first look.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress on standard error.")
+    ] = False,
 ) -> None:
     """A simulation study: 'consistency' (MSE against n) or 'kernels' (shape vs bandwidth).
 
@@ -120,7 +123,7 @@ def study(
     from ..demo import save_figures
     from ..studies import run_study
 
-    with ProgressBar(name) as progress:
+    with CommandProgress(name, quiet=quiet) as progress:
         result = run_study(name, quick=quick, seed=seed, progress=progress)
     written = save_figures(result.figures, out)
     typer.echo(result.table)
@@ -146,11 +149,14 @@ def learn_demo(
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the noisy sample.")] = 0,
     steps: Annotated[int, typer.Option("--steps", help="Optimisation steps.")] = 300,
     learning_rate: Annotated[float, typer.Option("--learning-rate", help="Adam's rate.")] = 0.05,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress on standard error.")
+    ] = False,
 ) -> None:
     """Learn the bandwidth by gradient descent: loss curve, fits, fixed vs learned heatmaps."""
     from ..demo import run_learn_demo, save_figures
 
-    with ProgressBar("training") as progress:
+    with CommandProgress("training", quiet=quiet) as progress:
         result = run_learn_demo(
             seed=seed, steps=steps, learning_rate=learning_rate, progress=progress
         )
@@ -205,6 +211,9 @@ def fit(
     method: Annotated[
         str, typer.Option("--method", help="How predictions pool (see attention_pool).")
     ] = "auto",
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress on standard error.")
+    ] = False,
 ) -> None:
     """Kernel regression of a table's column: choose the bandwidth, predict, plot.
 
@@ -224,7 +233,7 @@ def fit(
         {"--out": out, "--plot": plot},
         skip=STDIO,
     )
-    with ProgressBar("choosing the bandwidth") as progress:
+    with CommandProgress("choosing the bandwidth", quiet=quiet) as progress:
         result = fit_table(
             data,
             x,
