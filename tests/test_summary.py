@@ -10,7 +10,14 @@ import warnings
 import numpy as np
 import pytest
 
-from attnpool import LocalLinear, NadarayaWatson, aicc_curve, nadaraya_watson, select_bandwidth
+from attnpool import (
+    EmptyNeighbourhoodWarning,
+    LocalLinear,
+    NadarayaWatson,
+    aicc_curve,
+    nadaraya_watson,
+    select_bandwidth,
+)
 from attnpool.summary import r_squared
 
 
@@ -161,6 +168,19 @@ def test_local_constant_marginal_effects_are_the_fits_derivatives(kernel, d):
         np.testing.assert_allclose(slopes[:, j], fd, rtol=1e-6, atol=1e-7)
     flat = NadarayaWatson(kernel=kernel, bandwidth=1.2).fit(x, y).marginal_effects(queries)
     np.testing.assert_allclose(flat, slopes[..., 0], rtol=1e-12)
+
+
+def test_local_constant_marginal_effects_follow_the_empty_policy():
+    x = np.array([[0.0], [1.0], [2.0], [10.0]])
+    y = np.array([0.0, 1.0, 4.0, 9.0])
+    far = np.array([[5.0], [0.5]])  # no point within the support of the first
+    with pytest.warns(EmptyNeighbourhoodWarning, match="1 of 2 queries"):
+        nan = NadarayaWatson("epanechnikov", bandwidth=1.5).fit(x, y).marginal_effects(far)
+    assert np.isnan(nan[0, 0]) and np.isfinite(nan[1, 0])
+    nearest = NadarayaWatson("epanechnikov", bandwidth=1.5, empty="nearest").fit(x, y)
+    slopes = nearest.marginal_effects(far)
+    assert slopes[0, 0] == 0.0  # the nearest point's response does not move with x
+    np.testing.assert_allclose(slopes[1], nan[1], rtol=1e-12)
 
 
 def test_local_constant_marginal_effects_need_continuous_columns():

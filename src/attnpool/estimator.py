@@ -300,6 +300,7 @@ class NadarayaWatson(_LocalRegression):
             X,
             kernel=self.kernel,
             bandwidth=self.bandwidth_,
+            empty=self.empty,
             block_size=self.block_size,
         )
 

@@ -124,7 +124,14 @@ def local_regression(
 
 
 def local_constant_slopes(
-    x_train, y_train, x_query, *, kernel="gaussian", bandwidth=1.0, block_size=None
+    x_train,
+    y_train,
+    x_query,
+    *,
+    kernel="gaussian",
+    bandwidth=1.0,
+    empty: str = "nan",
+    block_size=None,
 ):
     """The gradient of the Nadaraya–Watson fit with respect to the query: the
     local-constant estimator's marginal effects, ``(k, d)`` or ``(k, d, p)``.
@@ -135,9 +142,9 @@ def local_constant_slopes(
     computed exactly, by forward-mode differentiation of
     :func:`attnpool.attention_pool` in float64 (one pass per column, the kernel's own
     derivative whatever the kernel). Continuous columns. A query with no training point
-    inside a compact kernel's support has NaN slopes; where the fit is the nearest
-    training point's response (the Gaussian at bandwidths far below the spacing) the
-    slope is 0.
+    inside a compact kernel's support has NaN slopes (``empty="nan"`` or ``"raise"``,
+    whose error the fit itself gives) or, under ``"nearest"``, the slope of the
+    nearest-point fit, 0 — as where the Gaussian's fit is the nearest point's response.
     """
     import jax
     import jax.numpy as jnp
@@ -152,13 +159,20 @@ def local_constant_slopes(
 
         def fit(points):
             return attention_pool(
-                points, keys, values, kernel=kernel, bandwidth=h, block_size=block_size
+                points,
+                keys,
+                values,
+                kernel=kernel,
+                bandwidth=h,
+                block_size=block_size,
+                empty="nearest" if empty == "nearest" else "nan",
             )
 
-        columns = [
-            np.asarray(jax.jvp(fit, (queries,), (jnp.zeros_like(queries).at[:, j].set(1.0),))[1])
-            for j in range(x.shape[1])
-        ]
+        columns = []
+        for j in range(x.shape[1]):
+            direction = jnp.zeros_like(queries).at[:, j].set(1.0)
+            value, slope = (np.asarray(a) for a in jax.jvp(fit, (queries,), (direction,)))
+            columns.append(np.where(np.isnan(value), np.nan, slope))  # no fit, no slope
     slopes = np.stack(columns, axis=1)  # (k, d, p)
     return slopes[..., 0] if flat else slopes
 

@@ -1,4 +1,4 @@
-"""Kernel regression on a CSV table: read columns, choose the bandwidth, predict, write.
+"""Kernel regression on a table: read columns, choose the bandwidth, predict, write.
 
 The library side of ``attnpool fit``. Every problem with the data (a missing
 file or column, a non-numeric cell, missing values, too few rows) is a
