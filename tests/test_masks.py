@@ -13,7 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from adversarial import FLOAT32_LOGITS, ROUNDING, max_extent, problems
 from attnpool import (
     Binned,
     EmptyNeighbourhoodWarning,
@@ -23,6 +26,8 @@ from attnpool import (
     nadaraya_watson,
 )
 from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, value_range
+from oracle import exact_pool, magnitude, rounding_bound
+from oracle import value_range as oracle_range
 from reference import nearest_values, reference_weights
 
 N, M = 60, 700
@@ -212,3 +217,53 @@ def test_nadaraya_watson_takes_a_mask():
 def test_bad_masks_are_clear_errors(mask, message):
     with pytest.raises(ValueError, match=message):
         attention_pool(np.zeros(4), np.arange(5.0), np.arange(5.0), mask=mask)
+
+
+# --- hostile data: the exact oracle row by row, on each row's allowed keys -----------------
+
+MASKED_EXAMPLES = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@pytest.mark.parametrize("method", ["dense", "stream", "fused", "sparse", "fgt", "native", "auto"])
+def test_masked_pools_meet_the_oracle_on_adversarial_data(method):
+    # bandwidths from 1e-300 to 1e300 of the data's scale, shifts to 1e12, ties, huge
+    # values (tests/adversarial.py); each row against the long-double oracle on its keys
+    @MASKED_EXAMPLES
+    @given(problem=problems(method), seed=st.integers(0, 2**16))
+    def run(problem, seed):
+        queries, keys, values, kernel, bandwidth, dtype = problem
+        rng = np.random.default_rng(seed)
+        allowed = rng.random((queries.shape[0], keys.shape[0])) < 0.5
+        allowed[np.arange(queries.shape[0]), rng.integers(0, keys.shape[0], queries.shape[0])] = 1
+        got = attention_pool(
+            queries, keys, values, kernel=kernel, bandwidth=bandwidth, method=method,
+            empty="nearest", mask=allowed,
+        )  # fmt: skip
+        got = np.asarray(got, np.float64).reshape(queries.shape[0], -1)
+        assert np.all(np.isfinite(got)), f"{method}: not finite: {got}"
+        eps = np.finfo(np.float32 if method in FLOAT32_LOGITS else dtype).eps
+        with np.errstate(over="ignore"):  # a bound of inf times the range is inf
+            bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps)
+            band = ROUNDING * eps * min(1 + max_extent(queries, keys, bandwidth), 1e100) ** 2
+            tolerances = bound[:, None] * oracle_range(values) + ROUNDING * eps * magnitude(values)
+        edges = [0.0] if kernel != "boxcar" else [-band, band]  # a key on the boxcar's edge
+        slack = 4 * eps * magnitude(values).max()
+        for i, row in enumerate(allowed):
+            # never outside the range of the values the row may attend, whatever the bound
+            mine = np.reshape(values, (keys.shape[0], -1))[row]
+            assert np.all(mine.min(0) - slack <= got[i]) and np.all(got[i] <= mine.max(0) + slack)
+            tolerance = tolerances[i]
+            error = min(
+                np.max(np.abs(got[i] - exact_pool(
+                    queries[i : i + 1], keys[row], values[row], kernel, bandwidth, edge=edge
+                )[0][0].astype(np.float64)) - tolerance)
+                for edge in edges
+            )  # fmt: skip
+            assert error <= 0, f"{method} row {i}: {got[i]} off by {error} beyond the tolerance"
+
+    run()
