@@ -169,3 +169,42 @@ def oracle_test(methods: list[str]):
             jax.clear_caches()  # a program per shape and kernel: see conftest.py
 
     return test_method_meets_the_oracle
+
+
+def row_settings(examples: int):
+    """Hypothesis settings of the tests that hold each row to the oracle on its own keys
+    (masks) or on repeated keys (observation weights): fewer examples, each larger."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+def assert_rows_meet_the_oracle(method, got, queries, keys, values, kernel, bandwidth, dtype,
+                                allowed=None):  # fmt: skip
+    """Each row of ``got (n, p)`` within the value range of its keys and within rounding
+    of the long-double oracle on them (``allowed (n, m)``: each row's keys; None: all)."""
+    got = np.asarray(got, np.float64).reshape(queries.shape[0], -1)
+    assert np.all(np.isfinite(got)), f"{method}: not finite: {got}"
+    eps = np.finfo(np.float32 if method in FLOAT32_LOGITS else dtype).eps
+    with np.errstate(over="ignore"):  # a bound of inf times the range is inf
+        bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps)
+        band = ROUNDING * eps * min(1 + max_extent(queries, keys, bandwidth), 1e100) ** 2
+        tolerances = bound[:, None] * value_range(values) + ROUNDING * eps * magnitude(values)
+    edges = [0.0] if kernel != "boxcar" else [-band, band]  # a key on the boxcar's edge
+    slack = 4 * eps * magnitude(values).max()
+    v = np.reshape(values, (keys.shape[0], -1))
+    for i in range(queries.shape[0]):
+        row = slice(None) if allowed is None else allowed[i]
+        # never outside the range of the values the row may attend, whatever the bound
+        mine = v[row]
+        assert np.all(mine.min(0) - slack <= got[i]) and np.all(got[i] <= mine.max(0) + slack)
+        error = min(
+            np.max(np.abs(got[i] - exact_pool(
+                queries[i : i + 1], keys[row], mine, kernel, bandwidth, edge=edge
+            )[0][0].astype(np.float64)) - tolerances[i])
+            for edge in edges
+        )  # fmt: skip
+        assert error <= 0, f"{method} row {i}: {got[i]} off by {error} beyond the tolerance"

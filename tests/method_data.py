@@ -12,6 +12,19 @@ BINNED_TOLERANCE = 1e-3
 FUSED_RTOL = 2e-5
 EXACT_RTOL = 1e-9
 
+#: ``(method, kernel, d, rtol)``: each exact method (and ``fused``) on a kernel and a
+#: dimension it serves, with its stated tolerance.
+EXACT_METHOD_CASES = [
+    ("dense", "gaussian", 1, EXACT_RTOL),
+    ("stream", "gaussian", 2, EXACT_RTOL),
+    ("fused", "gaussian", 3, FUSED_RTOL),
+    ("fgt", "gaussian", 1, EXACT_RTOL),
+    ("native", "gaussian", 2, EXACT_RTOL),
+    ("sparse", "epanechnikov", 1, EXACT_RTOL),
+    ("sparse", "tricube", 2, EXACT_RTOL),
+    ("auto", "triangular", 1, EXACT_RTOL),
+]
+
 
 def data(seed, n=300, m=2000, d=1, layout="uniform"):
     rng = np.random.default_rng(seed)

@@ -247,3 +247,36 @@ def test_dask_selection_is_shift_and_scale_equivariant(
     moved = NadarayaWatson().fit(da.from_array(to_x(x), 150), da.from_array(to_y(y), 150))
     np.testing.assert_allclose(moved.bandwidth_, base.bandwidth_ * h_factor, rtol=1e-9)
     np.testing.assert_allclose(moved.cv_score_, base.cv_score_ * y_factor**2, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_observation_weights_on_the_cluster(client, kernel):
+    # integer weights (a whole chunk of zeros among them) pool as the repeated keys do
+    rng = np.random.default_rng(31)
+    queries, keys, values = (
+        rng.normal(size=(50, 2)),
+        rng.normal(size=(900, 2)),
+        rng.normal(size=900),
+    )
+    weights = rng.integers(0, 4, 900).astype(float)
+    weights[:300] = 0
+    repeated = np.repeat(np.arange(900), weights.astype(int))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", attnpool.EmptyNeighbourhoodWarning)
+        expected = attnpool.attention_pool(
+            queries, keys[repeated], values[repeated], kernel=kernel, bandwidth=0.4
+        )
+    result = dist.attention_pool(
+        queries, da.from_array(keys, chunks=(300, 2)), values, kernel=kernel, bandwidth=0.4,
+        weights=da.from_array(weights, chunks=300),
+    ).compute()  # fmt: skip
+    np.testing.assert_allclose(result, expected, rtol=1e-12, atol=1e-14)
+    at_the_limit = dist.attention_pool(queries, keys, values, bandwidth=1e-200, weights=weights)
+    np.testing.assert_allclose(
+        at_the_limit.compute(),
+        attnpool.attention_pool(queries, keys, values, bandwidth=1e-200, weights=weights),
+        rtol=1e-13,
+    )
+    for bad, message in ((-weights, "non-negative"), (0 * weights, "some positive weight")):
+        with pytest.raises(ValueError, match=f"weights: expected {message}"):
+            dist.attention_pool(queries, keys, values, bandwidth=0.4, weights=bad).compute()

@@ -27,7 +27,11 @@ from sklearn_checks import scikit_learn_checks
         NadarayaWatson(bandwidth=1.0, kernel="epanechnikov", empty="nearest"),
         LocalLinear(bandwidth="silverman"),
         NadarayaWatsonClassifier(bandwidth=1.0),
-    ]
+    ],
+    # its 15 points in 30 columns make every local linear design singular (the answer is
+    # the ridge's, rounding-sensitive): local linear's weights-equal-repeated-rows is
+    # test_observation_weights.py::test_estimators_with_sample_weight_fit_the_repeated_rows
+    replaced={("LocalLinear", "check_sample_weight_equivalence_on_dense_data")},
 )
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)

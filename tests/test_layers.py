@@ -23,6 +23,7 @@ ENGINE_LAYER = {
     "kernels",
     "local_model",
     "masks",
+    "observation_weights",
     "state",
 }
 #: The public layers above them: pooling and regression, bandwidth selection, the

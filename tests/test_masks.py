@@ -13,10 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from adversarial import FLOAT32_LOGITS, ROUNDING, max_extent, problems
+from adversarial import assert_rows_meet_the_oracle, problems, row_settings
 from attnpool import (
     Binned,
     EmptyNeighbourhoodWarning,
@@ -25,9 +25,12 @@ from attnpool import (
     attention_weights,
     nadaraya_watson,
 )
-from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, value_range
-from oracle import exact_pool, magnitude, rounding_bound
-from oracle import value_range as oracle_range
+from method_data import (
+    BINNED_TOLERANCE,
+    EXACT_METHOD_CASES,
+    data,
+    value_range,
+)
 from reference import nearest_values, reference_weights
 
 N, M = 60, 700
@@ -55,18 +58,7 @@ def masks(seed, n=N, m=M):
     return {"matrix": matrix, "lengths": lengths}
 
 
-METHODS = [
-    ("dense", "gaussian", 1, EXACT_RTOL),
-    ("stream", "gaussian", 2, EXACT_RTOL),
-    ("fused", "gaussian", 3, FUSED_RTOL),
-    ("fgt", "gaussian", 1, EXACT_RTOL),
-    ("native", "gaussian", 2, EXACT_RTOL),
-    ("sparse", "epanechnikov", 1, EXACT_RTOL),
-    ("sparse", "tricube", 2, EXACT_RTOL),
-    ("binned", "gaussian", 1, None),
-    ("topk", "gaussian", 1, None),
-    ("auto", "triangular", 1, EXACT_RTOL),
-]
+METHODS = [*EXACT_METHOD_CASES, ("binned", "gaussian", 1, None), ("topk", "gaussian", 1, None)]
 
 
 @pytest.mark.parametrize("kind", ["matrix", "lengths"])
@@ -221,12 +213,7 @@ def test_bad_masks_are_clear_errors(mask, message):
 
 # --- hostile data: the exact oracle row by row, on each row's allowed keys -----------------
 
-MASKED_EXAMPLES = settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+MASKED_EXAMPLES = row_settings(25)
 
 
 @pytest.mark.parametrize("method", ["dense", "stream", "fused", "sparse", "fgt", "native", "auto"])
@@ -244,26 +231,8 @@ def test_masked_pools_meet_the_oracle_on_adversarial_data(method):
             queries, keys, values, kernel=kernel, bandwidth=bandwidth, method=method,
             empty="nearest", mask=allowed,
         )  # fmt: skip
-        got = np.asarray(got, np.float64).reshape(queries.shape[0], -1)
-        assert np.all(np.isfinite(got)), f"{method}: not finite: {got}"
-        eps = np.finfo(np.float32 if method in FLOAT32_LOGITS else dtype).eps
-        with np.errstate(over="ignore"):  # a bound of inf times the range is inf
-            bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps)
-            band = ROUNDING * eps * min(1 + max_extent(queries, keys, bandwidth), 1e100) ** 2
-            tolerances = bound[:, None] * oracle_range(values) + ROUNDING * eps * magnitude(values)
-        edges = [0.0] if kernel != "boxcar" else [-band, band]  # a key on the boxcar's edge
-        slack = 4 * eps * magnitude(values).max()
-        for i, row in enumerate(allowed):
-            # never outside the range of the values the row may attend, whatever the bound
-            mine = np.reshape(values, (keys.shape[0], -1))[row]
-            assert np.all(mine.min(0) - slack <= got[i]) and np.all(got[i] <= mine.max(0) + slack)
-            tolerance = tolerances[i]
-            error = min(
-                np.max(np.abs(got[i] - exact_pool(
-                    queries[i : i + 1], keys[row], values[row], kernel, bandwidth, edge=edge
-                )[0][0].astype(np.float64)) - tolerance)
-                for edge in edges
-            )  # fmt: skip
-            assert error <= 0, f"{method} row {i}: {got[i]} off by {error} beyond the tolerance"
+        assert_rows_meet_the_oracle(
+            method, got, queries, keys, values, kernel, bandwidth, dtype, allowed
+        )
 
     run()

@@ -178,8 +178,9 @@ def check_bandwidth_representable(original, dtype) -> None:
 
 def check_mask(mask, n: int, m: int):
     """``mask`` as the engines take it (:mod:`attnpool.masks`): None, a boolean ``(n, m)``
-    matrix, or ``(n,)`` integer valid lengths (a scalar is every query's), each in
-    ``[0, m]`` when concrete; else a ``ValueError`` naming what is accepted."""
+    matrix (or ``(1, m)``: the same keys for every query), or ``(n,)`` integer valid
+    lengths (a scalar is every query's), each in ``[0, m]`` when concrete; else a
+    ``ValueError`` naming what is accepted."""
     if mask is None:
         return None
     xp = np
@@ -188,11 +189,11 @@ def check_mask(mask, n: int, m: int):
     else:
         mask = np.asarray(mask)
     accepted = (
-        f"expected a boolean array of shape (n_queries, n_keys) = ({n}, {m}) or integer "
-        f"valid lengths of shape ({n},)"
+        f"expected a boolean array of shape (n_queries, n_keys) = ({n}, {m}) or (1, {m}), or "
+        f"integer valid lengths of shape ({n},)"
     )
     if mask.dtype == bool:
-        if mask.shape != (n, m):
+        if mask.shape not in ((n, m), (1, m)):
             raise ValueError(f"mask: {accepted}; received a boolean array of shape {mask.shape}")
         return mask
     if not xp.issubdtype(mask.dtype, xp.integer):

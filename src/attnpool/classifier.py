@@ -36,8 +36,10 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         self.block_size = block_size
         self.method = method
 
-    def fit(self, X, y):
-        """Store the training data, one-hot encode ``y`` and choose the bandwidth."""
+    def fit(self, X, y, sample_weight=None):
+        """Store the training data, one-hot encode ``y`` and choose the bandwidth;
+        ``sample_weight``: observation weights, as :meth:`NadarayaWatson.fit` takes them
+        (class probabilities pool ``w_i``-weighted labels)."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         _check_labels(y)
         self.classes_, labels = np.unique(y, return_inverse=True)
@@ -50,7 +52,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
             empty=self.empty,
             block_size=self.block_size,
             method=self.method,
-        ).fit(X, onehot)
+        ).fit(X, onehot, sample_weight=sample_weight)
         self.bandwidth_ = self._regressor.bandwidth_
         for name in ("cv_score_", "aicc_"):
             if hasattr(self._regressor, name):

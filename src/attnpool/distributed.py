@@ -40,6 +40,7 @@ from .engines.programs import kernel_block, mask_own_pairs, pool_state
 from .geometry import block_log_weights, key_centre
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
+from .observation_weights import chunk_of_positive_weight, dask_augmented
 from .state import PoolingState, block_state, finalize, merge_stacked
 
 dask = require("dask", "Dask support (attnpool.distributed)")
@@ -171,13 +172,15 @@ def _chunk_state(
     return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 0, 1), states)
 
 
-def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_one_out, nearest):
+def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_one_out, nearest,
+                weighted):  # fmt: skip
     """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk.
 
     ``extra``: the global row numbers of queries and keys (``leave_one_out``).
     ``nearest``: rows this chunk leaves without weight also get the nearest-key state,
-    ``p + 2`` more columns. Non-finite inputs are found here, as
-    the chunks are read: a ``ValueError`` at ``compute()``, never a silent NaN."""
+    ``p + 2`` more columns. ``weighted``: the values are ``[w, w·v]``
+    (:func:`attnpool.observation_weights.dask_augmented`). Non-finite inputs are found
+    here, as the chunks are read: a ``ValueError`` at ``compute()``, never a silent NaN."""
     for chunk, name in zip((queries, keys, values), names, strict=True):
         if not np.all(np.isfinite(chunk)):
             raise ValueError(
@@ -185,6 +188,12 @@ def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_
                 "NaN or infinite values"
             )
     dtype = np.result_type(queries, keys, values, np.float32)
+    if weighted:  # (no leave-one-out: the Dask search takes no weights)
+        keys, values = chunk_of_positive_weight(keys, values)
+        if keys.shape[0] == 0:  # the empty state: m = −inf, s = 0, t = 0
+            empty = np.zeros((queries.shape[0], 1, len(bandwidths), values.shape[1] + 2), dtype)
+            empty[..., 0] = -np.inf
+            return np.concatenate([empty, empty], axis=-1) if nearest else empty
     with precision_scope(dtype):
         state = _chunk_state(
             jnp.asarray(queries, dtype),
@@ -270,7 +279,9 @@ def finish_states(packed, bandwidth=None, nearest=False):
         pooled, empty = finalize(_unpack(jnp.asarray(parts[0])))
         pooled, empty = np.asarray(pooled), np.asarray(empty)
         if nearest:
-            closest, _ = finalize(_unpack(jnp.asarray(parts[1])))
+            closest, keyless = finalize(_unpack(jnp.asarray(parts[1])))
+            if np.any(keyless & np.asarray(empty)):  # no key at all: every weight was zero
+                raise ValueError("weights: expected some positive weight; received only zeros")
             pooled = np.where(empty[..., None], np.asarray(closest), pooled)
             empty = np.zeros_like(empty)
     failed = ~np.all(np.isfinite(pooled), axis=-1) & ~empty
@@ -285,10 +296,10 @@ def finish_states(packed, bandwidth=None, nearest=False):
     return np.where(empty[..., None], np.nan, pooled)  # (n_i, K, p)
 
 
-def merged_states(
-    queries, keys, values, bandwidths, kernel, leave_one_out, split_every, names, nearest=False
-):
-    """The merged states, lazily: ``(n, 1, K, p + 2)`` (twice ``p + 2`` with ``nearest``)."""
+def merged_states(queries, keys, values, bandwidths, kernel, leave_one_out, split_every, names,
+                  nearest=False, weighted=False):  # fmt: skip
+    """The merged states, lazily: ``(n, 1, K, p + 2)`` (twice ``p + 2`` with ``nearest``);
+    ``weighted``: the values are ``[w, w·v]`` (see :func:`_state_task`)."""
     n_bandwidths, p = bandwidths.shape[0], values.shape[1]
     dtype = np.result_type(queries.dtype, keys.dtype, values.dtype, np.float32)
     arrays = [queries, "ia", keys, "ja", values, "jb"]
@@ -303,6 +314,7 @@ def merged_states(
         names=names,
         leave_one_out=leave_one_out,
         nearest=nearest,
+        weighted=weighted,
     )
     states = da.blockwise(
         task,
@@ -360,6 +372,7 @@ def attention_pool(
     bandwidth=1.0,
     split_every: int | None = None,
     chunk_rows: int | None = None,
+    weights=None,
 ) -> da.Array:
     """Attention pooling with Dask: a lazy ``(n,)`` or ``(n, p)`` Dask array.
 
@@ -371,6 +384,9 @@ def attention_pool(
     kernel, bandwidth : as :func:`attnpool.attention_pool`
     split_every : int, optional — states merged per combine task (Dask's default: 4)
     chunk_rows : int, optional — rows per chunk for NumPy inputs
+    weights : array (m,), optional — the keys' observation weights (NumPy or Dask), as
+        :func:`attnpool.attention_pool` takes them (negative ones, or ``w·v`` beyond the
+        float range, raise ``ValueError`` at ``compute()``).
 
     Equal to :func:`attnpool.attention_pool` up to floating-point rounding. A query with
     no key inside a compact kernel's support is NaN (``empty="nan"``). A bandwidth so
@@ -384,10 +400,14 @@ def attention_pool(
         queries, keys, values, bandwidth, kernel, chunk_rows
     )
     names = ("queries", "keys", "values")
+    if weights is not None:
+        w = _aligned(keys, as_rows(weights, "weights", chunk_rows), "weights")
+        values, names = dask_augmented(values, w), ("queries", "keys", "values and weights")
     nearest = not record.compact and record.similarity == "distance"
     states = merged_states(
-        queries, keys, values, h[None], record, False, split_every, names, nearest
-    )
+        queries, keys, values, h[None], record, False, split_every, names, nearest,
+        weighted=weights is not None,
+    )  # fmt: skip
     pooled = states.map_blocks(
         lambda block: finish_states(block, None if record.compact or nearest else h, nearest)[:, 0],
         drop_axis=[1, 2],
@@ -395,4 +415,6 @@ def attention_pool(
         dtype=states.dtype,
         meta=np.empty((0, 0), states.dtype),
     )
+    if weights is not None:
+        pooled = pooled[:, 1:] / pooled[:, :1]
     return pooled[:, 0] if flat else pooled

@@ -47,13 +47,14 @@ def method_name(method, x, *, kernel, var_type, degree: int, estimator: str) -> 
     return name
 
 
-def _search_pooling(name: str, d: int) -> str:
+def _search_pooling(name: str, d: int, weights=None) -> str:
     """The CV search's pooling: the method's own leave-one-out sums where it declares
     them (:class:`attnpool.methods.options.Traits`; the binned search takes one
-    column), else ``"auto"``."""
+    column), else ``"auto"`` — which weighted searches take (no method has weighted
+    leave-one-out sums of its own)."""
     from .methods.options import TRAITS
 
-    if name == "auto" or (name == "binned" and d > 1):
+    if name == "auto" or (name == "binned" and d > 1) or weights is not None:
         return "auto"
     return TRAITS[name].search
 
@@ -71,11 +72,13 @@ def fitted_bandwidth(
     method,
     estimator: str,
     progress=None,
+    weights=None,
 ) -> tuple[np.ndarray, dict[str, float]]:
     """``(bandwidth (d,), scores)``: fixed bandwidths checked, or those a selector
     (:data:`attnpool.bandwidth.SELECTORS`) chooses, with the criterion's value as
     ``{"cv_score_": …}`` or ``{"aicc_": …}`` (the estimator's attribute names);
-    ``progress`` as :func:`attnpool.select_bandwidth` takes it."""
+    ``progress`` and ``weights`` (positive observation weights) as
+    :func:`attnpool.select_bandwidth` takes them."""
     check_choice(empty, "empty", EMPTY_POLICIES)
     name = method_name(
         method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
@@ -91,8 +94,9 @@ def fitted_bandwidth(
         degree=degree,
         var_type=var_type,
         block_size=block_size,
-        pooling=_search_pooling(name, x.shape[1]) if bandwidth == "cv" else "auto",
+        pooling=_search_pooling(name, x.shape[1], weights) if bandwidth == "cv" else "auto",
         progress=progress,
+        weights=weights,
     )
     scores = {"cv": {"cv_score_": selection.objective}, "aicc": {"aicc_": selection.objective}}
     return selection.bandwidth, scores.get(bandwidth, {})
@@ -111,9 +115,11 @@ def predict(
     block_size,
     method,
     estimator: str,
+    weights=None,
 ):
     """The fitted regression function at ``x (m, d)``: ``(m,)`` or ``(m, p)`` like
-    ``y_train``, by the path that serves the fit (module docstring)."""
+    ``y_train``, by the path that serves the fit (module docstring); ``weights``: the
+    training rows' positive observation weights."""
     name = method_name(
         method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
     )
@@ -121,8 +127,8 @@ def predict(
     outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
     small = numpy_engine.serves(model, x.shape[0], x_train.shape[0], outputs)
     if name == "auto" and block_size is None and small:
-        return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty)
-    common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty}
+        return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
+    common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}
     local_constant = degree == 0 and set(model.var_type) == {"c"}
     if name in EXACT_ENGINES and not (name == "auto" and local_constant):
         from .methods.stream import KEY_BLOCK
@@ -144,14 +150,16 @@ def predict(
     return attention_pool(x, x_train, y_train, method=method, block_size=block_size, **common)
 
 
-def _numpy_prediction(x_train, y_train, x, bandwidth, model, empty):
+def _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights=None):
     """Predictions by the NumPy engine, with the empty policy of the function the
     compiled path calls: :func:`attention_pool` (local constant, where an unbounded
     kernel takes the nearest-key limit) or :func:`local_regression`."""
     pooling = model.degree == 0
     nearest = empty == "nearest" or (pooling and not model.kernel.compact)
     y = y_train.reshape(y_train.shape[0], -1)
-    fit, _, empty_rows = numpy_engine.local_fit(x_train, y, x, bandwidth, model, nearest=nearest)
+    fit, _, empty_rows = numpy_engine.local_fit(
+        x_train, y, x, bandwidth, model, nearest=nearest, weights=weights
+    )
     if pooling:
         report_empty(model.kernel, empty, empty_rows, stacklevel=5)
     else:

@@ -32,6 +32,7 @@ from ._estimator_api import (
     validate_data,
 )
 from ._validation import check_bandwidth
+from .observation_weights import positive_rows
 from .summary import FitSummary, r_squared
 
 __all__ = ["LocalLinear", "NadarayaWatson"]
@@ -95,28 +96,34 @@ class _LocalRegression(MultiOutputRegressor):
             "estimator": type(self).__name__,
         }
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Store the training data and choose the bandwidth.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), optional
+            Observation weights ``w_i ≥ 0``: a row counts ``w_i`` times — in the fit
+            (its kernel weight times ``w_i``), in the bandwidth's criterion and rule of
+            thumb — so integer weights fit what the repeated rows fit. Rows of weight 0
+            are left out.
 
         Returns
         -------
         self
         """
-        if _is_dask(X, y):
-            return self._fit_dask(X, y)
+        if _is_dask(X, y, sample_weight):
+            return self._fit_dask(X, y, sample_weight)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         _check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
+        X, y, weights = positive_rows(X, y, sample_weight, name="sample_weight")
         self.bandwidth_, scores = estimation.fitted_bandwidth(
-            X, y, bandwidth=self.bandwidth, **self._options()
+            X, y, bandwidth=self.bandwidth, weights=weights, **self._options()
         )
         for name, value in scores.items():
             setattr(self, name, value)
-        self.X_train_, self.y_train_ = X, y
+        self.X_train_, self.y_train_, self._weights = X, y, weights
         self._chosen_by = self.bandwidth if isinstance(self.bandwidth, str) else "fixed"
         self._in_sample = None
         return self
@@ -128,7 +135,7 @@ class _LocalRegression(MultiOutputRegressor):
         :func:`attnpool.summary.r_squared`): a float, or one per output. Computed on
         first access."""
         check_is_fitted(self)
-        r2 = r_squared(self.y_train_, self._fitted_training_values())
+        r2 = r_squared(self.y_train_, self._fitted_training_values(), self._weights)
         return float(r2[0]) if np.ndim(self.y_train_) == 1 else r2
 
     def summary(self) -> FitSummary:
@@ -151,8 +158,8 @@ class _LocalRegression(MultiOutputRegressor):
             bandwidth=np.asarray(self.bandwidth_, dtype=float),
             chosen_by=self._chosen_by,
             criterion=None if criterion is None else float(criterion),
-            r_squared=r_squared(self.y_train_, fitted),
-            score=coefficient_of_determination(self.y_train_, fitted),
+            r_squared=r_squared(self.y_train_, fitted, self._weights),
+            score=coefficient_of_determination(self.y_train_, fitted, self._weights),
             method=str(getattr(self.method, "name", self.method)),
         )
 
@@ -161,8 +168,9 @@ class _LocalRegression(MultiOutputRegressor):
             self._in_sample = np.asarray(self.predict(self.X_train_))
         return self._in_sample
 
-    def _fit_dask(self, X, y):
-        """Keep Dask training data lazy; the bandwidth by :mod:`attnpool.dask_selection`."""
+    def _fit_dask(self, X, y, sample_weight=None):
+        """Keep Dask training data lazy; the bandwidth by :mod:`attnpool.dask_selection`
+        (fixed bandwidths only with ``sample_weight``)."""
         from . import dask_selection, distributed
 
         if self._degree != 0 or (self.var_type and set(self.var_type) != {"c"}):
@@ -172,6 +180,12 @@ class _LocalRegression(MultiOutputRegressor):
             )
         X = distributed.as_rows(X, "X")
         self.n_features_in_ = X.shape[1]
+        if sample_weight is not None and isinstance(self.bandwidth, str):
+            raise ValueError(
+                f"sample_weight: with Dask inputs the weighted fit takes fixed bandwidths; "
+                f"received bandwidth={self.bandwidth!r} (select it on a NumPy sample, or "
+                "fit without weights)"
+            )
         if self.bandwidth == "cv":
             selection = dask_selection.select_bandwidth(X, y, kernel=self.kernel)
             self.bandwidth_, self.cv_score_ = selection.bandwidth, selection.objective
@@ -181,7 +195,7 @@ class _LocalRegression(MultiOutputRegressor):
             )
         else:
             self.bandwidth_ = np.array(check_bandwidth(self.bandwidth, X.shape[1]), dtype=float)
-        self.X_train_, self.y_train_ = X, y
+        self.X_train_, self.y_train_, self._weights = X, y, sample_weight
         self._chosen_by = self.bandwidth if isinstance(self.bandwidth, str) else "fixed"
         self._in_sample = None
         return self
@@ -199,11 +213,21 @@ class _LocalRegression(MultiOutputRegressor):
             from . import distributed
 
             return distributed.attention_pool(
-                X, self.X_train_, self.y_train_, kernel=self.kernel, bandwidth=self.bandwidth_
+                X,
+                self.X_train_,
+                self.y_train_,
+                kernel=self.kernel,
+                bandwidth=self.bandwidth_,
+                weights=self._weights,
             )
         X = validate_data(self, X, reset=False, dtype=np.float64)
         fit = estimation.predict(
-            self.X_train_, self.y_train_, X, bandwidth=self.bandwidth_, **self._options()
+            self.X_train_,
+            self.y_train_,
+            X,
+            bandwidth=self.bandwidth_,
+            weights=self._weights,
+            **self._options(),
         )
         if not return_std:
             return fit
@@ -229,6 +253,11 @@ class _LocalRegression(MultiOutputRegressor):
     def _band(self, X, **options):
         from .inference import confidence_band
 
+        if self._weights is not None:
+            raise ValueError(
+                "sample_weight: confidence bands (return_std, predict_interval) are computed "
+                "for unweighted fits; this one was fitted with sample_weight"
+            )
         return confidence_band(
             self.X_train_,
             self.y_train_,
@@ -302,10 +331,12 @@ class NadarayaWatson(_LocalRegression):
             bandwidth=self.bandwidth_,
             empty=self.empty,
             block_size=self.block_size,
+            weights=self._weights,
         )
 
     def attention_weights(self, X):
-        """Attention weights of queries ``X`` over the training points, ``(n_queries, n_train)``."""
+        """Attention weights of queries ``X`` over the training points, ``(n_queries, n_train)``
+        (the rows of positive weight, with ``sample_weight``)."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         from .regression import weight_matrix
@@ -317,6 +348,7 @@ class NadarayaWatson(_LocalRegression):
             bandwidth=self.bandwidth_,
             var_type=self.var_type,
             empty=self.empty,
+            weights=self._weights,
         )
 
 
@@ -350,5 +382,6 @@ class LocalLinear(_LocalRegression):
             empty=self.empty,
             block_size=self.block_size,
             return_slopes=True,
+            weights=self._weights,
         )
         return slopes

@@ -6,6 +6,7 @@ weights are ``(n_queries, n_keys)``; the output keeps the values' trailing shape
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -39,6 +40,10 @@ __all__ = [
     "nadaraya_watson",
 ]
 
+#: Methods whose error bound holds for unweighted pools only: they refuse ``weights``
+#: (divided by a small weighted sum, their bounded error would grow).
+UNWEIGHTED_METHODS = ("binned", "topk")
+
 #: Largest weight matrix (entries) that ``return_weights``/``attention_weights`` will build.
 MAX_WEIGHT_ENTRIES = 2**26
 
@@ -58,6 +63,7 @@ def attention_pool(
     block_size: int | None = None,
     method: MethodLike = "auto",
     mask=None,
+    weights=None,
 ):
     """Pool ``values`` with attention weights of ``queries`` over ``keys``.
 
@@ -124,7 +130,13 @@ def attention_pool(
         nearest-key limit too (the host methods pool the rows a mask restricts by the
         exact engine; ``auto`` takes ``dense`` or ``stream``). A query left no key has
         no value: NaN with an :class:`EmptyNeighbourhoodWarning` (``"nan"``,
-        ``"nearest"``) or a ``ValueError`` (``"raise"``).
+        ``"nearest"``) or a ``ValueError`` (``"raise"``). A boolean ``(1, m)`` mask
+        applies to every query.
+    weights : array of shape (m,), optional
+        Observation weights ``w_i ≥ 0`` of the keys: ``α(q, k_i) ∝ w_i K(u_i)`` (an
+        integer weight counts as that many copies of the key). Every method takes them
+        (:mod:`attnpool.observation_weights`); keys of weight 0 get no weight, in the
+        nearest-key limit too.
 
     Returns
     -------
@@ -151,6 +163,11 @@ def attention_pool(
     n, m = q.shape[0], k.shape[0]
     if return_weights:
         _check_weight_size(n, m)
+    if weights is not None:
+        return _weighted_pool(
+            q, k, v, weights, flat, mask, kernel=kernel, bandwidth=h, return_weights=return_weights,
+            empty=empty, block_size=block_size, method=method,
+        )  # fmt: skip
     allowed, keyless = _checked_mask(mask, n, m, empty)
     nearest = empty == "nearest" or not kernel.compact
     if (
@@ -203,6 +220,76 @@ def attention_pool(
     return (pooled, weights) if return_weights else pooled
 
 
+def _weighted_pool(q, k, v, weights, flat, mask, *, return_weights, **options):
+    """:func:`attention_pool` with observation weights: the pool of ``[w, w·v]`` divided
+    (:mod:`attnpool.observation_weights`); keys of weight 0 dropped (concrete weights) or
+    masked (traced ones)."""
+    from .observation_weights import augmented, check_weights, divided
+
+    name = resolve(options["method"])[0]
+    if name in UNWEIGHTED_METHODS:
+        raise ValueError(
+            f"weights: method {name!r} bounds its error for unweighted pools only; with "
+            "observation weights use an exact method ('auto', 'dense', 'stream', 'sparse', "
+            "'fgt', 'native') or 'fused'"
+        )
+    dtype = np.float32 if v.dtype.kind == "f" and v.dtype.itemsize <= 4 else np.float64
+    w = check_weights(weights, k.shape[0], dtype)
+    k, w, mask, kept = _positive_keys(k, w, mask, q.shape[0])
+    with warnings.catch_warnings(record=True) as caught:  # to be reported at the caller's
+        warnings.simplefilter("always")
+        result = attention_pool(
+            q, k, augmented(v if kept is None else v[kept], w), mask=mask,
+            return_weights=return_weights, **options,
+        )  # fmt: skip
+    for warning in caught:
+        warnings.warn(warning.message, warning.category, stacklevel=3)
+    pooled = divided(result[0] if return_weights else result)
+    if flat:
+        pooled = pooled[:, 0]
+    if not return_weights:
+        return pooled
+    shares = result[1] * w[None, :].astype(result[1].dtype)
+    shares = shares / shares.sum(axis=1, keepdims=True)
+    if kept is not None:  # the dropped keys' columns: 0
+        if isinstance(shares, np.ndarray):
+            full = np.zeros((shares.shape[0], kept.shape[0]), shares.dtype)
+            full[:, kept] = shares
+        else:
+            import jax.numpy as jnp
+
+            full = jnp.zeros((shares.shape[0], kept.shape[0]), shares.dtype)
+            full = full.at[:, np.flatnonzero(kept)].set(shares)
+        shares = full
+    return pooled, shares
+
+
+def _positive_keys(k, w, mask, n: int):
+    """``(keys, weights, mask, kept)`` with the keys of weight 0 left out: dropped from
+    concrete arrays (``kept``: the boolean ``(m,)`` of those kept, or None if all are),
+    masked for traced weights."""
+    from .masks import allowed_block
+
+    if is_traced(w):
+        positive = (w > 0)[None, :]
+        if mask is None:
+            return k, w, positive, None
+        allowed = check_mask(mask, n, k.shape[0])
+        ids = np.arange(n), np.arange(k.shape[0])
+        return k, w, allowed_block(allowed, *ids) & positive, None
+    kept = np.asarray(w) > 0
+    if kept.all():
+        return k, w, mask, None
+    if mask is not None:
+        allowed = check_mask(mask, n, k.shape[0])
+        if allowed.ndim == 1:  # valid lengths, counted among the kept keys
+            counts = np.concatenate([[0], np.cumsum(kept)])
+            mask = counts[np.asarray(allowed)].astype(np.int32)
+        else:
+            mask = np.asarray(allowed)[:, kept]
+    return k[kept], w[kept], mask, kept
+
+
 def attention_weights(
     queries,
     keys,
@@ -211,12 +298,14 @@ def attention_weights(
     bandwidth=1.0,
     empty: str = "nan",
     mask=None,
+    weights=None,
 ):
     """Attention weights ``α(q_i, k_j)`` as an ``(n_queries, n_keys)`` matrix; rows sum to 1.
 
-    Arguments as in :func:`attention_pool`. Rows of queries with an empty
-    neighbourhood are NaN (``empty="nan"``), one-hot on the nearest key
-    (``"nearest"``, ties shared), or raise (``"raise"``); masked keys have weight 0.
+    Arguments as in :func:`attention_pool` (``weights``: the keys' observation weights).
+    Rows of queries with an empty neighbourhood are NaN (``empty="nan"``), one-hot on the
+    nearest key (``"nearest"``, ties shared), or raise (``"raise"``); masked keys have
+    weight 0.
 
     >>> import numpy as np
     >>> attention_weights(np.arange(3.0), np.arange(3.0), kernel="boxcar", bandwidth=0.5)
@@ -224,9 +313,14 @@ def attention_weights(
            [0., 1., 0.],
            [0., 0., 1.]])
     """
+    q, k, _, h, _ = _check_inputs(queries, keys, None, bandwidth)
+    if weights is not None:  # the weights of a pool of zeros (in the keys' precision)
+        return attention_pool(
+            q, k, k[:, 0] * 0, kernel=kernel, bandwidth=h, empty=empty, mask=mask,
+            weights=weights, return_weights=True,
+        )[1]  # fmt: skip
     kernel = _kernels.get(kernel)
     empty = check_choice(empty, "empty", EMPTY_POLICIES)
-    q, k, _, h, _ = _check_inputs(queries, keys, None, bandwidth)
     _check_weight_size(q.shape[0], k.shape[0])
     allowed, keyless = _checked_mask(mask, q.shape[0], k.shape[0], empty)
     nearest = empty == "nearest" or not kernel.compact
@@ -249,7 +343,7 @@ def nadaraya_watson(
     .. math:: \\hat f(x) = \\sum_i K((x - x_i)/h) y_i \\Big/ \\sum_j K((x - x_j)/h)
 
     ``options`` are those of :func:`attention_pool` (``empty``, ``block_size``,
-    ``return_weights``).
+    ``return_weights``, ``method``, ``mask``, ``weights`` — the observations' weights).
 
     >>> import numpy as np
     >>> x = np.linspace(0, 1, 5); y = 3 * x
@@ -277,7 +371,7 @@ def _checked_mask(mask, n: int, m: int, empty: str):
         return allowed, None
     from .masks import keyless_rows
 
-    keyless = np.asarray(keyless_rows(allowed))
+    keyless = np.broadcast_to(np.asarray(keyless_rows(allowed)), (n,))
     report_keyless(empty, int(keyless.sum()), n, stacklevel=4)
     return allowed, keyless
 

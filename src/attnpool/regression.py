@@ -40,6 +40,7 @@ from ._validation import check_bandwidth, check_choice, check_points, check_valu
 from .empty_policy import EMPTY_POLICIES, check_empty
 from .engines import numpy_engine
 from .local_model import LocalModel, model_for
+from .observation_weights import positive_rows
 
 __all__ = [
     "LocalModel",
@@ -78,6 +79,7 @@ def local_regression(
     empty: str = "nan",
     block_size: int | None = None,
     return_slopes: bool = False,
+    weights=None,
 ):
     """Local constant (``degree=0``) or local linear (``degree=1``) regression.
 
@@ -88,17 +90,20 @@ def local_regression(
     (:mod:`attnpool.engines.numpy_engine`), the rest on the compiled ones (``block_size`` streams
     the training points in blocks of that size).
     ``empty`` as in :func:`attnpool.attention_pool` (a query whose neighbourhood is
-    empty gets NaN, the nearest training response, or an error).
+    empty gets NaN, the nearest training response, or an error). ``weights (n,)``:
+    observation weights of the training rows (:mod:`attnpool.observation_weights`; each
+    key's kernel weight times ``w_i``, rows of weight 0 left out).
     """
     check_choice(empty, "empty", EMPTY_POLICIES)
     x, y, q, h, model, flat = validated(
         x_train, y_train, x_query, bandwidth, kernel, var_type, degree
     )
+    x, y, weights = positive_rows(x, y, weights)
     dtype = numpy_dtype(x, y, q)
     if block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1]):
         # small: no program to build (computed in float64, returned in the inputs' type)
         fit, slopes, empty_rows = numpy_engine.local_fit(
-            x, y, q, h, model, nearest=empty == "nearest"
+            x, y, q, h, model, nearest=empty == "nearest", weights=weights
         )
         fit, slopes = fit.astype(dtype), slopes.astype(dtype)
     else:
@@ -114,6 +119,7 @@ def local_regression(
                 model,
                 nearest=empty == "nearest",
                 block_size=block_size,
+                weights=None if weights is None else np.asarray(weights, dtype),
             )
             fit, slopes = np.asarray(fit), np.asarray(slopes)
             empty_rows = np.asarray(empty_rows)
@@ -132,6 +138,7 @@ def local_constant_slopes(
     bandwidth=1.0,
     empty: str = "nan",
     block_size=None,
+    weights=None,
 ):
     """The gradient of the Nadaraya–Watson fit with respect to the query: the
     local-constant estimator's marginal effects, ``(k, d)`` or ``(k, d, p)``.
@@ -145,6 +152,7 @@ def local_constant_slopes(
     inside a compact kernel's support has NaN slopes (``empty="nan"`` or ``"raise"``,
     whose error the fit itself gives) or, under ``"nearest"``, the slope of the
     nearest-point fit, 0 — as where the Gaussian's fit is the nearest point's response.
+    ``weights``: observation weights of the training rows.
     """
     import jax
     import jax.numpy as jnp
@@ -153,6 +161,7 @@ def local_constant_slopes(
     from .pooling import attention_pool
 
     x, y, q, h, _, flat = validated(x_train, y_train, x_query, bandwidth, kernel, None, 0)
+    x, y, weights = positive_rows(x, y, weights)
     with precision_scope(np.float64):
         keys, values = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
         queries = jnp.asarray(q, jnp.float64)
@@ -166,6 +175,7 @@ def local_constant_slopes(
                 bandwidth=h,
                 block_size=block_size,
                 empty="nearest" if empty == "nearest" else "nan",
+                weights=weights,
             )
 
         columns = []
@@ -178,12 +188,13 @@ def local_constant_slopes(
 
 
 def weight_matrix(
-    x_train, x_query, *, kernel="gaussian", bandwidth=1.0, var_type=None, empty="nan"
+    x_train, x_query, *, kernel="gaussian", bandwidth=1.0, var_type=None, empty="nan", weights=None
 ):
     """Attention weights ``(n_query, n_train)`` of the (mixed-type) product kernel; rows sum to 1.
 
     Rows of queries with an empty neighbourhood are NaN (``empty="nan"``) or
-    shared by the nearest training points (``"nearest"``).
+    shared by the nearest training points (``"nearest"``). ``weights (n_train,)``: positive
+    observation weights (each column times ``w_i``, rows normalised again).
     """
     check_choice(empty, "empty", EMPTY_POLICIES)
     x, _, q, h, model, _ = validated(
@@ -194,13 +205,16 @@ def weight_matrix(
 
     dtype = numpy_dtype(x, q)
     with precision_scope(dtype):
-        weights, empty_rows = weights_core(
+        matrix, empty_rows = weights_core(
             np.asarray(x, dtype),
             np.asarray(q, dtype),
             np.asarray(h, dtype),
             model=model,
             nearest=empty == "nearest",
         )
-        weights, empty_rows = np.asarray(weights), np.asarray(empty_rows)
+        matrix, empty_rows = np.asarray(matrix), np.asarray(empty_rows)
     check_empty(empty, empty_rows)
-    return weights
+    if weights is not None:
+        matrix = matrix * np.asarray(weights, matrix.dtype)[None, :]
+        matrix = matrix / matrix.sum(axis=1, keepdims=True)
+    return matrix

@@ -23,7 +23,7 @@ import numpy as np
 __all__ = ["FitSummary", "r_squared"]
 
 
-def r_squared(y, fitted) -> np.ndarray:
+def r_squared(y, fitted, weights=None) -> np.ndarray:
     """R² of ``fitted`` values against ``y``, each ``(n,)`` or ``(n, p)``, per output, as
     R's np reports it (Doksum & Samarov, 1995):
 
@@ -33,13 +33,16 @@ def r_squared(y, fitted) -> np.ndarray:
     with ``ȳ`` the mean of ``y`` (statsmodels' ``KernelReg.r_squared`` centres on the mean
     of the fitted values instead, which is not np's statistic when the two means differ).
     In ``[0, 1]``; a constant ``y`` or a constant fit scores 1 when fitted exactly, else 0
-    (as scikit-learn's ``r2_score`` does for a constant target).
+    (as scikit-learn's ``r2_score`` does for a constant target). ``weights (n,)``: rows
+    counted that many times (observation weights).
     """
     y = np.asarray(y, np.float64).reshape(np.shape(y)[0], -1)
     fitted = np.asarray(fitted, np.float64).reshape(y.shape)
-    observed, predicted = y - y.mean(axis=0), fitted - y.mean(axis=0)
-    numerator = np.sum(observed * predicted, axis=0) ** 2
-    denominator = np.sum(observed**2, axis=0) * np.sum(predicted**2, axis=0)
+    w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, np.float64)
+    mean = w @ y / np.sum(w)
+    observed, predicted = y - mean, fitted - mean
+    numerator = (w @ (observed * predicted)) ** 2
+    denominator = (w @ observed**2) * (w @ predicted**2)
     exact = np.all(fitted == y, axis=0)
     safe = np.where(denominator > 0, denominator, 1.0)
     return np.where(denominator > 0, numerator / safe, np.where(exact, 1.0, 0.0))

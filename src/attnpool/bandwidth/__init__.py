@@ -31,6 +31,7 @@ from ..edges import has_edge
 from ..engines import numpy_engine
 from ..local_model import LocalModel, model_for
 from ..methods.options import LEAVE_ONE_OUT_METHODS
+from ..observation_weights import positive_rows
 from .rules import rule_of_thumb
 from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
 
@@ -54,7 +55,7 @@ POOLINGS = ("auto", *LEAVE_ONE_OUT_METHODS)
 NUMPY_SEARCH_XATOL = 1e-8
 
 
-def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, progress):
+def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, progress, weights):
     """:func:`select_bandwidth` on data in search units: rules of thumb, the NumPy
     engine's search of one column (no program, no JAX), or the compiled searches."""
     start = rule_of_thumb(
@@ -62,15 +63,18 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
         method="silverman" if method == "silverman" else "scott",
         kernel=model.kernel,
         var_type=model.var_type,
+        weights=weights,
     )
     if method in ("scott", "silverman"):
         return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
     cont = list(model.continuous)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
-    small = block_size is None and numpy_engine.searches(model, *y.shape)
+    small = block_size is None and numpy_engine.searches(
+        model, *y.shape, weighted=weights is not None
+    )
     if pooling == "auto" and method == "cv" and small:
-        objective = numpy_engine.loo_objective(x, y, model)
+        objective = numpy_engine.loo_objective(x, y, model, weights)
         smooth = not has_edge(model.kernel)
         return select_on_host(
             objective,
@@ -82,19 +86,22 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
         )
     from . import compiled
 
-    return compiled.search(x, y, model, thetas, method, pooling, block_size, progress)
+    return compiled.search(x, y, model, thetas, method, pooling, block_size, progress, weights)
 
 
-def _checked_training_data(x, y, kernel, var_type, degree):
-    """``(x (n, d), y (n, p), model)`` checked for a search: at least 3 rows."""
+def _checked_training_data(x, y, kernel, var_type, degree, weights=None):
+    """``(x (n, d), y (n, p), model, weights)`` checked for a search: at least 3 rows (of
+    positive weight: rows of weight 0 are dropped; ``weights`` None or positive)."""
     x = check_points(x, "X")
     y, _ = check_values(y, x.shape[0])
+    x, y, weights = positive_rows(x, y, weights)
     if x.shape[0] < 3:
+        of = "" if weights is None else " of positive weight"
         raise ValueError(
-            f"X: bandwidth selection needs at least 3 rows; received n_samples={x.shape[0]}"
+            f"X: bandwidth selection needs at least 3 rows; received n_samples={x.shape[0]}{of}"
         )
     model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
-    return x, y, model
+    return x, y, model, weights
 
 
 def select_bandwidth(
@@ -108,6 +115,7 @@ def select_bandwidth(
     block_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     pooling: str = "auto",
+    weights=None,
 ) -> BandwidthSelection:
     """Choose the bandwidth of a local constant (``degree=0``) or local linear fit.
 
@@ -129,6 +137,13 @@ def select_bandwidth(
         the host (derivative-free for compact kernels, whose objective jumps as keys
         enter a support). ``"dense"``/``"stream"``: the exact compiled search,
         ``"stream"`` with streamed key blocks.
+    weights : array of shape (n,), optional
+        Observation weights ``w_i ≥ 0``: each row counts as ``w_i`` copies — in the fits,
+        in the criterion (CV leaves one copy out; AICc's ``n`` is ``Σ w``) and in the
+        rules of thumb — so integer weights select what the repeated rows select
+        (:mod:`attnpool.observation_weights`). Rows of weight 0 are left out. Weighted
+        searches run on the exact engines (``pooling`` ``"auto"``, ``"dense"`` or
+        ``"stream"``).
 
     Returns
     -------
@@ -142,10 +157,16 @@ def select_bandwidth(
     """
     check_choice(method, "method", SELECTORS)
     check_choice(pooling, "pooling", POOLINGS)
-    x, y, model = _checked_training_data(X, y, kernel, var_type, degree)
+    x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
     found = _search(
-        *units.apply(np.asarray(x), np.asarray(y)), model, method, pooling, block_size, progress
+        *units.apply(np.asarray(x), np.asarray(y)),
+        model,
+        method,
+        pooling,
+        block_size,
+        progress,
+        weights,
     )
     grid, objectives = found.grid
     return found._replace(
@@ -164,13 +185,15 @@ def cv_curve(
     degree: int = 0,
     var_type: str | None = None,
     block_size: int | None = None,
+    weights=None,
 ) -> np.ndarray:
     """Leave-one-out error for each candidate bandwidth (what one plots to see the trade-off).
 
     ``bandwidths``: a sequence of scalars (the same for every column) or an array
     ``(k, d)``. Returns ``(k,)`` objectives; ``inf`` where some point has no neighbour.
+    ``weights``: observation weights, as :func:`select_bandwidth` takes them.
     """
-    return _curve(X, y, bandwidths, "cv", kernel, degree, var_type, block_size)
+    return _curve(X, y, bandwidths, "cv", kernel, degree, var_type, block_size, weights)
 
 
 def aicc_curve(
@@ -182,6 +205,7 @@ def aicc_curve(
     degree: int = 0,
     var_type: str | None = None,
     block_size: int | None = None,
+    weights=None,
 ) -> np.ndarray:
     """AICc (Hurvich, Simonoff & Tsai, 1998) for each candidate bandwidth — the criterion
     ``select_bandwidth(method="aicc")`` minimises, as :func:`cv_curve` gives CV's:
@@ -192,11 +216,11 @@ def aicc_curve(
     with ``H`` the smoother matrix. Arguments and shapes as :func:`cv_curve`; ``inf``
     where the fit is not defined (``tr H ≥ n − 2``, or a point without a neighbour).
     """
-    return _curve(X, y, bandwidths, "aicc", kernel, degree, var_type, block_size)
+    return _curve(X, y, bandwidths, "aicc", kernel, degree, var_type, block_size, weights)
 
 
-def _curve(X, y, bandwidths, method, kernel, degree, var_type, block_size) -> np.ndarray:
-    x, y, model = _checked_training_data(X, y, kernel, var_type, degree)
+def _curve(X, y, bandwidths, method, kernel, degree, var_type, block_size, weights):
+    x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
     candidates = np.asarray(bandwidths, dtype=float)
     if candidates.ndim == 1:
         candidates = np.repeat(candidates[:, None], x.shape[1], axis=1)
@@ -207,4 +231,4 @@ def _curve(X, y, bandwidths, method, kernel, degree, var_type, block_size) -> np
         )
     from .compiled import criterion_curve
 
-    return criterion_curve(x, y, candidates, model, block_size, method)
+    return criterion_curve(x, y, candidates, model, block_size, method, weights)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import kernels
 from .._interop import compute_dtype, precision_scope
-from .._shapes import MAX_ROWS, bucket, padded
+from .._shapes import MAX_ROWS, bucket, pad_rows, padded
 from ..edges import has_edge
 from ..local_model import LocalModel
 from ..methods import binned, fgt, sparse
@@ -52,14 +52,23 @@ EXACT_OBJECTIVE_MAX_PAIRS = 2**34
 EXPANSION_OBJECTIVE_MIN_PAIRS = 2**22
 
 
-def search(x, y, model: LocalModel, thetas, method: str, pooling: str, block_size, progress):
-    """The compiled (and host-method) searches from the grid ``thetas``."""
+def search(
+    x, y, model: LocalModel, thetas, method: str, pooling: str, block_size, progress, weights=None
+):
+    """The compiled (and host-method) searches from the grid ``thetas``; with observation
+    ``weights`` the exact compiled search (the binned and host sums take none)."""
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     options = {"model": model, "method": method, "block_size": block_size}
+    if weights is not None and pooling not in ("auto", "dense", "stream"):
+        raise ValueError(
+            f"pooling: {pooling!r} has no weighted leave-one-out sums; with weights the "
+            "search runs on the exact engines: pooling='auto', 'dense' or 'stream'"
+        )
     binnable = (
         method == "cv"
         and model.var_type == "c"
         and kernels.is_builtin(model.kernel, BINNED_KERNELS)
+        and weights is None
     )
     if pooling == "binned" and not binnable:
         raise ValueError(
@@ -77,22 +86,26 @@ def search(x, y, model: LocalModel, thetas, method: str, pooling: str, block_siz
     if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket: the programs are reused
         count = np.int32(x.shape[0])
         x, y = padded(x, y, size=bucket(x.shape[0]))
+        if weights is not None:
+            weights = pad_rows(weights, x.shape[0])
     if x.shape[0] <= ONE_PROGRAM_ROWS:
-        return _search_one_program(x, y, count, thetas, dtype, options, progress)
+        return _search_one_program(x, y, count, thetas, dtype, options, progress, weights)
     total = len(GRID) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.
     x32, y32 = np.asarray(x, np.float32), np.asarray(y, np.float32)
+    options32 = {**options, "weights": _cast(weights, np.float32)}
+    options = {**options, "weights": _cast(weights, dtype)}
     objectives = []
     for done, chunk in enumerate(range(0, len(GRID), _CHUNK), start=1):
         rows = np.asarray(thetas[chunk : chunk + _CHUNK], np.float32)
-        objectives.extend(np.asarray(grid_objectives(rows, x32, y32, count, **options)).tolist())
+        objectives.extend(np.asarray(grid_objectives(rows, x32, y32, count, **options32)).tolist())
         if progress:
             progress(done, total)
     objectives = np.array(objectives)
     best = best_candidate(thetas, objectives, method)
     theta, _ = refine(
-        lambda t: objective_and_gradient(t, x32, y32, count, **options),
+        lambda t: objective_and_gradient(t, x32, y32, count, **options32),
         best,
         jnp.float32,
         tolerance=1e-6,
@@ -127,8 +140,11 @@ def search(x, y, model: LocalModel, thetas, method: str, pooling: str, block_siz
 ONE_PROGRAM_ROWS = 2**10
 
 
-def _search_one_program(x, y, count, thetas, dtype, options, progress) -> BandwidthSelection:
+def _search_one_program(
+    x, y, count, thetas, dtype, options, progress, weights=None
+) -> BandwidthSelection:
     """The exact search of a small problem with one program: the grid, then L-BFGS."""
+    options = {**options, "weights": _cast(weights, dtype)}
     with precision_scope(dtype):
         xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
 
@@ -252,14 +268,22 @@ def _select_by_host_sums(x, y, model: LocalModel, thetas, method, pooling, optio
     return select_on_host(cv, thetas, progress, limits=smoothed_out(x, model))
 
 
-def criterion_curve(x, y, candidates, model: LocalModel, block_size, method: str) -> np.ndarray:
+def criterion_curve(
+    x, y, candidates, model: LocalModel, block_size, method: str, weights=None
+) -> np.ndarray:
     """The criterion ``method`` (``"cv"`` or ``"aicc"``) at bandwidths ``candidates (k, d)``:
     :func:`attnpool.cv_curve` and :func:`attnpool.aicc_curve`."""
     dtype = compute_dtype(x, y, numpy=True)
     options = {"model": model, "method": method, "block_size": block_size}
+    options["weights"] = _cast(weights, dtype)
     with precision_scope(dtype):
         thetas = np.stack([to_theta(c, model) for c in candidates])
         values = grid_objectives(
             jnp.asarray(thetas, dtype), jnp.asarray(x, dtype), jnp.asarray(y, dtype), **options
         )
         return np.asarray(values, dtype=float)
+
+
+def _cast(weights, dtype):
+    """Observation weights in the search's precision (None stays None)."""
+    return None if weights is None else np.asarray(weights, dtype)

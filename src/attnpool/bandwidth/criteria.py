@@ -47,31 +47,49 @@ def to_bandwidth(theta, model: LocalModel):
 
 
 def criterion(
-    x, y, bandwidth, model: LocalModel, method: str, *, block_size=None, binned=None, count=None
+    x,
+    y,
+    bandwidth,
+    model: LocalModel,
+    method: str,
+    *,
+    block_size=None,
+    binned=None,
+    count=None,
+    weights=None,
 ):
     """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
 
     ``binned`` (a :class:`~attnpool.methods.binned.BinnedPlan`) evaluates CV on the
     binned approximation instead.
     ``count``: rows from this one on are padding (:mod:`attnpool._shapes`), left out.
+    ``weights (n,)``: positive observation weights — each row counts ``w_i`` times, as
+    that many repeated rows would (:mod:`attnpool.observation_weights`).
     """
-    n = x.shape[0] if count is None else count
-    real = jnp.arange(x.shape[0])[:, None] < n
+    real = jnp.arange(x.shape[0])[:, None] < (x.shape[0] if count is None else count)
+    counts = real[:, 0].astype(x.dtype)
+    if weights is not None:
+        counts = counts * weights
+    n = jnp.sum(counts)
 
-    def mean(terms):  # over the real rows and every response column
-        return jnp.sum(jnp.where(real, terms, 0.0)) / (n * terms.shape[1])
+    def mean(terms):  # over the real rows, as often as they count, and every column
+        return jnp.sum(counts[:, None] * jnp.where(real, terms, 0.0)) / (n * terms.shape[1])
 
     if method == "cv":
         if binned is None:
-            residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size, count=count)
+            residuals = loo_residuals(
+                x, y, bandwidth, model, block_size=block_size, count=count, weights=weights
+            )
         else:
             residuals = binned_loo_residuals(
                 x, y, bandwidth, model, binned.grid, binned.reach, count=count
             )
         residuals = jnp.where(real, residuals, 0.0)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
-    fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size, count=count)
-    trace = jnp.sum(jnp.where(real[:, 0], hat, 0.0))
+    fit, hat = hat_diagonal(
+        x, y, bandwidth, model, block_size=block_size, count=count, weights=weights
+    )
+    trace = jnp.sum(counts * jnp.where(real[:, 0], hat, 0.0))
     sigma2 = mean((y - fit) ** 2)
     denominator = 1 - (trace + 2) / n
     value = jnp.log(sigma2) + (1 + trace / n) / denominator
@@ -84,26 +102,29 @@ _STATIC = ("model", "method", "block_size")
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def objective(theta, x, y, count=None, *, model, method, block_size, binned=None):
+def objective(
+    theta, x, y, count=None, *, model, method, block_size, binned=None, weights=None
+):  # fmt: skip
     bandwidth = to_bandwidth(theta, model)
     return criterion(
-        x, y, bandwidth, model, method, block_size=block_size, binned=binned, count=count
-    )
+        x, y, bandwidth, model, method, block_size=block_size, binned=binned, count=count,
+        weights=weights,
+    )  # fmt: skip
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def grid_objectives(thetas, x, y, count=None, binned=None, **static):
-    return jax.vmap(_of_theta(x, y, count, binned, static))(thetas)
+def grid_objectives(thetas, x, y, count=None, binned=None, weights=None, **static):
+    return jax.vmap(_of_theta(x, y, count, binned, weights, static))(thetas)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def objective_and_gradient(theta, x, y, count=None, binned=None, **static):
-    return jax.value_and_grad(_of_theta(x, y, count, binned, static))(theta)
+def objective_and_gradient(theta, x, y, count=None, binned=None, weights=None, **static):
+    return jax.value_and_grad(_of_theta(x, y, count, binned, weights, static))(theta)
 
 
-def _of_theta(x, y, count, binned, static):
+def _of_theta(x, y, count, binned, weights, static):
     """The objective as a function of ``θ`` alone (for ``vmap`` and ``grad``)."""
-    return lambda theta: objective(theta, x, y, count, binned=binned, **static)
+    return lambda theta: objective(theta, x, y, count, binned=binned, weights=weights, **static)
 
 
 def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=None):

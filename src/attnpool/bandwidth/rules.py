@@ -22,8 +22,12 @@ CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
 
 
-def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None) -> np.ndarray:
-    """Scott's or Silverman's bandwidth for each column of ``x (n, d)``."""
+def rule_of_thumb(
+    x, *, method: str = "scott", kernel="gaussian", var_type=None, weights=None
+) -> np.ndarray:
+    """Scott's or Silverman's bandwidth for each column of ``x (n, d)``; with positive
+    observation ``weights (n,)``, those of the sample that repeats row ``i`` ``w_i`` times
+    (``n = Σ w``, weighted spread and quartiles)."""
     check_choice(method, "method", ("scott", "silverman"))
     x = np.asarray(check_points(x, "x"), dtype=float)
     model = model_for(x, kernel=kernel, var_type=var_type)
@@ -33,7 +37,7 @@ def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None)
             f"kernel: rules of thumb need a kernel with finite variance and roughness; "
             f"{kernel.name!r} has variance {kernel.variance}"
         )
-    n, q = x.shape[0], len(model.continuous)
+    n, q = x.shape[0] if weights is None else float(np.sum(weights)), len(model.continuous)
     bandwidth = np.full(x.shape[1], CATEGORICAL_START)
     if q == 0:
         return bandwidth
@@ -42,9 +46,9 @@ def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None)
     centre = columns.min(axis=0) / 2 + columns.max(axis=0) / 2
     unit = power_of_two_above(np.max(np.abs(columns - centre), axis=0))
     columns = (columns - centre) / unit
-    sigma = columns.std(axis=0, ddof=1) if n > 1 else np.zeros(q)
+    sigma = _spread(columns, weights) if n > 1 else np.zeros(q)
     if method == "silverman":
-        iqr = np.subtract(*np.percentile(columns, [75, 25], axis=0)) / 1.349
+        iqr = np.subtract(*_percentiles(columns, [75, 25], weights)) / 1.349
         sigma = np.where(iqr > 0, np.minimum(sigma, iqr), sigma)
     sigma = sigma * unit
     if np.any(sigma <= 0):
@@ -52,6 +56,32 @@ def rule_of_thumb(x, *, method: str = "scott", kernel="gaussian", var_type=None)
         raise ValueError(f"x: column(s) {bad} are constant; a bandwidth rule needs spread")
     bandwidth[list(model.continuous)] = rule_from_spread(sigma, n, kernel, method=method)
     return bandwidth
+
+
+def _spread(columns, weights):
+    """Each column's sample standard deviation (``ddof=1``), rows counted ``weights`` times."""
+    if weights is None:
+        return columns.std(axis=0, ddof=1)
+    total = np.sum(weights)
+    mean = weights @ columns / total
+    return np.sqrt(weights @ (columns - mean) ** 2 / (total - 1))
+
+
+def _percentiles(columns, q, weights):
+    """``(len(q), d)`` percentiles of each column (NumPy's linear interpolation), rows
+    counted ``weights`` times: those of the repeated sample for integer weights."""
+    if weights is None:
+        return np.percentile(columns, q, axis=0)
+    result = np.empty((len(q), columns.shape[1]))
+    positions = np.asarray(q, float) / 100 * (np.sum(weights) - 1)
+    for j in range(columns.shape[1]):
+        order = np.argsort(columns[:, j], kind="stable")
+        values, ends = columns[order, j], np.cumsum(weights[order])  # copies 0 … ends − 1
+        below = np.floor(positions)
+        low = values[np.minimum(np.searchsorted(ends, below, side="right"), len(values) - 1)]
+        high = values[np.minimum(np.searchsorted(ends, below + 1, side="right"), len(values) - 1)]
+        result[:, j] = low + (positions - below) * (high - low)
+    return result
 
 
 def rule_from_spread(sigma, n: int, kernel, *, method: str = "scott") -> np.ndarray:

@@ -105,7 +105,7 @@ def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
     """A host method's pool under a key mask: the rows it does not restrict by the method,
     the others by the exact engine with the mask."""
     allowed = np.asarray(allowed)
-    full = every_key_allowed(allowed, k.shape[0])
+    full = every_key_allowed(allowed, k.shape[0], q.shape[0])
     pooled = np.empty((q.shape[0], v.shape[1]), q.dtype)
     empty_rows = np.empty(q.shape[0], bool)
     if full.any():
@@ -124,7 +124,7 @@ def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
             method=exact_engine(rest.size * k.shape[0]),
             key_block=KEY_BLOCK,
             nearest=nearest,
-            allowed=allowed[rest],
+            allowed=allowed if allowed.shape[0] == 1 else allowed[rest],
         )
         pooled[rest], empty_rows[rest] = (np.asarray(a) for a in found)
     return jnp.asarray(pooled), jnp.asarray(empty_rows)

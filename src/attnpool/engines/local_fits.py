@@ -22,6 +22,7 @@ from ..local_model import LocalModel, log_weights, prepare, relative, solve_mome
 from ..methods import dense_weights, normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
+from ..observation_weights import augmented, divided, leave_one_copy_out
 from ..state import block_state, finalize, hard_block_state
 from .programs import (
     kernel_block,
@@ -44,18 +45,26 @@ def _block_function(
     max_log=None,
     key_count=None,
     hard=False,
+    weights=None,
 ):
     """Block function of the local fits. Degree 0 pools the responses; degree 1 the
     moments ``[y, δ, δδᵀ, δy]`` about a reference point (a key and its response) that
     follows each query's ``d`` coordinates in its row. ``hard``: the zero-temperature
-    state of ``[key, y]`` rows — each query's reference, its heaviest key."""
+    state of ``[key, y]`` rows — each query's reference, its heaviest key. ``weights``:
+    the keys' positive observation weights, added as ``log w`` (leaving one out, one copy
+    of the point: :mod:`attnpool.observation_weights`)."""
     d = len(model.var_type)
 
     def block(q, q_ids, k, k_ids, v):
         q, origin = q[:, :d], q[:, d:]
         logw = mask_padding(log_weights(q, k, lambdas, model), k_ids, key_count)
+        if weights is not None and not hard:
+            logw = logw + jnp.log(weights)[k_ids][None, :]
         if exclude_self:
-            logw = mask_own_pairs(logw, q_ids, k_ids)
+            kept = None
+            if weights is not None and not hard:
+                kept = logw + leave_one_copy_out(weights)[q_ids][:, None]
+            logw = mask_own_pairs(logw, q_ids, k_ids, kept)
         if hard:
             return hard_block_state(logw, v)
         known = None if max_log is None else max_log[q_ids]
@@ -112,6 +121,7 @@ def _local_core(
     exclude_self,
     with_hat,
     nearest,
+    weights=None,
 ):
     cont = jnp.array(model.continuous, dtype=int)
     centre = key_centre(x_train[:, cont]) if model.continuous else None
@@ -129,7 +139,9 @@ def _local_core(
         )
         offset = reference[:, :d] - queries
         rows = jnp.concatenate([queries, reference], axis=1)
-    elif method == "stream" and not exclude_self and model.var_type == "c":
+        if weights is not None:  # log w moves the row's largest log weight
+            known = None
+    elif method == "stream" and not exclude_self and model.var_type == "c" and weights is None:
         # the nearest key's log weight is each row's maximum (not when leaving one out)
         known = nearest_log_weight(queries, keys, model.kernel)
     block = _block_function(
@@ -138,6 +150,7 @@ def _local_core(
         exclude_self=exclude_self,
         max_log=known,
         key_count=key_count,
+        weights=weights,
     )
     state = pool_state(block, rows, keys, y_train, method=method, key_block=key_block)
     means, empty = finalize(state)
@@ -158,17 +171,18 @@ def _local_core(
     if exclude_self:  # leave-one-out: a row that is empty or overflowed stays NaN
         return jnp.where(empty[:, None], jnp.nan, fit), slopes, hat, empty
 
-    def closest():
+    def closest():  # ties share in proportion to their observation weights
         hard = kernel_block(_kernels.get("gaussian"), hard=True, key_count=key_count)
         state = pool_state(
             hard,
             *relative(queries, keys, bandwidth, model),
-            y_train,
+            y_train if weights is None else augmented(y_train, weights),
             method=method,
             key_block=key_block,
             hard=True,
         )
-        return finalize(state)[0]
+        limit = finalize(state)[0]
+        return limit if weights is None else divided(limit)
 
     return with_nearest_limit(fit, empty, nearest, closest), slopes, hat, empty
 
@@ -185,6 +199,7 @@ def local_fit(
     nearest=False,
     block_size=None,
     key_count=None,
+    weights=None,
 ):
     """Traceable core: arrays already validated, ``(n, d)``/``(n, p)``, bandwidth ``(d,)``.
 
@@ -192,11 +207,15 @@ def local_fit(
     diagonal (or None) and the ``(n_q,)`` mask of empty neighbourhoods. Rows are padded
     to their buckets (:mod:`attnpool._shapes`) unless ``key_count`` says the training
     rows from that one on are padding already (then queries are not padded either).
+    ``weights (n,)``: positive observation weights of the training rows (the hat
+    diagonal is then that of one copy of each row).
     """
     n, m = x_query.shape[0], x_train.shape[0]
     if key_count is None and 0 < n and m <= MAX_ROWS:
         size = bucket(m)
         x_train, y_train = padded(x_train, y_train, size=size)
+        if weights is not None:
+            weights = pad_rows(weights, size)
         queries = x_train if exclude_self or with_hat else pad_rows(x_query, query_bucket(n))
         results = local_fit(
             x_train,
@@ -209,6 +228,7 @@ def local_fit(
             nearest=nearest,
             block_size=block_size,
             key_count=np.int32(m),
+            weights=weights,
         )
         return unpadded(results, n, host=is_host(x_train, x_query))
     width = 1 if model.degree == 0 else (1 + x_train.shape[1]) ** 2 * y_train.shape[1]
@@ -226,25 +246,32 @@ def local_fit(
         exclude_self=exclude_self,
         with_hat=with_hat,
         nearest=nearest,
+        weights=weights,
     )
 
 
-def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None):
+def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None,
+                  weights=None):  # fmt: skip
     """Leave-one-out residuals ``y_i − ĝ₋ᵢ(x_i)`` (traceable); NaN where no neighbour is left.
 
     ``count``: rows from this one on are padding (their residuals mean nothing).
+    ``weights``: observation weights (one copy of each point left out).
     """
     fit, _, _, _ = local_fit(
-        x, y, x, bandwidth, model, exclude_self=True, block_size=block_size, key_count=count
-    )
+        x, y, x, bandwidth, model, exclude_self=True, block_size=block_size, key_count=count,
+        weights=weights,
+    )  # fmt: skip
     return y - fit
 
 
-def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None):
-    """In-sample fit and the diagonal of the smoother ("hat") matrix (traceable)."""
+def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None,
+                 weights=None):  # fmt: skip
+    """In-sample fit and the diagonal of the smoother ("hat") matrix (traceable; with
+    observation ``weights``, the diagonal of one copy of each row)."""
     fit, _, hat, _ = local_fit(
-        x, y, x, bandwidth, model, with_hat=True, block_size=block_size, key_count=count
-    )
+        x, y, x, bandwidth, model, with_hat=True, block_size=block_size, key_count=count,
+        weights=weights,
+    )  # fmt: skip
     return fit, hat
 
 

@@ -31,6 +31,7 @@ from .._units import value_unit
 from .._validation import check_bandwidth_representable, numpy_dtype
 from ..edges import edge_log_profile, has_edge
 from ..local_model import LocalModel, model_for, solve_moments
+from ..observation_weights import augmented, leave_one_copy_out
 
 __all__ = [
     "NATIVE_MIN_WORK",
@@ -68,7 +69,7 @@ def serves(model: LocalModel, queries: int, rows: int, outputs: int) -> bool:
     return kernels.is_builtin(model.kernel) and continuous and small
 
 
-def searches(model: LocalModel, rows: int, outputs: int) -> bool:
+def searches(model: LocalModel, rows: int, outputs: int, *, weighted: bool = False) -> bool:
     """Whether the host runs the CV search of ``rows`` training points: with the Gaussian
     on the compiled C loop (:func:`loo_objective`) at any size in several columns (the
     compiled search sums every pair there too, ~2× slower a pair, and needs JAX and its
@@ -76,8 +77,8 @@ def searches(model: LocalModel, rows: int, outputs: int) -> bool:
     search bins); else NumPy up to :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in
     one column, where bounded Brent needs ~30 evaluations, and
     :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where L-BFGS on forward
-    differences needs 25–450."""
-    if _native_serves(model, rows, outputs):
+    differences needs 25–450. Weighted searches (observation weights) run in NumPy only."""
+    if not weighted and _native_serves(model, rows, outputs):
         several = len(model.var_type) > 1
         return several or rows * rows * _evaluations(model) <= NATIVE_SEARCH_MAX_WORK
     limit = NUMPY_SEARCH_MAX_WORK if len(model.var_type) == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
@@ -108,23 +109,25 @@ def pool_if_served(q, k, v, h, kernel: kernels.Kernel, *, nearest: bool):
 
 
 def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclude_self=False,
-              nearest=False):  # fmt: skip
+              nearest=False, weights=None):  # fmt: skip
     """``fit (k, p)``, ``slopes (k, d, p)`` in the inputs' units and the empty-row mask
     ``(k,)``, as :func:`attnpool.engines.local_fits.local_fit` (``exclude_self``: leave-one-out,
-    ``x_query`` is ``x_train``; an empty row is NaN there)."""
+    ``x_query`` is ``x_train``; an empty row is NaN there; ``weights``: positive observation
+    weights, :mod:`attnpool.observation_weights`)."""
     x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
     h = np.asarray(bandwidth, np.float64)
+    w = None if weights is None else np.asarray(weights, np.float64)
     # distances beyond the float range are inf (log weight −inf): no warning for them
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        return _fit(x, y, q, h, model, exclude_self, nearest)
+        return _fit(x, y, q, h, model, exclude_self, nearest, w)
 
 
-def _fit(x, y, q, h, model, exclude_self, nearest):
+def _fit(x, y, q, h, model, exclude_self, nearest, w):
     """:func:`local_fit` in float64."""
     scale = value_unit(y)  # columns near the float limit in power-of-two units
     y = y / scale
     d, p = x.shape[1], y.shape[1]
-    pooled = None if exclude_self else _native_pool(x, y, q, h, model)
+    pooled = None if exclude_self else _native_pool(x, y, q, h, model, w)
     if pooled is not None:
         return pooled * scale, np.zeros((q.shape[0], d, p)), np.zeros(q.shape[0], bool)
     fit, slopes = np.empty((q.shape[0], p)), np.empty((q.shape[0], d, p))
@@ -133,7 +136,7 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
     for start in range(0, q.shape[0], rows_per_chunk):
         rows = slice(start, start + rows_per_chunk)
         means, empty[rows], mean_offset = _moments(
-            q[rows], x, h, y, model, start if exclude_self else None
+            q[rows], x, h, y, model, start if exclude_self else None, w
         )
         fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree, mean_offset)
     slopes = slopes / h[None, :, None]
@@ -143,7 +146,7 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
         fallback = ~np.all(np.isfinite(fit), axis=1) & ~empty
         fallback |= empty & nearest
         if np.any(fallback):
-            fit[fallback] = _nearest_mean(q[fallback], x, y, h)
+            fit[fallback] = _nearest_mean(q[fallback], x, y, h, w)
         if not nearest:
             fit[empty] = np.nan
     return fit * scale, slopes * scale, empty
@@ -155,7 +158,7 @@ def _fit(x, y, q, h, model, exclude_self, nearest):
 NATIVE_POOL_MIN_PAIRS = 2**18
 
 
-def _native_pool(x, y, q, h, model: LocalModel):
+def _native_pool(x, y, q, h, model: LocalModel, w=None):
     """Nadaraya–Watson fits ``(k, p)`` on the ``native`` loop, or None where it does not
     serve: not the Gaussian on continuous columns, fewer than
     :data:`NATIVE_POOL_MIN_PAIRS`, the loop not built (no build here), coordinates
@@ -173,16 +176,20 @@ def _native_pool(x, y, q, h, model: LocalModel):
     reach = np.maximum(np.max(np.abs(keys), axis=0), np.max(np.abs(queries), axis=0))
     if np.any(reach / h > native.MAX_SCALED):
         return None
-    sums = native.native_sums(queries, keys, y, 1.0 / h)
+    if w is None:
+        sums = native.native_sums(queries, keys, y, 1.0 / h)
+    else:  # the sums of [w, w·y] (:mod:`attnpool.observation_weights`)
+        sums = native.native_sums(queries, keys, augmented(y, w), 1.0 / h)[:, 1:]
     pooled = sums[:, 1:] / sums[:, :1]
     return pooled if np.all(np.isfinite(pooled)) else None
 
 
-def _moments(queries, keys, h, y, model: LocalModel, self_offset):
+def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=None):
     """Weighted means of the responses per query, the empty-row mask and, for degree 1,
     the weighted mean offset ``μ`` (``(n, d)``, in bandwidths; else None). Degree 1
     returns the local moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
-    ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out.
+    ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out (one copy of
+    it, with observation weights ``key_weights``: :mod:`attnpool.observation_weights`).
 
     Offsets are ``(k − q) / h`` of the rows as given, the difference first: scaled first,
     two keys equally far from a query at a tiny bandwidth were no longer tied (scaled
@@ -196,9 +203,14 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset):
         for offset in offsets[1:]:
             r2 += offset * offset
         log_w = model.kernel.log_profile(r2)
+    if key_weights is not None:
+        log_w += np.log(key_weights)[None, :]
     if self_offset is not None:
         own = np.arange(queries.shape[0])
-        log_w[own, self_offset + own] = -np.inf
+        if key_weights is None:
+            log_w[own, self_offset + own] = -np.inf
+        else:
+            log_w[own, self_offset + own] += leave_one_copy_out(key_weights[self_offset + own])
     top = np.max(log_w, axis=1)
     empty = ~(top > -np.inf)
     w = np.exp(np.subtract(log_w, np.where(empty, 0.0, top)[:, None], out=log_w), out=log_w)
@@ -229,9 +241,9 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset):
     return means, empty, mu1
 
 
-def _nearest_mean(queries, keys, y, h):
-    """Mean response of each query's nearest keys (ties averaged), from differences
-    weighted by ``min h / h_j ≤ 1``."""
+def _nearest_mean(queries, keys, y, h, w=None):
+    """Mean response of each query's nearest keys (ties averaged, in proportion to the
+    observation weights ``w`` if given), from differences weighted by ``min h / h_j ≤ 1``."""
     factor = np.min(h) / h
     differences = [(queries[:, j, None] - keys[None, :, j]) * factor[j] for j in range(len(h))]
     # each row in units of its largest difference: squares of 1e200 would overflow
@@ -239,12 +251,16 @@ def _nearest_mean(queries, keys, y, h):
     largest = np.where((largest > 0) & np.isfinite(largest), largest, 1.0)[:, None]
     r2 = sum((u / largest) ** 2 for u in differences)
     closest = (r2 == r2.min(axis=1, keepdims=True)).astype(float)
+    if w is not None:
+        closest *= w[None, :]
     return closest @ y / closest.sum(axis=1, keepdims=True)
 
 
-def loo_objective(x, y, model: LocalModel):
+def loo_objective(x, y, model: LocalModel, weights=None):
     """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
-    ``inf`` where some point has no neighbour left.
+    ``inf`` where some point has no neighbour left. With positive observation ``weights``
+    (NumPy only) one copy of each point is left out and its squared residual counts
+    ``w_i`` times (:mod:`attnpool.observation_weights`).
 
     With the Gaussian and at least :data:`NATIVE_MIN_WORK` (one column) or
     :data:`NATIVE_MIN_WORK_SEVERAL`, or once the loop is built, the sums run on the
@@ -256,13 +272,13 @@ def loo_objective(x, y, model: LocalModel):
     would lose digits, or a sum not finite) runs in NumPy.
     """
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    native_objective = _native_loo(x, y, model)
+    native_objective = None if weights is not None else _native_loo(x, y, model)
 
     def objective(theta) -> float:
         value = None if native_objective is None else native_objective(np.exp(theta))
         if value is None:
-            fit, _, _ = local_fit(x, y, x, np.exp(theta), model, exclude_self=True)
-            value = _mean_square(y - fit)
+            fit, _, _ = local_fit(x, y, x, np.exp(theta), model, exclude_self=True, weights=weights)
+            value = _mean_square(y - fit, weights)
         return value
 
     return objective
@@ -360,7 +376,10 @@ def _native_local_linear(native, x, y, h):
     return fit + y[ref]
 
 
-def _mean_square(residuals) -> float:
+def _mean_square(residuals, weights=None) -> float:
+    """The mean of ``residuals (n, p)`` squared, rows weighted by ``weights (n,)``."""
     if not np.all(np.isfinite(residuals)):
         return np.inf
-    return float(np.mean(residuals**2))
+    if weights is None:
+        return float(np.mean(residuals**2))
+    return float(weights @ np.mean(residuals**2, axis=1) / np.sum(weights))

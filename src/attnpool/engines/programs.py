@@ -81,12 +81,14 @@ def kernel_block(
     return block
 
 
-def mask_own_pairs(scores, left_out, key_ids):
+def mask_own_pairs(scores, left_out, key_ids, kept=None):
     """``scores (n, b)`` with each query's left-out key at ``−inf``: leave-one-out inside
     the blocks, never a subtraction afterwards (which cancels at small bandwidths).
     ``left_out (n,)``: the id of the key each query leaves out (``−1``: none);
-    ``key_ids (b,)``: the block's key ids."""
-    return jnp.where(left_out[:, None] == key_ids[None, :], -jnp.inf, scores)
+    ``key_ids (b,)``: the block's key ids; ``kept (n, b)``: the log weights the left-out
+    pairs keep instead of ``−inf`` (a point's other copies, with observation weights)."""
+    own = left_out[:, None] == key_ids[None, :]
+    return jnp.where(own, -jnp.inf if kept is None else kept, scores)
 
 
 def mask_padding(scores, key_ids, key_count):
