@@ -309,3 +309,37 @@ def test_classifier_with_sample_weight_pools_weighted_labels():
     got = NadarayaWatsonClassifier(bandwidth=0.8).fit(x, labels, sample_weight=w)
     want = NadarayaWatsonClassifier(bandwidth=0.8).fit(x[repeated], labels[repeated])
     np.testing.assert_allclose(got.predict_proba(queries), want.predict_proba(queries), rtol=1e-12)
+
+
+@pytest.mark.parametrize("model", ["bandwidth", "ard", "metric", "adaptive", "dot"])
+def test_learned_attention_with_weights_trains_as_on_repeated_rows(model):
+    # full batches: the weighted loss, the keys' log w, one copy left out, the weighted
+    # standardisation and the rules of thumb at n = Σ w give the repeated rows' steps
+    from attnpool.learn import fit_attention
+
+    x, y = smooth_data(14, 40, 2)
+    w, repeated = integer_weights(15, 40)
+    weighted = fit_attention(model, x, y, weights=w, steps=25)
+    plain = fit_attention(model, x[repeated], y[repeated], steps=25)
+    np.testing.assert_allclose(weighted.history, plain.history, rtol=1e-9)
+    queries = np.random.default_rng(16).uniform(0, 5, (10, 2))
+    np.testing.assert_allclose(weighted.predict(queries), plain.predict(queries), rtol=1e-9)
+    np.testing.assert_allclose(weighted.loo_error(), plain.loo_error(), rtol=1e-9)
+    shares = weighted.attention_weights(queries)
+    assert shares.shape == (10, int(np.sum(w > 0))) and np.allclose(shares.sum(axis=1), 1)
+
+
+def test_learned_regressor_passes_the_sample_weight_checks():
+    from sklearn.utils import estimator_checks as checks
+
+    from attnpool import LearnedAttentionRegressor
+
+    estimator = LearnedAttentionRegressor(steps=20)
+    for check in (
+        checks.check_sample_weight_equivalence_on_dense_data,
+        checks.check_sample_weights_list,
+        checks.check_sample_weights_pandas_series,
+        checks.check_sample_weights_shape,
+        checks.check_sample_weights_not_overwritten,
+    ):
+        check("LearnedAttentionRegressor", estimator)

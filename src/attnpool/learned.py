@@ -54,11 +54,15 @@ class LearnedAttentionRegressor(MultiOutputRegressor):
         self.patience = patience
         self.seed = seed
 
-    def fit(self, X, y):
-        """Train the attention model on ``X (n_samples, n_features)``, ``y (n_samples[, p])``."""
+    def fit(self, X, y, sample_weight=None):
+        """Train the attention model on ``X (n_samples, n_features)``, ``y (n_samples[, p])``;
+        ``sample_weight``: observation weights (as :func:`attnpool.learn.fit_attention`
+        takes them: a row counts ``w_i`` times as a key and in the loss)."""
         from .learn import fit_attention
+        from .observation_weights import positive_rows
 
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        X, y, weights = positive_rows(X, y, sample_weight, name="sample_weight")
         if X.shape[0] < 2:
             raise ValueError(
                 f"X: expected at least 2 samples (each is predicted from the others); "
@@ -74,6 +78,7 @@ class LearnedAttentionRegressor(MultiOutputRegressor):
             validation=self.validation_fraction,
             patience=self.patience,
             seed=self.seed,
+            weights=weights,
         )
         self.params_ = self.fit_.params
         self.parameters_ = self.fit_.parameters()

@@ -8,30 +8,40 @@ exact (the streamed body is rematerialised under reverse-mode autodiff).
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+
 from ..engines.programs import mask_own_pairs, pool_state
 from ..methods import normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
+from ..observation_weights import leave_one_copy_out
 from ..state import block_state, finalize
 from .models import AttentionModel, Params
 
 __all__ = ["learned_pool", "learned_weights"]
 
 
-def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *, leave_out=None):
+def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *, leave_out=None,
+                 weights=None):  # fmt: skip
     """``(n, p)`` pooled values ``Σ_i α(q, k_i; θ) v_i`` and the ``(n,)`` empty-row mask.
 
     ``queries (n, d)``, ``keys (m, d)``, ``values (m, p)``, already standardised.
     ``leave_out (n,)``: for each query, the index of a key to exclude (its own row, for
-    leave-one-out), or ``-1`` for none.
+    leave-one-out), or ``-1`` for none. ``weights (m,)``: the keys' positive observation
+    weights, ``log w`` added to their log weights (one copy of a left-out key is left
+    out: :mod:`attnpool.observation_weights`).
     """
     embedded_queries = model.embed_queries(params, queries)
     embedded_keys = model.embed_keys(params, keys)
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         log_w = model.log_weights(params, query_rows, key_rows)
+        if weights is not None:
+            log_w = log_w + jnp.log(weights)[key_ids][None, :]
         if leave_out is not None:
-            log_w = mask_own_pairs(log_w, leave_out[query_ids], key_ids)
+            own = leave_out[query_ids]
+            kept = None if weights is None else log_w + leave_one_copy_out(weights)[own][:, None]
+            log_w = mask_own_pairs(log_w, own, key_ids, kept)
         return block_state(log_w, value_rows)
 
     n, m = queries.shape[0], keys.shape[0]
@@ -47,9 +57,12 @@ def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *
     return finalize(state)
 
 
-def learned_weights(model: AttentionModel, params: Params, queries, keys):
-    """``(n, m)`` attention weights of a learned model (rows sum to 1)."""
+def learned_weights(model: AttentionModel, params: Params, queries, keys, weights=None):
+    """``(n, m)`` attention weights of a learned model (rows sum to 1); ``weights``: the
+    keys' positive observation weights."""
     log_w = model.log_weights(
         params, model.embed_queries(params, queries), model.embed_keys(params, keys)
     )
+    if weights is not None:
+        log_w = log_w + jnp.log(weights)[None, :]
     return normalise(log_w)[0]

@@ -63,6 +63,11 @@ def _learnable_kernel(kernel) -> _kernels.Kernel:
     return record
 
 
+def _size(x, rows) -> tuple[float, int]:
+    """``(n, d)`` of the inputs ``x``, ``n`` replaced by ``rows`` if given."""
+    return (x.shape[0] if rows is None else rows), x.shape[1]
+
+
 def _initial_bandwidth(initial, scale, n: int, d: int, *, shared: bool):
     """Log-bandwidths in standardised units, from ``initial`` in input units or Scott's rule."""
     if initial is None:
@@ -87,6 +92,9 @@ class AttentionModel:
     pair_width: ClassVar[int] = 1
 
     def init(self, key, x, scale) -> Params:
+        """Initial parameters for standardised inputs ``x (n, d)`` of column scales
+        ``scale``. Built-in models also take ``rows``, the sample size their rules of
+        thumb use (with observation weights, their sum; default ``n``)."""
         raise NotImplementedError
 
     def embed_queries(self, params: Params, x):
@@ -130,8 +138,8 @@ class GlobalBandwidth(_ScaledDistance):
     initial: float | None = None
     shared_scale: ClassVar[bool] = True
 
-    def init(self, key, x, scale):
-        log_h = _initial_bandwidth(self.initial, scale, *x.shape, shared=True)
+    def init(self, key, x, scale, rows=None):
+        log_h = _initial_bandwidth(self.initial, scale, *_size(x, rows), shared=True)
         return {"log_bandwidth": log_h.astype(x.dtype)}
 
     def embed_queries(self, params, x):
@@ -161,8 +169,8 @@ class PerDimensionBandwidth(GlobalBandwidth):
         if self.initial is not None and np.ndim(self.initial):  # hashable, for jit
             object.__setattr__(self, "initial", tuple(np.ravel(self.initial).tolist()))
 
-    def init(self, key, x, scale):
-        log_h = _initial_bandwidth(self.initial, scale, *x.shape, shared=False)
+    def init(self, key, x, scale, rows=None):
+        log_h = _initial_bandwidth(self.initial, scale, *_size(x, rows), shared=False)
         return {"log_bandwidth": log_h.astype(x.dtype)}
 
     def readable(self, params, scale):
@@ -181,8 +189,8 @@ class LinearMetric(_ScaledDistance):
     kernel: str = "gaussian"
     rank: int | None = None
 
-    def init(self, key, x, scale):
-        n, d = x.shape
+    def init(self, key, x, scale, rows=None):
+        n, d = _size(x, rows)
         rank = d if self.rank is None else self.rank
         if not 1 <= rank <= d:
             raise ValueError(f"rank: expected an integer from 1 to {d}; received {self.rank!r}")
@@ -234,8 +242,8 @@ class AdaptiveBandwidth(AttentionModel):
     def __post_init__(self):
         _learnable_kernel(self.kernel)
 
-    def init(self, key, x, scale):
-        n, d = x.shape
+    def init(self, key, x, scale, rows=None):
+        n, d = _size(x, rows)
         return {
             "log_bandwidth": jnp.full((1,), math.log(scott_factor(n, d)), x.dtype),
             "network": _mlp_init(key, (d, self.hidden, 1), x.dtype),

@@ -13,6 +13,7 @@ yourself" — bandwidth → 0, training error → 0 — and the model interpolat
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from .._interop import compute_dtype, precision_scope
 from .._optional import require
 from .._progress import ProgressBar
 from .._validation import check_choice, check_points, check_positive_int, check_values
+from ..observation_weights import positive_rows
 from .attention import learned_pool, learned_weights
 from .models import AttentionModel, Params, get_model
 
@@ -42,12 +44,14 @@ class Standardisation:
     scale: np.ndarray
 
     @classmethod
-    def of(cls, x: np.ndarray, *, shared: bool) -> Standardisation:
-        """Column means; column standard deviations, or one common scale if ``shared``."""
-        spread = x.std(axis=0)
+    def of(cls, x: np.ndarray, *, shared: bool, weights=None) -> Standardisation:
+        """Column means; column standard deviations, or one common scale if ``shared``
+        (rows counted ``weights`` times, if given)."""
+        mean = np.average(x, axis=0, weights=weights)
+        spread = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=weights))
         if shared:
             spread = np.full_like(spread, np.sqrt(np.mean(spread**2)))
-        return cls(x.mean(axis=0), np.where(spread > 0, spread, 1.0))
+        return cls(mean, np.where(spread > 0, spread, 1.0))
 
     def __call__(self, x):
         return (x - self.centre) / self.scale
@@ -69,6 +73,7 @@ class AttentionFit:
     validation_history : ndarray (steps,) or None — the validation MSE before each step
     best_step : int — the step whose parameters were kept
     stopped_early : bool
+    weights : ndarray (m,) or None — the training points' observation weights
     """
 
     model: AttentionModel
@@ -81,6 +86,7 @@ class AttentionFit:
     validation_history: np.ndarray | None
     best_step: int
     stopped_early: bool
+    weights: np.ndarray | None = None
 
     def _run(self, function, x=None, *, with_values: bool):
         dtype = self.x_train.dtype
@@ -91,7 +97,8 @@ class AttentionFit:
             if x is not None:
                 x = check_points(x, "X", dims=self.x_train.shape[1])
                 args.insert(0, jnp.asarray(self.standardisation(np.asarray(x, dtype)), dtype))
-            return np.asarray(function(self.model, self.params, *args))
+            weights = None if self.weights is None else jnp.asarray(self.weights, dtype)
+            return np.asarray(function(self.model, self.params, *args, weights))
 
     def predict(self, x) -> np.ndarray:
         """Predictions at inputs ``x (n, d)``: ``(n,)`` or ``(n, p)`` like ``y``."""
@@ -112,30 +119,37 @@ class AttentionFit:
 
 
 @functools.partial(jax.jit, static_argnames="model")
-def _predict(model, params, queries, keys, values):
-    return learned_pool(model, params, queries, keys, values)[0]
+def _predict(model, params, queries, keys, values, weights=None):
+    return learned_pool(model, params, queries, keys, values, weights=weights)[0]
 
 
 @functools.partial(jax.jit, static_argnames="model")
-def _weights(model, params, queries, keys):
-    return learned_weights(model, params, queries, keys)
+def _weights(model, params, queries, keys, weights=None):
+    return learned_weights(model, params, queries, keys, weights)
 
 
 @functools.partial(jax.jit, static_argnames="model")
-def _loo_error(model, params, keys, values):
-    return _batch_loss(model, params, keys, values, jnp.arange(keys.shape[0]), True)
+def _loo_error(model, params, keys, values, weights=None):
+    return _batch_loss(model, params, keys, values, jnp.arange(keys.shape[0]), True, weights)
 
 
-def _batch_loss(model, params, x, y, batch, leave_one_out: bool):
+def _batch_loss(model, params, x, y, batch, leave_one_out: bool, weights=None):
+    """The mean squared error of the batch's fits (rows counted ``weights`` times)."""
     leave_out = batch if leave_one_out else None
-    fit, _ = learned_pool(model, params, x[batch], x, y, leave_out=leave_out)
-    return jnp.mean((fit - y[batch]) ** 2)
+    fit, _ = learned_pool(model, params, x[batch], x, y, leave_out=leave_out, weights=weights)
+    return _mean(
+        jnp.mean((fit - y[batch]) ** 2, axis=1), None if weights is None else weights[batch]
+    )
+
+
+def _mean(losses, weights):
+    return jnp.mean(losses) if weights is None else jnp.sum(weights * losses) / jnp.sum(weights)
 
 
 @functools.partial(jax.jit, static_argnames=("model", "optimizer", "leave_one_out"))
-def _train_step(params, opt_state, x, y, batch, *, model, optimizer, leave_one_out):
+def _train_step(params, opt_state, x, y, batch, weights, *, model, optimizer, leave_one_out):
     loss, grads = jax.value_and_grad(_batch_loss, argnums=1)(
-        model, params, x, y, batch, leave_one_out
+        model, params, x, y, batch, leave_one_out, weights
     )
     finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
     updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -143,8 +157,9 @@ def _train_step(params, opt_state, x, y, batch, *, model, optimizer, leave_one_o
 
 
 @functools.partial(jax.jit, static_argnames="model")
-def _validation_loss(model, params, x, y, x_val, y_val):
-    return jnp.mean((learned_pool(model, params, x_val, x, y)[0] - y_val) ** 2)
+def _validation_loss(model, params, x, y, x_val, y_val, weights=None, val_weights=None):
+    fit = learned_pool(model, params, x_val, x, y, weights=weights)[0]
+    return _mean(jnp.mean((fit - y_val) ** 2, axis=1), val_weights)
 
 
 @functools.lru_cache(maxsize=32)
@@ -167,6 +182,7 @@ def fit_attention(
     validation=None,
     patience: int | None = 30,
     progress: bool | Callable[[int, int, str], None] = False,
+    weights=None,
 ) -> AttentionFit:
     """Train ``model`` to predict ``y`` from ``X`` by attention over the training points.
 
@@ -191,6 +207,12 @@ def fit_attention(
     patience : int or None — stop after this many steps without a better validation
         error (with ``validation`` only; ``None`` never stops early).
     progress : bool or callable ``(done, total, note)`` — a bar on stderr with the loss.
+    weights : array of shape (n,), optional
+        Observation weights of the training points (:mod:`attnpool.observation_weights`):
+        each point's kernel weight as a key times ``w_i``, its loss counted ``w_i`` times,
+        one copy left out under ``"loo_mse"``, and the standardisation weighted — what
+        the repeated rows give, for integer weights and full batches (the models' initial
+        parameters count rows). Rows of weight 0 are left out.
 
     Returns
     -------
@@ -209,7 +231,8 @@ def fit_attention(
     batch_size = check_positive_int(batch_size, "batch_size")
     patience = check_positive_int(patience, "patience")
     x, y, flat = _training_data(X, y)
-    x, y, x_val, y_val = _split(x, y, validation, seed)
+    x, y, weights = positive_rows(x, y, weights)
+    x, y, x_val, y_val, weights, val_weights = _split(x, y, validation, seed, weights)
     if loss == "loo_mse" and x.shape[0] < 2:
         raise ValueError(
             f"X: leave-one-out training needs at least 2 samples; received {x.shape[0]} sample"
@@ -223,11 +246,13 @@ def fit_attention(
         optimizer = _adam(float(learning_rate))
     if progress is True:
         progress = ProgressBar("training")
-    standardisation = Standardisation.of(x, shared=model.shared_scale)
+    standardisation = Standardisation.of(x, shared=model.shared_scale, weights=weights)
 
     with precision_scope(x.dtype):
         xs, ys = jnp.asarray(standardisation(x)), jnp.asarray(y)
-        params = model.init(jax.random.key(seed), xs, standardisation.scale)
+        w = None if weights is None else jnp.asarray(weights, x.dtype)
+        w_val = None if val_weights is None else jnp.asarray(val_weights, x.dtype)
+        params = _initial(model, jax.random.key(seed), xs, standardisation.scale, weights)
         opt_state = optimizer.init(params)
         if x_val is not None:
             xv, yv = jnp.asarray(standardisation(x_val)), jnp.asarray(y_val)
@@ -238,7 +263,7 @@ def fit_attention(
         for step in range(steps):
             batch = next(batches)
             if x_val is not None:
-                score = float(_validation_loss(model, params, xs, ys, xv, yv))
+                score = float(_validation_loss(model, params, xs, ys, xv, yv, w, w_val))
                 validation_history.append(score)
             new_params, opt_state, value, finite = _train_step(
                 params,
@@ -246,6 +271,7 @@ def fit_attention(
                 xs,
                 ys,
                 batch,
+                w,
                 model=model,
                 optimizer=optimizer,
                 leave_one_out=loss == "loo_mse",
@@ -286,7 +312,15 @@ def fit_attention(
         validation_history=np.asarray(validation_history) if x_val is not None else None,
         best_step=best_step,
         stopped_early=stopped_early,
+        weights=weights,
     )
+
+
+def _initial(model: AttentionModel, key, x, scale, weights):
+    """``model.init``, told the weights' sum as its sample size where it takes one."""
+    if weights is not None and "rows" in inspect.signature(model.init).parameters:
+        return model.init(key, x, scale, rows=float(np.sum(weights)))
+    return model.init(key, x, scale)
 
 
 def _close(progress) -> None:
@@ -310,10 +344,11 @@ def _as_targets(y, n: int):
     return np.asarray(y), flat
 
 
-def _split(x, y, validation, seed: int):
-    """Training and validation parts: a held-out fraction, a given set, or none."""
+def _split(x, y, validation, seed: int, weights=None):
+    """Training and validation parts ``(x, y, x_val, y_val, weights, val_weights)``: a
+    held-out fraction (the weights split alike), a given set (unweighted), or none."""
     if validation is None:
-        return x, y, None, None
+        return x, y, None, None, weights, None
     if isinstance(validation, tuple | list) and len(validation) == 2:
         x_val = np.asarray(check_points(validation[0], "validation", dims=x.shape[1]), x.dtype)
         y_val, _ = _as_targets(np.asarray(validation[1]), x_val.shape[0])
@@ -322,7 +357,7 @@ def _split(x, y, validation, seed: int):
                 f"validation: expected targets with {y.shape[1]} column(s); "
                 f"received shape {y_val.shape}"
             )
-        return x, y, x_val, y_val.astype(y.dtype)
+        return x, y, x_val, y_val.astype(y.dtype), weights, None
     if isinstance(validation, float) and 0 < validation < 1:
         n = x.shape[0]
         held = round(validation * n)
@@ -333,7 +368,9 @@ def _split(x, y, validation, seed: int):
             )
         order = np.random.default_rng(seed).permutation(n)
         train, val = np.sort(order[held:]), np.sort(order[:held])
-        return x[train], y[train], x[val], y[val]
+        if weights is None:
+            return x[train], y[train], x[val], y[val], None, None
+        return x[train], y[train], x[val], y[val], weights[train], weights[val]
     raise ValueError(
         f"validation: expected a fraction in (0, 1) or a pair (X_val, y_val); "
         f"received {validation!r}"
