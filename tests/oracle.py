@@ -75,13 +75,25 @@ def squared_distances(queries, keys, bandwidth):
     return np.sum(u * u, axis=-1)
 
 
+def _coordinates(queries, keys, bandwidth):
+    """``u (n, m, d)``: the scaled differences in long double."""
+    q, k, h = _scaled(queries, keys, bandwidth)
+    return (q[:, None, :] - k[None, :, :]) / h
+
+
 def log_weights(queries, keys, kernel: str, bandwidth, edge: float = 0.0):
-    """``(log K (n, m), r² (n, m))`` in long double (for ``"dot"``: scores and their squares)."""
+    """``(log K (n, m), r² (n, m))`` in long double (for ``"dot"``: scores and their
+    squares); a ``-product`` kernel sums its one-dimensional kernel's log over the
+    coordinates."""
     if kernel == "dot":
         q, k, h = _scaled(queries, keys, bandwidth)
         score = (q / h) @ k.T
         return score, score * score
     r2 = squared_distances(queries, keys, bandwidth)
+    if kernel.endswith("-product"):
+        u = _coordinates(queries, keys, bandwidth)
+        one = kernel.removesuffix("-product")
+        return sum(_log_kernel(one, u[..., j] ** 2, edge) for j in range(u.shape[2])), r2
     return _log_kernel(kernel, r2, edge), r2
 
 
@@ -127,11 +139,18 @@ def log_weight_intervals(queries, keys, kernel: str, bandwidth, unit: float):
             spread = unit * (1 + (np.abs(q) / h) @ np.abs(k).T)
             return score - spread, score + spread
         r2 = squared_distances(queries, keys, bandwidth)
-        if kernel == "boxcar":
-            log_k = _log_kernel(kernel, r2)
-            return log_k - unit, log_k + unit
+        if kernel in ("boxcar", "boxcar-product"):
+            log_k, _ = log_weights(queries, keys, kernel, bandwidth)
+            return log_k - d * unit, log_k + d * unit
         centre = k.min(0) / 2 + k.max(0) / 2
         extent = np.max(np.abs(np.concatenate([q, k]) - centre) / h)
+        if kernel.endswith("-product"):  # each coordinate's interval, as in one dimension
+            one, u = kernel.removesuffix("-product"), np.abs(_coordinates(queries, keys, h))
+            error = unit * u + 2 * unit * extent
+            near, far = np.maximum(u - error, 0) ** 2, (u + error) ** 2
+            lowest = sum(_log_kernel(one, far[..., j]) for j in range(d))
+            highest = sum(_log_kernel(one, near[..., j]) for j in range(d))
+            return lowest - d * unit, highest + d * unit
         r = np.sqrt(r2)
         error = unit * r + 2 * unit * extent * np.sqrt(LD(d))
         near, far = np.maximum(r - error, 0) ** 2, (r + error) ** 2

@@ -349,8 +349,8 @@ def prepare_arrays(
     flat)`` — the arrays as Dask arrays chunked along rows (``values (m, p)``; ``flat``:
     given as ``(m,)``), ``h (d,)``; errors name the arguments by ``names``."""
     _check_client()
-    record = _kernels.get(kernel)
     keys = as_rows(keys, names[1], chunk_rows)
+    record = _kernels.for_dimensions(_kernels.get(kernel), keys.shape[1])
     queries = as_rows(queries, names[0], chunk_rows)
     if queries.shape[1] != keys.shape[1]:
         raise ValueError(

@@ -90,7 +90,10 @@ def inside_exactly(us, radius2, *, closed: bool, xp=np):
 
 def edge_log_profile(us, kernel: Kernel, xp=np):
     """Log weights of a compact kernel from the scaled differences ``us`` (one array per
-    coordinate): ``r²`` summed plainly for the value, the edge by :func:`inside_exactly`."""
+    coordinate): ``r²`` summed plainly for the value, the edge by :func:`inside_exactly`;
+    a product kernel sums each coordinate's log weight, its edge decided per coordinate."""
+    if kernel.product and len(us) > 1:
+        return sum(edge_log_profile([u], kernel, xp) for u in us)
     radius2, closed = support_edge(kernel)
     r2 = sum(u * u for u in us)
     inside = inside_exactly(us, radius2, closed=closed, xp=xp)

@@ -164,6 +164,11 @@ def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False,
     """
     if divisor is not None:
         return edge_log_weights(queries, keys, divisor, kernel)
+    if kernel.product and queries.shape[1] > 1:  # Σ_j log K(u_j²)
+        return sum(
+            kernel.log_profile((queries[:, j, None] - keys[None, :, j]) ** 2)
+            for j in range(queries.shape[1])
+        )
     if kernel.quadratic is not None and queries.shape[1] >= MATMUL_MIN_DIM:
         c = kernel.quadratic
         ones = jnp.ones((queries.shape[0], 1), queries.dtype)

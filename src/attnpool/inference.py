@@ -83,12 +83,16 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     """``(∫K, ∫K²)`` over ``ℝ^d`` of the radial kernel ``K(‖u‖)``, unnormalised.
 
     By radial quadrature, ``∫ g(‖u‖) du = S_{d−1} ∫₀^∞ g(r) r^{d−1} dr`` with the
-    sphere's area ``S_{d−1} = 2π^{d/2} / Γ(d/2)``.
+    sphere's area ``S_{d−1} = 2π^{d/2} / Γ(d/2)``. A product kernel's integrals are the
+    one-dimensional ones to the power ``d``.
 
     >>> a, b = kernel_integrals(_kernels.get("gaussian"), 1)   # √(2π), √π
     >>> round(a, 6), round(b, 6)
     (2.506628, 1.772454)
     """
+    if kernel.product and d > 1:
+        first, second = kernel_integrals(kernel, 1)
+        return first**d, second**d
     sphere = 2 * math.pi ** (d / 2) / special.gamma(d / 2)
 
     def profile(r):

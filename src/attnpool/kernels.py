@@ -9,8 +9,11 @@ Working with ``r2`` (not ``‖u‖``) keeps smooth kernels differentiable where 
 query equals a key, and working in logs lets pooling normalise with
 log-sum-exp, so that no weight underflows to 0/0. Normalising constants cancel
 in attention weights; they are kept in ``log_norm`` for plots and for the
-moments below. In more than one dimension every distance kernel is *radial*:
-``K(‖u‖)`` with ``u`` the per-dimension scaled difference.
+moments below. In more than one dimension a distance kernel is *radial*, ``K(‖u‖)``
+with ``u`` the per-dimension scaled difference, or — the ``-product`` records, as
+statsmodels and R's np define their kernels — a *product* of one-dimensional kernels,
+``Π_j K(|u_j|)``, supported on the cube ``|u_j| < 1`` instead of the ball. The two agree
+in one dimension, and for the Gaussian in any (its product is radial).
 
 The ``dot`` kernel is the exception: its log profile is the score itself,
 ``q·k / h`` (softmax attention with temperature ``h``).
@@ -30,6 +33,10 @@ name             K(u), normalised in 1-D                  bandwidth h is
 ``cosine``       π/4 cos(πu/2) for |u| < 1                the half-width
 ``dot``          exp(q·k / h)                             the softmax temperature
 ===============  ======================================  =====================
+
+and the products ``boxcar-product`` (statsmodels' and np's ``uniform``),
+``triangular-product``, ``epanechnikov-product``, ``tricube-product`` and
+``cosine-product``: ``Π_j K(u_j)``, each factor as above.
 
 >>> from attnpool import kernels
 >>> kernels.get("epanechnikov").support
@@ -82,6 +89,9 @@ class Kernel:
     quadratic : float or None
         Set when ``log K(r2) = quadratic · r2`` exactly (the Gaussian: −1/2). Such a
         kernel's log weights are a matrix product, the fast form in many dimensions.
+    product : bool
+        A product kernel: ``log K = Σ_j log_profile(u_j²)`` over the coordinates (the
+        one-dimensional kernel in each), not ``log_profile(Σ_j u_j²)``.
     """
 
     name: str
@@ -92,6 +102,7 @@ class Kernel:
     log_norm: float = 0.0
     similarity: Literal["distance", "dot"] = "distance"
     quadratic: float | None = None
+    product: bool = False
 
     @property
     def doc(self) -> str:
@@ -291,6 +302,14 @@ def is_gaussian(kernel: Kernel) -> bool:
     return is_builtin(kernel, ("gaussian",))
 
 
+def for_dimensions(kernel: Kernel, d: int) -> Kernel:
+    """``kernel`` as it acts in ``d`` dimensions: a built-in product kernel in one
+    dimension is its one-dimensional kernel (the same function, and every method's)."""
+    if kernel.product and d <= 1 and is_builtin(kernel):
+        return _BUILTIN[kernel.name.removesuffix("-product")]
+    return kernel
+
+
 def get(kernel: str | Kernel | Callable) -> Kernel:
     """Resolve a kernel name, a ``Kernel`` record or a callable ``K(u)`` to a record."""
     if isinstance(kernel, Kernel):
@@ -334,6 +353,19 @@ for _kernel in (
     Kernel("dot", _dot, math.inf, None, None, 0.0, similarity="dot"),
 ):
     register(_kernel)
+for _name in ("boxcar", "triangular", "epanechnikov", "tricube", "cosine"):
+    _one = _REGISTRY[_name]
+    register(
+        Kernel(
+            f"{_name}-product",
+            _one.log_profile,
+            _one.support,
+            _one.variance,
+            _one.roughness,
+            _one.log_norm,
+            product=True,
+        )
+    )
 #: The built-in records, as registered here (a later ``register(..., overwrite=True)``
 #: does not make a user kernel built in).
 _BUILTIN: dict[str, Kernel] = dict(_REGISTRY)

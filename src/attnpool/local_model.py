@@ -3,7 +3,8 @@
 The description and its checks are plain Python (the NumPy engine needs no JAX); the
 traced functions import ``jax.numpy`` when first called.
 
-Continuous columns use the radial kernel of the scaled distance; ordered categorical
+Continuous columns use the kernel of the scaled distance (radial, or a product of
+one-dimensional kernels: :mod:`attnpool.kernels`); ordered categorical
 columns Wang–van Ryzin's kernel and unordered ones Aitchison–Aitken's, each with its
 own ``λ ∈ [0, 1)``, as statsmodels and R's np do. Rows are prepared once per bandwidth:
 continuous columns centred on the training points' midrange, then divided by ``h``.
@@ -75,6 +76,7 @@ def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalM
     levels = tuple(
         int(np.unique(np.asarray(x[:, j])).size) if t == "u" else 0 for j, t in enumerate(var_type)
     )
+    kernel = _kernels.for_dimensions(kernel, var_type.count("c"))
     return LocalModel(kernel, var_type, levels, int(degree))
 
 

@@ -160,6 +160,7 @@ def attention_pool(
     empty = check_choice(empty, "empty", EMPTY_POLICIES)
     block_size = check_positive_int(block_size, "block_size")
     q, k, v, h, flat = _check_inputs(queries, keys, values, bandwidth)
+    kernel = _kernels.for_dimensions(kernel, k.shape[1])
     n, m = q.shape[0], k.shape[0]
     if return_weights:
         _check_weight_size(n, m)
@@ -319,7 +320,7 @@ def attention_weights(
             q, k, k[:, 0] * 0, kernel=kernel, bandwidth=h, empty=empty, mask=mask,
             weights=weights, return_weights=True,
         )[1]  # fmt: skip
-    kernel = _kernels.get(kernel)
+    kernel = _kernels.for_dimensions(_kernels.get(kernel), k.shape[1])
     empty = check_choice(empty, "empty", EMPTY_POLICIES)
     _check_weight_size(q.shape[0], k.shape[0])
     allowed, keyless = _checked_mask(mask, q.shape[0], k.shape[0], empty)

@@ -30,13 +30,17 @@ PAIR_BUDGET = 2**22
 
 
 def supports(kernel: Kernel) -> bool:
-    return kernel.compact and kernel.similarity == "distance"
+    """A compact radial distance kernel (its support a ball: the trees' neighbourhoods)."""
+    return kernel.compact and kernel.similarity == "distance" and not kernel.product
 
 
 def refusal(kernel: Kernel, d: int) -> str | None:
     """Why ``sparse`` cannot pool this kernel, or None."""
     if not supports(kernel):
-        return f"'sparse' needs a compact-support distance kernel; received {kernel.name!r}"
+        return (
+            "'sparse' needs a compact-support radial distance kernel (product kernels: "
+            f"'dense', 'stream' or 'auto'); received {kernel.name!r}"
+        )
     return None
 
 
