@@ -45,6 +45,7 @@ ABOVE = {
     "pooling",
     "regression",
     "report",
+    "significance",
     "studies",
     "summary",
 }

@@ -188,3 +188,22 @@ def test_local_constant_marginal_effects_need_continuous_columns():
     model = NadarayaWatson(bandwidth=[0.3, 0.2], var_type="cu").fit(x, x[:, 0])
     with pytest.raises(ValueError, match=r"var_type: .*continuous columns.*'cu'"):
         model.marginal_effects(x[:3])
+
+
+def test_gaussian_slopes_in_numpy_equal_the_programs():
+    # small Gaussian fits differentiate in NumPy (no program); the compiled forward mode
+    # (block_size forces it) is the reference, with observation weights too
+    from attnpool.regression import local_constant_slopes
+
+    rng = np.random.default_rng(21)
+    x, y = rng.uniform(0, 5, (150, 2)), rng.normal(size=(150, 2))
+    queries = rng.uniform(0, 5, (40, 2))
+    weights = rng.uniform(0.5, 2.0, 150)
+    for w in (None, weights):
+        got = local_constant_slopes(x, y, queries, bandwidth=[0.4, 0.7], weights=w)
+        want = local_constant_slopes(x, y, queries, bandwidth=[0.4, 0.7], weights=w,
+                                     block_size=64)  # fmt: skip
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    # scaled distances beyond the float range: the programs' nearest-key limit, slope 0
+    tiny = local_constant_slopes(x, y[:, 0], queries[:3], bandwidth=1e-300)
+    np.testing.assert_array_equal(tiny, np.zeros((3, 2)))

@@ -27,6 +27,7 @@ __all__ = [
     "NadarayaWatson",
     "NadarayaWatsonClassifier",
     "PoolingState",
+    "SignificanceTest",
     "TopK",
     "__version__",
     "aicc_curve",
@@ -42,6 +43,7 @@ __all__ = [
     "nadaraya_watson",
     "rule_of_thumb",
     "select_bandwidth",
+    "significance_test",
 ]
 
 # Every module loads on first access (PEP 562): `import attnpool` imports neither
@@ -68,6 +70,8 @@ _NAMES = {
     "fit_attention": "learn",
     "confidence_band": "inference",
     "count_programs": "_cache",
+    "significance_test": "significance",
+    "SignificanceTest": "significance",
 }
 
 if TYPE_CHECKING:
@@ -84,6 +88,7 @@ if TYPE_CHECKING:
     from .methods.options import Binned, TopK
     from .pooling import attention_pool, attention_weights, nadaraya_watson
     from .regression import local_regression
+    from .significance import SignificanceTest, significance_test
     from .state import PoolingState
 
 

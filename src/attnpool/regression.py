@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import kernels
 from ._validation import check_bandwidth, check_choice, check_points, check_values, numpy_dtype
 from .empty_policy import EMPTY_POLICIES, check_empty
 from .engines import numpy_engine
@@ -147,7 +148,8 @@ def local_constant_slopes(
               \\partial_j \\log K_h(x - x_i)\\,\\bigl(y_i - \\hat g(x)\\bigr)
 
     computed exactly, by forward-mode differentiation of
-    :func:`attnpool.attention_pool` in float64 (one pass per column, the kernel's own
+    :func:`attnpool.attention_pool` in float64 (small Gaussian fits: the formula above in
+    NumPy, no program to build) (one pass per column, the kernel's own
     derivative whatever the kernel). Continuous columns. A query with no training point
     inside a compact kernel's support has NaN slopes (``empty="nan"`` or ``"raise"``,
     whose error the fit itself gives) or, under ``"nearest"``, the slope of the
@@ -160,8 +162,13 @@ def local_constant_slopes(
     from ._interop import precision_scope
     from .pooling import attention_pool
 
-    x, y, q, h, _, flat = validated(x_train, y_train, x_query, bandwidth, kernel, None, 0)
+    x, y, q, h, model, flat = validated(x_train, y_train, x_query, bandwidth, kernel, None, 0)
     x, y, weights = positive_rows(x, y, weights)
+    served = block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1])
+    if served and kernels.is_gaussian(model.kernel):  # no program: NumPy, in float64
+        slopes = numpy_engine.gaussian_slopes(x, y, q, h, weights)
+        if slopes is not None:
+            return slopes[..., 0] if flat else slopes
     with precision_scope(np.float64):
         keys, values = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
         queries = jnp.asarray(q, jnp.float64)

@@ -41,6 +41,7 @@ __all__ = [
     "NUMPY_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK_SEVERAL",
+    "gaussian_slopes",
     "local_fit",
     "loo_objective",
     "pool_if_served",
@@ -239,6 +240,35 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=No
         [y_bar, np.zeros((n, d)), covariance.reshape(n, d * d), cross.reshape(n, d * p)], axis=1
     )
     return means, empty, mu1
+
+
+def gaussian_slopes(x_train, y_train, x_query, bandwidth, weights=None):
+    """The gradient ``(k, d, p)`` of the Gaussian Nadaraya–Watson fit at ``x_query``,
+    ``∂_j ĝ = Σ_i α_i u_ij (y_i − ĝ) / h_j`` with ``u = (x_i − x) / h``, in float64 — the
+    local-constant marginal effects without a program — or None where a row's weights
+    are not finite (scaled distances beyond the float range: the caller's exact path
+    takes that limit). ``weights``: positive observation weights."""
+    x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
+    h = np.asarray(bandwidth, np.float64)
+    y = y - y.mean(axis=0)  # the slopes do not see the mean; the sums then cancel less
+    slopes = np.empty((q.shape[0], x.shape[1], y.shape[1]))
+    rows_per_chunk = max(1, NUMPY_CHUNK_PAIRS // max(1, x.shape[0]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, q.shape[0], rows_per_chunk):
+            rows = slice(start, start + rows_per_chunk)
+            offsets = [(x[None, :, a] - q[rows, a, None]) / h[a] for a in range(h.shape[0])]
+            log_w = -0.5 * sum(u * u for u in offsets)
+            if weights is not None:
+                log_w += np.log(weights)[None, :]
+            alpha = np.exp(log_w - np.max(log_w, axis=1, keepdims=True))
+            alpha /= alpha.sum(axis=1, keepdims=True)
+            if not np.all(np.isfinite(alpha)):
+                return None
+            fit = alpha @ y
+            for a, u in enumerate(offsets):
+                moved = alpha * u
+                slopes[rows, a] = (moved @ y - fit * moved.sum(axis=1)[:, None]) / h[a]
+    return slopes
 
 
 def _nearest_mean(queries, keys, y, h, w=None):
