@@ -30,6 +30,7 @@ ENGINE_LAYER = {
 #: estimators, inference, Dask, learned attention, pictures and the command line.
 ABOVE = {
     "bandwidth",
+    "censoring",
     "classifier",
     "cli",
     "dask_selection",

@@ -33,6 +33,7 @@ __all__ = [
     "aicc_curve",
     "attention_pool",
     "attention_weights",
+    "censoring_weights",
     "confidence_band",
     "count_programs",
     "cv_curve",
@@ -71,6 +72,7 @@ _NAMES = {
     "confidence_band": "inference",
     "count_programs": "_cache",
     "significance_test": "significance",
+    "censoring_weights": "censoring",
     "SignificanceTest": "significance",
 }
 
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from . import datasets, kernels
     from ._cache import count_programs
     from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
+    from .censoring import censoring_weights
     from .classifier import NadarayaWatsonClassifier
     from .empty_policy import EmptyNeighbourhoodWarning
     from .estimator import LocalLinear, NadarayaWatson
