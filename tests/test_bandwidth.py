@@ -222,3 +222,30 @@ def test_a_nearly_flat_objective_takes_no_step_to_overflowing_bandwidths():
     assert np.all(np.isfinite(selection.bandwidth))
     exact = cv_curve(x, y, selection.bandwidth[None], degree=1)[0]
     np.testing.assert_allclose(selection.objective, exact, rtol=1e-10)
+
+
+def test_curves_evaluate_categorical_bandwidths_as_given():
+    # a categorical λ near 0 (here the search's optimum, 9e-8) was evaluated at the search
+    # start's clip, 1e-6 of its range: the curve disagreed with the search it plots
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 5, (60, 2))
+    y = np.sin(x).sum(axis=1) + rng.normal(0, 0.3, 60)
+    x[:, 1] = np.round(x[:, 1])
+    copies = np.random.default_rng(12).integers(0, 4, 60)
+    copies[0] = max(copies[0], 1)
+    repeated = np.repeat(np.arange(60), copies)  # duplicates: λ → 0 pays
+    x, y = x[repeated], y[repeated]
+    found = select_bandwidth(x, y, var_type="cu")
+    assert found.bandwidth[1] < 1e-6  # below the search start's clip, 1e-6 × 5/6
+    np.testing.assert_allclose(
+        cv_curve(x, y, found.bandwidth[None], var_type="cu"), [found.objective], rtol=1e-10
+    )
+    # λ = 0 is a bandwidth: exact matching, each point predicted from its own category
+    h = found.bandwidth[0]
+    kernel = np.exp(-0.5 * ((x[:, None, 0] - x[None, :, 0]) / h) ** 2)
+    kernel *= x[:, None, 1] == x[None, :, 1]
+    np.fill_diagonal(kernel, 0.0)
+    textbook = np.mean((y - kernel @ y / kernel.sum(axis=1)) ** 2)
+    np.testing.assert_allclose(cv_curve(x, y, [[h, 0.0]], var_type="cu"), [textbook], rtol=1e-9)
+    with pytest.raises(ValueError, match=r"λ in \[0, 1\) for categorical"):
+        cv_curve(x, y, [[0.5, 1.2]], var_type="cu")

@@ -224,10 +224,18 @@ def _curve(X, y, bandwidths, method, kernel, degree, var_type, block_size, weigh
     candidates = np.asarray(bandwidths, dtype=float)
     if candidates.ndim == 1:
         candidates = np.repeat(candidates[:, None], x.shape[1], axis=1)
-    if candidates.ndim != 2 or candidates.shape[1] != x.shape[1] or not np.all(candidates > 0):
+    cont, cat = list(model.continuous), list(model.categorical)
+    shaped = candidates.ndim == 2 and candidates.shape[1] == x.shape[1]
+    if not (
+        shaped
+        and np.all(candidates[:, cont] > 0)
+        and np.all((0 <= candidates[:, cat]) & (candidates[:, cat] < 1))
+    ):
         raise ValueError(
-            f"bandwidths: expected positive numbers, shape (k,) or (k, {x.shape[1]}); "
-            f"received {np.asarray(bandwidths).shape}"
+            f"bandwidths: expected shape (k,) or (k, {x.shape[1]}), positive for continuous "
+            f"columns and λ in [0, 1) for categorical ones; received shape "
+            f"{np.asarray(bandwidths).shape} with values from {np.min(candidates):.3g} to "
+            f"{np.max(candidates):.3g}"
         )
     from .compiled import criterion_curve
 

@@ -26,7 +26,13 @@ from ..methods import binned, fgt, sparse
 from ..methods.options import TRAITS, refusal
 from ..methods.stream import KEY_BLOCK
 from . import leave_one_out
-from .criteria import grid_objectives, objective, objective_and_gradient, refine
+from .criteria import (
+    curve_objectives,
+    grid_objectives,
+    objective,
+    objective_and_gradient,
+    refine,
+)
 from .search import (
     GRID,
     BandwidthSelection,
@@ -34,7 +40,6 @@ from .search import (
     best_candidate,
     select_on_host,
     smoothed_out,
-    to_theta,
 )
 
 _CHUNK = 4
@@ -275,11 +280,11 @@ def criterion_curve(
     :func:`attnpool.cv_curve` and :func:`attnpool.aicc_curve`."""
     dtype = compute_dtype(x, y, numpy=True)
     options = {"model": model, "method": method, "block_size": block_size}
-    options["weights"] = _cast(weights, dtype)
     with precision_scope(dtype):
-        thetas = np.stack([to_theta(c, model) for c in candidates])
-        values = grid_objectives(
-            jnp.asarray(thetas, dtype), jnp.asarray(x, dtype), jnp.asarray(y, dtype), **options
+        values = curve_objectives(
+            *(jnp.asarray(a, dtype) for a in (candidates, x, y)),
+            _cast(weights, dtype),
+            **options,
         )
         return np.asarray(values, dtype=float)
 

@@ -26,6 +26,7 @@ __all__ = [
     "best_candidate",
     "binned_loo_residuals",
     "criterion",
+    "curve_objectives",
     "grid_objectives",
     "objective",
     "objective_and_gradient",
@@ -120,6 +121,15 @@ def grid_objectives(thetas, x, y, count=None, binned=None, weights=None, **stati
 @partial(jax.jit, static_argnames=_STATIC)
 def objective_and_gradient(theta, x, y, count=None, binned=None, weights=None, **static):
     return jax.value_and_grad(_of_theta(x, y, count, binned, weights, static))(theta)
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def curve_objectives(bandwidths, x, y, weights=None, *, model, method, block_size):
+    """The criterion at each bandwidth ``(k, d)`` as given (not through ``θ``, whose
+    logits cannot hold a categorical ``λ`` of 0 or near it)."""
+    return jax.vmap(
+        lambda h: criterion(x, y, h, model, method, block_size=block_size, weights=weights)
+    )(bandwidths)
 
 
 def _of_theta(x, y, count, binned, weights, static):
