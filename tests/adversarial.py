@@ -123,7 +123,8 @@ def check_against_oracle(method, queries, keys, values, kernel, bandwidth, dtype
     assert np.all(np.isfinite(got)), f"{method}: not finite: {got}"
     eps = np.finfo(np.float32 if method in FLOAT32_LOGITS else dtype).eps
     np.seterr(over="ignore")  # a bound of inf times the range is inf: the hull only
-    bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps)[:, None]
+    matmul = method in FLOAT32_LOGITS  # logits as matrix products at every d
+    bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps, matmul)[:, None]
     tolerance = (METHOD_TOLERANCE.get(method, 0.0) + bound) * value_range(
         values
     ) + ROUNDING * eps * magnitude(values)
@@ -190,7 +191,8 @@ def assert_rows_meet_the_oracle(method, got, queries, keys, values, kernel, band
     assert np.all(np.isfinite(got)), f"{method}: not finite: {got}"
     eps = np.finfo(np.float32 if method in FLOAT32_LOGITS else dtype).eps
     with np.errstate(over="ignore"):  # a bound of inf times the range is inf
-        bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps)
+        matmul = method in FLOAT32_LOGITS
+        bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps, matmul)
         band = ROUNDING * eps * min(1 + max_extent(queries, keys, bandwidth), 1e100) ** 2
         tolerances = bound[:, None] * value_range(values) + ROUNDING * eps * magnitude(values)
     edges = [0.0] if not kernel.startswith("boxcar") else [-band, band]  # on the boxcar's edge

@@ -119,14 +119,16 @@ def exact_pool(
     return weights @ v, empty_rows
 
 
-def log_weight_intervals(queries, keys, kernel: str, bandwidth, unit: float):
+def log_weight_intervals(queries, keys, kernel: str, bandwidth, unit: float, matmul=False):
     """``(lowest, highest)`` log weights ``(n, m)`` that rounding can give each pair.
 
     A method computing in working precision ``unit`` forms each scaled distance ``r``
     with an absolute error up to ``unit · r + 2 unit · X · √d``, ``X`` the extent of the
     centred data in bandwidths (coordinates are scaled before they are subtracted, and
     XLA may fuse ``a·s − b·s`` into a fused multiply-add); in d ≥ 3, where ``r²`` may be
-    formed as ``‖q‖² + ‖k‖² − 2 q·k``, ``r²`` is off by up to ``unit · d · X²`` more.
+    formed as ``‖q‖² + ‖k‖² − 2 q·k`` — at every d for a method that forms its logits as
+    matrix products (``matmul``: fused attention) — ``r²`` is off by up to
+    ``unit · d · X²`` more.
     Radial kernels decrease with ``r``, so the interval is the kernel at the ends of the
     interval of ``r²``, widened by ``unit`` for the kernel's own rounding. The boxcar is
     flat inside its support: its edge is the caller's concern (``exact_pool(edge=…)``).
@@ -154,19 +156,19 @@ def log_weight_intervals(queries, keys, kernel: str, bandwidth, unit: float):
         r = np.sqrt(r2)
         error = unit * r + 2 * unit * extent * np.sqrt(LD(d))
         near, far = np.maximum(r - error, 0) ** 2, (r + error) ** 2
-        if d >= 3:
+        if d >= 3 or matmul:
             near, far = np.maximum(near - unit * d * extent**2, 0), far + unit * d * extent**2
         return _log_kernel(kernel, far) - unit, _log_kernel(kernel, near) + unit
 
 
-def rounding_bound(queries, keys, kernel: str, bandwidth, unit: float):
+def rounding_bound(queries, keys, kernel: str, bandwidth, unit: float, matmul=False):
     """``(n,)`` bound on how far rounding moves each pooled row, in units of the values' range.
 
     With each weight anywhere in ``[lo_i, hi_i]`` (:func:`log_weight_intervals`), a
     weighted mean moves by at most ``Σ (hi_i − lo_i) / Σ lo_i`` of the range: more
     than 1 (the convex hull and nothing more) where rounding swamps the weights.
     """
-    lowest, highest = log_weight_intervals(queries, keys, kernel, bandwidth, unit)
+    lowest, highest = log_weight_intervals(queries, keys, kernel, bandwidth, unit, matmul)
     log_k, _ = log_weights(queries, keys, kernel, bandwidth)
     top = np.max(log_k, axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0)
