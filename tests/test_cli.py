@@ -361,3 +361,12 @@ def test_help_lists_the_kernels_and_gives_examples():
     assert "Example: attnpool study consistency" in " ".join(
         attnpool_cli("study", "--help").stdout.split()
     )
+
+
+def test_study_lists_its_choices():
+    from attnpool.cli import STUDY_NAMES
+    from attnpool.studies import STUDIES
+
+    assert STUDY_NAMES == tuple(STUDIES)
+    usage = attnpool_cli("study", "--help").stdout
+    assert "{consistency|kernels}" in usage  # in the usage line, whatever the width

@@ -30,6 +30,8 @@ USAGE_ERROR = 2
 DATA_ERROR = 65
 #: The kernels of a distance that ``--kernel`` takes, listed in ``--help``.
 KERNEL_NAMES = tuple(name for name in names() if get(name).similarity == "distance")
+#: The studies ``study`` runs (:data:`attnpool.studies.STUDIES`, not imported for --help).
+STUDY_NAMES = ("consistency", "kernels")
 
 app = typer.Typer(
     add_completion=False,
@@ -106,7 +108,13 @@ def demo(
 
 @app.command()
 def study(
-    name: Annotated[str, typer.Argument(help="The study: consistency or kernels.")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help=f"The study, one of: {', '.join(STUDY_NAMES)}.",
+            metavar="|".join(STUDY_NAMES),
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", help="Folder for the figure.")] = Path(
         "study-output"
     ),
