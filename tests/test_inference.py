@@ -43,6 +43,25 @@ def test_asymptotic_standard_error_is_the_formula_in_numpy():
     np.testing.assert_allclose(std, expected, rtol=1e-10)
 
 
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_asymptotic_standard_error_is_the_formula_in_several_columns(d):
+    # from three columns on the Gaussian's log weights are matrix products without each
+    # query's own term: the band's count of points under the kernel lacked it (a factor
+    # exp(−‖q‖²/2h²) off), so standard errors were wrong there
+    rng = np.random.default_rng(d)
+    x = rng.uniform(0, 3, (300, d))
+    y = np.sin(x).sum(axis=1) + rng.normal(0, 0.3, 300)
+    queries, h = rng.uniform(0.5, 2.5, (20, d)), 0.6
+    loo = reference_weights(x, x, "gaussian", h) * (1 - np.eye(len(x)))
+    loo /= loo.sum(axis=1, keepdims=True)
+    noise = reference_weights(queries, x, "gaussian", h) @ (y - loo @ y) ** 2
+    r2 = (((queries[:, None, :] - x[None, :, :]) / h) ** 2).sum(axis=2)
+    points = np.exp(-0.5 * r2).sum(axis=1)
+    ratio = (math.sqrt(math.pi) / math.sqrt(2 * math.pi)) ** d  # ∫K² / ∫K over ℝ^d
+    std = confidence_band(x, y, queries, bandwidth=h).std
+    np.testing.assert_allclose(std, np.sqrt(noise * ratio / points), rtol=1e-9)
+
+
 @pytest.mark.parametrize("method", ["asymptotic", "bootstrap"])
 @pytest.mark.parametrize("degree", [0, 1])
 def test_band_coverage_by_simulation(method, degree):

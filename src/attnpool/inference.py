@@ -50,7 +50,7 @@ from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_positive_int
 from .engines.local_fits import local_fit, loo_residuals
 from .engines.programs import kernel_block, pool_state
-from .geometry import block_coordinates
+from .geometry import MATMUL_MIN_DIM, block_coordinates
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .regression import validated
@@ -114,7 +114,12 @@ def _log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel):
     block = kernel_block(kernel, streamed=method == "stream", divisor=divisor)
     ones = jnp.ones((m, 1), keys.dtype)
     state = pool_state(block, queries, keys, ones, method=method, key_block=KEY_BLOCK)
-    return state.max_log + jnp.log(state.weight_sum)
+    sums = state.max_log + jnp.log(state.weight_sum)
+    if kernel.quadratic is not None and divisor is None and queries.shape[1] >= MATMUL_MIN_DIM:
+        # the matrix-product form drops each query's own term, quadratic · ‖q‖²: a sum
+        # is absolute here, not a weight relative to others
+        sums = sums + kernel.quadratic * jnp.sum(queries * queries, axis=1)
+    return sums
 
 
 @partial(jax.jit, static_argnames="kernel")
