@@ -35,6 +35,7 @@ ABOVE = {
     "cli",
     "dask_selection",
     "datasets",
+    "density",
     "demo",
     "distributed",
     "estimation",

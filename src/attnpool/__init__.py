@@ -22,6 +22,7 @@ __all__ = [
     "Binned",
     "EmptyNeighbourhoodWarning",
     "Kernel",
+    "KernelDensity",
     "LearnedAttentionRegressor",
     "LocalLinear",
     "NadarayaWatson",
@@ -39,8 +40,10 @@ __all__ = [
     "cv_curve",
     "datasets",
     "fit_attention",
+    "kernel_density",
     "kernels",
     "local_regression",
+    "log_density",
     "nadaraya_watson",
     "rule_of_thumb",
     "select_bandwidth",
@@ -73,6 +76,9 @@ _NAMES = {
     "count_programs": "_cache",
     "significance_test": "significance",
     "censoring_weights": "censoring",
+    "KernelDensity": "density",
+    "kernel_density": "density",
+    "log_density": "density",
     "SignificanceTest": "significance",
 }
 
@@ -82,6 +88,7 @@ if TYPE_CHECKING:
     from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
     from .censoring import censoring_weights
     from .classifier import NadarayaWatsonClassifier
+    from .density import KernelDensity, kernel_density, log_density
     from .empty_policy import EmptyNeighbourhoodWarning
     from .estimator import LocalLinear, NadarayaWatson
     from .inference import confidence_band

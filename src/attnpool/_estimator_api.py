@@ -170,7 +170,15 @@ def check_is_fitted(estimator) -> None:
 
 
 def validate_data(
-    estimator, X, y=None, *, reset=True, multi_output=False, y_numeric=False, dtype=np.float64
+    estimator,
+    X,
+    y=None,
+    *,
+    reset=True,
+    multi_output=False,
+    y_numeric=False,
+    dtype=np.float64,
+    requires_y=True,
 ):
     """``X`` (and ``y``) as arrays, checked as scikit-learn checks them.
 
@@ -191,7 +199,7 @@ def validate_data(
             f"{estimator.n_features_in_} features as input."
         )
     if y is None:
-        if reset:
+        if reset and requires_y:
             raise ValueError(f"{name} requires y to be passed, but the target y is None.")
         return X
     y = _as_targets(y, multi_output, y_numeric)

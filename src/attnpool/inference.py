@@ -36,23 +36,18 @@ linear and the bootstrap near the edges.
 
 from __future__ import annotations
 
-import math
-from functools import lru_cache, partial
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import integrate, special, stats
+from scipy import stats
 
-from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._validation import check_choice, check_positive_int
+from .density import kernel_integrals, log_kernel_sums
 from .engines.local_fits import local_fit, loo_residuals
-from .engines.programs import kernel_block, pool_state
-from .geometry import MATMUL_MIN_DIM, block_coordinates
-from .methods.options import exact_engine
-from .methods.stream import KEY_BLOCK
 from .regression import validated
 
 __all__ = [
@@ -78,53 +73,9 @@ class ConfidenceBand(NamedTuple):
     method: str
 
 
-@lru_cache(maxsize=64)
-def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
-    """``(∫K, ∫K²)`` over ``ℝ^d`` of the radial kernel ``K(‖u‖)``, unnormalised.
-
-    By radial quadrature, ``∫ g(‖u‖) du = S_{d−1} ∫₀^∞ g(r) r^{d−1} dr`` with the
-    sphere's area ``S_{d−1} = 2π^{d/2} / Γ(d/2)``. A product kernel's integrals are the
-    one-dimensional ones to the power ``d``.
-
-    >>> a, b = kernel_integrals(_kernels.get("gaussian"), 1)   # √(2π), √π
-    >>> round(a, 6), round(b, 6)
-    (2.506628, 1.772454)
-    """
-    if kernel.product and d > 1:
-        first, second = kernel_integrals(kernel, 1)
-        return first**d, second**d
-    sphere = 2 * math.pi ** (d / 2) / special.gamma(d / 2)
-
-    def profile(r):
-        with precision_scope(np.float64):
-            return float(np.exp(kernel.log_profile(jnp.asarray(r * r, jnp.float64))))
-
-    upper = kernel.support if kernel.compact else np.inf
-    first = integrate.quad(lambda r: profile(r) * r ** (d - 1), 0, upper, limit=200)[0]
-    second = integrate.quad(lambda r: profile(r) ** 2 * r ** (d - 1), 0, upper, limit=200)[0]
-    return float(sphere * first), float(sphere * second)
-
-
-def _log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel):
-    """``log Σ_i K((x − x_i)/h)`` at each query, ``(n_q,)``, streamed for large inputs:
-    pooling's coordinates and blocks (a compact kernel's edge decided as there)."""
-    queries, keys, divisor = block_coordinates(x_query, x_train, bandwidth, kernel)
-    n, m = queries.shape[0], keys.shape[0]
-    method = exact_engine(n * m)
-    block = kernel_block(kernel, streamed=method == "stream", divisor=divisor)
-    ones = jnp.ones((m, 1), keys.dtype)
-    state = pool_state(block, queries, keys, ones, method=method, key_block=KEY_BLOCK)
-    sums = state.max_log + jnp.log(state.weight_sum)
-    if kernel.quadratic is not None and divisor is None and queries.shape[1] >= MATMUL_MIN_DIM:
-        # the matrix-product form drops each query's own term, quadratic · ‖q‖²: a sum
-        # is absolute here, not a weight relative to others
-        sums = sums + kernel.quadratic * jnp.sum(queries * queries, axis=1)
-    return sums
-
-
 @partial(jax.jit, static_argnames="kernel")
 def _inverse_kernel_sums(x_train, x_query, bandwidth, *, kernel):
-    return jnp.exp(-_log_kernel_sums(x_train, x_query, bandwidth, kernel))
+    return jnp.exp(-log_kernel_sums(x_train, x_query, bandwidth, kernel))
 
 
 def confidence_band(

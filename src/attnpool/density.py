@@ -1,0 +1,223 @@
+"""Kernel density estimates on the pooling engines: attention pooling's denominator.
+
+.. math:: \\hat f(x) = \\frac{1}{\\sum_i w_i} \\sum_i w_i \\,
+          \\frac{K((x - x_i) / h)}{\\prod_j h_j \\int K}
+
+(``w_i = 1`` without observation weights). ``Σ_i w_i K(u_i)`` is the pooling state of
+the values ``w`` — ``m + log t`` in the log domain — on the exact engines (dense or
+streamed key blocks, a compact kernel's edge decided as pooling decides it), so a
+density far from the data is a finite log density, not 0 or ``log 0``. ``∫K`` is over
+``ℝ^d``: radial kernels by radial quadrature, product kernels the one-dimensional
+integral to the power ``d`` (:func:`kernel_integrals`).
+
+>>> import numpy as np
+>>> from attnpool.density import kernel_density
+>>> kernel_density(np.zeros(1), np.array([0.0, 1.0]), bandwidth=1.0).round(4)  # φ(0), φ(1)
+array([0.3989, 0.242 ])
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache, partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import integrate, special
+
+from . import kernels as _kernels
+from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
+from ._interop import compute_dtype, precision_scope
+from ._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
+from ._validation import check_bandwidth, check_choice, check_points
+from .engines.programs import kernel_block, pool_state
+from .geometry import MATMUL_MIN_DIM, block_coordinates
+from .methods.options import exact_engine
+from .methods.stream import KEY_BLOCK
+from .observation_weights import check_weights, positive_rows
+
+__all__ = [
+    "KernelDensity",
+    "kernel_density",
+    "kernel_integrals",
+    "log_density",
+    "log_kernel_sums",
+]
+
+
+@lru_cache(maxsize=64)
+def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
+    """``(∫K, ∫K²)`` over ``ℝ^d`` of the radial kernel ``K(‖u‖)``, unnormalised.
+
+    By radial quadrature, ``∫ g(‖u‖) du = S_{d−1} ∫₀^∞ g(r) r^{d−1} dr`` with the
+    sphere's area ``S_{d−1} = 2π^{d/2} / Γ(d/2)``. A product kernel's integrals are the
+    one-dimensional ones to the power ``d``.
+
+    >>> a, b = kernel_integrals(_kernels.get("gaussian"), 1)   # √(2π), √π
+    >>> round(a, 6), round(b, 6)
+    (2.506628, 1.772454)
+    """
+    if kernel.product and d > 1:
+        first, second = kernel_integrals(kernel, 1)
+        return first**d, second**d
+    sphere = 2 * math.pi ** (d / 2) / special.gamma(d / 2)
+
+    def profile(r):
+        with precision_scope(np.float64):
+            return float(np.exp(kernel.log_profile(jnp.asarray(r * r, jnp.float64))))
+
+    upper = kernel.support if kernel.compact else np.inf
+    first = integrate.quad(lambda r: profile(r) * r ** (d - 1), 0, upper, limit=200)[0]
+    second = integrate.quad(lambda r: profile(r) ** 2 * r ** (d - 1), 0, upper, limit=200)[0]
+    return float(sphere * first), float(sphere * second)
+
+
+def log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel, weights=None,
+                    key_count=None):  # fmt: skip
+    """``log Σ_i w_i K((x − x_i)/h)`` at each query, ``(n_q,)`` (traceable), streamed for
+    large inputs: pooling's coordinates and blocks. ``weights (m,)``: positive observation
+    weights (None: ones); ``key_count``: training rows from this one on are padding."""
+    queries, keys, divisor = block_coordinates(x_query, x_train, bandwidth, kernel)
+    n, m = queries.shape[0], keys.shape[0]
+    method = exact_engine(n * m)
+    block = kernel_block(kernel, streamed=method == "stream", divisor=divisor, key_count=key_count)
+    values = jnp.ones((m, 1), keys.dtype) if weights is None else weights[:, None]
+    state = pool_state(block, queries, keys, values, method=method, key_block=KEY_BLOCK)
+    sums = state.max_log + jnp.log(state.weighted_values[:, 0])
+    if kernel.quadratic is not None and divisor is None and queries.shape[1] >= MATMUL_MIN_DIM:
+        # the matrix-product form drops each query's own term, quadratic · ‖q‖²: a sum
+        # is absolute here, not a weight relative to others
+        sums = sums + kernel.quadratic * jnp.sum(queries * queries, axis=1)
+    return sums
+
+
+@partial(jax.jit, static_argnames="kernel")
+def _log_density_program(x_train, x_query, bandwidth, weights, key_count, constant, *, kernel):
+    sums = log_kernel_sums(x_train, x_query, bandwidth, kernel, weights, key_count)
+    return sums - constant
+
+
+def log_density(x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=None) -> np.ndarray:
+    """``log f̂`` at ``x_query (k,) | (k, d)`` of the sample ``x_train (n,) | (n, d)``:
+    ``(k,)`` in float64 (the inputs' precision if narrower), ``−inf`` where a compact
+    kernel covers no training point. ``weights (n,)``: observation weights."""
+    record = _kernels.get(kernel)
+    x = check_points(x_train, "x_train")
+    if x.shape[0] == 0:
+        raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
+    q = check_points(x_query, "x_query", dims=x.shape[1])
+    record = _kernels.for_dimensions(record, x.shape[1])
+    first = kernel_integrals(record, x.shape[1])[0] if record.similarity == "distance" else 0.0
+    if not (0 < first < math.inf):
+        raise ValueError(
+            f"kernel: a density needs a distance kernel of finite integral; received "
+            f"{record.name!r}"
+        )
+    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
+    dtype = np.dtype(compute_dtype(x, q, numpy=True))
+    w = None if weights is None else check_weights(weights, x.shape[0], dtype)
+    total = x.shape[0] if w is None else float(np.sum(w))
+    constant = math.log(total) + float(np.sum(np.log(h))) + math.log(first)
+    n, m = q.shape[0], x.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    count = None
+    keys = np.asarray(x, dtype)
+    if m <= MAX_ROWS:  # rows padded to their buckets: a program per bucket, not per size
+        count = np.int32(m)
+        keys = pad_rows(keys, bucket(m))
+        w = None if w is None else padded(np.asarray(w, dtype), size=bucket(m))[0]
+    with precision_scope(dtype):
+        result = _log_density_program(
+            keys, pad_rows(np.asarray(q, dtype), query_bucket(n)), np.asarray(h, dtype),
+            None if w is None else np.asarray(w, dtype), count, np.asarray(constant, dtype),
+            kernel=record,
+        )  # fmt: skip
+    return np.asarray(result, np.float64)[:n]
+
+
+def kernel_density(x_train, x_query, **options) -> np.ndarray:
+    """The density ``f̂`` at ``x_query``: ``exp`` of :func:`log_density` (same options)."""
+    return np.exp(log_density(x_train, x_query, **options))
+
+
+class KernelDensity(BaseEstimator):
+    """Kernel density estimation as scikit-learn's ``KernelDensity`` does it, exactly.
+
+    Parameters
+    ----------
+    kernel : str or Kernel, default="gaussian"
+        A distance kernel of finite integral (:mod:`attnpool.kernels`; radial in several
+        dimensions, or a ``-product`` kernel).
+    bandwidth : float, array of shape (n_features,), "scott" or "silverman"
+
+    Attributes
+    ----------
+    bandwidth_ : ndarray of shape (n_features,)
+    n_features_in_ : int
+
+    ``score_samples`` gives log densities (``−inf`` outside a compact kernel's reach),
+    ``score`` their sum — the likelihood ``GridSearchCV`` maximises — and ``sample``
+    draws from the estimate (Gaussian and boxcar kernels).
+    """
+
+    def __init__(self, kernel="gaussian", bandwidth=1.0):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Keep the sample ``X (n_samples, n_features)`` (``y`` is ignored) and its
+        observation weights; rules of thumb choose the bandwidth if one is named."""
+        X = validate_data(self, X, requires_y=False)
+        X, _, weights = positive_rows(X, X[:, :1], sample_weight, name="sample_weight")
+        if isinstance(self.bandwidth, str):
+            from .bandwidth import rule_of_thumb
+
+            check_choice(self.bandwidth, "bandwidth", ("scott", "silverman"))
+            if X.shape[0] < 2:
+                raise ValueError(
+                    f"X: a bandwidth rule needs at least 2 samples; received n_samples={X.shape[0]}"
+                )
+            self.bandwidth_ = rule_of_thumb(
+                X, method=self.bandwidth, kernel=self.kernel, weights=weights
+            )
+        else:
+            self.bandwidth_ = np.asarray(check_bandwidth(self.bandwidth, X.shape[1]), float)
+        self.X_train_, self._weights = X, weights
+        log_density(X[:1], X[:1], kernel=self.kernel, bandwidth=self.bandwidth_)  # checks
+        return self
+
+    def score_samples(self, X) -> np.ndarray:
+        """Log density ``(n,)`` at each row of ``X``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False)
+        return log_density(
+            self.X_train_, X, kernel=self.kernel, bandwidth=self.bandwidth_, weights=self._weights
+        )
+
+    def score(self, X, y=None) -> float:
+        """Total log likelihood of ``X`` under the estimate."""
+        return float(np.sum(self.score_samples(X)))
+
+    def sample(self, n_samples: int = 1, random_state=None) -> np.ndarray:
+        """``(n_samples, n_features)`` draws: a training row (in proportion to its weight)
+        plus the kernel's noise — a normal of standard deviation ``h`` (Gaussian), or a
+        point uniform in the ball of radius ``h`` (boxcar)."""
+        check_is_fitted(self)
+        record = _kernels.for_dimensions(_kernels.get(self.kernel), self.n_features_in_)
+        if not _kernels.is_builtin(record, ("gaussian", "boxcar")):
+            raise ValueError(
+                f"kernel: sample draws from the 'gaussian' and 'boxcar' kernels; this estimate "
+                f"has {record.name!r}"
+            )
+        rng = np.random.default_rng(random_state)
+        n, d = self.X_train_.shape
+        p = None if self._weights is None else self._weights / np.sum(self._weights)
+        rows = self.X_train_[rng.choice(n, size=n_samples, p=p)]
+        if record.name == "gaussian":
+            return rows + rng.normal(size=(n_samples, d)) * self.bandwidth_
+        direction = rng.normal(size=(n_samples, d))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        radius = rng.random(n_samples)[:, None] ** (1.0 / d)
+        return rows + direction * radius * self.bandwidth_
