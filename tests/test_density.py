@@ -157,3 +157,53 @@ def test_normal_reference_is_statsmodels():
     )
     model = KernelDensity(bandwidth="cv_ml").fit(x)
     assert np.all(model.bandwidth_ > 0) and np.isfinite(model.score(x))
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_distribution_function_equals_statsmodels(d):
+    from attnpool import kernel_cdf
+
+    x, queries = sample(60 + d, n=150, d=d)
+    bandwidth = [0.4 + 0.2 * j for j in range(d)]
+    want = KDEMultivariate(x, var_type="c" * d, bw=bandwidth).cdf(queries)
+    np.testing.assert_allclose(kernel_cdf(x, queries, bandwidth=bandwidth), want, rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "name", ["gaussian", "boxcar", "triangular", "epanechnikov", "tricube", "cosine", "laplacian"]
+)
+def test_distribution_function_is_the_integrated_density(name):
+    from attnpool import kernel_cdf
+
+    x = np.random.default_rng(70).normal(size=60)
+    grid = np.linspace(-9, 9, 36001)
+    f = kernel_density(x, grid, kernel=name, bandwidth=0.5)
+    cdf = kernel_cdf(x, grid, kernel=name, bandwidth=0.5)
+    integral = cdf[0] + np.concatenate([[0], np.cumsum((f[1:] + f[:-1]) / 2 * np.diff(grid))])
+    np.testing.assert_allclose(cdf, integral, atol=2e-5 if name == "boxcar" else 1e-7)
+    assert np.all(np.diff(cdf) >= 0) and cdf.min() >= 0 and cdf.max() <= 1
+    assert cdf[0] < 1e-7 and cdf[-1] > 1 - 1e-7  # the laplacian's tails: e^-13 of h
+
+
+def test_distribution_functions_of_product_kernels_and_weights():
+    from attnpool import kernel_cdf
+
+    x = np.random.default_rng(71).normal(size=(40, 2))
+    # F(a, b) by the 2-D trapezoid rule over (−6, a] × (−6, b]
+    u = np.linspace(-6, 0.3, 1261)
+    v = np.linspace(-6, -0.2, 1161)
+    grid_u, grid_v = np.meshgrid(u, v)
+    f = kernel_density(x, np.c_[grid_u.ravel(), grid_v.ravel()], kernel="epanechnikov-product",
+                       bandwidth=[0.6, 0.8]).reshape(grid_u.shape)  # fmt: skip
+    want = np.trapezoid(np.trapezoid(f, u, axis=1), v)
+    got = kernel_cdf(x, [[0.3, -0.2]], kernel="epanechnikov-product", bandwidth=[0.6, 0.8])
+    np.testing.assert_allclose(got, [want], rtol=1e-5)
+    with pytest.raises(ValueError, match="kernel: distribution functions are products"):
+        kernel_cdf(x, x, kernel="epanechnikov")  # radial in two dimensions
+    w = np.random.default_rng(72).integers(0, 3, 40).astype(float)
+    repeated = np.repeat(np.arange(40), w.astype(int))
+    np.testing.assert_allclose(
+        kernel_cdf(x, x[:5], weights=w, bandwidth=0.5),
+        kernel_cdf(x[repeated], x[:5], bandwidth=0.5),
+        rtol=1e-12,
+    )

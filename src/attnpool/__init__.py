@@ -40,6 +40,7 @@ __all__ = [
     "cv_curve",
     "datasets",
     "fit_attention",
+    "kernel_cdf",
     "kernel_density",
     "kernels",
     "local_regression",
@@ -78,6 +79,7 @@ _NAMES = {
     "censoring_weights": "censoring",
     "KernelDensity": "density",
     "kernel_density": "density",
+    "kernel_cdf": "density",
     "log_density": "density",
     "SignificanceTest": "significance",
 }
@@ -88,7 +90,7 @@ if TYPE_CHECKING:
     from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
     from .censoring import censoring_weights
     from .classifier import NadarayaWatsonClassifier
-    from .density import KernelDensity, kernel_density, log_density
+    from .density import KernelDensity, kernel_cdf, kernel_density, log_density
     from .empty_policy import EmptyNeighbourhoodWarning
     from .estimator import LocalLinear, NadarayaWatson
     from .inference import confidence_band
