@@ -207,3 +207,28 @@ def test_distribution_functions_of_product_kernels_and_weights():
         kernel_cdf(x[repeated], x[:5], bandwidth=0.5),
         rtol=1e-12,
     )
+
+
+@pytest.mark.parametrize("dx", [1, 2])
+def test_conditional_density_equals_statsmodels_and_integrates_to_one(dx):
+    from statsmodels.nonparametric.kernel_density import KDEMultivariateConditional
+
+    from attnpool import conditional_density
+
+    rng = np.random.default_rng(80 + dx)
+    x = rng.normal(size=(150, dx))
+    y = 0.8 * x.sum(axis=1) + rng.normal(0, 0.5, 150)
+    qx, qy = rng.normal(size=(20, dx)), rng.normal(size=20)
+    h, b = [0.5, 0.7][:dx], 0.3
+    model = KDEMultivariateConditional(endog=[y], exog=list(x.T), dep_type="c",
+                                       indep_type="c" * dx, bw=[b, *h])  # fmt: skip
+    want = model.pdf(endog_predict=qy, exog_predict=qx)
+    got = conditional_density(x, y, qx, qy, bandwidth=h, y_bandwidth=b)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    grid = np.linspace(-9, 9, 9001)
+    for kernel in ("gaussian", "epanechnikov-product"):
+        f = conditional_density(x, y, np.tile(qx[:1], (9001, 1)), grid, kernel=kernel,
+                                bandwidth=h, y_bandwidth=b)  # fmt: skip
+        np.testing.assert_allclose(np.trapezoid(f, grid), 1.0, rtol=1e-5)
+    with pytest.raises(ValueError, match="kernel: a conditional density needs the Gaussian"):
+        conditional_density(x, y, qx, qy, kernel="epanechnikov")

@@ -35,6 +35,7 @@ __all__ = [
     "attention_pool",
     "attention_weights",
     "censoring_weights",
+    "conditional_density",
     "confidence_band",
     "count_programs",
     "cv_curve",
@@ -80,6 +81,7 @@ _NAMES = {
     "KernelDensity": "density",
     "kernel_density": "density",
     "kernel_cdf": "density",
+    "conditional_density": "density",
     "log_density": "density",
     "SignificanceTest": "significance",
 }
@@ -90,7 +92,13 @@ if TYPE_CHECKING:
     from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
     from .censoring import censoring_weights
     from .classifier import NadarayaWatsonClassifier
-    from .density import KernelDensity, kernel_cdf, kernel_density, log_density
+    from .density import (
+        KernelDensity,
+        conditional_density,
+        kernel_cdf,
+        kernel_density,
+        log_density,
+    )
     from .empty_policy import EmptyNeighbourhoodWarning
     from .estimator import LocalLinear, NadarayaWatson
     from .inference import confidence_band

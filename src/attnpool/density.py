@@ -40,6 +40,7 @@ from .observation_weights import check_weights, positive_rows
 __all__ = [
     "CDF_KERNELS",
     "KernelDensity",
+    "conditional_density",
     "kernel_cdf",
     "kernel_density",
     "kernel_integrals",
@@ -374,3 +375,44 @@ def kernel_cdf(x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=No
             safe = np.where(np.isfinite(top), top, 0.0)
             result[rows] = np.exp(safe) * np.sum(np.exp(log_g - safe[:, None]), axis=1)
     return np.minimum(result, 1.0)
+
+
+def conditional_density(
+    x_train, y_train, x_query, y_query, *, kernel="gaussian", bandwidth=1.0, y_bandwidth=1.0
+) -> np.ndarray:
+    """``f̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``: the attention pooling of the
+    values ``K_b(y − y_i)`` with weights ``K_h(x − x_i)``,
+
+    .. math:: \\hat f(y \\mid x) = \\frac{\\sum_i K((x - x_i)/h) \\, K((y - y_i)/b)}
+              {\\prod_j b_j \\int K \\; \\sum_i K((x - x_i)/h)}
+
+    in the log domain (both sums by :func:`log_kernel_sums`): ``(k,)`` in float64, NaN
+    where no training point reaches ``x`` (a compact kernel). The Gaussian or a
+    ``-product`` kernel (the joint kernel is then the product of the two). Continuous
+    columns; ``bandwidth`` is ``x``'s, ``y_bandwidth`` ``y``'s.
+    """
+    x = np.asarray(check_points(x_train, "x_train"), np.float64)
+    y = np.asarray(check_points(y_train, "y_train"), np.float64)
+    if y.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"y_train: expected one row per row of x_train ({x.shape[0]}); received {y.shape}"
+        )
+    qx = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
+    qy = np.asarray(check_points(y_query, "y_query", dims=y.shape[1]), np.float64)
+    if qy.shape[0] != qx.shape[0]:
+        raise ValueError(
+            f"y_query: expected one row per row of x_query ({qx.shape[0]}); received {qy.shape}"
+        )
+    record = _kernels.get(kernel)
+    if not (_kernels.is_gaussian(record) or (record.product and _kernels.is_builtin(record))):
+        raise ValueError(
+            f"kernel: a conditional density needs the Gaussian or a '-product' kernel (the "
+            f"joint kernel a product of x's and y's); received {record.name!r}"
+        )
+    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
+    b = np.asarray(check_bandwidth(y_bandwidth, y.shape[1]), np.float64)
+    joint = log_density(np.hstack([x, y]), np.hstack([qx, qy]), kernel=record,
+                        bandwidth=np.concatenate([h, b]))  # fmt: skip
+    marginal = log_density(x, qx, kernel=record, bandwidth=h)
+    with np.errstate(invalid="ignore"):
+        return np.exp(joint - marginal)
