@@ -36,6 +36,8 @@ ABOVE = {
     "dask_selection",
     "datasets",
     "density",
+    "density_estimator",
+    "distribution",
     "demo",
     "distributed",
     "estimation",

@@ -49,6 +49,7 @@ __all__ = [
     "nadaraya_watson",
     "rule_of_thumb",
     "select_bandwidth",
+    "select_density_bandwidth",
     "significance_test",
 ]
 
@@ -78,9 +79,10 @@ _NAMES = {
     "count_programs": "_cache",
     "significance_test": "significance",
     "censoring_weights": "censoring",
-    "KernelDensity": "density",
+    "KernelDensity": "density_estimator",
+    "select_density_bandwidth": "density_estimator",
     "kernel_density": "density",
-    "kernel_cdf": "density",
+    "kernel_cdf": "distribution",
     "conditional_density": "density",
     "log_density": "density",
     "SignificanceTest": "significance",
@@ -92,13 +94,9 @@ if TYPE_CHECKING:
     from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
     from .censoring import censoring_weights
     from .classifier import NadarayaWatsonClassifier
-    from .density import (
-        KernelDensity,
-        conditional_density,
-        kernel_cdf,
-        kernel_density,
-        log_density,
-    )
+    from .density import conditional_density, kernel_density, log_density
+    from .density_estimator import KernelDensity, select_density_bandwidth
+    from .distribution import kernel_cdf
     from .empty_policy import EmptyNeighbourhoodWarning
     from .estimator import LocalLinear, NadarayaWatson
     from .inference import confidence_band
