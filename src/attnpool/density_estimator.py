@@ -122,34 +122,60 @@ class KernelDensity(BaseEstimator):
 
 def loo_log_density(x, bandwidth, kernel) -> np.ndarray:
     """``(n,)`` leave-one-out log densities ``log f̂₋ᵢ(xᵢ)`` of the sample ``x (n, d)`` in
-    float64, by NumPy in row chunks (differences of the inputs, no program): the
-    criterion of likelihood cross-validation. ``−inf`` for a point no other reaches."""
-    from .edges import edge_log_profile, has_edge
-    from .engines.numpy_engine import NUMPY_CHUNK_PAIRS
-
+    float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
+    reaches. Sums in NumPy row chunks (differences of the inputs, no program); a Gaussian
+    sample of one column from :data:`EXPANSION_MIN_ROWS` points by the ``fgt`` method's
+    expansions, ``O(n)`` an evaluation (a point whose sum over the others is below
+    ``fgt.LOO_MIN_WEIGHT`` of its own term, or unsettled, summed pair by pair)."""
     record = _kernels.for_dimensions(_kernels.get(kernel), x.shape[1])
     x, h = np.asarray(x, np.float64), np.asarray(bandwidth, np.float64)
     n = x.shape[0]
-    sums = np.empty(n)
-    step = max(1, NUMPY_CHUNK_PAIRS // n)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        for start in range(0, n, step):
-            rows = np.arange(start, min(start + step, n))
-            us = [(x[rows, k, None] - x[None, :, k]) / h[k] for k in range(x.shape[1])]
-            if has_edge(record):
-                log_k = edge_log_profile(us, record)
-            else:
-                log_k = np.asarray(record.log_profile(sum(u * u for u in us)), np.float64)
-            log_k[np.arange(rows.size), rows] = -np.inf
-            top = np.max(log_k, axis=1)
-            safe = np.where(np.isfinite(top), top, 0.0)
-            sums[rows] = safe + np.log(np.sum(np.exp(log_k - safe[:, None]), axis=1))
+    if _kernels.is_gaussian(record) and x.shape[1] == 1 and n >= EXPANSION_MIN_ROWS:
+        from .methods import fgt
+
+        sums, settled = fgt.expansion_sums(x, x, np.zeros((n, 0)), 1.0 / h)
+        rest = sums[:, 0] - 1.0  # each point's own term is exactly K(0) = 1
+        again = np.flatnonzero(~settled | ~(rest >= fgt.LOO_MIN_WEIGHT))
+        with np.errstate(divide="ignore"):
+            log_sums = np.log(np.maximum(rest, 0.0))
+        log_sums[again] = _pairwise_log_sums(x, h, record, again)
+    else:
+        log_sums = _pairwise_log_sums(x, h, record, np.arange(n))
     constant = (
         math.log(n - 1)
         + float(np.sum(np.log(h)))
         + math.log(kernel_integrals(record, x.shape[1])[0])
     )
-    return sums - constant
+    return log_sums - constant
+
+
+#: Points from which a Gaussian sample of one column sums by expansions (below, NumPy's
+#: pairs cost less than the expansion's set-up).
+EXPANSION_MIN_ROWS = 1000
+
+
+def _pairwise_log_sums(x, h, record, rows) -> np.ndarray:
+    """``log Σ_{j≠i} K((x_i − x_j)/h)`` for the points ``rows``, pair by pair in chunks."""
+    from .edges import edge_log_profile, has_edge
+    from .engines.numpy_engine import NUMPY_CHUNK_PAIRS
+
+    out = np.empty(rows.size)
+    step = max(1, NUMPY_CHUNK_PAIRS // x.shape[0])
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        for start in range(0, rows.size, step):
+            chunk = rows[start : start + step]
+            us = [(x[chunk, k, None] - x[None, :, k]) / h[k] for k in range(x.shape[1])]
+            if has_edge(record):
+                log_k = edge_log_profile(us, record)
+            else:
+                log_k = np.asarray(record.log_profile(sum(u * u for u in us)), np.float64)
+            log_k[np.arange(chunk.size), chunk] = -np.inf
+            top = np.max(log_k, axis=1)
+            safe = np.where(np.isfinite(top), top, 0.0)
+            out[start : start + chunk.size] = safe + np.log(
+                np.sum(np.exp(log_k - safe[:, None]), axis=1)
+            )
+    return out
 
 
 def select_density_bandwidth(X, *, method: str = "cv_ml", kernel="gaussian"):
