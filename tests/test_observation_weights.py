@@ -343,3 +343,17 @@ def test_learned_regressor_passes_the_sample_weight_checks():
         checks.check_sample_weights_not_overwritten,
     ):
         check("LearnedAttentionRegressor", estimator)
+
+
+@pytest.mark.parametrize("block_size", [None, 16])
+@pytest.mark.parametrize("degree", [0, 1])
+def test_tied_nearest_keys_at_a_vanishing_bandwidth_share_by_weight(block_size, degree):
+    # the nearest-key limit of the local fits: two keys equally far from the query share
+    # it, in proportion to their weights (the compiled path rounded its relative rows
+    # twice, dividing by h and multiplying back, and broke the tie)
+    x = np.array([[0.0, 0.0], [2.0, 0.0], [5.0, 5.0]])
+    y, query = np.array([10.0, 30.0, 0.0]), np.array([[1.0, 0.0]])
+    options = {"bandwidth": 1e-300, "degree": degree, "block_size": block_size, "empty": "nearest"}
+    np.testing.assert_allclose(local_regression(x, y, query, **options), [20.0], rtol=1e-15)
+    weighted = local_regression(x, y, query, weights=[1.0, 3.0, 1.0], **options)
+    np.testing.assert_allclose(weighted, [25.0], rtol=1e-15)

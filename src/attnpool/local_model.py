@@ -94,18 +94,21 @@ def prepare(x, bandwidth, centre, model: LocalModel):
     return jnp.concatenate(parts, axis=1)
 
 
-def relative(queries, keys, bandwidth, model: LocalModel):
-    """Prepared rows rescaled by ``min h`` (continuous part): the nearest-key geometry,
-    which cannot overflow however small the bandwidth."""
+def relative(x, bandwidth, centre, model: LocalModel):
+    """Rows prepared at bandwidths relative to the smallest continuous one, ``h / min h``
+    (≥ 1): the nearest-key geometry, which cannot overflow however small the bandwidth.
+    From the inputs themselves — rescaling rows already divided by ``h`` rounds twice, and
+    keys equally far from a query were no longer tied."""
     import jax.numpy as jnp
 
-    n_cont = len(model.continuous)
-    smallest = jnp.min(bandwidth[jnp.array(model.continuous)]) if n_cont else 1.0
-
-    def rescale(rows):
-        return jnp.concatenate([rows[:, :n_cont] * smallest, rows[:, n_cont:]], axis=1)
-
-    return rescale(queries), rescale(keys)
+    cont, cat = list(model.continuous), list(model.categorical)
+    parts = []
+    if cont:
+        h = bandwidth[jnp.array(cont)]
+        parts.append((x[:, cont] - centre) * (jnp.min(h) / h))  # as scale_coordinates does
+    if cat:
+        parts.append(x[:, cat])
+    return jnp.concatenate(parts, axis=1)
 
 
 def log_weights(q, k, lambdas, model: LocalModel):

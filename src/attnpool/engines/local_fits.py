@@ -175,7 +175,8 @@ def _local_core(
         hard = kernel_block(_kernels.get("gaussian"), hard=True, key_count=key_count)
         state = pool_state(
             hard,
-            *relative(queries, keys, bandwidth, model),
+            relative(x_query, bandwidth, centre, model),
+            relative(x_train, bandwidth, centre, model),
             y_train if weights is None else augmented(y_train, weights),
             method=method,
             key_block=key_block,
@@ -285,7 +286,10 @@ def weights_core(x_train, x_query, bandwidth, *, model, nearest):
     weights, empty = normalise(log_weights(queries, keys, lambdas, model))
 
     def closest():
-        geometry = relative(queries, keys, bandwidth, model)
+        geometry = (
+            relative(x_query, bandwidth, centre, model),
+            relative(x_train, bandwidth, centre, model),
+        )
         return dense_weights(*geometry, _kernels.get("gaussian"), hard=True)[0]
 
     return with_nearest_limit(weights, empty, nearest, closest), empty
