@@ -357,3 +357,8 @@ def test_tied_nearest_keys_at_a_vanishing_bandwidth_share_by_weight(block_size, 
     np.testing.assert_allclose(local_regression(x, y, query, **options), [20.0], rtol=1e-15)
     weighted = local_regression(x, y, query, weights=[1.0, 3.0, 1.0], **options)
     np.testing.assert_allclose(weighted, [25.0], rtol=1e-15)
+    if degree == 0:  # the soft pass too, where log K ~ −5e23: weights multiply, not add logs
+        tiny = {**options, "bandwidth": 1e-12}
+        np.testing.assert_allclose(
+            local_regression(x, y, query, weights=[1.0, 3.0, 1.0], **tiny), [25.0], rtol=1e-12
+        )

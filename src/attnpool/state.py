@@ -72,18 +72,22 @@ def _shift(max_log):
     return jax.lax.stop_gradient(jnp.where(jnp.isfinite(max_log), max_log, 0.0))
 
 
-def block_state(log_weights, values, max_log=None) -> PoolingState:
+def block_state(log_weights, values, max_log=None, factors=None) -> PoolingState:
     """State of one block: ``log_weights (n, b)`` and ``values (b, p)``.
 
     ``values`` may also be per query–key pair, ``(n, b, p)`` (local moments).
     ``max_log (n,)``, when known in advance (the largest log weight over *all* keys),
     saves the block's max reduction; every block then shares it.
+    ``factors (n, b)``: positive multipliers of the weights after the shift (observation
+    weights: kept out of the log weights, where beside huge ones they would round away).
     """
     # m is only a reference point: it cancels in t / s, so it carries no gradient.
     if max_log is None:
         max_log = jnp.max(log_weights, axis=1)
     max_log = jax.lax.stop_gradient(max_log)
     weights = jnp.exp(log_weights - _shift(max_log)[:, None])
+    if factors is not None:
+        weights = weights * factors
     if values.ndim == 3:
         weighted = jnp.einsum("nb,nbp->np", weights, values, precision=_HIGHEST)
     else:

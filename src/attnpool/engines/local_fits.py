@@ -22,7 +22,7 @@ from ..local_model import LocalModel, log_weights, prepare, relative, solve_mome
 from ..methods import dense_weights, normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
-from ..observation_weights import augmented, divided, leave_one_copy_out
+from ..observation_weights import augmented, divided
 from ..state import block_state, finalize, hard_block_state
 from .programs import (
     kernel_block,
@@ -51,25 +51,30 @@ def _block_function(
     moments ``[y, δ, δδᵀ, δy]`` about a reference point (a key and its response) that
     follows each query's ``d`` coordinates in its row. ``hard``: the zero-temperature
     state of ``[key, y]`` rows — each query's reference, its heaviest key. ``weights``:
-    the keys' positive observation weights, added as ``log w`` (leaving one out, one copy
-    of the point: :mod:`attnpool.observation_weights`)."""
+    the keys' positive observation weights, multiplying their kernel weights (leaving one
+    out, one copy of the point: :mod:`attnpool.observation_weights`)."""
     d = len(model.var_type)
 
     def block(q, q_ids, k, k_ids, v):
         q, origin = q[:, :d], q[:, d:]
         logw = mask_padding(log_weights(q, k, lambdas, model), k_ids, key_count)
+        factors = None  # the keys' weights multiply their kernel weights after the shift:
+        # as log offsets they were lost beside log weights of ~1e15 (tiny bandwidths)
         if weights is not None and not hard:
-            logw = logw + jnp.log(weights)[k_ids][None, :]
+            factors = jnp.broadcast_to(weights[k_ids][None, :], logw.shape)
         if exclude_self:
             kept = None
-            if weights is not None and not hard:
-                kept = logw + leave_one_copy_out(weights)[q_ids][:, None]
+            if factors is not None:  # the own pair keeps w_i − 1 copies, if any
+                remaining = jnp.maximum(weights[q_ids] - 1.0, 0.0)[:, None]
+                own = q_ids[:, None] == k_ids[None, :]
+                factors = jnp.where(own, remaining, factors)
+                kept = jnp.where(remaining > 0, logw, -jnp.inf)
             logw = mask_own_pairs(logw, q_ids, k_ids, kept)
         if hard:
             return hard_block_state(logw, v)
         known = None if max_log is None else max_log[q_ids]
         if model.degree == 0:
-            return block_state(logw, v, known)
+            return block_state(logw, v, known, factors)
         nq, nk, p = q.shape[0], k.shape[0], v.shape[1]
         delta = k[None, :, :] - origin[:, None, :d]
         response = v[None, :, :] - origin[:, None, d:]
@@ -82,7 +87,7 @@ def _block_function(
             ],
             axis=-1,
         )
-        return block_state(logw, features, known)
+        return block_state(logw, features, known, factors)
 
     return block
 

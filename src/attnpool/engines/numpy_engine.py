@@ -31,7 +31,7 @@ from .._units import value_unit
 from .._validation import check_bandwidth_representable, numpy_dtype
 from ..edges import edge_log_profile, has_edge
 from ..local_model import LocalModel, model_for, solve_moments
-from ..observation_weights import augmented, leave_one_copy_out
+from ..observation_weights import augmented
 
 __all__ = [
     "NATIVE_MIN_WORK",
@@ -204,17 +204,24 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=No
         for offset in offsets[1:]:
             r2 += offset * offset
         log_w = model.kernel.log_profile(r2)
+    factors = None  # observation weights multiply after the shift (see local_fits)
     if key_weights is not None:
-        log_w += np.log(key_weights)[None, :]
+        factors = np.broadcast_to(key_weights[None, :], log_w.shape).copy()
     if self_offset is not None:
         own = np.arange(queries.shape[0])
-        if key_weights is None:
+        if factors is None:
             log_w[own, self_offset + own] = -np.inf
-        else:
-            log_w[own, self_offset + own] += leave_one_copy_out(key_weights[self_offset + own])
+        else:  # the own pair keeps w_i − 1 copies, if any
+            remaining = np.maximum(key_weights[self_offset + own] - 1.0, 0.0)
+            factors[own, self_offset + own] = remaining
+            log_w[own, self_offset + own] = np.where(
+                remaining > 0, log_w[own, self_offset + own], -np.inf
+            )
     top = np.max(log_w, axis=1)
     empty = ~(top > -np.inf)
     w = np.exp(np.subtract(log_w, np.where(empty, 0.0, top)[:, None], out=log_w), out=log_w)
+    if factors is not None:
+        w *= factors
     total = w.sum(axis=1)
     safe = np.where(empty, 1.0, total)[:, None]
     if model.degree == 0:
