@@ -27,6 +27,14 @@ from sklearn_checks import scikit_learn_checks
         NadarayaWatson(bandwidth=1.0, kernel="epanechnikov", empty="nearest"),
         LocalLinear(bandwidth="silverman"),
         NadarayaWatsonClassifier(bandwidth=1.0),
+        NadarayaWatson(bandwidth=2.0, kernel="gaussian-order4"),
+        LocalLinear(bandwidth=3, bandwidth_type="adaptive_nn"),
+        NadarayaWatson(
+            bandwidth=3,
+            bandwidth_type="generalized_nn",
+            kernel="epanechnikov-product",
+            empty="nearest",
+        ),
     ],
     # its 15 points in 30 columns make every local linear design singular (the answer is
     # the ridge's, rounding-sensitive): local linear's weights-equal-repeated-rows is

@@ -24,6 +24,7 @@ ENGINE_LAYER = {
     "local_model",
     "masks",
     "observation_weights",
+    "pair_sums",
     "state",
 }
 #: The public layers above them: pooling and regression, bandwidth selection, the
@@ -45,6 +46,7 @@ ABOVE = {
     "inference",
     "learn",
     "learned",
+    "pair_regression",
     "plotting",
     "pooling",
     "regression",

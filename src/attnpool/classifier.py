@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import kernels
 from ._estimator_api import BaseEstimator, ClassifierMixin, check_is_fitted, validate_data
 from .estimator import NadarayaWatson
 
@@ -42,6 +43,11 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         (class probabilities pool ``w_i``-weighted labels)."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         _check_labels(y)
+        if getattr(kernels.get(self.kernel), "base", None) is not None:
+            raise ValueError(
+                f"kernel: class probabilities need a non-negative kernel; received the "
+                f"higher-order kernel {self.kernel!r}"
+            )
         self.classes_, labels = np.unique(y, return_inverse=True)
         onehot = np.zeros((y.shape[0], len(self.classes_)))
         onehot[np.arange(y.shape[0]), labels] = 1.0

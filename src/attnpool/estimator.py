@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from . import estimation
+from . import estimation, pair_regression
 from ._estimator_api import (
     BaseEstimator,
     RegressorMixin,
@@ -77,6 +77,7 @@ class _LocalRegression(MultiOutputRegressor):
         empty="nan",
         block_size=None,
         method="auto",
+        bandwidth_type="fixed",
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -84,6 +85,7 @@ class _LocalRegression(MultiOutputRegressor):
         self.empty = empty
         self.block_size = block_size
         self.method = method
+        self.bandwidth_type = bandwidth_type
 
     def _options(self) -> dict:
         return {
@@ -95,6 +97,26 @@ class _LocalRegression(MultiOutputRegressor):
             "method": self.method,
             "estimator": type(self).__name__,
         }
+
+    def _pair_options(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "bandwidth_type": self.bandwidth_type,
+            "degree": self._degree,
+            "var_type": self.var_type,
+            "method": self.method,
+        }
+
+    def _by_pairs(self) -> bool:
+        return pair_regression.is_pair_fit(self.kernel, self.bandwidth_type)
+
+    def _refuse_pair_fit(self, what: str) -> None:
+        if self._by_pairs():
+            raise ValueError(
+                f"{what}: not available for fits with kernel={self.kernel!r} and "
+                f"bandwidth_type={self.bandwidth_type!r} (higher-order kernels and "
+                "nearest-neighbour bandwidths give predictions, scores and summaries)"
+            )
 
     def fit(self, X, y, sample_weight=None):
         """Store the training data and choose the bandwidth.
@@ -113,14 +135,25 @@ class _LocalRegression(MultiOutputRegressor):
         -------
         self
         """
+        by_pairs = pair_regression.is_pair_fit(self.kernel, self.bandwidth_type)
         if _is_dask(X, y, sample_weight):
+            if by_pairs:
+                raise ValueError(
+                    "X: Dask inputs take fixed bandwidths and non-negative kernels; received "
+                    f"kernel={self.kernel!r}, bandwidth_type={self.bandwidth_type!r}"
+                )
             return self._fit_dask(X, y, sample_weight)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         _check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
         X, y, weights = positive_rows(X, y, sample_weight, name="sample_weight")
-        self.bandwidth_, scores = estimation.fitted_bandwidth(
-            X, y, bandwidth=self.bandwidth, weights=weights, **self._options()
-        )
+        if by_pairs:
+            self.bandwidth_, scores = pair_regression.fitted_setting(
+                X, y, bandwidth=self.bandwidth, weights=weights, **self._pair_options()
+            )
+        else:
+            self.bandwidth_, scores = estimation.fitted_bandwidth(
+                X, y, bandwidth=self.bandwidth, weights=weights, **self._options()
+            )
         for name, value in scores.items():
             setattr(self, name, value)
         self.X_train_, self.y_train_, self._weights = X, y, weights
@@ -161,6 +194,7 @@ class _LocalRegression(MultiOutputRegressor):
             r_squared=r_squared(self.y_train_, fitted, self._weights),
             score=coefficient_of_determination(self.y_train_, fitted, self._weights),
             method=str(getattr(self.method, "name", self.method)),
+            bandwidth_type=self.bandwidth_type,
         )
 
     def _fitted_training_values(self):
@@ -221,6 +255,13 @@ class _LocalRegression(MultiOutputRegressor):
                 weights=self._weights,
             )
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self._by_pairs():
+            if return_std:
+                self._refuse_pair_fit("return_std")
+            return pair_regression.estimator_prediction(
+                self.X_train_, self.y_train_, X, setting=self.bandwidth_, empty=self.empty,
+                weights=self._weights, **self._pair_options(),
+            )  # fmt: skip
         fit = estimation.predict(
             self.X_train_,
             self.y_train_,
@@ -253,6 +294,7 @@ class _LocalRegression(MultiOutputRegressor):
     def _band(self, X, **options):
         from .inference import confidence_band
 
+        self._refuse_pair_fit("predict_interval")
         if self._weights is not None:
             raise ValueError(
                 "sample_weight: confidence bands (return_std, predict_interval) are computed "
@@ -280,7 +322,8 @@ class NadarayaWatson(_LocalRegression):
     kernel : str, Kernel or callable, default="gaussian"
         See :mod:`attnpool.kernels`.
     bandwidth : {"cv", "aicc", "scott", "silverman"}, float or array of shape (n_features,)
-        A selector or fixed bandwidths (``λ ∈ [0, 1)`` for categorical columns).
+        A selector or fixed bandwidths (``λ ∈ [0, 1)`` for categorical columns); with
+        nearest-neighbour bandwidths, ``"cv"`` or the numbers of neighbours ``k``.
     var_type : str, optional
         One letter per column: ``c`` continuous, ``o`` ordered, ``u`` unordered
         (as statsmodels). Default: all continuous.
@@ -293,6 +336,13 @@ class NadarayaWatson(_LocalRegression):
         than ``"auto"``, ``"dense"`` and ``"stream"`` need continuous columns and a
         local-constant fit. The CV search uses the method's own pooling where it has
         one (``"binned"`` for one column, ``"sparse"``) and the exact search otherwise.
+    bandwidth_type : {"fixed", "generalized_nn", "adaptive_nn"}, default="fixed"
+        R np's ``bwtype``: one bandwidth per column, or per column the distance to the
+        ``k``-th nearest training value of each query (``"generalized_nn"``) or of each
+        training point (``"adaptive_nn"``, whose kernel is then ``K(u) / h``); see
+        :mod:`attnpool.pair_regression`. Continuous columns; with higher-order kernels
+        (``"gaussian-order4"`` …) they are fitted pair by pair (:mod:`attnpool.pair_sums`)
+        and give predictions, scores, summaries and local-linear slopes.
 
     Attributes
     ----------
@@ -314,6 +364,7 @@ class NadarayaWatson(_LocalRegression):
         derivative (:func:`attnpool.regression.local_constant_slopes`); continuous columns.
         """
         check_is_fitted(self)
+        self._refuse_pair_fit("marginal_effects")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if self.var_type and set(self.var_type) != {"c"}:
             raise ValueError(
@@ -338,6 +389,7 @@ class NadarayaWatson(_LocalRegression):
         """Attention weights of queries ``X`` over the training points, ``(n_queries, n_train)``
         (the rows of positive weight, with ``sample_weight``)."""
         check_is_fitted(self)
+        self._refuse_pair_fit("attention_weights")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         from .regression import weight_matrix
 
@@ -369,6 +421,11 @@ class LocalLinear(_LocalRegression):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self._by_pairs():
+            return pair_regression.estimator_prediction(
+                self.X_train_, self.y_train_, X, setting=self.bandwidth_, empty=self.empty,
+                weights=self._weights, return_slopes=True, **self._pair_options(),
+            )  # fmt: skip
         from .regression import local_regression
 
         _, slopes = local_regression(

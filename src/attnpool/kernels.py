@@ -34,9 +34,11 @@ name             K(u), normalised in 1-D                  bandwidth h is
 ``dot``          exp(q·k / h)                             the softmax temperature
 ===============  ======================================  =====================
 
-and the products ``boxcar-product`` (statsmodels' and np's ``uniform``),
+the products ``boxcar-product`` (statsmodels' and np's ``uniform``),
 ``triangular-product``, ``epanechnikov-product``, ``tricube-product`` and
-``cosine-product``: ``Π_j K(u_j)``, each factor as above.
+``cosine-product``: ``Π_j K(u_j)``, each factor as above; and the higher-order kernels
+``gaussian-order4``, ``-order6``, ``-order8`` and ``epanechnikov-order4`` … ``-order8``
+(:func:`higher_order`, R np's ``ckerorder``), signed, products in several dimensions.
 
 >>> from attnpool import kernels
 >>> kernels.get("epanechnikov").support
@@ -50,11 +52,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
 
-__all__ = ["Kernel", "get", "names", "register"]
+__all__ = ["Kernel", "get", "higher_order", "names", "register"]
 
 #: ``log K`` of the squared scaled distance, elementwise (JAX-traceable).
 LogProfile = Callable
@@ -92,6 +95,15 @@ class Kernel:
     product : bool
         A product kernel: ``log K = Σ_j log_profile(u_j²)`` over the coordinates (the
         one-dimensional kernel in each), not ``log_profile(Σ_j u_j²)``.
+    order : int
+        The kernel's order ``ν``: its first nonzero moment past ``∫K`` is ``∫ u^ν K``
+        (2 for every non-negative kernel).
+    polynomial : tuple of float
+        A higher-order kernel's ``P`` (coefficients of ``1, u², u⁴, …``): ``K_ν(u) =
+        P(u²) K(u)`` with ``K`` the record ``base``, in one dimension (a product over
+        the coordinates in several). Empty for ordinary kernels.
+    base : Kernel or None
+        The non-negative kernel a higher-order kernel multiplies.
     """
 
     name: str
@@ -103,6 +115,9 @@ class Kernel:
     similarity: Literal["distance", "dot"] = "distance"
     quadratic: float | None = None
     product: bool = False
+    order: int = 2
+    polynomial: tuple[float, ...] = ()
+    base: Kernel | None = None
 
     @property
     def doc(self) -> str:
@@ -117,13 +132,16 @@ class Kernel:
     def __call__(self, u: np.ndarray) -> np.ndarray:
         """Evaluate the normalised one-dimensional kernel ``K(u)`` (for plots).
 
-        For ``dot`` the argument is the score and the profile is ``exp(score)``.
+        For ``dot`` the argument is the score and the profile is ``exp(score)``; a
+        higher-order kernel is signed.
         """
         import jax.numpy as jnp
 
         from ._interop import precision_scope
 
         u = np.asarray(u, dtype=np.float64)
+        if self.base is not None:
+            return self.base(u) * np.polynomial.polynomial.polyval(u**2, self.polynomial)
         arg = u if self.similarity == "dot" else u**2
         with precision_scope(np.float64):
             log_k = np.asarray(self.log_profile(jnp.asarray(arg)))
@@ -332,6 +350,80 @@ def get(kernel: str | Kernel | Callable) -> Kernel:
     )
 
 
+def _even_moment(base: str, m: int) -> Fraction:
+    """``∫ u^(2m) K(u) du`` of the normalised one-dimensional ``base``, exactly."""
+    if base == "gaussian":  # (2m − 1)!!
+        return Fraction(math.prod(range(1, 2 * m, 2)))
+    return Fraction(3, (2 * m + 1) * (2 * m + 3))  # epanechnikov: 3/4 ∫(u^2m − u^(2m+2))
+
+
+def _polynomial(base: str, order: int) -> tuple[float, ...]:
+    """``P`` with ``∫ u^(2i) P(u²) K(u) du = [i = 0]`` for ``2i < order``: a linear system
+    in the base's even moments, solved in exact rationals."""
+    size = order // 2
+    rows = [[_even_moment(base, i + j) for j in range(size)] + [Fraction(i == 0)]
+            for i in range(size)]  # fmt: skip
+    for col in range(size):  # Gauss–Jordan (the moment matrix is positive definite)
+        pivot = rows[col][col]
+        rows[col] = [entry / pivot for entry in rows[col]]
+        for row in range(size):
+            if row != col:
+                factor = rows[row][col]
+                rows[row] = [a - factor * b for a, b in zip(rows[row], rows[col], strict=True)]
+    return tuple(float(row[-1]) for row in rows)
+
+
+#: The bases and orders of the built-in higher-order kernels (R np's ``ckerorder``).
+HIGHER_ORDERS = {"gaussian": (4, 6, 8), "epanechnikov": (4, 6, 8)}
+
+
+def _higher_order_record(base: Kernel, order: int) -> Kernel:
+    name = f"{base.name}-order{order}"
+    polynomial = _polynomial(base.name, order)
+    terms = " ".join(
+        f"{'−' if c < 0 else '+'} {abs(c):.6g}{f' u^{2 * j}' if j else ''}"
+        for j, c in enumerate(polynomial)
+    ).removeprefix("+ ")
+
+    def signed(r2):
+        raise ValueError(
+            f"kernel: {name!r} is a higher-order kernel, negative in places, with no log "
+            "weight; attention_pool and nadaraya_watson (methods 'auto', 'dense', 'stream') "
+            "and the NadarayaWatson and LocalLinear estimators take it, this function takes "
+            "non-negative kernels"
+        )
+
+    signed.__doc__ = (
+        f"Order-{order} {base.name}: K(u) = ({terms}) · {base.name}(u); its moments "
+        f"∫u^j K vanish for 0 < j < {order}. The bandwidth is the {base.name}'s."
+    )
+    return Kernel(name, signed, base.support, None, None, base.log_norm, product=True,
+                  order=order, polynomial=polynomial, base=base)  # fmt: skip
+
+
+def higher_order(kernel: str | Kernel, order: int) -> Kernel:
+    """The order-``order`` kernel on ``kernel`` (R np's ``ckerorder``): ``K_ν(u) = P(u²)
+    K(u)``, ``P`` the polynomial of degree ``ν − 2`` in ``u`` that makes the moments
+    ``∫ u^j K_ν`` vanish for ``0 < j < ν``, so that a fit's bias is ``O(h^ν)`` instead of
+    ``O(h²)`` where the function is smooth. Gaussian or Epanechnikov, order 2 (the kernel
+    itself), 4, 6 or 8; products of one-dimensional kernels in several dimensions.
+
+    >>> k = higher_order("gaussian", 4)   # (3 − u²)/2 · φ(u)
+    >>> k.name, k.polynomial
+    ('gaussian-order4', (1.5, -0.5))
+    """
+    record = get(kernel)
+    orders = HIGHER_ORDERS.get(record.name, ())
+    if order == 2 and is_builtin(record, HIGHER_ORDERS):
+        return record
+    if not (is_builtin(record, HIGHER_ORDERS) and order in orders):
+        raise ValueError(
+            f"order: higher-order kernels are built on {' or '.join(HIGHER_ORDERS)} with "
+            f"order 2, 4, 6 or 8; received kernel {record.name!r} and order {order!r}"
+        )
+    return _REGISTRY[f"{record.name}-order{order}"]
+
+
 _PI = math.pi
 for _kernel in (
     Kernel(
@@ -366,6 +458,9 @@ for _name in ("boxcar", "triangular", "epanechnikov", "tricube", "cosine"):
             product=True,
         )
     )
+for _name, _orders in HIGHER_ORDERS.items():
+    for _order in _orders:
+        register(_higher_order_record(_REGISTRY[_name], _order))
 #: The built-in records, as registered here (a later ``register(..., overwrite=True)``
 #: does not make a user kernel built in).
 _BUILTIN: dict[str, Kernel] = dict(_REGISTRY)

@@ -58,6 +58,8 @@ def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalM
     kernel = _kernels.get(kernel)
     if kernel.similarity != "distance":
         raise ValueError(f"kernel: regression needs a distance kernel; received {kernel.name!r}")
+    if kernel.base is not None:
+        kernel.log_profile(0.0)  # a higher-order kernel's: says which functions take it
     d = x.shape[1]
     var_type = "c" * d if var_type is None else var_type
     if (
@@ -135,7 +137,7 @@ def log_weights(q, k, lambdas, model: LocalModel):
     return logw
 
 
-def solve_moments(means, d: int, p: int, degree: int, offset=None):
+def solve_moments(means, d: int, p: int, degree: int, offset=None, signed: bool = False):
     """Fit ``(n, p)``, slopes ``(n, d, p)`` (prepared units) and ``(M⁻¹)₁₁`` from the local
     moments ``means (n, p [+ d + d² + d·p])`` (``[y, δ, δδᵀ, δy]``), in NumPy or JAX as
     ``means`` is.
@@ -146,6 +148,8 @@ def solve_moments(means, d: int, p: int, degree: int, offset=None):
     Solved with unit diagonal (Jacobi scaling), so the ridge — 1e-12 (1e-6 in float32)
     — is relative to each column's local spread: linear data stay exact at every
     bandwidth (an absolute ridge shrank slopes once (spread / h)² fell near it).
+    ``signed``: moments of signed weights (higher-order kernels), whose local "variance"
+    may be negative: scaled by its magnitude, the ridge taking the diagonal's sign.
     """
     if isinstance(means, np.ndarray):
         xp = np
@@ -160,9 +164,13 @@ def solve_moments(means, d: int, p: int, degree: int, offset=None):
     mu_dy = means[:, p + d + d * d :].reshape(n, d, p)
     covariance = mu2 - mu1[:, :, None] * mu1[:, None, :]
     variance = xp.diagonal(covariance, axis1=1, axis2=2)
-    spread = xp.sqrt(xp.where(variance > 0, variance, 1.0))
+    if signed:
+        spread = xp.sqrt(xp.where(variance != 0, xp.abs(variance), 1.0))
+        sign = xp.where(variance < 0, -1.0, 1.0)[:, :, None]
+    else:
+        spread, sign = xp.sqrt(xp.where(variance > 0, variance, 1.0)), 1.0
     ridge = 1e-12 if means.dtype == np.float64 else 1e-6
-    unit = covariance / (spread[:, :, None] * spread[:, None, :]) + ridge * xp.eye(
+    unit = covariance / (spread[:, :, None] * spread[:, None, :]) + ridge * sign * xp.eye(
         d, dtype=means.dtype
     )
     moment = (mu_dy - mu1[:, :, None] * y_bar[:, None, :]) / spread[:, :, None]

@@ -138,6 +138,11 @@ def attention_pool(
         (:mod:`attnpool.observation_weights`); keys of weight 0 get no weight, in the
         nearest-key limit too.
 
+    A higher-order kernel (``"gaussian-order4"`` …, :func:`attnpool.kernels.higher_order`)
+    has signed weights: it is summed pair by pair (:mod:`attnpool.pair_sums`) on concrete
+    arrays, by ``"auto"``, ``"dense"`` or ``"stream"``, without ``mask`` or
+    ``return_weights``.
+
     Returns
     -------
     pooled : array of shape (n,) or (n, p)
@@ -162,6 +167,12 @@ def attention_pool(
     q, k, v, h, flat = _check_inputs(queries, keys, values, bandwidth)
     kernel = _kernels.for_dimensions(kernel, k.shape[1])
     n, m = q.shape[0], k.shape[0]
+    if kernel.base is not None:  # signed: summed pair by pair
+        from .pair_sums import pool
+
+        pooled = pool(q, k, v, h, kernel=kernel, method=method, empty=empty, mask=mask,
+                      weights=weights, return_weights=return_weights)  # fmt: skip
+        return pooled[:, 0] if flat else pooled
     if return_weights:
         _check_weight_size(n, m)
     if weights is not None:

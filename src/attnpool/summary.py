@@ -61,11 +61,12 @@ _CHOSEN_BY = {
 class FitSummary:
     """A fitted regressor's summary; ``str()`` renders it as a table.
 
-    ``bandwidth (d,)``; ``chosen_by``: ``"cv"``, ``"aicc"``, ``"scott"``, ``"silverman"``
-    or ``"fixed"``; ``criterion``: the CV mean squared error or the AICc at the bandwidth
-    (None for rules and fixed bandwidths); ``r_squared``: np's R² (:func:`r_squared`),
-    one per output; ``score``: scikit-learn's R² (``1 − SS_res / SS_tot``, averaged over
-    outputs) of the in-sample fit.
+    ``bandwidth (d,)`` (numbers of neighbours for the ``bandwidth_type``s
+    ``"generalized_nn"`` and ``"adaptive_nn"``); ``chosen_by``: ``"cv"``, ``"aicc"``,
+    ``"scott"``, ``"silverman"`` or ``"fixed"``; ``criterion``: the CV mean squared error or
+    the AICc at the bandwidth (None for rules and fixed bandwidths); ``r_squared``: np's R²
+    (:func:`r_squared`), one per output; ``score``: scikit-learn's R² (``1 − SS_res /
+    SS_tot``, averaged over outputs) of the in-sample fit.
     """
 
     estimator: str
@@ -78,6 +79,7 @@ class FitSummary:
     r_squared: np.ndarray
     score: float
     method: str
+    bandwidth_type: str = "fixed"
 
     def __str__(self) -> str:
         criterion = {"cv": "CV (mean squared error)", "aicc": "AICc"}.get(self.chosen_by)
@@ -86,7 +88,12 @@ class FitSummary:
             ("Observations", str(self.n_samples)),
             ("Regressors", f"{len(self.var_type)} (var_type {self.var_type!r})"),
             ("Kernel", self.kernel),
-            ("Bandwidth", ", ".join(f"{h:.6g}" for h in self.bandwidth)),
+            (
+                "Bandwidth"
+                if self.bandwidth_type == "fixed"
+                else f"Neighbours ({self.bandwidth_type})",
+                ", ".join(f"{h:.6g}" for h in self.bandwidth),
+            ),
             ("Chosen by", _CHOSEN_BY[self.chosen_by]),
         ]
         if criterion and self.criterion is not None:
