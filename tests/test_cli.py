@@ -349,6 +349,32 @@ def test_fit_takes_var_type_and_method_as_the_estimators_do(tmp_path):
     assert result.returncode == 2 and "method: 'sparse' pools local-constant fits" in result.stderr
 
 
+def test_fit_takes_neighbour_bandwidths_and_higher_order_kernels(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 5, 90)
+    y = np.sin(x) + rng.normal(0, 0.2, 90)
+    data, out = tmp_path / "d.csv", tmp_path / "p.csv"
+    data.write_text(
+        "x,y\n" + "".join(f"{a!r},{b!r}\n" for a, b in zip(x.tolist(), y.tolist(), strict=True))
+    )
+    base = ["fit", str(data), "--x", "x", "--y", "y", "--out", str(out)]
+    result = attnpool_cli(
+        *base, "--bandwidth-type", "adaptive_nn", "--plot", str(tmp_path / "f.png")
+    )
+    assert result.returncode == 0, result.stderr
+    model = attnpool.NadarayaWatson(bandwidth_type="adaptive_nn").fit(x[:, None], y)
+    assert f"adaptive_nn (cv): x = {model.bandwidth_[0]}" in result.stdout
+    np.testing.assert_allclose(read_csv(out)[1][:, 1], model.predict(x[:, None]), rtol=1e-12)
+    result = attnpool_cli(*base, "--kernel", "gaussian-order4", "--degree", "1")
+    assert result.returncode == 0, result.stderr
+    model = attnpool.LocalLinear("gaussian-order4").fit(x[:, None], y)
+    np.testing.assert_allclose(read_csv(out)[1][:, 1], model.predict(x[:, None]), rtol=1e-10)
+    out.unlink()
+    result = attnpool_cli(*base, "--bandwidth-type", "generalized_nn", "--interval", "0.9")
+    assert result.returncode == 2 and "--interval: confidence bands are for" in result.stderr
+    assert not out.exists()
+
+
 def test_help_lists_the_kernels_and_gives_examples():
     from attnpool import kernels
     from attnpool.cli import KERNEL_NAMES

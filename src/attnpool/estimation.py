@@ -10,13 +10,16 @@ Predictions run on
   exact methods (``"dense"``, ``"stream"``);
 - :func:`attnpool.attention_pool` otherwise — local constant fits of continuous columns,
   where its faster methods (``fgt``, ``native``, ``binned``, ``sparse``, ``topk``)
-  serve.
+  serve;
+- the pair engine (:mod:`attnpool.pair_regression`) for higher-order kernels and
+  bandwidths by nearest neighbours.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import pair_regression
 from ._validation import check_bandwidth, check_choice
 from .bandwidth import SELECTORS, select_bandwidth
 from .empty_policy import EMPTY_POLICIES, check_empty, report_empty
@@ -73,13 +76,21 @@ def fitted_bandwidth(
     estimator: str,
     progress=None,
     weights=None,
+    bandwidth_type: str = "fixed",
 ) -> tuple[np.ndarray, dict[str, float]]:
     """``(bandwidth (d,), scores)``: fixed bandwidths checked, or those a selector
     (:data:`attnpool.bandwidth.SELECTORS`) chooses, with the criterion's value as
     ``{"cv_score_": …}`` or ``{"aicc_": …}`` (the estimator's attribute names);
     ``progress`` and ``weights`` (positive observation weights) as
-    :func:`attnpool.select_bandwidth` takes them."""
+    :func:`attnpool.select_bandwidth` takes them. Fits by the pair engine (higher-order
+    kernels, ``bandwidth_type`` by neighbours) get theirs from
+    :func:`attnpool.pair_regression.fitted_setting` (numbers of neighbours, for those)."""
     check_choice(empty, "empty", EMPTY_POLICIES)
+    if pair_regression.is_pair_fit(kernel, bandwidth_type):
+        return pair_regression.fitted_setting(
+            x, y, bandwidth=bandwidth, weights=weights, kernel=kernel, degree=degree,
+            bandwidth_type=bandwidth_type, var_type=var_type, method=method,
+        )  # fmt: skip
     name = method_name(
         method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
     )
@@ -116,10 +127,18 @@ def predict(
     method,
     estimator: str,
     weights=None,
+    bandwidth_type: str = "fixed",
 ):
     """The fitted regression function at ``x (m, d)``: ``(m,)`` or ``(m, p)`` like
     ``y_train``, by the path that serves the fit (module docstring); ``weights``: the
-    training rows' positive observation weights."""
+    training rows' positive observation weights; ``bandwidth`` the numbers of neighbours
+    of a ``bandwidth_type`` by neighbours."""
+    if pair_regression.is_pair_fit(kernel, bandwidth_type):
+        return pair_regression.estimator_prediction(
+            x_train, y_train, x, setting=bandwidth, empty=empty, weights=weights,
+            kernel=kernel, bandwidth_type=bandwidth_type, degree=degree, var_type=var_type,
+            method=method,
+        )  # fmt: skip
     name = method_name(
         method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
     )

@@ -96,15 +96,7 @@ class _LocalRegression(MultiOutputRegressor):
             "block_size": self.block_size,
             "method": self.method,
             "estimator": type(self).__name__,
-        }
-
-    def _pair_options(self) -> dict:
-        return {
-            "kernel": self.kernel,
             "bandwidth_type": self.bandwidth_type,
-            "degree": self._degree,
-            "var_type": self.var_type,
-            "method": self.method,
         }
 
     def _by_pairs(self) -> bool:
@@ -135,9 +127,8 @@ class _LocalRegression(MultiOutputRegressor):
         -------
         self
         """
-        by_pairs = pair_regression.is_pair_fit(self.kernel, self.bandwidth_type)
         if _is_dask(X, y, sample_weight):
-            if by_pairs:
+            if self._by_pairs():
                 raise ValueError(
                     "X: Dask inputs take fixed bandwidths and non-negative kernels; received "
                     f"kernel={self.kernel!r}, bandwidth_type={self.bandwidth_type!r}"
@@ -146,14 +137,9 @@ class _LocalRegression(MultiOutputRegressor):
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         _check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
         X, y, weights = positive_rows(X, y, sample_weight, name="sample_weight")
-        if by_pairs:
-            self.bandwidth_, scores = pair_regression.fitted_setting(
-                X, y, bandwidth=self.bandwidth, weights=weights, **self._pair_options()
-            )
-        else:
-            self.bandwidth_, scores = estimation.fitted_bandwidth(
-                X, y, bandwidth=self.bandwidth, weights=weights, **self._options()
-            )
+        self.bandwidth_, scores = estimation.fitted_bandwidth(
+            X, y, bandwidth=self.bandwidth, weights=weights, **self._options()
+        )
         for name, value in scores.items():
             setattr(self, name, value)
         self.X_train_, self.y_train_, self._weights = X, y, weights
@@ -255,13 +241,8 @@ class _LocalRegression(MultiOutputRegressor):
                 weights=self._weights,
             )
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        if self._by_pairs():
-            if return_std:
-                self._refuse_pair_fit("return_std")
-            return pair_regression.estimator_prediction(
-                self.X_train_, self.y_train_, X, setting=self.bandwidth_, empty=self.empty,
-                weights=self._weights, **self._pair_options(),
-            )  # fmt: skip
+        if return_std:
+            self._refuse_pair_fit("return_std")
         fit = estimation.predict(
             self.X_train_,
             self.y_train_,
@@ -424,7 +405,8 @@ class LocalLinear(_LocalRegression):
         if self._by_pairs():
             return pair_regression.estimator_prediction(
                 self.X_train_, self.y_train_, X, setting=self.bandwidth_, empty=self.empty,
-                weights=self._weights, return_slopes=True, **self._pair_options(),
+                weights=self._weights, return_slopes=True, kernel=self.kernel, degree=1,
+                bandwidth_type=self.bandwidth_type, var_type=self.var_type, method=self.method,
             )  # fmt: skip
         from .regression import local_regression
 

@@ -219,6 +219,14 @@ def fit(
     method: Annotated[
         str, typer.Option("--method", help="How predictions pool (see attention_pool).")
     ] = "auto",
+    bandwidth_type: Annotated[
+        str,
+        typer.Option(
+            "--bandwidth-type",
+            help="fixed, generalized_nn or adaptive_nn (then --bandwidth is cv or numbers "
+            "of neighbours).",
+        ),
+    ] = "fixed",
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress on standard error.")
     ] = False,
@@ -232,6 +240,8 @@ def fit(
       attnpool fit data.csv --x age --x region --var-type cu --y income --degree 1
 
       zcat data.csv.gz | attnpool fit - --x age --y income --out - > fit.csv
+
+      attnpool fit data.csv --x age --y income --bandwidth-type adaptive_nn --bandwidth 30
     """
     from .._files import atomic_write, check_distinct
     from .table import STDIO, fit_table
@@ -257,6 +267,7 @@ def fit(
             sep=sep,
             var_type=var_type,
             method=method,
+            bandwidth_type=bandwidth_type,
         )
     image = result.plot_image(plot) if plot is not None else None  # before any file is written
     to_stderr = str(out) == STDIO  # standard output holds the predictions only

@@ -24,7 +24,7 @@ from .._files import atomic_write, figure_bytes
 from ..bandwidth import SELECTORS
 from ..estimation import fitted_bandwidth
 from ..estimation import predict as estimation_predict
-from ..regression import local_regression
+from ..pair_regression import is_pair_fit
 
 __all__ = ["DataError", "TableFit", "fit_table", "read_columns"]
 
@@ -198,16 +198,18 @@ class TableFit:
     var_type: str | None = None
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
+    bandwidth_type: str = "fixed"
 
     def summary(self) -> str:
         """What was chosen, in a few lines."""
         widths = ", ".join(
             f"{c} = {h:.6g}" for c, h in zip(self.x_columns, self.bandwidth, strict=True)
         )
+        what = "bandwidth" if self.bandwidth_type == "fixed" else self.bandwidth_type
         lines = [
             f"{'Nadaraya–Watson' if self.degree == 0 else 'local linear'} regression of "
             f"{self.y_column!r} on {len(self.y_train)} rows, {self.kernel} kernel",
-            f"bandwidth ({self.method}): {widths}",
+            f"{what} ({self.method}): {widths}",
         ]
         if self.method in ("cv", "aicc"):
             label = "leave-one-out CV error (mean squared)" if self.method == "cv" else "AICc"
@@ -244,17 +246,13 @@ class TableFit:
         from ..plotting import plot_fit
 
         grid = np.linspace(self.x_train.min(), self.x_train.max(), 400)
-        curve = local_regression(
-            self.x_train,
-            self.y_train,
-            grid,
-            kernel=self.kernel,
-            bandwidth=self.bandwidth,
-            degree=self.degree,
-            var_type=self.var_type,
-            empty="nearest",
-        )
-        label = f"fit, h = {self.bandwidth[0]:.3g}"
+        curve = estimation_predict(
+            self.x_train, self.y_train, grid[:, None], bandwidth=self.bandwidth,
+            kernel=self.kernel, degree=self.degree, var_type=self.var_type, empty="nearest",
+            block_size=None, method="auto", estimator="the fit plot",
+            bandwidth_type=self.bandwidth_type,
+        )  # fmt: skip
+        label = f"fit, {'h' if self.bandwidth_type == 'fixed' else 'k'} = {self.bandwidth[0]:.3g}"
         bands = None
         if self.interval is not None:
             band = self._band(grid)
@@ -326,15 +324,22 @@ def fit_table(
     sep: str | None = None,
     var_type: str | None = None,
     method: str = "auto",
+    bandwidth_type: str = "fixed",
 ) -> TableFit:
     """Fit ``y_column`` on ``x_columns`` of the table ``data``; predict at ``predict`` (or
     the data). Tables as :func:`read_columns` reads them (``sep`` the separator);
-    ``var_type`` and ``method`` as the estimators take them (the same path: a
+    ``var_type``, ``method`` and ``bandwidth_type`` as the estimators take them (the same
+    path: a
     :class:`~attnpool.NadarayaWatson` or :class:`~attnpool.LocalLinear` fit).
 
     ``plot=True`` checks up front that a fit plot can be drawn (one input column);
     ``interval`` (a level such as 0.95) adds a pointwise asymptotic confidence band.
     """
+    if interval is not None and is_pair_fit(kernel, bandwidth_type):
+        raise ValueError(
+            f"--interval: confidence bands are for fixed bandwidths and non-negative kernels; "
+            f"received --kernel {kernel} --bandwidth-type {bandwidth_type}"
+        )
     if interval is not None and not 0 < interval < 1:
         raise ValueError(
             f"--interval: expected a level strictly between 0 and 1 (such as 0.95); "
@@ -361,6 +366,7 @@ def fit_table(
         "block_size": None,
         "method": method,
         "estimator": "LocalLinear" if degree == 1 else "NadarayaWatson",
+        "bandwidth_type": bandwidth_type,
     }
     widths, scores = fitted_bandwidth(
         x_train, y_train, bandwidth=chosen, progress=progress, **options
@@ -387,6 +393,7 @@ def fit_table(
         kernel,
         interval,
         var_type,
+        bandwidth_type=bandwidth_type,
     )
     if interval is not None:
         band = result._band(x_query)
