@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 __all__ = [
     "Binned",
+    "ConditionalDensity",
     "EmptyNeighbourhoodWarning",
     "Kernel",
     "KernelDensity",
@@ -35,6 +36,7 @@ __all__ = [
     "attention_pool",
     "attention_weights",
     "censoring_weights",
+    "conditional_cdf",
     "conditional_density",
     "confidence_band",
     "count_programs",
@@ -49,6 +51,7 @@ __all__ = [
     "nadaraya_watson",
     "rule_of_thumb",
     "select_bandwidth",
+    "select_conditional_bandwidth",
     "select_density_bandwidth",
     "significance_test",
 ]
@@ -83,7 +86,10 @@ _NAMES = {
     "select_density_bandwidth": "density_estimator",
     "kernel_density": "density",
     "kernel_cdf": "distribution",
-    "conditional_density": "density",
+    "conditional_density": "conditional",
+    "conditional_cdf": "conditional",
+    "ConditionalDensity": "conditional",
+    "select_conditional_bandwidth": "conditional",
     "log_density": "density",
     "SignificanceTest": "significance",
 }
@@ -94,7 +100,13 @@ if TYPE_CHECKING:
     from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
     from .censoring import censoring_weights
     from .classifier import NadarayaWatsonClassifier
-    from .density import conditional_density, kernel_density, log_density
+    from .conditional import (
+        ConditionalDensity,
+        conditional_cdf,
+        conditional_density,
+        select_conditional_bandwidth,
+    )
+    from .density import kernel_density, log_density
     from .density_estimator import KernelDensity, select_density_bandwidth
     from .distribution import kernel_cdf
     from .empty_policy import EmptyNeighbourhoodWarning

@@ -21,12 +21,11 @@ array([0.3989, 0.242 ])
 from __future__ import annotations
 
 import math
-from functools import lru_cache, partial
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import integrate, special
 
 from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
@@ -34,44 +33,17 @@ from ._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
 from ._validation import check_bandwidth, check_points
 from .engines.programs import kernel_block, pool_state
 from .geometry import MATMUL_MIN_DIM, block_coordinates
+from .kernel_calculus import kernel_integrals
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 from .observation_weights import check_weights
 
 __all__ = [
-    "conditional_density",
     "kernel_density",
     "kernel_integrals",
     "log_density",
     "log_kernel_sums",
 ]
-
-
-@lru_cache(maxsize=64)
-def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
-    """``(∫K, ∫K²)`` over ``ℝ^d`` of the radial kernel ``K(‖u‖)``, unnormalised.
-
-    By radial quadrature, ``∫ g(‖u‖) du = S_{d−1} ∫₀^∞ g(r) r^{d−1} dr`` with the
-    sphere's area ``S_{d−1} = 2π^{d/2} / Γ(d/2)``. A product kernel's integrals are the
-    one-dimensional ones to the power ``d``.
-
-    >>> a, b = kernel_integrals(_kernels.get("gaussian"), 1)   # √(2π), √π
-    >>> round(a, 6), round(b, 6)
-    (2.506628, 1.772454)
-    """
-    if kernel.product and d > 1:
-        first, second = kernel_integrals(kernel, 1)
-        return first**d, second**d
-    sphere = 2 * math.pi ** (d / 2) / special.gamma(d / 2)
-
-    def profile(r):
-        with precision_scope(np.float64):
-            return float(np.exp(kernel.log_profile(jnp.asarray(r * r, jnp.float64))))
-
-    upper = kernel.support if kernel.compact else np.inf
-    first = integrate.quad(lambda r: profile(r) * r ** (d - 1), 0, upper, limit=200)[0]
-    second = integrate.quad(lambda r: profile(r) ** 2 * r ** (d - 1), 0, upper, limit=200)[0]
-    return float(sphere * first), float(sphere * second)
 
 
 def log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel, weights=None,
@@ -99,15 +71,22 @@ def _log_density_program(x_train, x_query, bandwidth, weights, key_count, consta
     return sums - constant
 
 
-def log_density(x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=None) -> np.ndarray:
+def log_density(
+    x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=None, var_type=None
+) -> np.ndarray:
     """``log f̂`` at ``x_query (k,) | (k, d)`` of the sample ``x_train (n,) | (n, d)``:
     ``(k,)`` in float64 (the inputs' precision if narrower), ``−inf`` where a compact
-    kernel covers no training point. ``weights (n,)``: observation weights."""
+    kernel covers no training point. ``weights (n,)``: observation weights.
+    ``var_type``: one letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered
+    (statsmodels' ``KDEMultivariate``; :mod:`attnpool.mixed_kernels`): a categorical
+    column's bandwidth is its ``λ ∈ [0, 1)``."""
     record = _kernels.get(kernel)
     x = check_points(x_train, "x_train")
     if x.shape[0] == 0:
         raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
     q = check_points(x_query, "x_query", dims=x.shape[1])
+    if var_type is not None and set(var_type) != {"c"}:
+        return _mixed_log_density(x, q, record, bandwidth, weights, var_type)
     record = _kernels.for_dimensions(record, x.shape[1])
     first = kernel_integrals(record, x.shape[1])[0] if record.similarity == "distance" else 0.0
     if not (0 < first < math.inf):
@@ -138,47 +117,37 @@ def log_density(x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=N
     return np.asarray(result, np.float64)[:n]
 
 
+def mixed_columns(x, kernel, bandwidth, var_type):
+    """``(columns, h)``: the :class:`~attnpool.mixed_kernels.MixedColumns` of the sample
+    ``x (n, d)`` and its checked bandwidths (``λ < 1`` for categorical columns)."""
+    from .local_model import model_for
+    from .mixed_kernels import MixedColumns
+    from .regression import validated
+
+    model_for(x, kernel=kernel, var_type=var_type)  # the letters
+    h = validated(x, x[:, 0], None, bandwidth, kernel, var_type, 0)[3]
+    columns = MixedColumns(np.asarray(x, np.float64), var_type, kernel)
+    if (
+        columns.continuous
+        and not 0 < kernel_integrals(columns.kernel, len(columns.continuous))[0] < math.inf
+    ):
+        raise ValueError(
+            f"kernel: a density needs a distance kernel of finite integral; received "
+            f"{columns.kernel.name!r}"
+        )
+    return columns, h
+
+
+def _mixed_log_density(x, q, kernel, bandwidth, weights, var_type) -> np.ndarray:
+    from .mixed_kernels import log_sums
+
+    x, q = np.asarray(x, np.float64), np.asarray(q, np.float64)
+    columns, h = mixed_columns(x, kernel, bandwidth, var_type)
+    w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), np.float64)
+    total = x.shape[0] if w is None else float(np.sum(w))
+    return log_sums([(q, x, h, columns, "density")], weights=w) - math.log(total)
+
+
 def kernel_density(x_train, x_query, **options) -> np.ndarray:
     """The density ``f̂`` at ``x_query``: ``exp`` of :func:`log_density` (same options)."""
     return np.exp(log_density(x_train, x_query, **options))
-
-
-def conditional_density(
-    x_train, y_train, x_query, y_query, *, kernel="gaussian", bandwidth=1.0, y_bandwidth=1.0
-) -> np.ndarray:
-    """``f̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``: the attention pooling of the
-    values ``K_b(y − y_i)`` with weights ``K_h(x − x_i)``,
-
-    .. math:: \\hat f(y \\mid x) = \\frac{\\sum_i K((x - x_i)/h) \\, K((y - y_i)/b)}
-              {\\prod_j b_j \\int K \\; \\sum_i K((x - x_i)/h)}
-
-    in the log domain (both sums by :func:`log_kernel_sums`): ``(k,)`` in float64, NaN
-    where no training point reaches ``x`` (a compact kernel). The Gaussian or a
-    ``-product`` kernel (the joint kernel is then the product of the two). Continuous
-    columns; ``bandwidth`` is ``x``'s, ``y_bandwidth`` ``y``'s.
-    """
-    x = np.asarray(check_points(x_train, "x_train"), np.float64)
-    y = np.asarray(check_points(y_train, "y_train"), np.float64)
-    if y.shape[0] != x.shape[0]:
-        raise ValueError(
-            f"y_train: expected one row per row of x_train ({x.shape[0]}); received {y.shape}"
-        )
-    qx = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
-    qy = np.asarray(check_points(y_query, "y_query", dims=y.shape[1]), np.float64)
-    if qy.shape[0] != qx.shape[0]:
-        raise ValueError(
-            f"y_query: expected one row per row of x_query ({qx.shape[0]}); received {qy.shape}"
-        )
-    record = _kernels.get(kernel)
-    if not (_kernels.is_gaussian(record) or (record.product and _kernels.is_builtin(record))):
-        raise ValueError(
-            f"kernel: a conditional density needs the Gaussian or a '-product' kernel (the "
-            f"joint kernel a product of x's and y's); received {record.name!r}"
-        )
-    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
-    b = np.asarray(check_bandwidth(y_bandwidth, y.shape[1]), np.float64)
-    joint = log_density(np.hstack([x, y]), np.hstack([qx, qy]), kernel=record,
-                        bandwidth=np.concatenate([h, b]))  # fmt: skip
-    marginal = log_density(x, qx, kernel=record, bandwidth=h)
-    with np.errstate(invalid="ignore"):
-        return np.exp(joint - marginal)

@@ -15,18 +15,20 @@ import numpy as np
 from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from ._validation import check_bandwidth, check_choice, check_points
-from .density import kernel_integrals, log_density
+from .density import log_density
+from .kernel_calculus import kernel_integrals
 from .observation_weights import positive_rows
 
 __all__ = [
     "DENSITY_SELECTORS",
     "KernelDensity",
+    "least_squares_criterion",
     "loo_log_density",
     "select_density_bandwidth",
 ]
 
 #: How :func:`select_density_bandwidth` chooses (``KernelDensity(bandwidth=…)`` too).
-DENSITY_SELECTORS = ("cv_ml", "normal_reference")
+DENSITY_SELECTORS = ("cv_ml", "cv_ls", "normal_reference")
 
 
 class KernelDensity(BaseEstimator):
@@ -37,8 +39,12 @@ class KernelDensity(BaseEstimator):
     kernel : str or Kernel, default="gaussian"
         A distance kernel of finite integral (:mod:`attnpool.kernels`; radial in several
         dimensions, or a ``-product`` kernel).
-    bandwidth : float, array of shape (n_features,), "scott", "silverman", "normal_reference"
-        or "cv_ml" (likelihood cross-validation, :func:`select_density_bandwidth`)
+    bandwidth : float, array of shape (n_features,), "scott", "silverman", "normal_reference",
+        "cv_ml" or "cv_ls" (likelihood or least-squares cross-validation,
+        :func:`select_density_bandwidth`)
+    var_type : str, optional
+        One letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered (as
+        statsmodels' ``KDEMultivariate``); a categorical column's bandwidth is its ``λ``.
 
     Attributes
     ----------
@@ -50,9 +56,10 @@ class KernelDensity(BaseEstimator):
     draws from the estimate (Gaussian and boxcar kernels).
     """
 
-    def __init__(self, kernel="gaussian", bandwidth=1.0):
+    def __init__(self, kernel="gaussian", bandwidth=1.0, *, var_type=None):
         self.kernel = kernel
         self.bandwidth = bandwidth
+        self.var_type = var_type
 
     def fit(self, X, y=None, sample_weight=None):
         """Keep the sample ``X (n_samples, n_features)`` (``y`` is ignored) and its
@@ -73,16 +80,20 @@ class KernelDensity(BaseEstimator):
                         f"sample_weight: bandwidth={self.bandwidth!r} selects for unweighted "
                         "samples; pass a rule ('scott', 'silverman') or numbers"
                     )
-                found = select_density_bandwidth(X, method=self.bandwidth, kernel=self.kernel)
+                found = select_density_bandwidth(
+                    X, method=self.bandwidth, kernel=self.kernel, var_type=self.var_type
+                )
                 self.bandwidth_ = found.bandwidth
             else:
                 self.bandwidth_ = rule_of_thumb(
-                    X, method=self.bandwidth, kernel=self.kernel, weights=weights
-                )
+                    X, method=self.bandwidth, kernel=self.kernel, weights=weights,
+                    var_type=self.var_type,
+                )  # fmt: skip
         else:
             self.bandwidth_ = np.asarray(check_bandwidth(self.bandwidth, X.shape[1]), float)
         self.X_train_, self._weights = X, weights
-        log_density(X[:1], X[:1], kernel=self.kernel, bandwidth=self.bandwidth_)  # checks
+        log_density(X[:1], X[:1], kernel=self.kernel, bandwidth=self.bandwidth_,
+                    var_type=self.var_type)  # the checks  # fmt: skip
         return self
 
     def score_samples(self, X) -> np.ndarray:
@@ -90,8 +101,9 @@ class KernelDensity(BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
         return log_density(
-            self.X_train_, X, kernel=self.kernel, bandwidth=self.bandwidth_, weights=self._weights
-        )
+            self.X_train_, X, kernel=self.kernel, bandwidth=self.bandwidth_,
+            weights=self._weights, var_type=self.var_type,
+        )  # fmt: skip
 
     def score(self, X, y=None) -> float:
         """Total log likelihood of ``X`` under the estimate."""
@@ -102,6 +114,11 @@ class KernelDensity(BaseEstimator):
         plus the kernel's noise — a normal of standard deviation ``h`` (Gaussian), or a
         point uniform in the ball of radius ``h`` (boxcar)."""
         check_is_fitted(self)
+        if self.var_type is not None and set(self.var_type) != {"c"}:
+            raise ValueError(
+                f"var_type: sample draws from continuous estimates; received "
+                f"var_type={self.var_type!r}"
+            )
         record = _kernels.for_dimensions(_kernels.get(self.kernel), self.n_features_in_)
         if not _kernels.is_builtin(record, ("gaussian", "boxcar")):
             raise ValueError(
@@ -120,13 +137,20 @@ class KernelDensity(BaseEstimator):
         return rows + direction * radius * self.bandwidth_
 
 
-def loo_log_density(x, bandwidth, kernel) -> np.ndarray:
+def loo_log_density(x, bandwidth, kernel, var_type=None) -> np.ndarray:
     """``(n,)`` leave-one-out log densities ``log f̂₋ᵢ(xᵢ)`` of the sample ``x (n, d)`` in
     float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
     reaches. Sums in NumPy row chunks (differences of the inputs, no program); a Gaussian
     sample of one column from :data:`EXPANSION_MIN_ROWS` points by the ``fgt`` method's
     expansions, ``O(n)`` an evaluation (a point whose sum over the others is below
-    ``fgt.LOO_MIN_WEIGHT`` of its own term, or unsettled, summed pair by pair)."""
+    ``fgt.LOO_MIN_WEIGHT`` of its own term, or unsettled, summed pair by pair). Mixed
+    data (``var_type``) by :mod:`attnpool.mixed_kernels`."""
+    if var_type is not None and set(var_type) != {"c"}:
+        from .density import mixed_columns
+        from .mixed_kernels import log_sums
+
+        columns, h = mixed_columns(x, kernel, bandwidth, var_type)
+        return log_sums([(x, x, h, columns, "density")], leave_out=True) - math.log(x.shape[0] - 1)
     record = _kernels.for_dimensions(_kernels.get(kernel), x.shape[1])
     x, h = np.asarray(x, np.float64), np.asarray(bandwidth, np.float64)
     n = x.shape[0]
@@ -178,18 +202,48 @@ def _pairwise_log_sums(x, h, record, rows) -> np.ndarray:
     return out
 
 
-def select_density_bandwidth(X, *, method: str = "cv_ml", kernel="gaussian"):
+def least_squares_criterion(x, bandwidth, kernel="gaussian", var_type=None) -> float:
+    """Least-squares cross-validation's ``∫ f̂² − (2/n) Σ_i f̂₋ᵢ(xᵢ)`` (statsmodels' and
+    np's ``cv_ls``): the integrated squared error to a constant, ``∫ f̂²`` from the
+    kernels' convolutions (the Gaussian's for continuous columns, sums over the levels
+    for categorical ones: :mod:`attnpool.mixed_kernels`)."""
+    from .density import mixed_columns
+    from .mixed_kernels import log_sums
+
+    x = np.asarray(x, np.float64)
+    columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
+    if columns.continuous and not _kernels.is_gaussian(columns.kernel):
+        raise ValueError(
+            f"kernel: cv_ls integrates f̂² by the kernel's convolution, the Gaussian's; "
+            f"received {columns.kernel.name!r} (use cv_ml)"
+        )
+    n = x.shape[0]
+    square = np.exp(log_sums([(x, x, h, columns, "convolution")]) - 2 * math.log(n)).sum()
+    loo = np.exp(log_sums([(x, x, h, columns, "density")], leave_out=True) - math.log(n - 1))
+    return float(square - 2.0 * np.mean(loo))
+
+
+def select_density_bandwidth(X, *, method: str = "cv_ml", kernel="gaussian", var_type=None):
     """The bandwidth ``(d,)`` of a kernel density estimate of ``X (n,) | (n, d)``:
     ``"normal_reference"`` (statsmodels': ``1.06 σ n^(−1/(4+d))``, ``σ`` with ``ddof=0``,
-    converted to other kernels by their canonical bandwidths) or
-    ``"cv_ml"``, likelihood cross-validation — the bandwidth that maximises
-    ``Σ_i log f̂₋ᵢ(xᵢ)`` (:func:`loo_log_density`), by the regression searches' global
-    grid-then-refine search on log-bandwidths. Returns a
-    :class:`~attnpool.bandwidth.BandwidthSelection` (``objective``: the mean negative
-    leave-one-out log density)."""
+    converted to other kernels by their canonical bandwidths; categorical columns
+    ``λ = 0.1``), ``"cv_ml"``, likelihood cross-validation — the bandwidth that maximises
+    ``Σ_i log f̂₋ᵢ(xᵢ)`` (:func:`loo_log_density`) —, or ``"cv_ls"``, least squares
+    (:func:`least_squares_criterion`), by the regression searches' global
+    grid-then-refine search on log-bandwidths (logits of ``λ`` for the categorical columns
+    of ``var_type``). Returns a :class:`~attnpool.bandwidth.BandwidthSelection`
+    (``objective``: the mean negative leave-one-out log density, or the least-squares
+    criterion)."""
     from .bandwidth import rule_of_thumb
-    from .bandwidth.rules import rule_from_spread
-    from .bandwidth.search import GRID, BandwidthSelection, select_on_host
+    from .bandwidth.rules import CATEGORICAL_START, rule_from_spread
+    from .bandwidth.search import (
+        GRID,
+        BandwidthSelection,
+        bandwidth_of,
+        host_search,
+        to_theta,
+    )
+    from .local_model import model_for
 
     check_choice(method, "method", DENSITY_SELECTORS)
     x = np.asarray(check_points(X, "X"), np.float64)
@@ -197,17 +251,30 @@ def select_density_bandwidth(X, *, method: str = "cv_ml", kernel="gaussian"):
         raise ValueError(
             f"X: bandwidth selection needs at least 3 rows; received n_samples={x.shape[0]}"
         )
+    model = model_for(x, kernel=kernel, var_type=var_type)
+    cont = list(model.continuous)
     if method == "normal_reference":  # statsmodels': 1.06 σ (ddof 0) n^(−1/(4+d))
         scale = rule_from_spread(np.ones(x.shape[1]), x.shape[0], kernel) / 1.059
-        start = 1.06 * np.std(x, axis=0) * scale
+        start = np.full(x.shape[1], CATEGORICAL_START)
+        start[cont] = (1.06 * np.std(x, axis=0) * scale)[cont]
         return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
-    start = rule_of_thumb(x, method="scott", kernel=kernel)
-    thetas = np.log(start)[None, :] + np.log(GRID)[:, None]
+    start = rule_of_thumb(x, method="scott", kernel=kernel, var_type=var_type)
+    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
+    thetas[:, cont] += np.log(GRID)[:, None]
+    # categorical columns along the same line, logits in the grid's steps about λ = 0.1
+    step = math.log(GRID[1] / GRID[0])
+    thetas[:, list(model.categorical)] += (step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2))[
+        :, None
+    ]
 
     def objective(theta) -> float:
-        values = loo_log_density(x, np.exp(theta), kernel)
+        h = bandwidth_of(theta, model)
+        if method == "cv_ls":
+            return least_squares_criterion(x, h, kernel, var_type)
+        values = loo_log_density(x, h, kernel, var_type)
         return float(-np.mean(values)) if np.all(np.isfinite(values)) else np.inf
 
-    record = _kernels.get(kernel)
-    found = select_on_host(objective, thetas, None, smooth=not record.compact)
-    return found._replace(method=method)
+    theta, value, objectives = host_search(
+        objective, thetas, GRID, None, smooth=not model.kernel.compact
+    )
+    return BandwidthSelection(bandwidth_of(theta, model), value, method, (GRID, objectives))

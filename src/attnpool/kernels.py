@@ -52,10 +52,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Literal
 
 import numpy as np
+
+from . import kernel_profiles as profiles
 
 __all__ = ["Kernel", "get", "higher_order", "names", "register"]
 
@@ -175,91 +176,10 @@ class Kernel:
             )
 
         def log_profile(r2):
-            return jnp.log(function(_safe_sqrt(r2)))
+            return jnp.log(function(profiles.safe_sqrt(r2)))
 
         log_profile.__doc__ = function.__doc__ or f"User kernel {label!r}: K(u) = {label}(u)."
         return cls(label, log_profile, support=support)
-
-
-def _namespace(r2):
-    """NumPy for NumPy arrays (the NumPy engine's small problems: no program to build),
-    ``jax.numpy`` for everything else (traced values). The built-in profiles use only
-    functions both share."""
-    if isinstance(r2, np.ndarray | np.generic):
-        return np
-    import jax.numpy as jnp
-
-    return jnp
-
-
-def _safe_sqrt(r2):
-    """``sqrt(r2)`` whose gradient at 0 is 0, not inf (a symmetric subgradient).
-
-    Not the double-``where`` idiom: XLA:CPU may fuse the two ``r2 > 0`` tests from
-    differently contracted (FMA) copies of ``r2``, and a zero distance then took the
-    placeholder's ``sqrt(1)`` (wrong float64 weights under ``jit``, found by a test).
-    ``max`` with the smallest normal number is continuous, so no copy can disagree.
-    """
-    xp = _namespace(r2)
-    tiny = xp.finfo(xp.result_type(r2, xp.float32)).tiny
-    return xp.where(r2 > 0, xp.sqrt(xp.maximum(r2, tiny)), 0.0)
-
-
-def _inside(r2, log_value: Callable):
-    """``log_value(r2)`` inside the open unit ball, ``-inf`` outside, NaN-free gradients."""
-    xp = _namespace(r2)
-    mask = r2 < 1.0
-    safe = xp.where(mask, r2, 0.0)
-    return xp.where(mask, log_value(safe), -xp.inf)
-
-
-def _gaussian(r2):
-    """Gaussian: K(u) = exp(−u²/2) / √(2π). The bandwidth is the standard deviation."""
-    return -0.5 * r2
-
-
-def _boxcar(r2):
-    """Boxcar (uniform): K(u) = 1/2 for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, _namespace(r2).zeros_like)
-
-
-def _constant(r2):
-    """Constant: K(u) = 1 for every u (improper). Any bandwidth gives average pooling."""
-    return _namespace(r2).zeros_like(r2)
-
-
-def _triangular(r2):
-    """Triangular: K(u) = 1 − |u| for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, lambda s: _namespace(s).log1p(-_safe_sqrt(s)))
-
-
-def _epanechnikov(r2):
-    """Epanechnikov: K(u) = 3/4 (1 − u²) for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, lambda s: _namespace(s).log1p(-s))
-
-
-def _tricube(r2):
-    """Tricube: K(u) = 70/81 (1 − |u|³)³ for |u| < 1, else 0. The bandwidth is the half-width."""
-    return _inside(r2, lambda s: 3.0 * _namespace(s).log1p(-(_safe_sqrt(s) * s)))
-
-
-def _laplacian(r2):
-    """Laplacian: K(u) = exp(−|u|) / 2. The bandwidth is the scale (standard deviation √2·h)."""
-    return -_safe_sqrt(r2)
-
-
-def _cosine(r2):
-    """Cosine: K(u) = π/4 cos(πu/2) for |u| < 1, else 0. The bandwidth is the half-width."""
-    xp = _namespace(r2)
-    return _inside(r2, lambda s: xp.log(xp.cos(0.5 * xp.pi * _safe_sqrt(s))))
-
-
-def _dot(score):
-    """Dot product: K(q, k) = exp(q·k / h), softmax attention with temperature h.
-
-    With a per-dimension bandwidth the score is Σ_j q_j k_j / h_j.
-    """
-    return score
 
 
 _REGISTRY: dict[str, Kernel] = {}
@@ -350,36 +270,13 @@ def get(kernel: str | Kernel | Callable) -> Kernel:
     )
 
 
-def _even_moment(base: str, m: int) -> Fraction:
-    """``∫ u^(2m) K(u) du`` of the normalised one-dimensional ``base``, exactly."""
-    if base == "gaussian":  # (2m − 1)!!
-        return Fraction(math.prod(range(1, 2 * m, 2)))
-    return Fraction(3, (2 * m + 1) * (2 * m + 3))  # epanechnikov: 3/4 ∫(u^2m − u^(2m+2))
-
-
-def _polynomial(base: str, order: int) -> tuple[float, ...]:
-    """``P`` with ``∫ u^(2i) P(u²) K(u) du = [i = 0]`` for ``2i < order``: a linear system
-    in the base's even moments, solved in exact rationals."""
-    size = order // 2
-    rows = [[_even_moment(base, i + j) for j in range(size)] + [Fraction(i == 0)]
-            for i in range(size)]  # fmt: skip
-    for col in range(size):  # Gauss–Jordan (the moment matrix is positive definite)
-        pivot = rows[col][col]
-        rows[col] = [entry / pivot for entry in rows[col]]
-        for row in range(size):
-            if row != col:
-                factor = rows[row][col]
-                rows[row] = [a - factor * b for a, b in zip(rows[row], rows[col], strict=True)]
-    return tuple(float(row[-1]) for row in rows)
-
-
 #: The bases and orders of the built-in higher-order kernels (R np's ``ckerorder``).
 HIGHER_ORDERS = {"gaussian": (4, 6, 8), "epanechnikov": (4, 6, 8)}
 
 
 def _higher_order_record(base: Kernel, order: int) -> Kernel:
     name = f"{base.name}-order{order}"
-    polynomial = _polynomial(base.name, order)
+    polynomial = profiles.moment_polynomial(base.name, order)
     terms = " ".join(
         f"{'−' if c < 0 else '+'} {abs(c):.6g}{f' u^{2 * j}' if j else ''}"
         for j, c in enumerate(polynomial)
@@ -428,21 +325,21 @@ _PI = math.pi
 for _kernel in (
     Kernel(
         "gaussian",
-        _gaussian,
+        profiles.gaussian,
         math.inf,
         1.0,
         1 / (2 * math.sqrt(_PI)),
         -0.5 * math.log(2 * _PI),
         quadratic=-0.5,
     ),
-    Kernel("boxcar", _boxcar, 1.0, 1 / 3, 1 / 2, math.log(1 / 2)),
-    Kernel("constant", _constant, math.inf, math.inf, math.inf, 0.0),
-    Kernel("triangular", _triangular, 1.0, 1 / 6, 2 / 3, 0.0),
-    Kernel("epanechnikov", _epanechnikov, 1.0, 1 / 5, 3 / 5, math.log(3 / 4)),
-    Kernel("tricube", _tricube, 1.0, 35 / 243, 175 / 247, math.log(70 / 81)),
-    Kernel("laplacian", _laplacian, math.inf, 2.0, 1 / 4, math.log(1 / 2)),
-    Kernel("cosine", _cosine, 1.0, 1 - 8 / _PI**2, _PI**2 / 16, math.log(_PI / 4)),
-    Kernel("dot", _dot, math.inf, None, None, 0.0, similarity="dot"),
+    Kernel("boxcar", profiles.boxcar, 1.0, 1 / 3, 1 / 2, math.log(1 / 2)),
+    Kernel("constant", profiles.constant, math.inf, math.inf, math.inf, 0.0),
+    Kernel("triangular", profiles.triangular, 1.0, 1 / 6, 2 / 3, 0.0),
+    Kernel("epanechnikov", profiles.epanechnikov, 1.0, 1 / 5, 3 / 5, math.log(3 / 4)),
+    Kernel("tricube", profiles.tricube, 1.0, 35 / 243, 175 / 247, math.log(70 / 81)),
+    Kernel("laplacian", profiles.laplacian, math.inf, 2.0, 1 / 4, math.log(1 / 2)),
+    Kernel("cosine", profiles.cosine, 1.0, 1 - 8 / _PI**2, _PI**2 / 16, math.log(_PI / 4)),
+    Kernel("dot", profiles.dot, math.inf, None, None, 0.0, similarity="dot"),
 ):
     register(_kernel)
 for _name in ("boxcar", "triangular", "epanechnikov", "tricube", "cosine"):

@@ -1,0 +1,316 @@
+"""Conditional densities and distributions of mixed data, their bandwidths, and the
+estimator: ``f̂(y | x)`` is attention pooling of ``y``'s kernel with ``x``'s weights,
+
+.. math:: \\hat f(y \\mid x) = \\frac{\\sum_i K_h(x, x_i) \\, L_b(y, y_i)}{\\sum_i K_h(x, x_i)},
+          \\qquad \\hat F(y \\mid x) = \\frac{\\sum_i K_h(x, x_i) \\, G_b(y, y_i)}
+          {\\sum_i K_h(x, x_i)}
+
+(``L``: the normalised product kernel of ``y``'s columns, ``G`` its distribution), for
+continuous, ordered and unordered columns on either side (statsmodels'
+``KDEMultivariateConditional``, R np's ``npcdens``/``npcdist``), summed in the log domain
+(:mod:`attnpool.mixed_kernels`). Bandwidths by ``normal_reference`` or by
+cross-validation of the leave-one-out conditional density: ``cv_ml`` maximises
+``Σ_l log f̂₋ₗ(y_l | x_l)``; ``cv_ls`` minimises
+
+.. math:: \\frac1n \\sum_l \\Big[\\int \\hat f_{-l}(y \\mid x_l)^2 dy
+          - 2 \\hat f_{-l}(y_l \\mid x_l)\\Big], \\qquad
+          \\int \\hat f_{-l}(y \\mid x_l)^2 dy
+          = \\frac{w_l^\\top C \\, w_l}{(\\mathbf 1^\\top w_l)^2}
+
+with ``w_l`` the weights ``K_h(x_l, x_i)`` of the other points and ``C`` the matrix of
+``y``'s kernel convolutions: ``O(n³)`` by matrix products (``O(n²)`` memory).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import kernels as _kernels
+from ._estimator_api import BaseEstimator, check_is_fitted
+from ._validation import check_bandwidth, check_choice, check_points
+from .density import log_density, mixed_columns
+from .mixed_kernels import log_pair_terms, log_sums
+
+__all__ = [
+    "CONDITIONAL_SELECTORS",
+    "ConditionalDensity",
+    "conditional_cdf",
+    "conditional_density",
+    "conditional_log_density",
+    "select_conditional_bandwidth",
+]
+
+#: How :func:`select_conditional_bandwidth` chooses.
+CONDITIONAL_SELECTORS = ("cv_ml", "cv_ls", "normal_reference")
+
+
+def _sides(x, y, x_var_type, y_var_type, kernel, x_bandwidth, y_bandwidth):
+    """Checked ``(x, y, x side, y side)``: each side ``(columns, bandwidths)``."""
+    x = np.asarray(check_points(x, "x_train"), np.float64)
+    y = np.asarray(check_points(y, "y_train"), np.float64)
+    if y.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"y_train: expected one row per row of x_train ({x.shape[0]}); received {y.shape}"
+        )
+    x_side = mixed_columns(x, kernel, x_bandwidth, x_var_type or "c" * x.shape[1])
+    y_side = mixed_columns(y, kernel, y_bandwidth, y_var_type or "c" * y.shape[1])
+    return x, y, x_side, y_side
+
+
+def _queries(x, y, x_query, y_query):
+    qx = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
+    qy = np.asarray(check_points(y_query, "y_query", dims=y.shape[1]), np.float64)
+    if qy.shape[0] != qx.shape[0]:
+        raise ValueError(
+            f"y_query: expected one row per row of x_query ({qx.shape[0]}); received {qy.shape}"
+        )
+    return qx, qy
+
+
+def conditional_density(
+    x_train, y_train, x_query, y_query, *, kernel="gaussian", bandwidth=1.0, y_bandwidth=1.0,
+    x_var_type=None, y_var_type=None,
+) -> np.ndarray:  # fmt: skip
+    """``f̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``: the attention pooling of the
+    values ``K_b(y − y_i)`` with weights ``K_h(x − x_i)``,
+
+    .. math:: \\hat f(y \\mid x) = \\frac{\\sum_i K((x - x_i)/h) \\, K((y - y_i)/b)}
+              {\\prod_j b_j \\int K \\; \\sum_i K((x - x_i)/h)}
+
+    in the log domain (both sums by :func:`log_kernel_sums`): ``(k,)`` in float64, NaN
+    where no training point reaches ``x`` (a compact kernel). The Gaussian or a
+    ``-product`` kernel (the joint kernel is then the product of the two); ``bandwidth``
+    is ``x``'s, ``y_bandwidth`` ``y``'s. Continuous columns on the exact engines; with
+    categorical ones (``x_var_type``, ``y_var_type``), :func:`conditional_log_density`.
+    """
+    if {*(x_var_type or "c"), *(y_var_type or "c")} != {"c"}:
+        return np.exp(conditional_log_density(
+            x_train, y_train, x_query, y_query, bandwidth=bandwidth, y_bandwidth=y_bandwidth,
+            kernel=kernel, x_var_type=x_var_type, y_var_type=y_var_type,
+        ))  # fmt: skip
+    x = np.asarray(check_points(x_train, "x_train"), np.float64)
+    y = np.asarray(check_points(y_train, "y_train"), np.float64)
+    if y.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"y_train: expected one row per row of x_train ({x.shape[0]}); received {y.shape}"
+        )
+    qx = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
+    qy = np.asarray(check_points(y_query, "y_query", dims=y.shape[1]), np.float64)
+    if qy.shape[0] != qx.shape[0]:
+        raise ValueError(
+            f"y_query: expected one row per row of x_query ({qx.shape[0]}); received {qy.shape}"
+        )
+    record = _kernels.get(kernel)
+    if not (_kernels.is_gaussian(record) or (record.product and _kernels.is_builtin(record))):
+        raise ValueError(
+            f"kernel: a conditional density needs the Gaussian or a '-product' kernel (the "
+            f"joint kernel a product of x's and y's); received {record.name!r}"
+        )
+    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
+    b = np.asarray(check_bandwidth(y_bandwidth, y.shape[1]), np.float64)
+    joint = log_density(np.hstack([x, y]), np.hstack([qx, qy]), kernel=record,
+                        bandwidth=np.concatenate([h, b]))  # fmt: skip
+    marginal = log_density(x, qx, kernel=record, bandwidth=h)
+    with np.errstate(invalid="ignore"):
+        return np.exp(joint - marginal)
+
+
+def _log_pooled(x_train, y_train, x_query, y_query, y_form, bandwidth, y_bandwidth, kernel,
+                x_var_type, y_var_type):  # fmt: skip
+    """``log Σ_i K_h(x, x_i) T_b(y, y_i) − log Σ_i K_h(x, x_i)``, ``T`` the ``y_form`` of
+    ``y``'s kernel (:func:`attnpool.mixed_kernels.log_pair_terms`)."""
+    x, y, (cx, hx), (cy, hy) = _sides(x_train, y_train, x_var_type, y_var_type, kernel,
+                                      bandwidth, y_bandwidth)  # fmt: skip
+    qx, qy = _queries(x, y, x_query, y_query)
+    joint = log_sums([(qx, x, hx, cx, "density"), (qy, y, hy, cy, y_form)])
+    marginal = log_sums([(qx, x, hx, cx, "density")])
+    with np.errstate(invalid="ignore"):
+        return joint - marginal
+
+
+def conditional_log_density(x_train, y_train, x_query, y_query, *, bandwidth, y_bandwidth,
+                            kernel="gaussian", x_var_type=None, y_var_type=None):  # fmt: skip
+    """``log f̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``, ``(k,)`` in float64
+    (NaN where no training point reaches ``x``): ``var_type`` letters per side as
+    :func:`attnpool.log_density` takes them; ``bandwidth`` is ``x``'s, ``y_bandwidth``
+    ``y``'s (``λ`` for categorical columns)."""
+    return _log_pooled(x_train, y_train, x_query, y_query, "density", bandwidth, y_bandwidth,
+                       kernel, x_var_type, y_var_type)  # fmt: skip
+
+
+def conditional_cdf(x_train, y_train, x_query, y_query, *, bandwidth, y_bandwidth,
+                    kernel="gaussian", x_var_type=None, y_var_type=None):  # fmt: skip
+    """``F̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``: ``x``'s kernel weights
+    pooling ``y``'s kernel distribution functions (products over ``y``'s columns; levels
+    up to ``y`` for categorical ones). Options as :func:`conditional_log_density`."""
+    log_f = _log_pooled(x_train, y_train, x_query, y_query, "cdf", bandwidth, y_bandwidth,
+                        kernel, x_var_type, y_var_type)  # fmt: skip
+    return np.minimum(np.exp(log_f), 1.0)
+
+
+def _loo_log_conditional(x, y, hx, hy, cx, cy) -> np.ndarray:
+    joint = log_sums([(x, x, hx, cx, "density"), (y, y, hy, cy, "density")], leave_out=True)
+    marginal = log_sums([(x, x, hx, cx, "density")], leave_out=True)
+    with np.errstate(invalid="ignore"):
+        return joint - marginal
+
+
+def _least_squares(x, y, hx, hy, cx, cy) -> float:
+    """The conditional ``cv_ls`` criterion (module docstring), rows of ``x``'s weights
+    shifted by their largest (each row's ratio is scale-free)."""
+    log_w = log_pair_terms(x, x, hx, cx, "density")
+    np.fill_diagonal(log_w, -np.inf)
+    top = np.max(log_w, axis=1, keepdims=True)
+    if not np.all(np.isfinite(top)):
+        return math.inf
+    w = np.exp(log_w - top)
+    log_c = log_pair_terms(y, y, hy, cy, "convolution")
+    shift = np.max(log_c)
+    square = np.einsum("lj,lj->l", w @ np.exp(log_c - shift), w) * math.exp(shift)
+    total = w.sum(axis=1)
+    own = np.einsum("lj,lj->l", w, np.exp(log_pair_terms(y, y, hy, cy, "density")))
+    return float(np.mean(square / total**2 - 2.0 * own / total))
+
+
+def conditional_criterion(x, y, bandwidth, y_bandwidth, *, method="cv_ml", kernel="gaussian",
+                          x_var_type=None, y_var_type=None) -> float:  # fmt: skip
+    """The criterion :func:`select_conditional_bandwidth` minimises: the mean negative
+    leave-one-out log conditional density (``cv_ml``) or the least-squares criterion
+    (``cv_ls``, the Gaussian for continuous columns)."""
+    x, y, (cx, hx), (cy, hy) = _sides(x, y, x_var_type, y_var_type, kernel, bandwidth,
+                                      y_bandwidth)  # fmt: skip
+    if method == "cv_ml":
+        values = _loo_log_conditional(x, y, hx, hy, cx, cy)
+        return float(-np.mean(values)) if np.all(np.isfinite(values)) else math.inf
+    if cy.continuous and not _kernels.is_gaussian(cy.kernel):
+        raise ValueError(
+            f"kernel: cv_ls integrates f̂² by the kernel's convolution, the Gaussian's; "
+            f"received {cy.kernel.name!r} (use cv_ml)"
+        )
+    return _least_squares(x, y, hx, hy, cx, cy)
+
+
+def select_conditional_bandwidth(x, y, *, method="cv_ml", kernel="gaussian", x_var_type=None,
+                                 y_var_type=None):  # fmt: skip
+    """Bandwidths of :math:`\\hat f(y \\mid x)`: a
+    :class:`~attnpool.bandwidth.BandwidthSelection` whose ``bandwidth`` holds ``x``'s
+    columns, then ``y``'s. ``"normal_reference"``: statsmodels' ``1.06 σ n^(−1/(4+q))``
+    over all ``q`` columns (``λ = 0.1`` for categorical ones); ``"cv_ml"``/``"cv_ls"``:
+    the criteria of :func:`conditional_criterion`, minimised by the regressions'
+    grid-then-refine search (log-bandwidths, logits of ``λ``)."""
+    from .bandwidth import rule_of_thumb
+    from .bandwidth.rules import CATEGORICAL_START
+    from .bandwidth.search import GRID, BandwidthSelection, bandwidth_of, host_search, to_theta
+    from .local_model import model_for
+
+    check_choice(method, "method", CONDITIONAL_SELECTORS)
+    x = np.asarray(check_points(x, "x"), np.float64)
+    y = np.asarray(check_points(y, "y"), np.float64)
+    if x.shape[0] < 3 or y.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"x, y: bandwidth selection needs at least 3 rows, as many of y as of x; "
+            f"received {x.shape[0]} and {y.shape[0]}"
+        )
+    both = np.hstack([x, y])
+    var_type = (x_var_type or "c" * x.shape[1]) + (y_var_type or "c" * y.shape[1])
+    model = model_for(both, kernel=kernel, var_type=var_type)
+    cont, cat = list(model.continuous), list(model.categorical)
+    d = x.shape[1]
+    if method == "normal_reference":
+        start = np.full(both.shape[1], CATEGORICAL_START)
+        start[cont] = (
+            1.06 * np.std(both, axis=0)[cont] * both.shape[0] ** (-1 / (4 + len(var_type)))
+        )
+        return BandwidthSelection(start, math.nan, method, (np.array([]), np.array([])))
+    start = rule_of_thumb(both, method="scott", kernel=kernel, var_type=var_type)
+    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
+    thetas[:, cont] += np.log(GRID)[:, None]
+    step = math.log(GRID[1] / GRID[0])
+    thetas[:, cat] += (step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2))[:, None]
+
+    def objective(theta) -> float:
+        h = bandwidth_of(theta, model)
+        return conditional_criterion(x, y, h[:d], h[d:], method=method, kernel=kernel,
+                                     x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
+
+    theta, value, objectives = host_search(
+        objective, thetas, GRID, None, smooth=not model.kernel.compact
+    )
+    return BandwidthSelection(bandwidth_of(theta, model), value, method, (GRID, objectives))
+
+
+class ConditionalDensity(BaseEstimator):
+    """The conditional density ``f̂(y | x)`` as an estimator (R np's ``npcdens``,
+    statsmodels' ``KDEMultivariateConditional``).
+
+    Parameters
+    ----------
+    kernel : str, default="gaussian"
+        The continuous columns' kernel (the Gaussian, or a ``-product`` kernel).
+    bandwidth : "cv_ml", "cv_ls", "normal_reference", or numbers for ``x``'s columns then
+        ``y``'s
+    x_var_type, y_var_type : str, optional
+        ``c``, ``o``, ``u`` per column of ``x`` and of ``y``.
+
+    Attributes
+    ----------
+    bandwidth_ : ndarray of shape (n_x_features,) — ``x``'s bandwidths
+    y_bandwidth_ : ndarray of shape (n_y_features,) — ``y``'s
+    criterion_ : float — the cross-validation criterion (NaN for given or rule bandwidths)
+    """
+
+    def __init__(self, kernel="gaussian", bandwidth="cv_ml", *, x_var_type=None,
+                 y_var_type=None):  # fmt: skip
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.x_var_type = x_var_type
+        self.y_var_type = y_var_type
+
+    def fit(self, X, y):
+        """Keep the sample (``X (n, d)``, ``y (n,) | (n, e)``) and choose the bandwidths."""
+        x = np.asarray(check_points(X, "X"), np.float64)
+        yy = np.asarray(check_points(y, "y"), np.float64)
+        d = x.shape[1]
+        if isinstance(self.bandwidth, str):
+            found = select_conditional_bandwidth(
+                x, yy, method=self.bandwidth, kernel=self.kernel, x_var_type=self.x_var_type,
+                y_var_type=self.y_var_type,
+            )  # fmt: skip
+            h, self.criterion_ = found.bandwidth, found.objective
+        else:
+            h = np.asarray(self.bandwidth, np.float64).reshape(-1)
+            if h.size != d + yy.shape[1]:
+                raise ValueError(
+                    f"bandwidth: expected {d + yy.shape[1]} numbers (x's {d} columns, then "
+                    f"y's {yy.shape[1]}); received {h.size}"
+                )
+            self.criterion_ = math.nan
+        self.bandwidth_, self.y_bandwidth_ = h[:d], h[d:]
+        self.X_train_, self.y_train_, self.n_features_in_ = x, yy, d
+        self.score_samples(x[:1], yy[:1])  # the checks
+        return self
+
+    def _options(self) -> dict:
+        return {"bandwidth": self.bandwidth_, "y_bandwidth": self.y_bandwidth_,
+                "kernel": self.kernel, "x_var_type": self.x_var_type,
+                "y_var_type": self.y_var_type}  # fmt: skip
+
+    def score_samples(self, X, y) -> np.ndarray:
+        """``log f̂(y_i | X_i)``, ``(n,)``."""
+        check_is_fitted(self)
+        return conditional_log_density(self.X_train_, self.y_train_, X, y, **self._options())
+
+    def pdf(self, X, y) -> np.ndarray:
+        """``f̂(y_i | X_i)``, ``(n,)``."""
+        return np.exp(self.score_samples(X, y))
+
+    def cdf(self, X, y) -> np.ndarray:
+        """``F̂(y_i | X_i)``, ``(n,)``."""
+        check_is_fitted(self)
+        return conditional_cdf(self.X_train_, self.y_train_, X, y, **self._options())
+
+    def score(self, X, y) -> float:
+        """The log likelihood ``Σ_i log f̂(y_i | X_i)``."""
+        return float(np.sum(self.score_samples(X, y)))

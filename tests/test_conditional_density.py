@@ -1,0 +1,153 @@
+"""Conditional densities and distributions of mixed data: statsmodels'
+``KDEMultivariateConditional`` at the same bandwidths, its criteria, R np's published
+bandwidths and values (quoted in statsmodels' ``test_kernel_density.py``, at its
+tolerances), and normalisation."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from statsmodels.nonparametric.kernel_density import KDEMultivariateConditional
+
+from attnpool import (
+    ConditionalDensity,
+    conditional_cdf,
+    conditional_density,
+    select_conditional_bandwidth,
+)
+from attnpool.conditional import conditional_criterion
+
+
+@pytest.fixture(scope="module")
+def italy():
+    """R np's Italy data (gdp and year, the first 50 rows) and oecdpanel's growth, as
+    statsmodels' tests hold them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
+        from statsmodels.nonparametric.tests.test_kernel_density import KDETestBase
+    base = KDETestBase()
+    base.setup_method()
+    return {name: np.asarray(getattr(base, name), float).reshape(-1)
+            for name in ("Italy_gdp", "Italy_year", "growth")}  # fmt: skip
+
+
+def _draw(var_type: str, n: int, rng) -> np.ndarray:
+    return np.column_stack([rng.normal(size=n) if t == "c" else rng.integers(0, 4, n).astype(float)
+                            for t in var_type])  # fmt: skip
+
+
+@pytest.mark.parametrize(("y_type", "x_type"), [("c", "o"), ("o", "c"), ("u", "cu"), ("cc", "c")])
+def test_equal_to_statsmodels(y_type, x_type):
+    rng = np.random.default_rng(len(x_type + y_type))
+    x, y = _draw(x_type, 60, rng), _draw(y_type, 60, rng)
+    hx = np.array([0.7 if t == "c" else 0.3 for t in x_type])
+    hy = np.array([0.5 if t == "c" else 0.2 for t in y_type])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        reference = KDEMultivariateConditional(
+            endog=list(y.T), exog=list(x.T), dep_type=y_type, indep_type=x_type,
+            bw=np.r_[hy, hx],
+        )  # fmt: skip
+    options = {"bandwidth": hx, "y_bandwidth": hy, "x_var_type": x_type, "y_var_type": y_type}
+    qx, qy = x[:12], y[:12]
+    assert conditional_density(x, y, qx, qy, **options) == pytest.approx(
+        reference.pdf(endog_predict=qy, exog_predict=qx), rel=1e-10
+    )
+    assert conditional_cdf(x, y, qx, qy, **options) == pytest.approx(
+        reference.cdf(endog_predict=qy, exog_predict=qx), rel=1e-10
+    )
+    options = {"x_var_type": x_type, "y_var_type": y_type}
+    ml = conditional_criterion(x, y, hx, hy, method="cv_ml", **options)
+    assert ml * len(x) == pytest.approx(reference.loo_likelihood(np.r_[hy, hx], np.log), rel=1e-12)
+    if "o" not in y_type:  # statsmodels' Wang–van Ryzin convolution differs (levels of i only)
+        ls = conditional_criterion(x, y, hx, hy, method="cv_ls", **options)
+        assert ls == pytest.approx(reference.imse(np.r_[hy, hx]), rel=1e-10)
+
+
+def test_r_np_bandwidths_densities_and_distributions(italy):
+    gdp, year, growth = italy["Italy_gdp"], italy["Italy_year"][:, None], italy["growth"]
+    # npcdensbw(gdp ~ ordered(year), bwmethod = "cv.ls"): y's 1.6448, x's 0.2317373
+    found = select_conditional_bandwidth(year, gdp, method="cv_ls", x_var_type="o")
+    assert found.bandwidth == pytest.approx([0.2317373, 1.6448], abs=1e-3)
+    options = {"bandwidth": found.bandwidth[:1], "y_bandwidth": found.bandwidth[1:],
+               "x_var_type": "o"}  # fmt: skip
+    expected = [0.08469226, 0.01737731, 0.05679909, 0.09744726, 0.15086674]
+    assert conditional_density(year, gdp, year[:5], gdp[:5], **options) == pytest.approx(
+        expected, abs=1e-3
+    )
+    expected = [0.8118257, 0.9724863, 0.8843773, 0.7720359, 0.4361867]
+    assert conditional_cdf(year, gdp, year[:5], gdp[:5], **options) == pytest.approx(
+        expected, abs=1e-3
+    )
+    # npcdensbw(gdp ~ growth, bwmethod = "cv.ml"): y's 0.5341164, x's 0.04510836
+    found = select_conditional_bandwidth(growth[:, None], gdp, method="cv_ml")
+    assert found.bandwidth == pytest.approx([0.04510836, 0.5341164], abs=1e-3)
+    found = select_conditional_bandwidth(growth[:, None], gdp, method="normal_reference")
+    assert found.bandwidth == pytest.approx([0.01535401, 1.283532], abs=1e-1)
+    expected = [0.81304920, 0.95046942, 0.86878727, 0.71961748, 0.38685423]
+    h, b = found.bandwidth[:1], found.bandwidth[1:]
+    got = conditional_cdf(growth[:, None], gdp, growth[:5, None], gdp[:5], bandwidth=h,
+                          y_bandwidth=b)  # fmt: skip
+    assert got == pytest.approx(expected, abs=1e-3)
+    expected = [11.97964, 12.73290, 13.23037, 13.46438, 12.22779]
+    got = conditional_density(gdp[:, None], growth, gdp[:5, None], growth[:5],
+                              bandwidth=12095254.7, y_bandwidth=0.010043)  # fmt: skip
+    assert got == pytest.approx(expected, abs=1e-3)
+
+
+@pytest.mark.parametrize("method", ["cv_ml", "cv_ls"])
+def test_selection_reaches_the_criterion_s_minimum(method):
+    rng = np.random.default_rng(5)
+    x = np.c_[rng.normal(size=80), rng.integers(0, 3, 80)]
+    y = x[:, 0] + 0.5 * x[:, 1] + rng.normal(0, 0.4, 80)
+    found = select_conditional_bandwidth(x, y, method=method, x_var_type="cu")
+
+    def criterion(h):
+        return conditional_criterion(x, y, h[:2], h[2:], method=method, x_var_type="cu")
+
+    assert found.objective == pytest.approx(criterion(found.bandwidth), rel=1e-12)
+    for column in range(3):
+        for factor in np.geomspace(0.5, 2.0, 9):
+            h = found.bandwidth.copy()
+            h[column] = min(h[column] * factor, 0.66)
+            assert found.objective <= criterion(h) + 1e-10 * abs(found.objective)
+
+
+def test_conditional_densities_integrate_and_sum_to_one():
+    rng = np.random.default_rng(9)
+    x = np.c_[rng.normal(size=50), rng.integers(0, 3, 50)]
+    y_cont = rng.normal(size=50)
+    grid = np.linspace(-9, 9, 7201)
+    options = {"bandwidth": [0.5, 0.3], "y_bandwidth": 0.4, "x_var_type": "cu"}
+    for query in x[:3]:
+        queries = np.tile(query, (grid.size, 1))
+        f = conditional_density(x, y_cont, queries, grid, **options)
+        assert np.trapezoid(f, grid) == pytest.approx(1.0, abs=1e-9)
+        f = conditional_cdf(x, y_cont, queries, grid, **options)
+        assert np.all(np.diff(f) >= 0) and f[0] < 1e-12 and f[-1] == pytest.approx(1.0)
+    y_cat = rng.integers(0, 4, 50).astype(float)
+    levels = np.unique(y_cat)
+    for query in x[:3]:
+        f = conditional_density(x, y_cat, np.tile(query, (4, 1)), levels, bandwidth=[0.5, 0.3],
+                                y_bandwidth=0.2, x_var_type="cu", y_var_type="u")  # fmt: skip
+        assert np.sum(f) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_the_estimator():
+    rng = np.random.default_rng(4)
+    x = np.c_[rng.normal(size=70), rng.integers(0, 3, 70)]
+    y = x[:, 0] + rng.normal(0, 0.5, 70)
+    model = ConditionalDensity(x_var_type="cu").fit(x, y)
+    found = select_conditional_bandwidth(x, y, x_var_type="cu")
+    assert np.r_[model.bandwidth_, model.y_bandwidth_] == pytest.approx(found.bandwidth)
+    assert model.criterion_ == pytest.approx(found.objective)
+    assert model.score(x, y) == pytest.approx(np.sum(np.log(model.pdf(x, y))), rel=1e-12)
+    assert np.all((model.cdf(x, y) >= 0) & (model.cdf(x, y) <= 1))
+    fixed = ConditionalDensity(bandwidth=[0.5, 0.2, 0.4], x_var_type="cu").fit(x, y)
+    assert fixed.y_bandwidth_ == pytest.approx([0.4])
+    with pytest.raises(ValueError, match=r"bandwidth: expected 3 numbers"):
+        ConditionalDensity(bandwidth=[0.5, 0.4], x_var_type="cu").fit(x, y)
+    with pytest.raises(ValueError, match="method: expected one of"):
+        ConditionalDensity(bandwidth="aicc").fit(x, y)
