@@ -52,6 +52,7 @@ ABOVE = {
     "learned",
     "pair_regression",
     "plotting",
+    "plug_in",
     "pooling",
     "regression",
     "report",

@@ -39,6 +39,7 @@ from .methods.stream import KEY_BLOCK
 from .observation_weights import check_weights
 
 __all__ = [
+    "density_band",
     "kernel_density",
     "kernel_integrals",
     "log_density",
@@ -151,3 +152,34 @@ def _mixed_log_density(x, q, kernel, bandwidth, weights, var_type) -> np.ndarray
 def kernel_density(x_train, x_query, **options) -> np.ndarray:
     """The density ``f̂`` at ``x_query``: ``exp`` of :func:`log_density` (same options)."""
     return np.exp(log_density(x_train, x_query, **options))
+
+
+def density_band(x_train, x_query, *, kernel="gaussian", bandwidth=1.0, level=0.95,
+                 weights=None, var_type=None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """A pointwise ``level`` band of the density at ``x_query``: ``f̂ ± z s``, ``s²`` the
+    variance of the mean of the i.i.d. terms ``K_h(x − X_i)`` estimated from them,
+    ``(mean(K_h²) − f̂²) / n_e`` (``n_e = (Σw)² / Σw²``, the effective sample size; the
+    weighted means with observation weights) — the estimate's own spread, with no
+    small-bandwidth approximation (``f̂ R(K) / (n h)`` overstates it by the ``f̂² / n``
+    it drops, a quarter at ``h = 0.3`` on a standard normal). The bias is not bounded, as
+    by no such band; the lower end is clipped at 0. ``var_type`` as
+    :func:`log_density` takes it."""
+    from scipy import stats
+
+    from .mixed_kernels import log_sums
+
+    if not 0 < level < 1:
+        raise ValueError(f"level: expected a number strictly between 0 and 1; received {level!r}")
+    x = np.asarray(check_points(x_train, "x_train"), np.float64)
+    q = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
+    columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
+    w = np.ones(x.shape[0]) if weights is None else np.asarray(
+        check_weights(weights, x.shape[0]), np.float64)  # fmt: skip
+    share = w / np.sum(w)
+    term = (q, x, h, columns, "density")
+    density = np.exp(log_sums([term], weights=share))
+    second = np.exp(log_sums([term, term], weights=share))
+    effective = 1.0 / np.sum(share**2)
+    spread = np.sqrt(np.maximum(second - density**2, 0.0) / effective)
+    z = stats.norm.ppf(0.5 + level / 2)
+    return np.maximum(density - z * spread, 0.0), density + z * spread

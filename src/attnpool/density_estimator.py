@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 #: How :func:`select_density_bandwidth` chooses (``KernelDensity(bandwidth=…)`` too).
-DENSITY_SELECTORS = ("cv_ml", "cv_ls", "normal_reference")
+DENSITY_SELECTORS = ("cv_ml", "cv_ls", "normal_reference", "isj")
 
 
 class KernelDensity(BaseEstimator):
@@ -75,14 +75,15 @@ class KernelDensity(BaseEstimator):
                     f"X: a bandwidth rule needs at least 2 samples; received n_samples={X.shape[0]}"
                 )
             if self.bandwidth in DENSITY_SELECTORS:
-                if weights is not None:
+                if weights is not None and self.bandwidth != "isj":
                     raise ValueError(
                         f"sample_weight: bandwidth={self.bandwidth!r} selects for unweighted "
                         "samples; pass a rule ('scott', 'silverman') or numbers"
                     )
                 found = select_density_bandwidth(
-                    X, method=self.bandwidth, kernel=self.kernel, var_type=self.var_type
-                )
+                    X, method=self.bandwidth, kernel=self.kernel, var_type=self.var_type,
+                    weights=weights,
+                )  # fmt: skip
                 self.bandwidth_ = found.bandwidth
             else:
                 self.bandwidth_ = rule_of_thumb(
@@ -223,7 +224,9 @@ def least_squares_criterion(x, bandwidth, kernel="gaussian", var_type=None) -> f
     return float(square - 2.0 * np.mean(loo))
 
 
-def select_density_bandwidth(X, *, method: str = "cv_ml", kernel="gaussian", var_type=None):
+def select_density_bandwidth(
+    X, *, method: str = "cv_ml", kernel="gaussian", var_type=None, weights=None
+):
     """The bandwidth ``(d,)`` of a kernel density estimate of ``X (n,) | (n, d)``:
     ``"normal_reference"`` (statsmodels': ``1.06 σ n^(−1/(4+d))``, ``σ`` with ``ddof=0``,
     converted to other kernels by their canonical bandwidths; categorical columns
@@ -233,7 +236,9 @@ def select_density_bandwidth(X, *, method: str = "cv_ml", kernel="gaussian", var
     grid-then-refine search on log-bandwidths (logits of ``λ`` for the categorical columns
     of ``var_type``). Returns a :class:`~attnpool.bandwidth.BandwidthSelection`
     (``objective``: the mean negative leave-one-out log density, or the least-squares
-    criterion)."""
+    criterion). ``"isj"``: the improved Sheather–Jones plug-in of one continuous column
+    (:func:`attnpool.plug_in.isj_bandwidth`; ``weights`` taken), converted to other kernels
+    by their canonical bandwidths."""
     from .bandwidth import rule_of_thumb
     from .bandwidth.rules import CATEGORICAL_START, rule_from_spread
     from .bandwidth.search import (
@@ -253,6 +258,24 @@ def select_density_bandwidth(X, *, method: str = "cv_ml", kernel="gaussian", var
         )
     model = model_for(x, kernel=kernel, var_type=var_type)
     cont = list(model.continuous)
+    if weights is not None and method != "isj":
+        raise ValueError(
+            f"weights: {method!r} selects for unweighted samples; received weights (use "
+            "'isj', a rule of thumb or numbers)"
+        )
+    if method == "isj":
+        from .plug_in import isj_bandwidth
+
+        if x.shape[1] != 1 or cont != [0]:
+            raise ValueError(
+                f"method: 'isj' takes one continuous column; received {x.shape[1]} column(s) "
+                f"of var_type {model.var_type!r}"
+            )
+        ratio = rule_from_spread(np.ones(1), 1, kernel) / rule_from_spread(
+            np.ones(1), 1, "gaussian"
+        )
+        h = isj_bandwidth(x[:, 0], weights) * ratio
+        return BandwidthSelection(h, float("nan"), method, (np.array([]), np.array([])))
     if method == "normal_reference":  # statsmodels': 1.06 σ (ddof 0) n^(−1/(4+d))
         scale = rule_from_spread(np.ones(x.shape[1]), x.shape[0], kernel) / 1.059
         start = np.full(x.shape[1], CATEGORICAL_START)

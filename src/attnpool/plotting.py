@@ -19,6 +19,8 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 __all__ = [
+    "plot_conditional_density",
+    "plot_density",
     "plot_fit",
     "plot_history",
     "plot_kernels",
@@ -165,6 +167,86 @@ def plot_fit(
     return fig
 
 
+def plot_density(
+    x_grid,
+    density,
+    *,
+    sample=None,
+    band: tuple | None = None,
+    truth=None,
+    xlabel: str = "x",
+    title: str | None = None,
+    figsize: tuple[float, float] = (6.0, 4.0),
+) -> Figure:
+    """A density estimate on ``x_grid`` with a rug of the ``sample`` under it, a shaded
+    pointwise ``band`` ``(lower, upper)`` and the ``truth``, all optional (arrays of
+    ``x_grid``'s shape)."""
+    x_grid = np.asarray(x_grid, float)
+    for name, values in {"density": density, "truth": truth, "band": band}.items():
+        arrays = () if values is None else (values if name == "band" else (values,))
+        if any(np.shape(a) != x_grid.shape for a in arrays):
+            raise ValueError(
+                f"{name}: expected arrays of x_grid's shape {x_grid.shape}; received "
+                f"{[np.shape(a) for a in arrays]}"
+            )
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    if band is not None:
+        ax.fill_between(x_grid, *band, alpha=0.25, color="C0", label="pointwise band")
+    if truth is not None:
+        ax.plot(x_grid, truth, "k--", linewidth=1.2, label="truth")
+    ax.plot(x_grid, density, color="C0", linewidth=1.8, label="estimate")
+    if sample is not None:
+        ax.plot(np.ravel(sample), np.zeros(np.size(sample)), "|", color="0.3", markersize=12,
+                alpha=0.5, label="sample")  # fmt: skip
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("density")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_conditional_density(
+    x_grid,
+    y_grid,
+    density,
+    *,
+    mean=None,
+    sample: tuple | None = None,
+    xlabel: str = "x",
+    ylabel: str = "y",
+    title: str | None = None,
+    cmap: str = "viridis",
+    figsize: tuple[float, float] = (6.5, 4.5),
+) -> Figure:
+    """``f̂(y | x)`` as a heatmap: ``density (len(y_grid), len(x_grid))``, one column per
+    ``x``, with the conditional ``mean`` on ``x_grid`` overlaid and the ``sample``
+    ``(x, y)`` as points, both optional; the colour bar is the density's own scale."""
+    x_grid, y_grid = np.asarray(x_grid, float), np.asarray(y_grid, float)
+    density = np.asarray(density, float)
+    if density.shape != (y_grid.size, x_grid.size):
+        raise ValueError(
+            f"density: expected shape (len(y_grid), len(x_grid)) = {(y_grid.size, x_grid.size)}; "
+            f"received {density.shape}"
+        )
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    image = ax.pcolormesh(x_grid, y_grid, density, cmap=cmap, shading="auto")
+    fig.colorbar(image, ax=ax, label="f̂(y | x)")
+    if sample is not None:
+        ax.plot(*sample, ".", color="white", markersize=3, alpha=0.5, label="sample")
+    if mean is not None:
+        ax.plot(x_grid, mean, color="C3", linewidth=2, label="conditional mean")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if mean is not None or sample is not None:
+        ax.legend(fontsize="small")
+    return fig
+
+
 def plot_history(
     histories: Mapping[str, np.ndarray],
     *,
@@ -271,7 +353,7 @@ def plot_kernels(
         ax = axes[0, j]
         shape = kernel(u)
         ax.plot(u, shape, color="C3")
-        ax.set_ylim(0.0, 1.1 * float(np.max(shape)))
+        ax.set_ylim(1.1 * min(float(np.min(shape)), 0.0), 1.1 * float(np.max(shape)))
         ax.set_title(kernel.name)
         ax.set_xlabel("scaled distance u")
         if j == 0:

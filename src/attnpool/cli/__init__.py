@@ -277,6 +277,75 @@ def fit(
         typer.echo(f"wrote {atomic_write(plot, image)}", err=to_stderr)
 
 
+@app.command()
+def density(
+    data: Annotated[
+        Path,
+        typer.Argument(help="Table with a header row (as fit reads it); - reads standard input."),
+    ],
+    x: Annotated[list[str], typer.Option("--x", help="Column whose density (repeat for several).")],
+    given: Annotated[
+        list[str] | None,
+        typer.Option("--given", help="Condition on this column (repeat): f(x | given)."),
+    ] = None,
+    bandwidth: Annotated[
+        str,
+        typer.Option(
+            "--bandwidth",
+            help="cv_ml, cv_ls, normal_reference (also isj, scott, silverman without --given) "
+            "or numbers a,b,… (--x columns, then --given).",
+        ),
+    ] = "cv_ml",
+    kernel: Annotated[str, typer.Option("--kernel", help="The continuous columns' kernel.")] = (
+        "gaussian"
+    ),
+    var_type: Annotated[
+        str | None, typer.Option("--var-type", help="c, o or u per --x column.")
+    ] = None,
+    given_var_type: Annotated[
+        str | None, typer.Option("--given-var-type", help="c, o or u per --given column.")
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="CSV of the density at each row; - writes standard output."),
+    ] = Path("densities.csv"),
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Density plot (one --x, at most one --given).")
+    ] = None,
+    dropna: Annotated[
+        bool, typer.Option("--dropna", help="Drop rows with missing values.")
+    ] = False,
+    sep: Annotated[
+        str | None, typer.Option("--sep", help="Column separator (default: detected).")
+    ] = None,
+) -> None:
+    """Kernel density of table columns, or their conditional density given others.
+
+    Examples:
+
+      attnpool density data.csv --x income --plot income.png
+
+      attnpool density data.csv --x income --given age --plot income-given-age.png
+
+      attnpool density data.csv --x income --x region --var-type cu --bandwidth cv_ls
+    """
+    from .._files import atomic_write, check_distinct
+    from .densities import density_table
+    from .table import STDIO
+
+    check_distinct({"DATA": data}, {"--out": out, "--plot": plot}, skip=STDIO)
+    result = density_table(
+        data, x, given=given or (), bandwidth=bandwidth, kernel=kernel, var_type=var_type,
+        given_var_type=given_var_type, dropna=dropna, sep=sep,
+    )  # fmt: skip
+    image = result.plot_image(plot) if plot is not None else None  # before any file is written
+    to_stderr = str(out) == STDIO
+    typer.echo(result.summary(), err=to_stderr)
+    typer.echo(f"wrote {result.write(out)}", err=to_stderr)
+    if image is not None:
+        typer.echo(f"wrote {atomic_write(plot, image)}", err=to_stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``attnpool`` command."""
     try:

@@ -282,15 +282,20 @@ class TableFit:
 
     def plot_image(self, path: str | os.PathLike) -> bytes:
         """:meth:`figure` rendered in the format ``path``'s suffix names (PNG without one)."""
-        import matplotlib.pyplot as plt
+        return rendered(self.figure(), path)
 
-        figure = self.figure()
-        try:
-            return figure_bytes(figure, path)
-        except ValueError as error:
-            raise ValueError(f"--plot: {error}") from None
-        finally:
-            plt.close(figure)
+
+def rendered(figure, path: str | os.PathLike) -> bytes:
+    """``figure`` rendered in the format ``path``'s suffix names (PNG without one), then
+    closed; a format matplotlib lacks is a ``--plot`` error."""
+    import matplotlib.pyplot as plt
+
+    try:
+        return figure_bytes(figure, path)
+    except ValueError as error:
+        raise ValueError(f"--plot: {error}") from None
+    finally:
+        plt.close(figure)
 
 
 def parse_bandwidth(text: str):
