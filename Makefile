@@ -40,6 +40,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_regression.py --large
 	$(BIN)/python benchmarks/bench_distributed.py
 	$(BIN)/python benchmarks/bench_first_call.py
+	$(BIN)/python benchmarks/bench_density.py
 
 # The README's pictures.
 docs-images: $(VENV)/.installed-dev

@@ -248,3 +248,25 @@ def test_leave_one_out_densities_by_expansions_equal_the_pairs(bandwidth):
     constant = np.log(n - 1) + np.log(bandwidth) + 0.5 * np.log(2 * np.pi)
     np.testing.assert_allclose(loo_log_density(x, [bandwidth], "gaussian"), by_pairs - constant,
                                rtol=1e-12, atol=1e-11)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("n", "kernel"), [(300, "gaussian"), (300, "epanechnikov"), (3000, "gaussian")]
+)
+def test_host_sums_equal_the_compiled_engines(n, kernel):
+    """Small problems sum in NumPy and a Gaussian column of many points by the fgt
+    expansions (no program to build); JAX inputs take the compiled engines: the same
+    log densities, far points included."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(n, 1))
+    x[:3] += 40.0
+    q = np.r_[rng.normal(size=(200, 1)), [[25.0], [-60.0]]]  # 30 000 × 202: expansions
+    host = log_density(x, q, kernel=kernel, bandwidth=0.3)
+    with jax.enable_x64(True):
+        engines = log_density(jnp.asarray(x), jnp.asarray(q), kernel=kernel, bandwidth=0.3)
+    finite = np.isfinite(engines)
+    assert np.array_equal(finite, np.isfinite(host))
+    np.testing.assert_allclose(host[finite], engines[finite], rtol=1e-12, atol=1e-12)

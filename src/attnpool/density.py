@@ -30,7 +30,7 @@ import numpy as np
 from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
-from ._validation import check_bandwidth, check_points
+from ._validation import check_bandwidth, check_points, is_jax
 from .engines.programs import kernel_block, pool_state
 from .geometry import MATMUL_MIN_DIM, block_coordinates
 from .kernel_calculus import kernel_integrals
@@ -103,6 +103,11 @@ def log_density(
     n, m = q.shape[0], x.shape[0]
     if n == 0:
         return np.zeros(0)
+    if not (is_jax(x) or is_jax(q)):
+        found = _host_log_sums(np.asarray(x, np.float64), np.asarray(q, np.float64), record,
+                               h, None if w is None else np.asarray(w, np.float64))  # fmt: skip
+        if found is not None:  # no program to build
+            return found - math.log(total)
     count = None
     keys = np.asarray(x, dtype)
     if m <= MAX_ROWS:  # rows padded to their buckets: a program per bucket, not per size
@@ -116,6 +121,37 @@ def log_density(
             kernel=record,
         )  # fmt: skip
     return np.asarray(result, np.float64)[:n]
+
+
+#: Pairs up to which a density is summed in NumPy (no program to build: a first call
+#: costs no compilation); beyond, on the compiled engines.
+HOST_PAIRS = 2**22
+
+
+def _host_log_sums(x, q, record, h, w):
+    """``log Σ_i w_i K_h(q − x_i)`` (normalised) on the host, or None where the compiled
+    engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs; beyond, the ``fgt``
+    expansions for a Gaussian column (O(n + m); rows they leave unsettled by pairs)."""
+    from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+    from .mixed_kernels import MixedColumns, log_sums
+
+    n, m = q.shape[0], x.shape[0]
+    columns = MixedColumns(x, "c" * x.shape[1], record)
+    if n * m <= HOST_PAIRS:
+        return log_sums([(q, x, h, columns, "density")], weights=w)
+    expand = _kernels.is_gaussian(record) and x.shape[1] == 1
+    if expand and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT:
+        from .methods import fgt
+
+        values = np.ones((m, 1)) if w is None else w[:, None]
+        sums, settled = fgt.expansion_sums(q, x, values, 1.0 / h[0])
+        nearest = np.sqrt(fgt.nearest_squared(q[:, 0], np.sort(x[:, 0]))) / h[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.log(sums[:, 1]) - 0.5 * nearest**2 - math.log(math.sqrt(2 * math.pi) * h[0])
+        again = np.flatnonzero(~settled | ~np.isfinite(out))
+        out[again] = log_sums([(q[again], x, h, columns, "density")], weights=w)
+        return out
+    return None
 
 
 def mixed_columns(x, kernel, bandwidth, var_type):

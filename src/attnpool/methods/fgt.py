@@ -95,7 +95,7 @@ def expansion_sums(queries, keys, values, scale) -> tuple[np.ndarray, np.ndarray
     del key_order
     # sorted queries: the nearest-key search is a forward sweep, the boxes come in order
     query_order, q = sorted_scaled(np.asarray(queries)[:, 0], scale)
-    nearest2 = _nearest_squared(q, k)
+    nearest2 = nearest_squared(q, k)
     near = nearest2 <= MAX_NEAREST**2
     settled = np.zeros(q.shape[0], bool)
     sums = np.zeros((q.shape[0], features.shape[1]))
@@ -150,7 +150,7 @@ def leave_one_out_sums(points, values, scale, kernel: Kernel | None = None) -> n
     return sums
 
 
-def _nearest_squared(q, ordered):
+def nearest_squared(q, ordered):
     """Squared distance from each query to its nearest key; ``ordered`` sorted."""
     right = np.clip(np.searchsorted(ordered, q), 0, ordered.shape[0] - 1)
     left = np.maximum(right - 1, 0)
