@@ -234,12 +234,6 @@ def local_fit(
     return fit, slopes, empty
 
 
-def _expand(values, where):
-    full = np.zeros(where.shape, bool)
-    full[where] = values
-    return full
-
-
 def pool(q, k, v, h, *, kernel: _kernels.Kernel, method, empty: str, mask, weights,
          return_weights: bool):  # fmt: skip
     """:func:`attnpool.attention_pool` of checked ``q (n, d)``, ``k (m, d)``, ``v (m, p)``,
