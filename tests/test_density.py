@@ -251,7 +251,7 @@ def test_leave_one_out_densities_by_expansions_equal_the_pairs(bandwidth):
 
 
 @pytest.mark.parametrize(
-    ("n", "kernel"), [(300, "gaussian"), (300, "epanechnikov"), (3000, "gaussian")]
+    ("n", "kernel"), [(300, "gaussian"), (300, "epanechnikov"), (30_000, "gaussian")]
 )
 def test_host_sums_equal_the_compiled_engines(n, kernel):
     """Small problems sum in NumPy and a Gaussian column of many points by the fgt
@@ -270,3 +270,32 @@ def test_host_sums_equal_the_compiled_engines(n, kernel):
     finite = np.isfinite(engines)
     assert np.array_equal(finite, np.isfinite(host))
     np.testing.assert_allclose(host[finite], engines[finite], rtol=1e-12, atol=1e-12)
+
+
+def test_density_methods_meet_their_guarantees():
+    """fgt is exact to rounding; binned within its relative tolerance of the exact
+    density (rows its bound cannot settle summed exactly); each refuses what it cannot
+    serve, naming the argument."""
+    from attnpool import Binned
+
+    rng = np.random.default_rng(7)
+    x = np.r_[rng.normal(size=(20_000, 1)), [[30.0]]]
+    q = np.r_[np.linspace(-4, 4, 300)[:, None], [[29.9], [60.0]]]
+    exact = log_density(x, q, bandwidth=0.05, method="dense")
+    np.testing.assert_allclose(log_density(x, q, bandwidth=0.05, method="fgt"), exact,
+                               rtol=1e-12, atol=1e-12)  # fmt: skip
+    for tolerance in (1e-3, 1e-5):
+        got = log_density(x, q, bandwidth=0.05, method=Binned(tolerance=tolerance))
+        assert np.all(np.abs(np.exp(got - exact) - 1) <= tolerance)
+    two = rng.normal(size=(5000, 2))
+    got = log_density(two, two[:50], kernel="epanechnikov", bandwidth=0.4, method="binned")
+    exact = log_density(two, two[:50], kernel="epanechnikov", bandwidth=0.4, method="stream")
+    assert np.all(np.abs(np.exp(got - exact) - 1) <= 1e-3)
+    with pytest.raises(ValueError, match="method: 'fgt' sums the Gaussian in one column"):
+        log_density(two, two, method="fgt")
+    with pytest.raises(ValueError, match="method: 'binned' works for d <= 2"):
+        log_density(rng.normal(size=(10, 3)), np.zeros((1, 3)), method="binned")
+    with pytest.raises(ValueError, match="method: binned densities are for unweighted"):
+        log_density(x, q, method="binned", weights=np.ones(len(x)))
+    with pytest.raises(ValueError, match="method: expected one of 'auto'"):
+        log_density(x, q, method="sparse")

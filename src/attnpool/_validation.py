@@ -42,7 +42,7 @@ def as_array(x, name: str):
 def numpy_dtype(*data) -> np.dtype:
     """Floating dtype a computation on NumPy ``data`` runs in: float64 for integers,
     float32 at least."""
-    dtype = np.result_type(*data)
+    dtype = np.result_type(*(getattr(a, "dtype", a) for a in data))  # JAX arrays too
     if not np.issubdtype(dtype, np.floating):
         return np.dtype(np.float64)
     return np.promote_types(dtype, np.float32)

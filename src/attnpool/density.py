@@ -48,13 +48,14 @@ __all__ = [
 
 
 def log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel, weights=None,
-                    key_count=None):  # fmt: skip
+                    key_count=None, method=None):  # fmt: skip
     """``log Σ_i w_i K((x − x_i)/h)`` at each query, ``(n_q,)`` (traceable), streamed for
     large inputs: pooling's coordinates and blocks. ``weights (m,)``: positive observation
-    weights (None: ones); ``key_count``: training rows from this one on are padding."""
+    weights (None: ones); ``key_count``: training rows from this one on are padding;
+    ``method``: ``"dense"`` or ``"stream"`` (None: by the number of pairs)."""
     queries, keys, divisor = block_coordinates(x_query, x_train, bandwidth, kernel)
     n, m = queries.shape[0], keys.shape[0]
-    method = exact_engine(n * m)
+    method = method or exact_engine(n * m)
     block = kernel_block(kernel, streamed=method == "stream", divisor=divisor, key_count=key_count)
     values = jnp.ones((m, 1), keys.dtype) if weights is None else weights[:, None]
     state = pool_state(block, queries, keys, values, method=method, key_block=KEY_BLOCK)
@@ -66,21 +67,40 @@ def log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel, weight
     return sums
 
 
-@partial(jax.jit, static_argnames="kernel")
-def _log_density_program(x_train, x_query, bandwidth, weights, key_count, constant, *, kernel):
-    sums = log_kernel_sums(x_train, x_query, bandwidth, kernel, weights, key_count)
+@partial(jax.jit, static_argnames=("kernel", "method"))
+def _log_density_program(x_train, x_query, bandwidth, weights, key_count, constant, *, kernel,
+                         method=None):  # fmt: skip
+    sums = log_kernel_sums(x_train, x_query, bandwidth, kernel, weights, key_count, method)
     return sums - constant
 
 
+#: How :func:`log_density` sums: ``"auto"`` (exact: NumPy pairs for small problems, the
+#: ``fgt`` expansions for a Gaussian column of many points, else the compiled engines),
+#: ``"dense"``/``"stream"`` (the compiled engines), ``"fgt"`` (the Gaussian in one column),
+#: ``"binned"`` or a :class:`~attnpool.Binned` record (``d ≤ 2``: relative error of each
+#: density at most its ``tolerance``, rows the bound cannot settle summed exactly).
+DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "binned")
+
+
 def log_density(
-    x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=None, var_type=None
-) -> np.ndarray:
+    x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=None, var_type=None,
+    method="auto",
+) -> np.ndarray:  # fmt: skip
     """``log f̂`` at ``x_query (k,) | (k, d)`` of the sample ``x_train (n,) | (n, d)``:
     ``(k,)`` in float64 (the inputs' precision if narrower), ``−inf`` where a compact
     kernel covers no training point. ``weights (n,)``: observation weights.
     ``var_type``: one letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered
     (statsmodels' ``KDEMultivariate``; :mod:`attnpool.mixed_kernels`): a categorical
-    column's bandwidth is its ``λ ∈ [0, 1)``."""
+    column's bandwidth is its ``λ ∈ [0, 1)``. ``method``: one of :data:`DENSITY_METHODS`
+    (continuous columns)."""
+    from .methods.options import Binned
+
+    name = method.name if isinstance(method, Binned) else method
+    if name not in DENSITY_METHODS:
+        raise ValueError(
+            f"method: expected one of {', '.join(map(repr, DENSITY_METHODS))} or a Binned "
+            f"record; received {method!r}"
+        )
     record = _kernels.get(kernel)
     x = check_points(x_train, "x_train")
     if x.shape[0] == 0:
@@ -103,7 +123,16 @@ def log_density(
     n, m = q.shape[0], x.shape[0]
     if n == 0:
         return np.zeros(0)
-    if not (is_jax(x) or is_jax(q)):
+    host = not (is_jax(x) or is_jax(q))
+    if name in ("fgt", "binned"):
+        if not host:
+            raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
+        options = method if isinstance(method, Binned) else Binned()
+        weights64 = None if w is None else np.asarray(w, np.float64)
+        found = _fast_log_sums(np.asarray(x, np.float64), np.asarray(q, np.float64), record, h,
+                               weights64, name, options)  # fmt: skip
+        return found - math.log(total)
+    if host and name == "auto":
         found = _host_log_sums(np.asarray(x, np.float64), np.asarray(q, np.float64), record,
                                h, None if w is None else np.asarray(w, np.float64))  # fmt: skip
         if found is not None:  # no program to build
@@ -118,7 +147,7 @@ def log_density(
         result = _log_density_program(
             keys, pad_rows(np.asarray(q, dtype), query_bucket(n)), np.asarray(h, dtype),
             None if w is None else np.asarray(w, dtype), count, np.asarray(constant, dtype),
-            kernel=record,
+            kernel=record, method=None if name == "auto" else name,
         )  # fmt: skip
     return np.asarray(result, np.float64)[:n]
 
@@ -141,17 +170,60 @@ def _host_log_sums(x, q, record, h, w):
         return log_sums([(q, x, h, columns, "density")], weights=w)
     expand = _kernels.is_gaussian(record) and x.shape[1] == 1
     if expand and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT:
-        from .methods import fgt
-
-        values = np.ones((m, 1)) if w is None else w[:, None]
-        sums, settled = fgt.expansion_sums(q, x, values, 1.0 / h[0])
-        nearest = np.sqrt(fgt.nearest_squared(q[:, 0], np.sort(x[:, 0]))) / h[0]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.log(sums[:, 1]) - 0.5 * nearest**2 - math.log(math.sqrt(2 * math.pi) * h[0])
-        again = np.flatnonzero(~settled | ~np.isfinite(out))
-        out[again] = log_sums([(q[again], x, h, columns, "density")], weights=w)
-        return out
+        return _expansion_log_sums(x, q, h, w, columns)
     return None
+
+
+def _expansion_log_sums(x, q, h, w, columns):
+    """Gaussian log sums of one column by the ``fgt`` expansions, the rows they leave
+    unsettled pair by pair."""
+    from .methods import fgt
+    from .mixed_kernels import log_sums
+
+    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
+    sums, settled = fgt.expansion_sums(q, x, values, 1.0 / h[0])
+    nearest = np.sqrt(fgt.nearest_squared(q[:, 0], np.sort(x[:, 0]))) / h[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(sums[:, 1]) - 0.5 * nearest**2 - math.log(math.sqrt(2 * math.pi) * h[0])
+    again = np.flatnonzero(~settled | ~np.isfinite(out))
+    out[again] = log_sums([(q[again], x, h, columns, "density")], weights=w)
+    return out
+
+
+def _fast_log_sums(x, q, record, h, w, name: str, options):
+    """``method="fgt"`` or ``"binned"``: refused where the method cannot serve, else its
+    sums, the rows it leaves unsettled summed exactly."""
+    from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+    from .methods.binned import binned_pool, refusal
+    from .mixed_kernels import MixedColumns
+
+    d = x.shape[1]
+    if extent_in_bandwidths(q, x, h) > HOST_MAX_EXTENT:
+        raise ValueError(
+            f"method: {name!r} takes data within 2^40 bandwidths of its centre; use 'auto'"
+        )
+    columns = MixedColumns(x, "c" * d, record)
+    if name == "fgt":
+        if not (_kernels.is_gaussian(record) and d == 1):
+            raise ValueError(
+                f"method: 'fgt' sums the Gaussian in one column; received {record.name!r} in {d}"
+            )
+        return _expansion_log_sums(x, q, h, w, columns)
+    reason = refusal(record, d)
+    if reason or w is not None:
+        raise ValueError(f"method: {reason or 'binned densities are for unweighted samples'}")
+    _, weight, settled, _ = binned_pool(
+        q, x, np.zeros((x.shape[0], 1)), 1.0 / h, record, grid_size=options.grid_size,
+        tolerance=options.tolerance,
+    )  # fmt: skip
+    integral = kernel_integrals(record, d)[0]
+    top = float(np.asarray(record.log_profile(np.zeros(()))))
+    with np.errstate(divide="ignore", invalid="ignore"):  # unsettled rows: redone below
+        out = np.log(weight) + top - math.log(integral) - float(np.sum(np.log(h)))
+    again = np.flatnonzero(~settled)
+    if again.size:  # exactly, by the engine "auto" picks
+        out[again] = log_density(x, q[again], kernel=record, bandwidth=h) + math.log(x.shape[0])
+    return out
 
 
 def mixed_columns(x, kernel, bandwidth, var_type):

@@ -45,6 +45,8 @@ class KernelDensity(BaseEstimator):
     var_type : str, optional
         One letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered (as
         statsmodels' ``KDEMultivariate``); a categorical column's bandwidth is its ``λ``.
+    method : str or Binned, default="auto"
+        How ``score_samples`` sums (:data:`attnpool.density.DENSITY_METHODS`).
 
     Attributes
     ----------
@@ -56,10 +58,11 @@ class KernelDensity(BaseEstimator):
     draws from the estimate (Gaussian and boxcar kernels).
     """
 
-    def __init__(self, kernel="gaussian", bandwidth=1.0, *, var_type=None):
+    def __init__(self, kernel="gaussian", bandwidth=1.0, *, var_type=None, method="auto"):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.var_type = var_type
+        self.method = method
 
     def fit(self, X, y=None, sample_weight=None):
         """Keep the sample ``X (n_samples, n_features)`` (``y`` is ignored) and its
@@ -103,7 +106,7 @@ class KernelDensity(BaseEstimator):
         X = validate_data(self, X, reset=False)
         return log_density(
             self.X_train_, X, kernel=self.kernel, bandwidth=self.bandwidth_,
-            weights=self._weights, var_type=self.var_type,
+            weights=self._weights, var_type=self.var_type, method=self.method,
         )  # fmt: skip
 
     def score(self, X, y=None) -> float:
