@@ -102,14 +102,6 @@ class _LocalRegression(MultiOutputRegressor):
     def _by_pairs(self) -> bool:
         return pair_regression.is_pair_fit(self.kernel, self.bandwidth_type)
 
-    def _refuse_pair_fit(self, what: str) -> None:
-        if self._by_pairs():
-            raise ValueError(
-                f"{what}: not available for fits with kernel={self.kernel!r} and "
-                f"bandwidth_type={self.bandwidth_type!r} (higher-order kernels and "
-                "nearest-neighbour bandwidths give predictions, scores and summaries)"
-            )
-
     def fit(self, X, y, sample_weight=None):
         """Store the training data and choose the bandwidth.
 
@@ -242,7 +234,7 @@ class _LocalRegression(MultiOutputRegressor):
             )
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if return_std:
-            self._refuse_pair_fit("return_std")
+            pair_regression.refuse(self.kernel, self.bandwidth_type, "return_std")
         fit = estimation.predict(
             self.X_train_,
             self.y_train_,
@@ -275,7 +267,7 @@ class _LocalRegression(MultiOutputRegressor):
     def _band(self, X, **options):
         from .inference import confidence_band
 
-        self._refuse_pair_fit("predict_interval")
+        pair_regression.refuse(self.kernel, self.bandwidth_type, "predict_interval")
         if self._weights is not None:
             raise ValueError(
                 "sample_weight: confidence bands (return_std, predict_interval) are computed "
@@ -345,7 +337,7 @@ class NadarayaWatson(_LocalRegression):
         derivative (:func:`attnpool.regression.local_constant_slopes`); continuous columns.
         """
         check_is_fitted(self)
-        self._refuse_pair_fit("marginal_effects")
+        pair_regression.refuse(self.kernel, self.bandwidth_type, "marginal_effects")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if self.var_type and set(self.var_type) != {"c"}:
             raise ValueError(
@@ -370,7 +362,7 @@ class NadarayaWatson(_LocalRegression):
         """Attention weights of queries ``X`` over the training points, ``(n_queries, n_train)``
         (the rows of positive weight, with ``sample_weight``)."""
         check_is_fitted(self)
-        self._refuse_pair_fit("attention_weights")
+        pair_regression.refuse(self.kernel, self.bandwidth_type, "attention_weights")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         from .regression import weight_matrix
 

@@ -33,6 +33,7 @@ __all__ = [
     "is_pair_fit",
     "neighbour_distances",
     "predict",
+    "refuse",
     "select",
 ]
 
@@ -256,6 +257,18 @@ def is_pair_fit(kernel, bandwidth_type) -> bool:
     if isinstance(kernel, str):
         record = _kernels.get(kernel)
     return bandwidth_type != "fixed" or (record is not None and record.base is not None)
+
+
+def refuse(kernel, bandwidth_type: str, what: str) -> None:
+    """A ``ValueError`` naming ``what`` if an estimator with these parameters fits pair by
+    pair: the features those fits do not have (bands, weight matrices, the local-constant
+    fit's marginal effects)."""
+    if is_pair_fit(kernel, bandwidth_type):
+        raise ValueError(
+            f"{what}: not available for fits with kernel={kernel!r} and "
+            f"bandwidth_type={bandwidth_type!r} (higher-order kernels and "
+            "nearest-neighbour bandwidths give predictions, scores and summaries)"
+        )
 
 
 def _described(bandwidth_type: str, kernel: _kernels.Kernel) -> str:

@@ -1,11 +1,10 @@
 """The NumPy engine: exact local regression and pooling for problems too small to pay
 for a program.
 
-A first fit in a fresh process used to spend its time building XLA programs (tracing,
-then compiling or loading), not computing: at n = 500 one leave-one-out evaluation is
-250 000 pairs, a few milliseconds in NumPy. Up to :data:`NUMPY_MAX_WORK` pair-features
-the estimators' predictions, the small CV searches and pooling of NumPy float64 arrays
-run here instead, in float64: offsets ``(k − q) / h`` from the unscaled rows (the
+Building a program costs more than a small problem (one leave-one-out evaluation at
+n = 500 is milliseconds in NumPy): up to :data:`NUMPY_MAX_WORK` pair-features the
+estimators' predictions, small CV searches and pooling of NumPy float64 arrays run here,
+in float64: offsets ``(k − q) / h`` from the unscaled rows (the
 difference first, so keys equally far from a query stay tied at any bandwidth, and a
 compact kernel's edge is decided by :func:`attnpool.edges.inside_exactly`, as on every
 path); log weights ``log K(r²)`` shifted by each row's largest; the local moments; the
@@ -16,10 +15,9 @@ response of its nearest training points (ties averaged), from differences weight
 columns near the float limit are divided by a power of two before they are summed
 (:func:`attnpool._units.value_unit`, as pooling does), so huge ones do not overflow.
 
-It serves continuous columns with a built-in kernel (whose profiles evaluate in NumPy);
-anything else goes to the compiled engines. Leave-one-out sums with the Gaussian run
-on the ``native`` method's C loop where a compiler is there (:func:`loo_objective`), so
-such searches stay on the host in several columns too.
+It serves continuous columns with a built-in kernel (profiles in NumPy), the rest going
+to the compiled engines. Gaussian leave-one-out sums run on the ``native`` C loop where
+a compiler is there (:func:`loo_objective`): such searches stay here in several columns.
 """
 
 from __future__ import annotations
