@@ -161,3 +161,25 @@ def test_the_estimator_takes_var_type(np_data):
     )
     with pytest.raises(ValueError, match="var_type: sample draws"):
         model.sample(3)
+
+
+@pytest.mark.parametrize("h", [1e-7, 1.0, 1e6])
+def test_hostile_mixed_data_meet_the_long_double_formula(h):
+    """Far from the origin (1.7e9), at tiny and huge bandwidths: log densities against the
+    textbook product kernel in long double (finite far from every point, never log 0)."""
+    rng = np.random.default_rng(12)
+    x = np.c_[1.7e9 + rng.normal(size=60), rng.integers(0, 4, 60)]
+    q = np.c_[1.7e9 + rng.normal(size=9) * 3, rng.integers(0, 4, 9)]
+    q[0] = x[0]  # on a point
+    lam = 0.3
+    ld = np.longdouble
+    u = (q[:, None, 0].astype(ld) - x[None, :, 0].astype(ld)) / ld(h)
+    same = q[:, None, 1] == x[None, :, 1]
+    log_l = np.where(same, np.log1p(ld(-lam)), np.log(ld(lam) / 3))
+    terms = -u * u / 2 + log_l
+    top = terms.max(axis=1, keepdims=True)
+    exact = top[:, 0] + np.log(np.exp(terms - top).sum(axis=1)) - np.log(ld(60))
+    exact -= np.log(np.sqrt(2 * ld(np.pi)) * ld(h))
+    got = log_density(x, q, bandwidth=[h, lam], var_type="cu")
+    assert np.all(np.isfinite(got))
+    assert got == pytest.approx(exact.astype(float), rel=1e-12, abs=1e-9)

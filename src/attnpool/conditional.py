@@ -200,9 +200,8 @@ def select_conditional_bandwidth(x, y, *, method="cv_ml", kernel="gaussian", x_v
     over all ``q`` columns (``λ = 0.1`` for categorical ones); ``"cv_ml"``/``"cv_ls"``:
     the criteria of :func:`conditional_criterion`, minimised by the regressions'
     grid-then-refine search (log-bandwidths, logits of ``λ``)."""
-    from .bandwidth import rule_of_thumb
-    from .bandwidth.rules import CATEGORICAL_START
-    from .bandwidth.search import GRID, BandwidthSelection, bandwidth_of, host_search, to_theta
+    from .bandwidth.search import BandwidthSelection
+    from .density_estimator import NO_GRID, normal_reference, search
     from .local_model import model_for
 
     check_choice(method, "method", CONDITIONAL_SELECTORS)
@@ -216,29 +215,15 @@ def select_conditional_bandwidth(x, y, *, method="cv_ml", kernel="gaussian", x_v
     both = np.hstack([x, y])
     var_type = (x_var_type or "c" * x.shape[1]) + (y_var_type or "c" * y.shape[1])
     model = model_for(both, kernel=kernel, var_type=var_type)
-    cont, cat = list(model.continuous), list(model.categorical)
-    d = x.shape[1]
     if method == "normal_reference":
-        start = np.full(both.shape[1], CATEGORICAL_START)
-        start[cont] = (
-            1.06 * np.std(both, axis=0)[cont] * both.shape[0] ** (-1 / (4 + len(var_type)))
-        )
-        return BandwidthSelection(start, math.nan, method, (np.array([]), np.array([])))
-    start = rule_of_thumb(both, method="scott", kernel=kernel, var_type=var_type)
-    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
-    thetas[:, cont] += np.log(GRID)[:, None]
-    step = math.log(GRID[1] / GRID[0])
-    thetas[:, cat] += (step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2))[:, None]
+        return BandwidthSelection(normal_reference(both, model), math.nan, method, NO_GRID)
+    d = x.shape[1]
 
-    def objective(theta) -> float:
-        h = bandwidth_of(theta, model)
+    def objective(h) -> float:
         return conditional_criterion(x, y, h[:d], h[d:], method=method, kernel=kernel,
                                      x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
 
-    theta, value, objectives = host_search(
-        objective, thetas, GRID, None, smooth=not model.kernel.compact
-    )
-    return BandwidthSelection(bandwidth_of(theta, model), value, method, (GRID, objectives))
+    return search(objective, both, model, method)
 
 
 class ConditionalDensity(BaseEstimator):

@@ -16,7 +16,6 @@ from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from ._validation import check_bandwidth, check_choice, check_points
 from .density import log_density
-from .kernel_calculus import kernel_integrals
 from .observation_weights import positive_rows
 
 __all__ = [
@@ -144,66 +143,34 @@ class KernelDensity(BaseEstimator):
 def loo_log_density(x, bandwidth, kernel, var_type=None) -> np.ndarray:
     """``(n,)`` leave-one-out log densities ``log f̂₋ᵢ(xᵢ)`` of the sample ``x (n, d)`` in
     float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
-    reaches. Sums in NumPy row chunks (differences of the inputs, no program); a Gaussian
-    sample of one column from :data:`EXPANSION_MIN_ROWS` points by the ``fgt`` method's
-    expansions, ``O(n)`` an evaluation (a point whose sum over the others is below
-    ``fgt.LOO_MIN_WEIGHT`` of its own term, or unsettled, summed pair by pair). Mixed
-    data (``var_type``) by :mod:`attnpool.mixed_kernels`."""
-    if var_type is not None and set(var_type) != {"c"}:
-        from .density import mixed_columns
-        from .mixed_kernels import log_sums
+    reaches. Sums in NumPy row chunks (:func:`attnpool.mixed_kernels.log_sums`, no
+    program; mixed data by ``var_type``); a Gaussian sample of one column from
+    :data:`EXPANSION_MIN_ROWS` points by the ``fgt`` method's expansions, ``O(n)`` an
+    evaluation (a point whose sum over the others is below ``fgt.LOO_MIN_WEIGHT`` of its
+    own term, or unsettled, summed pair by pair)."""
+    from .density import mixed_columns
+    from .mixed_kernels import log_sums
 
-        columns, h = mixed_columns(x, kernel, bandwidth, var_type)
-        return log_sums([(x, x, h, columns, "density")], leave_out=True) - math.log(x.shape[0] - 1)
-    record = _kernels.for_dimensions(_kernels.get(kernel), x.shape[1])
-    x, h = np.asarray(x, np.float64), np.asarray(bandwidth, np.float64)
+    x = np.asarray(x, np.float64)
     n = x.shape[0]
-    if _kernels.is_gaussian(record) and x.shape[1] == 1 and n >= EXPANSION_MIN_ROWS:
+    columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
+    normalised = math.log(n - 1)
+    if columns.var_type == "c" and _kernels.is_gaussian(columns.kernel) and n >= EXPANSION_MIN_ROWS:
         from .methods import fgt
 
         sums, settled = fgt.expansion_sums(x, x, np.zeros((n, 0)), 1.0 / h)
         rest = sums[:, 0] - 1.0  # each point's own term is exactly K(0) = 1
         again = np.flatnonzero(~settled | ~(rest >= fgt.LOO_MIN_WEIGHT))
         with np.errstate(divide="ignore"):
-            log_sums = np.log(np.maximum(rest, 0.0))
-        log_sums[again] = _pairwise_log_sums(x, h, record, again)
-    else:
-        log_sums = _pairwise_log_sums(x, h, record, np.arange(n))
-    constant = (
-        math.log(n - 1)
-        + float(np.sum(np.log(h)))
-        + math.log(kernel_integrals(record, x.shape[1])[0])
-    )
-    return log_sums - constant
+            out = np.log(np.maximum(rest, 0.0)) - math.log(math.sqrt(2 * math.pi) * h[0])
+        out[again] = log_sums([(x[again], x, h, columns, "density")], leave_out=again)
+        return out - normalised
+    return log_sums([(x, x, h, columns, "density")], leave_out=True) - normalised
 
 
 #: Points from which a Gaussian sample of one column sums by expansions (below, NumPy's
 #: pairs cost less than the expansion's set-up).
 EXPANSION_MIN_ROWS = 1000
-
-
-def _pairwise_log_sums(x, h, record, rows) -> np.ndarray:
-    """``log Σ_{j≠i} K((x_i − x_j)/h)`` for the points ``rows``, pair by pair in chunks."""
-    from .edges import edge_log_profile, has_edge
-    from .engines.numpy_engine import NUMPY_CHUNK_PAIRS
-
-    out = np.empty(rows.size)
-    step = max(1, NUMPY_CHUNK_PAIRS // x.shape[0])
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        for start in range(0, rows.size, step):
-            chunk = rows[start : start + step]
-            us = [(x[chunk, k, None] - x[None, :, k]) / h[k] for k in range(x.shape[1])]
-            if has_edge(record):
-                log_k = edge_log_profile(us, record)
-            else:
-                log_k = np.asarray(record.log_profile(sum(u * u for u in us)), np.float64)
-            log_k[np.arange(chunk.size), chunk] = -np.inf
-            top = np.max(log_k, axis=1)
-            safe = np.where(np.isfinite(top), top, 0.0)
-            out[start : start + chunk.size] = safe + np.log(
-                np.sum(np.exp(log_k - safe[:, None]), axis=1)
-            )
-    return out
 
 
 def least_squares_criterion(x, bandwidth, kernel="gaussian", var_type=None) -> float:
@@ -242,15 +209,8 @@ def select_density_bandwidth(
     criterion). ``"isj"``: the improved Sheather–Jones plug-in of one continuous column
     (:func:`attnpool.plug_in.isj_bandwidth`; ``weights`` taken), converted to other kernels
     by their canonical bandwidths."""
-    from .bandwidth import rule_of_thumb
-    from .bandwidth.rules import CATEGORICAL_START, rule_from_spread
-    from .bandwidth.search import (
-        GRID,
-        BandwidthSelection,
-        bandwidth_of,
-        host_search,
-        to_theta,
-    )
+    from .bandwidth.rules import rule_from_spread
+    from .bandwidth.search import BandwidthSelection
     from .local_model import model_for
 
     check_choice(method, "method", DENSITY_SELECTORS)
@@ -278,29 +238,52 @@ def select_density_bandwidth(
             np.ones(1), 1, "gaussian"
         )
         h = isj_bandwidth(x[:, 0], weights) * ratio
-        return BandwidthSelection(h, float("nan"), method, (np.array([]), np.array([])))
-    if method == "normal_reference":  # statsmodels': 1.06 σ (ddof 0) n^(−1/(4+d))
-        scale = rule_from_spread(np.ones(x.shape[1]), x.shape[0], kernel) / 1.059
-        start = np.full(x.shape[1], CATEGORICAL_START)
-        start[cont] = (1.06 * np.std(x, axis=0) * scale)[cont]
-        return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
-    start = rule_of_thumb(x, method="scott", kernel=kernel, var_type=var_type)
-    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
-    thetas[:, cont] += np.log(GRID)[:, None]
-    # categorical columns along the same line, logits in the grid's steps about λ = 0.1
-    step = math.log(GRID[1] / GRID[0])
-    thetas[:, list(model.categorical)] += (step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2))[
-        :, None
-    ]
+        return BandwidthSelection(h, math.nan, method, NO_GRID)
+    if method == "normal_reference":
+        return BandwidthSelection(normal_reference(x, model), math.nan, method, NO_GRID)
 
-    def objective(theta) -> float:
-        h = bandwidth_of(theta, model)
+    def objective(h) -> float:
         if method == "cv_ls":
             return least_squares_criterion(x, h, kernel, var_type)
         values = loo_log_density(x, h, kernel, var_type)
         return float(-np.mean(values)) if np.all(np.isfinite(values)) else np.inf
 
+    return search(objective, x, model, method)
+
+
+#: The ``grid`` of a selection without a search.
+NO_GRID = (np.array([]), np.array([]))
+
+
+def normal_reference(x, model) -> np.ndarray:
+    """statsmodels' ``normal_reference``: ``1.06 σ n^(−1/(4+q))`` for each continuous column
+    of ``x (n, q)`` (``σ`` with ``ddof=0``; ``q`` counts every column), converted to the
+    model's kernel by the canonical bandwidths; ``λ = 0.1`` for categorical columns."""
+    from .bandwidth.rules import CATEGORICAL_START, rule_from_spread
+
+    cont = list(model.continuous)
+    scale = rule_from_spread(np.ones(x.shape[1]), x.shape[0], model.kernel) / 1.059
+    start = np.full(x.shape[1], CATEGORICAL_START)
+    start[cont] = (1.06 * np.std(x, axis=0) * scale)[cont]
+    return start
+
+
+def search(objective, x, model, method: str):
+    """The bandwidths of ``x (n, q)``'s columns minimising ``objective(h)``: the
+    regressions' grid of multiples of Scott's rule (log-bandwidths; categorical columns
+    along the same line as logits, in the grid's steps about ``λ = 0.1``), refined by
+    the host search. A :class:`~attnpool.bandwidth.BandwidthSelection`."""
+    from .bandwidth import rule_of_thumb
+    from .bandwidth.search import GRID, BandwidthSelection, bandwidth_of, host_search, to_theta
+
+    start = rule_of_thumb(x, method="scott", kernel=model.kernel, var_type=model.var_type)
+    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
+    thetas[:, list(model.continuous)] += np.log(GRID)[:, None]
+    step = math.log(GRID[1] / GRID[0])
+    line = step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2)
+    thetas[:, list(model.categorical)] += line[:, None]
     theta, value, objectives = host_search(
-        objective, thetas, GRID, None, smooth=not model.kernel.compact
-    )
+        lambda t: objective(bandwidth_of(t, model)), thetas, GRID, None,
+        smooth=not model.kernel.compact,
+    )  # fmt: skip
     return BandwidthSelection(bandwidth_of(theta, model), value, method, (GRID, objectives))

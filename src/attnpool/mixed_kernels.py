@@ -114,7 +114,8 @@ def log_sums(parts, *, leave_out=False, weights=None):
     of each part ``(q (n, ·), k (m, ·), bandwidth, columns, form)`` (a conditional
     distribution multiplies the distribution of ``y``'s columns by the density of
     ``x``'s), in chunks of rows; ``leave_out``: ``q`` is ``k`` and each row leaves its own
-    pair out; ``weights (m,)``: positive ``ω`` (None: ones), multiplying after the row's
+    pair out (True), or the index of the key each row leaves out (an ``(n,)`` array);
+    ``weights (m,)``: positive ``ω`` (None: ones), multiplying after the row's
     shift (as ``log ω`` they would round away beside the log terms of a tiny bandwidth)."""
     n, m = parts[0][0].shape[0], parts[0][1].shape[0]
     out = np.empty(n)
@@ -123,8 +124,9 @@ def log_sums(parts, *, leave_out=False, weights=None):
         rows = np.arange(start, min(start + step, n))
         terms = sum(log_pair_terms(q[rows], k, h, columns, form)
                     for q, k, h, columns, form in parts)  # fmt: skip
-        if leave_out:
-            terms[np.arange(rows.size), rows] = -np.inf
+        if leave_out is not False:
+            own = rows if leave_out is True else np.asarray(leave_out)[rows]
+            terms[np.arange(rows.size), own] = -np.inf
         top = np.max(terms, axis=1)
         safe = np.where(np.isfinite(top), top, 0.0)
         shares = np.exp(terms - safe[:, None])

@@ -13,24 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._files import atomic_write
-from .table import STDIO, DataError, read_columns, rendered
+from .table import STDIO, DataError, parse_bandwidth, read_columns, rendered
 
 __all__ = ["DensityTable", "density_table"]
 
 _SELECTORS = ("cv_ml", "cv_ls", "normal_reference", "isj", "scott", "silverman")
-
-
-def _parse_bandwidth(text: str):
-    text = text.strip()
-    if text in _SELECTORS:
-        return text
-    try:
-        return [float(part) for part in text.split(",")]
-    except ValueError:
-        raise ValueError(
-            f"--bandwidth: expected one of {', '.join(_SELECTORS)} or numbers separated by "
-            f"commas; received {text!r}"
-        ) from None
 
 
 @dataclass
@@ -137,12 +124,13 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
     if len(table) < 3:
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x, conditions = table[:, : len(columns)], table[:, len(columns) :]
-    chosen = _parse_bandwidth(bandwidth) if isinstance(bandwidth, str) else bandwidth
+    chosen = parse_bandwidth(bandwidth, _SELECTORS) if isinstance(bandwidth, str) else bandwidth
     if not given:
         model = KernelDensity(kernel, chosen, var_type=var_type).fit(x)
         values = np.exp(model.score_samples(x))
     else:
-        if isinstance(chosen, list):  # the command line's order: --x columns, then --given
+        if not isinstance(chosen, str):  # the command line's order: --x columns, then --given
+            chosen = np.broadcast_to(chosen, (len(columns) + len(given),)).tolist()
             chosen = [*chosen[len(columns) :], *chosen[: len(columns)]]
         model = ConditionalDensity(kernel, chosen, x_var_type=given_var_type,
                                    y_var_type=var_type).fit(conditions, x)  # fmt: skip

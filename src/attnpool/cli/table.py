@@ -298,16 +298,17 @@ def rendered(figure, path: str | os.PathLike) -> bytes:
         plt.close(figure)
 
 
-def parse_bandwidth(text: str):
-    """``cv|aicc|scott|silverman`` or comma-separated positive numbers."""
+def parse_bandwidth(text: str, selectors: Sequence[str] = SELECTORS):
+    """One of ``selectors`` (the regressions' ``cv|aicc|scott|silverman`` by default) or
+    comma-separated positive numbers (one: a number)."""
     text = text.strip()
-    if text in SELECTORS:
+    if text in selectors:
         return text
     try:
         values = [float(part) for part in text.split(",")]
     except ValueError:
         raise ValueError(
-            f"--bandwidth: expected one of {', '.join(SELECTORS)} or positive numbers separated "
+            f"--bandwidth: expected one of {', '.join(selectors)} or positive numbers separated "
             f"by commas; received {text!r}"
         ) from None
     return values[0] if len(values) == 1 else values
