@@ -77,9 +77,12 @@ def _log_density_program(x_train, x_query, bandwidth, weights, key_count, consta
 #: How :func:`log_density` sums: ``"auto"`` (exact: NumPy pairs for small problems, the
 #: ``fgt`` expansions for a Gaussian column of many points, else the compiled engines),
 #: ``"dense"``/``"stream"`` (the compiled engines), ``"fgt"`` (the Gaussian in one column),
-#: ``"binned"`` or a :class:`~attnpool.Binned` record (``d ≤ 2``: relative error of each
-#: density at most its ``tolerance``, rows the bound cannot settle summed exactly).
-DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "binned")
+#: ``"sparse"`` (compact radial kernels: only the keys inside the support; prefix sums in
+#: one column, a KD-tree above; exact), ``"binned"`` or a :class:`~attnpool.Binned` record
+#: (``d ≤ 2``: relative error of each density at most its ``tolerance``, rows the bound
+#: cannot settle summed exactly). ``"auto"`` takes ``"sparse"`` for a compact kernel in
+#: one column beyond :data:`HOST_PAIRS` pairs.
+DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "binned")
 
 
 def log_density(
@@ -107,6 +110,11 @@ def log_density(
         raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
     q = check_points(x_query, "x_query", dims=x.shape[1])
     if var_type is not None and set(var_type) != {"c"}:
+        if name != "auto":
+            raise ValueError(
+                f"method: mixed data (var_type={var_type!r}) are summed pair by pair, by "
+                f"'auto'; received {name!r}"
+            )
         return _mixed_log_density(x, q, record, bandwidth, weights, var_type)
     record = _kernels.for_dimensions(record, x.shape[1])
     first = kernel_integrals(record, x.shape[1])[0] if record.similarity == "distance" else 0.0
@@ -124,7 +132,7 @@ def log_density(
     if n == 0:
         return np.zeros(0)
     host = not (is_jax(x) or is_jax(q))
-    if name in ("fgt", "binned"):
+    if name in ("fgt", "sparse", "binned"):
         if not host:
             raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
         options = method if isinstance(method, Binned) else Binned()
@@ -159,8 +167,9 @@ HOST_PAIRS = 2**22
 
 def _host_log_sums(x, q, record, h, w):
     """``log Σ_i w_i K_h(q − x_i)`` (normalised) on the host, or None where the compiled
-    engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs; beyond, the ``fgt``
-    expansions for a Gaussian column (O(n + m); rows they leave unsettled by pairs)."""
+    engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs; beyond, in one
+    column, the ``fgt`` expansions for the Gaussian (O(n + m); rows they leave unsettled by
+    pairs) and the support's windows for a compact kernel (``sparse``)."""
     from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
     from .mixed_kernels import MixedColumns, log_sums
 
@@ -168,10 +177,25 @@ def _host_log_sums(x, q, record, h, w):
     columns = MixedColumns(x, "c" * x.shape[1], record)
     if n * m <= HOST_PAIRS:
         return log_sums([(q, x, h, columns, "density")], weights=w)
-    expand = _kernels.is_gaussian(record) and x.shape[1] == 1
-    if expand and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT:
+    in_range = x.shape[1] == 1 and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
+    if in_range and _kernels.is_gaussian(record):
         return _expansion_log_sums(x, q, h, w, columns)
+    if in_range and record.compact and _kernels.is_builtin(record):
+        return _sparse_log_sums(x, q, record, h, w)
     return None
+
+
+def _sparse_log_sums(x, q, record, h, w):
+    """Normalised log sums of a compact kernel over the keys inside its support only
+    (:func:`attnpool.methods.sparse.sparse_sums`, exact): ``−inf`` where none is."""
+    from .methods.sparse import sparse_sums
+
+    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
+    sums = sparse_sums(q, x, values, 1.0 / h, record, edges=(q, x, h))
+    top = float(np.asarray(record.log_profile(np.zeros(()))))  # the sums are in K(0)
+    integral = kernel_integrals(record, x.shape[1])[0]
+    with np.errstate(divide="ignore"):
+        return np.log(sums[:, 1]) + top - math.log(integral) - float(np.sum(np.log(h)))
 
 
 def _expansion_log_sums(x, q, h, w, columns):
@@ -191,9 +215,10 @@ def _expansion_log_sums(x, q, h, w, columns):
 
 
 def _fast_log_sums(x, q, record, h, w, name: str, options):
-    """``method="fgt"`` or ``"binned"``: refused where the method cannot serve, else its
-    sums, the rows it leaves unsettled summed exactly."""
+    """``method="fgt"``, ``"sparse"`` or ``"binned"``: refused where the method cannot
+    serve, else its sums, the rows it leaves unsettled summed exactly."""
     from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+    from .methods import sparse
     from .methods.binned import binned_pool, refusal
     from .mixed_kernels import MixedColumns
 
@@ -209,6 +234,11 @@ def _fast_log_sums(x, q, record, h, w, name: str, options):
                 f"method: 'fgt' sums the Gaussian in one column; received {record.name!r} in {d}"
             )
         return _expansion_log_sums(x, q, h, w, columns)
+    if name == "sparse":
+        reason = sparse.refusal(record, d)
+        if reason:
+            raise ValueError(f"method: {reason}")
+        return _sparse_log_sums(x, q, record, h, w)
     reason = refusal(record, d)
     if reason or w is not None:
         raise ValueError(f"method: {reason or 'binned densities are for unweighted samples'}")
