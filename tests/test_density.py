@@ -301,7 +301,7 @@ def test_density_methods_meet_their_guarantees():
     with pytest.raises(ValueError, match="method: binned densities are for unweighted"):
         log_density(x, q, method="binned", weights=np.ones(len(x)))
     with pytest.raises(ValueError, match="method: expected one of 'auto'"):
-        log_density(x, q, method="native")
+        log_density(x, q, method="fused")
 
 
 @pytest.mark.parametrize(("kernel", "d"), [("epanechnikov", 1), ("tricube", 1), ("boxcar", 2)])
@@ -328,3 +328,51 @@ def test_sparse_densities_are_the_exact_ones(kernel, d):
     with pytest.raises(ValueError, match="method: mixed data"):
         log_density(np.c_[x[:, :1], x[:, :1] > 0], q[:3, :1].repeat(2, 1), var_type="cu",
                     bandwidth=[0.2, 0.1], method="sparse")  # fmt: skip
+
+
+@pytest.mark.parametrize("bandwidth", [1e-3, 0.05])
+def test_host_methods_far_from_the_origin(bandwidth):
+    """Data at 1.7e9 (Unix times): the host methods scale coordinates by 1/h, so they
+    centre first — their log densities equal the compiled engines' (which centre too),
+    and the leave-one-out sums equal the textbook's from differences. Before the fix the
+    expansions were 5e-4 off at h = 1e-3."""
+    from scipy.special import logsumexp
+
+    from attnpool import Binned
+    from attnpool.density_estimator import loo_log_density
+
+    rng = np.random.default_rng(3)
+    x = 1.7e9 + rng.normal(size=(3000, 1))
+    q = 1.7e9 + rng.normal(size=(2000, 1))
+    exact = log_density(x, q, bandwidth=bandwidth, method="dense")
+    for method in ("fgt", "native", "auto", "sparse"):
+        kernel = "epanechnikov" if method == "sparse" else "gaussian"
+        reference = exact if kernel == "gaussian" else log_density(
+            x, q, kernel=kernel, bandwidth=bandwidth, method="dense")  # fmt: skip
+        got = log_density(x, q, kernel=kernel, bandwidth=bandwidth, method=method)
+        finite = np.isfinite(reference)
+        assert np.array_equal(finite, np.isfinite(got))
+        np.testing.assert_allclose(got[finite], reference[finite], rtol=1e-13, atol=1e-9)
+    got = log_density(x, q, bandwidth=bandwidth, method=Binned(tolerance=1e-6))
+    assert np.all(np.abs(np.exp(got - exact) - 1) <= 1e-6)
+    log_k = -0.5 * ((x - x.T) / bandwidth) ** 2
+    np.fill_diagonal(log_k, -np.inf)
+    textbook = logsumexp(log_k, axis=1) - np.log(2999 * np.sqrt(2 * np.pi) * bandwidth)
+    np.testing.assert_allclose(loo_log_density(x, [bandwidth], "gaussian"), textbook,
+                               rtol=1e-13, atol=1e-9)  # fmt: skip
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5])
+def test_native_densities_are_the_exact_ones(d):
+    """The Gaussian by the compiled C loop: its shift taken back (and from d = 3 the
+    query's own term its matrix-product form leaves out), weights too."""
+    rng = np.random.default_rng(d)
+    x = rng.normal(size=(3000, d))
+    q = np.r_[rng.normal(size=(50, d)), np.full((1, d), 12.0)]
+    w = rng.integers(0, 3, 3000)
+    for weights in (None, w):
+        got = log_density(x, q, bandwidth=0.4, method="native", weights=weights)
+        exact = log_density(x, q, bandwidth=0.4, method="dense", weights=weights)
+        np.testing.assert_allclose(got, exact, rtol=1e-13)
+    with pytest.raises(ValueError, match="method: 'native'"):
+        log_density(x, q, kernel="epanechnikov", method="native")

@@ -78,11 +78,12 @@ def _log_density_program(x_train, x_query, bandwidth, weights, key_count, consta
 #: ``fgt`` expansions for a Gaussian column of many points, else the compiled engines),
 #: ``"dense"``/``"stream"`` (the compiled engines), ``"fgt"`` (the Gaussian in one column),
 #: ``"sparse"`` (compact radial kernels: only the keys inside the support; prefix sums in
-#: one column, a KD-tree above; exact), ``"binned"`` or a :class:`~attnpool.Binned` record
+#: one column, a KD-tree above; exact), ``"native"`` (the Gaussian by the compiled C loop,
+#: every core, any dimension; exact), ``"binned"`` or a :class:`~attnpool.Binned` record
 #: (``d ≤ 2``: relative error of each density at most its ``tolerance``, rows the bound
 #: cannot settle summed exactly). ``"auto"`` takes ``"sparse"`` for a compact kernel in
 #: one column beyond :data:`HOST_PAIRS` pairs.
-DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "binned")
+DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "native", "binned")
 
 
 def log_density(
@@ -132,19 +133,17 @@ def log_density(
     if n == 0:
         return np.zeros(0)
     host = not (is_jax(x) or is_jax(q))
-    if name in ("fgt", "sparse", "binned"):
-        if not host:
-            raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
-        options = method if isinstance(method, Binned) else Binned()
-        weights64 = None if w is None else np.asarray(w, np.float64)
-        found = _fast_log_sums(np.asarray(x, np.float64), np.asarray(q, np.float64), record, h,
-                               weights64, name, options)  # fmt: skip
-        return found - math.log(total)
-    if host and name == "auto":
-        found = _host_log_sums(np.asarray(x, np.float64), np.asarray(q, np.float64), record,
-                               h, None if w is None else np.asarray(w, np.float64))  # fmt: skip
+    if host and name in ("auto", "fgt", "sparse", "native", "binned"):
+        x64, q64 = centred_on_keys(np.asarray(x, np.float64), np.asarray(q, np.float64))
+        w64 = None if w is None else np.asarray(w, np.float64)
+        if name != "auto":
+            options = method if isinstance(method, Binned) else Binned()
+            return _fast_log_sums(x64, q64, record, h, w64, name, options) - math.log(total)
+        found = _host_log_sums(x64, q64, record, h, w64)
         if found is not None:  # no program to build
             return found - math.log(total)
+    elif name in ("fgt", "sparse", "native", "binned"):
+        raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
     count = None
     keys = np.asarray(x, dtype)
     if m <= MAX_ROWS:  # rows padded to their buckets: a program per bucket, not per size
@@ -158,6 +157,14 @@ def log_density(
             kernel=record, method=None if name == "auto" else name,
         )  # fmt: skip
     return np.asarray(result, np.float64)[:n]
+
+
+def centred_on_keys(keys, queries):
+    """``(keys, queries)`` less the keys' midrange (a density is translation invariant):
+    the host methods scale coordinates by ``1/h``, and data far from the origin (Unix
+    times) would lose their low digits scaled first."""
+    centre = keys.min(axis=0) * 0.5 + keys.max(axis=0) * 0.5
+    return keys - centre, queries - centre
 
 
 #: Pairs up to which a density is summed in NumPy (no program to build: a first call
@@ -214,6 +221,27 @@ def _expansion_log_sums(x, q, h, w, columns):
     return out
 
 
+def _native_log_sums(x, q, record, h, w):
+    """Normalised Gaussian log sums by the compiled C loop: ``ln 2 · (shift + log2 Σ)``,
+    plus the query's own ``−‖q_c‖²/2`` that its matrix-product form leaves out from d = 3
+    on (``q_c`` centred on the keys' mean, as it centres)."""
+    from .methods import native
+
+    reason = native.refusal(record, x.shape[1])
+    if reason:
+        raise ValueError(f"method: {reason}")
+    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
+    scale = 1.0 / h
+    sums, shift = native.native_sums(q, x, values, scale, return_shift=True)
+    with np.errstate(divide="ignore"):
+        out = math.log(2.0) * shift + np.log(sums[:, 1])
+    if x.shape[1] >= MATMUL_MIN_DIM:  # the rows as native.c centres them
+        centred = q * scale - np.mean(x * scale, axis=0)
+        out = out - 0.5 * np.sum(centred * centred, axis=1)
+    d = x.shape[1]
+    return out - 0.5 * d * math.log(2 * math.pi) - float(np.sum(np.log(h)))
+
+
 def _fast_log_sums(x, q, record, h, w, name: str, options):
     """``method="fgt"``, ``"sparse"`` or ``"binned"``: refused where the method cannot
     serve, else its sums, the rows it leaves unsettled summed exactly."""
@@ -239,6 +267,8 @@ def _fast_log_sums(x, q, record, h, w, name: str, options):
         if reason:
             raise ValueError(f"method: {reason}")
         return _sparse_log_sums(x, q, record, h, w)
+    if name == "native":
+        return _native_log_sums(x, q, record, h, w)
     reason = refusal(record, d)
     if reason or w is not None:
         raise ValueError(f"method: {reason or 'binned densities are for unweighted samples'}")

@@ -148,7 +148,7 @@ def loo_log_density(x, bandwidth, kernel, var_type=None) -> np.ndarray:
     :data:`EXPANSION_MIN_ROWS` points by the ``fgt`` method's expansions, ``O(n)`` an
     evaluation (a point whose sum over the others is below ``fgt.LOO_MIN_WEIGHT`` of its
     own term, or unsettled, summed pair by pair)."""
-    from .density import mixed_columns
+    from .density import centred_on_keys, mixed_columns
     from .mixed_kernels import log_sums
 
     x = np.asarray(x, np.float64)
@@ -158,7 +158,8 @@ def loo_log_density(x, bandwidth, kernel, var_type=None) -> np.ndarray:
     if columns.var_type == "c" and _kernels.is_gaussian(columns.kernel) and n >= EXPANSION_MIN_ROWS:
         from .methods import fgt
 
-        sums, settled = fgt.expansion_sums(x, x, np.zeros((n, 0)), 1.0 / h)
+        centred = centred_on_keys(x, x)[0]  # scaled uncentred, far data lose digits
+        sums, settled = fgt.expansion_sums(centred, centred, np.zeros((n, 0)), 1.0 / h)
         rest = sums[:, 0] - 1.0  # each point's own term is exactly K(0) = 1
         again = np.flatnonzero(~settled | ~(rest >= fgt.LOO_MIN_WEIGHT))
         with np.errstate(divide="ignore"):

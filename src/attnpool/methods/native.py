@@ -129,14 +129,18 @@ def unavailable_reason() -> str | None:
     return _compile_error(compiler())
 
 
-def native_sums(queries, keys, values, scale, *, exclude_self: bool = False) -> np.ndarray:
+def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
+                return_shift: bool = False):  # fmt: skip
     """``(n, 1 + p)`` Gaussian sums ``[Σ_k w, Σ_k w·v]``, each row relative to its own shift.
 
     ``queries (n, d)``, ``keys (m, d)``, ``values (m, p ≥ 1)``; ``scale (d,)`` multiplies the
     coordinates (``1 / h``). Computed in float32 when every input is float32, else
     float64. A row whose scaled coordinates overflowed is not finite.
     ``exclude_self``: query ``i`` is key ``i`` and is left out of its own sums
-    (leave-one-out).
+    (leave-one-out). ``return_shift``: also the ``(n,)`` shifts, in log2 units, of log
+    weights formed as ``native.c`` forms them — ``−‖q − k‖²/2`` of the scaled rows, or
+    from d = 3 on ``q·k − ‖k‖²/2`` of rows centred on the keys' mean (the query's own
+    ``−‖q‖²/2`` left out) — so that ``Σ_k w = 2^shift · sums[:, 0]``.
     """
     queries, keys, values = (np.asarray(a) for a in (queries, keys, values))
     single = all(a.dtype == np.float32 for a in (queries, keys, values))
@@ -156,7 +160,7 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False) -> 
         _run_threads(function, q, kt, vt, m, (shift, total, weighted), exclude_self)
         sums[:, 0] = total
         sums[:, 1 + columns.start : 1 + columns.stop] = weighted
-    return sums
+    return (sums, shift) if return_shift else sums
 
 
 def leave_one_out_sums(points, values, scale, kernel: Kernel | None = None) -> np.ndarray | None:
