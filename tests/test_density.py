@@ -376,3 +376,20 @@ def test_native_densities_are_the_exact_ones(d):
         np.testing.assert_allclose(got, exact, rtol=1e-13)
     with pytest.raises(ValueError, match="method: 'native'"):
         log_density(x, q, kernel="epanechnikov", method="native")
+
+
+@pytest.mark.parametrize(
+    ("theirs", "ours", "half_width"),
+    [("gaussian", "gaussian", 1.0), ("epa", "epanechnikov", 5**0.5)],
+)
+def test_equal_to_kdepy_fftkde_on_its_grid(theirs, ours, half_width):
+    """KDEpy's FFTKDE bins the sample on its grid (linear binning, an error of (Δ/h)²);
+    our exact density on the same grid is within that of it. KDEpy scales every kernel to
+    unit variance: its Epanechnikov of bw = 0.3 is ours of half-width 0.3 · √5."""
+    from KDEpy import FFTKDE
+
+    x = np.random.default_rng(0).normal(size=5000)
+    grid, theirs_values = FFTKDE(kernel=theirs, bw=0.3).fit(x).evaluate(2**12)
+    got = kernel_density(x[:, None], grid[:, None], kernel=ours, bandwidth=0.3 * half_width)
+    assert np.max(np.abs(got - theirs_values)) <= 2e-5 * theirs_values.max()
+    assert np.trapezoid(got, grid) == pytest.approx(1.0, abs=1e-8)
