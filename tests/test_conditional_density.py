@@ -151,3 +151,33 @@ def test_the_estimator():
         ConditionalDensity(bandwidth=[0.5, 0.4], x_var_type="cu").fit(x, y)
     with pytest.raises(ValueError, match="method: expected one of"):
         ConditionalDensity(bandwidth="aicc").fit(x, y)
+
+
+def test_vanishing_x_bandwidths_take_the_nearest_key_limit():
+    """At h = 1e-200 every x weight underflows; the estimate is its limit — y's kernel of
+    the training point nearest x (ties shared by their categorical kernel) — not 0/0.
+    A compact kernel that reaches no training point gives NaN with a warning."""
+    from scipy import stats
+
+    from attnpool import EmptyNeighbourhoodWarning
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 1))
+    y = x[:, 0] + rng.normal(size=200) * 0.5
+    qx, qy = x[:5] + 0.01, y[:5]
+    nearest = np.argmin(np.abs(qx - x[:, 0]), axis=1)
+    limit = stats.norm.pdf(qy, y[nearest], 0.1)
+    for x_var_type in (None, "c"):
+        got = conditional_density(x, y, qx, qy, bandwidth=1e-200, y_bandwidth=0.1,
+                                  x_var_type=x_var_type)  # fmt: skip
+        np.testing.assert_allclose(got, limit, rtol=1e-12)
+    got = conditional_cdf(x, y, qx, qy + 0.05, bandwidth=1e-200, y_bandwidth=0.1)
+    np.testing.assert_allclose(got, stats.norm.cdf(qy + 0.05, y[nearest], 0.1), rtol=1e-12)
+    mixed = np.c_[x, x > 0]
+    got = conditional_density(mixed, y, np.c_[qx, qx > 0], qy, bandwidth=[1e-200, 0.3],
+                              y_bandwidth=0.1, x_var_type="cu")  # fmt: skip
+    np.testing.assert_allclose(got, limit, rtol=1e-12)
+    with pytest.warns(EmptyNeighbourhoodWarning, match="5 of 5 queries have no training"):
+        got = conditional_density(x, y, qx + 50, qy, bandwidth=0.1, y_bandwidth=0.1,
+                                  kernel="epanechnikov-product")  # fmt: skip
+    assert np.all(np.isnan(got))

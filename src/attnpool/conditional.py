@@ -24,6 +24,7 @@ with ``w_l`` the weights ``K_h(x_l, x_i)`` of the other points and ``C`` the mat
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted
 from ._validation import check_bandwidth, check_choice, check_points
 from .density import log_density, mixed_columns
+from .empty_policy import EmptyNeighbourhoodWarning
 from .mixed_kernels import log_pair_terms, log_sums
 
 __all__ = [
@@ -114,7 +116,12 @@ def conditional_density(
                         bandwidth=np.concatenate([h, b]))  # fmt: skip
     marginal = log_density(x, qx, kernel=record, bandwidth=h)
     with np.errstate(invalid="ignore"):
-        return np.exp(joint - marginal)
+        out = np.exp(joint - marginal)
+    limit = ~np.isfinite(marginal)  # the nearest-key limit, or NaN with a warning
+    if limit.any():
+        out[limit] = np.exp(_log_pooled(x, y, qx[limit], qy[limit], "density", h, b, record,
+                                        None, None))  # fmt: skip
+    return out
 
 
 def _log_pooled(x_train, y_train, x_query, y_query, y_form, bandwidth, y_bandwidth, kernel,
@@ -127,13 +134,53 @@ def _log_pooled(x_train, y_train, x_query, y_query, y_form, bandwidth, y_bandwid
     joint = log_sums([(qx, x, hx, cx, "density"), (qy, y, hy, cy, y_form)])
     marginal = log_sums([(qx, x, hx, cx, "density")])
     with np.errstate(invalid="ignore"):
-        return joint - marginal
+        out = joint - marginal
+    hollow = np.flatnonzero(~np.isfinite(marginal))
+    if hollow.size and cx.continuous and not cx.kernel.compact:
+        # every x weight underflowed (x's bandwidth vanishing): the nearest-key limit
+        out[hollow] = _nearest_limit(qx[hollow], qy[hollow], x, y, hx, hy, cx, cy, y_form)
+        hollow = hollow[np.isnan(out[hollow])]
+    if hollow.size:
+        warnings.warn(
+            f"{hollow.size} of {len(out)} queries have no training point within reach of "
+            "their x (a compact kernel's support, or an unseen level at λ = 0): their "
+            "conditional density is NaN",
+            EmptyNeighbourhoodWarning,
+            stacklevel=3,
+        )
+    return out
+
+
+def _nearest_limit(qx, qy, x, y, hx, hy, cx, cy, y_form) -> np.ndarray:
+    """The limit of vanishing ``x`` bandwidths: ``y``'s terms pooled over the training
+    points nearest each query in scaled distance over the continuous columns (``log r² =
+    logsumexp(2 log|Δ| − 2 log h)``, no overflow), ties weighted by their categorical
+    kernel — as pooling's nearest-key limit, for the conditional's weights."""
+    from copy import copy
+
+    from scipy.special import logsumexp
+
+    cont = cx.continuous
+    with np.errstate(divide="ignore"):
+        log_u2 = 2.0 * (np.log(np.abs(qx[:, None, cont] - x[None, :, cont])) - np.log(hx[cont]))
+    categorical = copy(cx)
+    categorical.continuous = []
+    log_l = log_pair_terms(qx, x, hx, categorical, "density")  # the categorical factors
+    closeness = np.where(np.isfinite(log_l), -logsumexp(log_u2, axis=-1), -np.inf)
+    nearest = closeness == np.max(closeness, axis=1, keepdims=True)
+    share = np.where(nearest & np.isfinite(closeness), log_l, -np.inf)
+    with np.errstate(invalid="ignore"):
+        return logsumexp(share + log_pair_terms(qy, y, hy, cy, y_form), axis=1) - logsumexp(
+            share, axis=1
+        )
 
 
 def conditional_log_density(x_train, y_train, x_query, y_query, *, bandwidth, y_bandwidth,
                             kernel="gaussian", x_var_type=None, y_var_type=None):  # fmt: skip
     """``log f̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``, ``(k,)`` in float64
-    (NaN where no training point reaches ``x``): ``var_type`` letters per side as
+    (NaN, with an :class:`EmptyNeighbourhoodWarning`, where no training point reaches
+    ``x``; where every ``x`` weight underflows — a vanishing bandwidth — the limit: ``y``'s
+    kernel of the nearest training points): ``var_type`` letters per side as
     :func:`attnpool.log_density` takes them; ``bandwidth`` is ``x``'s, ``y_bandwidth``
     ``y``'s (``λ`` for categorical columns)."""
     return _log_pooled(x_train, y_train, x_query, y_query, "density", bandwidth, y_bandwidth,
