@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 OUT ?= demo-output
 
-.PHONY: demo test lint bench docs-images clean
+.PHONY: demo test lint bench docs docs-images clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,8 @@ test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs examples
+	$(BIN)/ruff format --check src tests benchmarks docs examples
 
 $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'
@@ -42,10 +42,20 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_first_call.py
 	$(BIN)/python benchmarks/bench_density.py
 
+$(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-dev
+	$(BIN)/python -m pip install -q -e '.[dev,docs]'
+	touch $@
+
+# The site: warnings are errors; then every internal link and image is checked.
+docs: $(VENV)/.installed-docs
+	rm -rf docs/_build docs/api/generated docs/auto_examples
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+	$(BIN)/python docs/check_links.py docs/_build/html
+
 # The README's pictures.
 docs-images: $(VENV)/.installed-dev
 	$(BIN)/attnpool demo --out docs/images
 	$(BIN)/attnpool learn-demo --out docs/images
 
 clean:
-	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache docs/_build docs/api/generated docs/auto_examples

@@ -288,9 +288,12 @@ class ConditionalDensity(BaseEstimator):
 
     Attributes
     ----------
-    bandwidth_ : ndarray of shape (n_x_features,) — ``x``'s bandwidths
-    y_bandwidth_ : ndarray of shape (n_y_features,) — ``y``'s
-    criterion_ : float — the cross-validation criterion (NaN for given or rule bandwidths)
+    bandwidth_ : ndarray of shape (n_x_features,)
+        ``x``'s bandwidths
+    y_bandwidth_ : ndarray of shape (n_y_features,)
+        ``y``'s
+    criterion_ : float
+        The cross-validation criterion (NaN for given or rule bandwidths)
     """
 
     def __init__(self, kernel="gaussian", bandwidth="cv_ml", *, x_var_type=None,

@@ -167,8 +167,10 @@ class LearnDemoResult:
     Attributes
     ----------
     data : SineData
-    fit : AttentionFit — the bandwidth trained by leave-one-out error
-    interpolating : AttentionFit — the same model trained without leaving one out
+    fit : AttentionFit
+        The bandwidth trained by leave-one-out error
+    interpolating : AttentionFit
+        The same model trained without leaving one out
     cv_bandwidth, cv_error : float — the cross-validated bandwidth and its LOO error
     mse : dict mapping a label to the validation mean squared error
     figures : dict mapping a file name to a matplotlib Figure

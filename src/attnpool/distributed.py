@@ -382,9 +382,12 @@ def attention_pool(
     keys : array (m,) or (m, d), NumPy or Dask (chunked along rows)
     values : array (m,) or (m, p); re-chunked to the keys' row chunks if they differ
     kernel, bandwidth : as :func:`attnpool.attention_pool`
-    split_every : int, optional — states merged per combine task (Dask's default: 4)
-    chunk_rows : int, optional — rows per chunk for NumPy inputs
-    weights : array (m,), optional — the keys' observation weights (NumPy or Dask), as
+    split_every : int, optional
+        States merged per combine task (Dask's default: 4)
+    chunk_rows : int, optional
+        Rows per chunk for NumPy inputs
+    weights : array (m,), optional
+        The keys' observation weights (NumPy or Dask), as
         :func:`attnpool.attention_pool` takes them (negative ones, or ``w·v`` beyond the
         float range, raise ``ValueError`` at ``compute()``).
 

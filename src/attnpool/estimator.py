@@ -320,13 +320,18 @@ class NadarayaWatson(_LocalRegression):
     Attributes
     ----------
     bandwidth_ : ndarray of shape (n_features,)
-    cv_score_ : float — the leave-one-out mean squared error (``bandwidth="cv"``)
-    aicc_ : float — the AICc (``bandwidth="aicc"``)
-    r_squared_ : float or ndarray of shape (n_outputs,) — R² as R's np reports it
+    cv_score_ : float
+        The leave-one-out mean squared error (``bandwidth="cv"``)
+    aicc_ : float
+        The AICc (``bandwidth="aicc"``)
+    r_squared_ : float or ndarray of shape (n_outputs,)
+        R² as R's np reports it
     n_features_in_ : int
 
-    :meth:`summary` prints them with the data, the kernel and the method;
-    :meth:`marginal_effects` gives the fit's gradient.
+    See Also
+    --------
+    summary : The attributes with the data, the kernel and the method.
+    marginal_effects : The fit's gradient.
     """
 
     _degree = 0

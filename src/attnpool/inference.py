@@ -103,9 +103,11 @@ def confidence_band(
         As :func:`attnpool.local_regression`.
     level : float in (0, 1)
     method : {"asymptotic", "bootstrap"}
-    n_boot : int — bootstrap replicates
+    n_boot : int
+        Bootstrap replicates
     bootstrap : {"wild", "residual"}
-    seed : int — the bootstrap's random draws
+    seed : int
+        The bootstrap's random draws
 
     Returns
     -------

@@ -28,10 +28,14 @@ class LearnedAttentionRegressor(MultiOutputRegressor):
     Attributes
     ----------
     fit_ : attnpool.learn.AttentionFit
-    params_ : pytree — the learned parameters
-    parameters_ : dict — the parameters in the inputs' units (``bandwidth``, ``metric``, …)
-    bandwidth_ : ndarray of shape (n_features,) — for the bandwidth models
-    history_ : ndarray — the training loss at each step
+    params_ : pytree
+        The learned parameters
+    parameters_ : dict
+        The parameters in the inputs' units (``bandwidth``, ``metric``, …)
+    bandwidth_ : ndarray of shape (n_features,)
+        For the bandwidth models
+    history_ : ndarray
+        The training loss at each step
     n_features_in_ : int
     """
 

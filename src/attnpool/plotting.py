@@ -340,9 +340,11 @@ def plot_kernels(
     kernels : sequence of names or Kernel records
     fits : mapping from kernel name to predictions on ``x_grid``, optional
     x_grid : array, needed with ``fits``
-    data : (x_train, y_train), optional — drawn under each fit
+    data : (x_train, y_train), optional
+        Drawn under each fit
     truth : array on ``x_grid``, optional
-    fit_label : str — the y label of the row of fits
+    fit_label : str
+        The y label of the row of fits
     """
     records = [_kernels.get(k) for k in kernels]
     rows = 1 if fits is None else 2

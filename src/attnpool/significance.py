@@ -43,11 +43,15 @@ class SignificanceTest:
 
     Attributes
     ----------
-    statistic : float — ``λ`` (continuous columns) or ``I`` (a categorical one)
-    p_value : float — bootstrap p-value, ``(1 + #{stat* ≥ stat}) / (1 + n_boot)``
-    columns : tuple of int — the columns tested (jointly)
+    statistic : float
+        ``λ`` (continuous columns) or ``I`` (a categorical one)
+    p_value : float
+        Bootstrap p-value, ``(1 + #{stat* ≥ stat}) / (1 + n_boot)``
+    columns : tuple of int
+        The columns tested (jointly)
     kind : {"continuous", "categorical"}
-    null_statistics : ndarray (n_boot,) — the statistic of each bootstrap replicate
+    null_statistics : ndarray (n_boot,)
+        The statistic of each bootstrap replicate
     """
 
     statistic: float
@@ -84,8 +88,10 @@ def significance_test(
     columns : int or sequence of int
         Continuous columns, tested jointly, or one categorical column (``var_type`` ``o``
         or ``u``).
-    n_boot : int — bootstrap replicates
-    bootstrap : {"iid", "wild"} — residuals resampled, or wild (Mammen) weights;
+    n_boot : int
+        Bootstrap replicates
+    bootstrap : {"iid", "wild"}
+        Residuals resampled, or wild (Mammen) weights;
         categorical columns use wild weights, as the Racine (2004) test does
     seed : int
 

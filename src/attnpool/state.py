@@ -51,9 +51,12 @@ class PoolingState(NamedTuple):
 
     Attributes
     ----------
-    max_log : (n,) array — ``m``, the largest log weight seen (``-inf`` if none).
-    weight_sum : (n,) array — ``s = Σ exp(l_i − m)``.
-    weighted_values : (n, p) array — ``t = Σ exp(l_i − m) v_i``.
+    max_log : (n,) array
+        ``m``, the largest log weight seen (``-inf`` if none).
+    weight_sum : (n,) array
+        ``s = Σ exp(l_i − m)``.
+    weighted_values : (n, p) array
+        ``t = Σ exp(l_i − m) v_i``.
     """
 
     max_log: jnp.ndarray

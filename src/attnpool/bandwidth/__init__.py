@@ -125,7 +125,8 @@ def select_bandwidth(
     y : array of shape (n,) or (n, p)
     method : {"cv", "aicc", "scott", "silverman"}
     kernel, degree, var_type : as in :func:`attnpool.regression.local_regression`
-    progress : callable ``(done, total)``, optional — called as the search advances
+    progress : callable ``(done, total)``, optional
+        Called as the search advances
     pooling : {"auto", "dense", "stream", "sparse", "fgt", "native", "binned"}
         Whose leave-one-out sums the objectives are computed with. ``"binned"`` (one
         continuous column, CV): grid search and L-BFGS on the binned leave-one-out

@@ -64,16 +64,23 @@ class AttentionFit:
     Attributes
     ----------
     model : AttentionModel
-    params : pytree of arrays — the parameters kept (the best validation loss with a
+    params : pytree of arrays
+        The parameters kept (the best validation loss with a
         validation set, else the lowest full-batch loss, else the last)
     standardisation : Standardisation of the inputs
-    x_train : ndarray (m, d); y_train : ndarray (m, p)
-    flat_targets : bool — ``y`` was one-dimensional (predictions are then ``(n,)``)
-    history : ndarray (steps,) — the training loss before each step
-    validation_history : ndarray (steps,) or None — the validation MSE before each step
-    best_step : int — the step whose parameters were kept
+    x_train : ndarray (m, d)
+    y_train : ndarray (m, p)
+    flat_targets : bool
+        ``y`` was one-dimensional (predictions are then ``(n,)``)
+    history : ndarray (steps,)
+        The training loss before each step
+    validation_history : ndarray (steps,) or None
+        The validation MSE before each step
+    best_step : int
+        The step whose parameters were kept
     stopped_early : bool
-    weights : ndarray (m,) or None — the training points' observation weights
+    weights : ndarray (m,) or None
+        The training points' observation weights
     """
 
     model: AttentionModel
@@ -195,18 +202,23 @@ def fit_attention(
         the point itself among the keys (its minimum is the trivial interpolant).
     optimizer : optax.GradientTransformation, optional
         Default: ``optax.adam(learning_rate)``. Bandwidths are optimised as logarithms.
-    learning_rate : float — for the default optimizer.
-    steps : int — optimisation steps.
+    learning_rate : float
+        For the default optimizer.
+    steps : int
+        Optimisation steps.
     batch_size : int, optional
         Queries per step, drawn without replacement epoch by epoch (keys are always all
         training points). Default: all points every step.
-    seed : int — initial parameters, the validation split and the batches.
+    seed : int
+        Initial parameters, the validation split and the batches.
     validation : float in (0, 1) or (X_val, y_val), optional
         A fraction of the points held out (at random), or a separate set; the parameters
         with the lowest validation error are kept.
-    patience : int or None — stop after this many steps without a better validation
+    patience : int or None
+        Stop after this many steps without a better validation
         error (with ``validation`` only; ``None`` never stops early).
-    progress : bool or callable ``(done, total, note)`` — a bar on stderr with the loss.
+    progress : bool or callable ``(done, total, note)``
+        A bar on stderr with the loss.
     weights : array of shape (n,), optional
         Observation weights of the training points (:mod:`attnpool.observation_weights`):
         each point's kernel weight as a key times ``w_i``, its loss counted ``w_i`` times,
