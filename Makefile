@@ -30,6 +30,7 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks docs examples
 	$(BIN)/ruff format --check src tests benchmarks docs examples
+	$(BIN)/mypy
 
 $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'

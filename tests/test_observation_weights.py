@@ -225,11 +225,12 @@ def test_selection_and_rules_with_integer_weights_are_those_of_the_repeated_rows
     w = np.random.default_rng(4).integers(1, 3, 80).astype(float)
     repeated = np.repeat(np.arange(80), w.astype(int))
     for method in ("scott", "silverman"):
-        np.testing.assert_allclose(
-            rule_of_thumb(x, method=method, weights=w),
-            rule_of_thumb(x[repeated], method=method),
-            rtol=1e-13,
-        )
+        for counts in (w, w.astype(int).tolist()):  # an array, or a plain list of counts
+            np.testing.assert_allclose(
+                rule_of_thumb(x, method=method, weights=counts),
+                rule_of_thumb(x[repeated], method=method),
+                rtol=1e-13,
+            )
     got = select_bandwidth(x, y, weights=w)
     want = select_bandwidth(x[repeated], y[repeated])
     np.testing.assert_allclose(got.objective, want.objective, rtol=1e-9)

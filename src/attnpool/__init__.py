@@ -16,7 +16,7 @@ Plots live in :mod:`attnpool.plotting` (matplotlib is imported on first use).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Binned",
@@ -122,7 +122,7 @@ if TYPE_CHECKING:
     from .state import PoolingState
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _MODULES:
         return importlib.import_module(f".{name}", __name__)
     if name in _NAMES:

@@ -21,6 +21,7 @@ import platform
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 #: ``ATTNPOOL_CACHE`` values that turn the on-disk caches off.
 OFF = frozenset({"off", "0", "none", "false", "no"})
@@ -89,16 +90,17 @@ def enable_compilation_cache() -> Path | None:
     """
     import jax
 
-    if jax.config.jax_compilation_cache_dir or not jax.config.jax_enable_compilation_cache:
+    config: Any = jax.config  # its options are attributes made at run time
+    if config.jax_compilation_cache_dir or not config.jax_enable_compilation_cache:
         return None
     if cache_root() is None:
         return None
     directory, lasting = private_directory(f"xla-{jax.__version__}-{processor_fingerprint()}")
     if not lasting:
         return None
-    jax.config.update("jax_compilation_cache_dir", str(directory))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
-    jax.config.update("jax_compilation_cache_max_size", MAX_XLA_CACHE_BYTES)
+    config.update("jax_compilation_cache_dir", str(directory))
+    config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    config.update("jax_compilation_cache_max_size", MAX_XLA_CACHE_BYTES)
     return directory
 
 
@@ -139,14 +141,14 @@ class ProgramCount:
     def compiled(self) -> int:
         return self.built - self.loaded
 
-    def _duration(self, event: str, duration: float, **_) -> None:
+    def _duration(self, event: str, duration_secs: float, **_: str | int) -> None:
         if event == "/jax/core/compile/jaxpr_trace_duration":
             self.traced += 1
         elif event == "/jax/core/compile/backend_compile_duration":
             self.built += 1
-            self.seconds += duration
+            self.seconds += duration_secs
 
-    def _event(self, event: str, **_) -> None:
+    def _event(self, event: str, **_: str | int) -> None:
         if event == "/jax/compilation_cache/cache_hits":
             self.loaded += 1
 
@@ -157,7 +159,7 @@ class ProgramCount:
         monitoring.register_event_listener(self._event)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         from jax import monitoring
 
         monitoring.unregister_event_duration_listener(self._duration)

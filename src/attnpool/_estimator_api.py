@@ -16,8 +16,12 @@ from __future__ import annotations
 import inspect
 import sys
 import warnings
+from typing import TYPE_CHECKING, Any, Self, overload
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ._typing import ArrayLike
 
 __all__ = [
     "BaseEstimator",
@@ -54,7 +58,7 @@ class BaseEstimator:
         parameters = inspect.signature(cls.__init__).parameters.values()
         return sorted(p.name for p in parameters if p.name != "self" and p.kind != p.VAR_KEYWORD)
 
-    def get_params(self, deep: bool = True) -> dict:
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Parameters of this estimator (and, with ``deep``, of estimators among them)."""
         params = {}
         for name in self._get_param_names():
@@ -64,7 +68,7 @@ class BaseEstimator:
             params[name] = value
         return params
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> Self:
         """Set parameters (``name__sub`` for nested estimators); returns ``self``."""
         valid = self.get_params(deep=True)
         nested: dict[str, dict] = {}
@@ -93,7 +97,7 @@ class BaseEstimator:
         ]
         return f"{type(self).__name__}({', '.join(changed)})"
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         from sklearn.utils import InputTags, Tags, TargetTags
 
         return Tags(
@@ -104,10 +108,10 @@ class BaseEstimator:
 class RegressorMixin:
     """``score``: the coefficient of determination R², averaged over outputs."""
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         return _supervised(super().__sklearn_tags__(), "regressor")
 
-    def score(self, X, y, sample_weight=None) -> float:
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
         """R² of ``predict(X)`` against ``y`` (1 is a perfect fit; 0 the mean's)."""
         predicted = np.asarray(self.predict(X), dtype=float)
         return coefficient_of_determination(y, predicted, sample_weight)
@@ -132,10 +136,10 @@ def coefficient_of_determination(y, predicted, sample_weight=None) -> float:
 class ClassifierMixin:
     """``score``: the mean accuracy."""
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         return _supervised(super().__sklearn_tags__(), "classifier")
 
-    def score(self, X, y, sample_weight=None) -> float:
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
         """The (weighted) fraction of ``X``'s rows whose class ``predict`` gets right."""
         correct = np.asarray(self.predict(X)) == np.asarray(y)
         return float(np.average(correct, weights=_sample_weight(sample_weight, correct.size)))
@@ -169,17 +173,45 @@ def check_is_fitted(estimator) -> None:
         )
 
 
+@overload
 def validate_data(
-    estimator,
-    X,
-    y=None,
+    estimator: Any,
+    X: Any,
+    y: None = None,
     *,
-    reset=True,
-    multi_output=False,
-    y_numeric=False,
-    dtype=np.float64,
-    requires_y=True,
-):
+    reset: bool = ...,
+    multi_output: bool = ...,
+    y_numeric: bool = ...,
+    dtype: Any = ...,
+    requires_y: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def validate_data(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    reset: bool = ...,
+    multi_output: bool = ...,
+    y_numeric: bool = ...,
+    dtype: Any = ...,
+    requires_y: bool = ...,
+) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def validate_data(
+    estimator: Any,
+    X: Any,
+    y: Any = None,
+    *,
+    reset: bool = True,
+    multi_output: bool = False,
+    y_numeric: bool = False,
+    dtype: Any = np.float64,
+    requires_y: bool = True,
+) -> Any:
     """``X`` (and ``y``) as arrays, checked as scikit-learn checks them.
 
     ``X`` becomes a finite ``(n, d)`` array of ``dtype`` with ``n ≥ 1`` and ``d ≥ 1``;

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._typing import ArrayLike
 from ._validation import check_values
 
 __all__ = ["censoring_weights"]
 
 
-def censoring_weights(y, censored) -> np.ndarray:
+def censoring_weights(y: ArrayLike, censored: ArrayLike) -> np.ndarray:
     """Kaplan–Meier (Stute) weights times ``n``, ``(n,)``, of responses ``y (n,)`` whose
     rows ``censored (n,)`` (booleans) are right-censored, in the rows' own order."""
     values, flat = check_values(y, np.shape(y)[0] if np.ndim(y) else 0)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 import numpy as np
 
 from . import kernels
 from ._estimator_api import BaseEstimator, ClassifierMixin, check_is_fitted, validate_data
+from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray
 from .estimator import NadarayaWatson
 
 __all__ = ["NadarayaWatsonClassifier"]
@@ -22,14 +25,14 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        kernel="gaussian",
-        bandwidth="cv",
+        kernel: KernelSpec = "gaussian",
+        bandwidth: Bandwidth = "cv",
         *,
-        var_type=None,
-        empty="nearest",
-        block_size=None,
-        method="auto",
-    ):
+        var_type: str | None = None,
+        empty: str = "nearest",
+        block_size: int | None = None,
+        method: MethodSpec = "auto",
+    ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.var_type = var_type
@@ -37,7 +40,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         self.block_size = block_size
         self.method = method
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Store the training data, one-hot encode ``y`` and choose the bandwidth;
         ``sample_weight``: observation weights, as :meth:`NadarayaWatson.fit` takes them
         (class probabilities pool ``w_i``-weighted labels)."""
@@ -65,7 +68,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
                 setattr(self, name, getattr(self._regressor, name))
         return self
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> NDArray:
         """Class probabilities, shape (n_queries, n_classes); rows sum to 1."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -74,28 +77,28 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         # pooled one-hot labels are convex combinations up to rounding: clip and
         # renormalise so that every probability is in [0, 1] (p_c <= Σ p gives p_c / Σ p <= 1)
         proba = np.clip(self._regressor.predict(X), 0.0, 1.0)
-        return proba / np.sum(proba, axis=1, keepdims=True)
+        return np.asarray(proba / np.sum(proba, axis=1, keepdims=True))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray:
         """The most probable class of each query."""
         check_is_fitted(self)
         proba = self.predict_proba(X)
-        empty = np.isnan(proba).any(axis=1)
+        empty = np.asarray(np.isnan(proba).any(axis=1))
         if np.any(empty):
             raise ValueError(
                 f"X: {int(empty.sum())} of {len(empty)} queries have no training point within "
                 f"the {self.kernel!r} kernel's support, so no class; widen the bandwidth or "
                 "pass empty='nearest'"
             )
-        return self.classes_[np.argmax(proba, axis=1)]
+        return np.asarray(self.classes_[np.argmax(proba, axis=1)])
 
-    def attention_weights(self, X):
+    def attention_weights(self, X: ArrayLike) -> NDArray:
         """Attention weights of queries ``X`` over the training points."""
         check_is_fitted(self)
         return self._regressor.attention_weights(X)
 
 
-def _check_labels(y) -> None:
+def _check_labels(y: Any) -> None:
     """Class labels: anything ``np.unique`` orders, but no fractional numbers."""
     if y.dtype.kind == "f" and not np.all(y == np.round(y)):
         raise ValueError(

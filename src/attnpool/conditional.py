@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any, Self
 
 import numpy as np
 
 from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted
+from ._typing import ArrayLike, Bandwidth, KernelSpec
 from ._validation import check_bandwidth, check_choice, check_points
 from .density import log_density, mixed_columns
 from .empty_policy import EmptyNeighbourhoodWarning
@@ -48,7 +50,15 @@ __all__ = [
 CONDITIONAL_SELECTORS = ("cv_ml", "cv_ls", "normal_reference")
 
 
-def _sides(x, y, x_var_type, y_var_type, kernel, x_bandwidth, y_bandwidth):
+def _sides(
+    x: Any,
+    y: Any,
+    x_var_type: Any,
+    y_var_type: Any,
+    kernel: Any,
+    x_bandwidth: Any,
+    y_bandwidth: Any,
+) -> Any:
     """Checked ``(x, y, x side, y side)``: each side ``(columns, bandwidths)``."""
     x = np.asarray(check_points(x, "x_train"), np.float64)
     y = np.asarray(check_points(y, "y_train"), np.float64)
@@ -61,7 +71,7 @@ def _sides(x, y, x_var_type, y_var_type, kernel, x_bandwidth, y_bandwidth):
     return x, y, x_side, y_side
 
 
-def _queries(x, y, x_query, y_query):
+def _queries(x: Any, y: Any, x_query: Any, y_query: Any) -> Any:
     qx = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
     qy = np.asarray(check_points(y_query, "y_query", dims=y.shape[1]), np.float64)
     if qy.shape[0] != qx.shape[0]:
@@ -72,9 +82,17 @@ def _queries(x, y, x_query, y_query):
 
 
 def conditional_density(
-    x_train, y_train, x_query, y_query, *, kernel="gaussian", bandwidth=1.0, y_bandwidth=1.0,
-    x_var_type=None, y_var_type=None,
-) -> np.ndarray:  # fmt: skip
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    y_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    y_bandwidth: Bandwidth = 1.0,
+    x_var_type: str | None = None,
+    y_var_type: str | None = None,
+) -> np.ndarray:
     """``f̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``: the attention pooling of the
     values ``K_b(y − y_i)`` with weights ``K_h(x − x_i)``,
 
@@ -88,10 +106,10 @@ def conditional_density(
     categorical ones (``x_var_type``, ``y_var_type``), :func:`conditional_log_density`.
     """
     if {*(x_var_type or "c"), *(y_var_type or "c")} != {"c"}:
-        return np.exp(conditional_log_density(
+        return np.asarray(np.exp(conditional_log_density(
             x_train, y_train, x_query, y_query, bandwidth=bandwidth, y_bandwidth=y_bandwidth,
             kernel=kernel, x_var_type=x_var_type, y_var_type=y_var_type,
-        ))  # fmt: skip
+        )))  # fmt: skip
     x = np.asarray(check_points(x_train, "x_train"), np.float64)
     y = np.asarray(check_points(y_train, "y_train"), np.float64)
     if y.shape[0] != x.shape[0]:
@@ -121,11 +139,21 @@ def conditional_density(
     if limit.any():
         out[limit] = np.exp(_log_pooled(x, y, qx[limit], qy[limit], "density", h, b, record,
                                         None, None))  # fmt: skip
-    return out
+    return np.asarray(out)
 
 
-def _log_pooled(x_train, y_train, x_query, y_query, y_form, bandwidth, y_bandwidth, kernel,
-                x_var_type, y_var_type):  # fmt: skip
+def _log_pooled(
+    x_train: Any,
+    y_train: Any,
+    x_query: Any,
+    y_query: Any,
+    y_form: Any,
+    bandwidth: Any,
+    y_bandwidth: Any,
+    kernel: Any,
+    x_var_type: Any,
+    y_var_type: Any,
+) -> Any:
     """``log Σ_i K_h(x, x_i) T_b(y, y_i) − log Σ_i K_h(x, x_i)``, ``T`` the ``y_form`` of
     ``y``'s kernel (:func:`attnpool.mixed_kernels.log_pair_terms`)."""
     x, y, (cx, hx), (cy, hy) = _sides(x_train, y_train, x_var_type, y_var_type, kernel,
@@ -151,7 +179,9 @@ def _log_pooled(x_train, y_train, x_query, y_query, y_form, bandwidth, y_bandwid
     return out
 
 
-def _nearest_limit(qx, qy, x, y, hx, hy, cx, cy, y_form) -> np.ndarray:
+def _nearest_limit(
+    qx: Any, qy: Any, x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any, y_form: Any
+) -> np.ndarray:
     """The limit of vanishing ``x`` bandwidths: ``y``'s terms pooled over the training
     points nearest each query in scaled distance over the continuous columns (``log r² =
     logsumexp(2 log|Δ| − 2 log h)``, no overflow), ties weighted by their categorical
@@ -170,41 +200,62 @@ def _nearest_limit(qx, qy, x, y, hx, hy, cx, cy, y_form) -> np.ndarray:
     nearest = closeness == np.max(closeness, axis=1, keepdims=True)
     share = np.where(nearest & np.isfinite(closeness), log_l, -np.inf)
     with np.errstate(invalid="ignore"):
-        return logsumexp(share + log_pair_terms(qy, y, hy, cy, y_form), axis=1) - logsumexp(
-            share, axis=1
-        )
+        joint = logsumexp(share + log_pair_terms(qy, y, hy, cy, y_form), axis=1)
+        return np.asarray(joint - logsumexp(share, axis=1))
 
 
-def conditional_log_density(x_train, y_train, x_query, y_query, *, bandwidth, y_bandwidth,
-                            kernel="gaussian", x_var_type=None, y_var_type=None):  # fmt: skip
+def conditional_log_density(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    y_query: ArrayLike,
+    *,
+    bandwidth: Bandwidth,
+    y_bandwidth: Bandwidth,
+    kernel: KernelSpec = "gaussian",
+    x_var_type: str | None = None,
+    y_var_type: str | None = None,
+) -> np.ndarray:
     """``log f̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``, ``(k,)`` in float64
     (NaN, with an :class:`EmptyNeighbourhoodWarning`, where no training point reaches
     ``x``; where every ``x`` weight underflows — a vanishing bandwidth — the limit: ``y``'s
     kernel of the nearest training points): ``var_type`` letters per side as
     :func:`attnpool.log_density` takes them; ``bandwidth`` is ``x``'s, ``y_bandwidth``
     ``y``'s (``λ`` for categorical columns)."""
-    return _log_pooled(x_train, y_train, x_query, y_query, "density", bandwidth, y_bandwidth,
-                       kernel, x_var_type, y_var_type)  # fmt: skip
+    return np.asarray(_log_pooled(
+        x_train, y_train, x_query, y_query, "density", bandwidth, y_bandwidth, kernel,
+        x_var_type, y_var_type,
+    ))  # fmt: skip
 
 
-def conditional_cdf(x_train, y_train, x_query, y_query, *, bandwidth, y_bandwidth,
-                    kernel="gaussian", x_var_type=None, y_var_type=None):  # fmt: skip
+def conditional_cdf(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    y_query: ArrayLike,
+    *,
+    bandwidth: Bandwidth,
+    y_bandwidth: Bandwidth,
+    kernel: KernelSpec = "gaussian",
+    x_var_type: str | None = None,
+    y_var_type: str | None = None,
+) -> np.ndarray:
     """``F̂(y | x)`` at the pairs ``(x_query[i], y_query[i])``: ``x``'s kernel weights
     pooling ``y``'s kernel distribution functions (products over ``y``'s columns; levels
     up to ``y`` for categorical ones). Options as :func:`conditional_log_density`."""
     log_f = _log_pooled(x_train, y_train, x_query, y_query, "cdf", bandwidth, y_bandwidth,
                         kernel, x_var_type, y_var_type)  # fmt: skip
-    return np.minimum(np.exp(log_f), 1.0)
+    return np.asarray(np.minimum(np.exp(log_f), 1.0))
 
 
-def _loo_log_conditional(x, y, hx, hy, cx, cy) -> np.ndarray:
+def _loo_log_conditional(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> np.ndarray:
     joint = log_sums([(x, x, hx, cx, "density"), (y, y, hy, cy, "density")], leave_out=True)
     marginal = log_sums([(x, x, hx, cx, "density")], leave_out=True)
     with np.errstate(invalid="ignore"):
-        return joint - marginal
+        return np.asarray(joint - marginal)
 
 
-def _least_squares(x, y, hx, hy, cx, cy) -> float:
+def _least_squares(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> float:
     """The conditional ``cv_ls`` criterion (module docstring), rows of ``x``'s weights
     shifted by their largest (each row's ratio is scale-free)."""
     log_w = log_pair_terms(x, x, hx, cx, "density")
@@ -221,8 +272,17 @@ def _least_squares(x, y, hx, hy, cx, cy) -> float:
     return float(np.mean(square / total**2 - 2.0 * own / total))
 
 
-def conditional_criterion(x, y, bandwidth, y_bandwidth, *, method="cv_ml", kernel="gaussian",
-                          x_var_type=None, y_var_type=None) -> float:  # fmt: skip
+def conditional_criterion(
+    x: ArrayLike,
+    y: ArrayLike,
+    bandwidth: Bandwidth,
+    y_bandwidth: Bandwidth,
+    *,
+    method: str = "cv_ml",
+    kernel: KernelSpec = "gaussian",
+    x_var_type: str | None = None,
+    y_var_type: str | None = None,
+) -> float:
     """The criterion :func:`select_conditional_bandwidth` minimises: the mean negative
     leave-one-out log conditional density (``cv_ml``) or the least-squares criterion
     (``cv_ls``, the Gaussian for continuous columns)."""
@@ -239,8 +299,15 @@ def conditional_criterion(x, y, bandwidth, y_bandwidth, *, method="cv_ml", kerne
     return _least_squares(x, y, hx, hy, cx, cy)
 
 
-def select_conditional_bandwidth(x, y, *, method="cv_ml", kernel="gaussian", x_var_type=None,
-                                 y_var_type=None):  # fmt: skip
+def select_conditional_bandwidth(
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    method: str = "cv_ml",
+    kernel: KernelSpec = "gaussian",
+    x_var_type: str | None = None,
+    y_var_type: str | None = None,
+) -> Any:
     """Bandwidths of :math:`\\hat f(y \\mid x)`: a
     :class:`~attnpool.bandwidth.BandwidthSelection` whose ``bandwidth`` holds ``x``'s
     columns, then ``y``'s. ``"normal_reference"``: statsmodels' ``1.06 σ n^(−1/(4+q))``
@@ -266,7 +333,7 @@ def select_conditional_bandwidth(x, y, *, method="cv_ml", kernel="gaussian", x_v
         return BandwidthSelection(normal_reference(both, model), math.nan, method, NO_GRID)
     d = x.shape[1]
 
-    def objective(h) -> float:
+    def objective(h: Any) -> float:
         return conditional_criterion(x, y, h[:d], h[d:], method=method, kernel=kernel,
                                      x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
 
@@ -296,14 +363,20 @@ class ConditionalDensity(BaseEstimator):
         The cross-validation criterion (NaN for given or rule bandwidths)
     """
 
-    def __init__(self, kernel="gaussian", bandwidth="cv_ml", *, x_var_type=None,
-                 y_var_type=None):  # fmt: skip
+    def __init__(
+        self,
+        kernel: KernelSpec = "gaussian",
+        bandwidth: Bandwidth = "cv_ml",
+        *,
+        x_var_type: str | None = None,
+        y_var_type: str | None = None,
+    ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.x_var_type = x_var_type
         self.y_var_type = y_var_type
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Keep the sample (``X (n, d)``, ``y (n,) | (n, e)``) and choose the bandwidths."""
         x = np.asarray(check_points(X, "X"), np.float64)
         yy = np.asarray(check_points(y, "y"), np.float64)
@@ -327,25 +400,25 @@ class ConditionalDensity(BaseEstimator):
         self.score_samples(x[:1], yy[:1])  # the checks
         return self
 
-    def _options(self) -> dict:
+    def _options(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth_, "y_bandwidth": self.y_bandwidth_,
                 "kernel": self.kernel, "x_var_type": self.x_var_type,
                 "y_var_type": self.y_var_type}  # fmt: skip
 
-    def score_samples(self, X, y) -> np.ndarray:
+    def score_samples(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         """``log f̂(y_i | X_i)``, ``(n,)``."""
         check_is_fitted(self)
         return conditional_log_density(self.X_train_, self.y_train_, X, y, **self._options())
 
-    def pdf(self, X, y) -> np.ndarray:
+    def pdf(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         """``f̂(y_i | X_i)``, ``(n,)``."""
-        return np.exp(self.score_samples(X, y))
+        return np.asarray(np.exp(self.score_samples(X, y)))
 
-    def cdf(self, X, y) -> np.ndarray:
+    def cdf(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         """``F̂(y_i | X_i)``, ``(n,)``."""
         check_is_fitted(self)
         return conditional_cdf(self.X_train_, self.y_train_, X, y, **self._options())
 
-    def score(self, X, y) -> float:
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """The log likelihood ``Σ_i log f̂(y_i | X_i)``."""
         return float(np.sum(self.score_samples(X, y)))

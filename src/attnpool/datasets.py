@@ -6,6 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._typing import ArrayLike, NDArray
+
 __all__ = ["SineData", "sine_data", "sine_truth", "wave_data", "wave_truth"]
 
 
@@ -22,9 +24,10 @@ class SineData(NamedTuple):
     y_val: np.ndarray
 
 
-def sine_truth(x):
+def sine_truth(x: ArrayLike) -> NDArray:
     """The regression function ``f(x) = 2 sin(x) + x``."""
-    return 2.0 * np.sin(x) + x
+    x = np.asarray(x, dtype=float)
+    return np.asarray(2.0 * np.sin(x) + x)
 
 
 def sine_data(n: int = 40, noise: float = 0.5, seed: int = 0, n_val: int = 100) -> SineData:
@@ -51,13 +54,13 @@ def sine_data(n: int = 40, noise: float = 0.5, seed: int = 0, n_val: int = 100) 
     return SineData(x_train, y_train, x_val, sine_truth(x_val))
 
 
-def wave_truth(x):
+def wave_truth(x: ArrayLike) -> NDArray:
     """``g(x) = Σ_j sin(2π x_j) / √d`` for ``x (n, d)`` — the same variance in every ``d``."""
     x = np.asarray(x, dtype=float)
-    return np.sin(2 * np.pi * x).sum(axis=1) / np.sqrt(x.shape[1])
+    return np.asarray(np.sin(2 * np.pi * x).sum(axis=1) / np.sqrt(x.shape[1]))
 
 
-def wave_data(n: int, d: int = 1, noise: float = 0.5, seed: int = 0):
+def wave_data(n: int, d: int = 1, noise: float = 0.5, seed: int = 0) -> tuple[NDArray, NDArray]:
     """``x`` uniform on ``[0, 1]^d`` (``(n, d)``) and ``y = wave_truth(x) + N(0, noise²)``.
 
     >>> x, y = wave_data(4, d=3, seed=2)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -30,12 +31,17 @@ import numpy as np
 from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
+from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._validation import check_bandwidth, check_points, is_jax
 from .engines.programs import kernel_block, pool_state
-from .geometry import MATMUL_MIN_DIM, block_coordinates
+from .geometry import block_coordinates
 from .kernel_calculus import kernel_integrals
+from .kernels import MATMUL_MIN_DIM
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
+
+if TYPE_CHECKING:
+    from .mixed_kernels import MixedColumns
 from .observation_weights import check_weights
 
 __all__ = [
@@ -47,8 +53,15 @@ __all__ = [
 ]
 
 
-def log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel, weights=None,
-                    key_count=None, method=None):  # fmt: skip
+def log_kernel_sums(
+    x_train: jax.Array,
+    x_query: jax.Array,
+    bandwidth: jax.Array,
+    kernel: _kernels.Kernel,
+    weights: jax.Array | None = None,
+    key_count: jax.Array | None = None,
+    method: str | None = None,
+) -> jax.Array:
     """``log Σ_i w_i K((x − x_i)/h)`` at each query, ``(n_q,)`` (traceable), streamed for
     large inputs: pooling's coordinates and blocks. ``weights (m,)``: positive observation
     weights (None: ones); ``key_count``: training rows from this one on are padding;
@@ -59,7 +72,7 @@ def log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel, weight
     block = kernel_block(kernel, streamed=method == "stream", divisor=divisor, key_count=key_count)
     values = jnp.ones((m, 1), keys.dtype) if weights is None else weights[:, None]
     state = pool_state(block, queries, keys, values, method=method, key_block=KEY_BLOCK)
-    sums = state.max_log + jnp.log(state.weighted_values[:, 0])
+    sums: jax.Array = state.max_log + jnp.log(state.weighted_values[:, 0])
     if kernel.quadratic is not None and divisor is None and queries.shape[1] >= MATMUL_MIN_DIM:
         # the matrix-product form drops each query's own term, quadratic · ‖q‖²: a sum
         # is absolute here, not a weight relative to others
@@ -68,8 +81,17 @@ def log_kernel_sums(x_train, x_query, bandwidth, kernel: _kernels.Kernel, weight
 
 
 @partial(jax.jit, static_argnames=("kernel", "method"))
-def _log_density_program(x_train, x_query, bandwidth, weights, key_count, constant, *, kernel,
-                         method=None):  # fmt: skip
+def _log_density_program(
+    x_train: Any,
+    x_query: Any,
+    bandwidth: Any,
+    weights: Any,
+    key_count: Any,
+    constant: Any,
+    *,
+    kernel: Any,
+    method: Any = None,
+) -> Any:
     sums = log_kernel_sums(x_train, x_query, bandwidth, kernel, weights, key_count, method)
     return sums - constant
 
@@ -87,9 +109,15 @@ DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "native", "binned
 
 
 def log_density(
-    x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=None, var_type=None,
-    method="auto",
-) -> np.ndarray:  # fmt: skip
+    x_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    weights: ArrayLike | None = None,
+    var_type: str | None = None,
+    method: MethodSpec = "auto",
+) -> np.ndarray:
     """``log f̂`` at ``x_query (k,) | (k, d)`` of the sample ``x_train (n,) | (n, d)``:
     ``(k,)`` in float64 (the inputs' precision if narrower), ``−inf`` where a compact
     kernel covers no training point. ``weights (n,)``: observation weights.
@@ -138,10 +166,12 @@ def log_density(
         w64 = None if w is None else np.asarray(w, np.float64)
         if name != "auto":
             options = method if isinstance(method, Binned) else Binned()
-            return _fast_log_sums(x64, q64, record, h, w64, name, options) - math.log(total)
+            return np.asarray(_fast_log_sums(x64, q64, record, h, w64, name, options)) - math.log(
+                total
+            )
         found = _host_log_sums(x64, q64, record, h, w64)
         if found is not None:  # no program to build
-            return found - math.log(total)
+            return np.asarray(found) - math.log(total)
     elif name in ("fgt", "sparse", "native", "binned"):
         raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
     count = None
@@ -159,7 +189,7 @@ def log_density(
     return np.asarray(result, np.float64)[:n]
 
 
-def centred_on_keys(keys, queries):
+def centred_on_keys(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(keys, queries)`` less the keys' midrange (a density is translation invariant):
     the host methods scale coordinates by ``1/h``, and data far from the origin (Unix
     times) would lose their low digits scaled first."""
@@ -172,7 +202,7 @@ def centred_on_keys(keys, queries):
 HOST_PAIRS = 2**22
 
 
-def _host_log_sums(x, q, record, h, w):
+def _host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     """``log Σ_i w_i K_h(q − x_i)`` (normalised) on the host, or None where the compiled
     engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs; beyond, in one
     column, the ``fgt`` expansions for the Gaussian (O(n + m); rows they leave unsettled by
@@ -192,7 +222,7 @@ def _host_log_sums(x, q, record, h, w):
     return None
 
 
-def _sparse_log_sums(x, q, record, h, w):
+def _sparse_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     """Normalised log sums of a compact kernel over the keys inside its support only
     (:func:`attnpool.methods.sparse.sparse_sums`, exact): ``−inf`` where none is."""
     from .methods.sparse import sparse_sums
@@ -205,7 +235,7 @@ def _sparse_log_sums(x, q, record, h, w):
         return np.log(sums[:, 1]) + top - math.log(integral) - float(np.sum(np.log(h)))
 
 
-def _expansion_log_sums(x, q, h, w, columns):
+def _expansion_log_sums(x: Any, q: Any, h: Any, w: Any, columns: Any) -> Any:
     """Gaussian log sums of one column by the ``fgt`` expansions, the rows they leave
     unsettled pair by pair."""
     from .methods import fgt
@@ -221,7 +251,7 @@ def _expansion_log_sums(x, q, h, w, columns):
     return out
 
 
-def _native_log_sums(x, q, record, h, w):
+def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     """Normalised Gaussian log sums by the compiled C loop: ``ln 2 · (shift + log2 Σ)``,
     plus the query's own ``−‖q_c‖²/2`` that its matrix-product form leaves out from d = 3
     on (``q_c`` centred on the keys' mean, as it centres)."""
@@ -242,7 +272,7 @@ def _native_log_sums(x, q, record, h, w):
     return out - 0.5 * d * math.log(2 * math.pi) - float(np.sum(np.log(h)))
 
 
-def _fast_log_sums(x, q, record, h, w, name: str, options):
+def _fast_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any) -> Any:
     """``method="fgt"``, ``"sparse"`` or ``"binned"``: refused where the method cannot
     serve, else its sums, the rows it leaves unsettled summed exactly."""
     from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
@@ -286,7 +316,9 @@ def _fast_log_sums(x, q, record, h, w, name: str, options):
     return out
 
 
-def mixed_columns(x, kernel, bandwidth, var_type):
+def mixed_columns(
+    x: np.ndarray, kernel: KernelSpec, bandwidth: Bandwidth, var_type: str
+) -> tuple[MixedColumns, np.ndarray]:
     """``(columns, h)``: the :class:`~attnpool.mixed_kernels.MixedColumns` of the sample
     ``x (n, d)`` and its checked bandwidths (``λ < 1`` for categorical columns)."""
     from .local_model import model_for
@@ -307,23 +339,33 @@ def mixed_columns(x, kernel, bandwidth, var_type):
     return columns, h
 
 
-def _mixed_log_density(x, q, kernel, bandwidth, weights, var_type) -> np.ndarray:
+def _mixed_log_density(
+    x: Any, q: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any
+) -> np.ndarray:
     from .mixed_kernels import log_sums
 
     x, q = np.asarray(x, np.float64), np.asarray(q, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type)
     w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), np.float64)
     total = x.shape[0] if w is None else float(np.sum(w))
-    return log_sums([(q, x, h, columns, "density")], weights=w) - math.log(total)
+    return np.asarray(log_sums([(q, x, h, columns, "density")], weights=w)) - math.log(total)
 
 
-def kernel_density(x_train, x_query, **options) -> np.ndarray:
+def kernel_density(x_train: ArrayLike, x_query: ArrayLike, **options: Any) -> np.ndarray:
     """The density ``f̂`` at ``x_query``: ``exp`` of :func:`log_density` (same options)."""
-    return np.exp(log_density(x_train, x_query, **options))
+    return np.asarray(np.exp(log_density(x_train, x_query, **options)))
 
 
-def density_band(x_train, x_query, *, kernel="gaussian", bandwidth=1.0, level=0.95,
-                 weights=None, var_type=None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def density_band(
+    x_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    level: float = 0.95,
+    weights: ArrayLike | None = None,
+    var_type: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """A pointwise ``level`` band of the density at ``x_query``: ``f̂ ± z s``, ``s²`` the
     variance of the mean of the i.i.d. terms ``K_h(x − X_i)`` estimated from them,
     ``(mean(K_h²) − f̂²) / n_e`` (``n_e = (Σw)² / Σw²``, the effective sample size; the

@@ -9,14 +9,20 @@ likelihood cross-validation (``cv_ml``), maximising ``Σ_i log f̂₋ᵢ(xᵢ)``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
 from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
+from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._validation import check_bandwidth, check_choice, check_points
 from .density import log_density
 from .observation_weights import positive_rows
+
+if TYPE_CHECKING:
+    from .bandwidth.search import BandwidthSelection
 
 __all__ = [
     "DENSITY_SELECTORS",
@@ -57,13 +63,24 @@ class KernelDensity(BaseEstimator):
     draws from the estimate (Gaussian and boxcar kernels).
     """
 
-    def __init__(self, kernel="gaussian", bandwidth=1.0, *, var_type=None, method="auto"):
+    n_features_in_: int
+
+    def __init__(
+        self,
+        kernel: KernelSpec = "gaussian",
+        bandwidth: Bandwidth = 1.0,
+        *,
+        var_type: str | None = None,
+        method: MethodSpec = "auto",
+    ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.var_type = var_type
         self.method = method
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(
+        self, X: ArrayLike, y: ArrayLike | None = None, sample_weight: ArrayLike | None = None
+    ) -> Self:
         """Keep the sample ``X (n_samples, n_features)`` (``y`` is ignored) and its
         observation weights; rules of thumb choose the bandwidth if one is named."""
         X = validate_data(self, X, requires_y=False)
@@ -99,7 +116,7 @@ class KernelDensity(BaseEstimator):
                     var_type=self.var_type)  # the checks  # fmt: skip
         return self
 
-    def score_samples(self, X) -> np.ndarray:
+    def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Log density ``(n,)`` at each row of ``X``."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
@@ -108,11 +125,11 @@ class KernelDensity(BaseEstimator):
             weights=self._weights, var_type=self.var_type, method=self.method,
         )  # fmt: skip
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: ArrayLike, y: ArrayLike | None = None) -> float:
         """Total log likelihood of ``X`` under the estimate."""
         return float(np.sum(self.score_samples(X)))
 
-    def sample(self, n_samples: int = 1, random_state=None) -> np.ndarray:
+    def sample(self, n_samples: int = 1, random_state: int | None = None) -> np.ndarray:
         """``(n_samples, n_features)`` draws: a training row (in proportion to its weight)
         plus the kernel's noise — a normal of standard deviation ``h`` (Gaussian), or a
         point uniform in the ball of radius ``h`` (boxcar)."""
@@ -133,14 +150,16 @@ class KernelDensity(BaseEstimator):
         p = None if self._weights is None else self._weights / np.sum(self._weights)
         rows = self.X_train_[rng.choice(n, size=n_samples, p=p)]
         if record.name == "gaussian":
-            return rows + rng.normal(size=(n_samples, d)) * self.bandwidth_
+            return np.asarray(rows + rng.normal(size=(n_samples, d)) * self.bandwidth_)
         direction = rng.normal(size=(n_samples, d))
         direction /= np.linalg.norm(direction, axis=1, keepdims=True)
         radius = rng.random(n_samples)[:, None] ** (1.0 / d)
-        return rows + direction * radius * self.bandwidth_
+        return np.asarray(rows + direction * radius * self.bandwidth_)
 
 
-def loo_log_density(x, bandwidth, kernel, var_type=None) -> np.ndarray:
+def loo_log_density(
+    x: ArrayLike, bandwidth: Bandwidth, kernel: KernelSpec, var_type: str | None = None
+) -> np.ndarray:
     """``(n,)`` leave-one-out log densities ``log f̂₋ᵢ(xᵢ)`` of the sample ``x (n, d)`` in
     float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
     reaches. Sums in NumPy row chunks (:func:`attnpool.mixed_kernels.log_sums`, no
@@ -166,7 +185,7 @@ def loo_log_density(x, bandwidth, kernel, var_type=None) -> np.ndarray:
             out = np.log(np.maximum(rest, 0.0)) - math.log(math.sqrt(2 * math.pi) * h[0])
         out[again] = log_sums([(x[again], x, h, columns, "density")], leave_out=again)
         return out - normalised
-    return log_sums([(x, x, h, columns, "density")], leave_out=True) - normalised
+    return np.asarray(log_sums([(x, x, h, columns, "density")], leave_out=True)) - normalised
 
 
 #: Points from which a Gaussian sample of one column sums by expansions (below, NumPy's
@@ -174,7 +193,9 @@ def loo_log_density(x, bandwidth, kernel, var_type=None) -> np.ndarray:
 EXPANSION_MIN_ROWS = 1000
 
 
-def least_squares_criterion(x, bandwidth, kernel="gaussian", var_type=None) -> float:
+def least_squares_criterion(
+    x: ArrayLike, bandwidth: Bandwidth, kernel: KernelSpec = "gaussian", var_type: str | None = None
+) -> float:
     """Least-squares cross-validation's ``∫ f̂² − (2/n) Σ_i f̂₋ᵢ(xᵢ)`` (statsmodels' and
     np's ``cv_ls``): the integrated squared error to a constant, ``∫ f̂²`` from the
     kernels' convolutions (the Gaussian's for continuous columns, sums over the levels
@@ -196,8 +217,13 @@ def least_squares_criterion(x, bandwidth, kernel="gaussian", var_type=None) -> f
 
 
 def select_density_bandwidth(
-    X, *, method: str = "cv_ml", kernel="gaussian", var_type=None, weights=None
-):
+    X: ArrayLike,
+    *,
+    method: str = "cv_ml",
+    kernel: KernelSpec = "gaussian",
+    var_type: str | None = None,
+    weights: ArrayLike | None = None,
+) -> Any:
     """The bandwidth ``(d,)`` of a kernel density estimate of ``X (n,) | (n, d)``:
     ``"normal_reference"`` (statsmodels': ``1.06 σ n^(−1/(4+d))``, ``σ`` with ``ddof=0``,
     converted to other kernels by their canonical bandwidths; categorical columns
@@ -243,7 +269,7 @@ def select_density_bandwidth(
     if method == "normal_reference":
         return BandwidthSelection(normal_reference(x, model), math.nan, method, NO_GRID)
 
-    def objective(h) -> float:
+    def objective(h: Any) -> float:
         if method == "cv_ls":
             return least_squares_criterion(x, h, kernel, var_type)
         values = loo_log_density(x, h, kernel, var_type)
@@ -256,7 +282,7 @@ def select_density_bandwidth(
 NO_GRID = (np.array([]), np.array([]))
 
 
-def normal_reference(x, model) -> np.ndarray:
+def normal_reference(x: np.ndarray, model: Any) -> np.ndarray:
     """statsmodels' ``normal_reference``: ``1.06 σ n^(−1/(4+q))`` for each continuous column
     of ``x (n, q)`` (``σ`` with ``ddof=0``; ``q`` counts every column), converted to the
     model's kernel by the canonical bandwidths; ``λ = 0.1`` for categorical columns."""
@@ -269,7 +295,9 @@ def normal_reference(x, model) -> np.ndarray:
     return start
 
 
-def search(objective, x, model, method: str):
+def search(
+    objective: Callable[[np.ndarray], float], x: np.ndarray, model: Any, method: str
+) -> BandwidthSelection:
     """The bandwidths of ``x (n, q)``'s columns minimising ``objective(h)``: the
     regressions' grid of multiples of Scott's rule (log-bandwidths; categorical columns
     along the same line as logits, in the grid's steps about ``λ = 0.1``), refined by

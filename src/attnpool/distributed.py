@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sys
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +35,7 @@ import numpy as np
 from . import kernels as _kernels
 from ._interop import precision_scope
 from ._optional import require
+from ._typing import ArrayLike, Bandwidth, KernelSpec
 from ._validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from .edges import has_edge
 from .engines.programs import kernel_block, mask_own_pairs, pool_state
@@ -60,12 +62,12 @@ __all__ = [
 DEFAULT_ROWS = 100_000
 
 
-def is_dask(*arrays) -> bool:
+def is_dask(*arrays: Any) -> bool:
     """True when any argument is a Dask collection."""
     return any(is_dask_collection(a) for a in arrays)
 
 
-def as_rows(x, name: str, chunk_rows: int | None = None) -> da.Array:
+def as_rows(x: Any, name: str, chunk_rows: int | None = None) -> da.Array:
     """``x`` as a Dask array ``(n, d)``, chunked along rows only."""
     if not is_dask_collection(x):
         x = np.asarray(x)
@@ -84,7 +86,8 @@ def as_rows(x, name: str, chunk_rows: int | None = None) -> da.Array:
         x = x[:, None]
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"{name}: expected at least one row and one column; received {x.shape}")
-    return x.rechunk({1: -1})
+    rows: da.Array = x.rechunk({1: -1})
+    return rows
 
 
 def _aligned(keys: da.Array, values: da.Array, name: str) -> da.Array:
@@ -134,14 +137,23 @@ def _pack(state: PoolingState) -> np.ndarray:
     )
 
 
-def _unpack(packed) -> PoolingState:
+def _unpack(packed: Any) -> PoolingState:
     return PoolingState(packed[..., 0], packed[..., 1], packed[..., 2:])
 
 
 @partial(jax.jit, static_argnames=("kernel", "key_block", "leave_one_out"))
 def _chunk_state(
-    queries, query_ids, keys, key_ids, values, bandwidths, *, kernel, key_block, leave_one_out
-):
+    queries: Any,
+    query_ids: Any,
+    keys: Any,
+    key_ids: Any,
+    values: Any,
+    bandwidths: Any,
+    *,
+    kernel: Any,
+    key_block: Any,
+    leave_one_out: Any,
+) -> Any:
     """States ``(n_i, K, ·)`` of one query chunk over one key chunk, for ``K`` bandwidths.
 
     Coordinates are centred on the query chunk before they are scaled (data far from
@@ -153,11 +165,13 @@ def _chunk_state(
         centre = key_centre(queries)
         queries, keys = queries - centre, keys - centre
 
-    def one(h):
+    def one(h: Any) -> Any:
         q = queries if differences else queries / h
         k = keys if kernel.similarity == "dot" or differences else keys / h
 
-        def block(query_rows, query_pos, key_rows, key_pos, value_rows):
+        def block(
+            query_rows: Any, query_pos: Any, key_rows: Any, key_pos: Any, value_rows: Any
+        ) -> Any:
             divisor = h if differences else None
             log_w = block_log_weights(query_rows, key_rows, kernel, divisor=divisor)
             if leave_one_out:
@@ -172,8 +186,18 @@ def _chunk_state(
     return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 0, 1), states)
 
 
-def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_one_out, nearest,
-                weighted):  # fmt: skip
+def _state_task(
+    queries: Any,
+    keys: Any,
+    values: Any,
+    *extra: Any,
+    bandwidths: Any,
+    kernel: Any,
+    names: Any,
+    leave_one_out: Any,
+    nearest: Any,
+    weighted: Any,
+) -> Any:
     """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk.
 
     ``extra``: the global row numbers of queries and keys (``leave_one_out``).
@@ -222,7 +246,7 @@ def _state_task(queries, keys, values, *extra, bandwidths, kernel, names, leave_
         return packed[:, None]
 
 
-def _nearest_factor(queries, bandwidth) -> np.ndarray:
+def _nearest_factor(queries: Any, bandwidth: Any) -> np.ndarray:
     """``(d,)``: ``min h / h`` times the power of two that brings the query chunk's
     coordinates about its centre to at most 1/2 (its magnitude if they are all equal).
 
@@ -237,11 +261,13 @@ def _nearest_factor(queries, bandwidth) -> np.ndarray:
     reach = np.max(np.abs(queries - centre) * factor)
     if not reach > 0:
         reach = np.max(np.abs(queries) * factor)
-    return factor * (2.0 ** -(np.frexp(reach)[1] + 1) if 0 < reach < np.inf else 1.0)
+    return np.asarray(factor * (2.0 ** -(np.frexp(reach)[1] + 1) if 0 < reach < np.inf else 1.0))
 
 
 @partial(jax.jit, static_argnames=("kernel", "key_block"))
-def _chunk_nearest(queries, keys, values, factor, *, kernel, key_block):
+def _chunk_nearest(
+    queries: Any, keys: Any, values: Any, factor: Any, *, kernel: Any, key_block: Any
+) -> Any:
     """The nearest-key (zero-temperature) state of one query chunk over one key chunk,
     coordinates about the query chunk's centre times ``factor``."""
     centre = key_centre(queries)
@@ -251,11 +277,11 @@ def _chunk_nearest(queries, keys, values, factor, *, kernel, key_block):
     return pool_state(block, q, k, values, method=method, key_block=key_block, hard=True)
 
 
-def _identity(x, axis, keepdims):
+def _identity(x: Any, axis: Any, keepdims: Any) -> Any:
     return x
 
 
-def _combine(x, axis, keepdims, nearest=False):
+def _combine(x: Any, axis: Any, keepdims: Any, nearest: Any = False) -> Any:
     """Merge the states stacked along the key-chunk axis (exact log-sum-exp; the
     nearest-key states, if any, by the zero-temperature merge)."""
     with precision_scope(x.dtype):
@@ -267,7 +293,9 @@ def _combine(x, axis, keepdims, nearest=False):
         return np.concatenate(merged, axis=-1)[:, None]
 
 
-def finish_states(packed, bandwidth=None, nearest=False):
+def finish_states(
+    packed: np.ndarray, bandwidth: np.ndarray | None = None, nearest: bool = False
+) -> np.ndarray:
     """``t / s`` per query and bandwidth; NaN where no key had weight.
 
     With ``nearest`` such rows (an unbounded kernel's distances overflowed) take the
@@ -276,8 +304,8 @@ def finish_states(packed, bandwidth=None, nearest=False):
     """
     parts = np.split(packed[:, 0], 2, axis=-1) if nearest else [packed[:, 0]]
     with precision_scope(packed.dtype):
-        pooled, empty = finalize(_unpack(jnp.asarray(parts[0])))
-        pooled, empty = np.asarray(pooled), np.asarray(empty)
+        pooled_state, empty_state = finalize(_unpack(jnp.asarray(parts[0])))
+        pooled, empty = np.asarray(pooled_state), np.asarray(empty_state)
         if nearest:
             closest, keyless = finalize(_unpack(jnp.asarray(parts[1])))
             if np.any(keyless & np.asarray(empty)):  # no key at all: every weight was zero
@@ -288,16 +316,27 @@ def finish_states(packed, bandwidth=None, nearest=False):
     if bandwidth is not None:
         failed |= empty
     if failed.any():
+        shown = [] if bandwidth is None else np.ravel(bandwidth).tolist()
         raise ValueError(
-            f"bandwidth: {np.ravel(bandwidth).tolist()} is too small for Dask pooling: the "
+            f"bandwidth: {shown} is too small for Dask pooling: the "
             f"scaled distances or scores of {int(failed.any(axis=1).sum())} queries overflow; "
             "pool them with attnpool.attention_pool, which takes the nearest-key limit"
         )
-    return np.where(empty[..., None], np.nan, pooled)  # (n_i, K, p)
+    return np.asarray(np.where(empty[..., None], np.nan, pooled))  # (n_i, K, p)
 
 
-def merged_states(queries, keys, values, bandwidths, kernel, leave_one_out, split_every, names,
-                  nearest=False, weighted=False):  # fmt: skip
+def merged_states(
+    queries: da.Array,
+    keys: da.Array,
+    values: da.Array,
+    bandwidths: np.ndarray,
+    kernel: _kernels.Kernel,
+    leave_one_out: bool,
+    split_every: int | None,
+    names: tuple[str, str, str],
+    nearest: bool = False,
+    weighted: bool = False,
+) -> da.Array:
     """The merged states, lazily: ``(n, 1, K, p + 2)`` (twice ``p + 2`` with ``nearest``);
     ``weighted``: the values are ``[w, w·v]`` (see :func:`_state_task`)."""
     n_bandwidths, p = bandwidths.shape[0], values.shape[1]
@@ -327,7 +366,7 @@ def merged_states(queries, keys, values, bandwidths, kernel, leave_one_out, spli
         meta=np.empty((0, 0, 0, 0), dtype),
     )
     combine = partial(_combine, nearest=nearest)
-    return da.reduction(
+    merged: da.Array = da.reduction(
         states,
         chunk=_identity,
         combine=combine,
@@ -340,11 +379,18 @@ def merged_states(queries, keys, values, bandwidths, kernel, leave_one_out, spli
         meta=np.empty((0, 0, 0, 0), dtype),
         name="attnpool-merge",
     )
+    return merged
 
 
 def prepare_arrays(
-    queries, keys, values, bandwidth, kernel, chunk_rows, names=("queries", "keys", "values")
-):
+    queries: ArrayLike,
+    keys: ArrayLike,
+    values: ArrayLike,
+    bandwidth: Bandwidth,
+    kernel: KernelSpec,
+    chunk_rows: int | None,
+    names: tuple[str, str, str] = ("queries", "keys", "values"),
+) -> tuple[da.Array, da.Array, da.Array, np.ndarray, _kernels.Kernel, bool]:
     """Checked inputs of a Dask pooling: ``(queries, keys, values, h, kernel record,
     flat)`` — the arrays as Dask arrays chunked along rows (``values (m, p)``; ``flat``:
     given as ``(m,)``), ``h (d,)``; errors name the arguments by ``names``."""
@@ -364,15 +410,15 @@ def prepare_arrays(
 
 
 def attention_pool(
-    queries,
-    keys,
-    values,
+    queries: ArrayLike,
+    keys: ArrayLike,
+    values: ArrayLike,
     *,
-    kernel="gaussian",
-    bandwidth=1.0,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
     split_every: int | None = None,
     chunk_rows: int | None = None,
-    weights=None,
+    weights: ArrayLike | None = None,
 ) -> da.Array:
     """Attention pooling with Dask: a lazy ``(n,)`` or ``(n, p)`` Dask array.
 
@@ -399,25 +445,27 @@ def attention_pool(
     or infinite inputs raise ``ValueError`` at ``compute()``.
     """
     check_positive_int(split_every, "split_every")
-    queries, keys, values, h, record, flat = prepare_arrays(
+    rows, key_rows, value_rows, h, record, flat = prepare_arrays(
         queries, keys, values, bandwidth, kernel, chunk_rows
     )
     names = ("queries", "keys", "values")
     if weights is not None:
-        w = _aligned(keys, as_rows(weights, "weights", chunk_rows), "weights")
-        values, names = dask_augmented(values, w), ("queries", "keys", "values and weights")
+        w = _aligned(key_rows, as_rows(weights, "weights", chunk_rows), "weights")
+        value_rows = dask_augmented(value_rows, w)
+        names = ("queries", "keys", "values and weights")
     nearest = not record.compact and record.similarity == "distance"
-    states = merged_states(
-        queries, keys, values, h[None], record, False, split_every, names, nearest,
+    states: Any = merged_states(  # dask's map_blocks confuses type checkers
+        rows, key_rows, value_rows, h[None], record, False, split_every, names, nearest,
         weighted=weights is not None,
     )  # fmt: skip
-    pooled = states.map_blocks(
+    pooled: Any = states.map_blocks(
         lambda block: finish_states(block, None if record.compact or nearest else h, nearest)[:, 0],
         drop_axis=[1, 2],
-        chunks=(queries.chunks[0], (values.shape[1],)),
+        chunks=(rows.chunks[0], (value_rows.shape[1],)),
         dtype=states.dtype,
         meta=np.empty((0, 0), states.dtype),
     )
     if weights is not None:
         pooled = pooled[:, 1:] / pooled[:, :1]
-    return pooled[:, 0] if flat else pooled
+    result: da.Array = pooled[:, 0] if flat else pooled
+    return result

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels as _kernels
+from ._typing import ArrayLike, Bandwidth, KernelSpec
 from ._validation import check_bandwidth, check_points
 from .kernel_calculus import CDF_KERNELS, log_kernel_cdf
 from .observation_weights import check_weights
@@ -15,7 +16,13 @@ __all__ = ["CDF_KERNELS", "kernel_cdf"]
 
 
 def kernel_cdf(
-    x_train, x_query, *, kernel="gaussian", bandwidth=1.0, weights=None, var_type=None
+    x_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    weights: ArrayLike | None = None,
+    var_type: str | None = None,
 ) -> np.ndarray:
     """The estimated distribution function ``F̂(x) = Σ_i w_i Π_j G((x_j − x_ij)/h_j) / Σ w``
     at ``x_query (k,) | (k, d)`` (``G``: the one-dimensional kernel's distribution
@@ -46,7 +53,8 @@ def kernel_cdf(
 
         columns, h = mixed_columns(x, kernel, bandwidth, var_type)
         w = np.asarray(w, np.float64)
-        return np.minimum(np.exp(log_sums([(q, x, h, columns, "cdf")], weights=w / w.sum())), 1.0)
+        sums = log_sums([(q, x, h, columns, "cdf")], weights=w / w.sum())
+        return np.asarray(np.minimum(np.exp(sums), 1.0))
     h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
     log_w = np.log(np.asarray(w, np.float64) / np.sum(w))
     result = np.empty(q.shape[0])

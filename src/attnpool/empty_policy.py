@@ -8,6 +8,7 @@ NaN and one :class:`EmptyNeighbourhoodWarning`, ``"nearest"`` the nearest key's 
 from __future__ import annotations
 
 import warnings
+from typing import Protocol
 
 import numpy as np
 
@@ -27,7 +28,19 @@ class EmptyNeighbourhoodWarning(RuntimeWarning):
     none (their result is NaN)."""
 
 
-def report_empty(kernel, empty: str, empty_rows: np.ndarray, *, stacklevel: int = 3) -> None:
+class _Support(Protocol):
+    """What the policy reads of a kernel record."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def compact(self) -> bool: ...
+
+
+def report_empty(
+    kernel: _Support, empty: str, empty_rows: np.ndarray, *, stacklevel: int = 3
+) -> None:
     """The ``empty`` policy for the rows of a compact kernel that no key reached: one
     :class:`EmptyNeighbourhoodWarning` (``"nan"``) or a ``ValueError`` (``"raise"``)."""
     n_empty = int(np.sum(empty_rows))

@@ -20,6 +20,7 @@ array([0.59])
 from __future__ import annotations
 
 import sys
+from typing import Any, Literal, Self, overload
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from ._estimator_api import (
     coefficient_of_determination,
     validate_data,
 )
+from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray, Predictions
 from ._validation import check_bandwidth
 from .observation_weights import positive_rows
 from .summary import FitSummary, r_squared
@@ -38,7 +40,7 @@ from .summary import FitSummary, r_squared
 __all__ = ["LocalLinear", "NadarayaWatson"]
 
 
-def _check_numeric_targets(y) -> None:
+def _check_numeric_targets(y: Any) -> None:
     kind = np.asarray(y).dtype.kind
     if kind not in "biuf":
         raise ValueError(
@@ -47,7 +49,7 @@ def _check_numeric_targets(y) -> None:
         )
 
 
-def _is_dask(*arrays) -> bool:
+def _is_dask(*arrays: Any) -> bool:
     if sys.modules.get("dask") is None:  # a Dask array cannot exist without dask imported
         return False
     from dask.base import is_dask_collection
@@ -58,7 +60,7 @@ def _is_dask(*arrays) -> bool:
 class MultiOutputRegressor(RegressorMixin, BaseEstimator):
     """Regressors whose ``y`` may be ``(n,)`` or ``(n, p)``."""
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
@@ -70,15 +72,15 @@ class _LocalRegression(MultiOutputRegressor):
 
     def __init__(
         self,
-        kernel="gaussian",
-        bandwidth="cv",
+        kernel: KernelSpec = "gaussian",
+        bandwidth: Bandwidth = "cv",
         *,
-        var_type=None,
-        empty="nan",
-        block_size=None,
-        method="auto",
-        bandwidth_type="fixed",
-    ):
+        var_type: str | None = None,
+        empty: str = "nan",
+        block_size: int | None = None,
+        method: MethodSpec = "auto",
+        bandwidth_type: str = "fixed",
+    ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.var_type = var_type
@@ -87,7 +89,7 @@ class _LocalRegression(MultiOutputRegressor):
         self.method = method
         self.bandwidth_type = bandwidth_type
 
-    def _options(self) -> dict:
+    def _options(self) -> dict[str, Any]:
         return {
             "kernel": self.kernel,
             "degree": self._degree,
@@ -102,7 +104,7 @@ class _LocalRegression(MultiOutputRegressor):
     def _by_pairs(self) -> bool:
         return pair_regression.is_pair_fit(self.kernel, self.bandwidth_type)
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Store the training data and choose the bandwidth.
 
         Parameters
@@ -136,11 +138,11 @@ class _LocalRegression(MultiOutputRegressor):
             setattr(self, name, value)
         self.X_train_, self.y_train_, self._weights = X, y, weights
         self._chosen_by = self.bandwidth if isinstance(self.bandwidth, str) else "fixed"
-        self._in_sample = None
+        self._in_sample: np.ndarray | None = None
         return self
 
     @property
-    def r_squared_(self):
+    def r_squared_(self) -> float | np.ndarray:
         """R² of the in-sample fit as R's np reports it (Doksum & Samarov: the squared
         correlation of fitted and observed about the mean response,
         :func:`attnpool.summary.r_squared`): a float, or one per output. Computed on
@@ -175,12 +177,12 @@ class _LocalRegression(MultiOutputRegressor):
             bandwidth_type=self.bandwidth_type,
         )
 
-    def _fitted_training_values(self):
+    def _fitted_training_values(self) -> Any:
         if getattr(self, "_in_sample", None) is None:
             self._in_sample = np.asarray(self.predict(self.X_train_))
         return self._in_sample
 
-    def _fit_dask(self, X, y, sample_weight=None):
+    def _fit_dask(self, X: Any, y: Any, sample_weight: Any = None) -> Self:
         """Keep Dask training data lazy; the bandwidth by :mod:`attnpool.dask_selection`
         (fixed bandwidths only with ``sample_weight``)."""
         from . import dask_selection, distributed
@@ -212,7 +214,13 @@ class _LocalRegression(MultiOutputRegressor):
         self._in_sample = None
         return self
 
-    def predict(self, X, return_std=False):
+    @overload
+    def predict(self, X: ArrayLike, return_std: Literal[False] = False) -> Predictions: ...
+
+    @overload
+    def predict(self, X: ArrayLike, return_std: Literal[True]) -> tuple[NDArray, NDArray]: ...
+
+    def predict(self, X: ArrayLike, return_std: bool = False) -> Any:
         """The fitted regression function at ``X``; shape (n,) or (n, n_outputs).
 
         With ``return_std=True`` also the asymptotic pointwise standard error
@@ -248,8 +256,15 @@ class _LocalRegression(MultiOutputRegressor):
         return fit, self._band(X, method="asymptotic").std
 
     def predict_interval(
-        self, X, level=0.95, *, method="asymptotic", n_boot=500, bootstrap="wild", seed=0
-    ):
+        self,
+        X: ArrayLike,
+        level: float = 0.95,
+        *,
+        method: str = "asymptotic",
+        n_boot: int = 500,
+        bootstrap: str = "wild",
+        seed: int = 0,
+    ) -> tuple[NDArray, NDArray]:
         """A pointwise ``level`` confidence band at ``X``: ``(lower, upper)``, each shaped
         like :meth:`predict`'s output.
 
@@ -264,7 +279,7 @@ class _LocalRegression(MultiOutputRegressor):
         )
         return band.lower, band.upper
 
-    def _band(self, X, **options):
+    def _band(self, X: Any, **options: Any) -> Any:
         from .inference import confidence_band
 
         pair_regression.refuse(self.kernel, self.bandwidth_type, "predict_interval")
@@ -336,7 +351,7 @@ class NadarayaWatson(_LocalRegression):
 
     _degree = 0
 
-    def marginal_effects(self, X):
+    def marginal_effects(self, X: ArrayLike) -> NDArray:
         """The gradient of the fit at ``X``: ``(n, n_features)`` or ``(n, n_features,
         n_outputs)`` — exact derivatives of the Nadaraya–Watson fit with the kernel's own
         derivative (:func:`attnpool.regression.local_constant_slopes`); continuous columns.
@@ -352,18 +367,20 @@ class NadarayaWatson(_LocalRegression):
             )
         from .regression import local_constant_slopes
 
-        return local_constant_slopes(
-            self.X_train_,
-            self.y_train_,
-            X,
-            kernel=self.kernel,
-            bandwidth=self.bandwidth_,
-            empty=self.empty,
-            block_size=self.block_size,
-            weights=self._weights,
+        return np.asarray(
+            local_constant_slopes(
+                self.X_train_,
+                self.y_train_,
+                X,
+                kernel=self.kernel,
+                bandwidth=self.bandwidth_,
+                empty=self.empty,
+                block_size=self.block_size,
+                weights=self._weights,
+            )
         )
 
-    def attention_weights(self, X):
+    def attention_weights(self, X: ArrayLike) -> NDArray:
         """Attention weights of queries ``X`` over the training points, ``(n_queries, n_train)``
         (the rows of positive weight, with ``sample_weight``)."""
         check_is_fitted(self)
@@ -392,7 +409,7 @@ class LocalLinear(_LocalRegression):
 
     _degree = 1
 
-    def marginal_effects(self, X):
+    def marginal_effects(self, X: ArrayLike) -> NDArray:
         """The gradient of the fit at ``X``: ``(n, n_features)`` or ``(n, n_features, n_outputs)``.
 
         The same as the second output of statsmodels' ``KernelReg(reg_type="ll").fit``.
@@ -400,11 +417,11 @@ class LocalLinear(_LocalRegression):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if self._by_pairs():
-            return pair_regression.estimator_prediction(
+            return np.asarray(pair_regression.estimator_prediction(
                 self.X_train_, self.y_train_, X, setting=self.bandwidth_, empty=self.empty,
                 weights=self._weights, return_slopes=True, kernel=self.kernel, degree=1,
                 bandwidth_type=self.bandwidth_type, var_type=self.var_type, method=self.method,
-            )  # fmt: skip
+            ))  # fmt: skip
         from .regression import local_regression
 
         _, slopes = local_regression(
@@ -420,4 +437,4 @@ class LocalLinear(_LocalRegression):
             return_slopes=True,
             weights=self._weights,
         )
-        return slopes
+        return np.asarray(slopes)

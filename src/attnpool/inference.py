@@ -37,7 +37,7 @@ linear and the bootstrap near the edges.
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -45,6 +45,7 @@ import numpy as np
 from scipy import stats
 
 from ._interop import compute_dtype, precision_scope
+from ._typing import ArrayLike, Bandwidth, KernelSpec
 from ._validation import check_choice, check_positive_int
 from .density import log_kernel_sums
 from .engines.local_fits import local_fit, loo_residuals
@@ -75,17 +76,17 @@ class ConfidenceBand(NamedTuple):
 
 
 @partial(jax.jit, static_argnames="kernel")
-def _inverse_kernel_sums(x_train, x_query, bandwidth, *, kernel):
+def _inverse_kernel_sums(x_train: Any, x_query: Any, bandwidth: Any, *, kernel: Any) -> Any:
     return jnp.exp(-log_kernel_sums(x_train, x_query, bandwidth, kernel))
 
 
 def confidence_band(
-    x_train,
-    y_train,
-    x_query,
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
     *,
-    kernel="gaussian",
-    bandwidth=1.0,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
     degree: int = 0,
     var_type: str | None = None,
     level: float = 0.95,
@@ -159,7 +160,7 @@ def confidence_band(
     return ConfidenceBand(fit, std, lower, upper, float(level), method)
 
 
-def _finite_residuals(residuals):
+def _finite_residuals(residuals: Any) -> Any:
     """A point left with no neighbour (compact kernels) has no leave-one-out residual;
     it gets the root mean square of the others, so it neither vanishes nor poisons sums."""
     finite = jnp.isfinite(residuals)
@@ -168,12 +169,12 @@ def _finite_residuals(residuals):
     return jnp.where(finite, residuals, rms)
 
 
-def _bootstrap_responses(fit, residuals, n_boot: int, kind: str, key):
+def _bootstrap_responses(fit: Any, residuals: Any, n_boot: int, kind: str, key: Any) -> Any:
     """``(n, B, p)`` responses ``ĝ(x_i) + ε*`` for ``B`` replicates (vmapped over keys)."""
     n = residuals.shape[0]
     centred = residuals - jnp.mean(residuals, axis=0)
 
-    def one(key):
+    def one(key: Any) -> Any:
         if kind == "wild":
             signs = jax.random.rademacher(key, (n, 1), dtype=fit.dtype)
             return fit + residuals * signs

@@ -50,9 +50,9 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -61,7 +61,7 @@ from . import kernel_profiles as profiles
 __all__ = ["Kernel", "get", "higher_order", "names", "register"]
 
 #: ``log K`` of the squared scaled distance, elementwise (JAX-traceable).
-LogProfile = Callable
+LogProfile = Callable[[Any], Any]
 
 #: Dimensions from which the Gaussian's log weights are formed as matrix products,
 #: ``q·k − |k|²/2`` (below it, by coordinate differences).
@@ -142,15 +142,17 @@ class Kernel:
 
         u = np.asarray(u, dtype=np.float64)
         if self.base is not None:
-            return self.base(u) * np.polynomial.polynomial.polyval(u**2, self.polynomial)
+            return np.asarray(
+                self.base(u) * np.polynomial.polynomial.polyval(u**2, self.polynomial)
+            )
         arg = u if self.similarity == "dot" else u**2
         with precision_scope(np.float64):
             log_k = np.asarray(self.log_profile(jnp.asarray(arg)))
-        return np.exp(self.log_norm + log_k)
+        return np.asarray(np.exp(self.log_norm + log_k))
 
     @classmethod
     def from_function(
-        cls, function: Callable, *, name: str | None = None, support: float = math.inf
+        cls, function: Callable[..., Any], *, name: str | None = None, support: float = math.inf
     ) -> Kernel:
         """Wrap ``function(u) -> K(u) >= 0`` of the scaled distance ``u >= 0``.
 
@@ -164,7 +166,7 @@ class Kernel:
         """
         import jax.numpy as jnp
 
-        label = name or getattr(function, "__name__", "custom")
+        label = str(name or getattr(function, "__name__", "custom"))
         probe = np.asarray(function(jnp.linspace(0.0, 10.0, 201)))
         if probe.shape != (201,) or not np.all(probe >= 0):
             raise ValueError(
@@ -175,7 +177,7 @@ class Kernel:
                 f"{bool(np.isnan(probe).any())})"
             )
 
-        def log_profile(r2):
+        def log_profile(r2: Any) -> Any:
             return jnp.log(function(profiles.safe_sqrt(r2)))
 
         log_profile.__doc__ = function.__doc__ or f"User kernel {label!r}: K(u) = {label}(u)."
@@ -202,10 +204,10 @@ def names() -> list[str]:
     return list(_REGISTRY)
 
 
-_FROM_CALLABLE: dict[Callable, Kernel] = {}
+_FROM_CALLABLE: dict[Callable[..., Any], Kernel] = {}
 
 
-def is_builtin(kernel: Kernel, names=None) -> bool:
+def is_builtin(kernel: Kernel, names: Collection[str] | None = None) -> bool:
     """Whether ``kernel`` is one of the built-in records (and, given ``names``, one of
     them): the kernels whose closed forms, splits or NumPy profiles methods build in. A
     user kernel, even one registered under a built-in name, is not."""
@@ -248,7 +250,7 @@ def for_dimensions(kernel: Kernel, d: int) -> Kernel:
     return kernel
 
 
-def get(kernel: str | Kernel | Callable) -> Kernel:
+def get(kernel: str | Kernel | Callable[..., Any]) -> Kernel:
     """Resolve a kernel name, a ``Kernel`` record or a callable ``K(u)`` to a record."""
     if isinstance(kernel, Kernel):
         return kernel
@@ -282,7 +284,7 @@ def _higher_order_record(base: Kernel, order: int) -> Kernel:
         for j, c in enumerate(polynomial)
     ).removeprefix("+ ")
 
-    def signed(r2):
+    def signed(r2: Any) -> Any:
         raise ValueError(
             f"kernel: {name!r} is a higher-order kernel, negative in places, with no log "
             "weight; attention_pool and nadaraya_watson (methods 'auto', 'dense', 'stream') "

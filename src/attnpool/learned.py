@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Self
+
 import numpy as np
 
 from ._estimator_api import check_is_fitted, validate_data
+from ._typing import ArrayLike, NDArray
 from .estimator import MultiOutputRegressor
+
+if TYPE_CHECKING:
+    from .learn.models import AttentionModel
 
 __all__ = ["LearnedAttentionRegressor"]
 
@@ -41,15 +47,15 @@ class LearnedAttentionRegressor(MultiOutputRegressor):
 
     def __init__(
         self,
-        model="bandwidth",
+        model: str | AttentionModel = "bandwidth",
         *,
-        steps=300,
-        learning_rate=0.05,
-        batch_size=None,
-        validation_fraction=None,
-        patience=30,
-        seed=0,
-    ):
+        steps: int = 300,
+        learning_rate: float = 0.05,
+        batch_size: int | None = None,
+        validation_fraction: float | None = None,
+        patience: int | None = 30,
+        seed: int = 0,
+    ) -> None:
         self.model = model
         self.steps = steps
         self.learning_rate = learning_rate
@@ -58,7 +64,7 @@ class LearnedAttentionRegressor(MultiOutputRegressor):
         self.patience = patience
         self.seed = seed
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Train the attention model on ``X (n_samples, n_features)``, ``y (n_samples[, p])``;
         ``sample_weight``: observation weights (as :func:`attnpool.learn.fit_attention`
         takes them: a row counts ``w_i`` times as a key and in the loss)."""
@@ -91,13 +97,13 @@ class LearnedAttentionRegressor(MultiOutputRegressor):
             self.bandwidth_ = np.broadcast_to(self.parameters_["bandwidth"], X.shape[1]).copy()
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray:
         """Predictions at ``X``; shape (n,) or (n, n_outputs) like ``y``."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.fit_.predict(X)
 
-    def attention_weights(self, X):
+    def attention_weights(self, X: ArrayLike) -> NDArray:
         """Learned attention weights of queries ``X`` over the training points."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)

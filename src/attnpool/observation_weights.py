@@ -21,6 +21,8 @@ the repeated rows (a row weighing less than one is left out whole).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._validation import as_array, is_traced
@@ -76,7 +78,9 @@ def check_weights(weights, m: int, dtype=np.float64, name: str = "weights"):
     return w.astype(dtype)
 
 
-def positive_rows(x, y, weights, name: str = "weights"):
+def positive_rows(
+    x: np.ndarray, y: np.ndarray, weights: Any, name: str = "weights"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``(x, y, w)`` without the rows of weight 0, for concrete ``x (n, d)``, ``y (n, p)``
     and ``weights`` (checked; None passes through as None)."""
     if weights is None:

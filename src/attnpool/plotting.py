@@ -8,11 +8,13 @@ Heatmaps put queries on rows (y axis) and keys on columns (x axis).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import kernels as _kernels
 from ._optional import require
+from ._typing import ArrayLike
 
 require("matplotlib", "attnpool.plotting")
 from matplotlib.colors import Normalize  # noqa: E402
@@ -31,10 +33,10 @@ __all__ = [
 
 
 def show_heatmaps(
-    matrices,
+    matrices: ArrayLike,
     xlabel: str = "Keys",
     ylabel: str = "Queries",
-    titles: Sequence | None = None,
+    titles: Sequence[Any] | None = None,
     *,
     figsize: tuple[float, float] | None = None,
     cmap: str = "Reds",
@@ -99,7 +101,7 @@ def show_heatmaps(
     return fig
 
 
-def _panel_titles(titles, rows: int, cols: int):
+def _panel_titles(titles: Any, rows: int, cols: int) -> Any:
     if titles is None:
         return None
     if isinstance(titles, str):
@@ -122,13 +124,13 @@ def _panel_titles(titles, rows: int, cols: int):
 
 
 def plot_fit(
-    x_train,
-    y_train,
-    x_grid,
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_grid: ArrayLike,
     estimates: Mapping[str, np.ndarray],
     *,
-    truth=None,
-    bands: Mapping[str, tuple] | None = None,
+    truth: ArrayLike | None = None,
+    bands: Mapping[str, tuple[Any, ...]] | None = None,
     title: str | None = None,
     figsize: tuple[float, float] = (6.0, 4.0),
 ) -> Figure:
@@ -168,12 +170,12 @@ def plot_fit(
 
 
 def plot_density(
-    x_grid,
-    density,
+    x_grid: ArrayLike,
+    density: ArrayLike,
     *,
-    sample=None,
-    band: tuple | None = None,
-    truth=None,
+    sample: ArrayLike | None = None,
+    band: tuple[Any, ...] | None = None,
+    truth: ArrayLike | None = None,
     xlabel: str = "x",
     title: str | None = None,
     figsize: tuple[float, float] = (6.0, 4.0),
@@ -182,8 +184,12 @@ def plot_density(
     pointwise ``band`` ``(lower, upper)`` and the ``truth``, all optional (arrays of
     ``x_grid``'s shape)."""
     x_grid = np.asarray(x_grid, float)
-    for name, values in {"density": density, "truth": truth, "band": band}.items():
-        arrays = () if values is None else (values if name == "band" else (values,))
+    given: dict[str, tuple[Any, ...]] = {
+        "density": (density,),
+        "truth": () if truth is None else (truth,),
+        "band": () if band is None else band,
+    }
+    for name, arrays in given.items():
         if any(np.shape(a) != x_grid.shape for a in arrays):
             raise ValueError(
                 f"{name}: expected arrays of x_grid's shape {x_grid.shape}; received "
@@ -208,12 +214,12 @@ def plot_density(
 
 
 def plot_conditional_density(
-    x_grid,
-    y_grid,
-    density,
+    x_grid: ArrayLike,
+    y_grid: ArrayLike,
+    density: ArrayLike,
     *,
-    mean=None,
-    sample: tuple | None = None,
+    mean: ArrayLike | None = None,
+    sample: tuple[Any, ...] | None = None,
     xlabel: str = "x",
     ylabel: str = "y",
     title: str | None = None,
@@ -282,9 +288,9 @@ def plot_history(
 
 
 def plot_rates(
-    curves: Mapping[str, tuple],
+    curves: Mapping[str, tuple[Any, ...]],
     *,
-    references: Mapping[str, tuple] | None = None,
+    references: Mapping[str, tuple[Any, ...]] | None = None,
     title: str = "Mean squared error against the sample size",
     figsize: tuple[float, float] = (6.5, 4.5),
 ) -> Figure:
@@ -304,7 +310,7 @@ def plot_rates(
 
 
 def plot_mse_curves(
-    scales,
+    scales: ArrayLike,
     curves: Mapping[str, np.ndarray],
     *,
     xlabel: str = "kernel standard deviation s (h = s / σ_K)",
@@ -324,12 +330,12 @@ def plot_mse_curves(
 
 
 def plot_kernels(
-    kernels: Sequence = ("gaussian", "boxcar", "constant", "triangular"),
+    kernels: Sequence[Any] = ("gaussian", "boxcar", "constant", "triangular"),
     *,
     fits: Mapping[str, np.ndarray] | None = None,
-    x_grid=None,
-    data: tuple | None = None,
-    truth=None,
+    x_grid: ArrayLike | None = None,
+    data: tuple[Any, ...] | None = None,
+    truth: ArrayLike | None = None,
     fit_label: str = "fit",
     figsize: tuple[float, float] | None = None,
 ) -> Figure:

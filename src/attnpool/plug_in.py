@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from ._typing import ArrayLike
+
 __all__ = ["isj_bandwidth"]
 
 #: Depth of the chain of functionals (the paper's ℓ = 7: five steps).
@@ -36,7 +38,7 @@ def _squared_norm(s: int, t: float, k2: np.ndarray, a2: np.ndarray) -> float:
     return 0.5 * math.pi ** (2 * s) * float(np.sum(k2**s * a2 * np.exp(-k2 * math.pi**2 * t)))
 
 
-def _fixed_point(t: float, n: int, k2, a2) -> float:
+def _fixed_point(t: float, n: int, k2: np.ndarray, a2: np.ndarray) -> float:
     """``t − ξ γ^[ℓ](t)``: zero at the plug-in time (``−inf`` where a norm vanished: every
     frequency damped, an optimal time beyond any)."""
     norm = _squared_norm(DEPTH, t, k2, a2)
@@ -49,10 +51,10 @@ def _fixed_point(t: float, n: int, k2, a2) -> float:
         norm = _squared_norm(s, time, k2, a2)
     if not norm > 0:
         return -math.inf
-    return t - (2 * n * math.sqrt(math.pi) * norm) ** (-0.4)
+    return t - float((2 * n * math.sqrt(math.pi) * norm) ** (-0.4))
 
 
-def isj_bandwidth(x, weights=None) -> float:
+def isj_bandwidth(x: ArrayLike, weights: ArrayLike | None = None) -> float:
     """The improved Sheather–Jones bandwidth (a Gaussian kernel's standard deviation) of
     the one-column sample ``x (n,) | (n, 1)``, with optional positive observation
     ``weights``. Raises when the fixed point has no root (too few distinct points)."""
@@ -88,4 +90,4 @@ def isj_bandwidth(x, weights=None) -> float:
         )
     i = int(change[0])
     t_star = optimize.brentq(equation, times[i], times[i + 1], xtol=1e-300, rtol=1e-14)
-    return math.sqrt(t_star) * (high - low)
+    return float(math.sqrt(t_star) * (high - low))

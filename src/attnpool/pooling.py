@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from . import kernels as _kernels
+from ._typing import Array, ArrayLike, Bandwidth
 from ._validation import (
     check_bandwidth,
     check_choice,
@@ -47,24 +49,75 @@ UNWEIGHTED_METHODS = ("binned", "topk")
 #: Largest weight matrix (entries) that ``return_weights``/``attention_weights`` will build.
 MAX_WEIGHT_ENTRIES = 2**26
 
-KernelLike = str | _kernels.Kernel | Callable
+KernelLike = str | _kernels.Kernel | Callable[..., Any]
 MethodLike = str | Binned | TopK
 
 
+@overload
 def attention_pool(
-    queries,
-    keys,
-    values,
+    queries: ArrayLike,
+    keys: ArrayLike,
+    values: ArrayLike,
     *,
     kernel: KernelLike = "gaussian",
-    bandwidth=1.0,
+    bandwidth: Bandwidth = 1.0,
+    return_weights: Literal[False] = False,
+    empty: str = "nan",
+    block_size: int | None = None,
+    method: MethodLike = "auto",
+    mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
+) -> Array: ...
+
+
+@overload
+def attention_pool(
+    queries: ArrayLike,
+    keys: ArrayLike,
+    values: ArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: Literal[True],
+    empty: str = "nan",
+    block_size: int | None = None,
+    method: MethodLike = "auto",
+    mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
+) -> tuple[Array, Array]: ...
+
+
+@overload
+def attention_pool(
+    queries: ArrayLike,
+    keys: ArrayLike,
+    values: ArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: Bandwidth = 1.0,
     return_weights: bool = False,
     empty: str = "nan",
     block_size: int | None = None,
     method: MethodLike = "auto",
-    mask=None,
-    weights=None,
-):
+    mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
+) -> Array | tuple[Array, Array]: ...
+
+
+def attention_pool(
+    queries: ArrayLike,
+    keys: ArrayLike,
+    values: ArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: bool = False,
+    empty: str = "nan",
+    block_size: int | None = None,
+    method: MethodLike = "auto",
+    mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
+) -> Any:
     """Pool ``values`` with attention weights of ``queries`` over ``keys``.
 
     .. math::
@@ -199,7 +252,7 @@ def attention_pool(
     from .engines.dispatch import pool_on_engine
     from .methods import choice
 
-    method, options = choice.choose(
+    chosen, options = choice.choose(
         method,
         kernel,
         q,
@@ -210,14 +263,14 @@ def attention_pool(
         masked=allowed is not None,
     )
 
-    def compute(q, k, v, h):
+    def compute(q: Any, k: Any, v: Any, h: Any) -> Any:
         return pool_on_engine(
             q,
             k,
             v,
             h,
             kernel=kernel,
-            method=method,
+            method=chosen,
             options=options,
             nearest=nearest,
             block_size=block_size,
@@ -232,7 +285,17 @@ def attention_pool(
     return (pooled, weights) if return_weights else pooled
 
 
-def _weighted_pool(q, k, v, weights, flat, mask, *, return_weights, **options):
+def _weighted_pool(
+    q: Any,
+    k: Any,
+    v: Any,
+    weights: Any,
+    flat: Any,
+    mask: Any,
+    *,
+    return_weights: Any,
+    **options: Any,
+) -> Any:
     """:func:`attention_pool` with observation weights: the pool of ``[w, w·v]`` divided
     (:mod:`attnpool.observation_weights`); keys of weight 0 dropped (concrete weights) or
     masked (traced ones)."""
@@ -265,7 +328,7 @@ def _weighted_pool(q, k, v, weights, flat, mask, *, return_weights, **options):
     shares = shares / shares.sum(axis=1, keepdims=True)
     if kept is not None:  # the dropped keys' columns: 0
         if isinstance(shares, np.ndarray):
-            full = np.zeros((shares.shape[0], kept.shape[0]), shares.dtype)
+            full: Any = np.zeros((shares.shape[0], kept.shape[0]), shares.dtype)
             full[:, kept] = shares
         else:
             import jax.numpy as jnp
@@ -276,7 +339,7 @@ def _weighted_pool(q, k, v, weights, flat, mask, *, return_weights, **options):
     return pooled, shares
 
 
-def _positive_keys(k, w, mask, n: int):
+def _positive_keys(k: Any, w: Any, mask: Any, n: int) -> Any:
     """``(keys, weights, mask, kept)`` with the keys of weight 0 left out: dropped from
     concrete arrays (``kept``: the boolean ``(m,)`` of those kept, or None if all are),
     masked for traced weights."""
@@ -303,15 +366,15 @@ def _positive_keys(k, w, mask, n: int):
 
 
 def attention_weights(
-    queries,
-    keys,
+    queries: ArrayLike,
+    keys: ArrayLike,
     *,
     kernel: KernelLike = "gaussian",
-    bandwidth=1.0,
+    bandwidth: Bandwidth = 1.0,
     empty: str = "nan",
-    mask=None,
-    weights=None,
-):
+    mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
+) -> Array:
     """Attention weights ``α(q_i, k_j)`` as an ``(n_queries, n_keys)`` matrix; rows sum to 1.
 
     Arguments as in :func:`attention_pool` (``weights``: the keys' observation weights).
@@ -337,19 +400,66 @@ def attention_weights(
     allowed, keyless = _checked_mask(mask, q.shape[0], k.shape[0], empty)
     nearest = empty == "nearest" or not kernel.compact
 
-    def compute(q, k, h):
+    def compute(q: Any, k: Any, h: Any) -> Any:
         from .engines.programs import weights_core
 
         return weights_core(q, k, h, kernel=kernel, nearest=nearest, allowed=allowed)
 
     from ._interop import run_in_policy
 
-    return run_in_policy(compute, (q, k, h), kernel, empty, q.shape[0], keyless)
+    weights_matrix: Array = run_in_policy(compute, (q, k, h), kernel, empty, q.shape[0], keyless)
+    return weights_matrix
+
+
+@overload
+def nadaraya_watson(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: Literal[False] = False,
+    **options: Any,
+) -> Array: ...
+
+
+@overload
+def nadaraya_watson(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: Literal[True],
+    **options: Any,
+) -> tuple[Array, Array]: ...
+
+
+@overload
+def nadaraya_watson(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: bool = False,
+    **options: Any,
+) -> Array | tuple[Array, Array]: ...
 
 
 def nadaraya_watson(
-    x_train, y_train, x_query, *, kernel: KernelLike = "gaussian", bandwidth=1.0, **options
-):
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: bool = False,
+    **options: Any,
+) -> Array | tuple[Array, Array]:
     """Nadaraya–Watson kernel regression: ``attention_pool(x_query, x_train, y_train)``.
 
     .. math:: \\hat f(x) = \\sum_i K((x - x_i)/h) y_i \\Big/ \\sum_j K((x - x_j)/h)
@@ -362,10 +472,13 @@ def nadaraya_watson(
     >>> nadaraya_watson(x, y, np.array([0.5]), bandwidth=0.2).round(6)
     array([1.5])
     """
-    return attention_pool(x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth, **options)
+    return attention_pool(
+        x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth,
+        return_weights=return_weights, **options,
+    )  # fmt: skip
 
 
-def _check_inputs(queries, keys, values, bandwidth):
+def _check_inputs(queries: Any, keys: Any, values: Any, bandwidth: Any) -> Any:
     k = check_points(keys, "keys")
     if k.shape[0] == 0:
         raise ValueError(f"keys: expected at least one key; received shape {k.shape}")
@@ -375,7 +488,7 @@ def _check_inputs(queries, keys, values, bandwidth):
     return q, k, v, h, flat
 
 
-def _checked_mask(mask, n: int, m: int, empty: str):
+def _checked_mask(mask: Any, n: int, m: int, empty: str) -> Any:
     """``(allowed, keyless)``: the checked mask, and on concrete masks the ``(n,)`` queries
     it leaves no key (reported here, by the ``empty`` policy)."""
     allowed = check_mask(mask, n, m)

@@ -34,9 +34,12 @@ formula and without importing JAX.
 
 from __future__ import annotations
 
+from typing import Any, Literal, overload
+
 import numpy as np
 
 from . import kernels
+from ._typing import Array, ArrayLike, Bandwidth, KernelSpec
 from ._validation import check_bandwidth, check_choice, check_points, check_values, numpy_dtype
 from .empty_policy import EMPTY_POLICIES, check_empty
 from .engines import numpy_engine
@@ -53,7 +56,15 @@ __all__ = [
 ]
 
 
-def validated(x_train, y_train, x_query, bandwidth, kernel, var_type, degree):
+def validated(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike | None,
+    bandwidth: Bandwidth,
+    kernel: KernelSpec,
+    var_type: str | None,
+    degree: int,
+) -> Any:
     x = check_points(x_train, "x_train")
     y, flat = check_values(y_train, x.shape[0])
     q = x if x_query is None else check_points(x_query, "x_query", dims=x.shape[1])
@@ -68,20 +79,71 @@ def validated(x_train, y_train, x_query, bandwidth, kernel, var_type, degree):
     return x, y, q, h, model, flat
 
 
+@overload
 def local_regression(
-    x_train,
-    y_train,
-    x_query,
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
     *,
-    kernel="gaussian",
-    bandwidth=1.0,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    degree: int = 0,
+    var_type: str | None = None,
+    empty: str = "nan",
+    block_size: int | None = None,
+    return_slopes: Literal[False] = False,
+    weights: ArrayLike | None = None,
+) -> Array: ...
+
+
+@overload
+def local_regression(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    degree: int = 0,
+    var_type: str | None = None,
+    empty: str = "nan",
+    block_size: int | None = None,
+    return_slopes: Literal[True],
+    weights: ArrayLike | None = None,
+) -> tuple[Array, Array]: ...
+
+
+@overload
+def local_regression(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
     degree: int = 0,
     var_type: str | None = None,
     empty: str = "nan",
     block_size: int | None = None,
     return_slopes: bool = False,
-    weights=None,
-):
+    weights: ArrayLike | None = None,
+) -> Array | tuple[Array, Array]: ...
+
+
+def local_regression(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    degree: int = 0,
+    var_type: str | None = None,
+    empty: str = "nan",
+    block_size: int | None = None,
+    return_slopes: bool = False,
+    weights: ArrayLike | None = None,
+) -> Any:
     """Local constant (``degree=0``) or local linear (``degree=1``) regression.
 
     Shapes: ``x_train (n,) | (n, d)``, ``y_train (n,) | (n, p)``, ``x_query (k,) | (k, d)``.
@@ -131,16 +193,16 @@ def local_regression(
 
 
 def local_constant_slopes(
-    x_train,
-    y_train,
-    x_query,
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
     *,
-    kernel="gaussian",
-    bandwidth=1.0,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
     empty: str = "nan",
-    block_size=None,
-    weights=None,
-):
+    block_size: int | None = None,
+    weights: ArrayLike | None = None,
+) -> Array:
     """The gradient of the Nadaraya–Watson fit with respect to the query: the
     local-constant estimator's marginal effects, ``(k, d)`` or ``(k, d, p)``.
 
@@ -166,14 +228,14 @@ def local_constant_slopes(
     x, y, weights = positive_rows(x, y, weights)
     served = block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1])
     if served and kernels.is_gaussian(model.kernel):  # no program: NumPy, in float64
-        slopes = numpy_engine.gaussian_slopes(x, y, q, h, weights)
-        if slopes is not None:
-            return slopes[..., 0] if flat else slopes
+        found: Array | None = numpy_engine.gaussian_slopes(x, y, q, h, weights)
+        if found is not None:
+            return found[..., 0] if flat else found
     with precision_scope(np.float64):
         keys, values = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
         queries = jnp.asarray(q, jnp.float64)
 
-        def fit(points):
+        def fit(points: Any) -> Any:
             return attention_pool(
                 points,
                 keys,
@@ -195,8 +257,15 @@ def local_constant_slopes(
 
 
 def weight_matrix(
-    x_train, x_query, *, kernel="gaussian", bandwidth=1.0, var_type=None, empty="nan", weights=None
-):
+    x_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    var_type: str | None = None,
+    empty: str = "nan",
+    weights: ArrayLike | None = None,
+) -> np.ndarray:
     """Attention weights ``(n_query, n_train)`` of the (mixed-type) product kernel; rows sum to 1.
 
     Rows of queries with an empty neighbourhood are NaN (``empty="nan"``) or
@@ -224,4 +293,4 @@ def weight_matrix(
     if weights is not None:
         matrix = matrix * np.asarray(weights, matrix.dtype)[None, :]
         matrix = matrix / matrix.sum(axis=1, keepdims=True)
-    return matrix
+    return np.asarray(matrix)

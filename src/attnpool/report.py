@@ -17,6 +17,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from . import kernels as _kernels
 from ._files import atomic_write
 from .demo import DemoResult, run_demo
 from .pooling import EmptyNeighbourhoodWarning, attention_weights, nadaraya_watson
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["build_report", "interactive_data", "write_report"]
 
@@ -35,19 +39,21 @@ def interactive_data(
     *,
     kernels: Sequence[str] = INTERACTIVE_KERNELS,
     bandwidths: Sequence[float] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Fits and weights of every kernel × bandwidth on the demo's data, ready for JSON.
 
     Weights are quantised to bytes over ``[0, largest weight of all]`` — the one colour
     scale shared by every heatmap the slider shows.
     """
     data = demo.data
-    bandwidths = np.geomspace(0.05, 3.0, 30) if bandwidths is None else np.asarray(bandwidths)
+    grid = np.geomspace(0.05, 3.0, 30) if bandwidths is None else np.asarray(bandwidths)
     names = [_kernels.get(k).name for k in kernels]
-    fits, mse, weights = {}, {}, {}
+    fits: dict[str, list[list[float]]] = {}
+    mse: dict[str, list[float]] = {}
+    weights: dict[str, list[np.ndarray]] = {}
     for name in names:
         fits[name], mse[name], weights[name] = [], [], []
-        for h in bandwidths:
+        for h in grid:
             fit = nadaraya_watson(
                 data.x_train, data.y_train, data.x_val, kernel=name, bandwidth=h, empty="nearest"
             )
@@ -70,7 +76,7 @@ def interactive_data(
         "y_train": np.round(data.y_train, 5).tolist(),
         "x_grid": np.round(data.x_val, 5).tolist(),
         "truth": np.round(data.y_val, 5).tolist(),
-        "bandwidths": np.round(bandwidths, 5).tolist(),
+        "bandwidths": np.round(grid, 5).tolist(),
         "kernels": names,
         "fits": fits,
         "mse": mse,
@@ -79,7 +85,7 @@ def interactive_data(
     }
 
 
-def _png(figure) -> str:
+def _png(figure: Figure) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=80)
     return base64.b64encode(buffer.getvalue()).decode()
@@ -103,13 +109,19 @@ def build_report(demo: DemoResult | None = None, *, seed: int = 0) -> str:
     )
 
 
-def write_report(path: str | os.PathLike, demo: DemoResult | None = None, *, seed: int = 0) -> Path:
+def write_report(
+    path: str | os.PathLike[str], demo: DemoResult | None = None, *, seed: int = 0
+) -> Path:
     """Write :func:`build_report` to ``path`` atomically."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"out: expected an HTML file name; received the directory {str(path)!r}")
     text = build_report(demo, seed=seed)
-    return atomic_write(path, lambda stream: stream.write(text.encode()))
+
+    def write(stream: BinaryIO) -> None:
+        stream.write(text.encode())
+
+    return atomic_write(path, write)
 
 
 _TEMPLATE = """<!DOCTYPE html>

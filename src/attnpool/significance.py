@@ -25,12 +25,17 @@ model for the test, as np's documentation does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._validation import check_choice, check_positive_int
 from .engines.numpy_engine import NUMPY_MAX_WORK
+
+if TYPE_CHECKING:
+    from .estimator import LocalLinear, NadarayaWatson
 
 __all__ = ["SignificanceTest", "significance_test"]
 
@@ -78,7 +83,12 @@ class SignificanceTest:
 
 
 def significance_test(
-    model, columns, *, n_boot: int = 399, bootstrap: str = "iid", seed: int = 0
+    model: NadarayaWatson | LocalLinear,
+    columns: int | Sequence[int],
+    *,
+    n_boot: int = 399,
+    bootstrap: str = "iid",
+    seed: int = 0,
 ) -> SignificanceTest:
     """Test whether the fitted regression depends on ``columns`` (indices of ``X``'s columns).
 
@@ -147,7 +157,7 @@ def significance_test(
     return SignificanceTest(float(statistic), float(p_value), tested, kind, null)
 
 
-def _columns(columns, d: int) -> tuple[int, ...]:
+def _columns(columns: Any, d: int) -> tuple[int, ...]:
     chosen = np.atleast_1d(np.asarray(columns))
     valid = np.issubdtype(chosen.dtype, np.integer) and chosen.ndim == 1 and chosen.size
     if not (valid and np.all((0 <= chosen) & (chosen < d))) or len(set(chosen.tolist())) < len(
@@ -159,21 +169,23 @@ def _columns(columns, d: int) -> tuple[int, ...]:
     return tuple(int(c) for c in chosen)
 
 
-def _residual_draws(residuals, n_boot: int, bootstrap: str, rng) -> np.ndarray:
+def _residual_draws(
+    residuals: np.ndarray, n_boot: int, bootstrap: str, rng: np.random.Generator
+) -> np.ndarray:
     """``(n, n_boot)`` bootstrap residuals from the centred ``residuals``."""
     e = residuals - residuals.mean()
     if bootstrap == "iid":
-        return e[rng.integers(0, e.size, (e.size, n_boot))]
+        return np.asarray(e[rng.integers(0, e.size, (e.size, n_boot))])
     # Mammen's two-point weights: mean 0, variance 1, third moment 1
     low, high = (1 - np.sqrt(5)) / 2, (1 + np.sqrt(5)) / 2
     pick_low = rng.random((e.size, n_boot)) < (np.sqrt(5) + 1) / (2 * np.sqrt(5))
-    return e[:, None] * np.where(pick_low, low, high)
+    return np.asarray(e[:, None] * np.where(pick_low, low, high))
 
 
 class _Fit:
     """The model's fit at fixed bandwidths, for any response matrix ``(n, k)``."""
 
-    def __init__(self, model, x, var_type):
+    def __init__(self, model: Any, x: np.ndarray, var_type: str | None) -> None:
         self.x, self.var_type = x, var_type
         self.options = {
             "kernel": model.kernel,
@@ -182,7 +194,7 @@ class _Fit:
             "var_type": var_type,
         }
 
-    def in_chunks(self, statistic, responses) -> np.ndarray:
+    def in_chunks(self, statistic: Any, responses: Any) -> np.ndarray:
         """``statistic`` of each response column, evaluated a few columns at a time (the
         NumPy engine's size; one fit per chunk)."""
         d = self.x.shape[1]
@@ -195,7 +207,7 @@ class _Fit:
             ]
         )
 
-    def mean_squared_effect(self, responses, tested) -> np.ndarray:
+    def mean_squared_effect(self, responses: Any, tested: Any) -> np.ndarray:
         """``λ (k,)``: the mean over the rows of the tested columns' squared marginal effects."""
         from .regression import local_constant_slopes, local_regression
 
@@ -209,17 +221,17 @@ class _Fit:
                 bandwidth=self.options["bandwidth"],
             )  # fmt: skip
         slopes = np.reshape(slopes, (self.x.shape[0], self.x.shape[1], -1))
-        return np.sum(slopes[:, list(tested), :] ** 2, axis=(0, 1)) / self.x.shape[0]
+        return np.asarray(np.sum(slopes[:, list(tested), :] ** 2, axis=(0, 1)) / self.x.shape[0])
 
-    def held(self, y, tested) -> np.ndarray:
+    def held(self, y: np.ndarray, tested: Any) -> np.ndarray:
         """The null fit ``(n,)``: the fit of ``y`` with the tested columns at their means."""
         from .regression import local_regression
 
         x = self.x.copy()
         x[:, list(tested)] = x[:, list(tested)].mean(axis=0)
-        return local_regression(x, y, x, **self.options)
+        return np.asarray(local_regression(x, y, x, **self.options))
 
-    def at_level(self, responses, column: int, level) -> np.ndarray:
+    def at_level(self, responses: Any, column: int, level: float) -> np.ndarray:
         """The fits ``(n, k)`` at the rows with ``column`` set to ``level``."""
         from .regression import local_regression
 
@@ -229,8 +241,8 @@ class _Fit:
             local_regression(self.x, responses, queries, **self.options), (self.x.shape[0], -1)
         )
 
-    def level_differences(self, responses, column: int, levels) -> np.ndarray:
+    def level_differences(self, responses: Any, column: int, levels: Any) -> np.ndarray:
         """``I (k,)``: the mean over the rows of ``Σ_{l ≠ l_0} (ĝ(z = l) − ĝ(z = l_0))²``."""
         base = self.at_level(responses, column, levels[0])
         total = sum((self.at_level(responses, column, lv) - base) ** 2 for lv in levels[1:])
-        return np.sum(total, axis=0) / self.x.shape[0]
+        return np.asarray(np.sum(total, axis=0) / self.x.shape[0])

@@ -28,7 +28,7 @@ empty.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -64,18 +64,23 @@ class PoolingState(NamedTuple):
     weighted_values: jnp.ndarray
 
 
-def empty_state(n: int, p: int, dtype) -> PoolingState:
+def empty_state(n: int, p: int, dtype: Any) -> PoolingState:
     """The identity of :func:`merge`: no keys seen."""
     return PoolingState(
         jnp.full((n,), -jnp.inf, dtype), jnp.zeros((n,), dtype), jnp.zeros((n, p), dtype)
     )
 
 
-def _shift(max_log):
+def _shift(max_log: jax.Array) -> jax.Array:
     return jax.lax.stop_gradient(jnp.where(jnp.isfinite(max_log), max_log, 0.0))
 
 
-def block_state(log_weights, values, max_log=None, factors=None) -> PoolingState:
+def block_state(
+    log_weights: jax.Array,
+    values: jax.Array,
+    max_log: jax.Array | None = None,
+    factors: jax.Array | None = None,
+) -> PoolingState:
     """State of one block: ``log_weights (n, b)`` and ``values (b, p)``.
 
     ``values`` may also be per query–key pair, ``(n, b, p)`` (local moments).
@@ -98,7 +103,7 @@ def block_state(log_weights, values, max_log=None, factors=None) -> PoolingState
     return PoolingState(max_log, weights.sum(axis=1), weighted)
 
 
-def hard_block_state(closeness, values) -> PoolingState:
+def hard_block_state(closeness: jax.Array, values: jax.Array) -> PoolingState:
     """Zero-temperature state: mean of the values of the closest keys (ties averaged).
 
     ``closeness (n, b)`` is larger for closer keys; ``-inf`` marks keys to ignore.

@@ -17,8 +17,9 @@ Each study is seeded, reports progress through ``progress(done, total)`` and ret
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +29,11 @@ from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
 from .datasets import sine_data, wave_data, wave_truth
 from .pooling import nadaraya_watson
 from .regression import local_regression
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ._typing import ArrayLike
 
 __all__ = ["STUDIES", "StudyResult", "consistency_study", "kernel_study", "run_study"]
 
@@ -40,17 +46,17 @@ class StudyResult:
 
     name: str
     table: str
-    numbers: dict = field(default_factory=dict)
-    figures: dict = field(default_factory=dict)
+    numbers: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
     seconds: float = 0.0
 
 
-def _slope(sizes, mse) -> float:
+def _slope(sizes: ArrayLike, mse: ArrayLike) -> float:
     """Least-squares slope of log MSE against log n."""
     return float(np.polyfit(np.log(sizes), np.log(mse), 1)[0])
 
 
-def _cv_bandwidth(x, y):
+def _cv_bandwidth(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Leave-one-out CV: the full search in one dimension; above, the best of a grid of
     common bandwidths around Scott's (the data are isotropic), which keeps the study's
     cost at 24 exact leave-one-out passes."""
@@ -63,8 +69,8 @@ def _cv_bandwidth(x, y):
 
 def consistency_study(
     *,
-    dims=(1, 2, 3),
-    sizes=(50, 150, 500, 1500, 5000, 15000, 50000),
+    dims: Sequence[int] = (1, 2, 3),
+    sizes: Sequence[int] = (50, 150, 500, 1500, 5000, 15000, 50000),
     cv_max_size: int = 5000,
     repeats: int = 3,
     constant: float = 0.3,
@@ -86,8 +92,10 @@ def consistency_study(
     start = time.monotonic()
     rng = np.random.default_rng(seed)
     tasks = [(d, n, r) for d in dims for n in sizes for r in range(repeats)]
-    fixed = {(d, n): [] for d in dims for n in sizes}
-    chosen = {(d, n): [] for d in dims for n in sizes if d == 1 or n <= cv_max_size}
+    fixed: dict[tuple[int, int], list[float]] = {(d, n): [] for d in dims for n in sizes}
+    chosen: dict[tuple[int, int], list[float]] = {
+        (d, n): [] for d in dims for n in sizes if d == 1 or n <= cv_max_size
+    }
     for done, (d, n, r) in enumerate(tasks, start=1):
         x, y = wave_data(n, d=d, noise=noise, seed=seed * 7919 + 1000 * d + r)
         test = rng.uniform(0.1, 0.9, (n_test, d))
@@ -140,8 +148,16 @@ def consistency_study(
 
 def kernel_study(
     *,
-    kernels=("gaussian", "epanechnikov", "triangular", "tricube", "cosine", "boxcar", "laplacian"),
-    scales=None,
+    kernels: Sequence[str] = (
+        "gaussian",
+        "epanechnikov",
+        "triangular",
+        "tricube",
+        "cosine",
+        "boxcar",
+        "laplacian",
+    ),
+    scales: ArrayLike | None = None,
     n: int = 200,
     repeats: int = 20,
     seed: int = 0,
@@ -171,7 +187,7 @@ def kernel_study(
         data = sine_data(n=n, seed=seed * 7919 + r)
         for i, record in enumerate(records):
             for j, s in enumerate(scales):
-                h = s / np.sqrt(record.variance)
+                h = s / np.sqrt(float(record.variance or 1.0))
                 fit = nadaraya_watson(
                     data.x_train,
                     data.y_train,
@@ -219,10 +235,15 @@ def kernel_study(
     )
 
 
-STUDIES = {"consistency": consistency_study, "kernels": kernel_study}
+STUDIES: dict[str, Callable[..., StudyResult]] = {
+    "consistency": consistency_study,
+    "kernels": kernel_study,
+}
 
 
-def run_study(name: str, *, quick: bool = False, seed: int = 0, progress: Progress = None):
+def run_study(
+    name: str, *, quick: bool = False, seed: int = 0, progress: Progress = None
+) -> StudyResult:
     """Run the study called ``name`` (see :data:`STUDIES`)."""
     check_choice(name, "study", tuple(STUDIES))
     return STUDIES[name](quick=quick, seed=seed, progress=progress)

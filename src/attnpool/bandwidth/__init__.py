@@ -22,9 +22,11 @@ point has no neighbour (compact kernels) scores ``inf``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, KernelSpec
 from .._units import SearchUnits
 from .._validation import check_choice, check_points, check_values
 from ..edges import has_edge
@@ -55,7 +57,16 @@ POOLINGS = ("auto", *LEAVE_ONE_OUT_METHODS)
 NUMPY_SEARCH_XATOL = 1e-8
 
 
-def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, progress, weights):
+def _search(
+    x: Any,
+    y: Any,
+    model: LocalModel,
+    method: str,
+    pooling: str,
+    block_size: Any,
+    progress: Any,
+    weights: Any,
+) -> Any:
     """:func:`select_bandwidth` on data in search units: rules of thumb, the NumPy
     engine's search of one column (no program, no JAX), or the compiled searches."""
     start = rule_of_thumb(
@@ -89,7 +100,9 @@ def _search(x, y, model: LocalModel, method: str, pooling: str, block_size, prog
     return compiled.search(x, y, model, thetas, method, pooling, block_size, progress, weights)
 
 
-def _checked_training_data(x, y, kernel, var_type, degree, weights=None):
+def _checked_training_data(
+    x: Any, y: Any, kernel: Any, var_type: Any, degree: Any, weights: Any = None
+) -> Any:
     """``(x (n, d), y (n, p), model, weights)`` checked for a search: at least 3 rows (of
     positive weight: rows of weight 0 are dropped; ``weights`` None or positive)."""
     x = check_points(x, "X")
@@ -105,17 +118,17 @@ def _checked_training_data(x, y, kernel, var_type, degree, weights=None):
 
 
 def select_bandwidth(
-    X,
-    y,
+    X: ArrayLike,
+    y: ArrayLike,
     *,
     method: str = "cv",
-    kernel="gaussian",
+    kernel: KernelSpec = "gaussian",
     degree: int = 0,
     var_type: str | None = None,
     block_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     pooling: str = "auto",
-    weights=None,
+    weights: ArrayLike | None = None,
 ) -> BandwidthSelection:
     """Choose the bandwidth of a local constant (``degree=0``) or local linear fit.
 
@@ -170,23 +183,24 @@ def select_bandwidth(
         weights,
     )
     grid, objectives = found.grid
-    return found._replace(
+    selection: BandwidthSelection = found._replace(
         bandwidth=units.bandwidth(found.bandwidth),
         objective=float(units.objective(found.objective, method)),
         grid=(grid, units.objective(objectives, method)),
     )
+    return selection
 
 
 def cv_curve(
-    X,
-    y,
-    bandwidths,
+    X: ArrayLike,
+    y: ArrayLike,
+    bandwidths: ArrayLike,
     *,
-    kernel="gaussian",
+    kernel: KernelSpec = "gaussian",
     degree: int = 0,
     var_type: str | None = None,
     block_size: int | None = None,
-    weights=None,
+    weights: ArrayLike | None = None,
 ) -> np.ndarray:
     """Leave-one-out error for each candidate bandwidth (what one plots to see the trade-off).
 
@@ -194,19 +208,19 @@ def cv_curve(
     ``(k, d)``. Returns ``(k,)`` objectives; ``inf`` where some point has no neighbour.
     ``weights``: observation weights, as :func:`select_bandwidth` takes them.
     """
-    return _curve(X, y, bandwidths, "cv", kernel, degree, var_type, block_size, weights)
+    return np.asarray(_curve(X, y, bandwidths, "cv", kernel, degree, var_type, block_size, weights))
 
 
 def aicc_curve(
-    X,
-    y,
-    bandwidths,
+    X: ArrayLike,
+    y: ArrayLike,
+    bandwidths: ArrayLike,
     *,
-    kernel="gaussian",
+    kernel: KernelSpec = "gaussian",
     degree: int = 0,
     var_type: str | None = None,
     block_size: int | None = None,
-    weights=None,
+    weights: ArrayLike | None = None,
 ) -> np.ndarray:
     """AICc (Hurvich, Simonoff & Tsai, 1998) for each candidate bandwidth — the criterion
     ``select_bandwidth(method="aicc")`` minimises, as :func:`cv_curve` gives CV's:
@@ -217,10 +231,22 @@ def aicc_curve(
     with ``H`` the smoother matrix. Arguments and shapes as :func:`cv_curve`; ``inf``
     where the fit is not defined (``tr H ≥ n − 2``, or a point without a neighbour).
     """
-    return _curve(X, y, bandwidths, "aicc", kernel, degree, var_type, block_size, weights)
+    return np.asarray(
+        _curve(X, y, bandwidths, "aicc", kernel, degree, var_type, block_size, weights)
+    )
 
 
-def _curve(X, y, bandwidths, method, kernel, degree, var_type, block_size, weights):
+def _curve(
+    X: Any,
+    y: Any,
+    bandwidths: Any,
+    method: Any,
+    kernel: Any,
+    degree: Any,
+    var_type: Any,
+    block_size: Any,
+    weights: Any,
+) -> Any:
     x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
     candidates = np.asarray(bandwidths, dtype=float)
     if candidates.ndim == 1:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
+from .._typing import ArrayLike, KernelSpec
 from .._units import power_of_two_above
 from .._validation import check_choice, check_points
 from ..local_model import model_for
@@ -23,7 +24,12 @@ _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
 
 
 def rule_of_thumb(
-    x, *, method: str = "scott", kernel="gaussian", var_type=None, weights=None
+    x: ArrayLike,
+    *,
+    method: str = "scott",
+    kernel: KernelSpec = "gaussian",
+    var_type: str | None = None,
+    weights: ArrayLike | None = None,
 ) -> np.ndarray:
     """Scott's or Silverman's bandwidth for each column of ``x (n, d)``; with positive
     observation ``weights (n,)``, those of the sample that repeats row ``i`` ``w_i`` times
@@ -31,13 +37,14 @@ def rule_of_thumb(
     check_choice(method, "method", ("scott", "silverman"))
     x = np.asarray(check_points(x, "x"), dtype=float)
     model = model_for(x, kernel=kernel, var_type=var_type)
-    kernel = model.kernel
-    if not (kernel.variance and np.isfinite(kernel.variance) and kernel.roughness):
+    record: kernels.Kernel = model.kernel
+    if not (record.variance and np.isfinite(record.variance) and record.roughness):
         raise ValueError(
             f"kernel: rules of thumb need a kernel with finite variance and roughness; "
-            f"{kernel.name!r} has variance {kernel.variance}"
+            f"{record.name!r} has variance {record.variance}"
         )
-    n, q = x.shape[0] if weights is None else float(np.sum(weights)), len(model.continuous)
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    n, q = x.shape[0] if w is None else float(np.sum(w)), len(model.continuous)
     bandwidth = np.full(x.shape[1], CATEGORICAL_START)
     if q == 0:
         return bandwidth
@@ -46,32 +53,32 @@ def rule_of_thumb(
     centre = columns.min(axis=0) / 2 + columns.max(axis=0) / 2
     unit = power_of_two_above(np.max(np.abs(columns - centre), axis=0))
     columns = (columns - centre) / unit
-    sigma = _spread(columns, weights) if n > 1 else np.zeros(q)
+    sigma = _spread(columns, w) if n > 1 else np.zeros(q)
     if method == "silverman":
-        iqr = np.subtract(*_percentiles(columns, [75, 25], weights)) / 1.349
+        iqr = np.subtract(*_percentiles(columns, [75, 25], w)) / 1.349
         sigma = np.where(iqr > 0, np.minimum(sigma, iqr), sigma)
     sigma = sigma * unit
     if np.any(sigma <= 0):
         bad = [model.continuous[j] for j in np.flatnonzero(sigma <= 0)]
         raise ValueError(f"x: column(s) {bad} are constant; a bandwidth rule needs spread")
-    bandwidth[list(model.continuous)] = rule_from_spread(sigma, n, kernel, method=method)
+    bandwidth[list(model.continuous)] = rule_from_spread(sigma, n, record, method=method)
     return bandwidth
 
 
-def _spread(columns, weights):
+def _spread(columns: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     """Each column's sample standard deviation (``ddof=1``), rows counted ``weights`` times."""
     if weights is None:
-        return columns.std(axis=0, ddof=1)
+        return np.asarray(columns.std(axis=0, ddof=1))
     total = np.sum(weights)
     mean = weights @ columns / total
-    return np.sqrt(weights @ (columns - mean) ** 2 / (total - 1))
+    return np.asarray(np.sqrt(weights @ (columns - mean) ** 2 / (total - 1)))
 
 
-def _percentiles(columns, q, weights):
+def _percentiles(columns: np.ndarray, q: list[float], weights: np.ndarray | None) -> np.ndarray:
     """``(len(q), d)`` percentiles of each column (NumPy's linear interpolation), rows
     counted ``weights`` times: those of the repeated sample for integer weights."""
     if weights is None:
-        return np.percentile(columns, q, axis=0)
+        return np.asarray(np.percentile(columns, q, axis=0))
     result = np.empty((len(q), columns.shape[1]))
     positions = np.asarray(q, float) / 100 * (np.sum(weights) - 1)
     for j in range(columns.shape[1]):
@@ -84,11 +91,14 @@ def _percentiles(columns, q, weights):
     return result
 
 
-def rule_from_spread(sigma, n: int, kernel, *, method: str = "scott") -> np.ndarray:
+def rule_from_spread(
+    sigma: ArrayLike, n: float, kernel: KernelSpec, *, method: str = "scott"
+) -> np.ndarray:
     """Scott's (``1.059 σ n^(−1/(4+d))``) or Silverman's (``0.9 …``) bandwidths from the
     columns' spreads ``sigma (d,)``, converted to ``kernel`` by its canonical bandwidth."""
-    kernel = kernels.get(kernel)
-    ratio = (kernel.roughness / kernel.variance**2) ** 0.2 / _GAUSSIAN_CANONICAL
+    record = kernels.get(kernel)
+    roughness, variance = float(record.roughness or 0.0), float(record.variance or 0.0)
+    ratio = (roughness / variance**2) ** 0.2 / _GAUSSIAN_CANONICAL
     factor = 1.059 if method == "scott" else 0.9
     sigma = np.asarray(sigma, dtype=float)
-    return factor * sigma * n ** (-1.0 / (4 + sigma.shape[0])) * ratio
+    return np.asarray(factor * sigma * n ** (-1.0 / (4 + sigma.shape[0])) * ratio)

@@ -8,6 +8,9 @@ exact (the streamed body is rematerialised under reverse-mode autodiff).
 
 from __future__ import annotations
 
+from typing import Any
+
+import jax
 import jax.numpy as jnp
 
 from ..engines.programs import mask_own_pairs, pool_state
@@ -21,8 +24,16 @@ from .models import AttentionModel, Params
 __all__ = ["learned_pool", "learned_weights"]
 
 
-def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *, leave_out=None,
-                 weights=None):  # fmt: skip
+def learned_pool(
+    model: AttentionModel,
+    params: Params,
+    queries: jax.Array,
+    keys: jax.Array,
+    values: jax.Array,
+    *,
+    leave_out: jax.Array | None = None,
+    weights: jax.Array | None = None,
+) -> tuple[jax.Array, jax.Array]:
     """``(n, p)`` pooled values ``Σ_i α(q, k_i; θ) v_i`` and the ``(n,)`` empty-row mask.
 
     ``queries (n, d)``, ``keys (m, d)``, ``values (m, p)``, already standardised.
@@ -34,7 +45,7 @@ def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *
     embedded_queries = model.embed_queries(params, queries)
     embedded_keys = model.embed_keys(params, keys)
 
-    def block(query_rows, query_ids, key_rows, key_ids, value_rows):
+    def block(query_rows: Any, query_ids: Any, key_rows: Any, key_ids: Any, value_rows: Any) -> Any:
         log_w = model.log_weights(params, query_rows, key_rows)
         if weights is not None:
             log_w = log_w + jnp.log(weights)[key_ids][None, :]
@@ -54,10 +65,17 @@ def learned_pool(model: AttentionModel, params: Params, queries, keys, values, *
         method="dense" if dense else "stream",
         key_block=max(64, KEY_BLOCK // model.pair_width),
     )
-    return finalize(state)
+    pooled: tuple[jax.Array, jax.Array] = finalize(state)
+    return pooled
 
 
-def learned_weights(model: AttentionModel, params: Params, queries, keys, weights=None):
+def learned_weights(
+    model: AttentionModel,
+    params: Params,
+    queries: jax.Array,
+    keys: jax.Array,
+    weights: jax.Array | None = None,
+) -> jax.Array:
     """``(n, m)`` attention weights of a learned model (rows sum to 1); ``weights``: the
     keys' positive observation weights."""
     log_w = model.log_weights(
@@ -65,4 +83,5 @@ def learned_weights(model: AttentionModel, params: Params, queries, keys, weight
     )
     if weights is not None:
         log_w = log_w + jnp.log(weights)[None, :]
-    return normalise(log_w)[0]
+    weights_matrix: jax.Array = normalise(log_w)[0]
+    return weights_matrix

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import kernels as _kernels
+from .._typing import ArrayLike
 from ..geometry import closeness
 
 __all__ = [
@@ -47,12 +48,12 @@ __all__ = [
 Params = dict[str, Any]
 
 
-def scott_factor(n: int, d: int) -> float:
+def scott_factor(n: float, d: int) -> float:
     """Scott's rule on standardised data, ``n^(−1/(d + 4))``: where bandwidths start."""
-    return float(n) ** (-1.0 / (d + 4))
+    return float(float(n) ** (-1.0 / (d + 4)))
 
 
-def _learnable_kernel(kernel) -> _kernels.Kernel:
+def _learnable_kernel(kernel: Any) -> _kernels.Kernel:
     record = _kernels.get(kernel)
     if record.similarity != "distance" or record.compact or record.name == "constant":
         raise ValueError(
@@ -63,12 +64,14 @@ def _learnable_kernel(kernel) -> _kernels.Kernel:
     return record
 
 
-def _size(x, rows) -> tuple[float, int]:
+def _size(x: Any, rows: Any) -> tuple[float, int]:
     """``(n, d)`` of the inputs ``x``, ``n`` replaced by ``rows`` if given."""
     return (x.shape[0] if rows is None else rows), x.shape[1]
 
 
-def _initial_bandwidth(initial, scale, n: int, d: int, *, shared: bool):
+def _initial_bandwidth(
+    initial: Any, scale: ArrayLike, n: float, d: int, *, shared: bool
+) -> jax.Array:
     """Log-bandwidths in standardised units, from ``initial`` in input units or Scott's rule."""
     if initial is None:
         return jnp.full((1,) if shared else (d,), math.log(scott_factor(n, d)))
@@ -91,22 +94,22 @@ class AttentionModel:
     #: values per query–key pair in a block's intermediate (sizes the streamed blocks)
     pair_width: ClassVar[int] = 1
 
-    def init(self, key, x, scale) -> Params:
+    def init(self, key: jax.Array, x: jax.Array, scale: ArrayLike) -> Params:
         """Initial parameters for standardised inputs ``x (n, d)`` of column scales
         ``scale``. Built-in models also take ``rows``, the sample size their rules of
         thumb use (with observation weights, their sum; default ``n``)."""
         raise NotImplementedError
 
-    def embed_queries(self, params: Params, x):
+    def embed_queries(self, params: Params, x: jax.Array) -> jax.Array:
         return x
 
-    def embed_keys(self, params: Params, x):
+    def embed_keys(self, params: Params, x: jax.Array) -> jax.Array:
         return x
 
-    def log_weights(self, params: Params, queries, keys):
+    def log_weights(self, params: Params, queries: jax.Array, keys: jax.Array) -> jax.Array:
         raise NotImplementedError
 
-    def readable(self, params: Params, scale) -> dict:
+    def readable(self, params: Params, scale: ArrayLike) -> dict[str, Any]:
         return {name: np.asarray(value) for name, value in params.items()}
 
 
@@ -116,12 +119,12 @@ class _ScaledDistance(AttentionModel):
 
     kernel: str = "gaussian"
 
-    def __post_init__(self):
+    def __post_init__(self) -> Any:
         _learnable_kernel(self.kernel)
 
-    def log_weights(self, params, queries, keys):
+    def log_weights(self, params: Params, queries: jax.Array, keys: jax.Array) -> jax.Array:
         record = _kernels.get(self.kernel)
-        return record.log_profile(-closeness(queries, keys, record))
+        return jnp.asarray(record.log_profile(-closeness(queries, keys, record)))
 
 
 @dataclass(frozen=True)
@@ -138,16 +141,18 @@ class GlobalBandwidth(_ScaledDistance):
     initial: float | None = None
     shared_scale: ClassVar[bool] = True
 
-    def init(self, key, x, scale, rows=None):
+    def init(
+        self, key: jax.Array, x: jax.Array, scale: ArrayLike, rows: float | None = None
+    ) -> Any:
         log_h = _initial_bandwidth(self.initial, scale, *_size(x, rows), shared=True)
         return {"log_bandwidth": log_h.astype(x.dtype)}
 
-    def embed_queries(self, params, x):
+    def embed_queries(self, params: Params, x: jax.Array) -> jax.Array:
         return x * jnp.exp(-params["log_bandwidth"])
 
     embed_keys = embed_queries
 
-    def readable(self, params, scale):
+    def readable(self, params: Params, scale: ArrayLike) -> dict[str, Any]:
         return {"bandwidth": float(np.exp(params["log_bandwidth"][0]) * np.asarray(scale)[0])}
 
 
@@ -164,16 +169,18 @@ class PerDimensionBandwidth(GlobalBandwidth):
     initial: Any = None
     shared_scale: ClassVar[bool] = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> Any:
         super().__post_init__()
         if self.initial is not None and np.ndim(self.initial):  # hashable, for jit
             object.__setattr__(self, "initial", tuple(np.ravel(self.initial).tolist()))
 
-    def init(self, key, x, scale, rows=None):
+    def init(
+        self, key: jax.Array, x: jax.Array, scale: ArrayLike, rows: float | None = None
+    ) -> Any:
         log_h = _initial_bandwidth(self.initial, scale, *_size(x, rows), shared=False)
         return {"log_bandwidth": log_h.astype(x.dtype)}
 
-    def readable(self, params, scale):
+    def readable(self, params: Params, scale: ArrayLike) -> dict[str, Any]:
         return {"bandwidth": np.exp(np.asarray(params["log_bandwidth"])) * np.asarray(scale)}
 
 
@@ -189,7 +196,9 @@ class LinearMetric(_ScaledDistance):
     kernel: str = "gaussian"
     rank: int | None = None
 
-    def init(self, key, x, scale, rows=None):
+    def init(
+        self, key: jax.Array, x: jax.Array, scale: ArrayLike, rows: float | None = None
+    ) -> Any:
         n, d = _size(x, rows)
         rank = d if self.rank is None else self.rank
         if not 1 <= rank <= d:
@@ -200,16 +209,16 @@ class LinearMetric(_ScaledDistance):
             start = basis.T / scott_factor(n, d)
         return {"metric": start}
 
-    def embed_queries(self, params, x):
-        return x @ params["metric"].T
+    def embed_queries(self, params: Params, x: jax.Array) -> jax.Array:
+        return jnp.asarray(x @ params["metric"].T)
 
     embed_keys = embed_queries
 
-    def readable(self, params, scale):
+    def readable(self, params: Params, scale: ArrayLike) -> dict[str, Any]:
         return {"metric": np.asarray(params["metric"]) / np.asarray(scale)[None, :]}
 
 
-def _mlp_init(key, sizes, dtype):
+def _mlp_init(key: Any, sizes: Any, dtype: Any) -> Any:
     """Weights ``N(0, 1/fan_in)``, zero biases; the last layer starts at zero."""
     layers = []
     keys = jax.random.split(key, len(sizes) - 1)
@@ -220,7 +229,7 @@ def _mlp_init(key, sizes, dtype):
     return layers
 
 
-def _mlp(layers, x):
+def _mlp(layers: Any, x: Any) -> Any:
     for layer in layers[:-1]:
         x = jnp.tanh(x @ layer["w"] + layer["b"])
     return x @ layers[-1]["w"] + layers[-1]["b"]
@@ -239,30 +248,34 @@ class AdaptiveBandwidth(AttentionModel):
     kernel: str = "gaussian"
     hidden: int = 16
 
-    def __post_init__(self):
+    def __post_init__(self) -> Any:
         _learnable_kernel(self.kernel)
 
-    def init(self, key, x, scale, rows=None):
+    def init(
+        self, key: jax.Array, x: jax.Array, scale: ArrayLike, rows: float | None = None
+    ) -> Any:
         n, d = _size(x, rows)
         return {
             "log_bandwidth": jnp.full((1,), math.log(scott_factor(n, d)), x.dtype),
             "network": _mlp_init(key, (d, self.hidden, 1), x.dtype),
         }
 
-    def log_bandwidth(self, params, x):
+    def log_bandwidth(self, params: Params, x: jax.Array) -> jax.Array:
         """``(n,)`` log-bandwidths at standardised inputs ``x (n, d)``."""
-        return params["log_bandwidth"][0] + _mlp(params["network"], x)[:, 0]
+        return jnp.asarray(params["log_bandwidth"][0] + _mlp(params["network"], x)[:, 0])
 
-    def embed_queries(self, params, x):
+    def embed_queries(self, params: Params, x: jax.Array) -> jax.Array:
         inverse_h = jnp.exp(-self.log_bandwidth(params, x))
         return jnp.concatenate([x, inverse_h[:, None]], axis=1)
 
-    def log_weights(self, params, queries, keys):
+    def log_weights(self, params: Params, queries: jax.Array, keys: jax.Array) -> jax.Array:
         record = _kernels.get(self.kernel)
         inverse_h = queries[:, -1:]
-        return record.log_profile(-closeness(queries[:, :-1], keys, record) * inverse_h**2)
+        return jnp.asarray(
+            record.log_profile(-closeness(queries[:, :-1], keys, record) * inverse_h**2)
+        )
 
-    def readable(self, params, scale):
+    def readable(self, params: Params, scale: ArrayLike) -> dict[str, Any]:
         h0 = float(np.exp(params["log_bandwidth"][0]))
         return {"base_bandwidth": h0 * np.asarray(scale)}
 
@@ -273,7 +286,7 @@ class DotProductScore(AttentionModel):
 
     dim: int = 8
 
-    def init(self, key, x, scale):
+    def init(self, key: jax.Array, x: jax.Array, scale: ArrayLike) -> Params:
         d = x.shape[1]
         kq, kk = jax.random.split(key)
         return {
@@ -281,13 +294,13 @@ class DotProductScore(AttentionModel):
             "key": jax.random.normal(kk, (self.dim, d), x.dtype) / math.sqrt(d),
         }
 
-    def embed_queries(self, params, x):
-        return x @ params["query"].T / math.sqrt(self.dim)
+    def embed_queries(self, params: Params, x: jax.Array) -> jax.Array:
+        return jnp.asarray(x @ params["query"].T / math.sqrt(self.dim))
 
-    def embed_keys(self, params, x):
-        return x @ params["key"].T
+    def embed_keys(self, params: Params, x: jax.Array) -> jax.Array:
+        return jnp.asarray(x @ params["key"].T)
 
-    def log_weights(self, params, queries, keys):
+    def log_weights(self, params: Params, queries: jax.Array, keys: jax.Array) -> jax.Array:
         return jnp.matmul(queries, keys.T, precision=jax.lax.Precision.HIGHEST)
 
 
@@ -297,11 +310,11 @@ class AdditiveScore(AttentionModel):
 
     hidden: int = 8
 
-    @property
-    def pair_width(self) -> int:  # a block holds a hidden vector per pair
+    @property  # a block holds a hidden vector per pair
+    def pair_width(self) -> int:  # type: ignore[override]
         return self.hidden
 
-    def init(self, key, x, scale):
+    def init(self, key: jax.Array, x: jax.Array, scale: ArrayLike) -> Params:
         d = x.shape[1]
         kq, kk, kv = jax.random.split(key, 3)
         return {
@@ -311,14 +324,14 @@ class AdditiveScore(AttentionModel):
             "out": jax.random.normal(kv, (self.hidden,), x.dtype) / math.sqrt(self.hidden),
         }
 
-    def embed_queries(self, params, x):
-        return x @ params["query"]
+    def embed_queries(self, params: Params, x: jax.Array) -> jax.Array:
+        return jnp.asarray(x @ params["query"])
 
-    def embed_keys(self, params, x):
-        return x @ params["key"] + params["bias"]
+    def embed_keys(self, params: Params, x: jax.Array) -> jax.Array:
+        return jnp.asarray(x @ params["key"] + params["bias"])
 
-    def log_weights(self, params, queries, keys):
-        return jnp.tanh(queries[:, None, :] + keys[None, :, :]) @ params["out"]
+    def log_weights(self, params: Params, queries: jax.Array, keys: jax.Array) -> jax.Array:
+        return jnp.asarray(jnp.tanh(queries[:, None, :] + keys[None, :, :]) @ params["out"])
 
 
 _MODELS = {
@@ -336,7 +349,7 @@ def model_names() -> list[str]:
     return list(_MODELS)
 
 
-def get_model(model, **options) -> AttentionModel:
+def get_model(model: AttentionModel | str, **options: Any) -> AttentionModel:
     """A model from its name (``options`` go to its constructor) or the model itself."""
     if isinstance(model, AttentionModel):
         if options:
@@ -349,4 +362,5 @@ def get_model(model, **options) -> AttentionModel:
             f"model: expected an AttentionModel or one of "
             f"{', '.join(repr(name) for name in _MODELS)}; received {model!r}"
         )
-    return _MODELS[model](**options)
+    found: AttentionModel = _MODELS[model](**options)
+    return found

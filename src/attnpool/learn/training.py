@@ -16,6 +16,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -24,12 +25,16 @@ import numpy as np
 from .._interop import compute_dtype, precision_scope
 from .._optional import require
 from .._progress import ProgressBar
+from .._typing import ArrayLike
 from .._validation import check_choice, check_points, check_positive_int, check_values
 from ..observation_weights import positive_rows
 from .attention import learned_pool, learned_weights
 from .models import AttentionModel, Params, get_model
 
-optax = require("optax", "learned attention (fit_attention)")
+if TYPE_CHECKING:
+    import optax
+else:
+    optax = require("optax", "learned attention (fit_attention)")
 
 __all__ = ["LOSSES", "AttentionFit", "Standardisation", "fit_attention"]
 
@@ -44,7 +49,9 @@ class Standardisation:
     scale: np.ndarray
 
     @classmethod
-    def of(cls, x: np.ndarray, *, shared: bool, weights=None) -> Standardisation:
+    def of(
+        cls, x: np.ndarray, *, shared: bool, weights: np.ndarray | None = None
+    ) -> Standardisation:
         """Column means; column standard deviations, or one common scale if ``shared``
         (rows counted ``weights`` times, if given)."""
         mean = np.average(x, axis=0, weights=weights)
@@ -53,7 +60,7 @@ class Standardisation:
             spread = np.full_like(spread, np.sqrt(np.mean(spread**2)))
         return cls(mean, np.where(spread > 0, spread, 1.0))
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> Any:
         return (x - self.centre) / self.scale
 
 
@@ -95,7 +102,7 @@ class AttentionFit:
     stopped_early: bool
     weights: np.ndarray | None = None
 
-    def _run(self, function, x=None, *, with_values: bool):
+    def _run(self, function: Any, x: Any = None, *, with_values: bool) -> Any:
         dtype = self.x_train.dtype
         with precision_scope(dtype):
             args = [jnp.asarray(self.standardisation(self.x_train), dtype)]
@@ -107,40 +114,45 @@ class AttentionFit:
             weights = None if self.weights is None else jnp.asarray(self.weights, dtype)
             return np.asarray(function(self.model, self.params, *args, weights))
 
-    def predict(self, x) -> np.ndarray:
+    def predict(self, x: ArrayLike) -> np.ndarray:
         """Predictions at inputs ``x (n, d)``: ``(n,)`` or ``(n, p)`` like ``y``."""
-        fit = self._run(_predict, x, with_values=True)
+        fit: np.ndarray = self._run(_predict, x, with_values=True)
         return fit[:, 0] if self.flat_targets else fit
 
-    def attention_weights(self, x) -> np.ndarray:
+    def attention_weights(self, x: ArrayLike) -> np.ndarray:
         """``(n, m)`` weights of queries ``x`` over the training points (rows sum to 1)."""
-        return self._run(_weights, x, with_values=False)
+        weights: np.ndarray = self._run(_weights, x, with_values=False)
+        return weights
 
     def loo_error(self) -> float:
         """Leave-one-out mean squared error on the training points."""
         return float(self._run(_loo_error, with_values=True))
 
-    def parameters(self) -> dict:
+    def parameters(self) -> dict[str, Any]:
         """The learned parameters in the inputs' units (bandwidths, metric, …)."""
         return self.model.readable(self.params, self.standardisation.scale)
 
 
 @functools.partial(jax.jit, static_argnames="model")
-def _predict(model, params, queries, keys, values, weights=None):
+def _predict(
+    model: Any, params: Any, queries: Any, keys: Any, values: Any, weights: Any = None
+) -> Any:
     return learned_pool(model, params, queries, keys, values, weights=weights)[0]
 
 
 @functools.partial(jax.jit, static_argnames="model")
-def _weights(model, params, queries, keys, weights=None):
+def _weights(model: Any, params: Any, queries: Any, keys: Any, weights: Any = None) -> Any:
     return learned_weights(model, params, queries, keys, weights)
 
 
 @functools.partial(jax.jit, static_argnames="model")
-def _loo_error(model, params, keys, values, weights=None):
+def _loo_error(model: Any, params: Any, keys: Any, values: Any, weights: Any = None) -> Any:
     return _batch_loss(model, params, keys, values, jnp.arange(keys.shape[0]), True, weights)
 
 
-def _batch_loss(model, params, x, y, batch, leave_one_out: bool, weights=None):
+def _batch_loss(
+    model: Any, params: Any, x: Any, y: Any, batch: Any, leave_one_out: bool, weights: Any = None
+) -> Any:
     """The mean squared error of the batch's fits (rows counted ``weights`` times)."""
     leave_out = batch if leave_one_out else None
     fit, _ = learned_pool(model, params, x[batch], x, y, leave_out=leave_out, weights=weights)
@@ -149,12 +161,23 @@ def _batch_loss(model, params, x, y, batch, leave_one_out: bool, weights=None):
     )
 
 
-def _mean(losses, weights):
+def _mean(losses: Any, weights: Any) -> Any:
     return jnp.mean(losses) if weights is None else jnp.sum(weights * losses) / jnp.sum(weights)
 
 
 @functools.partial(jax.jit, static_argnames=("model", "optimizer", "leave_one_out"))
-def _train_step(params, opt_state, x, y, batch, weights, *, model, optimizer, leave_one_out):
+def _train_step(
+    params: Any,
+    opt_state: Any,
+    x: Any,
+    y: Any,
+    batch: Any,
+    weights: Any,
+    *,
+    model: Any,
+    optimizer: Any,
+    leave_one_out: Any,
+) -> Any:
     loss, grads = jax.value_and_grad(_batch_loss, argnums=1)(
         model, params, x, y, batch, leave_one_out, weights
     )
@@ -164,7 +187,16 @@ def _train_step(params, opt_state, x, y, batch, weights, *, model, optimizer, le
 
 
 @functools.partial(jax.jit, static_argnames="model")
-def _validation_loss(model, params, x, y, x_val, y_val, weights=None, val_weights=None):
+def _validation_loss(
+    model: Any,
+    params: Any,
+    x: Any,
+    y: Any,
+    x_val: Any,
+    y_val: Any,
+    weights: Any = None,
+    val_weights: Any = None,
+) -> Any:
     fit = learned_pool(model, params, x_val, x, y, weights=weights)[0]
     return _mean(jnp.mean((fit - y_val) ** 2, axis=1), val_weights)
 
@@ -177,8 +209,8 @@ def _adam(learning_rate: float) -> optax.GradientTransformation:
 
 def fit_attention(
     model: AttentionModel | str,
-    X,
-    y,
+    X: ArrayLike,
+    y: ArrayLike,
     *,
     loss: str = "loo_mse",
     optimizer: optax.GradientTransformation | None = None,
@@ -186,10 +218,10 @@ def fit_attention(
     steps: int = 300,
     batch_size: int | None = None,
     seed: int = 0,
-    validation=None,
+    validation: Any = None,
     patience: int | None = 30,
     progress: bool | Callable[[int, int, str], None] = False,
-    weights=None,
+    weights: ArrayLike | None = None,
 ) -> AttentionFit:
     """Train ``model`` to predict ``y`` from ``X`` by attention over the training points.
 
@@ -328,19 +360,20 @@ def fit_attention(
     )
 
 
-def _initial(model: AttentionModel, key, x, scale, weights):
+def _initial(model: AttentionModel, key: Any, x: Any, scale: Any, weights: Any) -> Any:
     """``model.init``, told the weights' sum as its sample size where it takes one."""
-    if weights is not None and "rows" in inspect.signature(model.init).parameters:
-        return model.init(key, x, scale, rows=float(np.sum(weights)))
+    init: Any = model.init  # some models' init also takes the sample size
+    if weights is not None and "rows" in inspect.signature(init).parameters:
+        return init(key, x, scale, rows=float(np.sum(weights)))
     return model.init(key, x, scale)
 
 
-def _close(progress) -> None:
+def _close(progress: Any) -> None:
     if isinstance(progress, ProgressBar):
         progress.close()
 
 
-def _training_data(X, y):
+def _training_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     x = check_points(X, "X")
     values = np.asarray(y) if not hasattr(y, "shape") else y
     y, flat = _as_targets(values, x.shape[0])
@@ -348,7 +381,7 @@ def _training_data(X, y):
     return np.asarray(x, dtype), np.asarray(y, dtype), flat
 
 
-def _as_targets(y, n: int):
+def _as_targets(y: Any, n: int) -> tuple[np.ndarray, bool]:
     try:
         y, flat = check_values(y, n)
     except ValueError as error:  # the same checks, under the name the caller used
@@ -356,7 +389,9 @@ def _as_targets(y, n: int):
     return np.asarray(y), flat
 
 
-def _split(x, y, validation, seed: int, weights=None):
+def _split(
+    x: np.ndarray, y: np.ndarray, validation: Any, seed: int, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, Any, Any, np.ndarray | None, np.ndarray | None]:
     """Training and validation parts ``(x, y, x_val, y_val, weights, val_weights)``: a
     held-out fraction (the weights split alike), a given set (unweighted), or none."""
     if validation is None:
@@ -389,7 +424,7 @@ def _split(x, y, validation, seed: int, weights=None):
     )
 
 
-def _batches(n: int, batch_size: int | None, seed: int):
+def _batches(n: int, batch_size: int | None, seed: int) -> Any:
     """Query indices per step: all points, or epochs of shuffled fixed-size batches."""
     if batch_size is None or batch_size >= n:
         everything = jnp.arange(n)

@@ -4,8 +4,13 @@ what the public functions check before anything is traced (no JAX here)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..kernels import Kernel
+
 
 __all__ = [
     "DENSE_MAX_PAIRS",
@@ -81,7 +86,7 @@ def exact_engine(pairs: int) -> str:
     return "dense" if pairs <= DENSE_MAX_PAIRS else "stream"
 
 
-def method_module(name: str):
+def method_module(name: str) -> Any:
     """The module of the method ``name`` (``attnpool.methods.<name>``): its
     ``refusal(kernel, d)``, and ``leave_one_out_sums`` where its traits say ``"host"``."""
     import importlib
@@ -89,13 +94,13 @@ def method_module(name: str):
     return importlib.import_module(f".{name}", __package__)
 
 
-def refusal(name: str, kernel, d: int) -> str | None:
+def refusal(name: str, kernel: Kernel, d: int) -> str | None:
     """Why the method ``name`` cannot pool ``kernel`` in ``d`` dimensions, or None."""
     says = getattr(method_module(name), "refusal", None)
     return says(kernel, d) if says else None
 
 
-def host_leave_one_out(name: str):
+def host_leave_one_out(name: str) -> Any:
     """The host method ``name``'s ``leave_one_out_sums(points, values, scale, kernel)``, or
     a ``ValueError`` naming the methods that have one."""
     if name not in TRAITS or TRAITS[name].leave_one_out != "host":
@@ -133,20 +138,21 @@ class TopK:
     name = "topk"
 
 
-def resolve(method) -> tuple[str, Binned | TopK | None]:
+def resolve(method: str | Binned | TopK) -> tuple[str, Binned | TopK | None]:
     """``(name, options)`` of a ``method`` argument, or a ``ValueError`` naming what is accepted."""
     if isinstance(method, Binned | TopK):
         _check_options(method)
         return method.name, method
     if isinstance(method, str) and method in METHODS:
-        return method, {"binned": Binned(), "topk": TopK()}.get(method)
+        defaults: dict[str, Binned | TopK] = {"binned": Binned(), "topk": TopK()}
+        return method, defaults.get(method)
     raise ValueError(
         f"method: expected one of {', '.join(map(repr, METHODS))} or a Binned/TopK record; "
         f"received {method!r}"
     )
 
 
-def _check_options(options) -> None:
+def _check_options(options: Any) -> None:
     if isinstance(options, TopK) and not (
         isinstance(options.k, int | np.integer) and options.k > 0
     ):
