@@ -112,3 +112,27 @@ def test_errors_are_one_line_and_write_nothing(table, tmp_path):
         assert result.returncode in (2, 65) and message in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
         assert not out.exists() and not picture.exists()
+
+
+def test_the_search_reports_progress_and_quiet_silences_it(table, tmp_path):
+    from attnpool import select_conditional_bandwidth, select_density_bandwidth
+
+    path, age, _, income = table
+    for select, args in (
+        (select_density_bandwidth, (income[:, None],)),
+        (select_conditional_bandwidth, (age[:, None], income)),
+    ):
+        calls: list[tuple[int, int]] = []
+        select(*args, method="cv_ls", progress=lambda *call, seen=calls: seen.append(call))
+        assert calls == [(1, 2), (2, 2)]
+    # from a pipe: at most the final line (work under a second prints nothing); --quiet: none
+    loud = attnpool_cli("density", str(path), "--x", "income", "--given", "age",
+                        "--out", str(tmp_path / "a.csv"))  # fmt: skip
+    quiet = attnpool_cli("density", str(path), "--x", "income", "--given", "age",
+                         "--out", str(tmp_path / "b.csv"), "--quiet")  # fmt: skip
+    assert loud.returncode == quiet.returncode == 0
+    progress_lines = [line for line in loud.stderr.splitlines() if line]
+    assert len(progress_lines) <= 1 and "\r" not in loud.stderr
+    assert all(line.startswith("choosing the bandwidth: 2/2 in ") for line in progress_lines)
+    assert quiet.stderr == ""
+    assert read_csv(tmp_path / "a.csv")[1].tolist() == read_csv(tmp_path / "b.csv")[1].tolist()

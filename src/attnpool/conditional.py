@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Self
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from ._validation import check_bandwidth, check_choice, check_points
 from .density import log_density, mixed_columns
 from .empty_policy import EmptyNeighbourhoodWarning
 from .mixed_kernels import log_pair_terms, log_sums
+
+if TYPE_CHECKING:
+    from .bandwidth.search import BandwidthSelection
 
 __all__ = [
     "CONDITIONAL_SELECTORS",
@@ -307,13 +311,15 @@ def select_conditional_bandwidth(
     kernel: KernelSpec = "gaussian",
     x_var_type: str | None = None,
     y_var_type: str | None = None,
-) -> Any:
+    progress: Callable[[int, int], None] | None = None,
+) -> BandwidthSelection:
     """Bandwidths of :math:`\\hat f(y \\mid x)`: a
     :class:`~attnpool.bandwidth.BandwidthSelection` whose ``bandwidth`` holds ``x``'s
     columns, then ``y``'s. ``"normal_reference"``: statsmodels' ``1.06 σ n^(−1/(4+q))``
     over all ``q`` columns (``λ = 0.1`` for categorical ones); ``"cv_ml"``/``"cv_ls"``:
     the criteria of :func:`conditional_criterion`, minimised by the regressions'
-    grid-then-refine search (log-bandwidths, logits of ``λ``)."""
+    grid-then-refine search (log-bandwidths, logits of ``λ``); ``progress``: called
+    ``(done, total)`` as the grid and the refinement finish."""
     from .bandwidth.search import BandwidthSelection
     from .density_estimator import NO_GRID, normal_reference, search
     from .local_model import model_for
@@ -337,7 +343,7 @@ def select_conditional_bandwidth(
         return conditional_criterion(x, y, h[:d], h[d:], method=method, kernel=kernel,
                                      x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
 
-    return search(objective, both, model, method)
+    return search(objective, both, model, method, progress)
 
 
 class ConditionalDensity(BaseEstimator):

@@ -223,7 +223,8 @@ def select_density_bandwidth(
     kernel: KernelSpec = "gaussian",
     var_type: str | None = None,
     weights: ArrayLike | None = None,
-) -> Any:
+    progress: Callable[[int, int], None] | None = None,
+) -> BandwidthSelection:
     """The bandwidth ``(d,)`` of a kernel density estimate of ``X (n,) | (n, d)``:
     ``"normal_reference"`` (statsmodels': ``1.06 σ n^(−1/(4+d))``, ``σ`` with ``ddof=0``,
     converted to other kernels by their canonical bandwidths; categorical columns
@@ -235,7 +236,8 @@ def select_density_bandwidth(
     (``objective``: the mean negative leave-one-out log density, or the least-squares
     criterion). ``"isj"``: the improved Sheather–Jones plug-in of one continuous column
     (:func:`attnpool.plug_in.isj_bandwidth`; ``weights`` taken), converted to other kernels
-    by their canonical bandwidths."""
+    by their canonical bandwidths. ``progress``: called ``(done, total)`` as the search's
+    grid and its refinement finish."""
     from .bandwidth.rules import rule_from_spread
     from .bandwidth.search import BandwidthSelection
     from .local_model import model_for
@@ -275,7 +277,7 @@ def select_density_bandwidth(
         values = loo_log_density(x, h, kernel, var_type)
         return float(-np.mean(values)) if np.all(np.isfinite(values)) else np.inf
 
-    return search(objective, x, model, method)
+    return search(objective, x, model, method, progress)
 
 
 #: The ``grid`` of a selection without a search.
@@ -296,7 +298,11 @@ def normal_reference(x: np.ndarray, model: Any) -> np.ndarray:
 
 
 def search(
-    objective: Callable[[np.ndarray], float], x: np.ndarray, model: Any, method: str
+    objective: Callable[[np.ndarray], float],
+    x: np.ndarray,
+    model: Any,
+    method: str,
+    progress: Callable[[int, int], None] | None = None,
 ) -> BandwidthSelection:
     """The bandwidths of ``x (n, q)``'s columns minimising ``objective(h)``: the
     regressions' grid of multiples of Scott's rule (log-bandwidths; categorical columns
@@ -312,7 +318,7 @@ def search(
     line = step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2)
     thetas[:, list(model.categorical)] += line[:, None]
     theta, value, objectives = host_search(
-        lambda t: objective(bandwidth_of(t, model)), thetas, GRID, None,
+        lambda t: objective(bandwidth_of(t, model)), thetas, GRID, progress,
         smooth=not model.kernel.compact,
     )  # fmt: skip
     return BandwidthSelection(bandwidth_of(theta, model), value, method, (GRID, objectives))

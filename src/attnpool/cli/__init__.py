@@ -318,6 +318,9 @@ def density(
     sep: Annotated[
         str | None, typer.Option("--sep", help="Column separator (default: detected).")
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress on standard error.")
+    ] = False,
 ) -> None:
     """Kernel density of table columns, or their conditional density given others.
 
@@ -330,14 +333,17 @@ def density(
       attnpool density data.csv --x income --x region --var-type cu --bandwidth cv_ls
     """
     from .._files import atomic_write, check_distinct
-    from .densities import density_table
+    from .densities import check_plottable, density_table
     from .table import STDIO
 
     check_distinct({"DATA": data}, {"--out": out, "--plot": plot}, skip=STDIO)
-    result = density_table(
-        data, x, given=given or (), bandwidth=bandwidth, kernel=kernel, var_type=var_type,
-        given_var_type=given_var_type, dropna=dropna, sep=sep,
-    )  # fmt: skip
+    if plot is not None:
+        check_plottable(x, given or (), var_type, given_var_type)
+    with CommandProgress("choosing the bandwidth", quiet=quiet) as progress:
+        result = density_table(
+            data, x, given=given or (), bandwidth=bandwidth, kernel=kernel, var_type=var_type,
+            given_var_type=given_var_type, dropna=dropna, sep=sep, progress=progress,
+        )  # fmt: skip
     image = result.plot_image(plot) if plot is not None else None  # before any file is written
     to_stderr = str(out) == STDIO
     typer.echo(result.summary(), err=to_stderr)

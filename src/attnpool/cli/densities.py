@@ -68,13 +68,11 @@ class DensityTable:
         column given one: the conditional density's heatmap with the conditional mean."""
         from ..plotting import plot_conditional_density, plot_density
 
-        continuous = self.model.var_type is None if not self.given else (
-            self.model.x_var_type is None and self.model.y_var_type is None)  # fmt: skip
-        if self.x.shape[1] != 1 or len(self.given) > 1 or not continuous:
-            raise ValueError(
-                "--plot: a density plot takes one continuous --x column, and at most one "
-                f"continuous --given column; received --x {self.columns}, --given {self.given}"
-            )
+        if not self.given:
+            check_plottable(self.columns, self.given, self.model.var_type, None)
+        else:
+            check_plottable(self.columns, self.given, self.model.y_var_type,
+                            self.model.x_var_type)  # fmt: skip
         grid = _grid(self.x[:, 0])
         if not self.given:
             from ..density import density_band
@@ -104,6 +102,18 @@ class DensityTable:
         return rendered(self.figure(), path)
 
 
+def check_plottable(columns: Sequence[str], given: Sequence[str], var_type: str | None,
+                    given_var_type: str | None) -> None:  # fmt: skip
+    """The ``--plot`` error, before any work, unless the density is of one continuous
+    column given at most one continuous column."""
+    continuous = set(var_type or "c") | set(given_var_type or "c") == {"c"}
+    if len(columns) != 1 or len(given) > 1 or not continuous:
+        raise ValueError(
+            "--plot: a density plot takes one continuous --x column, and at most one "
+            f"continuous --given column; received --x {list(columns)}, --given {list(given)}"
+        )
+
+
 def _grid(values: np.ndarray, points: int = 200) -> np.ndarray:
     span = values.max() - values.min()
     return np.linspace(values.min() - 0.1 * span, values.max() + 0.1 * span, points)
@@ -111,12 +121,13 @@ def _grid(values: np.ndarray, points: int = 200) -> np.ndarray:
 
 def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), bandwidth="cv_ml",
                   kernel="gaussian", var_type=None, given_var_type=None, dropna=False,
-                  sep=None) -> DensityTable:  # fmt: skip
+                  sep=None, progress=None) -> DensityTable:  # fmt: skip
     """Estimate the density of ``columns`` of the table ``data`` (as
     :func:`~attnpool.cli.table.read_columns` reads it), or their conditional density given
-    the ``given`` columns, and its values at the table's rows."""
-    from ..conditional import ConditionalDensity
-    from ..density_estimator import KernelDensity
+    the ``given`` columns, and its values at the table's rows. ``progress``: called
+    ``(done, total)`` by a cross-validated bandwidth's search."""
+    from ..conditional import ConditionalDensity, select_conditional_bandwidth
+    from ..density_estimator import KernelDensity, select_density_bandwidth
 
     if not columns:
         raise ValueError("--x: expected at least one column; received none")
@@ -125,11 +136,21 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x, conditions = table[:, : len(columns)], table[:, len(columns) :]
     chosen = parse_bandwidth(bandwidth, _SELECTORS) if isinstance(bandwidth, str) else bandwidth
+    searched = isinstance(chosen, str) and chosen in ("cv_ml", "cv_ls")
     if not given:
+        if searched:
+            chosen = select_density_bandwidth(
+                x, method=chosen, kernel=kernel, var_type=var_type, progress=progress
+            ).bandwidth
         model = KernelDensity(kernel, chosen, var_type=var_type).fit(x)
         values = np.exp(model.score_samples(x))
     else:
-        if not isinstance(chosen, str):  # the command line's order: --x columns, then --given
+        if searched:  # the condition's columns first, as ConditionalDensity takes them
+            chosen = select_conditional_bandwidth(
+                conditions, x, method=chosen, kernel=kernel, x_var_type=given_var_type,
+                y_var_type=var_type, progress=progress,
+            ).bandwidth.tolist()  # fmt: skip
+        elif not isinstance(chosen, str):  # the command line's order: --x columns, then --given
             chosen = np.broadcast_to(chosen, (len(columns) + len(given),)).tolist()
             chosen = [*chosen[len(columns) :], *chosen[: len(columns)]]
         model = ConditionalDensity(kernel, chosen, x_var_type=given_var_type,
