@@ -249,3 +249,24 @@ def test_curves_evaluate_categorical_bandwidths_as_given():
     np.testing.assert_allclose(cv_curve(x, y, [[h, 0.0]], var_type="cu"), [textbook], rtol=1e-9)
     with pytest.raises(ValueError, match=r"λ in \[0, 1\) for categorical"):
         cv_curve(x, y, [[0.5, 1.2]], var_type="cu")
+
+
+def test_a_search_reports_its_objective_evaluations():
+    from attnpool.bandwidth.search import GRID, select_on_host
+
+    calls = []
+
+    def objective(theta):
+        calls.append(theta)
+        return float(np.sum((theta - np.log([0.3, 0.5])) ** 2))
+
+    thetas = np.log(GRID[:, None] * np.array([[0.4, 0.4]]))
+    found = select_on_host(objective, thetas, None)
+    assert found.evaluations == len(calls) > len(GRID)
+    np.testing.assert_allclose(found.bandwidth, [0.3, 0.5], rtol=1e-4)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 5, (300, 2))
+    y = np.sin(x[:, 0]) + rng.normal(0, 0.3, 300)
+    assert select_bandwidth(x, y).evaluations > len(GRID)  # the C loop's host search
+    assert select_bandwidth(x[:, :1], y, block_size=64).evaluations > len(GRID)  # compiled
+    assert select_bandwidth(x, y, method="scott").evaluations == 0

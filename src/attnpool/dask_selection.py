@@ -72,4 +72,6 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
         float(objectives[winner]),
         "cv",
         (multipliers[:, None] * scott, objectives),
+        True,
+        len(objectives),
     )

@@ -309,7 +309,14 @@ def search(
     along the same line as logits, in the grid's steps about ``λ = 0.1``), refined by
     the host search. A :class:`~attnpool.bandwidth.BandwidthSelection`."""
     from .bandwidth import rule_of_thumb
-    from .bandwidth.search import GRID, BandwidthSelection, bandwidth_of, host_search, to_theta
+    from .bandwidth.search import (
+        GRID,
+        BandwidthSelection,
+        Counted,
+        bandwidth_of,
+        host_search,
+        to_theta,
+    )
 
     start = rule_of_thumb(x, method="scott", kernel=model.kernel, var_type=model.var_type)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
@@ -317,8 +324,11 @@ def search(
     step = math.log(GRID[1] / GRID[0])
     line = step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2)
     thetas[:, list(model.categorical)] += line[:, None]
+    counted = Counted(lambda t: objective(bandwidth_of(t, model)))
     theta, value, objectives = host_search(
-        lambda t: objective(bandwidth_of(t, model)), thetas, GRID, progress,
+        counted, thetas, GRID, progress,
         smooth=not model.kernel.compact,
     )  # fmt: skip
-    return BandwidthSelection(bandwidth_of(theta, model), value, method, (GRID, objectives))
+    return BandwidthSelection(
+        bandwidth_of(theta, model), value, method, (GRID, objectives), True, counted.calls
+    )

@@ -36,6 +36,7 @@ from .criteria import (
 from .search import (
     GRID,
     BandwidthSelection,
+    Counted,
     bandwidth_of,
     best_candidate,
     select_on_host,
@@ -109,25 +110,15 @@ def search(
             progress(done, total)
     objectives = np.array(objectives)
     best = best_candidate(thetas, objectives, method)
-    theta, _ = refine(
-        lambda t: objective_and_gradient(t, x32, y32, count, **options32),
-        best,
-        jnp.float32,
-        tolerance=1e-6,
-        maxiter=8,
-    )
+    coarse = Counted(lambda t: objective_and_gradient(t, x32, y32, count, **options32))
+    theta, _ = refine(coarse, best, jnp.float32, tolerance=1e-6, maxiter=8)
     if progress:
         progress(total - 1, total)
     with precision_scope(dtype):
         xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
         precise = np.finfo(dtype).eps * 10
-        theta, value = refine(
-            lambda t: objective_and_gradient(t, xd, yd, count, **options),
-            theta,
-            dtype,
-            tolerance=precise,
-            maxiter=6,
-        )
+        fine = Counted(lambda t: objective_and_gradient(t, xd, yd, count, **options))
+        theta, value = refine(fine, theta, dtype, tolerance=precise, maxiter=6)
         start_value = float(
             objective_and_gradient(np.asarray(best, dtype), xd, yd, count, **options)[0]
         )
@@ -136,7 +127,10 @@ def search(
     bandwidth = bandwidth_of(theta, model, dtype)
     if progress:
         progress(total, total)
-    return BandwidthSelection(bandwidth, float(value), options["method"], (GRID, objectives))
+    evaluations = len(thetas) + coarse.calls + fine.calls + 1
+    return BandwidthSelection(
+        bandwidth, float(value), options["method"], (GRID, objectives), True, evaluations
+    )
 
 
 #: Padded rows up to which a search compiles one program (objective and gradient, in
@@ -153,8 +147,11 @@ def _search_one_program(
     with precision_scope(dtype):
         xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
 
-        def evaluate(theta):
-            return objective_and_gradient(jnp.asarray(theta, dtype), xd, yd, count, **options)
+        evaluate = Counted(
+            lambda theta: objective_and_gradient(
+                jnp.asarray(theta, dtype), xd, yd, count, **options
+            )
+        )
 
         objectives = np.empty(len(thetas))
         for i, theta in enumerate(thetas):
@@ -169,7 +166,9 @@ def _search_one_program(
     bandwidth = bandwidth_of(theta, options["model"], dtype)
     if progress:
         progress(len(GRID) // _CHUNK + 1, len(GRID) // _CHUNK + 1)
-    return BandwidthSelection(bandwidth, float(value), options["method"], (GRID, objectives))
+    return BandwidthSelection(
+        bandwidth, float(value), options["method"], (GRID, objectives), True, evaluate.calls
+    )
 
 
 def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSelection:
@@ -204,8 +203,9 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
         )
         best = best_candidate(thetas, objectives, "cv")
         bounds = [(float(thetas[0, 0]), float(thetas[-1, 0]))]
+        refined = Counted(lambda t: objective_and_gradient(t, xb, yb, count, **approximate))
         theta, _ = refine(
-            lambda t: objective_and_gradient(t, xb, yb, count, **approximate),
+            refined,
             best,
             jnp.float64,
             tolerance=1e-13,
@@ -222,7 +222,8 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
         exact = False
     if progress:
         progress(3, 3)
-    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), exact)
+    evaluations = len(thetas) + refined.calls + 1  # the grid, the refinement, the report
+    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), exact, evaluations)
 
 
 def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, options):

@@ -10,7 +10,8 @@ the rule of thumb.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -56,7 +57,9 @@ class BandwidthSelection(NamedTuple):
     of thumb); ``method``; ``grid`` — the coarse search's multipliers of the
     rule of thumb and their objectives (empty for rules of thumb); ``exact`` — False
     when ``objective`` is the binned approximation (a binned search of a smooth
-    kernel above :data:`attnpool.bandwidth.compiled.EXACT_OBJECTIVE_MAX_PAIRS`).
+    kernel above :data:`attnpool.bandwidth.compiled.EXACT_OBJECTIVE_MAX_PAIRS`);
+    ``evaluations`` — how many times the search evaluated its objective (a grid point
+    counts one, an objective with its gradient one; 0 for rules of thumb).
     """
 
     bandwidth: np.ndarray
@@ -64,6 +67,18 @@ class BandwidthSelection(NamedTuple):
     method: str
     grid: tuple[np.ndarray, np.ndarray]
     exact: bool = True
+    evaluations: int = 0
+
+
+class Counted:
+    """``function``, counting its calls in ``calls``."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function, self.calls = function, 0
+
+    def __call__(self, *args: Any) -> Any:
+        self.calls += 1
+        return self.function(*args)
 
 
 def categorical_upper(model: LocalModel) -> np.ndarray:
@@ -172,8 +187,9 @@ def host_search(
 def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
     """CV by an objective ``θ → float`` computed on the host (no gradient; ``options`` as
     :func:`attnpool.bandwidth.search.host_search`)."""
-    theta, value, objectives = host_search(objective, thetas, GRID, progress, **options)
-    return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives))
+    counted = Counted(objective)
+    theta, value, objectives = host_search(counted, thetas, GRID, progress, **options)
+    return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives), True, counted.calls)
 
 
 def minimize_bounded(function, low: float, high: float, *, xatol: float, maxiter: int = 500):

@@ -23,21 +23,30 @@
 #include <math.h>
 #include <stddef.h>
 
+/* The vector width of the CPU compiled for (-march=native): 512 bits with AVX-512,
+   128 with NEON, else 256 (AVX; older x86 runs it as two 128-bit halves). */
+#if defined(__AVX512F__)
+#define VECTOR_BYTES 64
+#elif defined(__ARM_NEON)
+#define VECTOR_BYTES 16
+#else
+#define VECTOR_BYTES 32
+#endif
+
 #if DOUBLE
 typedef double real;
 typedef long long integer;
-#define LANES 4
 #define MANTISSA 52
 #define BIAS 1023
 #define EXP_FLOOR (-1020.0)
 #else
 typedef float real;
 typedef int integer;
-#define LANES 8
 #define MANTISSA 23
 #define BIAS 127
 #define EXP_FLOOR (-125.0f)
 #endif
+#define LANES (VECTOR_BYTES / (int)sizeof(real))
 
 #define ROWS 6    /* queries per sweep: measured best (4, 8, 12 spill or idle) */
 #define CHUNK 256 /* keys per chunk; native.py pads the keys to a multiple of it */
