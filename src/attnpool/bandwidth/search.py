@@ -142,7 +142,16 @@ def best_candidate(thetas, objectives, method: str):
 
 
 def host_search(
-    objective, thetas, grid, progress, *, xatol: float = 1e-5, smooth: bool = True, limits=None
+    objective,
+    thetas,
+    grid,
+    progress,
+    *,
+    xatol: float = 1e-5,
+    smooth: bool = True,
+    limits=None,
+    value_and_gradient=None,
+    grid_objective=None,
 ):
     """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid, ``grid``
     its multipliers), refined without an analytic gradient to ``xatol`` in ``θ``
@@ -150,11 +159,14 @@ def host_search(
     several L-BFGS on forward differences where the objective is ``smooth``
     (:func:`minimize_smooth`), else SciPy's Nelder–Mead (a compact kernel's objective
     jumps as keys enter a support, where differences mislead); never worse than the
-    best grid point. ``limits``: as :func:`minimize_smooth`'s."""
-    objectives = np.array([objective(theta) for theta in thetas])
+    best grid point. ``limits`` and ``value_and_gradient``: as :func:`minimize_smooth`'s.
+    ``grid_objective``: what ranks the grid instead of ``objective`` (an estimate); the
+    best point's objective is then evaluated for the comparison."""
+    objectives = np.array([(grid_objective or objective)(theta) for theta in thetas])
     if progress:
         progress(1, 2)
     best = best_candidate(thetas, objectives, "cv")
+    best_value = float(np.nanmin(objectives)) if grid_objective is None else objective(best)
     step = float(np.log(grid[1] / grid[0]))
     if thetas.shape[1] == 1:
         found, value = minimize_bounded(
@@ -165,7 +177,9 @@ def host_search(
         )
         theta = np.array([found])
     elif smooth:
-        theta, value = minimize_smooth(objective, best, limits=limits)
+        theta, value = minimize_smooth(
+            objective, best, limits=limits, value_and_gradient=value_and_gradient
+        )
     else:
         from scipy import optimize  # 0.5 s to import: only for compact kernels
 
@@ -176,7 +190,6 @@ def host_search(
             options={"xatol": xatol, "fatol": 0.0, "initial_simplex": initial_simplex(best, step)},
         )
         theta, value = found.x, float(found.fun)
-    best_value = float(np.nanmin(objectives))
     if not value <= best_value:
         theta, value = best, best_value
     if progress:
@@ -188,8 +201,17 @@ def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection
     """CV by an objective ``θ → float`` computed on the host (no gradient; ``options`` as
     :func:`attnpool.bandwidth.search.host_search`)."""
     counted = Counted(objective)
+    exact_gradient = getattr(objective, "value_and_gradient", None)
+    estimate = getattr(objective, "estimate", None)
+    if exact_gradient is not None:
+        exact_gradient = Counted(exact_gradient)
+        options = {**options, "value_and_gradient": exact_gradient}
+    if estimate is not None:
+        estimate = Counted(estimate)
+        options = {**options, "grid_objective": estimate}
     theta, value, objectives = host_search(counted, thetas, GRID, progress, **options)
-    return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives), True, counted.calls)
+    calls = counted.calls + sum(f.calls for f in (exact_gradient, estimate) if f is not None)
+    return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives), True, calls)
 
 
 def minimize_bounded(function, low: float, high: float, *, xatol: float, maxiter: int = 500):
@@ -254,6 +276,7 @@ def minimize_smooth(
     maxiter: int = 100,
     ftol: float = 1e-12,
     memory: int = 10,
+    value_and_gradient=None,
 ):
     """``(θ, f(θ))``: a local minimum of a smooth ``objective`` from ``start`` by L-BFGS on
     forward differences (``d + 1`` evaluations a step, ``d`` = ``θ``'s size), without
@@ -275,7 +298,14 @@ def minimize_smooth(
     steps toward an infinite optimum are half a unit long, forever; so a coordinate past
     ``wide`` that still falls is tried at its limit (:func:`_toward_limit`), and stays
     there if that is best.
+
+    ``value_and_gradient``: ``θ → (f(θ), ∇f(θ))`` in one evaluation (the gradient None
+    where it cannot give one): the exact gradient instead of forward differences, and
+    every evaluation of the descent through it, so an accepted step has its gradient.
     """
+    gradient_at = _forward_gradient
+    if value_and_gradient is not None:
+        objective, gradient_at = _with_gradients(objective, value_and_gradient)
     theta = np.array(start, dtype=float)
     value = objective(theta)
     if not np.isfinite(value):
@@ -283,7 +313,7 @@ def minimize_smooth(
     wide, flat = (np.full(theta.shape, np.inf),) * 2 if limits is None else limits
     wide = np.array(wide, dtype=float)
     free = theta < flat
-    gradient = _forward_gradient(objective, theta, value, free)
+    gradient = gradient_at(objective, theta, value, free)
     steps: list[tuple[np.ndarray, np.ndarray]] = []
     for _ in range(maxiter):
         direction = -_inverse_hessian_times(gradient, steps)
@@ -299,7 +329,7 @@ def minimize_smooth(
         if trial is None:
             break
         decrease = (value - trial_value) / max(abs(value), abs(trial_value), 1e-300)
-        trial_gradient = _forward_gradient(objective, trial, trial_value, free)
+        trial_gradient = gradient_at(objective, trial, trial_value, free)
         rising = free & (trial >= wide) & (trial_gradient < 0)
         if rising.any():
             moved = _toward_limit(objective, trial, trial_value, trial_gradient, rising, flat)
@@ -307,7 +337,7 @@ def minimize_smooth(
             if moved is not None:
                 theta, value, at_limit = moved
                 free &= ~at_limit
-                gradient = _forward_gradient(objective, theta, value, free)
+                gradient = gradient_at(objective, theta, value, free)
                 steps.clear()
                 continue
         step, change = trial - theta, trial_gradient - gradient
@@ -339,6 +369,27 @@ def _toward_limit(objective, theta, value, gradient, rising, flat):
     if best[2] is None:
         return None
     return best[1], best[0], best[2]
+
+
+def _with_gradients(objective, value_and_gradient):
+    """``(objective', gradient_at)``: an objective evaluated by ``value_and_gradient``,
+    keeping each point's gradient for ``gradient_at`` (forward differences where the
+    gradient is missing or not finite)."""
+    gradients: dict[bytes, np.ndarray] = {}
+
+    def evaluated(theta):
+        value, gradient = value_and_gradient(theta)
+        if gradient is not None and np.all(np.isfinite(gradient)):
+            gradients[np.asarray(theta, float).tobytes()] = np.asarray(gradient, float)
+        return value
+
+    def gradient_at(_, theta, value, free) -> np.ndarray:
+        gradient = gradients.get(np.asarray(theta, float).tobytes())
+        if gradient is None:
+            return _forward_gradient(evaluated, theta, value, free)
+        return np.where(free, gradient, 0.0)
+
+    return evaluated, gradient_at
 
 
 def _forward_gradient(objective, theta, value, free) -> np.ndarray:

@@ -307,15 +307,33 @@ def loo_objective(x, y, model: LocalModel, weights=None):
     would lose digits, or a sum not finite) runs in NumPy.
     """
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    native_objective = None if weights is not None else _native_loo(x, y, model)
+    native = None
+    if weights is None and _native_serves(model, *y.shape):
+        from .native_search import NativeObjective
+
+        native = NativeObjective(x, y, model)
 
     def objective(theta) -> float:
-        value = None if native_objective is None else native_objective(np.exp(theta))
+        value = None if native is None else native.value(np.exp(theta))
         if value is None:
             fit, _, _ = local_fit(x, y, x, np.exp(theta), model, exclude_self=True, weights=weights)
             value = _mean_square(y - fit, weights)
         return value
 
+    if native is not None and native.gradients:
+
+        def value_and_gradient(theta):
+            found = native.value_and_gradient(np.exp(theta))
+            return found if found is not None else (objective(theta), None)
+
+        objective.value_and_gradient = value_and_gradient
+    if native is not None and native.estimates:
+
+        def estimate(theta) -> float:
+            found = native.value(np.exp(theta), estimate=True)
+            return objective(theta) if found is None else found
+
+        objective.estimate = estimate
     return objective
 
 
@@ -363,52 +381,6 @@ def _evaluations(model: LocalModel) -> int:
     local linear, whose evaluations also cost more: a unit of its cost."""
     d = len(model.var_type)
     return (40 if d == 1 else 20 * (d + 1)) * (1 + 2 * model.degree)
-
-
-def _native_loo(x, y, model: LocalModel):
-    """``h → objective`` (None where it cannot settle it) on the ``native`` loop, or None
-    where that loop does not serve this search."""
-    if not _native_serves(model, *y.shape):
-        return None
-    from ..methods import native
-
-    centred = x - (0.5 * x.min(axis=0) + 0.5 * x.max(axis=0))
-    reach = np.max(np.abs(centred), axis=0)
-    unit = value_unit(y)
-
-    def objective(h) -> float | None:
-        if model.degree == 0:
-            sums = native.leave_one_out_sums(centred, y / unit, 1.0 / h)
-            fit = None if sums is None else sums[:, 1:] / sums[:, :1]
-        elif np.any(reach / h > native.MAX_SCALED):
-            return None
-        else:
-            fit = _native_local_linear(native, centred, y / unit, h)
-        if fit is None or not np.all(np.isfinite(fit)):
-            return None
-        return _mean_square(y - fit * unit)
-
-    return objective
-
-
-def _native_local_linear(native, x, y, h):
-    """Leave-one-out local linear fits ``(n, p)`` from the native loop's moments about
-    each row's heaviest key, or None for a row without one."""
-    n, d = x.shape
-    p = y.shape[1]
-    moments, ref = native.native_moments(x, x, y, 1.0 / h, exclude_self=True)
-    if np.any(ref < 0):
-        return None
-    total = moments[:, :1]
-    cross = moments[:, 1 + d + d * d + p :].reshape(n, p, d).transpose(0, 2, 1).reshape(n, d * p)
-    means = np.concatenate(
-        [moments[:, 1 + d + d * d : 1 + d + d * d + p], moments[:, 1 : 1 + d + d * d], cross],
-        axis=1,
-    )
-    means /= total
-    offset = (x[ref] - x) / h  # from each query to its reference key, in bandwidths
-    fit, _, _ = solve_moments(means, d, p, 1, offset)
-    return fit + y[ref]
 
 
 def _mean_square(residuals, weights=None) -> float:

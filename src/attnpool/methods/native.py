@@ -54,7 +54,7 @@ SOURCE = Path(__file__).with_name("native.c")
 #: Keys per chunk in ``native.c``; key arrays are padded to a multiple of it.
 CHUNK = 256
 #: Value columns per compiled pass; more are pooled in groups of this many.
-MAX_VALUES = 8
+MAX_VALUES = 16
 #: Query rows per task handed to a thread, at most (tasks are equal, a whole number per core).
 TASK_ROWS = 2048
 #: Fewest query × key pairs split across threads: below, handing the parts to the
@@ -163,16 +163,19 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     return (sums, shift) if return_shift else sums
 
 
-def leave_one_out_sums(points, values, scale, kernel: Kernel | None = None) -> np.ndarray | None:
+def leave_one_out_sums(
+    points, values, scale, kernel: Kernel | None = None, rows: int | None = None
+) -> np.ndarray | None:
     """``(n, 1 + p)``: each point's Gaussian sums over the others (own pair masked in the
     loop), rows relative to their own shift; None where the points reach beyond
     :data:`MAX_SCALED` bandwidths of their midrange or a sum is not finite.
-    ``points (n, d)``, ``values (n, p)``, ``scale (d,)`` the inverse bandwidths."""
+    ``points (n, d)``, ``values (n, p)``, ``scale (d,)`` the inverse bandwidths;
+    ``rows``: only the first ``rows`` points' sums (over all the others)."""
     points = np.asarray(points, np.float64)
     centred = points - (0.5 * points.min(axis=0) + 0.5 * points.max(axis=0))
     if np.any(np.max(np.abs(centred), axis=0) * scale > MAX_SCALED):
         return None
-    sums = native_sums(centred, centred, values, scale, exclude_self=True)
+    sums = native_sums(centred[:rows], centred, values, scale, exclude_self=True)
     return sums if np.all(np.isfinite(sums)) else None
 
 

@@ -1,0 +1,126 @@
+"""The leave-one-out CV objective of a Gaussian fit on the ``native`` loop.
+
+Each row's own pair is masked inside the loop; rows are centred on their midrange
+(local linear: moments about each row's heaviest key, as the compiled engines take
+them). Besides the objective itself:
+
+- Nadaraya–Watson's objective *and its gradient* in ``θ = log h`` from one pass, the
+  keys' coordinates and their squares among the pooled values:
+  ``∂ĝ(x_i)/∂θ_j = E_w[(y_k − ĝ)(x_kj − x_ij)²] / h_j²`` (the weights' derivative is
+  ``w u_j²``), so a descent step costs one evaluation instead of ``d + 1``;
+  (from :data:`ESTIMATE_MIN_ROWS` points: the pass with those values is a loop of its
+  own to build, once per machine, which smaller searches do not repay);
+- from :data:`ESTIMATE_MIN_ROWS` points in several columns, an *estimate*: the mean
+  squared leave-one-out error of a fixed random subset of the rows, each still
+  predicted from all the others (unbiased for the objective, ``1/8`` of its cost), which
+  ranks a search's coarse grid; the refinement and the reported objective are exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._units import value_unit
+from ..local_model import LocalModel, solve_moments
+
+__all__ = ["ESTIMATE_MIN_ROWS", "NativeObjective", "estimate_rows"]
+
+#: Points from which a search of several columns ranks its grid by the estimate.
+ESTIMATE_MIN_ROWS = 2**14
+
+
+def estimate_rows(n: int) -> int:
+    """Rows whose errors the estimate averages: an eighth of ``n``, at least 4096."""
+    return max(4096, n // 8)
+
+
+class NativeObjective:
+    """The objective of ``x (n, d)``, ``y (n, p)`` at bandwidths ``h (d,)``; each method
+    returns None where the loop cannot settle it (scaled coordinates beyond
+    ``native.MAX_SCALED``, or a sum not finite)."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, model: LocalModel) -> None:
+        from ..methods import native
+
+        self.native, self.model = native, model
+        n, d = x.shape
+        self.estimates = n >= ESTIMATE_MIN_ROWS and d >= 2
+        self.gradients = n >= ESTIMATE_MIN_ROWS and model.degree == 0
+        # the estimate's rows are the first ones of a fixed shuffle (the objective, a
+        # mean over every row, does not depend on the order)
+        order = np.random.default_rng(0).permutation(n) if self.estimates else slice(None)
+        centred = x - (0.5 * x.min(axis=0) + 0.5 * x.max(axis=0))
+        self.x, self.y = centred[order], y[order]
+        self.reach = np.max(np.abs(centred), axis=0)
+        self.unit = value_unit(y)
+        self.scaled = self.y / self.unit
+        self.rows = estimate_rows(n) if self.estimates else None
+
+    def value(self, h: np.ndarray, *, estimate: bool = False) -> float | None:
+        """The objective (with ``estimate``, its estimate from the subset's rows)."""
+        rows = self.rows if estimate else None
+        if self.model.degree == 0:
+            sums = self.native.leave_one_out_sums(self.x, self.scaled, 1.0 / h, rows=rows)
+            fit = None if sums is None else sums[:, 1:] / sums[:, :1]
+        elif np.any(self.reach / h > self.native.MAX_SCALED):
+            return None
+        else:
+            fit = self._local_linear(h, rows)
+        if fit is None or not np.all(np.isfinite(fit)):
+            return None
+        return float(np.mean((self.y[: fit.shape[0]] - fit * self.unit) ** 2))
+
+    def value_and_gradient(self, h: np.ndarray) -> tuple[float, np.ndarray] | None:
+        """Nadaraya–Watson's objective and its gradient in ``θ = log h``, one pass."""
+        x, scaled = self.x, self.scaled
+        n, d = x.shape
+        p = scaled.shape[1]
+        ys, xs = scaled[:, :, None], x[:, None, :]
+        values = np.hstack(
+            [scaled, x, x**2, (ys * xs).reshape(n, p * d), (ys * xs**2).reshape(n, p * d)]
+        )
+        sums = self.native.leave_one_out_sums(x, values, 1.0 / h)
+        if sums is None:
+            return None
+        means = sums[:, 1:] / sums[:, :1]
+        fit = means[:, :p, None]
+        first, second = means[:, None, p : p + d], means[:, None, p + d : p + 2 * d]
+        y_first = means[:, p + 2 * d : p + 2 * d + p * d].reshape(n, p, d)
+        y_second = means[:, p + 2 * d + p * d :].reshape(n, p, d)
+        # E_w[(y − ĝ)(x_k − x_i)²]: the moments about the origin expanded about x_i
+        about_query = (y_second - 2 * xs * y_first + xs**2 * fit) - fit * (
+            second - 2 * xs * first + xs**2
+        )
+        slopes = about_query / h**2  # (n, p, d): ∂ĝ/∂θ
+        residuals = scaled - fit[:, :, 0]
+        if not (np.all(np.isfinite(residuals)) and np.all(np.isfinite(slopes))):
+            return None
+        squares = np.broadcast_to(np.asarray(self.unit, float) ** 2, (p,))
+        value = float(np.mean(residuals**2 * squares))
+        gradient = -2 * np.einsum("np,p,npd->d", residuals, squares, slopes) / residuals.size
+        return value, gradient
+
+    def _local_linear(self, h: np.ndarray, rows: int | None) -> np.ndarray | None:
+        """Leave-one-out local linear fits of the first ``rows`` points from the loop's
+        moments about each row's heaviest key, or None for a row without one."""
+        x, y = self.x, self.scaled
+        queries = x[:rows]
+        n, d = queries.shape
+        p = y.shape[1]
+        moments, ref = self.native.native_moments(queries, x, y, 1.0 / h, exclude_self=True)
+        if np.any(ref < 0):
+            return None
+        total = moments[:, :1]
+        cross = moments[:, 1 + d + d * d + p :].reshape(n, p, d).transpose(0, 2, 1)
+        means = np.concatenate(
+            [
+                moments[:, 1 + d + d * d : 1 + d + d * d + p],
+                moments[:, 1 : 1 + d + d * d],
+                cross.reshape(n, d * p),
+            ],
+            axis=1,
+        )
+        means /= total
+        offset = (x[ref] - queries) / h  # from each query to its reference key, in bandwidths
+        fit, _, _ = solve_moments(means, d, p, 1, offset)
+        return np.asarray(fit + y[ref])

@@ -1,0 +1,77 @@
+"""The Gaussian's leave-one-out CV objective on the native loop: its exact gradient, its
+row-subset estimate, and the search that uses both (against finite differences, the
+textbook leave-one-out formula and the objective's own grid)."""
+
+import numpy as np
+import pytest
+
+from attnpool import select_bandwidth
+from attnpool.bandwidth.search import GRID
+from attnpool.engines.native_search import ESTIMATE_MIN_ROWS, NativeObjective, estimate_rows
+from attnpool.engines.numpy_engine import loo_objective
+from attnpool.local_model import model_for
+
+
+def data(n, d, p=1, offset=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0, 5, (n, d)) + offset
+    y = np.sin(x - offset).sum(axis=1, keepdims=True) + rng.normal(0, 0.3, (n, p))
+    return x, y
+
+
+def textbook_loo_residuals(x, y, h, rows):
+    """``y − ĝ₋ᵢ(x_i)`` for ``rows``: distances → kernel → normalise over the others."""
+    u2 = (((x[rows, None, :] - x[None, :, :]) / h) ** 2).sum(axis=-1)
+    w = np.exp(-u2 / 2)
+    w[np.arange(len(rows)), rows] = 0.0
+    return y[rows] - (w @ y) / w.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize(("d", "p", "offset"), [(2, 1, 0.0), (3, 2, 1e3), (5, 1, -7.5)])
+def test_the_gradient_is_the_objectives(d, p, offset):
+    x, y = data(300, d, p, offset)
+    model = model_for(x, kernel="gaussian", var_type="c" * d)
+    objective = loo_objective(x, y, model)
+    assert not hasattr(objective, "value_and_gradient")  # small: not worth its own loop
+    theta = np.log(0.35 + 0.07 * np.arange(d))
+    value, gradient = NativeObjective(x, y, model).value_and_gradient(np.exp(theta))
+    assert value == pytest.approx(objective(theta), rel=1e-13)
+    step = 1e-5
+    central = [
+        (objective(theta + step * e) - objective(theta - step * e)) / (2 * step) for e in np.eye(d)
+    ]
+    np.testing.assert_allclose(gradient, central, rtol=1e-6)
+
+
+def test_the_estimate_is_the_mean_error_of_a_subset_of_rows():
+    n = ESTIMATE_MIN_ROWS
+    x, y = data(n, 2)
+    h = np.array([0.3, 0.2])
+    native = NativeObjective(x, y, model_for(x, kernel="gaussian", var_type="cc"))
+    assert native.estimates and native.gradients and native.rows == estimate_rows(n) == 4096
+    order = np.random.default_rng(0).permutation(n)
+    residuals = textbook_loo_residuals(x[order], y[order], h, np.arange(native.rows))
+    assert native.value(h, estimate=True) == pytest.approx(np.mean(residuals**2), rel=1e-12)
+    full = np.concatenate(
+        [textbook_loo_residuals(x, y, h, np.arange(i, min(i + 512, n))) for i in range(0, n, 512)]
+    )
+    assert native.value(h) == pytest.approx(np.mean(full**2), rel=1e-12)
+    # one column, or fewer points: no estimate (the grid is ranked exactly)
+    assert not NativeObjective(x[:, :1], y, model_for(x[:, :1], kernel="gaussian")).estimates
+    small = NativeObjective(x[: n - 1], y[: n - 1], model_for(x, kernel="gaussian"))
+    assert not small.estimates
+
+
+def test_the_search_finds_the_full_objectives_minimum():
+    x, y = data(ESTIMATE_MIN_ROWS, 2, seed=3)
+    found = select_bandwidth(x, y)
+    model = model_for(x, kernel="gaussian", var_type="cc")
+    objective = loo_objective(x, y, model)
+    theta = np.log(found.bandwidth)
+    assert found.objective == pytest.approx(objective(theta), rel=1e-12)
+    assert found.evaluations < 40  # forward differences took ~40 at this size
+    for e in np.eye(2):  # a local minimum of the exact objective
+        for sign in (1, -1):
+            assert found.objective <= objective(theta + sign * 1e-3 * e)
+    start = np.log(np.sqrt(np.prod(found.bandwidth)))  # and below the grid along its line
+    assert all(found.objective <= objective(start + np.log(g) * np.ones(2)) for g in GRID[::3])
