@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, minimize_scalar, rosen, rosen_der
 
-from attnpool.bandwidth.search import (
+from attnpool.bandwidth.minimizers import (
     LONGEST_STEP,
     finite_or_largest,
     minimize_bounded,
