@@ -65,7 +65,7 @@ _NAMES = {
     "EmptyNeighbourhoodWarning": "empty_policy",
     "attention_pool": "pooling",
     "attention_weights": "pooling",
-    "nadaraya_watson": "pooling",
+    "nadaraya_watson": "regression",
     "Kernel": "kernels",
     "PoolingState": "state",
     "local_regression": "regression",
@@ -116,8 +116,8 @@ if TYPE_CHECKING:
     from .learn import fit_attention
     from .learned import LearnedAttentionRegressor
     from .methods.options import Binned, TopK
-    from .pooling import attention_pool, attention_weights, nadaraya_watson
-    from .regression import local_regression
+    from .pooling import attention_pool, attention_weights
+    from .regression import local_regression, nadaraya_watson
     from .significance import SignificanceTest, significance_test
     from .state import PoolingState
 

@@ -24,7 +24,8 @@ from . import kernels as _kernels
 from ._files import atomic_write, figure_bytes
 from ._validation import check_positive_int
 from .datasets import SineData, sine_data
-from .pooling import EmptyNeighbourhoodWarning, attention_weights, nadaraya_watson
+from .pooling import EmptyNeighbourhoodWarning, attention_weights
+from .regression import nadaraya_watson
 
 __all__ = ["DemoResult", "LearnDemoResult", "run_demo", "run_learn_demo", "save_figures"]
 

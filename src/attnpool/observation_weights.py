@@ -35,6 +35,7 @@ __all__ = [
     "divided",
     "leave_one_copy_out",
     "max_span",
+    "positive_keys",
     "positive_rows",
 ]
 
@@ -147,3 +148,30 @@ def chunk_of_positive_weight(keys, values):
         )
     kept = values[:, 0] > 0
     return keys[kept], values[kept]
+
+
+def positive_keys(k: Any, w: Any, mask: Any, n: int) -> Any:
+    """``(keys, weights, mask, kept)`` with the keys of weight 0 left out: dropped from
+    concrete arrays (``kept``: the boolean ``(m,)`` of those kept, or None if all are),
+    masked for traced weights."""
+    from ._validation import check_mask
+    from .masks import allowed_block
+
+    if is_traced(w):
+        positive = (w > 0)[None, :]
+        if mask is None:
+            return k, w, positive, None
+        allowed = check_mask(mask, n, k.shape[0])
+        ids = np.arange(n), np.arange(k.shape[0])
+        return k, w, allowed_block(allowed, *ids) & positive, None
+    kept = np.asarray(w) > 0
+    if kept.all():
+        return k, w, mask, None
+    if mask is not None:
+        allowed = check_mask(mask, n, k.shape[0])
+        if allowed.ndim == 1:  # valid lengths, counted among the kept keys
+            counts = np.concatenate([[0], np.cumsum(kept)])
+            mask = counts[np.asarray(allowed)].astype(np.int32)
+        else:
+            mask = np.asarray(allowed)[:, kept]
+    return k[kept], w[kept], mask, kept

@@ -39,7 +39,6 @@ __all__ = [
     "TopK",
     "attention_pool",
     "attention_weights",
-    "nadaraya_watson",
 ]
 
 #: Methods whose error bound holds for unweighted pools only: they refuse ``weights``
@@ -299,7 +298,7 @@ def _weighted_pool(
     """:func:`attention_pool` with observation weights: the pool of ``[w, w·v]`` divided
     (:mod:`attnpool.observation_weights`); keys of weight 0 dropped (concrete weights) or
     masked (traced ones)."""
-    from .observation_weights import augmented, check_weights, divided
+    from .observation_weights import augmented, check_weights, divided, positive_keys
 
     name = resolve(options["method"])[0]
     if name in UNWEIGHTED_METHODS:
@@ -310,7 +309,7 @@ def _weighted_pool(
         )
     dtype = np.float32 if v.dtype.kind == "f" and v.dtype.itemsize <= 4 else np.float64
     w = check_weights(weights, k.shape[0], dtype)
-    k, w, mask, kept = _positive_keys(k, w, mask, q.shape[0])
+    k, w, mask, kept = positive_keys(k, w, mask, q.shape[0])
     with warnings.catch_warnings(record=True) as caught:  # to be reported at the caller's
         warnings.simplefilter("always")
         result = attention_pool(
@@ -337,32 +336,6 @@ def _weighted_pool(
             full = full.at[:, np.flatnonzero(kept)].set(shares)
         shares = full
     return pooled, shares
-
-
-def _positive_keys(k: Any, w: Any, mask: Any, n: int) -> Any:
-    """``(keys, weights, mask, kept)`` with the keys of weight 0 left out: dropped from
-    concrete arrays (``kept``: the boolean ``(m,)`` of those kept, or None if all are),
-    masked for traced weights."""
-    from .masks import allowed_block
-
-    if is_traced(w):
-        positive = (w > 0)[None, :]
-        if mask is None:
-            return k, w, positive, None
-        allowed = check_mask(mask, n, k.shape[0])
-        ids = np.arange(n), np.arange(k.shape[0])
-        return k, w, allowed_block(allowed, *ids) & positive, None
-    kept = np.asarray(w) > 0
-    if kept.all():
-        return k, w, mask, None
-    if mask is not None:
-        allowed = check_mask(mask, n, k.shape[0])
-        if allowed.ndim == 1:  # valid lengths, counted among the kept keys
-            counts = np.concatenate([[0], np.cumsum(kept)])
-            mask = counts[np.asarray(allowed)].astype(np.int32)
-        else:
-            mask = np.asarray(allowed)[:, kept]
-    return k[kept], w[kept], mask, kept
 
 
 def attention_weights(
@@ -409,73 +382,6 @@ def attention_weights(
 
     weights_matrix: Array = run_in_policy(compute, (q, k, h), kernel, empty, q.shape[0], keyless)
     return weights_matrix
-
-
-@overload
-def nadaraya_watson(
-    x_train: ArrayLike,
-    y_train: ArrayLike,
-    x_query: ArrayLike,
-    *,
-    kernel: KernelLike = "gaussian",
-    bandwidth: Bandwidth = 1.0,
-    return_weights: Literal[False] = False,
-    **options: Any,
-) -> Array: ...
-
-
-@overload
-def nadaraya_watson(
-    x_train: ArrayLike,
-    y_train: ArrayLike,
-    x_query: ArrayLike,
-    *,
-    kernel: KernelLike = "gaussian",
-    bandwidth: Bandwidth = 1.0,
-    return_weights: Literal[True],
-    **options: Any,
-) -> tuple[Array, Array]: ...
-
-
-@overload
-def nadaraya_watson(
-    x_train: ArrayLike,
-    y_train: ArrayLike,
-    x_query: ArrayLike,
-    *,
-    kernel: KernelLike = "gaussian",
-    bandwidth: Bandwidth = 1.0,
-    return_weights: bool = False,
-    **options: Any,
-) -> Array | tuple[Array, Array]: ...
-
-
-def nadaraya_watson(
-    x_train: ArrayLike,
-    y_train: ArrayLike,
-    x_query: ArrayLike,
-    *,
-    kernel: KernelLike = "gaussian",
-    bandwidth: Bandwidth = 1.0,
-    return_weights: bool = False,
-    **options: Any,
-) -> Array | tuple[Array, Array]:
-    """Nadaraya–Watson kernel regression: ``attention_pool(x_query, x_train, y_train)``.
-
-    .. math:: \\hat f(x) = \\sum_i K((x - x_i)/h) y_i \\Big/ \\sum_j K((x - x_j)/h)
-
-    ``options`` are those of :func:`attention_pool` (``empty``, ``block_size``,
-    ``return_weights``, ``method``, ``mask``, ``weights`` — the observations' weights).
-
-    >>> import numpy as np
-    >>> x = np.linspace(0, 1, 5); y = 3 * x
-    >>> nadaraya_watson(x, y, np.array([0.5]), bandwidth=0.2).round(6)
-    array([1.5])
-    """
-    return attention_pool(
-        x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth,
-        return_weights=return_weights, **options,
-    )  # fmt: skip
 
 
 def _check_inputs(queries: Any, keys: Any, values: Any, bandwidth: Any) -> Any:

@@ -51,6 +51,7 @@ __all__ = [
     "local_constant_slopes",
     "local_regression",
     "model_for",
+    "nadaraya_watson",
     "validated",
     "weight_matrix",
 ]
@@ -77,6 +78,75 @@ def validated(
                 f"must lie in [0, 1); received {h[j]}"
             )
     return x, y, q, h, model, flat
+
+
+@overload
+def nadaraya_watson(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: Literal[False] = False,
+    **options: Any,
+) -> Array: ...
+
+
+@overload
+def nadaraya_watson(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: Literal[True],
+    **options: Any,
+) -> tuple[Array, Array]: ...
+
+
+@overload
+def nadaraya_watson(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: bool = False,
+    **options: Any,
+) -> Array | tuple[Array, Array]: ...
+
+
+def nadaraya_watson(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    return_weights: bool = False,
+    **options: Any,
+) -> Array | tuple[Array, Array]:
+    """Nadaraya–Watson kernel regression: ``attention_pool(x_query, x_train, y_train)``.
+
+    .. math:: \\hat f(x) = \\sum_i K((x - x_i)/h) y_i \\Big/ \\sum_j K((x - x_j)/h)
+
+    ``options`` are those of :func:`attnpool.attention_pool` (``empty``, ``block_size``,
+    ``return_weights``, ``method``, ``mask``, ``weights`` — the observations' weights).
+
+    >>> import numpy as np
+    >>> x = np.linspace(0, 1, 5); y = 3 * x
+    >>> nadaraya_watson(x, y, np.array([0.5]), bandwidth=0.2).round(6)
+    array([1.5])
+    """
+    from .pooling import attention_pool
+
+    return attention_pool(
+        x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth,
+        return_weights=return_weights, **options,
+    )  # fmt: skip
 
 
 @overload

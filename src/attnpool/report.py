@@ -24,7 +24,8 @@ import numpy as np
 from . import kernels as _kernels
 from ._files import atomic_write
 from .demo import DemoResult, run_demo
-from .pooling import EmptyNeighbourhoodWarning, attention_weights, nadaraya_watson
+from .pooling import EmptyNeighbourhoodWarning, attention_weights
+from .regression import nadaraya_watson
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -27,8 +27,7 @@ from . import kernels as _kernels
 from ._validation import check_choice
 from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
 from .datasets import sine_data, wave_data, wave_truth
-from .pooling import nadaraya_watson
-from .regression import local_regression
+from .regression import local_regression, nadaraya_watson
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

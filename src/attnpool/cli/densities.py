@@ -83,7 +83,7 @@ class DensityTable:
             name = self.columns[0]
             return plot_density(grid, density, sample=self.x[:, 0], band=band, xlabel=name,
                                 title=f"density of {name}")  # fmt: skip
-        from ..pooling import nadaraya_watson
+        from ..regression import nadaraya_watson
 
         x_grid = _grid(self.conditions[:, 0])
         xx, yy = np.meshgrid(x_grid, grid)
