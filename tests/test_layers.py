@@ -45,6 +45,7 @@ ABOVE = {
     "distribution",
     "demo",
     "distributed",
+    "distributed_tasks",
     "estimation",
     "estimator",
     "inference",
