@@ -26,10 +26,13 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseEstimator",
     "ClassifierMixin",
+    "MultiOutputRegressor",
     "RegressorMixin",
     "check_is_fitted",
+    "check_numeric_targets",
     "coefficient_of_determination",
     "column_or_1d",
+    "is_dask",
     "validate_data",
 ]
 
@@ -376,3 +379,33 @@ def _check_feature_names(estimator, X, reset: bool) -> None:
 def _listed(names, most: int = 5) -> str:
     lines = [f"- {n}\n" for n in names[:most]]
     return "".join(lines) + ("- ...\n" if len(names) > most else "")
+
+
+def check_numeric_targets(y: Any) -> None:
+    """A ``ValueError`` unless ``y`` holds numbers (``validate_data``'s ``y_numeric``
+    converts object arrays, not text ones)."""
+    kind = np.asarray(y).dtype.kind
+    if kind not in "biuf":
+        raise ValueError(
+            f"y: expected numeric targets; received an array of dtype {np.asarray(y).dtype}"
+            " (for class labels use NadarayaWatsonClassifier)"
+        )
+
+
+def is_dask(*arrays: Any) -> bool:
+    """Whether any of ``arrays`` is a Dask collection (False without importing Dask)."""
+    if sys.modules.get("dask") is None:  # a Dask array cannot exist without dask imported
+        return False
+    from dask.base import is_dask_collection
+
+    return any(is_dask_collection(a) for a in arrays)
+
+
+class MultiOutputRegressor(RegressorMixin, BaseEstimator):
+    """Regressors whose ``y`` may be ``(n,)`` or ``(n, p)``."""
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags

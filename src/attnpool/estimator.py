@@ -19,17 +19,17 @@ array([0.59])
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Literal, Self, overload
 
 import numpy as np
 
 from . import estimation, pair_regression
 from ._estimator_api import (
-    BaseEstimator,
-    RegressorMixin,
+    MultiOutputRegressor,
     check_is_fitted,
+    check_numeric_targets,
     coefficient_of_determination,
+    is_dask,
     validate_data,
 )
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray, Predictions
@@ -38,33 +38,6 @@ from .observation_weights import positive_rows
 from .summary import FitSummary, r_squared
 
 __all__ = ["LocalLinear", "NadarayaWatson"]
-
-
-def _check_numeric_targets(y: Any) -> None:
-    kind = np.asarray(y).dtype.kind
-    if kind not in "biuf":
-        raise ValueError(
-            f"y: expected numeric targets; received an array of dtype {np.asarray(y).dtype}"
-            " (for class labels use NadarayaWatsonClassifier)"
-        )
-
-
-def _is_dask(*arrays: Any) -> bool:
-    if sys.modules.get("dask") is None:  # a Dask array cannot exist without dask imported
-        return False
-    from dask.base import is_dask_collection
-
-    return any(is_dask_collection(a) for a in arrays)
-
-
-class MultiOutputRegressor(RegressorMixin, BaseEstimator):
-    """Regressors whose ``y`` may be ``(n,)`` or ``(n, p)``."""
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags
 
 
 class _LocalRegression(MultiOutputRegressor):
@@ -121,7 +94,7 @@ class _LocalRegression(MultiOutputRegressor):
         -------
         self
         """
-        if _is_dask(X, y, sample_weight):
+        if is_dask(X, y, sample_weight):
             if self._by_pairs():
                 raise ValueError(
                     "X: Dask inputs take fixed bandwidths and non-negative kernels; received "
@@ -129,7 +102,7 @@ class _LocalRegression(MultiOutputRegressor):
                 )
             return self._fit_dask(X, y, sample_weight)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
-        _check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
+        check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
         X, y, weights = positive_rows(X, y, sample_weight, name="sample_weight")
         self.bandwidth_, scores = estimation.fitted_bandwidth(
             X, y, bandwidth=self.bandwidth, weights=weights, **self._options()
@@ -227,7 +200,7 @@ class _LocalRegression(MultiOutputRegressor):
         (:mod:`attnpool.inference`), of the same shape.
         """
         check_is_fitted(self)
-        if _is_dask(X, self.X_train_):
+        if is_dask(X, self.X_train_):
             if return_std:
                 raise ValueError("return_std: not available for Dask inputs; received True")
             from . import distributed

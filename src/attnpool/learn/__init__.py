@@ -18,6 +18,7 @@ by leave-one-out error (:mod:`attnpool.learn.training`).
 """
 
 from .attention import learned_pool, learned_weights
+from .data import Standardisation
 from .models import (
     AdaptiveBandwidth,
     AdditiveScore,
@@ -29,7 +30,7 @@ from .models import (
     get_model,
     model_names,
 )
-from .training import LOSSES, AttentionFit, Standardisation, fit_attention
+from .training import LOSSES, AttentionFit, fit_attention
 
 __all__ = [
     "LOSSES",

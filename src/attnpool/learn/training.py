@@ -22,13 +22,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._interop import compute_dtype, precision_scope
+from .._interop import precision_scope
 from .._optional import require
 from .._progress import ProgressBar
 from .._typing import ArrayLike
-from .._validation import check_choice, check_points, check_positive_int, check_values
+from .._validation import check_choice, check_points, check_positive_int
 from ..observation_weights import positive_rows
 from .attention import learned_pool, learned_weights
+from .data import Standardisation, split, training_data
 from .models import AttentionModel, Params, get_model
 
 if TYPE_CHECKING:
@@ -36,32 +37,9 @@ if TYPE_CHECKING:
 else:
     optax = require("optax", "learned attention (fit_attention)")
 
-__all__ = ["LOSSES", "AttentionFit", "Standardisation", "fit_attention"]
+__all__ = ["LOSSES", "AttentionFit", "fit_attention"]
 
 LOSSES = ("loo_mse", "mse")
-
-
-@dataclass(frozen=True)
-class Standardisation:
-    """``x ↦ (x − centre) / scale``, from the training inputs."""
-
-    centre: np.ndarray
-    scale: np.ndarray
-
-    @classmethod
-    def of(
-        cls, x: np.ndarray, *, shared: bool, weights: np.ndarray | None = None
-    ) -> Standardisation:
-        """Column means; column standard deviations, or one common scale if ``shared``
-        (rows counted ``weights`` times, if given)."""
-        mean = np.average(x, axis=0, weights=weights)
-        spread = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=weights))
-        if shared:
-            spread = np.full_like(spread, np.sqrt(np.mean(spread**2)))
-        return cls(mean, np.where(spread > 0, spread, 1.0))
-
-    def __call__(self, x: Any) -> Any:
-        return (x - self.centre) / self.scale
 
 
 @dataclass(frozen=True)
@@ -274,9 +252,9 @@ def fit_attention(
     steps = check_positive_int(steps, "steps", allow_none=False)
     batch_size = check_positive_int(batch_size, "batch_size")
     patience = check_positive_int(patience, "patience")
-    x, y, flat = _training_data(X, y)
+    x, y, flat = training_data(X, y)
     x, y, weights = positive_rows(x, y, weights)
-    x, y, x_val, y_val, weights, val_weights = _split(x, y, validation, seed, weights)
+    x, y, x_val, y_val, weights, val_weights = split(x, y, validation, seed, weights)
     if loss == "loo_mse" and x.shape[0] < 2:
         raise ValueError(
             f"X: leave-one-out training needs at least 2 samples; received {x.shape[0]} sample"
@@ -371,57 +349,6 @@ def _initial(model: AttentionModel, key: Any, x: Any, scale: Any, weights: Any) 
 def _close(progress: Any) -> None:
     if isinstance(progress, ProgressBar):
         progress.close()
-
-
-def _training_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, bool]:
-    x = check_points(X, "X")
-    values = np.asarray(y) if not hasattr(y, "shape") else y
-    y, flat = _as_targets(values, x.shape[0])
-    dtype = compute_dtype(x, y, numpy=True)
-    return np.asarray(x, dtype), np.asarray(y, dtype), flat
-
-
-def _as_targets(y: Any, n: int) -> tuple[np.ndarray, bool]:
-    try:
-        y, flat = check_values(y, n)
-    except ValueError as error:  # the same checks, under the name the caller used
-        raise ValueError(str(error).replace("values:", "y:", 1)) from None
-    return np.asarray(y), flat
-
-
-def _split(
-    x: np.ndarray, y: np.ndarray, validation: Any, seed: int, weights: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, Any, Any, np.ndarray | None, np.ndarray | None]:
-    """Training and validation parts ``(x, y, x_val, y_val, weights, val_weights)``: a
-    held-out fraction (the weights split alike), a given set (unweighted), or none."""
-    if validation is None:
-        return x, y, None, None, weights, None
-    if isinstance(validation, tuple | list) and len(validation) == 2:
-        x_val = np.asarray(check_points(validation[0], "validation", dims=x.shape[1]), x.dtype)
-        y_val, _ = _as_targets(np.asarray(validation[1]), x_val.shape[0])
-        if y_val.shape[1] != y.shape[1]:
-            raise ValueError(
-                f"validation: expected targets with {y.shape[1]} column(s); "
-                f"received shape {y_val.shape}"
-            )
-        return x, y, x_val, y_val.astype(y.dtype), weights, None
-    if isinstance(validation, float) and 0 < validation < 1:
-        n = x.shape[0]
-        held = round(validation * n)
-        if held < 1 or n - held < 2:
-            raise ValueError(
-                f"validation: a fraction {validation} of {n} samples leaves "
-                f"{held} for validation and {n - held} for training; need at least 1 and 2"
-            )
-        order = np.random.default_rng(seed).permutation(n)
-        train, val = np.sort(order[held:]), np.sort(order[:held])
-        if weights is None:
-            return x[train], y[train], x[val], y[val], None, None
-        return x[train], y[train], x[val], y[val], weights[train], weights[val]
-    raise ValueError(
-        f"validation: expected a fraction in (0, 1) or a pair (X_val, y_val); "
-        f"received {validation!r}"
-    )
 
 
 def _batches(n: int, batch_size: int | None, seed: int) -> Any:
