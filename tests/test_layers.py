@@ -38,6 +38,7 @@ ABOVE = {
     "classifier",
     "cli",
     "conditional",
+    "conditional_estimator",
     "dask_selection",
     "datasets",
     "density",

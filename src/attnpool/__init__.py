@@ -88,7 +88,7 @@ _NAMES = {
     "kernel_cdf": "distribution",
     "conditional_density": "conditional",
     "conditional_cdf": "conditional",
-    "ConditionalDensity": "conditional",
+    "ConditionalDensity": "conditional_estimator",
     "select_conditional_bandwidth": "conditional",
     "log_density": "density",
     "SignificanceTest": "significance",
@@ -100,12 +100,8 @@ if TYPE_CHECKING:
     from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
     from .censoring import censoring_weights
     from .classifier import NadarayaWatsonClassifier
-    from .conditional import (
-        ConditionalDensity,
-        conditional_cdf,
-        conditional_density,
-        select_conditional_bandwidth,
-    )
+    from .conditional import conditional_cdf, conditional_density, select_conditional_bandwidth
+    from .conditional_estimator import ConditionalDensity
     from .density import kernel_density, log_density
     from .density_estimator import KernelDensity, select_density_bandwidth
     from .distribution import kernel_cdf

@@ -26,12 +26,11 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import kernels as _kernels
-from ._estimator_api import BaseEstimator, check_is_fitted
 from ._typing import ArrayLike, Bandwidth, KernelSpec
 from ._validation import check_bandwidth, check_choice, check_points
 from .density import log_density, mixed_columns
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONDITIONAL_SELECTORS",
-    "ConditionalDensity",
     "conditional_cdf",
     "conditional_density",
     "conditional_log_density",
@@ -344,87 +342,3 @@ def select_conditional_bandwidth(
                                      x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
 
     return search(objective, both, model, method, progress)
-
-
-class ConditionalDensity(BaseEstimator):
-    """The conditional density ``f̂(y | x)`` as an estimator (R np's ``npcdens``,
-    statsmodels' ``KDEMultivariateConditional``).
-
-    Parameters
-    ----------
-    kernel : str, default="gaussian"
-        The continuous columns' kernel (the Gaussian, or a ``-product`` kernel).
-    bandwidth : "cv_ml", "cv_ls", "normal_reference", or numbers for ``x``'s columns then
-        ``y``'s
-    x_var_type, y_var_type : str, optional
-        ``c``, ``o``, ``u`` per column of ``x`` and of ``y``.
-
-    Attributes
-    ----------
-    bandwidth_ : ndarray of shape (n_x_features,)
-        ``x``'s bandwidths
-    y_bandwidth_ : ndarray of shape (n_y_features,)
-        ``y``'s
-    criterion_ : float
-        The cross-validation criterion (NaN for given or rule bandwidths)
-    """
-
-    def __init__(
-        self,
-        kernel: KernelSpec = "gaussian",
-        bandwidth: Bandwidth = "cv_ml",
-        *,
-        x_var_type: str | None = None,
-        y_var_type: str | None = None,
-    ) -> None:
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.x_var_type = x_var_type
-        self.y_var_type = y_var_type
-
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
-        """Keep the sample (``X (n, d)``, ``y (n,) | (n, e)``) and choose the bandwidths."""
-        x = np.asarray(check_points(X, "X"), np.float64)
-        yy = np.asarray(check_points(y, "y"), np.float64)
-        d = x.shape[1]
-        if isinstance(self.bandwidth, str):
-            found = select_conditional_bandwidth(
-                x, yy, method=self.bandwidth, kernel=self.kernel, x_var_type=self.x_var_type,
-                y_var_type=self.y_var_type,
-            )  # fmt: skip
-            h, self.criterion_ = found.bandwidth, found.objective
-        else:
-            h = np.asarray(self.bandwidth, np.float64).reshape(-1)
-            if h.size != d + yy.shape[1]:
-                raise ValueError(
-                    f"bandwidth: expected {d + yy.shape[1]} numbers (x's {d} columns, then "
-                    f"y's {yy.shape[1]}); received {h.size}"
-                )
-            self.criterion_ = math.nan
-        self.bandwidth_, self.y_bandwidth_ = h[:d], h[d:]
-        self.X_train_, self.y_train_, self.n_features_in_ = x, yy, d
-        self.score_samples(x[:1], yy[:1])  # the checks
-        return self
-
-    def _options(self) -> dict[str, Any]:
-        return {"bandwidth": self.bandwidth_, "y_bandwidth": self.y_bandwidth_,
-                "kernel": self.kernel, "x_var_type": self.x_var_type,
-                "y_var_type": self.y_var_type}  # fmt: skip
-
-    def score_samples(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
-        """``log f̂(y_i | X_i)``, ``(n,)``."""
-        check_is_fitted(self)
-        return conditional_log_density(self.X_train_, self.y_train_, X, y, **self._options())
-
-    def pdf(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
-        """``f̂(y_i | X_i)``, ``(n,)``."""
-        return np.asarray(np.exp(self.score_samples(X, y)))
-
-    def cdf(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
-        """``F̂(y_i | X_i)``, ``(n,)``."""
-        check_is_fitted(self)
-        return conditional_cdf(self.X_train_, self.y_train_, X, y, **self._options())
-
-    def score(self, X: ArrayLike, y: ArrayLike) -> float:
-        """The log likelihood ``Σ_i log f̂(y_i | X_i)``."""
-        return float(np.sum(self.score_samples(X, y)))
