@@ -167,12 +167,11 @@ def host_search(
     jumps as keys enter a support, where differences mislead); never worse than the
     best grid point. ``limits`` and ``value_and_gradient``: as :func:`minimize_smooth`'s.
     ``grid_objective``: what ranks the grid instead of ``objective`` (an estimate); the
-    best point's objective is then evaluated for the comparison."""
+    refinement's result is then compared with the best point's objective."""
     objectives = np.array([(grid_objective or objective)(theta) for theta in thetas])
     if progress:
         progress(1, 2)
     best = best_candidate(thetas, objectives, "cv")
-    best_value = float(np.nanmin(objectives)) if grid_objective is None else objective(best)
     step = float(np.log(grid[1] / grid[0]))
     if thetas.shape[1] == 1:
         found, value = minimize_bounded(
@@ -196,6 +195,12 @@ def host_search(
             options={"xatol": xatol, "fatol": 0.0, "initial_simplex": initial_simplex(best, step)},
         )
         theta, value = found.x, float(found.fun)
+    if grid_objective is None:
+        best_value = float(np.nanmin(objectives))
+    elif thetas.shape[1] > 1 and smooth:
+        best_value = value  # the descent started at the best point and only went down
+    else:
+        best_value = objective(best)
     if not value <= best_value:
         theta, value = best, best_value
     if progress:
