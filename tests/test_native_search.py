@@ -75,3 +75,12 @@ def test_the_search_finds_the_full_objectives_minimum():
             assert found.objective <= objective(theta + sign * 1e-3 * e)
     start = np.log(np.sqrt(np.prod(found.bandwidth)))  # and below the grid along its line
     assert all(found.objective <= objective(start + np.log(g) * np.ones(2)) for g in GRID[::3])
+
+
+def test_the_search_is_shift_and_scale_invariant():
+    # the estimate's rows and the gradient's moments, on data moved and rescaled
+    x, y = data(ESTIMATE_MIN_ROWS, 2, seed=4)
+    base = select_bandwidth(x, y[:, 0])
+    moved = select_bandwidth(x * 2.0**-10 - 3e4, y[:, 0] * 2.0**20)
+    np.testing.assert_allclose(moved.bandwidth, base.bandwidth * 2.0**-10, rtol=1e-6)
+    assert moved.objective == pytest.approx(base.objective * 2.0**40, rel=1e-9)
