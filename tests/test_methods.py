@@ -164,6 +164,7 @@ def test_gaussian_methods_agree_pairwise(first, second):
 @example(seed=1, kernel="boxcar", bandwidth=1.5, m=23)  # a key one bandwidth away
 @example(seed=255, kernel="boxcar", bandwidth=0.25, m=22)  # nearest keys tied within rounding
 @example(seed=652, kernel="cosine", bandwidth=0.03, m=20)  # only key within rounding of the edge
+@example(seed=15347, kernel="boxcar", bandwidth=0.03125, m=47)  # 2.33, 2.45: as far from 2.39
 def test_sparse_matches_dense_on_random_data(seed, kernel, bandwidth, m):
     rng = np.random.default_rng(seed)
     keys = np.round(rng.uniform(-3, 3, m), 2)  # ties and repeated keys on purpose

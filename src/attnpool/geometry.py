@@ -89,6 +89,10 @@ def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: boo
         if relative:
             queries, keys = _unit_power_of_two(queries), _unit_power_of_two(keys)
         return queries, keys
+    if relative and keys.shape[1] < MATMUL_MIN_DIM:
+        # differences of the inputs themselves (closeness subtracts): a centre subtracted
+        # first rounds each coordinate apart, and keys exactly as far would stop tying
+        return _unit_power_of_two(queries * scale, keys * scale)
     centre = key_centre(keys)
     queries, keys = (queries - centre) * scale, (keys - centre) * scale
     if relative:

@@ -41,8 +41,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         # scaled coordinates this large overflow the host methods' float64 arithmetic
         # (KD-tree distances, Taylor boxes); the exact engines take the nearest-key limit
         return pool_core(
-            q,
-            k,
+            *edges[:2],  # the inputs: the engines centre what they scale themselves
             v,
             h,
             kernel=kernel,
@@ -87,8 +86,8 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     rows = np.flatnonzero(exact)
     if rows.size:
         redo, redo_empty = pool_core(
-            q[rows],
-            k,
+            edges[0][rows],  # the inputs, uncentred: exact ties in them stay ties
+            edges[1],
             v,
             h,
             kernel=kernel,
