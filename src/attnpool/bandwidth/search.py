@@ -42,6 +42,9 @@ __all__ = [
     "to_theta",
 ]
 
+#: The relative decrease at which a descent on the exact gradient stops: 1e-10 of an
+#: objective computed to ~1e-14 (bandwidths then within ~1e-6 of the optimum).
+EXACT_GRADIENT_FTOL = 1e-10
 #: The coarse search's multiples of the rule of thumb.
 GRID = np.geomspace(0.05, 5.0, 16)
 #: The bandwidth, in half-widths of its column, at which a column counts as smoothed
@@ -183,8 +186,9 @@ def host_search(
         theta = np.array([found])
     elif smooth:
         theta, value = minimize_smooth(
-            objective, best, limits=limits, value_and_gradient=value_and_gradient
-        )
+            objective, best, limits=limits, value_and_gradient=value_and_gradient,
+            ftol=1e-12 if value_and_gradient is None else EXACT_GRADIENT_FTOL,
+        )  # fmt: skip
     else:
         from scipy import optimize  # 0.5 s to import: only for compact kernels
 
