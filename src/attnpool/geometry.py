@@ -76,7 +76,8 @@ def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: boo
     ``relative=True`` gives the nearest-key geometry: coordinates times ``min h / h``
     (which orders keys exactly as the full scaling does), then by a power of two that
     brings the largest to at most 1, so no squared distance overflows however small the
-    bandwidth or far apart the points.
+    bandwidth or far apart the points; below :data:`MATMUL_MIN_DIM` not centred, so that
+    the differences are the inputs' own and keys exactly as far stay tied.
 
     Scaled coordinates carry a rounding of ``eps`` times their size, so a scaled
     distance carries an absolute rounding of ``eps`` times the data's extent in
