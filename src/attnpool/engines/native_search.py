@@ -30,8 +30,9 @@ ESTIMATE_MIN_ROWS = 2**14
 
 
 def estimate_rows(n: int) -> int:
-    """Rows whose errors the estimate averages: an eighth of ``n``, at least 4096."""
-    return max(4096, n // 8)
+    """Rows whose errors the estimate averages: an eighth of ``n``, at least 4096 and at
+    most 32768 (enough to rank a coarse grid: its error is ~1% of the objective)."""
+    return min(max(4096, n // 8), 2**15)
 
 
 class NativeObjective:
@@ -46,21 +47,21 @@ class NativeObjective:
         n, d = x.shape
         self.estimates = n >= ESTIMATE_MIN_ROWS and d >= 2
         self.gradients = n >= ESTIMATE_MIN_ROWS and model.degree == 0
-        # the estimate's rows are the first ones of a fixed shuffle (the objective, a
-        # mean over every row, does not depend on the order)
-        order = np.random.default_rng(0).permutation(n) if self.estimates else slice(None)
+        self.rows = estimate_rows(n) if self.estimates else None
         centred = x - (0.5 * x.min(axis=0) + 0.5 * x.max(axis=0))
+        order = _search_order(centred, self.rows)
         self.x, self.y = centred[order], y[order]
         self.reach = np.max(np.abs(centred), axis=0)
         self.unit = value_unit(y)
         self.scaled = self.y / self.unit
-        self.rows = estimate_rows(n) if self.estimates else None
 
     def value(self, h: np.ndarray, *, estimate: bool = False) -> float | None:
         """The objective (with ``estimate``, its estimate from the subset's rows)."""
         rows = self.rows if estimate else None
         if self.model.degree == 0:
-            sums = self.native.leave_one_out_sums(self.x, self.scaled, 1.0 / h, rows=rows)
+            sums = self.native.leave_one_out_sums(
+                self.x, self.scaled, 1.0 / h, rows=rows, ordered=True
+            )
             fit = None if sums is None else sums[:, 1:] / sums[:, :1]
         elif np.any(self.reach / h > self.native.MAX_SCALED):
             return None
@@ -79,7 +80,7 @@ class NativeObjective:
         values = np.hstack(
             [scaled, x, x**2, (ys * xs).reshape(n, p * d), (ys * xs**2).reshape(n, p * d)]
         )
-        sums = self.native.leave_one_out_sums(x, values, 1.0 / h)
+        sums = self.native.leave_one_out_sums(x, values, 1.0 / h, ordered=True)
         if sums is None:
             return None
         means = sums[:, 1:] / sums[:, :1]
@@ -124,3 +125,21 @@ class NativeObjective:
         offset = (x[ref] - queries) / h  # from each query to its reference key, in bandwidths
         fit, _, _ = solve_moments(means, d, p, 1, offset)
         return np.asarray(fit + y[ref])
+
+
+def _search_order(points: np.ndarray, rows: int | None) -> np.ndarray:
+    """The rows' order for the search: locality order (so that the loop passes over far
+    pairs; columns in units of their ranges, as the bandwidths scale them), the estimate's
+    ``rows`` — the first of a fixed shuffle — ahead of the others (the objective, a mean
+    over every row, does not depend on the order)."""
+    from ..methods.locality import locality_order
+    from ..methods.native import BOX
+
+    n = points.shape[0]
+    span = np.ptp(points, axis=0)
+    standard = points / np.where(span > 0, span, 1.0)
+    if rows is None:
+        return locality_order(standard, BOX)
+    shuffle = np.random.default_rng(0).permutation(n)
+    parts = (shuffle[:rows], shuffle[rows:])
+    return np.concatenate([part[locality_order(standard[part], BOX)] for part in parts])

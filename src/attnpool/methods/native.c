@@ -19,9 +19,16 @@
    below 2^EXP_FLOOR of the shift are 0. A row whose coordinates overflowed, or whose
    log weights rounding keeps above the shift after the re-shift (coordinates so large
    that the differences of their products lose every digit), comes out not finite (or
-   empty); the caller pools such rows by another path. */
+   empty); the caller pools such rows by another path.
+
+   Far keys are skipped: given bounding boxes of BOX keys each (native.py orders the keys
+   so that a box's are near one another), a block of queries first sums the chunk that
+   holds its nearest box, then passes over every box whose largest possible weight (from
+   the distance between the box and the queries' own box) keeps the total of what it
+   has left out at most BUDGET of the row's sum. */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 /* The vector width of the CPU compiled for (-march=native): 512 bits with AVX-512,
    128 with NEON, else 256 (AVX; older x86 runs it as two 128-bit halves). */
@@ -39,19 +46,27 @@ typedef long long integer;
 #define MANTISSA 52
 #define BIAS 1023
 #define EXP_FLOOR (-1020.0)
+#define EPSILON 2.220446049250313e-16
+#define BUDGET 7.105427357601002e-15 /* 2^-47: below 1e-14 */
 #else
 typedef float real;
 typedef int integer;
 #define MANTISSA 23
 #define BIAS 127
 #define EXP_FLOOR (-125.0f)
+#define EPSILON 1.1920928955078125e-07
+#define BUDGET 9.313225746154785e-10 /* 2^-30: far below float32's rounding */
 #endif
 #define LANES (VECTOR_BYTES / (int)sizeof(real))
 
 #define ROWS 6    /* queries per sweep: measured best (4, 8, 12 spill or idle) */
 #define CHUNK 256 /* keys per chunk; native.py pads the keys to a multiple of it */
+#define BOX 64    /* keys per bounding box */
+#define BOXES (CHUNK / BOX)
+#define FREE 0.5 /* the share of BUDGET for far boxes, passed over without accounting */
 #define RESHIFT 12.0
 #define SCALE (-0.72134752044448170368) /* -log2(e) / 2 */
+#define LOG2E 1.44269504088896340736
 
 typedef real vreal __attribute__((vector_size(LANES * sizeof(real))));
 typedef integer vint __attribute__((vector_size(LANES * sizeof(real))));
@@ -66,7 +81,7 @@ static inline vreal splat(real x) {
 
 static inline vreal load(const real *p) { return *(const uvreal *)p; }
 
-static inline vreal select(vint mask, vreal a, vreal b) {
+static inline vreal blend(vint mask, vreal a, vreal b) {
     return (vreal)(((vint)a & mask) | ((vint)b & ~mask));
 }
 
@@ -127,11 +142,11 @@ static inline double total(vreal v) {
 #endif
 
 /* x[r] = log2 weights of query row r over keys j .. j + LANES, minus base[r]; keys from
-   m on (padding) get -inf, and so does key own + r when own >= 0 (leave-one-out: query
-   row r is that key). kt: (KEY_ROWS, m_pad), one key per column. */
+   m on (padding) get -inf, and so does key own[r] (leave-one-out: query row r is that
+   key; -1 for none). kt: (KEY_ROWS, m_pad), one key per column. */
 static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const vreal base[ROWS],
                                const real *kt, ptrdiff_t m_pad, ptrdiff_t j, ptrdiff_t m,
-                               ptrdiff_t own) {
+                               const ptrdiff_t own[ROWS]) {
 #if MATMUL
     vreal bias = load(kt + DIMS * m_pad + j);
     for (int r = 0; r < ROWS; r++) x[r] = bias - base[r];
@@ -151,16 +166,14 @@ static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const 
     }
     for (int r = 0; r < ROWS; r++) x[r] = s[r] * (real)SCALE - base[r];
 #endif
-    if (own >= 0 && own + ROWS > j && own < j + LANES) {
-        for (int r = 0; r < ROWS; r++) {
-            ptrdiff_t lane = own + r - j;
-            if (lane >= 0 && lane < LANES) x[r][lane] = -INFINITY;
-        }
+    for (int r = 0; r < ROWS; r++) {
+        ptrdiff_t lane = own[r] - j;
+        if (own[r] >= 0 && lane >= 0 && lane < LANES) x[r][lane] = -INFINITY;
     }
     if (j + LANES > m) {
         vint inside;
         for (int l = 0; l < LANES; l++) inside[l] = -(integer)(j + l < m);
-        for (int r = 0; r < ROWS; r++) x[r] = select(inside, x[r], splat(-INFINITY));
+        for (int r = 0; r < ROWS; r++) x[r] = blend(inside, x[r], splat(-INFINITY));
     }
 }
 
@@ -173,34 +186,184 @@ static inline void query_rows(vreal qv[ROWS][DIMS], const real *q, ptrdiff_t i0,
     }
 }
 
+/* The keys each row leaves out (own[i], -1 for none; own NULL: none), rows as query_rows. */
+static inline void own_keys(ptrdiff_t row_own[ROWS], const ptrdiff_t *own, ptrdiff_t i0, int rows) {
+    for (int r = 0; r < ROWS; r++) row_own[r] = own ? own[i0 + (r < rows ? r : rows - 1)] : -1;
+}
+
+/* Far keys. Boxes lo, hi (boxes, DIMS), in the keys' coordinates, bound BOX keys each;
+   a chunk's box bounds its BOXES boxes. Per block of queries (its own box qlo, qhi):
+   reach, an upper bound on the distance term SCALE |q - k|^2 over a box's keys and the
+   block's queries; lift[r], what row r's log weights add to it (MATMUL: the query's
+   LOG2E |q|^2 / 2 that the product form keeps); slack[r], what rounding may add. */
+typedef struct {
+    const double *lo, *hi;
+    double *chunk_lo, *chunk_hi; /* (chunks, DIMS) */
+    ptrdiff_t boxes, chunks;
+    double key_lift;   /* MATMUL: the largest LOG2E |k|^2 / 2, which the bias carries */
+    double free, near; /* log2: FREE BUDGET / (BOX boxes), BUDGET / BOX */
+    double qlo[DIMS], qhi[DIMS];
+} far_keys;
+
+static double reach(const far_keys *far, const double *lo, const double *hi) {
+    double d2 = 0;
+    for (int c = 0; c < DIMS; c++) {
+        double below = lo[c] - far->qhi[c], above = far->qlo[c] - hi[c];
+        double gap = below > above ? below : above;
+        d2 += gap > 0 ? gap * gap : 0.0;
+    }
+    /* rounding makes the loop's terms at most (DIMS + 3) EPSILON larger */
+    return SCALE * d2 * (1.0 - (DIMS + 3) * EPSILON);
+}
+
+/* The block's box, lift and slack; returns the chunk of the largest reach. */
+static ptrdiff_t block_start(far_keys *far, const vreal qv[ROWS][DIMS], double lift[ROWS],
+                             double slack[ROWS]) {
+    const double unit = MATMUL ? LOG2E : 1.0; /* the product form's queries carry LOG2E */
+    for (int c = 0; c < DIMS; c++) {
+        far->qlo[c] = INFINITY;
+        far->qhi[c] = -INFINITY;
+    }
+    for (int r = 0; r < ROWS; r++) {
+        double norm = 0;
+        for (int c = 0; c < DIMS; c++) {
+            double v = qv[r][c][0] / unit;
+            far->qlo[c] = v < far->qlo[c] ? v : far->qlo[c];
+            far->qhi[c] = v > far->qhi[c] ? v : far->qhi[c];
+            norm += v * v;
+        }
+        lift[r] = MATMUL ? -SCALE * norm : 0.0;
+        slack[r] = 1.0 + 16.0 * (DIMS + 2) * EPSILON * (lift[r] + far->key_lift);
+    }
+    ptrdiff_t best = 0;
+    double best_reach = -INFINITY;
+    for (ptrdiff_t c = 0; c < far->chunks; c++) {
+        double top = reach(far, far->chunk_lo + c * DIMS, far->chunk_hi + c * DIMS);
+        if (top > best_reach) {
+            best = c;
+            best_reach = top;
+        }
+    }
+    return best;
+}
+
+/* Which boxes of a chunk a block passes over, given each row's level (its shift plus
+   log2 of its sum so far, less the shift's rounding): those whose largest weights keep
+   what the row leaves out within BUDGET of its sum. Half of it (FREE) goes to boxes
+   below far->free each (all of them together stay within it: no accounting), the
+   rest, spent[r], to boxes below far->near as they come. Returns whether it passes
+   over all. */
+static int skip_boxes(const far_keys *far, ptrdiff_t chunk, const double lift[ROWS],
+                      const double slack[ROWS], const double level[ROWS], double spent[ROWS],
+                      int skip[BOXES]) {
+    double chunk_reach = reach(far, far->chunk_lo + chunk * DIMS, far->chunk_hi + chunk * DIMS);
+    int all = 1;
+    for (int r = 0; r < ROWS; r++) all &= chunk_reach + lift[r] + slack[r] - level[r] <= far->free;
+    if (all) {
+        for (int b = 0; b < BOXES; b++) skip[b] = 1;
+        return 1;
+    }
+    for (int b = 0; b < BOXES; b++) {
+        ptrdiff_t box = chunk * BOXES + b;
+        double box_reach = reach(far, far->lo + box * DIMS, far->hi + box * DIMS), add[ROWS];
+        skip[b] = 1;
+        for (int r = 0; r < ROWS && skip[b]; r++) {
+            double top = box_reach + lift[r] + slack[r] - level[r];
+            add[r] = top <= far->free ? 0.0 : BOX * exp2(top);
+            skip[b] = top <= far->free || (top <= far->near && spent[r] + add[r] <= (1 - FREE) * BUDGET);
+        }
+        if (skip[b])
+            for (int r = 0; r < ROWS; r++) spent[r] += add[r];
+        all &= skip[b];
+    }
+    return all;
+}
+
+/* Sets far up for the boxes lo, hi (chunks' boxes allocated); returns whether there
+   are any (lo not NULL) and the allocation held. */
+static int far_start(far_keys *far, const double *lo, const double *hi, ptrdiff_t m_pad) {
+    far->lo = lo;
+    far->hi = hi;
+    far->boxes = m_pad / BOX;
+    far->chunks = m_pad / CHUNK;
+    far->key_lift = 0;
+    far->near = log2(BUDGET / BOX);
+    far->free = log2(FREE * BUDGET / BOX) - log2((double)far->boxes);
+    far->chunk_lo = far->chunk_hi = NULL;
+    if (!lo) return 0;
+    far->chunk_lo = malloc(2 * far->chunks * DIMS * sizeof(double));
+    if (!far->chunk_lo) return 0;
+    far->chunk_hi = far->chunk_lo + far->chunks * DIMS;
+    for (ptrdiff_t k = 0; k < far->chunks; k++) {
+        for (int c = 0; c < DIMS; c++) {
+            double *l = far->chunk_lo + k * DIMS + c, *h = far->chunk_hi + k * DIMS + c;
+            *l = INFINITY;
+            *h = -INFINITY;
+            for (int b = 0; b < BOXES; b++) {
+                ptrdiff_t at = (k * BOXES + b) * DIMS + c;
+                *l = lo[at] < *l ? lo[at] : *l;
+                *h = hi[at] > *h ? hi[at] : *h;
+            }
+        }
+    }
+    for (ptrdiff_t b = 0; MATMUL && b < far->boxes; b++) {
+        double norm = 0;
+        for (int c = 0; c < DIMS; c++) {
+            double l = lo[b * DIMS + c], h = hi[b * DIMS + c];
+            if (l <= h) norm += l * l > h * h ? l * l : h * h;
+        }
+        far->key_lift = -SCALE * norm > far->key_lift ? -SCALE * norm : far->key_lift;
+    }
+    return 1;
+}
+
+/* A row's level after its sums changed: see skip_boxes. */
+static inline double row_level(double shift, double sum) {
+    return shift - EPSILON * fabs(shift) + log2(fmax(1.0, sum));
+}
+
 /* For queries q (n, DIMS), keys kt (KEY_ROWS, m_pad) and values vt (VALUES, m_pad):
    shift (n,) in log2 units, sum (n,) and weighted (n, VALUES) of 2^(log2 w - shift).
-   own >= 0: query row i is key own + i, left out of its own sums. */
+   own (n,) or NULL: the key each query row leaves out of its sums (-1: none). lo, hi
+   (m_pad / BOX, DIMS) or NULL: the keys' boxes, for passing over far ones. */
 void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
                     ptrdiff_t m_pad, double *shift, double *sum, double *weighted,
-                    ptrdiff_t own) {
+                    const ptrdiff_t *own, const double *lo, const double *hi) {
     const vreal zero[ROWS] = {0};
+    far_keys far;
+    int pruning = far_start(&far, lo, hi, m_pad);
+    ptrdiff_t chunks = m_pad / CHUNK;
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
         int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
-        ptrdiff_t row_own = own >= 0 ? own + i0 : -1;
+        ptrdiff_t row_own[ROWS], first = 0;
         double row_shift[ROWS], row_sum[ROWS], row_weighted[ROWS][VALUES];
+        double lift[ROWS], slack[ROWS], spent[ROWS], level[ROWS];
         vreal qv[ROWS][DIMS];
         for (int r = 0; r < ROWS; r++) {
             row_shift[r] = -INFINITY;
-            row_sum[r] = 0;
+            row_sum[r] = spent[r] = 0;
+            level[r] = -INFINITY;
             for (int c = 0; c < VALUES; c++) row_weighted[r][c] = 0;
         }
         query_rows(qv, q, i0, rows);
-        for (ptrdiff_t j0 = 0; j0 < m; j0 += CHUNK) {
-            ptrdiff_t end = j0 + CHUNK < m_pad ? j0 + CHUNK : m_pad;
-            int reshift = j0 == 0;
+        own_keys(row_own, own, i0, rows);
+        if (pruning) first = block_start(&far, qv, lift, slack);
+        /* the chunk of the nearest box first (it sets the shifts), then the others */
+        for (ptrdiff_t t = -1; t < chunks; t++) {
+            if (t == first) continue;
+            ptrdiff_t j0 = (t < 0 ? first : t) * CHUNK;
+            int skip[BOXES] = {0};
+            if (pruning && t >= 0 && skip_boxes(&far, t, lift, slack, level, spent, skip))
+                continue;
+            int reshift = t < 0;
             for (;;) {
                 if (reshift) { /* shifts to this chunk's maxima where those are larger */
                     vreal top[ROWS], x[ROWS];
                     for (int r = 0; r < ROWS; r++) top[r] = splat(-INFINITY);
-                    for (ptrdiff_t j = j0; j < end; j += LANES) {
+                    for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES) {
+                        if (skip[(j - j0) / BOX]) continue;
                         log_weights(x, qv, zero, kt, m_pad, j, m, row_own);
-                        for (int r = 0; r < ROWS; r++) top[r] = select(x[r] > top[r], x[r], top[r]);
+                        for (int r = 0; r < ROWS; r++) top[r] = blend(x[r] > top[r], x[r], top[r]);
                     }
                     for (int r = 0; r < ROWS; r++) {
                         double new_shift = largest(top[r]);
@@ -220,7 +383,8 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                     chunk_sum[r] = splat(0);
                     for (int c = 0; c < VALUES; c++) chunk_weighted[r][c] = splat(0);
                 }
-                for (ptrdiff_t j = j0; j < end; j += LANES) {
+                for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES) {
+                    if (skip[(j - j0) / BOX]) continue;
                     log_weights(x, qv, base, kt, m_pad, j, m, row_own);
                     /* sums of a chunk with an x over RESHIFT are discarded (summed again
                        after a re-shift, or the row made NaN), so 2^x needs no clamp */
@@ -247,6 +411,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                        that their products lose the digits): the caller pools the row again */
                     row_sum[r] += row_over[r] ? NAN : total(chunk_sum[r]);
                     for (int c = 0; c < VALUES; c++) row_weighted[r][c] += total(chunk_weighted[r][c]);
+                    if (pruning) level[r] = row_level(row_shift[r], row_sum[r]);
                 }
                 break;
             }
@@ -257,6 +422,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
             for (int c = 0; c < VALUES; c++) weighted[(i0 + r) * VALUES + c] = row_weighted[r][c];
         }
     }
+    free(far.chunk_lo);
 }
 
 /* Local moments for local linear fits, in one column layout per query row:
@@ -265,21 +431,22 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
    heaviest key k_ref (the first of its largest log weight, index written to ref): its
    own terms are exactly 0, so a row that one key dominates keeps the others' moments
    (about the query, E[δδᵀ] - E[δ]E[δ]ᵀ cancels to rounding). A first pass over the
-   keys finds it and the shift (that key's log weight: no weight exceeds 1); own >= 0
-   as in gaussian_state. A row whose log weights rounding keeps above the shift by more
+   keys finds it and the shift (that key's log weight: no weight exceeds 1); own as in
+   gaussian_state. A row whose log weights rounding keeps above the shift by more
    than RESHIFT comes out NaN; one without a finite log weight, all 0 (ref -1). */
 #define MOMENTS (1 + DIMS + DIMS * DIMS + VALUES * (1 + DIMS))
 
 void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
                       ptrdiff_t m_pad, double *shift, double *moments, ptrdiff_t *ref,
-                      ptrdiff_t own) {
+                      const ptrdiff_t *own) {
     const vreal zero[ROWS] = {0};
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
         int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
-        ptrdiff_t row_own = own >= 0 ? own + i0 : -1;
+        ptrdiff_t row_own[ROWS];
         vreal qv[ROWS][DIMS], x[ROWS], top[ROWS];
         vint at[ROWS];
         query_rows(qv, q, i0, rows);
+        own_keys(row_own, own, i0, rows);
         for (int r = 0; r < ROWS; r++) {
             top[r] = splat(-INFINITY);
             at[r] = (vint){0} - 1;
@@ -290,7 +457,7 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             for (int l = 0; l < LANES; l++) index[l] = j + l;
             for (int r = 0; r < ROWS; r++) {
                 vint larger = x[r] > top[r];
-                top[r] = select(larger, x[r], top[r]);
+                top[r] = blend(larger, x[r], top[r]);
                 at[r] = (at[r] & ~larger) | (index & larger);
             }
         }

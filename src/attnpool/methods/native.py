@@ -53,6 +53,11 @@ from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
 SOURCE = Path(__file__).with_name("native.c")
 #: Keys per chunk in ``native.c``; key arrays are padded to a multiple of it.
 CHUNK = 256
+#: Keys per bounding box in ``native.c``.
+BOX = 64
+#: Fewest query × key pairs from which keys and queries are put in locality order, so that
+#: the loop can pass over the boxes of keys too far to matter (:mod:`.locality`).
+LOCAL_MIN_PAIRS = 2**22
 #: Value columns per compiled pass; more are pooled in groups of this many.
 MAX_VALUES = 16
 #: Query rows per task handed to a thread, at most (tasks are equal, a whole number per core).
@@ -130,7 +135,7 @@ def unavailable_reason() -> str | None:
 
 
 def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
-                return_shift: bool = False):  # fmt: skip
+                return_shift: bool = False, ordered: bool = False):  # fmt: skip
     """``(n, 1 + p)`` Gaussian sums ``[Σ_k w, Σ_k w·v]``, each row relative to its own shift.
 
     ``queries (n, d)``, ``keys (m, d)``, ``values (m, p ≥ 1)``; ``scale (d,)`` multiplies the
@@ -140,7 +145,10 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     (leave-one-out). ``return_shift``: also the ``(n,)`` shifts, in log2 units, of log
     weights formed as ``native.c`` forms them — ``−‖q − k‖²/2`` of the scaled rows, or
     from d = 3 on ``q·k − ‖k‖²/2`` of rows centred on the keys' mean (the query's own
-    ``−‖q‖²/2`` left out) — so that ``Σ_k w = 2^shift · sums[:, 0]``.
+    ``−‖q‖²/2`` left out) — so that ``Σ_k w = 2^shift · sums[:, 0]``. Large sums put
+    keys and queries in locality order (:mod:`.locality`) so that the loop passes over
+    what is too far to matter (at most ``2^−47`` of a row's sum); ``ordered``: the
+    caller's order already is one.
     """
     queries, keys, values = (np.asarray(a) for a in (queries, keys, values))
     single = all(a.dtype == np.float32 for a in (queries, keys, values))
@@ -148,34 +156,43 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     n, d = queries.shape
     m, p = values.shape
     q, kt = _coordinates(queries, keys, np.asarray(scale, np.float64), dtype)
+    layout = _Layout(q, kt, m, exclude_self, ordered=ordered)
     m_pad = kt.shape[1]
-    sums = np.empty((n, 1 + p))
+    sums, shift = np.empty((n, 1 + p)), np.empty(n)
     for start in range(0, p, MAX_VALUES):
         columns = slice(start, min(start + MAX_VALUES, p))
         width = columns.stop - columns.start
         vt = np.zeros((width, m_pad), dtype)
-        vt[:, :m] = values[:, columns].T
+        vt[:, :m] = values[layout.keys, columns].T
         function = _library(compiler(), not single, d, width, d >= MATMUL_MIN_DIM)
-        shift, total, weighted = np.empty(n), np.empty(n), np.empty((n, width))
-        _run_threads(function, q, kt, vt, m, (shift, total, weighted), exclude_self)
-        sums[:, 0] = total
-        sums[:, 1 + columns.start : 1 + columns.stop] = weighted
+        total, weighted = np.empty(n), np.empty((n, width))
+        _run_threads(function, layout, vt, m, (shift, total, weighted))
+        sums[layout.queries, 0] = total
+        sums[layout.queries, 1 + columns.start : 1 + columns.stop] = weighted
+    shift[layout.queries] = shift.copy()
     return (sums, shift) if return_shift else sums
 
 
 def leave_one_out_sums(
-    points, values, scale, kernel: Kernel | None = None, rows: int | None = None
+    points,
+    values,
+    scale,
+    kernel: Kernel | None = None,
+    rows: int | None = None,
+    ordered: bool = False,
 ) -> np.ndarray | None:
     """``(n, 1 + p)``: each point's Gaussian sums over the others (own pair masked in the
     loop), rows relative to their own shift; None where the points reach beyond
     :data:`MAX_SCALED` bandwidths of their midrange or a sum is not finite.
     ``points (n, d)``, ``values (n, p)``, ``scale (d,)`` the inverse bandwidths;
-    ``rows``: only the first ``rows`` points' sums (over all the others)."""
+    ``rows``: only the first ``rows`` points' sums (over all the others); ``ordered`` as
+    in :func:`native_sums` (the first ``rows`` points, and the others, each in locality
+    order)."""
     points = np.asarray(points, np.float64)
     centred = points - (0.5 * points.min(axis=0) + 0.5 * points.max(axis=0))
     if np.any(np.max(np.abs(centred), axis=0) * scale > MAX_SCALED):
         return None
-    sums = native_sums(centred[:rows], centred, values, scale, exclude_self=True)
+    sums = native_sums(centred[:rows], centred, values, scale, exclude_self=True, ordered=ordered)
     return sums if np.all(np.isfinite(sums)) else None
 
 
@@ -198,7 +215,8 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False):
     shift = np.empty(n)
     moments = np.empty((n, 1 + d + d * d + p * (1 + d)))
     ref = np.empty(n, np.intp)
-    _run_threads(function, q, kt, vt, m, (shift, moments, ref), exclude_self)
+    layout = _Layout(q, kt, m, exclude_self, local=False)
+    _run_threads(function, layout, vt, m, (shift, moments, ref))
     return moments, ref
 
 
@@ -222,11 +240,59 @@ def _coordinates(queries, keys, scale, dtype):
     return np.ascontiguousarray(q, dtype), kt
 
 
-def _run_threads(function, q, kt, vt, m, outputs, exclude_self) -> None:
-    """``function`` of ``native.c`` over equal parts of the query rows ``q``, a whole number
-    of parts per core (``ctypes`` releases the GIL), each writing its rows of ``outputs``
-    (``exclude_self``: each part's first row is the key of the same number)."""
+class _Layout:
+    """The loop's inputs in the order it reads them, and what it needs to pass over far
+    keys. From :data:`LOCAL_MIN_PAIRS` pairs over more than one chunk, where a query's
+    reach (:func:`_reach`) leaves out at least half of the keys' box: keys and queries in
+    locality order (``keys``, ``queries``: the permutations; ``kt`` reordered in place;
+    ``ordered``: the caller's order already is one) with the keys' boxes (``lo``, ``hi``);
+    else as given, no boxes. ``own``: the key each query row leaves out
+    (``exclude_self``: query ``i`` is key ``i``), or None."""
+
+    def __init__(self, q: np.ndarray, kt: np.ndarray, m: int, exclude_self: bool,
+                 local: bool = True, ordered: bool = False) -> None:  # fmt: skip
+        from .locality import bounding_boxes, locality_order
+
+        n, d = q.shape
+        every_query, every_key = np.arange(n), np.arange(m)
+        self.keys, self.queries = every_key, every_query
+        self.lo = self.hi = None
+        keys = kt[:d, :m].T
+        if local and n * m >= LOCAL_MIN_PAIRS and m > CHUNK and _passes_over(keys, m):
+            if not ordered:
+                self.keys = locality_order(keys, BOX)
+                # leave-one-out over every point: the queries are the keys
+                self.queries = self.keys if exclude_self and n == m else locality_order(q, BOX)
+                kt[:, :m] = kt[:, self.keys]
+                q = q[self.queries]
+            self.lo, self.hi = bounding_boxes(kt[:d, :m].T.astype(np.float64), BOX, kt.shape[1])
+        self.q, self.kt = np.ascontiguousarray(q), kt
+        self.own = None
+        if exclude_self:
+            position = np.empty(m, np.intp)
+            position[self.keys] = every_key
+            self.own = position[self.queries]
+
+
+def _passes_over(keys: np.ndarray, m: int) -> bool:
+    """Whether the keys within a query's reach, for a query among the ``keys (m, d)``
+    (scaled coordinates) uniformly spread over their box, are at most half of them on
+    average: whether passing over far ones pays."""
+    # the loop passes over boxes below about 2^-48 / (BOX · boxes) of a row's sum
+    reach = np.sqrt(2 * (48 + np.log2(float(m))) / _LOG2E)
+    extent = np.maximum(np.ptp(keys, axis=0).astype(np.float64), reach)
+    # per column, the mean length of [x − reach, x + reach] within [0, extent]
+    return bool(np.prod((2 * reach - reach**2 / extent) / extent) <= 0.5)
+
+
+def _run_threads(function, layout: _Layout, vt, m, outputs) -> None:
+    """``function`` of ``native.c`` over equal parts of the query rows, a whole number of
+    parts per core (``ctypes`` releases the GIL), each writing its rows of ``outputs``."""
+    q, kt = layout.q, layout.kt
     n = q.shape[0]
+    boxes = () if function.__name__ != "gaussian_state" else (
+        (None, None) if layout.lo is None else (_address(layout.lo), _address(layout.hi))
+    )  # fmt: skip
 
     def task(start: int, stop: int) -> None:
         function(
@@ -237,7 +303,8 @@ def _run_threads(function, q, kt, vt, m, outputs, exclude_self) -> None:
             m,
             kt.shape[1],
             *(_address(a, start) for a in outputs),
-            start if exclude_self else -1,
+            None if layout.own is None else _address(layout.own, start),
+            *boxes,
         )
 
     cores = _cores() if n * kt.shape[1] >= THREAD_MIN_PAIRS else 1
@@ -271,12 +338,8 @@ def _cores() -> int:
 
 _POINTER, _SIZE = ctypes.c_void_p, ctypes.c_ssize_t
 _SIGNATURES = {
-    "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE]
-    + [_POINTER] * 3
-    + [_SIZE],
-    "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE]
-    + [_POINTER] * 3
-    + [_SIZE],
+    "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
+    "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 4,
 }
 
 
