@@ -329,6 +329,30 @@ def search(
         counted, thetas, GRID, progress,
         smooth=not model.kernel.compact,
     )  # fmt: skip
+    theta, value = _categorical_edges(counted, theta, value, model)
     return BandwidthSelection(
         bandwidth_of(theta, model), value, method, (GRID, objectives), True, counted.calls
     )
+
+
+#: The logit beyond which a categorical column's ``λ`` is tried at its edge, and that
+#: edge's: ``λ`` within ``2e-16`` of 0 or of its largest value (bandwidths stay positive).
+EDGE_LOGIT, EDGE = 15.0, 36.0
+
+
+def _categorical_edges(
+    objective: Callable[[np.ndarray], float], theta: np.ndarray, value: float, model: Any
+) -> tuple[np.ndarray, float]:
+    """``(θ, objective)`` with each categorical column the search drove beyond
+    :data:`EDGE_LOGIT` tried at that edge (:data:`EDGE`) — ``λ → 0`` (the column splits
+    the data) or its largest value (the column is ignored), which logits approach only
+    slowly, the criterion flat to ~1e-9 there — and kept there where the criterion is no
+    larger."""
+    for column in model.categorical:
+        if abs(theta[column]) > EDGE_LOGIT:
+            trial = theta.copy()
+            trial[column] = math.copysign(EDGE, theta[column])
+            at_edge = objective(trial)
+            if at_edge <= value:
+                theta, value = trial, at_edge
+    return theta, value

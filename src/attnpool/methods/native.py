@@ -27,6 +27,15 @@ file, a file planted by someone else) is built again.
 Log weights: ``d ≤ 2`` by differences, ``−|q − k|²/2``; ``d ≥ 3`` in the matrix-product
 form ``q·k − |k|²/2`` on coordinates centred on the keys' mean, like the streamed path
 (:mod:`attnpool.geometry`).
+
+Far keys are passed over. Where a query's reach — the distance beyond which a Gaussian
+weight is below ``2^−48`` of a row's sum — leaves out most keys (at small bandwidths,
+as cross-validation picks in several columns), keys and queries are put in *k*-d
+locality order (:mod:`.locality`) and each run of :data:`BOX` keys is bounded by its
+box; a block of six queries sums the chunk of its nearest box first, then skips every
+box whose largest possible weight keeps what the row leaves out within ``2^−47`` of its
+sum (float32: ``2^−30``). The sums stay exact to rounding; the work follows the pairs
+that matter, not ``n·m``.
 """
 
 from __future__ import annotations
