@@ -145,3 +145,44 @@ def test_locality_order_groups_near_points_into_tight_boxes():
     # ties everywhere, and fewer points than a run: still permutations
     assert np.array_equal(np.sort(locality_order(np.zeros((300, 3)), 64)), np.arange(300))
     assert np.array_equal(locality_order(points[:10], 64), np.arange(10))
+
+
+def textbook_moments(queries, keys, values, h, ref, leave_out=None):
+    """``[Σ w, Σ w δ, Σ w δδᵀ, Σ w y', Σ w δ y']`` about the keys ``ref`` (scaled
+    coordinates, weights relative to the reference key's), in float64."""
+    q, k = queries / h, keys / h
+    out = []
+    for i in range(len(q)):
+        w = np.exp(-0.5 * ((k - q[i]) ** 2).sum(axis=1) + 0.5 * ((k[ref[i]] - q[i]) ** 2).sum())
+        if leave_out is not None:
+            w[leave_out[i]] = 0.0
+        delta, dy = k - k[ref[i]], values - values[ref[i]]
+        out.append(np.concatenate([[w.sum()], w @ delta, (delta.T * w @ delta).ravel(),
+                                   w @ dy, (dy.T * w @ delta).ravel()]))  # fmt: skip
+    return np.array(out)
+
+
+@pytest.mark.parametrize(("d", "m", "h"), [(1, 20000, 0.02), (3, 3000, 0.1)])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_local_moments_pass_over_far_keys_alike(d, m, h, exclude_self):
+    """Local linear's moments weigh far keys by up to ``|k − k_ref|²``: the loop's bound
+    counts it, and each row's reference key is named in the caller's order (one column:
+    boxes narrower than a bandwidth, where a looser bound shows; three: the product form)."""
+    rng = np.random.default_rng(d)
+    keys = rng.uniform(0, 5, (m, d))
+    queries = keys[:2500] if exclude_self else rng.uniform(-1, 6, (2500, d))
+    values = np.column_stack([np.sin(keys).sum(axis=1), keys[:, 0]])
+    assert passes_over(keys, h)
+    moments, ref = native.native_moments(queries, keys, values, np.full(d, 1 / h),
+                                         exclude_self=exclude_self)  # fmt: skip
+    leave_out = np.arange(2500) if exclude_self else None
+    rows = rng.choice(2500, 60, replace=False)  # the reference: every pair, row by row
+    want = textbook_moments(queries[rows], keys, values, h, ref[rows],
+                            None if leave_out is None else leave_out[rows])  # fmt: skip
+    got = moments[rows]
+    scale = np.max(np.abs(want), axis=0)
+    assert np.all(np.abs(got - want) <= 1e-11 * scale)
+    own = np.exp(-0.5 * (((keys[ref[rows]] - queries[rows]) / h) ** 2).sum(axis=1))
+    heaviest = [np.max(np.exp(-0.5 * (((keys - queries[i]) / h) ** 2).sum(axis=1))
+                       * (np.arange(m) != (i if exclude_self else -1))) for i in rows]  # fmt: skip
+    np.testing.assert_allclose(own, heaviest, rtol=1e-12)

@@ -108,7 +108,9 @@ class NativeObjective:
         queries = x[:rows]
         n, d = queries.shape
         p = y.shape[1]
-        moments, ref = self.native.native_moments(queries, x, y, 1.0 / h, exclude_self=True)
+        moments, ref = self.native.native_moments(
+            queries, x, y, 1.0 / h, exclude_self=True, ordered=True
+        )
         if np.any(ref < 0):
             return None
         total = moments[:, :1]

@@ -247,6 +247,21 @@ static ptrdiff_t block_start(far_keys *far, const vreal qv[ROWS][DIMS], double l
     return best;
 }
 
+/* log2 of what the moments multiply a weight by at most, 1 + |k - k_ref|^2 over the
+   box's keys (spread[r]: |q_r - k_ref|^2; the moments' own terms are at most that
+   times the weight), or 0 for plain sums (spread NULL). */
+static inline double growth(const far_keys *far, const double *lo, const double *hi,
+                            const double *spread, int r) {
+    if (!spread) return 0.0;
+    double d2 = 0;
+    for (int c = 0; c < DIMS; c++) {
+        double a = hi[c] - far->qlo[c], b = far->qhi[c] - lo[c];
+        double most = a > b ? a : b;
+        d2 += most > 0 ? most * most : 0.0;
+    }
+    return log2(1.0 + 2.0 * (d2 + spread[r]));
+}
+
 /* Which boxes of a chunk a block passes over, given each row's level (its shift plus
    log2 of its sum so far, less the shift's rounding): those whose largest weights keep
    what the row leaves out within BUDGET of its sum. Half of it (FREE) goes to boxes
@@ -255,26 +270,50 @@ static ptrdiff_t block_start(far_keys *far, const vreal qv[ROWS][DIMS], double l
    over all. */
 static int skip_boxes(const far_keys *far, ptrdiff_t chunk, const double lift[ROWS],
                       const double slack[ROWS], const double level[ROWS], double spent[ROWS],
-                      int skip[BOXES]) {
-    double chunk_reach = reach(far, far->chunk_lo + chunk * DIMS, far->chunk_hi + chunk * DIMS);
+                      const double *spread, int skip[BOXES]) {
+    const double *clo = far->chunk_lo + chunk * DIMS, *chi = far->chunk_hi + chunk * DIMS;
+    double chunk_reach = reach(far, clo, chi);
     int all = 1;
-    for (int r = 0; r < ROWS; r++) all &= chunk_reach + lift[r] + slack[r] - level[r] <= far->free;
+    for (int r = 0; r < ROWS; r++)
+        all &= chunk_reach + lift[r] + slack[r] + growth(far, clo, chi, spread, r) - level[r] <= far->free;
     if (all) {
         for (int b = 0; b < BOXES; b++) skip[b] = 1;
         return 1;
     }
     for (int b = 0; b < BOXES; b++) {
-        ptrdiff_t box = chunk * BOXES + b;
-        double box_reach = reach(far, far->lo + box * DIMS, far->hi + box * DIMS), add[ROWS];
+        const double *lo = far->lo + (chunk * BOXES + b) * DIMS, *hi = far->hi + (chunk * BOXES + b) * DIMS;
+        double box_reach = reach(far, lo, hi), add[ROWS];
         skip[b] = 1;
         for (int r = 0; r < ROWS && skip[b]; r++) {
-            double top = box_reach + lift[r] + slack[r] - level[r];
+            double top = box_reach + lift[r] + slack[r] + growth(far, lo, hi, spread, r) - level[r];
             add[r] = top <= far->free ? 0.0 : BOX * exp2(top);
             skip[b] = top <= far->free || (top <= far->near && spent[r] + add[r] <= (1 - FREE) * BUDGET);
         }
         if (skip[b])
             for (int r = 0; r < ROWS; r++) spent[r] += add[r];
         all &= skip[b];
+    }
+    return all;
+}
+
+/* Which boxes of a chunk cannot hold a row's heaviest key: the largest log weight each
+   allows is below every row's largest so far (top, by lane). Returns whether none can. */
+static int lighter_boxes(const far_keys *far, ptrdiff_t chunk, const double lift[ROWS],
+                         const double slack[ROWS], const vreal top[ROWS], int skip[BOXES]) {
+    double best[ROWS];
+    for (int r = 0; r < ROWS; r++) best[r] = largest(top[r]);
+    double chunk_reach = reach(far, far->chunk_lo + chunk * DIMS, far->chunk_hi + chunk * DIMS);
+    int all = 1;
+    for (int r = 0; r < ROWS; r++) all &= chunk_reach + lift[r] + slack[r] < best[r];
+    for (int b = 0; b < BOXES; b++) {
+        ptrdiff_t box = chunk * BOXES + b;
+        double box_reach = all ? 0.0 : reach(far, far->lo + box * DIMS, far->hi + box * DIMS);
+        skip[b] = 1;
+        for (int r = 0; r < ROWS && !all; r++) skip[b] &= box_reach + lift[r] + slack[r] < best[r];
+    }
+    if (!all) {
+        all = 1;
+        for (int b = 0; b < BOXES; b++) all &= skip[b];
     }
     return all;
 }
@@ -353,7 +392,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
             if (t == first) continue;
             ptrdiff_t j0 = (t < 0 ? first : t) * CHUNK;
             int skip[BOXES] = {0};
-            if (pruning && t >= 0 && skip_boxes(&far, t, lift, slack, level, spent, skip))
+            if (pruning && t >= 0 && skip_boxes(&far, t, lift, slack, level, spent, NULL, skip))
                 continue;
             int reshift = t < 0;
             for (;;) {
@@ -433,16 +472,23 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
    (about the query, E[δδᵀ] - E[δ]E[δ]ᵀ cancels to rounding). A first pass over the
    keys finds it and the shift (that key's log weight: no weight exceeds 1); own as in
    gaussian_state. A row whose log weights rounding keeps above the shift by more
-   than RESHIFT comes out NaN; one without a finite log weight, all 0 (ref -1). */
+   than RESHIFT comes out NaN; one without a finite log weight, all 0 (ref -1). lo, hi
+   as in gaussian_state: the first pass passes over boxes that cannot hold the heaviest
+   key, the second over those whose weights, times 1 + |k - k_ref|^2 (the most a
+   moment multiplies one by), keep what a row leaves out within BUDGET of its sum. */
 #define MOMENTS (1 + DIMS + DIMS * DIMS + VALUES * (1 + DIMS))
 
 void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
                       ptrdiff_t m_pad, double *shift, double *moments, ptrdiff_t *ref,
-                      const ptrdiff_t *own) {
+                      const ptrdiff_t *own, const double *lo, const double *hi) {
     const vreal zero[ROWS] = {0};
+    far_keys far;
+    int pruning = far_start(&far, lo, hi, m_pad);
+    ptrdiff_t chunks = m_pad / CHUNK;
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
         int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
-        ptrdiff_t row_own[ROWS];
+        ptrdiff_t row_own[ROWS], first = 0;
+        double lift[ROWS], slack[ROWS];
         vreal qv[ROWS][DIMS], x[ROWS], top[ROWS];
         vint at[ROWS];
         query_rows(qv, q, i0, rows);
@@ -451,17 +497,27 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             top[r] = splat(-INFINITY);
             at[r] = (vint){0} - 1;
         }
-        for (ptrdiff_t j = 0; j < m_pad; j += LANES) { /* the heaviest key per lane */
-            log_weights(x, qv, zero, kt, m_pad, j, m, row_own);
-            vint index;
-            for (int l = 0; l < LANES; l++) index[l] = j + l;
-            for (int r = 0; r < ROWS; r++) {
-                vint larger = x[r] > top[r];
-                top[r] = blend(larger, x[r], top[r]);
-                at[r] = (at[r] & ~larger) | (index & larger);
+        if (pruning) first = block_start(&far, qv, lift, slack);
+        /* the heaviest key per lane (the first of equals), from the nearest chunk on: a box
+           whose largest log weight is below every row's largest so far holds none */
+        for (ptrdiff_t t = -1; t < chunks; t++) {
+            if (t == first) continue;
+            ptrdiff_t chunk = t < 0 ? first : t, j0 = chunk * CHUNK;
+            int skip[BOXES] = {0};
+            if (pruning && t >= 0 && lighter_boxes(&far, chunk, lift, slack, top, skip)) continue;
+            for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES) {
+                if (skip[(j - j0) / BOX]) continue;
+                log_weights(x, qv, zero, kt, m_pad, j, m, row_own);
+                vint index;
+                for (int l = 0; l < LANES; l++) index[l] = j + l;
+                for (int r = 0; r < ROWS; r++) {
+                    vint larger = (x[r] > top[r]) | ((x[r] == top[r]) & (index < at[r]));
+                    top[r] = blend(larger, x[r], top[r]);
+                    at[r] = (at[r] & ~larger) | (index & larger);
+                }
             }
         }
-        double row_shift[ROWS];
+        double row_shift[ROWS], spread[ROWS], level[ROWS], spent[ROWS];
         ptrdiff_t row_ref[ROWS];
         vreal base[ROWS], rv[ROWS][DIMS], ry[ROWS][VALUES];
         for (int r = 0; r < ROWS; r++) {
@@ -478,6 +534,13 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
             for (int c = 0; c < DIMS; c++) rv[r][c] = splat(kt[c * m_pad + k]);
             for (int c = 0; c < VALUES; c++) ry[r][c] = splat(vt[c * m_pad + k]);
+            spread[r] = 0;
+            for (int c = 0; c < DIMS; c++) {
+                double gap = kt[c * m_pad + k] - qv[r][c][0] / (MATMUL ? LOG2E : 1.0);
+                spread[r] += gap * gap;
+            }
+            level[r] = row_shift[r] - EPSILON * fabs(row_shift[r]); /* the sum is at least 1 */
+            spent[r] = 0;
         }
         vreal s0[ROWS], s1[ROWS][DIMS], s2[ROWS][DIMS][DIMS], sy[ROWS][VALUES],
             syd[ROWS][VALUES][DIMS];
@@ -494,7 +557,14 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
                 for (int a = 0; a < DIMS; a++) syd[r][c][a] = splat(0);
             }
         }
+        int skip[BOXES] = {0};
         for (ptrdiff_t j = 0; j < m_pad; j += LANES) {
+            if (pruning && j % CHUNK == 0 &&
+                skip_boxes(&far, j / CHUNK, lift, slack, level, spent, spread, skip)) {
+                j += CHUNK - LANES;
+                continue;
+            }
+            if (skip[(j % CHUNK) / BOX]) continue;
             log_weights(x, qv, base, kt, m_pad, j, m, row_own);
             for (int r = 0; r < ROWS; r++) over[r] |= x[r] > (real)RESHIFT;
             exp2_rows(x);
@@ -536,4 +606,5 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             }
         }
     }
+    free(far.chunk_lo);
 }

@@ -205,14 +205,16 @@ def leave_one_out_sums(
     return sums if np.all(np.isfinite(sums)) else None
 
 
-def native_moments(queries, keys, values, scale, *, exclude_self: bool = False):
+def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
+                   ordered: bool = False):  # fmt: skip
     """Gaussian local moments about each query's heaviest key, in float64.
 
     Returns ``moments (n, 1 + d + d² + p·(1 + d))`` — ``[Σ w, Σ w δ, Σ w δδᵀ, Σ w y',
     Σ w δ y']`` with ``δ = k − k_ref``, ``y' = y − y_ref`` in scaled coordinates, weights
     relative to the heaviest key's (1) — and ``ref (n,)``, that key's row (−1 where a row
-    has no weight). Arguments as :func:`native_sums`; ``values (m, p ≤ MAX_VALUES)``. A
-    row whose scaled coordinates overflowed is not finite.
+    has no weight). Arguments as :func:`native_sums` (far keys passed over alike, a
+    weight counted with the most a moment multiplies it by); ``values (m, p ≤
+    MAX_VALUES)``. A row whose scaled coordinates overflowed is not finite.
     """
     queries, keys, values = (np.asarray(a, np.float64) for a in (queries, keys, values))
     n, d = queries.shape
@@ -224,8 +226,12 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False):
     shift = np.empty(n)
     moments = np.empty((n, 1 + d + d * d + p * (1 + d)))
     ref = np.empty(n, np.intp)
-    layout = _Layout(q, kt, m, exclude_self, local=False)
+    layout = _Layout(q, kt, m, exclude_self, ordered=ordered)
+    vt[:, :m] = vt[:, layout.keys]
     _run_threads(function, layout, vt, m, (shift, moments, ref))
+    found = ref >= 0
+    ref[found] = layout.keys[ref[found]]
+    moments[layout.queries], ref[layout.queries] = moments.copy(), ref.copy()
     return moments, ref
 
 
@@ -259,7 +265,7 @@ class _Layout:
     (``exclude_self``: query ``i`` is key ``i``), or None."""
 
     def __init__(self, q: np.ndarray, kt: np.ndarray, m: int, exclude_self: bool,
-                 local: bool = True, ordered: bool = False) -> None:  # fmt: skip
+                 ordered: bool = False) -> None:  # fmt: skip
         from .locality import bounding_boxes, locality_order
 
         n, d = q.shape
@@ -267,7 +273,7 @@ class _Layout:
         self.keys, self.queries = every_key, every_query
         self.lo = self.hi = None
         keys = kt[:d, :m].T
-        if local and n * m >= LOCAL_MIN_PAIRS and m > CHUNK and _passes_over(keys, m):
+        if n * m >= LOCAL_MIN_PAIRS and m > CHUNK and _passes_over(keys, m):
             if not ordered:
                 self.keys = locality_order(keys, BOX)
                 # leave-one-out over every point: the queries are the keys
@@ -299,9 +305,7 @@ def _run_threads(function, layout: _Layout, vt, m, outputs) -> None:
     parts per core (``ctypes`` releases the GIL), each writing its rows of ``outputs``."""
     q, kt = layout.q, layout.kt
     n = q.shape[0]
-    boxes = () if function.__name__ != "gaussian_state" else (
-        (None, None) if layout.lo is None else (_address(layout.lo), _address(layout.hi))
-    )  # fmt: skip
+    boxes = (None, None) if layout.lo is None else (_address(layout.lo), _address(layout.hi))
 
     def task(start: int, stop: int) -> None:
         function(
@@ -348,7 +352,7 @@ def _cores() -> int:
 _POINTER, _SIZE = ctypes.c_void_p, ctypes.c_ssize_t
 _SIGNATURES = {
     "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
-    "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 4,
+    "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
 }
 
 
