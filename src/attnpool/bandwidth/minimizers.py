@@ -83,13 +83,14 @@ def minimize_smooth(
     ftol: float = 1e-12,
     memory: int = 10,
     value_and_gradient=None,
+    first_step: float = 0.5,
 ):
     """``(θ, f(θ))``: a local minimum of a smooth ``objective`` from ``start`` by L-BFGS on
     forward differences (``d + 1`` evaluations a step, ``d`` = ``θ``'s size), without
     SciPy (whose import costs more than a small search).
 
     Each step goes along the quasi-Newton direction of the last ``memory`` steps (the
-    first along the gradient, half a unit of ``θ`` long; none longer than
+    first along the gradient, ``first_step`` units of ``θ`` long; none longer than
     :data:`LONGEST_STEP`) and backtracks, by quadratic
     interpolation, until the objective is defined and falls by at least 1e-4 of the
     slope's promise (Armijo). It stops when a step lowers the objective by less than
@@ -107,7 +108,10 @@ def minimize_smooth(
 
     ``value_and_gradient``: ``θ → (f(θ), ∇f(θ))`` in one evaluation (the gradient None
     where it cannot give one): the exact gradient instead of forward differences, and
-    every evaluation of the descent through it, so an accepted step has its gradient.
+    every evaluation of the descent through it, so an accepted step has its gradient;
+    and the descent also stops before a quasi-Newton step whose model promises less than
+    ``ftol`` of the objective (``−½ ∇f·p`` for the step ``p``): with exact gradients the
+    model is good near the optimum, and that step would cost an evaluation for nothing.
     """
     gradient_at = _forward_gradient
     if value_and_gradient is not None:
@@ -129,8 +133,11 @@ def minimize_smooth(
             direction, slope = -gradient, -float(gradient @ gradient)
         if slope == 0.0:
             break
+        promised = -0.5 * slope / max(abs(value), 1e-300)
+        if value_and_gradient is not None and steps and promised <= ftol:
+            break
         longest = float(np.max(np.abs(direction)))
-        length = min(1.0, LONGEST_STEP / longest) if steps else 0.5 / longest
+        length = min(1.0, LONGEST_STEP / longest) if steps else first_step / longest
         trial, trial_value = _backtrack(objective, theta, value, direction, slope, length)
         if trial is None:
             break

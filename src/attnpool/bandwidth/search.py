@@ -185,9 +185,12 @@ def host_search(
         )
         theta = np.array([found])
     elif smooth:
+        # with the exact gradient, the first step is one grid step long: the grid's
+        # best point is within one of the optimum along its line
+        exact = value_and_gradient is not None
         theta, value = minimize_smooth(
             objective, best, limits=limits, value_and_gradient=value_and_gradient,
-            ftol=1e-12 if value_and_gradient is None else EXACT_GRADIENT_FTOL,
+            ftol=EXACT_GRADIENT_FTOL if exact else 1e-12, first_step=step if exact else 0.5,
         )  # fmt: skip
     else:
         from scipy import optimize  # 0.5 s to import: only for compact kernels

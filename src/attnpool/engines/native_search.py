@@ -31,8 +31,9 @@ ESTIMATE_MIN_ROWS = 2**14
 
 def estimate_rows(n: int) -> int:
     """Rows whose errors the estimate averages: an eighth of ``n``, at least 4096 and at
-    most 32768 (enough to rank a coarse grid: its error is ~1% of the objective)."""
-    return min(max(4096, n // 8), 2**15)
+    most 16384 (enough to rank a coarse grid: every point's estimate averages the same
+    rows, so their differences are far more precise than each one's ~1%)."""
+    return min(max(4096, n // 8), 2**14)
 
 
 class NativeObjective:
