@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnpool import attention_pool
-from attnpool.methods import native
+from attnpool.methods import native, native_layout
 from attnpool.methods.locality import bounding_boxes, locality_order
 
 
@@ -39,7 +39,7 @@ def passes_over(keys, h):
     """Whether these keys at this bandwidth take the path that passes over far boxes."""
     m = keys.shape[0]
     scaled = np.asarray(keys, np.float64) / h
-    return len(keys) ** 2 >= native.LOCAL_MIN_PAIRS and native._passes_over(scaled, m)
+    return len(keys) ** 2 >= native_layout.LOCAL_MIN_PAIRS and native_layout.passes_over(scaled, m)
 
 
 def clusters(rng, n, d, centres, spread):
@@ -92,8 +92,8 @@ def test_leave_one_out_sums_in_a_callers_order_leave_out_their_own_pair():
     rng = np.random.default_rng(5)
     points = clusters(rng, 4000, 2, [[0, 0], [30, 30]], 2.0)
     first, rest = np.arange(1000), np.arange(1000, 4000)
-    order = np.concatenate([first[locality_order(points[first], native.BOX)],
-                            rest[locality_order(points[rest], native.BOX)]])  # fmt: skip
+    order = np.concatenate([first[locality_order(points[first], native_layout.BOX)],
+                            rest[locality_order(points[rest], native_layout.BOX)]])  # fmt: skip
     points = points[order]
     values = np.sin(points).sum(axis=1, keepdims=True)
     h = np.array([0.1, 0.1])

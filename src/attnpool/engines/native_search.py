@@ -136,7 +136,7 @@ def _search_order(points: np.ndarray, rows: int | None) -> np.ndarray:
     ``rows`` — the first of a fixed shuffle — ahead of the others (the objective, a mean
     over every row, does not depend on the order)."""
     from ..methods.locality import locality_order
-    from ..methods.native import BOX
+    from ..methods.native_layout import BOX
 
     n = points.shape[0]
     span = np.ptp(points, axis=0)

@@ -31,7 +31,7 @@ form ``q·k − |k|²/2`` on coordinates centred on the keys' mean, like the str
 Far keys are passed over. Where a query's reach — the distance beyond which a Gaussian
 weight is below ``2^−48`` of a row's sum — leaves out most keys (at small bandwidths,
 as cross-validation picks in several columns), keys and queries are put in *k*-d
-locality order (:mod:`.locality`) and each run of :data:`BOX` keys is bounded by its
+locality order (:mod:`.locality`) and each run of 64 keys is bounded by its
 box; a block of six queries sums the chunk of its nearest box first, then skips every
 box whose largest possible weight keeps what the row leaves out within ``2^−47`` of its
 sum (float32: ``2^−30``). The sums stay exact to rounding; the work follows the pairs
@@ -58,15 +58,9 @@ import numpy as np
 
 from .._cache import is_private, private_directory, processor_fingerprint
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
+from .native_layout import CHUNK, LOG2E, Layout
 
 SOURCE = Path(__file__).with_name("native.c")
-#: Keys per chunk in ``native.c``; key arrays are padded to a multiple of it.
-CHUNK = 256
-#: Keys per bounding box in ``native.c``.
-BOX = 64
-#: Fewest query × key pairs from which keys and queries are put in locality order, so that
-#: the loop can pass over the boxes of keys too far to matter (:mod:`.locality`).
-LOCAL_MIN_PAIRS = 2**22
 #: Value columns per compiled pass; more are pooled in groups of this many.
 MAX_VALUES = 16
 #: Query rows per task handed to a thread, at most (tasks are equal, a whole number per core).
@@ -82,7 +76,6 @@ MAX_SCALED = 2.0**12
 _FLAGS = ("-O3", "-ffp-contract=fast", "-shared", "-fPIC")
 #: ``{compiler: (time.monotonic() of the failure, reason)}``.
 _failures: dict[str, tuple[float, str]] = {}
-_LOG2E = 1.4426950408889634
 
 
 def supports(kernel: Kernel) -> bool:
@@ -165,7 +158,7 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     n, d = queries.shape
     m, p = values.shape
     q, kt = _coordinates(queries, keys, np.asarray(scale, np.float64), dtype)
-    layout = _Layout(q, kt, m, exclude_self, ordered=ordered)
+    layout = Layout(q, kt, m, exclude_self, ordered=ordered)
     m_pad = kt.shape[1]
     sums, shift = np.empty((n, 1 + p)), np.empty(n)
     for start in range(0, p, MAX_VALUES):
@@ -226,7 +219,7 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
     shift = np.empty(n)
     moments = np.empty((n, 1 + d + d * d + p * (1 + d)))
     ref = np.empty(n, np.intp)
-    layout = _Layout(q, kt, m, exclude_self, ordered=ordered)
+    layout = Layout(q, kt, m, exclude_self, ordered=ordered)
     vt[:, :m] = vt[:, layout.keys]
     _run_threads(function, layout, vt, m, (shift, moments, ref))
     found = ref >= 0
@@ -247,60 +240,15 @@ def _coordinates(queries, keys, scale, dtype):
         q -= centre
         k -= centre
         kt = np.zeros((d + 1, m_pad), dtype)
-        kt[d, :m] = -0.5 * _LOG2E * np.einsum("ij,ij->i", k, k)
-        q *= _LOG2E
+        kt[d, :m] = -0.5 * LOG2E * np.einsum("ij,ij->i", k, k)
+        q *= LOG2E
     else:
         kt = np.zeros((d, m_pad), dtype)
     kt[:d, :m] = k.T
     return np.ascontiguousarray(q, dtype), kt
 
 
-class _Layout:
-    """The loop's inputs in the order it reads them, and what it needs to pass over far
-    keys. From :data:`LOCAL_MIN_PAIRS` pairs over more than one chunk, where a query's
-    reach (:func:`_reach`) leaves out at least half of the keys' box: keys and queries in
-    locality order (``keys``, ``queries``: the permutations; ``kt`` reordered in place;
-    ``ordered``: the caller's order already is one) with the keys' boxes (``lo``, ``hi``);
-    else as given, no boxes. ``own``: the key each query row leaves out
-    (``exclude_self``: query ``i`` is key ``i``), or None."""
-
-    def __init__(self, q: np.ndarray, kt: np.ndarray, m: int, exclude_self: bool,
-                 ordered: bool = False) -> None:  # fmt: skip
-        from .locality import bounding_boxes, locality_order
-
-        n, d = q.shape
-        every_query, every_key = np.arange(n), np.arange(m)
-        self.keys, self.queries = every_key, every_query
-        self.lo = self.hi = None
-        keys = kt[:d, :m].T
-        if n * m >= LOCAL_MIN_PAIRS and m > CHUNK and _passes_over(keys, m):
-            if not ordered:
-                self.keys = locality_order(keys, BOX)
-                # leave-one-out over every point: the queries are the keys
-                self.queries = self.keys if exclude_self and n == m else locality_order(q, BOX)
-                kt[:, :m] = kt[:, self.keys]
-                q = q[self.queries]
-            self.lo, self.hi = bounding_boxes(kt[:d, :m].T.astype(np.float64), BOX, kt.shape[1])
-        self.q, self.kt = np.ascontiguousarray(q), kt
-        self.own = None
-        if exclude_self:
-            position = np.empty(m, np.intp)
-            position[self.keys] = every_key
-            self.own = position[self.queries]
-
-
-def _passes_over(keys: np.ndarray, m: int) -> bool:
-    """Whether the keys within a query's reach, for a query among the ``keys (m, d)``
-    (scaled coordinates) uniformly spread over their box, are at most half of them on
-    average: whether passing over far ones pays."""
-    # the loop passes over boxes below about 2^-48 / (BOX · boxes) of a row's sum
-    reach = np.sqrt(2 * (48 + np.log2(float(m))) / _LOG2E)
-    extent = np.maximum(np.ptp(keys, axis=0).astype(np.float64), reach)
-    # per column, the mean length of [x − reach, x + reach] within [0, extent]
-    return bool(np.prod((2 * reach - reach**2 / extent) / extent) <= 0.5)
-
-
-def _run_threads(function, layout: _Layout, vt, m, outputs) -> None:
+def _run_threads(function, layout: Layout, vt, m, outputs) -> None:
     """``function`` of ``native.c`` over equal parts of the query rows, a whole number of
     parts per core (``ctypes`` releases the GIL), each writing its rows of ``outputs``."""
     q, kt = layout.q, layout.kt
