@@ -18,6 +18,7 @@ Usage: ``python benchmarks/bench_density.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 
@@ -37,6 +38,9 @@ def _row(case: str, n: int, ours: float, theirs: float | None, other: str, agree
 
 
 def main() -> None:
+    # a first call imports the modules it needs: compiled once, as an installed package's
+    # are (an environment with PYTHONDONTWRITEBYTECODE would compile them in every run)
+    sys.dont_write_bytecode = False
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     quick = parser.parse_args().quick

@@ -10,15 +10,17 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 @pytest.fixture
 def native_cache(tmp_path, monkeypatch):
     """An empty cache of compiled ``native`` loops, as on a fresh machine: the path."""
-    from attnpool.methods import native
+    from attnpool.methods import build, native
 
     monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))
-    native._cache_directory.cache_clear()
+    build.cache_directory.cache_clear()
     native._library.cache_clear()
+    native._expansion.cache_clear()
     native._failures.clear()
     yield tmp_path
-    native._cache_directory.cache_clear()
+    build.cache_directory.cache_clear()
     native._library.cache_clear()
+    native._expansion.cache_clear()
     native._failures.clear()
 
 

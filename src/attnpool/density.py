@@ -200,19 +200,34 @@ def centred_on_keys(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, 
 #: Pairs up to which a density is summed in NumPy (no program to build: a first call
 #: costs no compilation); beyond, on the compiled engines.
 HOST_PAIRS = 2**22
+#: Pairs from which a Gaussian column is summed by the ``fgt`` expansions once their
+#: compiled loop is built (a NumPy pair costs about as much as an expansion's term).
+EXPANSION_MIN_PAIRS = 2**14
+
+
+def expansions_pay(pairs: int) -> bool:
+    """Whether the ``fgt`` expansions sum ``pairs`` Gaussian pairs of one column faster
+    than NumPy: from :data:`HOST_PAIRS`, or from :data:`EXPANSION_MIN_PAIRS` where their
+    compiled loop is already built (a first small call compiles nothing)."""
+    from .methods import native
+
+    return pairs > HOST_PAIRS or (pairs >= EXPANSION_MIN_PAIRS and native.expansions_ready())
 
 
 def _host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     """``log Σ_i w_i K_h(q − x_i)`` (normalised) on the host, or None where the compiled
-    engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs; beyond, in one
-    column, the ``fgt`` expansions for the Gaussian (O(n + m); rows they leave unsettled by
+    engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs (a Gaussian column
+    by the expansions where :func:`expansions_pay`); beyond, in one column, the ``fgt``
+    expansions for the Gaussian (O(n + m); rows they leave unsettled by
     pairs) and the support's windows for a compact kernel (``sparse``)."""
     from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
     from .mixed_kernels import MixedColumns, log_sums
 
     n, m = q.shape[0], x.shape[0]
     columns = MixedColumns(x, "c" * x.shape[1], record)
-    if n * m <= HOST_PAIRS:
+    if n * m <= HOST_PAIRS and not (
+        x.shape[1] == 1 and _kernels.is_gaussian(record) and expansions_pay(n * m)
+    ):
         return log_sums([(q, x, h, columns, "density")], weights=w)
     in_range = x.shape[1] == 1 and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
     if in_range and _kernels.is_gaussian(record):

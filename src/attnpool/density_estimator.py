@@ -18,7 +18,7 @@ from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._validation import check_bandwidth, check_choice, check_points
-from .density import log_density
+from .density import expansions_pay, log_density
 from .observation_weights import positive_rows
 
 if TYPE_CHECKING:
@@ -163,34 +163,57 @@ def loo_log_density(
     """``(n,)`` leave-one-out log densities ``log f̂₋ᵢ(xᵢ)`` of the sample ``x (n, d)`` in
     float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
     reaches. Sums in NumPy row chunks (:func:`attnpool.mixed_kernels.log_sums`, no
-    program; mixed data by ``var_type``); a Gaussian sample of one column from
-    :data:`EXPANSION_MIN_ROWS` points by the ``fgt`` method's expansions, ``O(n)`` an
-    evaluation (a point whose sum over the others is below ``fgt.LOO_MIN_WEIGHT`` of its
-    own term, or unsettled, summed pair by pair)."""
-    from .density import centred_on_keys, mixed_columns
+    program; mixed data by ``var_type``); a Gaussian sample of one column of
+    :data:`EXPANSION_MIN_ROWS` points (fewer where :func:`attnpool.density.expansions_pay`)
+    by the ``fgt`` method's expansions, ``O(n)`` an evaluation (a point whose sum over the
+    others is below ``fgt.LOO_MIN_WEIGHT`` of its own term, or unsettled, pair by pair)."""
+    from .density import mixed_columns
     from .mixed_kernels import log_sums
 
     x = np.asarray(x, np.float64)
-    n = x.shape[0]
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
-    normalised = math.log(n - 1)
-    if columns.var_type == "c" and _kernels.is_gaussian(columns.kernel) and n >= EXPANSION_MIN_ROWS:
-        from .methods import fgt
-
-        centred = centred_on_keys(x, x)[0]  # scaled uncentred, far data lose digits
-        sums, settled = fgt.expansion_sums(centred, centred, np.zeros((n, 0)), 1.0 / h)
-        rest = sums[:, 0] - 1.0  # each point's own term is exactly K(0) = 1
-        again = np.flatnonzero(~settled | ~(rest >= fgt.LOO_MIN_WEIGHT))
-        with np.errstate(divide="ignore"):
-            out = np.log(np.maximum(rest, 0.0)) - math.log(math.sqrt(2 * math.pi) * h[0])
-        out[again] = log_sums([(x[again], x, h, columns, "density")], leave_out=again)
-        return out - normalised
+    if _by_expansions(x, columns):
+        return _expansion_loo_log_density(x, _centred(x), h, columns)
+    normalised = math.log(x.shape[0] - 1)
     return np.asarray(log_sums([(x, x, h, columns, "density")], leave_out=True)) - normalised
 
 
-#: Points from which a Gaussian sample of one column sums by expansions (below, NumPy's
-#: pairs cost less than the expansion's set-up).
+def _by_expansions(x: np.ndarray, columns: Any) -> bool:
+    return (
+        columns.var_type == "c"
+        and _kernels.is_gaussian(columns.kernel)
+        and (x.shape[0] >= EXPANSION_MIN_ROWS or expansions_pay(x.shape[0] ** 2))
+    )
+
+
+#: Points from which a Gaussian sample of one column sums its leave-one-out densities
+#: by expansions even where their compiled loop is still to be built: a search of
+#: twenty-odd evaluations pays for building it.
 EXPANSION_MIN_ROWS = 1000
+
+
+def _centred(x: np.ndarray) -> np.ndarray:
+    from .density import centred_on_keys
+
+    return centred_on_keys(x, x)[0]  # scaled uncentred, far data lose digits
+
+
+def _expansion_loo_log_density(
+    x: np.ndarray, centred: np.ndarray, h: np.ndarray, columns: Any
+) -> np.ndarray:
+    """:func:`loo_log_density` of one Gaussian column by the ``fgt`` expansions; ``centred``:
+    ``x`` about its midrange."""
+    from .methods import fgt
+    from .mixed_kernels import log_sums
+
+    n = x.shape[0]
+    sums, settled = fgt.expansion_sums(centred, centred, np.zeros((n, 0)), 1.0 / h)
+    rest = sums[:, 0] - 1.0  # each point's own term is exactly K(0) = 1
+    again = np.flatnonzero(~settled | ~(rest >= fgt.LOO_MIN_WEIGHT))
+    with np.errstate(divide="ignore"):
+        out = np.log(np.maximum(rest, 0.0)) - math.log(math.sqrt(2 * math.pi) * h[0])
+    out[again] = log_sums([(x[again], x, h, columns, "density")], leave_out=again)
+    return out - math.log(n - 1)
 
 
 def least_squares_criterion(
@@ -241,6 +264,7 @@ def select_density_bandwidth(
     from .bandwidth.rules import rule_from_spread
     from .bandwidth.search import BandwidthSelection
     from .local_model import model_for
+    from .mixed_kernels import MixedColumns
 
     check_choice(method, "method", DENSITY_SELECTORS)
     x = np.asarray(check_points(X, "X"), np.float64)
@@ -271,10 +295,19 @@ def select_density_bandwidth(
     if method == "normal_reference":
         return BandwidthSelection(normal_reference(x, model), math.nan, method, NO_GRID)
 
+    columns = MixedColumns(x, model.var_type, model.kernel)
+    centred = None
+    if method == "cv_ml" and _by_expansions(x, columns):
+        x = np.sort(x, axis=0)  # the criterion is a mean over the points: sorted once
+        centred = _centred(x)
+
     def objective(h: Any) -> float:
         if method == "cv_ls":
             return least_squares_criterion(x, h, kernel, var_type)
-        values = loo_log_density(x, h, kernel, var_type)
+        if centred is not None:  # validated once: the search keeps h positive and finite
+            values = _expansion_loo_log_density(x, centred, np.asarray(h, np.float64), columns)
+        else:
+            values = loo_log_density(x, h, kernel, var_type)
         return float(-np.mean(values)) if np.all(np.isfinite(values)) else np.inf
 
     return search(objective, x, model, method, progress)

@@ -18,10 +18,17 @@ weight (``r``: the distance to its nearest key). ``R``, ``w`` and ``p`` are chos
 so that both bounds are below :data:`TOLERANCE` — as exact as the float64 sum itself.
 Queries farther than :data:`MAX_NEAREST` from every key are returned unsettled
 (the caller pools them exactly).
+
+The coefficients and the sums at the queries are loops of ``expansions.c``, compiled
+as the ``native`` method's loop is (:mod:`.build`): a box's coefficients accumulate
+over its keys in vectors, and queries that share a box run their Horner steps side by
+side across the window, whose Gaussian factors come from one exponential and ratios.
+Without a C compiler the same sums are built in NumPy and evaluated by XLA.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import partial
 
@@ -31,6 +38,7 @@ import numpy as np
 
 from .._interop import precision_scope
 from ..kernels import Kernel, is_gaussian
+from . import native
 from .sparse import sorted_scaled
 
 #: Bound on the truncation and on the weight left out, relative to each query's weight.
@@ -66,7 +74,12 @@ def refusal(kernel: Kernel, d: int) -> str | None:
 def plan(reach: float) -> tuple[float, int, int]:
     """``(width, half_window, order)``: boxes of ``width`` bandwidths, ``half_window`` boxes
     on each side of the query's box (covering ``reach``), Taylor ``order`` — the
-    cheapest that meets :data:`TOLERANCE`."""
+    cheapest that meets :data:`TOLERANCE` (for ``reach`` rounded up to a 64th)."""
+    return _plan(math.ceil(reach * 64) / 64)
+
+
+@functools.cache
+def _plan(reach: float) -> tuple[float, int, int]:
     best = None
     for width in WIDTHS:
         half = math.ceil(reach / width)
@@ -87,15 +100,18 @@ def expansion_sums(queries, keys, values, scale) -> tuple[np.ndarray, np.ndarray
     within the error bound.
 
     ``queries (n, 1)``, ``keys (m, 1)``, ``values (m, p)``; ``scale`` the inverse bandwidth.
+    Queries that are the keys (the same array) are sorted once.
     """
     scale = float(np.asarray(scale, np.float64).reshape(-1)[0])
     key_order, k = sorted_scaled(np.asarray(keys)[:, 0], scale)
     features = np.ones((k.shape[0], 1 + values.shape[1]))
     features[:, 1:] = np.asarray(values)[key_order]
-    del key_order
     # sorted queries: the nearest-key search is a forward sweep, the boxes come in order
-    query_order, q = sorted_scaled(np.asarray(queries)[:, 0], scale)
-    nearest2 = nearest_squared(q, k)
+    if queries is keys:  # leave-one-out: each query is its own nearest key
+        query_order, q, nearest2 = key_order, k, np.zeros(k.shape[0])
+    else:
+        query_order, q = sorted_scaled(np.asarray(queries)[:, 0], scale)
+        nearest2 = nearest_squared(q, k)
     near = nearest2 <= MAX_NEAREST**2
     settled = np.zeros(q.shape[0], bool)
     sums = np.zeros((q.shape[0], features.shape[1]))
@@ -108,12 +124,12 @@ def expansion_sums(queries, keys, values, scale) -> tuple[np.ndarray, np.ndarray
         return sums, settled
     origin = k[0]
     table = _coefficients(k, features, boxes, origin, width, order, half)
-    del k, features, boxes
+    del features, boxes
     rows = np.flatnonzero(near)
-    u = q[rows]
-    u -= origin
-    sums[query_order[rows]] = _evaluate(u, nearest2[rows], table, width, half, order)
-    settled[query_order] = near
+    u = q[rows] - origin
+    found = _evaluate(u, nearest2[rows], table, width, half, order)
+    sums[query_order[rows]] = found
+    settled[query_order[rows]] = np.isfinite(found).all(axis=1)
     return sums, settled
 
 
@@ -159,10 +175,20 @@ def nearest_squared(q, ordered):
 
 
 def _coefficients(k, features, boxes, origin, width, order, half):
-    """``(boxes + 2·pad, order · f)``: box ``b``'s ``A_j`` (``j`` major) in row ``b + pad``,
-    ``pad = 2·half + 1`` empty boxes on either side (windows of queries outside the keys)."""
+    """``(order · f, boxes + 2·pad)``: box ``b``'s ``A_j`` (row ``j·f + c``) in column
+    ``b + pad``, ``pad = 2·half + 1`` empty boxes on either side (windows of queries outside
+    the keys): by ``expansions.c`` where it compiles, else in NumPy key chunks."""
     f, pad = features.shape[1], 2 * half + 1
-    table = np.zeros((order * f, int(boxes[-1]) + 1 + 2 * pad))
+    # (the compiled evaluation reads whole vectors: up to WINDOW_SLACK columns past a window)
+    table = np.zeros((order * f, int(boxes[-1]) + 1 + 2 * pad + WINDOW_SLACK))
+    compiled = native.expansion_function("fgt_coefficients")
+    if compiled is not None and order * f <= COMPILED_MAX_TERMS:
+        k, features = np.ascontiguousarray(k), np.ascontiguousarray(features)
+        boxes = np.ascontiguousarray(boxes, np.int64)
+        at = native.address
+        compiled(at(k), at(features), at(boxes), k.shape[0], f, origin, width, order, pad,
+                 table.shape[1], at(table))  # fmt: skip
+        return table
     for chunk in (slice(i, i + KEY_CHUNK) for i in range(0, k.shape[0], KEY_CHUNK)):
         box = boxes[chunk]
         t = k[chunk] - (origin + (box + 0.5) * width)
@@ -172,11 +198,46 @@ def _coefficients(k, features, boxes, origin, width, order, half):
             np.multiply(terms[j - 1], t / j, out=terms[j])
         starts = np.flatnonzero(np.diff(box, prepend=box[0] - 1))  # keys are sorted by box
         table[:, box[starts] + pad] += np.add.reduceat(terms.reshape(order * f, -1), starts, axis=1)
-    return np.ascontiguousarray(table.T)
+    return table
+
+
+#: Columns of zeros past the table's last window (the widest vector's lanes).
+WINDOW_SLACK = 8
+#: The compiled loops' limits (``expansions.c``'s ``MAX_WINDOW`` and ``MAX_TERMS``):
+#: a wider window, or more coefficients in a box, take the NumPy and XLA forms.
+COMPILED_MAX_WINDOW, COMPILED_MAX_TERMS = 512, 1024
+#: Query × window × order terms from which the compiled evaluation is split across cores.
+THREAD_MIN_TERMS = 2**21
 
 
 def _evaluate(u, nearest2, table, width, half, order):
-    """``Σ_boxes exp(−(s² − r²)/2) Σ_j A_j s^j``: ``(n, f)`` at ``u = q − origin``.
+    """``Σ_boxes exp(−(s² − r²)/2) Σ_j A_j s^j``: ``(n, f)`` at ``u = q − origin``, by
+    ``expansions.c`` where it compiles (one thread per core for many queries), else
+    :func:`_evaluate_xla`."""
+    compiled = native.expansion_function("fgt_evaluate")
+    if compiled is None or 2 * half + 1 + WINDOW_SLACK > COMPILED_MAX_WINDOW:
+        return _evaluate_xla(u, nearest2, np.ascontiguousarray(table.T), width, half, order)
+    f = table.shape[0] // order
+    u, nearest2 = np.ascontiguousarray(u, np.float64), np.ascontiguousarray(nearest2, np.float64)
+    n = u.shape[0]
+    sums = np.empty((n, f))
+
+    def task(start: int, stop: int) -> None:
+        at = native.address
+        compiled(at(u, start), at(nearest2, start), stop - start, at(table), table.shape[1], f,
+                 width, half, order, at(sums, start))  # fmt: skip
+
+    cores = native.cores() if n * (2 * half + 1) * order * f >= THREAD_MIN_TERMS else 1
+    bounds = np.linspace(0, n, min(cores, n) + 1).astype(np.int64).tolist()
+    if len(bounds) <= 2:
+        task(0, n)
+    else:
+        list(native.thread_pool().map(task, bounds[:-1], bounds[1:]))
+    return sums
+
+
+def _evaluate_xla(u, nearest2, table, width, half, order):
+    """:func:`_evaluate` on the XLA engine, ``table`` by box ``(columns, order · f)``.
 
     Queries are grouped by their box into chunks: the queries of a chunk share one
     window of coefficients, a contiguous slice of ``table``, so nothing is gathered

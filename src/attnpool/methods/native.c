@@ -30,15 +30,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-/* The vector width of the CPU compiled for (-march=native): 512 bits with AVX-512,
-   128 with NEON, else 256 (AVX; older x86 runs it as two 128-bit halves). */
-#if defined(__AVX512F__)
-#define VECTOR_BYTES 64
-#elif defined(__ARM_NEON)
-#define VECTOR_BYTES 16
-#else
-#define VECTOR_BYTES 32
-#endif
+#include "vector_width.h"
 
 #if DOUBLE
 typedef double real;

@@ -10,19 +10,14 @@ degree 13), so it runs below the cost of XLA's ``exp`` alone. Sums are exact to 
 working precision's rounding (see ``native.c`` for the running shift that keeps every
 weight in range), so ``auto`` may pick it.
 
-The source is compiled once per (precision, d, number of value columns) with the
-machine's C compiler (``$CC`` if set and not empty, else ``cc``) and ``-march=native``,
-cached under ``$ATTNPOOL_CACHE`` (default ``~/.cache/attnpool``), and called from one
-thread per core on disjoint query rows (``ctypes`` releases the GIL). Without a working
-compiler :func:`available` is False, ``auto`` keeps to ``stream`` and
-``method="native"`` is a clear error; a compiler that fails is tried again after
-:data:`RETRY_SECONDS`, with a warning each time it fails.
-
-Only code this user built is loaded: the cache folder must belong to the user and be
-writable by nobody else (otherwise a private temporary folder is used), and a cached
-library loads only if the user owns it, nobody else can write it, and its SHA-256
-matches the digest written beside it when it was built; anything else (a truncated
-file, a file planted by someone else) is built again.
+The source is compiled once per (precision, d, number of value columns) by
+:mod:`.build` (the machine's C compiler, ``-march=native``, a private checked cache)
+and called from one thread per core on disjoint query rows (``ctypes`` releases the
+GIL). Without a working compiler :func:`available` is False, ``auto`` keeps to
+``stream`` and ``method="native"`` is a clear error; a compiler that fails is tried
+again after :data:`RETRY_SECONDS`, with a warning each time it fails. The same
+machinery builds ``expansions.c``, the one- and two-dimensional methods' host loops
+(:func:`expansion_function`).
 
 Log weights: ``d ≤ 2`` by differences, ``−|q − k|²/2``; ``d ≥ 3`` in the matrix-product
 form ``q·k − |k|²/2`` on coordinates centred on the keys' mean, like the streamed path
@@ -42,25 +37,22 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import itertools
 import os
-import shlex
-import shutil
-import subprocess
-import tempfile
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .._cache import is_private, private_directory, processor_fingerprint
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
+from .build import build, cached, compiler, compiler_found
 from .native_layout import CHUNK, LOG2E, Layout
 
 SOURCE = Path(__file__).with_name("native.c")
+EXPANSIONS = Path(__file__).with_name("expansions.c")
 #: Value columns per compiled pass; more are pooled in groups of this many.
 MAX_VALUES = 16
 #: Query rows per task handed to a thread, at most (tasks are equal, a whole number per core).
@@ -73,7 +65,6 @@ RETRY_SECONDS = 60.0
 #: Largest |coordinate| / h, about the points' midrange, :func:`leave_one_out_sums`
 #: sums: beyond, scaled differences would lose digits.
 MAX_SCALED = 2.0**12
-_FLAGS = ("-O3", "-ffp-contract=fast", "-shared", "-fPIC")
 #: ``{compiler: (time.monotonic() of the failure, reason)}``.
 _failures: dict[str, tuple[float, str]] = {}
 
@@ -94,28 +85,30 @@ def refusal(kernel: Kernel, d: int) -> str | None:
     return None
 
 
-def compiler() -> str:
-    """The C compiler used: ``$CC`` if set and not empty, else ``cc``."""
-    return os.environ.get("CC", "").strip() or "cc"
-
-
-def _compile_error(compiler_name: str, variant: tuple[bool, int, int] = (True, 1, 1)) -> str | None:
+def _compile_error(
+    compiler_name: str, variant: tuple[bool, int, int] | None = (True, 1, 1)
+) -> str | None:
     """Why no library compiles and loads here (None if one does), found by building the
     ``variant`` ``(double, dims, values)`` the caller needs next: one compilation, not
-    two (the default, float64 in one column, is a first search's)."""
+    two (the default, float64 in one column, is a first search's); None:
+    ``expansions.c``."""
     failed = _failures.get(compiler_name)
     if failed is not None and time.monotonic() - failed[0] < RETRY_SECONDS:
         return failed[1]
     try:
-        double, dims, values = variant
-        _library(compiler_name, double, dims, values, dims >= MATMUL_MIN_DIM)
+        if variant is None:
+            _expansion(compiler_name, "fgt_evaluate")
+        else:
+            double, dims, values = variant
+            _library(compiler_name, double, dims, values, dims >= MATMUL_MIN_DIM)
     except (OSError, RuntimeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         _failures[compiler_name] = (time.monotonic(), reason)
-        if shutil.which((shlex.split(compiler_name) or [""])[0]) is not None:
+        if compiler_found(compiler_name):
+            what = "method 'native' is" if variant else "the compiled host loops are"
+            instead = "'auto' uses 'stream'" if variant else "their XLA forms are used"
             warnings.warn(  # a compiler that is there but fails: say so, every time
-                f"method 'native' is unavailable: {reason}; 'auto' uses 'stream' "
-                f"(tried again in {RETRY_SECONDS:g} s)",
+                f"{what} unavailable: {reason}; {instead} (tried again in {RETRY_SECONDS:g} s)",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -253,29 +246,29 @@ def _run_threads(function, layout: Layout, vt, m, outputs) -> None:
     parts per core (``ctypes`` releases the GIL), each writing its rows of ``outputs``."""
     q, kt = layout.q, layout.kt
     n = q.shape[0]
-    boxes = (None, None) if layout.lo is None else (_address(layout.lo), _address(layout.hi))
+    boxes = (None, None) if layout.lo is None else (address(layout.lo), address(layout.hi))
 
     def task(start: int, stop: int) -> None:
         function(
-            _address(q, start),
+            address(q, start),
             stop - start,
-            _address(kt),
-            _address(vt),
+            address(kt),
+            address(vt),
             m,
             kt.shape[1],
-            *(_address(a, start) for a in outputs),
-            None if layout.own is None else _address(layout.own, start),
+            *(address(a, start) for a in outputs),
+            None if layout.own is None else address(layout.own, start),
             *boxes,
         )
 
-    cores = _cores() if n * kt.shape[1] >= THREAD_MIN_PAIRS else 1
-    parts = cores * max(1, -(-n // (cores * TASK_ROWS)))
+    used = cores() if n * kt.shape[1] >= THREAD_MIN_PAIRS else 1
+    parts = used * max(1, -(-n // (used * TASK_ROWS)))
     bounds = np.linspace(0, n, min(parts, n) + 1).astype(np.int64).tolist()
-    if len(bounds) <= 2 or cores == 1:
+    if len(bounds) <= 2 or used == 1:
         for start, stop in itertools.pairwise(bounds):
             task(start, stop)
         return
-    list(_threads(cores, os.getpid()).map(task, bounds[:-1], bounds[1:]))
+    list(_threads(used, os.getpid()).map(task, bounds[:-1], bounds[1:]))
 
 
 @functools.cache
@@ -286,21 +279,36 @@ def _threads(cores: int, process: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(cores, thread_name_prefix=f"attnpool-native-{process}")
 
 
-def _address(array, row: int = 0):
+def address(array, row: int = 0):
     """Pointer to ``array[row]`` for ``ctypes``."""
     return ctypes.c_void_p(array[row:].ctypes.data)
 
 
-def _cores() -> int:
+def thread_pool() -> ThreadPoolExecutor:
+    """This process's threads, one per core."""
+    return _threads(cores(), os.getpid())
+
+
+def cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 
 
-_POINTER, _SIZE = ctypes.c_void_p, ctypes.c_ssize_t
+_POINTER, _SIZE, _DOUBLE = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_double
 _SIGNATURES = {
     "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
     "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
+    "fgt_coefficients": [_POINTER] * 3 + [_SIZE] * 2 + [_DOUBLE] * 2 + [_SIZE] * 3 + [_POINTER],
+    "fgt_evaluate": [
+        *[_POINTER] * 2,
+        _SIZE,
+        _POINTER,
+        *[_SIZE] * 2,
+        _DOUBLE,
+        *[_SIZE] * 2,
+        _POINTER,
+    ],
 }
 
 
@@ -315,8 +323,33 @@ def _library(
 ):
     """The compiled function ``name`` of ``native.c`` for one variant, built on first use
     and cached."""
-    path = _build(compiler_name, _defines(double, dims, values, matmul))
+    path = build(compiler_name, SOURCE, _defines(double, dims, values, matmul))
     function = getattr(ctypes.CDLL(str(path)), name)
+    function.restype = None
+    function.argtypes = _SIGNATURES[name]
+    return function
+
+
+def expansion_function(name: str) -> Any:
+    """The function ``name`` of ``expansions.c``, compiled on first use, or None where no
+    compiler builds it (the caller takes its XLA form); a failure is remembered as the
+    loop's is."""
+    if _compile_error(compiler(), None) is not None:
+        return None
+    return _expansion(compiler(), name)
+
+
+def expansions_ready() -> bool:
+    """Whether ``expansions.c`` runs here without compiling anything (built before, by
+    this process or an earlier one)."""
+    if compiler() in _failures or not compiler_found(compiler()):
+        return False
+    return cached(compiler(), EXPANSIONS, []) is not None
+
+
+@functools.cache
+def _expansion(compiler_name: str, name: str) -> Any:
+    function = getattr(ctypes.CDLL(str(build(compiler_name, EXPANSIONS, []))), name)
     function.restype = None
     function.argtypes = _SIGNATURES[name]
     return function
@@ -326,79 +359,12 @@ def ready(double: bool, dims: int, values: int) -> bool:
     """Whether the variant for ``dims`` columns and ``values`` value columns (float64 if
     ``double``) runs here without compiling anything: the compiler is there and the
     variant is in the cache."""
-    program = (shlex.split(compiler()) or [""])[0]
-    if compiler() in _failures or shutil.which(program) is None:
+    if compiler() in _failures or not compiler_found(compiler()):
         return False
     defines = _defines(double, dims, values, dims >= MATMUL_MIN_DIM)
-    return _cached(compiler(), defines) is not None
+    return cached(compiler(), SOURCE, defines) is not None
 
 
 def _defines(double: bool, dims: int, values: int, matmul: bool) -> list[str]:
     return [f"-DDOUBLE={int(double)}", f"-DDIMS={dims}", f"-DVALUES={values}",
             f"-DMATMUL={int(matmul)}"]  # fmt: skip
-
-
-def _build(compiler_name: str, defines: list[str]) -> Path:
-    """Path of the shared library for ``defines``; compiled unless already in the cache."""
-    program = shlex.split(compiler_name) or [""]
-    if shutil.which(program[0]) is None:
-        raise RuntimeError(f"no C compiler {compiler_name!r} on the PATH (set $CC)")
-    path = _cached(compiler_name, defines)
-    if path is not None:
-        return path
-    path = _library_path(compiler_name, defines)
-    digest = path.with_suffix(".sha256")
-    handle, partial = tempfile.mkstemp(suffix=".so", dir=path.parent)
-    os.close(handle)
-    try:
-        errors = ""
-        # -march=native where the compiler knows it; plain -O3 code otherwise
-        for arch in (["-march=native"], []):
-            command = [*program, *_FLAGS, *arch, *defines, str(SOURCE), "-o", partial, "-lm"]
-            run = subprocess.run(command, capture_output=True, text=True)
-            if run.returncode == 0:
-                os.chmod(partial, 0o700)  # whatever the umask: nobody else writes it
-                _write_private(digest, _sha256(Path(partial)))
-                os.replace(partial, path)
-                return path
-            errors = run.stderr.strip() or f"exit status {run.returncode}"
-        raise RuntimeError(f"{compiler_name} could not compile native.c: {errors}")
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
-
-
-def _library_path(compiler_name: str, defines: list[str]) -> Path:
-    """Where the library for ``defines`` is cached: named by a digest of the source, the
-    compiler, its flags and this processor."""
-    parts = [SOURCE.read_bytes(), compiler_name, *_FLAGS, *defines, processor_fingerprint()]
-    key = hashlib.sha256(
-        b"\0".join(p if isinstance(p, bytes) else p.encode() for p in parts)
-    ).hexdigest()[:20]
-    return _cache_directory() / f"gaussian-{key}.so"
-
-
-def _cached(compiler_name: str, defines: list[str]) -> Path | None:
-    """The cached library for ``defines`` if it is there and safe to load: owned by this
-    user, writable by nobody else, and matching the digest written beside it."""
-    path = _library_path(compiler_name, defines)
-    digest = path.with_suffix(".sha256")
-    if is_private(path) and is_private(digest) and digest.read_text() == _sha256(path):
-        return path
-    return None
-
-
-@functools.cache
-def _cache_directory() -> Path:
-    return private_directory("native")[0]
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _write_private(path: Path, text: str) -> None:
-    handle, partial = tempfile.mkstemp(dir=path.parent)
-    with os.fdopen(handle, "w") as stream:
-        stream.write(text)
-    os.replace(partial, path)

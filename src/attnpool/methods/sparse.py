@@ -131,8 +131,10 @@ def _within(r2, kernel: Kernel):
 
 
 def sorted_scaled(x, scale, order=None):
-    """``(order, x[order] · scale)`` in float64; scaling by ``scale > 0`` keeps the order."""
-    order = np.argsort(x) if order is None else order
+    """``(order, x[order] · scale)`` in float64; scaling by ``scale > 0`` keeps the order
+    (``x`` already in order is not sorted again)."""
+    if order is None:
+        order = np.arange(x.shape[0]) if np.all(x[1:] >= x[:-1]) else np.argsort(x)
     scaled = x[order].astype(np.float64, copy=False)  # a fresh array either way
     scaled *= scale
     return order, scaled

@@ -1,0 +1,167 @@
+/* Host loops of the one- and two-dimensional methods, in float64.
+
+   Compiled and cached by attnpool.methods.native as native.c is (the same compiler,
+   flags and checks), with no variants: everything here is float64, any width.
+
+   fgt (methods/fgt.py): the Taylor coefficients of boxes of keys, and their sums at
+   queries. Box b holds keys with centre c_b = origin + (b + 1/2) width; for a key k
+   in it, t = k - c_b, and for a query u, s = u - c_b:
+
+       A_j(b) = sum_k F_k exp(-t^2/2) t^j / j!,
+       sum over the window's boxes of exp(-(s^2 - r^2)/2) sum_j A_j(b) s^j
+
+   (r^2: the query's squared distance to its nearest key, a factor that keeps the sum
+   in range). The table is (order * f, columns), row j*f + c, so a query's window of
+   boxes is contiguous and its Horner steps run across the window in vectors.
+
+   binned (methods/binned.py): linear binning of points onto a regular grid, each
+   point's features split between the 2^d corners of its cell. */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+typedef ptrdiff_t isize;
+
+#include "vector_width.h"
+
+#define LANES (VECTOR_BYTES / (int)sizeof(double))
+typedef double vector __attribute__((vector_size(VECTOR_BYTES)));
+
+static inline vector load(const double *from)
+{
+    vector v;
+    memcpy(&v, from, sizeof v);
+    return v;
+}
+
+/* Largest window of boxes a query sums, and coefficients a box holds (fgt.plan and
+   fgt.MAX_VALUES keep to fewer). */
+#define MAX_WINDOW 512
+#define MAX_TERMS 1024
+
+void fgt_coefficients(const double *keys, const double *features, const long long *box,
+                      isize m, isize f, double origin, double width, isize order,
+                      isize pad, isize columns, double *table)
+{
+    vector own[MAX_TERMS]; /* the current box's coefficients, j-major, by lane */
+    vector feature[MAX_TERMS];
+    double inverse[MAX_TERMS];
+    isize terms = order * f;
+    if (terms > MAX_TERMS)
+        return;
+    for (isize j = 0; j < order; j++)
+        inverse[j] = 1.0 / (double)(j + 1);
+    for (isize i = 0; i < m;) { /* keys sorted: a box's keys are consecutive */
+        isize end = i;
+        while (end < m && box[end] == box[i])
+            end++;
+        double centre = origin + ((double)box[i] + 0.5) * width;
+        for (isize r = 0; r < terms; r++)
+            own[r] = (vector){0.0};
+        for (isize first = i; first < end; first += LANES) {
+            vector t, term;
+            for (isize lane = 0; lane < LANES; lane++) {
+                isize key = first + lane < end ? first + lane : first;
+                t[lane] = keys[key] - centre;
+                term[lane] = first + lane < end ? exp(-0.5 * t[lane] * t[lane]) : 0.0;
+                for (isize c = 0; c < f; c++)
+                    feature[c][lane] = features[key * f + c];
+            }
+            for (isize j = 0; j < order; j++) {
+                for (isize c = 0; c < f; c++)
+                    own[j * f + c] += term * feature[c];
+                term *= t * inverse[j];
+            }
+        }
+        for (isize r = 0; r < terms; r++) {
+            double sum = 0.0;
+            for (isize lane = 0; lane < LANES; lane++)
+                sum += own[r][lane];
+            table[r * columns + box[i] + pad] += sum;
+        }
+        i = end;
+    }
+}
+
+/* Queries that share a box are summed GROUP at a time: each coefficient loaded once
+   serves them all, and their Horner chains run side by side in registers. */
+#define GROUP 8
+
+/* exp(-(s_w^2 - r^2)/2) for the window's offsets s (s_{w+1} = s_w - width), outward
+   from the query's own box by ratios, two roundings a step: factor_{w+1} / factor_w
+   = exp(width s_w - width^2/2), and that ratio's own ratio exp(-width^2) = step. */
+static void gaussian_factors(const double *s, double r2, isize half, double width,
+                             double step, double *factor)
+{
+    isize window = 2 * half + 1;
+    factor[half] = exp(-0.5 * (s[half] * s[half] - r2));
+    double up = exp(width * s[half] - 0.5 * width * width);
+    double down = step / up; /* exp(-width s - width^2/2) */
+    for (isize w = half; w < window - 1; w++, up *= step)
+        factor[w + 1] = factor[w] * up;
+    for (isize w = half; w > 0; w--, down *= step)
+        factor[w - 1] = factor[w] * down;
+}
+
+/* out (n, f): each query's sums over the window of 2*half + 1 boxes around its own
+   (box floor(u / width); its window's first column is box + half + 1). The window is
+   read in whole vectors (its tail's factors 0): the table's rows hold that many
+   columns past its last window. A query whose window is not inside the table gets
+   NaN (the caller sums it otherwise). */
+void fgt_evaluate(const double *u, const double *nearest2, isize n, const double *table,
+                  isize columns, isize f, double width, isize half, isize order,
+                  double *out)
+{
+    isize window = 2 * half + 1;
+    isize read = (window + LANES - 1) / LANES * LANES;
+    double step = exp(-width * width);
+    double s[GROUP][MAX_WINDOW], factor[GROUP][MAX_WINDOW];
+    if (read > MAX_WINDOW)
+        return;
+    for (isize i = 0; i < n;) {
+        isize own = (isize)floor(u[i] / width);
+        isize count = 1;
+        while (count < GROUP && i + count < n && (isize)floor(u[i + count] / width) == own)
+            count++;
+        isize first = own + half + 1;
+        if (first < 0 || first + read > columns) {
+            for (isize c = 0; c < f; c++)
+                out[i * f + c] = NAN;
+            i += 1;
+            continue;
+        }
+        for (isize g = 0; g < GROUP; g++) {
+            isize row = i + (g < count ? g : 0);
+            for (isize w = 0; w < read; w++)
+                s[g][w] = u[row] - ((double)(own - half + w) + 0.5) * width;
+            gaussian_factors(s[g], nearest2[row], half, width, step, factor[g]);
+            for (isize w = window; w < read; w++)
+                factor[g][w] = 0.0;
+        }
+        for (isize c = 0; c < f; c++) {
+            vector total[GROUP] = {{0.0}};
+            for (isize b = 0; b < read; b += LANES) {
+                vector sums[GROUP], at[GROUP];
+                vector top = load(table + ((order - 1) * f + c) * columns + first + b);
+                for (isize g = 0; g < GROUP; g++) {
+                    sums[g] = top;
+                    at[g] = load(&s[g][b]);
+                }
+                for (isize j = order - 2; j >= 0; j--) {
+                    vector coefficient = load(table + (j * f + c) * columns + first + b);
+                    for (isize g = 0; g < GROUP; g++)
+                        sums[g] = sums[g] * at[g] + coefficient;
+                }
+                for (isize g = 0; g < GROUP; g++)
+                    total[g] += sums[g] * load(&factor[g][b]);
+            }
+            for (isize g = 0; g < count; g++) {
+                double sum = 0.0;
+                for (isize lane = 0; lane < LANES; lane++)
+                    sum += total[g][lane];
+                out[(i + g) * f + c] = sum;
+            }
+        }
+        i += count;
+    }
+}

@@ -1,0 +1,103 @@
+"""The fgt method's compiled loops (``expansions.c``) against its NumPy/XLA form and the
+textbook formula, and when densities use them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from attnpool import kernel_density, select_density_bandwidth
+from attnpool.methods import fgt, native
+
+
+def textbook_sums(queries, keys, values, h):
+    """``[Σ K, Σ K v] · exp(r²/2)`` pair by pair, as :func:`fgt.expansion_sums` scales them."""
+    d2 = ((queries[:, None] - keys[None, :]) / h) ** 2
+    w = np.exp(-0.5 * (d2 - d2.min(axis=1, keepdims=True)))
+    return np.concatenate([w.sum(axis=1, keepdims=True), w @ values], axis=1)
+
+
+def points(layout: str, seed: int):
+    rng = np.random.default_rng(seed)
+    if layout == "clustered":
+        keys = np.concatenate([rng.normal(0, 0.05, 1500), rng.normal(7, 1.0, 1500)])
+    else:
+        keys = rng.uniform(-3, 3, 3000)
+    queries = np.concatenate([rng.uniform(-4, 9, 400), [-3.4, 9.5, keys[0]]])
+    return queries, keys, rng.standard_normal((keys.shape[0], 3))
+
+
+@pytest.mark.parametrize("layout", ["uniform", "clustered"])
+@pytest.mark.parametrize("bandwidth", [0.01, 0.2, 3.0])
+def test_the_compiled_loops_equal_the_xla_form_and_the_textbook(
+    layout, bandwidth, native_cache, monkeypatch
+):
+    queries, keys, values = points(layout, 1)
+    compiled, settled = fgt.expansion_sums(queries[:, None], keys[:, None], values, 1 / bandwidth)
+    assert native.expansions_ready()
+    monkeypatch.setenv("CC", "no-such-cc")  # the same call without a compiler: XLA
+    assert native.expansion_function("fgt_evaluate") is None
+    xla, settled_xla = fgt.expansion_sums(queries[:, None], keys[:, None], values, 1 / bandwidth)
+    np.testing.assert_array_equal(settled, settled_xla)
+    nearest = np.min(np.abs(queries[:, None] - keys[None, :]), axis=1) / bandwidth
+    np.testing.assert_array_equal(settled, nearest <= fgt.MAX_NEAREST)  # the rest: by pairs
+    want = textbook_sums(queries, keys, values, bandwidth)
+    scale = want[:, :1]  # the expansion's error is relative to the row's weight
+    for got in (compiled, xla):
+        np.testing.assert_allclose(got[settled] / scale[settled], want[settled] / scale[settled],
+                                   rtol=0, atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(compiled[settled], xla[settled], rtol=1e-12, atol=1e-13)
+
+
+def test_more_coefficients_than_the_loop_holds_are_built_in_numpy():
+    # 40 value columns × the order exceed the compiled box's MAX_TERMS
+    rng = np.random.default_rng(2)
+    keys, queries = rng.uniform(0, 20, 2000), rng.uniform(0, 20, 300)
+    values = rng.standard_normal((2000, 40))
+    order = fgt.plan(9.0)[2]
+    assert order * 41 > fgt.COMPILED_MAX_TERMS
+    got, settled = fgt.expansion_sums(queries[:, None], keys[:, None], values, 1 / 0.3)
+    assert settled.all()
+    want = textbook_sums(queries, keys, values, 0.3)
+    np.testing.assert_allclose(got / want[:, :1], want / want[:, :1], rtol=0, atol=1e-12)
+
+
+def test_a_window_outside_the_table_is_not_a_number():
+    # the loop reads whole vectors of boxes; a query whose window would leave the table
+    # is NaN, for the caller to sum otherwise (expansion_sums marks it unsettled)
+    evaluate = native.expansion_function("fgt_evaluate")
+    order, half, columns = 4, 2, 2 * (2 * 2 + 1) + 1 + fgt.WINDOW_SLACK
+    table = np.ones((order, columns))
+    u, nearest2 = np.array([0.5, -40.0, 400.0]), np.zeros(3)
+    out = np.empty((3, 1))
+    at = native.address
+    evaluate(at(u), at(nearest2), 3, at(table), columns, 1, 1.0, half, order, at(out))
+    assert np.isfinite(out[0, 0]) and np.isnan(out[1:, 0]).all()
+
+
+def test_a_small_density_builds_no_loop_but_runs_on_one_already_built(native_cache, monkeypatch):
+    rng = np.random.default_rng(3)
+    x, q = rng.normal(size=(400, 1)), rng.normal(size=(300, 1))
+    log_k = -0.5 * ((q - x.T) / 0.2) ** 2  # the textbook, pair by pair
+    want = np.exp(logsumexp(log_k, axis=1)) / (400 * 0.2 * np.sqrt(2 * np.pi))
+    calls, expansion_sums = [], fgt.expansion_sums
+    monkeypatch.setattr(fgt, "expansion_sums", lambda *a: calls.append(1) or expansion_sums(*a))
+    on_numpy = kernel_density(x, q, bandwidth=0.2)
+    assert not calls and not list(native_cache.rglob("*.so"))  # nothing compiled
+    native.expansion_function("fgt_evaluate")  # built, as a larger call would
+    on_the_loop = kernel_density(x, q, bandwidth=0.2)
+    assert calls and len(list(native_cache.rglob("expansions-*.so"))) == 1
+    for got in (on_numpy, on_the_loop):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_likelihood_search_builds_the_loop_and_finds_the_pairs_optimum(native_cache, monkeypatch):
+    x = np.random.default_rng(4).standard_t(5, size=(1200, 1))
+    fast = select_density_bandwidth(x, method="cv_ml")
+    assert [p.name.split("-")[0] for p in native_cache.rglob("*.so")] == ["expansions"]
+    monkeypatch.setenv("CC", "no-such-cc")  # the same search without a compiler
+    native._failures.clear()
+    other = select_density_bandwidth(x, method="cv_ml")
+    np.testing.assert_allclose(fast.objective, other.objective, rtol=1e-12)
+    np.testing.assert_allclose(fast.bandwidth, other.bandwidth, rtol=1e-5)
