@@ -104,7 +104,7 @@ def _log_density_program(
 #: every core, any dimension; exact), ``"binned"`` or a :class:`~attnpool.Binned` record
 #: (``d ≤ 2``: relative error of each density at most its ``tolerance``, rows the bound
 #: cannot settle summed exactly). ``"auto"`` takes ``"sparse"`` for a compact kernel in
-#: one column beyond :data:`HOST_PAIRS` pairs.
+#: one column beyond :data:`attnpool.density_methods.HOST_PAIRS` pairs.
 DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "native", "binned")
 
 
@@ -125,6 +125,7 @@ def log_density(
     (statsmodels' ``KDEMultivariate``; :mod:`attnpool.mixed_kernels`): a categorical
     column's bandwidth is its ``λ ∈ [0, 1)``. ``method``: one of :data:`DENSITY_METHODS`
     (continuous columns)."""
+    from .density_methods import host_log_sums, method_log_sums
     from .methods.options import Binned
 
     name = method.name if isinstance(method, Binned) else method
@@ -166,10 +167,10 @@ def log_density(
         w64 = None if w is None else np.asarray(w, np.float64)
         if name != "auto":
             options = method if isinstance(method, Binned) else Binned()
-            return np.asarray(_fast_log_sums(x64, q64, record, h, w64, name, options)) - math.log(
+            return np.asarray(method_log_sums(x64, q64, record, h, w64, name, options)) - math.log(
                 total
             )
-        found = _host_log_sums(x64, q64, record, h, w64)
+        found = host_log_sums(x64, q64, record, h, w64)
         if found is not None:  # no program to build
             return np.asarray(found) - math.log(total)
     elif name in ("fgt", "sparse", "native", "binned"):
@@ -195,140 +196,6 @@ def centred_on_keys(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, 
     times) would lose their low digits scaled first."""
     centre = keys.min(axis=0) * 0.5 + keys.max(axis=0) * 0.5
     return keys - centre, queries - centre
-
-
-#: Pairs up to which a density is summed in NumPy (no program to build: a first call
-#: costs no compilation); beyond, on the compiled engines.
-HOST_PAIRS = 2**22
-#: Pairs from which a Gaussian column is summed by the ``fgt`` expansions once their
-#: compiled loop is built (a NumPy pair costs about as much as an expansion's term).
-EXPANSION_MIN_PAIRS = 2**14
-
-
-def expansions_pay(pairs: int) -> bool:
-    """Whether the ``fgt`` expansions sum ``pairs`` Gaussian pairs of one column faster
-    than NumPy: from :data:`HOST_PAIRS`, or from :data:`EXPANSION_MIN_PAIRS` where their
-    compiled loop is already built (a first small call compiles nothing)."""
-    from .methods import native
-
-    return pairs > HOST_PAIRS or (pairs >= EXPANSION_MIN_PAIRS and native.expansions_ready())
-
-
-def _host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
-    """``log Σ_i w_i K_h(q − x_i)`` (normalised) on the host, or None where the compiled
-    engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs (a Gaussian column
-    by the expansions where :func:`expansions_pay`); beyond, in one column, the ``fgt``
-    expansions for the Gaussian (O(n + m); rows they leave unsettled by
-    pairs) and the support's windows for a compact kernel (``sparse``)."""
-    from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
-    from .mixed_kernels import MixedColumns, log_sums
-
-    n, m = q.shape[0], x.shape[0]
-    columns = MixedColumns(x, "c" * x.shape[1], record)
-    if n * m <= HOST_PAIRS and not (
-        x.shape[1] == 1 and _kernels.is_gaussian(record) and expansions_pay(n * m)
-    ):
-        return log_sums([(q, x, h, columns, "density")], weights=w)
-    in_range = x.shape[1] == 1 and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
-    if in_range and _kernels.is_gaussian(record):
-        return _expansion_log_sums(x, q, h, w, columns)
-    if in_range and record.compact and _kernels.is_builtin(record):
-        return _sparse_log_sums(x, q, record, h, w)
-    return None
-
-
-def _sparse_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
-    """Normalised log sums of a compact kernel over the keys inside its support only
-    (:func:`attnpool.methods.sparse.sparse_sums`, exact): ``−inf`` where none is."""
-    from .methods.sparse import sparse_sums
-
-    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
-    sums = sparse_sums(q, x, values, 1.0 / h, record, edges=(q, x, h))
-    top = float(np.asarray(record.log_profile(np.zeros(()))))  # the sums are in K(0)
-    integral = kernel_integrals(record, x.shape[1])[0]
-    with np.errstate(divide="ignore"):
-        return np.log(sums[:, 1]) + top - math.log(integral) - float(np.sum(np.log(h)))
-
-
-def _expansion_log_sums(x: Any, q: Any, h: Any, w: Any, columns: Any) -> Any:
-    """Gaussian log sums of one column by the ``fgt`` expansions, the rows they leave
-    unsettled pair by pair."""
-    from .methods import fgt
-    from .mixed_kernels import log_sums
-
-    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
-    sums, settled = fgt.expansion_sums(q, x, values, 1.0 / h[0])
-    nearest = np.sqrt(fgt.nearest_squared(q[:, 0], np.sort(x[:, 0]))) / h[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.log(sums[:, 1]) - 0.5 * nearest**2 - math.log(math.sqrt(2 * math.pi) * h[0])
-    again = np.flatnonzero(~settled | ~np.isfinite(out))
-    out[again] = log_sums([(q[again], x, h, columns, "density")], weights=w)
-    return out
-
-
-def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
-    """Normalised Gaussian log sums by the compiled C loop: ``ln 2 · (shift + log2 Σ)``,
-    plus the query's own ``−‖q_c‖²/2`` that its matrix-product form leaves out from d = 3
-    on (``q_c`` centred on the keys' mean, as it centres)."""
-    from .methods import native
-
-    reason = native.refusal(record, x.shape[1])
-    if reason:
-        raise ValueError(f"method: {reason}")
-    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
-    scale = 1.0 / h
-    sums, shift = native.native_sums(q, x, values, scale, return_shift=True)
-    with np.errstate(divide="ignore"):
-        out = math.log(2.0) * shift + np.log(sums[:, 1])
-    if x.shape[1] >= MATMUL_MIN_DIM:  # the rows as native.c centres them
-        centred = q * scale - np.mean(x * scale, axis=0)
-        out = out - 0.5 * np.sum(centred * centred, axis=1)
-    d = x.shape[1]
-    return out - 0.5 * d * math.log(2 * math.pi) - float(np.sum(np.log(h)))
-
-
-def _fast_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any) -> Any:
-    """``method="fgt"``, ``"sparse"`` or ``"binned"``: refused where the method cannot
-    serve, else its sums, the rows it leaves unsettled summed exactly."""
-    from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
-    from .methods import sparse
-    from .methods.binned import binned_pool, refusal
-    from .mixed_kernels import MixedColumns
-
-    d = x.shape[1]
-    if extent_in_bandwidths(q, x, h) > HOST_MAX_EXTENT:
-        raise ValueError(
-            f"method: {name!r} takes data within 2^40 bandwidths of its centre; use 'auto'"
-        )
-    columns = MixedColumns(x, "c" * d, record)
-    if name == "fgt":
-        if not (_kernels.is_gaussian(record) and d == 1):
-            raise ValueError(
-                f"method: 'fgt' sums the Gaussian in one column; received {record.name!r} in {d}"
-            )
-        return _expansion_log_sums(x, q, h, w, columns)
-    if name == "sparse":
-        reason = sparse.refusal(record, d)
-        if reason:
-            raise ValueError(f"method: {reason}")
-        return _sparse_log_sums(x, q, record, h, w)
-    if name == "native":
-        return _native_log_sums(x, q, record, h, w)
-    reason = refusal(record, d)
-    if reason or w is not None:
-        raise ValueError(f"method: {reason or 'binned densities are for unweighted samples'}")
-    _, weight, settled, _ = binned_pool(
-        q, x, np.zeros((x.shape[0], 1)), 1.0 / h, record, grid_size=options.grid_size,
-        tolerance=options.tolerance,
-    )  # fmt: skip
-    integral = kernel_integrals(record, d)[0]
-    top = float(np.asarray(record.log_profile(np.zeros(()))))
-    with np.errstate(divide="ignore", invalid="ignore"):  # unsettled rows: redone below
-        out = np.log(weight) + top - math.log(integral) - float(np.sum(np.log(h)))
-    again = np.flatnonzero(~settled)
-    if again.size:  # exactly, by the engine "auto" picks
-        out[again] = log_density(x, q[again], kernel=record, bandwidth=h) + math.log(x.shape[0])
-    return out
 
 
 def mixed_columns(

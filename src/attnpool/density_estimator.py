@@ -18,7 +18,8 @@ from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._validation import check_bandwidth, check_choice, check_points
-from .density import expansions_pay, log_density
+from .density import log_density
+from .density_methods import expansions_pay
 from .observation_weights import positive_rows
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ def loo_log_density(
     float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
     reaches. Sums in NumPy row chunks (:func:`attnpool.mixed_kernels.log_sums`, no
     program; mixed data by ``var_type``); a Gaussian sample of one column of
-    :data:`EXPANSION_MIN_ROWS` points (fewer where :func:`attnpool.density.expansions_pay`)
+    :data:`EXPANSION_MIN_ROWS` points (fewer where :func:`attnpool.density_methods.expansions_pay`)
     by the ``fgt`` method's expansions, ``O(n)`` an evaluation (a point whose sum over the
     others is below ``fgt.LOO_MIN_WEIGHT`` of its own term, or unsettled, pair by pair)."""
     from .density import mixed_columns

@@ -61,9 +61,13 @@ def extent_in_bandwidths(queries, keys, bandwidth) -> float:
     """The largest coordinate of queries and keys centred on the keys' midrange, in
     bandwidths (inf if it overflows float64). Concrete arrays only."""
     q, k = (np.asarray(a, np.float64) for a in (queries, keys))
-    centre = k.min(axis=0) / 2 + k.max(axis=0) / 2
+    low, high = k.min(axis=0), k.max(axis=0)
+    centre = low / 2 + high / 2
     with np.errstate(over="ignore", invalid="ignore"):
-        largest = np.maximum(np.max(np.abs(q - centre), axis=0), np.max(np.abs(k - centre), axis=0))
+        # rounding is monotone: the largest |x − centre| is at an extreme of x
+        below = np.minimum(low, q.min(axis=0))
+        above = np.maximum(high, q.max(axis=0))
+        largest = np.maximum(above - centre, centre - below)
         extent = np.max(largest / np.asarray(bandwidth, np.float64))
     return float(extent) if np.isfinite(extent) else float("inf")
 

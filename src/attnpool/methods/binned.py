@@ -18,17 +18,15 @@ Every function here is traceable, with the grid's shape static;
 from __future__ import annotations
 
 import itertools
-from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._interop import precision_scope
 from .._shapes import bucket, query_bucket
 from ..kernels import Kernel
-from .binned_bound import kernel_tail, nodes_for, pair_error_bound
+from .binned_bound import kernel_tail
 
 #: Grid nodes per (smallest) bandwidth for the bandwidth search.
 NODES_PER_BANDWIDTH = 16
@@ -44,10 +42,6 @@ SMOOTH_KERNELS = frozenset(
 POOL_BUDGET = 2**22
 #: A default grid coarsened by more than this (to fit the budget) is not binned at all.
 HOPELESS_COARSENING = 4.0
-#: A float64 FFT convolution errs by at most this · log2(length) · ‖x‖₂ · ‖w‖₁ per entry.
-FFT_ROUNDING = 8 * np.finfo(np.float64).eps
-#: Points binned or interpolated at once (memory ``O(BIN_CHUNK · 2^d)``).
-BIN_CHUNK = 2**20
 
 
 def refusal(kernel: Kernel, d: int) -> str | None:
@@ -150,25 +144,27 @@ def reach_for(kernel: Kernel, largest_bandwidth, grid: Grid) -> tuple[int, ...]:
     )
 
 
-def _corners(points, grid: Grid):
-    """Flat node index ``(2^d, n)`` and weight ``(2^d, n)`` of each point's cell corners."""
-    start, spacing = jnp.asarray(grid.start), jnp.asarray(grid.spacing)
+def corners(points, grid: Grid, xp=jnp):
+    """Flat node index ``(2^d, n)`` and weight ``(2^d, n)`` of each point's cell corners
+    (its lowest corner clipped to the grid); ``xp``: ``jax.numpy`` (traceable) or NumPy."""
+    start, spacing = xp.asarray(grid.start), xp.asarray(grid.spacing)
     position = (points - start) / spacing
-    left = jnp.clip(jnp.floor(position), 0, jnp.asarray(grid.size) - 2).astype(jnp.int32)
+    left = xp.clip(xp.floor(position), 0, xp.asarray(grid.size) - 2)
     fraction = position - left
+    left = left.astype(xp.int32 if xp is jnp else np.int64)
     strides = np.cumprod((*grid.size[1:], 1)[::-1])[::-1]
     indices, weights = [], []
     for corner in itertools.product((0, 1), repeat=len(grid.size)):
-        offset = jnp.asarray(corner)
-        indices.append(jnp.sum((left + offset) * strides, axis=1))
-        weights.append(jnp.prod(jnp.where(offset == 1, fraction, 1 - fraction), axis=1))
-    return jnp.stack(indices), jnp.stack(weights)
+        offset = xp.asarray(corner)
+        indices.append(xp.sum((left + offset) * strides, axis=1))
+        weights.append(xp.prod(xp.where(offset == 1, fraction, 1 - fraction), axis=1))
+    return xp.stack(indices), xp.stack(weights)
 
 
 def linear_bin(points, features, grid: Grid, into=None):
     """Binned sums ``(*size, f)`` of ``features (n, f)`` at ``points (n, d)`` (added to
     ``into``, if given), and the corners."""
-    indices, weights = _corners(points, grid)
+    indices, weights = corners(points, grid)
     binned = jnp.zeros((int(np.prod(grid.size)), features.shape[1]), features.dtype)
     if into is not None:
         binned = into.reshape(binned.shape)
@@ -188,17 +184,23 @@ def kernel_on_grid(kernel: Kernel, bandwidth, grid: Grid, reach: tuple[int, ...]
     return jnp.exp(kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype)))
 
 
-def convolve(binned, weights):
+def fft_lengths(size, weights_shape) -> list[int]:
+    """The FFT's length in each dimension for :func:`convolve`: a power of two past the
+    grid and the weights together (a linear, not circular, convolution)."""
+    return [1 << int(np.ceil(np.log2(s + w))) for s, w in zip(size, weights_shape, strict=True)]
+
+
+def convolve(binned, weights, xp=jnp):
     """Linear (not circular) convolution of each feature of ``binned (*size, f)`` with
-    ``weights (2·reach + 1)``, cropped back to the grid."""
+    ``weights (2·reach + 1)``, cropped back to the grid; ``xp``: ``jax.numpy`` or NumPy."""
     d = weights.ndim
     size = binned.shape[:d]
     reach = [(w - 1) // 2 for w in weights.shape]
-    lengths = [1 << int(np.ceil(np.log2(s + w))) for s, w in zip(size, weights.shape, strict=True)]
+    lengths = fft_lengths(size, weights.shape)
     axes = tuple(range(d))
-    spectrum = jnp.fft.rfftn(binned, s=lengths, axes=axes)
-    spectrum = spectrum * jnp.fft.rfftn(weights, s=lengths)[..., None]
-    full = jnp.fft.irfftn(spectrum, s=lengths, axes=axes)
+    spectrum = xp.fft.rfftn(binned, s=lengths, axes=axes)
+    spectrum = spectrum * xp.fft.rfftn(weights, s=lengths, axes=axes)[..., None]
+    full = xp.fft.irfftn(spectrum, s=lengths, axes=axes)
     return full[tuple(slice(r, r + s) for r, s in zip(reach, size, strict=True))]
 
 
@@ -237,79 +239,6 @@ def leave_one_out_sums(points, features, bandwidth, kernel: Kernel, grid: Grid, 
     return moments - self_weight(weights, corners)[:, None] * features
 
 
-# The pooling method's programs take the grid's start and spacing as arrays and its size
-# (rounded up by :func:`grid_bucket`: empty nodes past the data change nothing) as the
-# only static
-# part, so a new data set or bandwidth reuses them.
-
-
-@partial(jax.jit, static_argnames="size")
-def _bin_chunk(binned, points, features, start, spacing, *, size):
-    return linear_bin(points, features, Grid(start, spacing, size), into=binned)[0]
-
-
-@partial(jax.jit, static_argnames=("kernel", "size", "reach"))
-def _smooth(binned, start, spacing, bound, *, kernel, size, reach):
-    """The binned features convolved with the kernel, the binned counts with the pair-error
-    bound ``bound`` (one more feature), and the L2 norm of the counts."""
-    grid = Grid(start, spacing, size)
-    weights = kernel_on_grid(kernel, jnp.ones((), binned.dtype), grid, reach)
-    counts = binned[..., :1]
-    smoothed = jnp.concatenate([convolve(binned, weights), convolve(counts, bound)], axis=-1)
-    return smoothed, jnp.sqrt(jnp.sum(counts**2)), jnp.sum(weights)
-
-
-@partial(jax.jit, static_argnames="size")
-def _interpolate_chunk(smoothed, points, start, spacing, *, size):
-    return interpolate(smoothed, _corners(points, Grid(start, spacing, size)))
-
-
-def _chunks(points, scale, values=None):
-    """``(start, scaled points, [1, values])`` for ``BIN_CHUNK`` rows at a time, in float64,
-    zero-padded to a bucket (few compiled shapes; padded rows carry no weight)."""
-    n = points.shape[0]
-    size = min(BIN_CHUNK, query_bucket(n))
-    for start in range(0, n, size):
-        rows = slice(start, start + size)
-        chunk = np.zeros((size, points.shape[1]))
-        taken = np.asarray(points[rows], np.float64) * scale
-        chunk[: taken.shape[0]] = taken
-        features = None
-        if values is not None:
-            features = np.zeros((size, 1 + values.shape[1]))
-            features[: taken.shape[0], 0] = 1.0
-            features[: taken.shape[0], 1:] = values[rows]
-        yield start, chunk, features
-
-
-def _binned_sums(queries, keys, values, scale, *, kernel, grid, reach):
-    """``[Σ_j K_ij, Σ_j K_ij v_j]`` and a bound on ``Σ_j |error of K_ij|`` per query, by
-    binning keys and interpolating queries in chunks: memory ``O(BIN_CHUNK + grid)``."""
-    size = tuple(grid_bucket(s) for s in grid.size)
-    reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
-    bound, outside = pair_error_bound(kernel, grid.spacing, size, reach)
-    start, spacing = np.asarray(grid.start), np.asarray(grid.spacing)
-    binned = jnp.zeros((*size, 1 + values.shape[1]), jnp.float64)
-    for _, points, features in _chunks(keys, scale, values):
-        binned = _bin_chunk(binned, points, features, start, spacing, size=size)
-    smoothed, counts_norm, kernel_mass = _smooth(
-        binned, start, spacing, bound, kernel=kernel, size=size, reach=reach
-    )
-    sums = np.empty((queries.shape[0], 2 + values.shape[1]))
-    for first, points, _ in _chunks(queries, scale):
-        got = np.asarray(_interpolate_chunk(smoothed, points, start, spacing, size=size))
-        sums[first : first + BIN_CHUNK] = got[: sums.shape[0] - first]
-    # an FFT convolution's rounding is bounded by eps·log2(length)·‖counts‖₂·‖weights‖₁
-    length = np.prod(
-        [1 << int(np.ceil(np.log2(s + w))) for s, w in zip(size, bound.shape, strict=True)]
-    )
-    rounding = (
-        FFT_ROUNDING * np.log2(length) * float(counts_norm) * (float(kernel_mass) + bound.sum())
-    )
-    error = sums[:, -1] + outside * keys.shape[0] + rounding
-    return sums[:, :-1], error
-
-
 def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None, tolerance=1e-3):
     """Pooled values on a grid, with each row's binned weight and whether it is settled.
 
@@ -336,36 +265,40 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     had to be coarsened more than :data:`HOPELESS_COARSENING` times to fit
     :data:`POOL_BUDGET`.
     """
+    from .binned_host import binned_sums
+
     queries, keys, values = np.asarray(queries), np.asarray(keys), np.asarray(values)
-    d = queries.shape[1]
-    scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
-    # scaling by s > 0 keeps the order, so the extremes of the scaled points are these
-    low = np.minimum(queries.min(axis=0), keys.min(axis=0)).astype(np.float64) * scale
-    high = np.maximum(queries.max(axis=0), keys.max(axis=0)).astype(np.float64) * scale
-    if grid_size is None:
-        nodes = nodes_for(kernel, tolerance, d)
-        tail = kernel_tail(kernel)
-        grid = grid_for(np.stack([low, high]), np.ones(d), nodes, tail=tail, budget=POOL_BUDGET)
-        # the bound grows at least as the spacing squared: no row would be settled
-        hopeless = np.max(grid.spacing) * nodes > HOPELESS_COARSENING
-    else:
-        size = np.broadcast_to(np.asarray(grid_size, int), (d,))
-        spacing = np.maximum(high - low, np.finfo(float).tiny) / np.maximum(size - 3, 1)
-        grid = Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
-        hopeless = False
-    reach = reach_for(kernel, np.ones(d), grid)
+    grid, reach, hopeless = plan_grid(queries, keys, scale, kernel, grid_size, tolerance)
     n = queries.shape[0]
     if hopeless or n * keys.shape[0] <= np.prod(np.add(grid.size, 2 * np.asarray(reach))):
         # fewer pairs than nodes to convolve: every row is for the exact method
         return np.zeros((n, values.shape[1])), np.zeros(n), np.zeros(n, bool), grid
     # values about their midrange: the FFT's rounding is relative to the largest feature
     middle = values.min(axis=0) * 0.5 + values.max(axis=0) * 0.5
-    with precision_scope(np.float64):
-        sums, error = _binned_sums(
-            queries, keys, values - middle, scale, kernel=kernel, grid=grid, reach=reach
-        )
+    sums, error, _ = binned_sums(queries, keys, scale, kernel, grid, reach, values - middle)
     weight = sums[:, 0]
     pooled = sums[:, 1:] / np.where(weight > 0, weight, 1.0)[:, None] + middle
     # |pooled − exact| ≤ Σ_j |error of K_ij| · range(values) / binned weight
     settled = (weight > 0) & (error <= tolerance * weight)
     return pooled, weight, settled, grid
+
+
+def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e-3):
+    """``(grid, reach, hopeless)`` of :func:`binned_pool` (its arguments): the default grid
+    or one of ``grid_size`` nodes over the scaled points, the kernel's reach on it, and
+    whether the default grid had to be coarsened past :data:`HOPELESS_COARSENING`."""
+    from .binned_host import default_grid
+
+    d = queries.shape[1]
+    scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
+    # scaling by s > 0 keeps the order, so the extremes of the scaled points are these
+    low = np.minimum(queries.min(axis=0), keys.min(axis=0)).astype(np.float64) * scale
+    high = np.maximum(queries.max(axis=0), keys.max(axis=0)).astype(np.float64) * scale
+    if grid_size is None:
+        grid, hopeless = default_grid(low, high, kernel, tolerance, POOL_BUDGET)
+    else:
+        size = np.broadcast_to(np.asarray(grid_size, int), (d,))
+        spacing = np.maximum(high - low, np.finfo(float).tiny) / np.maximum(size - 3, 1)
+        grid = Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
+        hopeless = False
+    return grid, reach_for(kernel, np.ones(d), grid), hopeless

@@ -9,17 +9,11 @@ chooses the grid from the same bound.
 
 from __future__ import annotations
 
-from functools import cache, partial
+from functools import cache
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._interop import precision_scope
 from ..kernels import Kernel
-
-#: Radii at which the kernel's profile is evaluated at once.
-PROFILE_CHUNK = 2**14
 
 
 @cache
@@ -90,14 +84,13 @@ def radial_error_bound(kernel: Kernel, spacing, largest: float):
         level_curvature = np.where(radii > 0, np.abs(slope) / radii, turn / step)
     bending = turn / step if d == 1 else np.maximum(turn / step, level_curvature)
     width = 2 * int(np.ceil(window / step)) + 3
-    from scipy.ndimage import maximum_filter1d, uniform_filter1d  # 0.3 s: when binning
 
     def largest_near(table):
-        return maximum_filter1d(table, width, mode="mirror")
+        return _window_max(table, width)
 
     oscillation = largest_near(profile) + largest_near(-profile)
     smooth = np.sum(spacing**2) / 8 * largest_near(bending)
-    variation = uniform_filter1d(turn, width, mode="mirror") * width
+    variation = _window_sum(turn, width)
     if d > 1:
         variation = variation + 2 * window * largest_near(level_curvature)
     across_kinks = np.sum(spacing) / 4 * variation
@@ -105,23 +98,43 @@ def radial_error_bound(kernel: Kernel, spacing, largest: float):
     return step, 2.5 * np.minimum(oscillation / 2.5, np.minimum(smooth, across_kinks)), profile
 
 
+def _window_max(table, width: int):
+    """The largest entry of the window of ``width`` (odd) entries centred on each entry of
+    ``table (n,)``, mirrored at the ends about the first and last entries (``d c b | a b
+    c d | c b a``, SciPy's ``mode="mirror"``)."""
+    return _over_windows(table, width, np.maximum)
+
+
+def _window_sum(table, width: int):
+    """The sum over the same windows as :func:`_window_max` (sums of non-negative entries
+    stay exact to rounding: no differences of running sums)."""
+    return _over_windows(table, width, np.add)
+
+
+def _over_windows(table, width: int, combine):
+    """``combine`` over centred windows by doubling: spans of ``2^k`` entries from spans of
+    ``2^(k−1)``, then the window as the spans of the bits of ``width`` laid end to end —
+    ``O(n log width)``."""
+    padded = np.pad(np.asarray(table, np.float64), width // 2, mode="reflect")
+    n = padded.size - width + 1
+    span, spans, result, offset = padded, 1, None, 0
+    while spans <= width:
+        if width & spans:
+            piece = span[offset : offset + n]
+            result = piece if result is None else combine(result, piece)
+            offset += spans
+        span = combine(span[:-spans], span[spans:]) if 2 * spans <= width else span
+        spans *= 2
+    return result
+
+
 def _profile(kernel: Kernel, radii) -> np.ndarray:
-    """``K(r) / K(0)`` at ``radii``, in float64 (0 outside a compact support), evaluated
-    :data:`PROFILE_CHUNK` radii at a time (one program per kernel)."""
-    radii = np.asarray(radii, np.float64)
-    table = np.zeros(-(-radii.size // PROFILE_CHUNK) * PROFILE_CHUNK)
-    table[: radii.size] = radii**2
-    with precision_scope(np.float64):
-        log_k = [
-            np.asarray(_log_profile(jnp.asarray(chunk), kernel=kernel))
-            for chunk in table.reshape(-1, PROFILE_CHUNK)
-        ]
-    return np.nan_to_num(np.exp(np.concatenate(log_k)[: radii.size]), nan=0.0)
-
-
-@partial(jax.jit, static_argnames="kernel")
-def _log_profile(r2, *, kernel):
-    return kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype))
+    """``K(r) / K(0)`` at ``radii``, in float64 (0 outside a compact support): the built-in
+    profiles in NumPy (no program to build)."""
+    r2 = np.asarray(radii, np.float64) ** 2
+    top = np.asarray(kernel.log_profile(np.zeros(())), np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.nan_to_num(np.exp(np.asarray(kernel.log_profile(r2), np.float64) - top), nan=0.0)
 
 
 @cache

@@ -75,8 +75,8 @@ def library_path(compiler_name: str, source: Path, defines: list[str]) -> Path:
     ``gaussian-<digest>.so``, others ``<stem>-<digest>.so``), the digest over the source
     and the headers beside it."""
     headers = [header.read_bytes() for header in sorted(source.parent.glob("*.h"))]
-    parts = [source.read_bytes(), *headers, compiler_name, *FLAGS, *defines,
-             processor_fingerprint()]  # fmt: skip
+    parts: list[bytes | str] = [source.read_bytes(), *headers, compiler_name, *FLAGS,
+                                *defines, processor_fingerprint()]  # fmt: skip
     key = hashlib.sha256(
         b"\0".join(p if isinstance(p, bytes) else p.encode() for p in parts)
     ).hexdigest()[:20]

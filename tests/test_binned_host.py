@@ -1,0 +1,100 @@
+"""The binned method on the host: binning by the compiled loop and by NumPy, the error
+bound's window filters against SciPy's, the keys that can matter to a row, and binned
+densities held to the exact ones on hostile data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.ndimage import maximum_filter1d, uniform_filter1d
+from scipy.special import logsumexp
+
+from attnpool import Binned, kernels, log_density
+from attnpool.methods import binned_bound, binned_host, native
+from attnpool.methods.binned import Grid, plan_grid
+
+
+def grid_over(points, spacing):
+    low, high = points.min(axis=0) - spacing, points.max(axis=0) + spacing
+    size = np.ceil((high - low) / spacing).astype(int) + 2
+    return Grid(tuple(low), tuple(np.full(points.shape[1], spacing)), tuple(int(s) for s in size))
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_binning_by_the_loop_equals_numpy_and_keeps_every_feature(d, native_cache, monkeypatch):
+    rng = np.random.default_rng(d)
+    points = rng.normal(size=(5000, d)) * 3
+    features = rng.normal(size=(5000, 3))
+    grid = grid_over(points * 2.0, 0.37)
+    compiled, cells = binned_host.bin_points(points, 2.0, grid, features, cells=True)
+    counts, _ = binned_host.bin_points(points, 2.0, grid)
+    monkeypatch.setenv("CC", "no-such-cc")
+    assert native.expansion_function("linear_bin") is None
+    by_numpy, numpy_cells = binned_host.bin_points(points, 2.0, grid, features, cells=True)
+    np.testing.assert_allclose(compiled, by_numpy, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(cells, numpy_cells)
+    # linear binning keeps each feature's total and its first moment
+    np.testing.assert_allclose(compiled.sum(axis=tuple(range(d))), features.sum(axis=0))
+    np.testing.assert_allclose(counts.sum(), 5000.0)
+    axes = [g0 + s * np.arange(n) for g0, s, n in zip(*grid, strict=True)]
+    nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+    np.testing.assert_allclose(np.tensordot(counts[..., 0], nodes, axes=d),
+                               (points * 2.0).sum(axis=0), rtol=1e-10)  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [1, 3, 17, 131, 255])
+def test_the_bounds_window_filters_equal_scipys(width):
+    table = np.random.default_rng(width).normal(size=500)
+    np.testing.assert_array_equal(binned_bound._window_max(table, width),
+                                  maximum_filter1d(table, width, mode="mirror"))  # fmt: skip
+    # sums of a kernel's tails (200 decades): each window summed term by term (SciPy's
+    # uniform filter differences running sums, and loses the small windows)
+    positive = np.abs(table) * np.logspace(0, -200, 500)
+    mirrored = np.pad(positive, width // 2, mode="reflect")
+    windows = np.lib.stride_tricks.sliding_window_view(mirrored, width)
+    np.testing.assert_allclose(binned_bound._window_sum(positive, width),
+                               windows.sum(axis=1), rtol=1e-13, atol=0)  # fmt: skip
+    np.testing.assert_allclose(binned_bound._window_sum(table, width),
+                               uniform_filter1d(table, width, mode="mirror") * width,
+                               rtol=1e-9, atol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "epanechnikov"])
+@pytest.mark.parametrize("d", [1, 2])
+def test_the_keys_near_a_row_hold_all_of_its_sum(kernel, d):
+    # rows in the tails, between clusters and far from every key: the sum over the keys
+    # keys_near selects equals the sum over all of them to rounding
+    rng = np.random.default_rng(10 + d)
+    keys = np.concatenate([rng.normal(0, 1, (3000, d)), rng.normal(6, 0.2, (300, d))])
+    rows = np.concatenate([rng.uniform(-7, -4, (30, d)), rng.uniform(8, 10, (30, d)),
+                           np.full((1, d), 3.0)])  # fmt: skip
+    record = kernels.for_dimensions(kernels.get(kernel), d)
+    scale = np.full(d, 1 / (0.05 if kernel == "laplacian" else 0.3))  # its reach is long
+    grid, reach, _ = plan_grid(rows, keys, scale, record)
+    _, _, binning = binned_host.binned_sums(rows, keys, scale, record, grid, reach, cells=True)
+    near = binned_host.keys_near(rows * scale, record, binning, keys.shape[0])
+    assert near.size < keys.shape[0]
+    log_k = np.asarray(record.log_profile(np.sum(((rows[:, None] - keys[None]) * scale) ** 2, -1)))
+    everything = logsumexp(log_k, axis=1)
+    selected = logsumexp(log_k[:, near], axis=1)
+    reached = np.isfinite(everything)
+    np.testing.assert_array_equal(np.isfinite(selected), reached)
+    np.testing.assert_allclose(selected[reached], everything[reached], rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "tricube"])
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("offset", [0.0, 1.7e9])
+def test_binned_densities_meet_their_tolerance_on_hostile_data(kernel, d, offset):
+    # clusters, a far outlier, tails beyond the data and Unix-time offsets: every
+    # density within its tolerance of the exact one, or summed exactly
+    rng = np.random.default_rng(20 + d)
+    x = np.concatenate([rng.normal(0, 1, (20_000, d)), rng.normal(4, 0.01, (500, d)),
+                        np.full((1, d), 40.0)]) + offset  # fmt: skip
+    q = np.concatenate([rng.uniform(-5, 9, (300, d)), np.full((1, d), 39.9)]) + offset
+    exact = log_density(x, q, kernel=kernel, bandwidth=0.2, method="stream")
+    for tolerance in (1e-3, 1e-6):
+        got = log_density(x, q, kernel=kernel, bandwidth=0.2, method=Binned(tolerance=tolerance))
+        assert np.array_equal(np.isfinite(got), np.isfinite(exact))
+        finite = np.isfinite(exact)
+        assert np.all(np.abs(np.expm1(got[finite] - exact[finite])) <= tolerance)
