@@ -20,16 +20,27 @@ __all__ = [
 ]
 
 
-def minimize_bounded(function, low: float, high: float, *, xatol: float, maxiter: int = 500):
+def minimize_bounded(
+    function, low: float, high: float, *, xatol: float, maxiter: int = 500, known=None
+):
     """``(x, f(x))``: a local minimum of ``function`` on ``[low, high]`` by Brent's method —
     golden-section steps, parabolic ones where they stay inside the bracket and shrink
-    — to ``xatol`` (plus ``√eps`` relative), as SciPy's ``fminbound``."""
+    — to ``xatol`` (plus ``√eps`` relative), as SciPy's ``fminbound``. ``known``: the
+    values ``(f(low), f(x₀), f(high))`` and ``x₀`` inside, below both ends (a grid's best
+    point and its neighbours) as ``(x₀, (f_low, f_x₀, f_high))``: the search starts from
+    ``x₀`` with the ends as its other two points, so its first step is the parabola
+    through the three, not a golden section."""
     golden = 0.5 * (3.0 - math.sqrt(5.0))
     relative = math.sqrt(np.finfo(float).eps)
     a, b = low, high
-    x = w = v = a + golden * (b - a)
-    fx = fw = fv = function(x)
-    step = previous = 0.0
+    if known is None:
+        x = w = v = a + golden * (b - a)
+        fx = fw = fv = function(x)
+        step = previous = 0.0
+    else:
+        x, (f_low, fx, f_high) = known
+        (w, fw), (v, fv) = sorted([(a, f_low), (b, f_high)], key=lambda point: point[1])
+        step = previous = b - a  # long enough to allow the parabola at once
     for _ in range(maxiter):
         middle = 0.5 * (a + b)
         tol1 = relative * abs(x) + xatol / 3.0

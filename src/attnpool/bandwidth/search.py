@@ -182,6 +182,7 @@ def host_search(
             best[0] - step,
             best[0] + step,
             xatol=xatol,
+            known=_bracket(thetas[:, 0], objectives, best[0], step, grid_objective),
         )
         theta = np.array([found])
     elif smooth:
@@ -213,6 +214,20 @@ def host_search(
     if progress:
         progress(2, 2)
     return theta, value, objectives
+
+
+def _bracket(thetas, objectives, best: float, step: float, estimate) -> tuple | None:
+    """``(best, (f(best − step), f(best), f(best + step)))`` from the grid where those
+    three points are on it with finite exact objectives (none of them an estimate), for
+    :func:`minimize_bounded`'s first parabola; else None."""
+    if estimate is not None:
+        return None
+    at = int(np.argmin(np.abs(thetas - best)))
+    if not (0 < at < thetas.size - 1) or not np.all(np.isfinite(objectives[at - 1 : at + 2])):
+        return None
+    if not np.allclose(np.diff(thetas[at - 1 : at + 2]), step, rtol=1e-9):
+        return None
+    return best, tuple(float(f) for f in objectives[at - 1 : at + 2])
 
 
 def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:

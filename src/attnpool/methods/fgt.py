@@ -227,12 +227,11 @@ def _evaluate(u, nearest2, table, width, half, order):
         compiled(at(u, start), at(nearest2, start), stop - start, at(table), table.shape[1], f,
                  width, half, order, at(sums, start))  # fmt: skip
 
-    cores = native.cores() if n * (2 * half + 1) * order * f >= THREAD_MIN_TERMS else 1
-    bounds = np.linspace(0, n, min(cores, n) + 1).astype(np.int64).tolist()
-    if len(bounds) <= 2:
+    if n * (2 * half + 1) * order * f < THREAD_MIN_TERMS or native.cores() == 1:
         task(0, n)
-    else:
-        list(native.thread_pool().map(task, bounds[:-1], bounds[1:]))
+        return sums
+    bounds = np.linspace(0, n, min(native.cores(), n) + 1).astype(np.int64).tolist()
+    list(native.thread_pool().map(task, bounds[:-1], bounds[1:]))
     return sums
 
 

@@ -279,9 +279,9 @@ def _threads(cores: int, process: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(cores, thread_name_prefix=f"attnpool-native-{process}")
 
 
-def address(array, row: int = 0):
-    """Pointer to ``array[row]`` for ``ctypes``."""
-    return ctypes.c_void_p(array[row:].ctypes.data)
+def address(array, row: int = 0) -> int:
+    """Pointer to ``array[row]`` for ``ctypes`` (the caller keeps ``array`` alive)."""
+    return int(array.ctypes.data) + row * array.strides[0]
 
 
 def thread_pool() -> ThreadPoolExecutor:
