@@ -11,7 +11,8 @@ from scipy.special import logsumexp
 
 from attnpool import Binned, kernels, log_density
 from attnpool.methods import binned_bound, binned_host, native
-from attnpool.methods.binned import Grid, plan_grid
+from attnpool.methods.binned import Grid
+from attnpool.methods.binned_host import plan_grid
 
 
 def grid_over(points, spacing):

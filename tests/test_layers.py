@@ -43,6 +43,7 @@ ABOVE = {
     "datasets",
     "density",
     "density_estimator",
+    "density_methods",
     "distribution",
     "demo",
     "distributed",

@@ -167,9 +167,12 @@ def log_density(
         w64 = None if w is None else np.asarray(w, np.float64)
         if name != "auto":
             options = method if isinstance(method, Binned) else Binned()
-            return np.asarray(method_log_sums(x64, q64, record, h, w64, name, options)) - math.log(
-                total
-            )
+
+            def exact(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+                return log_density(keys, queries, kernel=record, bandwidth=h)  # rows "auto" sums
+
+            found = method_log_sums(x64, q64, record, h, w64, name, options, exact)
+            return np.asarray(found) - math.log(total)
         found = host_log_sums(x64, q64, record, h, w64)
         if found is not None:  # no program to build
             return np.asarray(found) - math.log(total)

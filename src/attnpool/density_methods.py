@@ -107,9 +107,12 @@ def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     return out - 0.5 * d * math.log(2 * math.pi) - float(np.sum(np.log(h)))
 
 
-def method_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any) -> Any:
-    """``method="fgt"``, ``"sparse"`` or ``"binned"``: refused where the method cannot
-    serve, else its sums, the rows it leaves unsettled summed exactly."""
+def method_log_sums(
+    x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any, exact: Any
+) -> Any:
+    """``method="fgt"``, ``"sparse"``, ``"native"`` or ``"binned"``: refused where the
+    method cannot serve, else its sums, the rows it leaves unsettled summed exactly
+    (``exact(keys, queries)``: their normalised log densities, as ``"auto"`` sums them)."""
     from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
     from .methods import sparse
     from .methods.binned import refusal
@@ -137,23 +140,21 @@ def method_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, name: str, opti
     reason = refusal(record, d)
     if reason or w is not None:
         raise ValueError(f"method: {reason or 'binned densities are for unweighted samples'}")
-    return _binned_log_sums(x, q, record, h, options)
+    return _binned_log_sums(x, q, record, h, options, exact)
 
 
-def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any) -> Any:
+def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: Any) -> Any:
     """Normalised log sums by binning (:mod:`attnpool.methods.binned_host`): each density
     within ``options.tolerance`` of itself, or summed exactly over the keys within its
     reach (:func:`attnpool.methods.binned_host.keys_near`)."""
-    from .density import log_density
-    from .methods.binned import plan_grid
-    from .methods.binned_host import binned_sums, keys_near
+    from .methods.binned_host import binned_sums, keys_near, plan_grid
 
     d, scale = x.shape[1], 1.0 / h
     grid, reach, hopeless = plan_grid(q, x, scale, record, options.grid_size, options.tolerance)
     top = float(np.asarray(record.log_profile(np.zeros(()))))
     constant = top - math.log(kernel_integrals(record, d)[0]) - float(np.sum(np.log(h)))
     if hopeless:
-        return log_density(x, q, kernel=record, bandwidth=h) + math.log(x.shape[0])
+        return exact(x, q) + math.log(x.shape[0])
     sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=True)
     weight = sums[:, 0]
     settled = (weight > 0) & (error <= options.tolerance * weight)
@@ -164,6 +165,6 @@ def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any) -> Any:
         near = keys_near(q[again] * scale, record, binning, x.shape[0])
         out[again] = -np.inf
         if near.size:
-            found = log_density(x[near], q[again], kernel=record, bandwidth=h)
+            found = exact(x[near], q[again])
             out[again] = found + math.log(near.size)
     return out

@@ -182,7 +182,10 @@ def host_search(
             best[0] - step,
             best[0] + step,
             xatol=xatol,
-            known=_bracket(thetas[:, 0], objectives, best[0], step, grid_objective),
+            # (a compact kernel's objective jumps: its parabola may leap to another basin)
+            known=_bracket(thetas[:, 0], objectives, best[0], step, grid_objective)
+            if smooth
+            else None,
         )
         theta = np.array([found])
     elif smooth:

@@ -26,7 +26,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     ``fgt``, ``native``, ``binned``, ``topk``); rows it cannot settle — and rows a mask
     ``allowed`` (:mod:`attnpool.masks`) keeps from some key — are pooled exactly by the
     streamed core."""
-    from ..methods import binned, fgt, native, sparse, topk
+    from ..methods import binned_host, fgt, native, sparse, topk
 
     q, k, v = (np.asarray(a) for a in (q, k, v))  # on the host: no program per shape
     if allowed is not None:
@@ -63,7 +63,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         pooled, empty_rows = (np.array(a) for a in finalize(state))
         exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
     elif method == "binned":
-        pooled, weight, settled, _ = binned.binned_pool(
+        pooled, weight, settled, _ = binned_host.binned_pool(
             q, k, v, factor, kernel, grid_size=options.grid_size, tolerance=options.tolerance
         )
         exact = ~settled

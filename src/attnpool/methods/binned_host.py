@@ -16,7 +16,17 @@ import numpy as np
 
 from ..kernels import Kernel
 from . import native
-from .binned import convolve, corners, fft_lengths
+from .binned import (
+    HOPELESS_COARSENING,
+    POOL_BUDGET,
+    Grid,
+    convolve,
+    corners,
+    fft_lengths,
+    grid_bucket,
+    grid_for,
+    reach_for,
+)
 from .binned_bound import kernel_tail, nodes_for, pair_error_bound
 
 #: A float64 FFT convolution errs by at most this · log2(length) · ‖x‖₂ · ‖w‖₁ per entry.
@@ -90,8 +100,6 @@ def binned_sums(queries, keys, scale, kernel: Kernel, grid, reach, values=None, 
     the counts, the weight of keys beyond ``reach``, the FFT's rounding) and the
     :class:`Binning`. ``values (m, p)``: None for the counts alone; ``cells``: keep each
     key's cell."""
-    from .binned import grid_bucket
-
     size = tuple(grid_bucket(s) for s in grid.size)  # a few FFT lengths, not one per size
     grid = type(grid)(grid.start, grid.spacing, size)
     reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
@@ -163,10 +171,69 @@ def default_grid(low, high, kernel: Kernel, tolerance: float, budget: int):
     """``(grid, hopeless)``: the grid over scaled ``[low, high]`` at
     :func:`.binned_bound.nodes_for` nodes per bandwidth, coarsened to ``budget`` nodes with
     the kernel's reach; ``hopeless``: coarsened so much that no row would be settled."""
-    from .binned import HOPELESS_COARSENING, grid_for
-
     d = np.asarray(low).size
     nodes = nodes_for(kernel, tolerance, d)
     grid = grid_for(np.stack([low, high]), np.ones(d), nodes, tail=kernel_tail(kernel),
                     budget=budget)  # fmt: skip
     return grid, bool(np.max(grid.spacing) * nodes > HOPELESS_COARSENING)
+
+
+def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None, tolerance=1e-3):
+    """Pooled values on a grid, with each row's binned weight and whether it is settled.
+
+    Parameters
+    ----------
+    queries : (n, d) and keys : (m, d) arrays, ``d ≤ 2``, any float precision.
+    values : (m, p) array.
+    scale : (d,) the inverse bandwidths; scaled float64 coordinates are formed in chunks.
+    grid_size : int or tuple, optional
+        Nodes per dimension; by default :func:`.binned_bound.nodes_for` nodes per bandwidth, fewer
+        where the grid with the kernel's reach would exceed :data:`POOL_BUDGET` nodes.
+
+    Returns
+    -------
+    pooled : (n, p) float64; weight : (n,) ``Σ_j K_ij / K(0)`` as binned; settled : (n,)
+    bool; and the :class:`Grid` used.
+
+    A row is *settled* when the bound of :func:`.binned_bound.pair_error_bound` on its kernel sums
+    proves ``|pooled − exact| ≤ tolerance × range(values)`` in every column: with binned
+    weight ``D_i`` and summed pair-error bound ``E_i``, ``|pooled − exact| ≤ range · E_i /
+    D_i``. Rows that are not settled (little weight, most of it near a kernel's kink or
+    edge, keys clustered within a cell) are for an exact method to pool; so is every
+    row when there are fewer pairs than nodes to convolve, and when the default grid
+    had to be coarsened more than :data:`HOPELESS_COARSENING` times to fit
+    :data:`POOL_BUDGET`.
+    """
+    queries, keys, values = np.asarray(queries), np.asarray(keys), np.asarray(values)
+    grid, reach, hopeless = plan_grid(queries, keys, scale, kernel, grid_size, tolerance)
+    n = queries.shape[0]
+    if hopeless or n * keys.shape[0] <= np.prod(np.add(grid.size, 2 * np.asarray(reach))):
+        # fewer pairs than nodes to convolve: every row is for the exact method
+        return np.zeros((n, values.shape[1])), np.zeros(n), np.zeros(n, bool), grid
+    # values about their midrange: the FFT's rounding is relative to the largest feature
+    middle = values.min(axis=0) * 0.5 + values.max(axis=0) * 0.5
+    sums, error, _ = binned_sums(queries, keys, scale, kernel, grid, reach, values - middle)
+    weight = sums[:, 0]
+    pooled = sums[:, 1:] / np.where(weight > 0, weight, 1.0)[:, None] + middle
+    # |pooled − exact| ≤ Σ_j |error of K_ij| · range(values) / binned weight
+    settled = (weight > 0) & (error <= tolerance * weight)
+    return pooled, weight, settled, grid
+
+
+def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e-3):
+    """``(grid, reach, hopeless)`` of :func:`binned_pool` (its arguments): the default grid
+    or one of ``grid_size`` nodes over the scaled points, the kernel's reach on it, and
+    whether the default grid had to be coarsened past :data:`HOPELESS_COARSENING`."""
+    d = queries.shape[1]
+    scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
+    # scaling by s > 0 keeps the order, so the extremes of the scaled points are these
+    low = np.minimum(queries.min(axis=0), keys.min(axis=0)).astype(np.float64) * scale
+    high = np.maximum(queries.max(axis=0), keys.max(axis=0)).astype(np.float64) * scale
+    if grid_size is None:
+        grid, hopeless = default_grid(low, high, kernel, tolerance, POOL_BUDGET)
+    else:
+        size = np.broadcast_to(np.asarray(grid_size, int), (d,))
+        spacing = np.maximum(high - low, np.finfo(float).tiny) / np.maximum(size - 3, 1)
+        grid = Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
+        hopeless = False
+    return grid, reach_for(kernel, np.ones(d), grid), hopeless
