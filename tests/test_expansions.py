@@ -101,3 +101,22 @@ def test_a_likelihood_search_builds_the_loop_and_finds_the_pairs_optimum(native_
     other = select_density_bandwidth(x, method="cv_ml")
     np.testing.assert_allclose(fast.objective, other.objective, rtol=1e-12)
     np.testing.assert_allclose(fast.bandwidth, other.bandwidth, rtol=1e-5)
+
+
+def test_a_compiler_that_cannot_build_the_expansions_still_builds_the_loop(
+    native_cache, monkeypatch, tmp_path
+):
+    # a failure is remembered per source: fgt takes its XLA form (with a warning), and
+    # method="native" keeps its compiled loop
+    picky = tmp_path / "picky-cc"
+    picky.write_text('#!/bin/sh\ncase "$*" in *expansions.c*) exit 1;; esac\nexec cc "$@"\n')
+    picky.chmod(0o755)
+    monkeypatch.setenv("CC", str(picky))
+    queries, keys, values = points("uniform", 5)
+    with pytest.warns(RuntimeWarning, match="compiled host loops are unavailable"):
+        sums, settled = fgt.expansion_sums(queries[:, None], keys[:, None], values, 1 / 0.2)
+    assert settled.any() and not native.expansions_ready()
+    assert native.available()
+    want = textbook_sums(queries, keys, values, 0.2)
+    np.testing.assert_allclose(sums[settled] / want[settled, :1], want[settled] / want[settled, :1],
+                               rtol=0, atol=1e-12)  # fmt: skip

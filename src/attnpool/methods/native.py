@@ -65,7 +65,7 @@ RETRY_SECONDS = 60.0
 #: Largest |coordinate| / h, about the points' midrange, :func:`leave_one_out_sums`
 #: sums: beyond, scaled differences would lose digits.
 MAX_SCALED = 2.0**12
-#: ``{compiler: (time.monotonic() of the failure, reason)}``.
+#: ``{compiler (and source): (time.monotonic() of the failure, reason)}``.
 _failures: dict[str, tuple[float, str]] = {}
 
 
@@ -92,7 +92,8 @@ def _compile_error(
     ``variant`` ``(double, dims, values)`` the caller needs next: one compilation, not
     two (the default, float64 in one column, is a first search's); None:
     ``expansions.c``."""
-    failed = _failures.get(compiler_name)
+    key = _failure_key(compiler_name, variant is None)
+    failed = _failures.get(key)
     if failed is not None and time.monotonic() - failed[0] < RETRY_SECONDS:
         return failed[1]
     try:
@@ -103,7 +104,7 @@ def _compile_error(
             _library(compiler_name, double, dims, values, dims >= MATMUL_MIN_DIM)
     except (OSError, RuntimeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        _failures[compiler_name] = (time.monotonic(), reason)
+        _failures[key] = (time.monotonic(), reason)
         if compiler_found(compiler_name):
             what = "method 'native' is" if variant else "the compiled host loops are"
             instead = "'auto' uses 'stream'" if variant else "their XLA forms are used"
@@ -113,8 +114,14 @@ def _compile_error(
                 stacklevel=3,
             )
         return reason
-    _failures.pop(compiler_name, None)
+    _failures.pop(key, None)
     return None
+
+
+def _failure_key(compiler_name: str, expansions: bool) -> str:
+    """Failures are remembered per compiler and source: one that cannot build
+    ``expansions.c`` may still build ``native.c``."""
+    return f"{compiler_name} expansions.c" if expansions else compiler_name
 
 
 def available(double: bool = True, dims: int = 1, values: int = 1) -> bool:
@@ -343,7 +350,7 @@ def expansion_function(name: str) -> Any:
 def expansions_ready() -> bool:
     """Whether ``expansions.c`` runs here without compiling anything (built before, by
     this process or an earlier one)."""
-    if compiler() in _failures or not compiler_found(compiler()):
+    if _failure_key(compiler(), True) in _failures or not compiler_found(compiler()):
         return False
     return cached(compiler(), EXPANSIONS, []) is not None
 
