@@ -18,6 +18,7 @@
    point's features split between the 2^d corners of its cell. */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef ptrdiff_t isize;
@@ -34,21 +35,25 @@ static inline vector load(const double *from)
     return v;
 }
 
-/* Largest window of boxes a query sums, and coefficients a box holds (fgt.plan and
-   fgt.MAX_VALUES keep to fewer). */
+/* Largest window of boxes a query sums, and coefficients a box holds (fgt.py keeps to
+   fewer). The fgt functions return 0, or 1 where they did nothing (beyond these, or no
+   memory). */
 #define MAX_WINDOW 512
 #define MAX_TERMS 1024
 
-void fgt_coefficients(const double *keys, const double *features, const long long *box,
+int fgt_coefficients(const double *keys, const double *features, const long long *box,
                       isize m, isize f, double origin, double width, isize order,
                       isize pad, isize columns, double *table)
 {
-    vector own[MAX_TERMS]; /* the current box's coefficients, j-major, by lane */
-    vector feature[MAX_TERMS];
-    double inverse[MAX_TERMS];
     isize terms = order * f;
     if (terms > MAX_TERMS)
-        return;
+        return 1;
+    /* on the heap: a caller's thread may have a small stack (musl gives 128 KiB) */
+    vector *own = aligned_alloc(sizeof(vector), (size_t)(terms + f) * sizeof(vector));
+    vector *feature = own + terms; /* own: the current box's coefficients, j-major */
+    double inverse[MAX_TERMS];
+    if (!own)
+        return 1;
     for (isize j = 0; j < order; j++)
         inverse[j] = 1.0 / (double)(j + 1);
     for (isize i = 0; i < m;) { /* keys sorted: a box's keys are consecutive */
@@ -81,6 +86,8 @@ void fgt_coefficients(const double *keys, const double *features, const long lon
         }
         i = end;
     }
+    free(own);
+    return 0;
 }
 
 /* Queries that share a box are summed GROUP at a time: each coefficient loaded once
@@ -108,16 +115,19 @@ static void gaussian_factors(const double *s, double r2, isize half, double widt
    read in whole vectors (its tail's factors 0): the table's rows hold that many
    columns past its last window. A query whose window is not inside the table gets
    NaN (the caller sums it otherwise). */
-void fgt_evaluate(const double *u, const double *nearest2, isize n, const double *table,
+int fgt_evaluate(const double *u, const double *nearest2, isize n, const double *table,
                   isize columns, isize f, double width, isize half, isize order,
                   double *out)
 {
     isize window = 2 * half + 1;
     isize read = (window + LANES - 1) / LANES * LANES;
     double step = exp(-width * width);
-    double s[GROUP][MAX_WINDOW], factor[GROUP][MAX_WINDOW];
     if (read > MAX_WINDOW)
-        return;
+        return 1;
+    double (*s)[MAX_WINDOW] = malloc(2 * GROUP * sizeof *s); /* the heap, as above */
+    double (*factor)[MAX_WINDOW] = s + GROUP;
+    if (!s)
+        return 1;
     for (isize i = 0; i < n;) {
         isize own = (isize)floor(u[i] / width);
         isize count = 1;
@@ -164,6 +174,8 @@ void fgt_evaluate(const double *u, const double *nearest2, isize n, const double
         }
         i += count;
     }
+    free(s);
+    return 0;
 }
 
 /* Linear binning (binned.py's): point i's node coordinates p_j = (x_ij scale_j -

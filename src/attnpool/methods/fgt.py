@@ -186,8 +186,9 @@ def _coefficients(k, features, boxes, origin, width, order, half):
         k, features = np.ascontiguousarray(k), np.ascontiguousarray(features)
         boxes = np.ascontiguousarray(boxes, np.int64)
         at = native.address
-        compiled(at(k), at(features), at(boxes), k.shape[0], f, origin, width, order, pad,
-                 table.shape[1], at(table))  # fmt: skip
+        if compiled(at(k), at(features), at(boxes), k.shape[0], f, origin, width, order, pad,
+                    table.shape[1], at(table)):  # fmt: skip
+            raise MemoryError("fgt: no memory for a box's coefficients")
         return table
     for chunk in (slice(i, i + KEY_CHUNK) for i in range(0, k.shape[0], KEY_CHUNK)):
         box = boxes[chunk]
@@ -224,8 +225,9 @@ def _evaluate(u, nearest2, table, width, half, order):
 
     def task(start: int, stop: int) -> None:
         at = native.address
-        compiled(at(u, start), at(nearest2, start), stop - start, at(table), table.shape[1], f,
-                 width, half, order, at(sums, start))  # fmt: skip
+        if compiled(at(u, start), at(nearest2, start), stop - start, at(table), table.shape[1],
+                    f, width, half, order, at(sums, start)):  # fmt: skip
+            raise MemoryError("fgt: no memory for a window's factors")
 
     if n * (2 * half + 1) * order * f < THREAD_MIN_TERMS or native.cores() == 1:
         task(0, n)

@@ -358,7 +358,7 @@ def expansions_ready() -> bool:
 @functools.cache
 def _expansion(compiler_name: str, name: str) -> Any:
     function = getattr(ctypes.CDLL(str(build(compiler_name, EXPANSIONS, []))), name)
-    function.restype = None
+    function.restype = ctypes.c_int if name.startswith("fgt_") else None
     function.argtypes = _SIGNATURES[name]
     return function
 
