@@ -82,7 +82,8 @@ def test_a_small_density_builds_no_loop_but_runs_on_one_already_built(native_cac
     log_k = -0.5 * ((q - x.T) / 0.2) ** 2  # the textbook, pair by pair
     want = np.exp(logsumexp(log_k, axis=1)) / (400 * 0.2 * np.sqrt(2 * np.pi))
     calls, expansion_sums = [], fgt.expansion_sums
-    monkeypatch.setattr(fgt, "expansion_sums", lambda *a: calls.append(1) or expansion_sums(*a))
+    monkeypatch.setattr(fgt, "expansion_sums",
+                        lambda *a, **k: calls.append(1) or expansion_sums(*a, **k))  # fmt: skip
     on_numpy = kernel_density(x, q, bandwidth=0.2)
     assert not calls and not list(native_cache.rglob("*.so"))  # nothing compiled
     native.expansion_function("fgt_evaluate")  # built, as a larger call would
@@ -120,3 +121,28 @@ def test_a_compiler_that_cannot_build_the_expansions_still_builds_the_loop(
     want = textbook_sums(queries, keys, values, 0.2)
     np.testing.assert_allclose(sums[settled] / want[settled, :1], want[settled] / want[settled, :1],
                                rtol=0, atol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rows_far_from_every_key_sum_over_the_keys_within_their_reach(weighted):
+    # rows the expansions leave unsettled (over 8 bandwidths from every key) are summed
+    # over the keys fgt.reach names only: the textbook over every key, weights included
+    from attnpool import log_density
+
+    rng = np.random.default_rng(6)
+    x = np.concatenate([rng.normal(size=100_000), [30.0, 31.0, -25.0]])
+    w = rng.uniform(1e-3, 1.0, x.size) if weighted else None
+    q = np.concatenate([rng.normal(size=40), [12.0, 20.0, 29.0, -18.0, 60.0, -300.0]])
+    got = log_density(x, q, bandwidth=0.1, weights=w)
+    ww = np.ones(x.size) if w is None else w
+    want = logsumexp(-0.5 * ((q[:, None] - x[None, :]) / 0.1) ** 2, b=ww, axis=1) - np.log(
+        np.sum(ww) * 0.1 * np.sqrt(2 * np.pi)
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    centres = np.array([12.0, 29.0])
+    nearest2 = (np.min(np.abs(centres[:, None] - x[None, :]), axis=1) / 0.1) ** 2
+    radii = 0.1 * fgt.reach(nearest2, x.size)
+    near = fgt.keys_within(x, centres, radii)
+    brute = np.flatnonzero(np.any(np.abs(x[:, None] - centres) <= radii, axis=1))
+    np.testing.assert_array_equal(near, brute)
+    assert 100_000 in near and near.size < 100  # a few of 100 003 (31 is out of reach of 29)

@@ -45,13 +45,15 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
 
     n, m = q.shape[0], x.shape[0]
     columns = MixedColumns(x, "c" * x.shape[1], record)
-    if n * m <= HOST_PAIRS and not (
-        x.shape[1] == 1 and _kernels.is_gaussian(record) and expansions_pay(n * m)
-    ):
+    small = n * m <= HOST_PAIRS
+    gaussian = x.shape[1] == 1 and _kernels.is_gaussian(record)
+    if small and not (gaussian and expansions_pay(n * m)):
         return log_sums([(q, x, h, columns, "density")], weights=w)
     in_range = x.shape[1] == 1 and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
-    if in_range and _kernels.is_gaussian(record):
+    if in_range and gaussian:
         return _expansion_log_sums(x, q, h, w, columns)
+    if small:  # beyond the expansions' range: pairs still cost less than a program
+        return log_sums([(q, x, h, columns, "density")], weights=w)
     if in_range and record.compact and _kernels.is_builtin(record):
         return _sparse_log_sums(x, q, record, h, w)
     return None
@@ -72,17 +74,22 @@ def _sparse_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
 
 def _expansion_log_sums(x: Any, q: Any, h: Any, w: Any, columns: Any) -> Any:
     """Gaussian log sums of one column by the ``fgt`` expansions, the rows they leave
-    unsettled pair by pair."""
+    unsettled (far from every key) pair by pair over the keys within their reach
+    (:func:`attnpool.methods.fgt.reach`: the rest weigh less than 1e-14 of each row)."""
     from .methods import fgt
     from .mixed_kernels import log_sums
 
     values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
-    sums, settled = fgt.expansion_sums(q, x, values, 1.0 / h[0])
-    nearest = np.sqrt(fgt.nearest_squared(q[:, 0], np.sort(x[:, 0]))) / h[0]
+    sums, settled, nearest2 = fgt.expansion_sums(q, x, values, 1.0 / h[0], return_nearest=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.log(sums[:, 1]) - 0.5 * nearest**2 - math.log(math.sqrt(2 * math.pi) * h[0])
+        out = np.log(sums[:, 1]) - 0.5 * nearest2 - math.log(math.sqrt(2 * math.pi) * h[0])
     again = np.flatnonzero(~settled | ~np.isfinite(out))
-    out[again] = log_sums([(q[again], x, h, columns, "density")], weights=w)
+    if again.size:
+        count = x.shape[0] if w is None else float(np.sum(w) / np.min(w))
+        radii = h[0] * fgt.reach(nearest2[again], count)
+        near = fgt.keys_within(x[:, 0], q[again, 0], radii)
+        out[again] = log_sums([(q[again], x[near], h, columns, "density")],
+                              weights=None if w is None else w[near])  # fmt: skip
     return out
 
 

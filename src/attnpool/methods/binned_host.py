@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..kernels import Kernel
-from . import native
+from . import fgt, native
 from .binned import (
     HOPELESS_COARSENING,
     POOL_BUDGET,
@@ -127,13 +127,10 @@ def binned_sums(queries, keys, scale, kernel: Kernel, grid, reach, values=None, 
 #: Rows × occupied nodes beyond which :func:`keys_near` takes every key rather than
 #: search for each row's nearest node.
 NEAR_MAX_PAIRS = 2**26
-#: What the keys a row leaves out may weigh, relative to the row's sum, in
-#: :func:`keys_near` (as ``fgt``'s tolerance: below the float64 sum's rounding).
-NEAR_TOLERANCE = 1e-14
 
 
 def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int) -> np.ndarray:
-    """Indices of the keys that can weigh more than :data:`NEAR_TOLERANCE` of a row's sum,
+    """Indices of the keys that can weigh more than ``fgt.TOLERANCE`` of a row's sum,
     for rows ``(k, d)`` in scaled coordinates — a superset, from the counts: a node with
     a positive count has a key within one cell diagonal ``δ``, so a row's nearest key is
     within ``r = (distance to the nearest such node) + δ`` and its sum at least ``K(r)``;
@@ -151,13 +148,13 @@ def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int) -> np.ndarr
     for rows in (slice(i, i + step) for i in range(0, scaled_rows.shape[0], step)):
         gaps = scaled_rows[rows, None, :] - occupied[None, :, :]
         nearest[rows] = np.sqrt(np.min(np.sum(gaps * gaps, axis=2), axis=1)) + diagonal
-    spread = math.log(m / NEAR_TOLERANCE)
+    spread = math.log(m / fgt.TOLERANCE)
     if kernel.compact:
         reach = np.full_like(nearest, float(kernel.support))
     elif kernel.name == "laplacian":
         reach = nearest + spread
     else:  # the Gaussian (the binned kernels are these)
-        reach = np.sqrt(nearest**2 + 2 * spread)
+        reach = fgt.reach(nearest**2, m)
     marked = np.zeros(grid.size, bool)
     low = np.floor((scaled_rows - reach[:, None] - start) / spacing).astype(np.int64) - 1
     high = np.ceil((scaled_rows + reach[:, None] - start) / spacing).astype(np.int64) + 1

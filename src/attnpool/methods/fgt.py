@@ -71,6 +71,33 @@ def refusal(kernel: Kernel, d: int) -> str | None:
     return None
 
 
+def reach(nearest2, count: float):
+    """The scaled distance beyond which ``count`` keys weigh at most :data:`TOLERANCE` of
+    a row whose nearest key is ``√nearest2`` away: ``m e^{−R²/2} ≤ tol · e^{−r²/2}``.
+    With observation weights, ``count`` is their total over the smallest."""
+    return np.sqrt(nearest2 + 2 * math.log(count / TOLERANCE))
+
+
+def keys_within(points, centres, radii, max_intervals: int = 16) -> np.ndarray:
+    """Indices of ``points (m,)`` (one column, any order) within ``radii`` of ``centres``:
+    the intervals merged, one pass over the points each; every point where more than
+    ``max_intervals`` intervals remain apart."""
+    low, high = centres - radii, centres + radii
+    order = np.argsort(low)
+    merged: list[list[float]] = []
+    for a, b in zip(low[order], high[order], strict=True):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    if len(merged) > max_intervals:
+        return np.arange(points.shape[0])
+    inside = np.zeros(points.shape[0], bool)
+    for a, b in merged:
+        inside |= (points >= a) & (points <= b)
+    return np.flatnonzero(inside)
+
+
 def plan(reach: float) -> tuple[float, int, int]:
     """``(width, half_window, order)``: boxes of ``width`` bandwidths, ``half_window`` boxes
     on each side of the query's box (covering ``reach``), Taylor ``order`` — the
@@ -93,11 +120,14 @@ def _plan(reach: float) -> tuple[float, int, int]:
     return best[1:]
 
 
-def expansion_sums(queries, keys, values, scale) -> tuple[np.ndarray, np.ndarray]:
+def expansion_sums(
+    queries, keys, values, scale, *, return_nearest: bool = False
+) -> tuple[np.ndarray, ...]:
     """``(sums (n, 1 + p), settled (n,))``: ``[Σ_j K_ij, Σ_j K_ij v_j] · exp(r_i²/2)`` for
     the Gaussian ``K_ij = exp(−(s(q_i − k_j))²/2)`` (``r_i``: the scaled distance to the
     nearest key, a per-row factor that cancels in the pooled ratio) and which rows are
-    within the error bound.
+    within the error bound; ``return_nearest``: also ``r_i² (n,)``, to take the factor
+    back.
 
     ``queries (n, 1)``, ``keys (m, 1)``, ``values (m, p)``; ``scale`` the inverse bandwidth.
     Queries that are the keys (the same array) are sorted once.
@@ -115,13 +145,17 @@ def expansion_sums(queries, keys, values, scale) -> tuple[np.ndarray, np.ndarray
     near = nearest2 <= MAX_NEAREST**2
     settled = np.zeros(q.shape[0], bool)
     sums = np.zeros((q.shape[0], features.shape[1]))
+    result = (sums, settled)
+    if return_nearest:
+        in_order = np.empty_like(nearest2)
+        in_order[query_order] = nearest2
+        result = (sums, settled, in_order)
     if not near.any():
-        return sums, settled
-    reach = math.sqrt(float(nearest2[near].max()) + 2 * math.log(k.shape[0] / TOLERANCE))
-    width, half, order = plan(reach)
+        return result
+    width, half, order = plan(float(reach(nearest2[near].max(), k.shape[0])))
     boxes = np.floor((k - k[0]) / width).astype(np.int64)
     if (int(boxes[-1]) + 4 * half + 3) * order * features.shape[1] > MAX_COEFFICIENTS:
-        return sums, settled
+        return result
     origin = k[0]
     table = _coefficients(k, features, boxes, origin, width, order, half)
     del features, boxes
@@ -130,7 +164,7 @@ def expansion_sums(queries, keys, values, scale) -> tuple[np.ndarray, np.ndarray
     found = _evaluate(u, nearest2[rows], table, width, half, order)
     sums[query_order[rows]] = found
     settled[query_order[rows]] = np.isfinite(found).all(axis=1)
-    return sums, settled
+    return result
 
 
 #: Leave-one-out weights (in units of ``K(0)``) below which a point's sums are redone

@@ -350,14 +350,23 @@ def expansion_function(name: str) -> Any:
 def expansions_ready() -> bool:
     """Whether ``expansions.c`` runs here without compiling anything (built before, by
     this process or an earlier one)."""
-    if _failure_key(compiler(), True) in _failures or not compiler_found(compiler()):
+    name = compiler()
+    if _failure_key(name, True) in _failures:
         return False
-    return cached(compiler(), EXPANSIONS, []) is not None
+    # loaded already: no file to check again (the check hashes the library, ~0.2 ms)
+    return name in _expansions_loaded or (
+        compiler_found(name) and cached(name, EXPANSIONS, []) is not None
+    )
+
+
+#: Compilers whose ``expansions.c`` this process has loaded.
+_expansions_loaded: set[str] = set()
 
 
 @functools.cache
 def _expansion(compiler_name: str, name: str) -> Any:
     function = getattr(ctypes.CDLL(str(build(compiler_name, EXPANSIONS, []))), name)
+    _expansions_loaded.add(compiler_name)
     function.restype = ctypes.c_int if name.startswith("fgt_") else None
     function.argtypes = _SIGNATURES[name]
     return function
