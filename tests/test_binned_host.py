@@ -10,7 +10,7 @@ from scipy.ndimage import maximum_filter1d, uniform_filter1d
 from scipy.special import logsumexp
 
 from attnpool import Binned, kernels, log_density
-from attnpool.methods import binned_bound, binned_host, native
+from attnpool.methods import binned_bound, binned_host, binning, native
 from attnpool.methods.binned import Grid
 from attnpool.methods.binned_host import plan_grid
 
@@ -27,13 +27,28 @@ def test_binning_by_the_loop_equals_numpy_and_keeps_every_feature(d, native_cach
     points = rng.normal(size=(5000, d)) * 3
     features = rng.normal(size=(5000, 3))
     grid = grid_over(points * 2.0, 0.37)
-    compiled, cells = binned_host.bin_points(points, 2.0, grid, features, cells=True)
-    counts, _ = binned_host.bin_points(points, 2.0, grid)
+    compiled, cells = binning.bin_points(points, 2.0, grid, features, cells=True)
+    counts, _ = binning.bin_points(points, 2.0, grid)
+    placed = [binning.bin_points(points, 2.0, grid, f, moments=True)[0]
+              for f in (None, features)]  # fmt: skip
     monkeypatch.setenv("CC", "no-such-cc")
     assert native.expansion_function("linear_bin") is None
-    by_numpy, numpy_cells = binned_host.bin_points(points, 2.0, grid, features, cells=True)
+    by_numpy, numpy_cells = binning.bin_points(points, 2.0, grid, features, cells=True)
     np.testing.assert_allclose(compiled, by_numpy, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(cells, numpy_cells)
+    for f, loop in zip((None, features), placed, strict=True):
+        # the moments: each feature, then it times the point's a·b in its cell per dimension
+        by_numpy, _ = binning.bin_points(points, 2.0, grid, f, moments=True)
+        np.testing.assert_allclose(loop, by_numpy, rtol=1e-12, atol=1e-12)
+        width = 1 if f is None else 3
+        assert loop.shape[-1] == width * (1 + d)
+        np.testing.assert_array_equal(loop[..., :width], counts if f is None else compiled)
+        fraction = ((points * 2.0 - np.asarray(grid.start)) / np.asarray(grid.spacing)) % 1
+        place = fraction * (1 - fraction) * np.asarray(grid.spacing) ** 2  # (n, d)
+        weight = np.ones((5000, 1)) if f is None else f
+        for j in range(d):
+            total = loop[..., width * (j + 1) : width * (j + 2)].sum(axis=tuple(range(d)))
+            np.testing.assert_allclose(total, (weight * place[:, j, None]).sum(axis=0), rtol=1e-9)
     # linear binning keeps each feature's total and its first moment
     np.testing.assert_allclose(compiled.sum(axis=tuple(range(d))), features.sum(axis=0))
     np.testing.assert_allclose(counts.sum(), 5000.0)
@@ -60,9 +75,25 @@ def test_the_bounds_window_filters_equal_scipys(width):
                                rtol=1e-9, atol=1e-12)  # fmt: skip
 
 
+@pytest.mark.parametrize("shape", [(40,), (23, 31), (64, 5)])
+def test_the_nearest_occupied_node_is_nearest_in_node_steps(shape):
+    rng = np.random.default_rng(len(shape) * shape[0])
+    occupied = rng.random(shape) < 0.03
+    occupied.reshape(-1)[rng.integers(occupied.size)] = True
+    found = binned_host.nearest_occupied(occupied).reshape(-1)
+    assert np.all(occupied.reshape(-1)[found])
+    nodes, marked = np.argwhere(np.ones(shape, bool)), np.argwhere(occupied)
+    steps = np.abs(nodes[:, None, :] - marked[None]).sum(axis=2).min(axis=1)
+    np.testing.assert_array_equal(np.abs(nodes - np.argwhere(np.ones(shape, bool))[found]).sum(1),
+                                  steps)  # fmt: skip
+    assert np.all(binned_host.nearest_occupied(np.zeros(shape, bool)) == -1)
+
+
 @pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "epanechnikov"])
 @pytest.mark.parametrize("d", [1, 2])
-def test_the_keys_near_a_row_hold_all_of_its_sum(kernel, d):
+@pytest.mark.parametrize("blocks", [2**16, 64])
+def test_the_keys_near_a_row_hold_all_of_its_sum(kernel, d, blocks, monkeypatch):
+    monkeypatch.setattr(binned_host, "NEAR_BLOCKS", blocks)  # blocks of nodes searched
     # rows in the tails, between clusters and far from every key: the sum over the keys
     # keys_near selects equals the sum over all of them to rounding
     rng = np.random.default_rng(10 + d)
@@ -74,7 +105,7 @@ def test_the_keys_near_a_row_hold_all_of_its_sum(kernel, d):
     grid, reach, _ = plan_grid(rows, keys, scale, record)
     _, _, binning = binned_host.binned_sums(rows, keys, scale, record, grid, reach, cells=True)
     near = binned_host.keys_near(rows * scale, record, binning, keys.shape[0])
-    assert near.size < keys.shape[0]
+    assert near.size < keys.shape[0] or blocks < 2**16  # coarse blocks: a loose superset
     log_k = np.asarray(record.log_profile(np.sum(((rows[:, None] - keys[None]) * scale) ** 2, -1)))
     everything = logsumexp(log_k, axis=1)
     selected = logsumexp(log_k[:, near], axis=1)

@@ -393,3 +393,25 @@ def test_equal_to_kdepy_fftkde_on_its_grid(theirs, ours, half_width):
     got = kernel_density(x[:, None], grid[:, None], kernel=ours, bandwidth=0.3 * half_width)
     assert np.max(np.abs(got - theirs_values)) <= 2e-5 * theirs_values.max()
     assert np.trapezoid(got, grid) == pytest.approx(1.0, abs=1e-8)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("offset", [0.0, 1.7e9])
+def test_large_gaussian_densities_in_several_columns_are_exact(d, offset):
+    # beyond HOST_PAIRS pairs "auto" sums a Gaussian density of several columns by the
+    # compiled loop on a CPU: the textbook's log density in float64, weights, a far query
+    from scipy.special import logsumexp
+
+    from attnpool.density_methods import HOST_PAIRS
+
+    rng = np.random.default_rng(d)
+    x = rng.normal(size=(2500, d)) + offset
+    q = np.r_[rng.normal(size=(1700, d)) * 2, np.full((1, d), 9.0)] + offset
+    assert x.shape[0] * q.shape[0] > HOST_PAIRS
+    h = np.linspace(0.2, 0.4, d)
+    w = rng.uniform(0.5, 2.0, 2500)
+    got = log_density(x, q, bandwidth=h, weights=w)
+    u = ((q - offset)[:, None, :] - (x - offset)[None, :, :]) / h
+    want = (logsumexp(-0.5 * np.sum(u * u, axis=2) + np.log(w / w.sum()), axis=1)
+            - 0.5 * d * np.log(2 * np.pi) - np.sum(np.log(h)))  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)

@@ -118,7 +118,7 @@ def test_binned_error_falls_with_the_tolerance_and_a_given_grid_is_used():
         errors.append(np.max(np.abs(got - want) / value_range(values)))
         assert errors[-1] <= tolerance
     assert errors == sorted(errors, reverse=True)
-    coarse = Binned(grid_size=100, tolerance=0.5)
+    coarse = Binned(grid_size=70, tolerance=0.5)
     got = attention_pool(queries, keys, values, bandwidth=0.2, method=coarse)
     assert np.max(np.abs(got - want)) > 10 * np.max(np.abs(errors[0]))
 

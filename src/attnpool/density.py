@@ -32,6 +32,7 @@ from . import kernels as _kernels
 from ._interop import compute_dtype, precision_scope
 from ._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
+from ._units import midrange
 from ._validation import check_bandwidth, check_points, is_jax
 from .engines.programs import kernel_block, pool_state
 from .geometry import block_coordinates
@@ -104,7 +105,8 @@ def _log_density_program(
 #: every core, any dimension; exact), ``"binned"`` or a :class:`~attnpool.Binned` record
 #: (``d ≤ 2``: relative error of each density at most its ``tolerance``, rows the bound
 #: cannot settle summed exactly). ``"auto"`` takes ``"sparse"`` for a compact kernel in
-#: one column beyond :data:`attnpool.density_methods.HOST_PAIRS` pairs.
+#: one column beyond :data:`attnpool.density_methods.HOST_PAIRS` pairs, and ``"native"``
+#: for the Gaussian in several columns there (on a CPU, where its loop builds).
 DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "native", "binned")
 
 
@@ -197,7 +199,7 @@ def centred_on_keys(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, 
     """``(keys, queries)`` less the keys' midrange (a density is translation invariant):
     the host methods scale coordinates by ``1/h``, and data far from the origin (Unix
     times) would lose their low digits scaled first."""
-    centre = keys.min(axis=0) * 0.5 + keys.max(axis=0) * 0.5
+    centre = midrange(keys)
     return keys - centre, queries - centre
 
 

@@ -39,7 +39,9 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs (a Gaussian column
     by the expansions where :func:`expansions_pay`); beyond, in one column, the ``fgt``
     expansions for the Gaussian (O(n + m); rows they leave unsettled by
-    pairs) and the support's windows for a compact kernel (``sparse``)."""
+    pairs) and the support's windows for a compact kernel (``sparse``); in several
+    columns the Gaussian by the compiled loop (``native``, passing over far keys) where
+    it builds, on a CPU."""
     from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
     from .mixed_kernels import MixedColumns, log_sums
 
@@ -56,7 +58,25 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
         return log_sums([(q, x, h, columns, "density")], weights=w)
     if in_range and record.compact and _kernels.is_builtin(record):
         return _sparse_log_sums(x, q, record, h, w)
+    if x.shape[1] >= 2 and native_serves(record, q, x, h):
+        return _native_log_sums(x, q, record, h, w)
     return None
+
+
+def native_serves(record: Any, q: Any, x: Any, h: Any) -> bool:
+    """Whether the compiled C loop sums this Gaussian density (as ``"auto"`` pools on a
+    CPU): its loop builds here and the data lie within the host methods' range."""
+    import jax
+
+    from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+    from .methods import native
+
+    return (
+        _kernels.is_gaussian(record)
+        and jax.default_backend() == "cpu"
+        and native.available()
+        and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
+    )
 
 
 def _sparse_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
@@ -169,7 +189,8 @@ def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: A
         out = np.log(weight) + constant
     again = np.flatnonzero(~settled)
     if again.size:  # exactly, over the keys that can matter to them
-        near = keys_near(q[again] * scale, record, binning, x.shape[0])
+        least = weight[again] - error[again]  # the exact sum is at least this
+        near = keys_near(q[again] * scale, record, binning, x.shape[0], least)
         out[again] = -np.inf
         if near.size:
             found = exact(x[near], q[again])

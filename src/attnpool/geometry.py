@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._units import column_extremes
 from .edges import edge_log_profile, has_edge
 from .kernels import MATMUL_MIN_DIM, Kernel
 
@@ -61,12 +62,13 @@ def extent_in_bandwidths(queries, keys, bandwidth) -> float:
     """The largest coordinate of queries and keys centred on the keys' midrange, in
     bandwidths (inf if it overflows float64). Concrete arrays only."""
     q, k = (np.asarray(a, np.float64) for a in (queries, keys))
-    low, high = k.min(axis=0), k.max(axis=0)
+    low, high = column_extremes(k)
     centre = low / 2 + high / 2
+    q_low, q_high = column_extremes(q)
     with np.errstate(over="ignore", invalid="ignore"):
         # rounding is monotone: the largest |x − centre| is at an extreme of x
-        below = np.minimum(low, q.min(axis=0))
-        above = np.maximum(high, q.max(axis=0))
+        below = np.minimum(low, q_low)
+        above = np.maximum(high, q_high)
         largest = np.maximum(above - centre, centre - below)
         extent = np.max(largest / np.asarray(bandwidth, np.float64))
     return float(extent) if np.isfinite(extent) else float("inf")

@@ -28,6 +28,8 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     if kernel.product and d > 1:
         first, second = kernel_integrals(kernel, 1)
         return first**d, second**d
+    if _kernels.is_gaussian(kernel):  # exp(−r²/2): (2π)^{d/2} and π^{d/2}
+        return (2 * math.pi) ** (d / 2), math.pi ** (d / 2)
     import jax.numpy as jnp
     from scipy import integrate, special
 

@@ -34,6 +34,7 @@ from typing import Literal
 import numpy as np
 
 from . import kernels as _kernels
+from ._units import midrange
 from .local_model import solve_moments
 
 __all__ = ["BANDWIDTH_SOURCES", "local_fit", "needs_pair_sums", "pool"]
@@ -184,7 +185,7 @@ def local_fit(
     block = max(1, _BLOCK_ENTRIES // max(m * max(features, d), 1))
     fit, slopes = np.empty((n, p)), np.zeros((n, d, p))
     empty = np.zeros(n, bool)
-    middle = y.min(axis=0) / 2 + y.max(axis=0) / 2 if m else np.zeros(p)
+    middle = midrange(y) if m else np.zeros(p)
     centred = y - middle  # the local-constant sums: no offset to cancel, nothing to overflow
     for start in range(0, n, block):
         rows = slice(start, min(start + block, n))

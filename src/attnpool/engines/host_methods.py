@@ -13,6 +13,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from .._units import midrange
 from ..geometry import HOST_MAX_EXTENT, extent_in_bandwidths
 from ..masks import every_key_allowed
 from ..methods.options import TopK, exact_engine
@@ -33,7 +34,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         return _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed)
     dtype = q.dtype
     # centred and scaled as scale_coordinates does (less the keys' midrange, times 1/h)
-    centre = k.min(axis=0) * 0.5 + k.max(axis=0) * 0.5
+    centre = midrange(k)
     edges = (q, k, h)  # the unscaled inputs decide a compact support's edge
     q, k = q - centre, k - centre
     factor = np.asarray(1.0 / h, np.float64)

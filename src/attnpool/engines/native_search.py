@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._units import value_unit
+from .._units import midrange, value_unit
 from ..local_model import LocalModel, solve_moments
 
 __all__ = ["ESTIMATE_MIN_ROWS", "NativeObjective", "estimate_rows"]
@@ -49,7 +49,7 @@ class NativeObjective:
         self.estimates = n >= ESTIMATE_MIN_ROWS and d >= 2
         self.gradients = n >= ESTIMATE_MIN_ROWS and model.degree == 0
         self.rows = estimate_rows(n) if self.estimates else None
-        centred = x - (0.5 * x.min(axis=0) + 0.5 * x.max(axis=0))
+        centred = x - midrange(x)
         order = _search_order(centred, self.rows)
         self.x, self.y = centred[order], y[order]
         self.reach = np.max(np.abs(centred), axis=0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from .._units import value_unit
+from .._units import midrange, value_unit
 from .._validation import check_bandwidth_representable, numpy_dtype
 from ..edges import edge_log_profile, has_edge
 from ..local_model import LocalModel, model_for, solve_moments
@@ -170,7 +170,7 @@ def _native_pool(x, y, q, h, model: LocalModel, w=None):
 
     if y.shape[1] > native.MAX_VALUES or not native.ready(True, x.shape[1], y.shape[1]):
         return None
-    centre = 0.5 * x.min(axis=0) + 0.5 * x.max(axis=0)
+    centre = midrange(x)
     keys, queries = x - centre, q - centre
     reach = np.maximum(np.max(np.abs(keys), axis=0), np.max(np.abs(queries), axis=0))
     if np.any(reach / h > native.MAX_SCALED):

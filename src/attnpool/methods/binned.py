@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._shapes import bucket, query_bucket
+from .._units import column_extremes
 from ..kernels import Kernel
 from .binned_bound import kernel_tail
 
@@ -118,7 +119,7 @@ def grid_for(
     """
     points = np.asarray(points, dtype=float).reshape(len(points), -1)
     d = points.shape[1]
-    low, high = points.min(axis=0), points.max(axis=0)
+    low, high = column_extremes(points)
     bandwidth = np.broadcast_to(np.asarray(smallest_bandwidth, float), (d,))
     spacing = bandwidth / nodes_per_bandwidth
 

@@ -1,21 +1,25 @@
 """The ``binned`` method on concrete arrays: no program to build.
 
-Linear binning is a loop of ``expansions.c`` (one pass over the keys, no sort; NumPy's
-``bincount`` without a compiler), the convolution NumPy's FFT, the interpolation at the
-queries NumPy — so a first call costs what its sums cost. The error bound is
-:mod:`.binned_bound`'s, convolved with the binned counts as the sums are; the traceable
-forms the bandwidth search compiles are in :mod:`.binned`.
+Linear binning is a loop of ``expansions.c`` (:mod:`.binning`), the convolution NumPy's
+FFT, the interpolation at the queries NumPy — so a first call costs what its sums cost.
+The error bound is :mod:`.binned_bound`'s, convolved with the binned counts as the sums
+are; the Gaussian's sums are corrected to third order and bounded by
+:mod:`.binned_gaussian`. The rows a bound cannot settle are for an exact method, over
+the keys near them (:func:`keys_near`); the traceable forms the bandwidth search
+compiles are in :mod:`.binned`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import kernels
+from .._units import column_extremes, midrange
 from ..kernels import Kernel
-from . import fgt, native
+from . import fgt
 from .binned import (
     HOPELESS_COARSENING,
     POOL_BUDGET,
@@ -28,42 +32,9 @@ from .binned import (
     reach_for,
 )
 from .binned_bound import kernel_tail, nodes_for, pair_error_bound
-
-#: A float64 FFT convolution errs by at most this · log2(length) · ‖x‖₂ · ‖w‖₁ per entry.
-FFT_ROUNDING = 8 * np.finfo(np.float64).eps
-#: Queries interpolated at once (memory ``O(QUERY_CHUNK · 2^d · f)``).
-QUERY_CHUNK = 2**18
-
-
-def bin_points(points, scale, grid, features=None, *, cells: bool = False):
-    """``(binned (*size, f), cells)``: ``features (n, f)`` (None: counts) of ``points (n, d)``,
-    scaled by ``scale (d,)``, split between their cells' corners on ``grid``; ``cells``:
-    also each point's cell (its lowest corner, flat), else None."""
-    points = np.ascontiguousarray(points, np.float64)
-    n, d = points.shape
-    f = 1 if features is None else features.shape[1]
-    size = np.asarray(grid.size, np.int64)
-    binned = np.zeros((int(np.prod(size)), f))
-    scale = np.ascontiguousarray(np.broadcast_to(np.asarray(scale, np.float64), (d,)))
-    where = np.empty(n, np.int64) if cells else None
-    compiled = native.expansion_function("linear_bin")
-    if compiled is not None:
-        start, spacing = (np.ascontiguousarray(a, np.float64) for a in (grid.start, grid.spacing))
-        features = None if features is None else np.ascontiguousarray(features, np.float64)
-        at = native.address
-        compiled(at(points), n, d, at(scale), at(start), at(spacing), at(size),
-                 None if features is None else at(features), f, at(binned),
-                 None if where is None else at(where))  # fmt: skip
-        return binned.reshape(*grid.size, f), where
-    for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, n, QUERY_CHUNK)):
-        indices, weights = corners(points[rows] * scale, grid, np)
-        for index, weight in zip(indices, weights, strict=True):
-            for c in range(f):
-                taken = weight if features is None else weight * features[rows, c]
-                binned[:, c] += np.bincount(index, taken, minlength=binned.shape[0])
-        if where is not None:
-            where[rows] = indices[0]
-    return binned.reshape(*grid.size, f), where
+from .binned_gaussian import aligned_grid, gaussian_sums, lattice
+from .binned_gaussian import nodes_for as gaussian_nodes_for
+from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points
 
 
 def interpolate(values, scaled, grid):
@@ -85,24 +56,18 @@ def kernel_on_grid(kernel: Kernel, grid, reach: tuple[int, ...]):
         return np.nan_to_num(np.exp(np.asarray(kernel.log_profile(r2), np.float64) - top))
 
 
-class Binning(NamedTuple):
-    """Keys binned: the ``grid`` used, the ``counts (*size, 1)`` and each key's ``cells``
-    (its lowest corner, flat; None unless asked for)."""
-
-    grid: Any
-    counts: np.ndarray
-    cells: np.ndarray | None
-
-
 def binned_sums(queries, keys, scale, kernel: Kernel, grid, reach, values=None, cells=False):
     """``(sums (n, 1 + p), error (n,), binning)``: ``[Σ_j K_ij, Σ_j K_ij v_j] / K(0)`` by
     binning, a bound on ``Σ_j |error of K_ij|`` per query (the pair bound convolved with
     the counts, the weight of keys beyond ``reach``, the FFT's rounding) and the
     :class:`Binning`. ``values (m, p)``: None for the counts alone; ``cells``: keep each
-    key's cell."""
+    key's cell. The Gaussian's sums are corrected to third order
+    (:func:`.binned_gaussian.gaussian_sums`)."""
     size = tuple(grid_bucket(s) for s in grid.size)  # a few FFT lengths, not one per size
     grid = type(grid)(grid.start, grid.spacing, size)
     reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
+    if kernels.is_gaussian(kernel):
+        return gaussian_sums(queries, keys, scale, grid, reach, values, cells)
     bound, outside = pair_error_bound(kernel, grid.spacing, size, reach)
     features = None
     if values is not None:
@@ -124,44 +89,102 @@ def binned_sums(queries, keys, scale, kernel: Kernel, grid, reach, values=None, 
     return sums[:, :-1], error, Binning(grid, counts, where)
 
 
-#: Rows × occupied nodes beyond which :func:`keys_near` takes every key rather than
-#: search for each row's nearest node.
-NEAR_MAX_PAIRS = 2**26
+#: Node blocks searched for each row's nearest key, at most: larger grids are searched
+#: in blocks of several nodes a side.
+NEAR_BLOCKS = 2**16
 
 
-def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int) -> np.ndarray:
+def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None) -> np.ndarray:
     """Indices of the keys that can weigh more than ``fgt.TOLERANCE`` of a row's sum,
-    for rows ``(k, d)`` in scaled coordinates — a superset, from the counts: a node with
-    a positive count has a key within one cell diagonal ``δ``, so a row's nearest key is
-    within ``r = (distance to the nearest such node) + δ`` and its sum at least ``K(r)``;
-    keys beyond ``R`` with ``m K(R) ≤ tolerance · K(r)`` are left out (the Gaussian:
-    ``R² = r² + 2 ln(m/tol)``; the Laplacian ``R = r + ln(m/tol)``; a compact kernel its
-    support). Keys are found by the cells within ``R`` of a row."""
+    for rows ``(k, d)`` in scaled coordinates — a superset. A row's sum is at least
+    ``least`` (a lower bound in ``K(0)`` units where known, say the binned sum less its
+    error bound) and at least ``K(r)``, ``r`` a bound on the distance to its nearest key:
+    a node with a positive count has a key within one cell diagonal, and
+    :func:`nearest_occupied` finds such nodes near each row's corners. Keys
+    beyond ``R`` with ``m K(R) ≤ tolerance · sum`` are left out (the Gaussian: ``R² = r² +
+    2 ln(m/tol)``; the Laplacian ``R = r + ln(m/tol)``; a compact kernel its support);
+    they are found by the cells within ``R`` of a row."""
     grid, counts, cells = binning
     spacing, start = np.asarray(grid.spacing), np.asarray(grid.start)
     diagonal = float(np.sqrt(np.sum(spacing**2)))
-    occupied = np.argwhere(counts[..., 0] > 0) * spacing + start  # (nodes, d)
-    nearest = np.full(scaled_rows.shape[0], np.inf)
-    if scaled_rows.shape[0] * occupied.shape[0] > NEAR_MAX_PAIRS:  # every key: no search
-        return np.arange(cells.shape[0])
-    step = max(1, QUERY_CHUNK // max(occupied.shape[0], 1))
-    for rows in (slice(i, i + step) for i in range(0, scaled_rows.shape[0], step)):
-        gaps = scaled_rows[rows, None, :] - occupied[None, :, :]
-        nearest[rows] = np.sqrt(np.min(np.sum(gaps * gaps, axis=2), axis=1)) + diagonal
-    spread = math.log(m / fgt.TOLERANCE)
+    # blocks of `factor` nodes a side: a block holding a positive count has a key within
+    # (factor + 1)/2 spacings of its centre along each axis
+    factor = max(1, math.ceil((counts.size / NEAR_BLOCKS) ** (1 / len(grid.size))))
+    occupied = counts[..., 0] > 0
+    pad = [(0, -s % factor) for s in occupied.shape]
+    blocks = (
+        np.pad(occupied, pad)
+        .reshape(
+            [x for s in np.add(occupied.shape, [p[1] for p in pad]) for x in (s // factor, factor)]
+        )
+        .any(axis=tuple(range(1, 2 * occupied.ndim, 2)))
+    )
+    source = nearest_occupied(blocks).reshape(-1)
+    indices, _ = corners(scaled_rows, grid, np)
+    lowest = np.stack(np.unravel_index(indices, grid.size), axis=-1) // factor
+    found = source[np.ravel_multi_index(tuple(np.moveaxis(lowest, -1, 0)), blocks.shape)]
+    centres = (np.stack(np.unravel_index(np.maximum(found, 0), blocks.shape), axis=-1) * factor
+               + (factor - 1) / 2) * spacing + start  # fmt: skip
+    gaps = np.sqrt(np.sum((centres - scaled_rows) ** 2, axis=-1))  # (2^d, k)
+    within = (factor + 1) / 2 * diagonal
+    nearest = np.min(np.where(found >= 0, gaps, np.inf), axis=0) + within
     if kernel.compact:
         reach = np.full_like(nearest, float(kernel.support))
-    elif kernel.name == "laplacian":
-        reach = nearest + spread
-    else:  # the Gaussian (the binned kernels are these)
-        reach = fgt.reach(nearest**2, m)
-    marked = np.zeros(grid.size, bool)
+    else:  # the Gaussian and the Laplacian (the binned kernels are these)
+        floor = np.full_like(nearest, np.inf)  # −log of the lower bound on the sum
+        if least is not None:
+            known = np.asarray(least) > 0
+            floor[known] = -np.log(np.asarray(least)[known])
+        if kernel.name == "laplacian":
+            reach = np.minimum(nearest, floor) + math.log(m / fgt.TOLERANCE)
+        else:
+            reach = fgt.reach(np.minimum(nearest**2, 2 * floor), m)
     low = np.floor((scaled_rows - reach[:, None] - start) / spacing).astype(np.int64) - 1
     high = np.ceil((scaled_rows + reach[:, None] - start) / spacing).astype(np.int64) + 1
-    low, high = np.clip(low, 0, np.asarray(grid.size)), np.clip(high, 0, np.asarray(grid.size))
-    for a, b in zip(low, high, strict=True):
-        marked[tuple(slice(i, j) for i, j in zip(a, b, strict=True))] = True
-    return np.flatnonzero(marked.reshape(-1)[cells])
+    size = np.asarray(grid.size)
+    return np.flatnonzero(_covered(np.clip(low, 0, size), np.clip(high, 0, size), size)[cells])
+
+
+def nearest_occupied(occupied) -> np.ndarray:
+    """At each node, the flat index of an occupied node near it (−1 when none is): the
+    nearest in ``L¹`` over node indices, by a forward and a backward minimum scan per
+    axis that carry the node found (its distance is then measured, so any occupied node
+    would give a valid bound; a near one gives a tight bound)."""
+    distance = np.where(occupied, 0.0, np.inf)
+    source = np.where(occupied, np.arange(occupied.size).reshape(occupied.shape), -1)
+    for axis in range(occupied.ndim):
+        forward, from_forward = _scan(distance, source, axis)
+        backward, from_backward = (np.flip(a, axis) for a in _scan(
+            np.flip(distance, axis), np.flip(source, axis), axis))  # fmt: skip
+        distance = np.minimum(forward, backward)
+        source = np.where(forward <= backward, from_forward, from_backward)
+    return np.where(np.isfinite(distance), source, -1)
+
+
+def _scan(distance, source, axis: int):
+    """``min_{j ≤ i} (distance_j + (i − j))`` along ``axis`` (unit steps), and the source
+    carried from the ``j`` taken: the running minimum of ``distance_j − j``."""
+    shape = [1] * distance.ndim
+    shape[axis] = distance.shape[axis]
+    ramp = np.arange(distance.shape[axis]).reshape(shape)
+    shifted = distance - ramp
+    least = np.minimum.accumulate(shifted, axis=axis)
+    # the last place where the running minimum was taken
+    taken = np.maximum.accumulate(np.where(shifted == least, ramp, 0), axis=axis)
+    return least + ramp, np.take_along_axis(source, taken, axis)
+
+
+def _covered(low, high, size) -> np.ndarray:
+    """Nodes inside any of the boxes ``[low, high)`` (``(k, d)`` each): the boxes' corners
+    marked ±1 and summed along every axis."""
+    d = len(size)
+    marks = np.zeros(tuple(int(s) + 1 for s in size), np.int64)
+    for corner in itertools.product((0, 1), repeat=d):
+        at = tuple(np.where(c, high[:, j], low[:, j]) for j, c in enumerate(corner))
+        np.add.at(marks, at, (-1) ** sum(corner))
+    for axis in range(d):
+        marks = np.cumsum(marks, axis=axis)
+    return (marks[tuple(slice(0, int(s)) for s in size)] > 0).reshape(-1)
 
 
 def default_grid(low, high, kernel: Kernel, tolerance: float, budget: int):
@@ -169,7 +192,10 @@ def default_grid(low, high, kernel: Kernel, tolerance: float, budget: int):
     :func:`.binned_bound.nodes_for` nodes per bandwidth, coarsened to ``budget`` nodes with
     the kernel's reach; ``hopeless``: coarsened so much that no row would be settled."""
     d = np.asarray(low).size
-    nodes = nodes_for(kernel, tolerance, d)
+    if kernels.is_gaussian(kernel):
+        nodes = gaussian_nodes_for(tolerance, d)
+    else:
+        nodes = nodes_for(kernel, tolerance, d)
     grid = grid_for(np.stack([low, high]), np.ones(d), nodes, tail=kernel_tail(kernel),
                     budget=budget)  # fmt: skip
     return grid, bool(np.max(grid.spacing) * nodes > HOPELESS_COARSENING)
@@ -208,7 +234,7 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
         # fewer pairs than nodes to convolve: every row is for the exact method
         return np.zeros((n, values.shape[1])), np.zeros(n), np.zeros(n, bool), grid
     # values about their midrange: the FFT's rounding is relative to the largest feature
-    middle = values.min(axis=0) * 0.5 + values.max(axis=0) * 0.5
+    middle = midrange(values)
     sums, error, _ = binned_sums(queries, keys, scale, kernel, grid, reach, values - middle)
     weight = sums[:, 0]
     pooled = sums[:, 1:] / np.where(weight > 0, weight, 1.0)[:, None] + middle
@@ -224,8 +250,18 @@ def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e
     d = queries.shape[1]
     scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
     # scaling by s > 0 keeps the order, so the extremes of the scaled points are these
-    low = np.minimum(queries.min(axis=0), keys.min(axis=0)).astype(np.float64) * scale
-    high = np.maximum(queries.max(axis=0), keys.max(axis=0)).astype(np.float64) * scale
+    (q_low, q_high), (k_low, k_high) = column_extremes(queries), column_extremes(keys)
+    low = np.minimum(q_low, k_low).astype(np.float64) * scale
+    high = np.maximum(q_high, k_high).astype(np.float64) * scale
+    found = ((grid_size is None and kernels.is_gaussian(kernel)
+             and lattice(queries)) or None)  # fmt: skip
+    if found is not None:  # queries on the nodes: no interpolation to correct
+        origin, step = (a * scale for a in found)
+        nodes = gaussian_nodes_for(tolerance, d, on_nodes=True)
+        tail = kernel_tail(kernel)
+        grid = aligned_grid(low, high, origin, step, nodes, tail, POOL_BUDGET)
+        if grid is not None:
+            return grid, reach_for(kernel, np.ones(d), grid), False
     if grid_size is None:
         grid, hopeless = default_grid(low, high, kernel, tolerance, POOL_BUDGET)
     else:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from .._units import midrange
 from .._validation import is_traced
 from ..geometry import HOST_MAX_EXTENT, MATMUL_MIN_DIM, extent_in_bandwidths
 from ..kernels import Kernel
@@ -109,7 +110,7 @@ def _neighbour_fraction(queries, keys, bandwidth, kernel: Kernel, sample: int = 
     rng = np.random.default_rng(0)  # only the sample leaves the device
     q = np.asarray(queries[rng.choice(queries.shape[0], min(sample, queries.shape[0]), False)])
     k = np.asarray(keys[rng.choice(keys.shape[0], min(8 * sample, keys.shape[0]), False)])
-    scale, centre = np.asarray(bandwidth, np.float64), k.min(0) / 2 + k.max(0) / 2
+    scale, centre = np.asarray(bandwidth, np.float64), midrange(k)
     pairs = cKDTree((q - centre) / scale).count_neighbors(
         cKDTree((k - centre) / scale), kernel.support
     )

@@ -179,54 +179,70 @@ int fgt_evaluate(const double *u, const double *nearest2, isize n, const double 
 }
 
 /* Linear binning (binned.py's): point i's node coordinates p_j = (x_ij scale_j -
-   start_j) / spacing_j (times the reciprocal: a rounding apart), d = 1 or 2 columns; its cell's lowest corner l_j = floor(p_j)
-   clipped to [0, size_j - 2], f_j = p_j - l_j, and features (n, nf) (NULL: a single 1)
-   added to the 2^d corners with weights prod_j (f_j or 1 - f_j), into grid (nodes, nf),
-   nodes in row-major order. cells (n,), unless NULL: each point's lowest corner, flat. */
+   start_j) / spacing_j (times the reciprocal: a rounding apart), d = 1 or 2 columns; its
+   cell's lowest corner l_j = floor(p_j) clipped to [0, size_j - 2], f_j = p_j - l_j, and
+   features (n, nf) (NULL: a single 1) added to the 2^d corners with weights
+   prod_j (f_j or 1 - f_j), into grid (nodes, width), nodes in row-major order. moments:
+   also each feature times a_j b_j = f_j (1 - f_j) spacing_j^2 (the point's place in its
+   cell, binned_gaussian.py's weights), column k nf + c for dimension k - 1 (width
+   nf (1 + d); else nf). cells (n,), unless NULL: each point's lowest corner, flat. */
 void linear_bin(const double *points, isize n, isize d, const double *scale,
                 const double *start, const double *spacing, const long long *size,
-                const double *features, isize nf, double *grid, long long *cells)
+                const double *features, isize nf, double *grid, long long *cells,
+                isize moments)
 {
     double inverse[2] = {1.0 / spacing[0], d == 2 ? 1.0 / spacing[1] : 1.0};
-    if (d == 1 && !features) { /* counts in one column: the common case, without branches */
-        double last = (double)(size[0] - 2);
+    if (d == 1 && !features) { /* counts in one column, without branches */
+        double last = (double)(size[0] - 2), square = spacing[0] * spacing[0];
+        isize width = moments ? 2 : 1;
         for (isize i = 0; i < n; i++) {
             double at = (points[i] * scale[0] - start[0]) * inverse[0];
             double left = floor(at);
             left = left < 0.0 ? 0.0 : left > last ? last : left;
             double fraction = at - left;
             isize flat = (isize)left;
-            grid[flat] += 1.0 - fraction;
-            grid[flat + 1] += fraction;
+            grid[flat * width] += 1.0 - fraction;
+            grid[(flat + 1) * width] += fraction;
+            if (moments) {
+                double place = fraction * (1.0 - fraction) * square;
+                grid[flat * 2 + 1] += (1.0 - fraction) * place;
+                grid[flat * 2 + 3] += fraction * place;
+            }
             if (cells)
                 cells[i] = flat;
         }
         return;
     }
+    isize width = moments ? nf * (1 + d) : nf, parts = moments ? 1 + d : 1;
     for (isize i = 0; i < n; i++) {
         isize flat = 0, stride = d == 2 ? (isize)size[1] : 1;
-        double fraction[2] = {0.0, 0.0};
+        double fraction[2] = {0.0, 0.0}, place[3] = {1.0, 0.0, 0.0};
         for (isize j = 0; j < d; j++) {
             double at = (points[i * d + j] * scale[j] - start[j]) * inverse[j];
             double left = floor(at);
             left = left < 0.0 ? 0.0 : left;
             left = left > (double)(size[j] - 2) ? (double)(size[j] - 2) : left;
             fraction[j] = at - left;
+            place[1 + j] = fraction[j] * (1.0 - fraction[j]) * spacing[j] * spacing[j];
             flat = flat * (j == 1 ? (isize)size[1] : 1) + (isize)left;
         }
         if (cells)
             cells[i] = flat;
         for (isize c = 0; c < nf; c++) {
             double feature = features ? features[i * nf + c] : 1.0;
-            double low = (1.0 - fraction[0]) * feature, high = fraction[0] * feature;
-            if (d == 1) {
-                grid[flat * nf + c] += low;
-                grid[(flat + 1) * nf + c] += high;
-            } else {
-                grid[flat * nf + c] += low * (1.0 - fraction[1]);
-                grid[(flat + 1) * nf + c] += low * fraction[1];
-                grid[(flat + stride) * nf + c] += high * (1.0 - fraction[1]);
-                grid[(flat + stride + 1) * nf + c] += high * fraction[1];
+            for (isize k = 0; k < parts; k++) {
+                isize column = k * nf + c;
+                double low = (1.0 - fraction[0]) * feature * place[k];
+                double high = fraction[0] * feature * place[k];
+                if (d == 1) {
+                    grid[flat * width + column] += low;
+                    grid[(flat + 1) * width + column] += high;
+                } else {
+                    grid[flat * width + column] += low * (1.0 - fraction[1]);
+                    grid[(flat + 1) * width + column] += low * fraction[1];
+                    grid[(flat + stride) * width + column] += high * (1.0 - fraction[1]);
+                    grid[(flat + stride + 1) * width + column] += high * fraction[1];
+                }
             }
         }
     }

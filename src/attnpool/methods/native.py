@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from .._units import midrange
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
 from .build import build, cached, compiler, compiler_found
 from .native_layout import CHUNK, LOG2E, Layout
@@ -191,7 +192,7 @@ def leave_one_out_sums(
     in :func:`native_sums` (the first ``rows`` points, and the others, each in locality
     order)."""
     points = np.asarray(points, np.float64)
-    centred = points - (0.5 * points.min(axis=0) + 0.5 * points.max(axis=0))
+    centred = points - midrange(points)
     if np.any(np.max(np.abs(centred), axis=0) * scale > MAX_SCALED):
         return None
     sums = native_sums(centred[:rows], centred, values, scale, exclude_self=True, ordered=ordered)
@@ -307,7 +308,7 @@ _SIGNATURES = {
     "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
     "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
     "fgt_coefficients": [_POINTER] * 3 + [_SIZE] * 2 + [_DOUBLE] * 2 + [_SIZE] * 3 + [_POINTER],
-    "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER],
+    "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
     "fgt_evaluate": [
         *[_POINTER] * 2,
         _SIZE,
