@@ -156,3 +156,30 @@ def test_brent_from_a_grids_bracket_starts_with_its_parabola(name):
     assert started[0] == pytest.approx(reference.x, abs=3e-8)
     assert started[1] == pytest.approx(plain[1], abs=1e-12)
     assert len(seeded) < len(fresh)
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0, 4.0])
+def test_a_known_curvature_makes_the_first_step_newtons(scale):
+    # f = c/2 |θ − θ*|²: with the curvature c known, the first step lands on the minimum
+    # (then one evaluation confirms it); without it the first step is `first_step` long
+    target, c = np.array([0.3, -0.2, 0.5]), 2.0 * scale
+
+    def value_and_gradient(theta):
+        calls.append(theta)
+        return float(c / 2 * np.sum((theta - target) ** 2)), c * (theta - target)
+
+    for curvature, evaluations in ((c, 2), (None, 3)):
+        calls = []
+        theta, _ = minimize_smooth(lambda t: value_and_gradient(t)[0], np.zeros(3),
+                                       value_and_gradient=value_and_gradient, ftol=1e-10,
+                                       first_step=1.0, curvature=curvature)  # fmt: skip
+        np.testing.assert_allclose(theta, target, atol=1e-6)
+        assert len(calls) == evaluations  # the start, the minimum (and a first step)
+    # a search over a grid's line gives that curvature from the grid's second difference
+    from attnpool.bandwidth.search import GRID, _line_curvature
+
+    thetas = np.log(GRID)[:, None] * np.ones(3)
+    objectives = np.array([c / 2 * np.sum((t - target) ** 2) for t in thetas])
+    best = thetas[np.argmin(objectives)]
+    assert _line_curvature(thetas, objectives, best) == pytest.approx(c, rel=1e-9)
+    assert _line_curvature(thetas, objectives, thetas[0]) is None  # an end of the grid

@@ -7,7 +7,12 @@ import pytest
 
 from attnpool import select_bandwidth
 from attnpool.bandwidth.search import GRID
-from attnpool.engines.native_search import ESTIMATE_MIN_ROWS, NativeObjective, estimate_rows
+from attnpool.engines.native_search import (
+    ESTIMATE_MIN_ROWS,
+    NativeObjective,
+    estimate_rows,
+    gradient_loop_built,
+)
 from attnpool.engines.numpy_engine import loo_objective
 from attnpool.local_model import model_for
 
@@ -56,25 +61,33 @@ def test_the_estimate_is_the_mean_error_of_a_subset_of_rows():
         [textbook_loo_residuals(x, y, h, np.arange(i, min(i + 512, n))) for i in range(0, n, 512)]
     )
     assert native.value(h) == pytest.approx(np.mean(full**2), rel=1e-12)
-    # one column, or fewer points: no estimate (the grid is ranked exactly)
+    # one column, or fewer points: no estimate (the grid is ranked exactly) — from 4096
+    # points there is one once the gradient's loop is built
     assert not NativeObjective(x[:, :1], y, model_for(x[:, :1], kernel="gaussian")).estimates
-    small = NativeObjective(x[: n - 1], y[: n - 1], model_for(x, kernel="gaussian"))
-    assert not small.estimates
+    model = model_for(x, kernel="gaussian")
+    assert not NativeObjective(x[:4095], y[:4095], model).estimates
+    native.value_and_gradient(h)  # builds it, if no search has
+    assert gradient_loop_built(2, 1)
+    small = NativeObjective(x[:4096], y[:4096], model)
+    assert small.estimates and small.gradients and small.rows == 1024
 
 
-def test_the_search_finds_the_full_objectives_minimum():
-    x, y = data(ESTIMATE_MIN_ROWS, 2, seed=3)
+@pytest.mark.parametrize(("n", "d"), [(ESTIMATE_MIN_ROWS, 2), (5000, 3)])
+def test_the_search_finds_the_full_objectives_minimum(n, d):
+    x, y = data(n, d, seed=3)
+    model = model_for(x, kernel="gaussian", var_type="c" * d)
+    NativeObjective(x[:300], y[:300], model).value_and_gradient(np.full(d, 0.4))  # built
+    assert NativeObjective(x, y, model).estimates  # from 4096 points once built
     found = select_bandwidth(x, y)
-    model = model_for(x, kernel="gaussian", var_type="cc")
     objective = loo_objective(x, y, model)
     theta = np.log(found.bandwidth)
     assert found.objective == pytest.approx(objective(theta), rel=1e-12)
-    assert found.evaluations < 40  # forward differences took ~40 at this size
-    for e in np.eye(2):  # a local minimum of the exact objective
+    assert found.evaluations < 30  # forward differences took 40–45 at these sizes
+    for e in np.eye(d):  # a local minimum of the exact objective
         for sign in (1, -1):
             assert found.objective <= objective(theta + sign * 1e-3 * e)
-    start = np.log(np.sqrt(np.prod(found.bandwidth)))  # and below the grid along its line
-    assert all(found.objective <= objective(start + np.log(g) * np.ones(2)) for g in GRID[::3])
+    start = np.log(np.prod(found.bandwidth) ** (1 / d))  # and below the grid along its line
+    assert all(found.objective <= objective(start + np.log(g) * np.ones(d)) for g in GRID[::3])
 
 
 def test_the_search_is_shift_and_scale_invariant():

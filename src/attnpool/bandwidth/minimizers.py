@@ -95,6 +95,7 @@ def minimize_smooth(
     memory: int = 10,
     value_and_gradient=None,
     first_step: float = 0.5,
+    curvature: float | None = None,
 ):
     """``(θ, f(θ))``: a local minimum of a smooth ``objective`` from ``start`` by L-BFGS on
     forward differences (``d + 1`` evaluations a step, ``d`` = ``θ``'s size), without
@@ -123,6 +124,10 @@ def minimize_smooth(
     and the descent also stops before a quasi-Newton step whose model promises less than
     ``ftol`` of the objective (``−½ ∇f·p`` for the step ``p``): with exact gradients the
     model is good near the optimum, and that step would cost an evaluation for nothing.
+
+    ``curvature``: a guess of the objective's second derivative along any direction (a
+    grid's second difference along its line): the first step is then Newton's for that
+    curvature, ``−∇f / curvature``, no longer than ``first_step``.
     """
     gradient_at = _forward_gradient
     if value_and_gradient is not None:
@@ -149,6 +154,8 @@ def minimize_smooth(
             break
         longest = float(np.max(np.abs(direction)))
         length = min(1.0, LONGEST_STEP / longest) if steps else first_step / longest
+        if not steps and curvature is not None and curvature > 0:
+            length = min(length, 1.0 / curvature)  # direction = −∇f here
         trial, trial_value = _backtrack(objective, theta, value, direction, slope, length)
         if trial is None:
             break

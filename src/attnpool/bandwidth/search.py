@@ -195,6 +195,7 @@ def host_search(
         theta, value = minimize_smooth(
             objective, best, limits=limits, value_and_gradient=value_and_gradient,
             ftol=EXACT_GRADIENT_FTOL if exact else 1e-12, first_step=step if exact else 0.5,
+            curvature=_line_curvature(thetas, objectives, best) if exact else None,
         )  # fmt: skip
     else:
         from scipy import optimize  # 0.5 s to import: only for compact kernels
@@ -217,6 +218,19 @@ def host_search(
     if progress:
         progress(2, 2)
     return theta, value, objectives
+
+
+def _line_curvature(thetas, objectives, best) -> float | None:
+    """The objective's second derivative along the grid's line at its ``best`` point, per
+    unit of ``θ`` in every coordinate at once, shared among the ``d`` coordinates
+    (``f'' / d``: the curvature along any one direction if it were the same in all),
+    from the grid's second difference; None at an end or where it is not positive."""
+    at = int(np.argmin(np.sum(np.abs(thetas - best), axis=1)))
+    if not 0 < at < len(thetas) - 1 or not np.all(np.isfinite(objectives[at - 1 : at + 2])):
+        return None
+    step = float(np.mean(thetas[at + 1] - thetas[at]))
+    second = (objectives[at - 1] - 2 * objectives[at] + objectives[at + 1]) / step**2
+    return float(second / thetas.shape[1]) if second > 0 else None
 
 
 def _bracket(thetas, objectives, best: float, step: float, estimate) -> tuple | None:

@@ -8,12 +8,14 @@ them). Besides the objective itself:
   keys' coordinates and their squares among the pooled values:
   ``∂ĝ(x_i)/∂θ_j = E_w[(y_k − ĝ)(x_kj − x_ij)²] / h_j²`` (the weights' derivative is
   ``w u_j²``), so a descent step costs one evaluation instead of ``d + 1``;
-  (from :data:`ESTIMATE_MIN_ROWS` points: the pass with those values is a loop of its
-  own to build, once per machine, which smaller searches do not repay);
-- from :data:`ESTIMATE_MIN_ROWS` points in several columns, an *estimate*: the mean
-  squared leave-one-out error of a fixed random subset of the rows, each still
-  predicted from all the others (unbiased for the objective, ``1/8`` of its cost), which
-  ranks a search's coarse grid; the refinement and the reported objective are exact.
+  (from :data:`ESTIMATE_MIN_ROWS` points, or :data:`SMALL_ESTIMATE_ROWS` once built: the
+  pass with those values is a loop of its own to build, once per machine, which
+  smaller searches do not repay);
+- from the same sizes in several columns, an *estimate*: the mean squared
+  leave-one-out error of a fixed random subset of the rows, each still predicted from
+  all the others (unbiased for the objective, ``1/8`` of its cost, a fifth below
+  :data:`ESTIMATE_MIN_ROWS` points), which ranks a search's coarse grid; the refinement
+  and the reported objective are exact.
 """
 
 from __future__ import annotations
@@ -23,17 +25,33 @@ import numpy as np
 from .._units import midrange, value_unit
 from ..local_model import LocalModel, solve_moments
 
-__all__ = ["ESTIMATE_MIN_ROWS", "NativeObjective", "estimate_rows"]
+__all__ = ["ESTIMATE_MIN_ROWS", "NativeObjective", "estimate_rows", "gradient_loop_built"]
 
 #: Points from which a search of several columns ranks its grid by the estimate.
 ESTIMATE_MIN_ROWS = 2**14
+#: Points from which it does so once the gradient's loop is built (smaller searches do
+#: not repay building it).
+SMALL_ESTIMATE_ROWS = 2**12
 
 
 def estimate_rows(n: int) -> int:
-    """Rows whose errors the estimate averages: an eighth of ``n``, at least 4096 and at
-    most 16384 (enough to rank a coarse grid: every point's estimate averages the same
-    rows, so their differences are far more precise than each one's ~1%)."""
+    """Rows whose errors the estimate averages: an eighth of ``n``, at least 4096 (a fifth
+    below 2^14 points, at least 1024) and at most 16384 (enough to rank a coarse grid:
+    every point's estimate averages the same rows, so their differences are far more
+    precise than each one's ~1%)."""
+    if n < ESTIMATE_MIN_ROWS:
+        return max(SMALL_ESTIMATE_ROWS // 4, n // 5)
     return min(max(4096, n // 8), 2**14)
+
+
+def gradient_loop_built(d: int, p: int) -> bool:
+    """Whether the loops of the gradient's pass (``p (1 + 2d) + 2d`` values, in passes of
+    at most ``native.MAX_VALUES``) for ``d`` columns are in the cache."""
+    from ..methods import native
+
+    width = p * (1 + 2 * d) + 2 * d
+    widths = {min(native.MAX_VALUES, width - start) for start in range(0, width, native.MAX_VALUES)}
+    return all(native.ready(True, d, w) for w in widths)
 
 
 class NativeObjective:
@@ -46,8 +64,10 @@ class NativeObjective:
 
         self.native, self.model = native, model
         n, d = x.shape
-        self.estimates = n >= ESTIMATE_MIN_ROWS and d >= 2
-        self.gradients = n >= ESTIMATE_MIN_ROWS and model.degree == 0
+        built = model.degree == 0 and gradient_loop_built(d, y.shape[1])
+        large = n >= ESTIMATE_MIN_ROWS or (built and n >= SMALL_ESTIMATE_ROWS)
+        self.estimates = large and d >= 2
+        self.gradients = large and model.degree == 0
         self.rows = estimate_rows(n) if self.estimates else None
         centred = x - midrange(x)
         order = _search_order(centred, self.rows)
