@@ -163,3 +163,15 @@ def test_densities_on_a_lattice_put_its_points_on_nodes_and_meet_the_tolerance(d
     ours = kernel_density(x, queries, bandwidth=0.1, method=Binned(tolerance=1e-3))
     exact = kernel_density(x, queries, bandwidth=0.1, method="native")
     assert np.all(np.abs(ours - exact) <= 1e-3 * exact)
+
+
+@pytest.mark.parametrize("spacing", [0.3, 2.5])
+def test_what_the_reach_leaves_out_is_bounded(spacing):
+    # the most a pair adds beyond the reach, against K + ¼ Σ Δ² |K_jj| sampled there
+    for reach in (2, 3, 6, 40):
+        r = np.linspace((reach - binned_gaussian.BOX) * spacing, 60.0, 20_001)
+        r = r[r >= 0]
+        phi = np.exp(-0.5 * r * r)
+        sampled = np.max(phi * (1 + 0.25 * 2 * spacing**2 * np.abs(r * r - 1)))
+        assert sampled <= binned_gaussian.outside([spacing] * 2, [reach] * 2, [100] * 2)
+    assert binned_gaussian.outside([spacing], [99], [100]) == 0.0  # the reach spans it

@@ -193,15 +193,16 @@ def aligned_grid(
 
 def outside(spacing: Any, reach: Sequence[int], size: Sequence[int]) -> float:
     """The most one pair can add to a sum's error by weighing node offsets beyond
-    ``reach`` (left out of the convolutions): ``K + ¼ Σ_j Δ_j² |K_jj|`` at ``(reach − 2)Δ``
-    and beyond (``|K_jj| ≤ (|u|² + 1) K``, falling past ``|u| = 1``); 0 when the reach
-    spans the grid."""
+    ``reach`` (left out of the convolutions): ``K + ¼ Σ_j Δ_j² |K_jj|`` at ``r = (reach −
+    2)Δ`` and beyond, with ``|K_jj| ≤ (r² + 1) K`` (``(r² + 1) e^{−r²/2}`` falls past
+    ``r = 1`` and is at most ``2e^{−1/2}``); 0 when the reach spans the grid."""
     cut = [(r - BOX) * s for r, s, n in zip(reach, spacing, size, strict=True) if r < n - 1]
     if not cut:
         return 0.0
-    t0 = max(min(cut), 1.0)
-    curvature = 0.25 * float(np.sum(np.square(spacing))) * (t0 * t0 + 1.0)
-    return float(np.exp(-0.5 * t0 * t0) * (1.0 + curvature))
+    t0, squares = max(min(cut), 0.0), 0.25 * float(np.sum(np.square(spacing)))
+    if t0 < 1.0:
+        return 1.0 + squares * 2.0 * math.exp(-0.5)
+    return float(np.exp(-0.5 * t0 * t0) * (1.0 + squares * (t0 * t0 + 1.0)))
 
 
 def fast_length(n: int) -> int:

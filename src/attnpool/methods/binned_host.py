@@ -110,15 +110,7 @@ def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None)
     # blocks of `factor` nodes a side: a block holding a positive count has a key within
     # (factor + 1)/2 spacings of its centre along each axis
     factor = max(1, math.ceil((counts.size / NEAR_BLOCKS) ** (1 / len(grid.size))))
-    occupied = counts[..., 0] > 0
-    pad = [(0, -s % factor) for s in occupied.shape]
-    blocks = (
-        np.pad(occupied, pad)
-        .reshape(
-            [x for s in np.add(occupied.shape, [p[1] for p in pad]) for x in (s // factor, factor)]
-        )
-        .any(axis=tuple(range(1, 2 * occupied.ndim, 2)))
-    )
+    blocks = _blocks(counts[..., 0] > 0, factor)
     source = nearest_occupied(blocks).reshape(-1)
     indices, _ = corners(scaled_rows, grid, np)
     lowest = np.stack(np.unravel_index(indices, grid.size), axis=-1) // factor
@@ -139,10 +131,16 @@ def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None)
             reach = np.minimum(nearest, floor) + math.log(m / fgt.TOLERANCE)
         else:
             reach = fgt.reach(np.minimum(nearest**2, 2 * floor), m)
+    # the blocks within R of a row, then the keys binned into their nodes
     low = np.floor((scaled_rows - reach[:, None] - start) / spacing).astype(np.int64) - 1
     high = np.ceil((scaled_rows + reach[:, None] - start) / spacing).astype(np.int64) + 1
-    size = np.asarray(grid.size)
-    return np.flatnonzero(_covered(np.clip(low, 0, size), np.clip(high, 0, size), size)[cells])
+    size = np.asarray(blocks.shape)
+    low, high = np.clip(low // factor, 0, size), np.clip(-(-high // factor), 0, size)
+    covered = _covered(low, high, size)
+    for axis in range(covered.ndim):
+        covered = np.repeat(covered, factor, axis=axis)
+    nodes = covered[tuple(slice(0, n) for n in grid.size)].reshape(-1)
+    return np.flatnonzero(nodes[cells])
 
 
 def nearest_occupied(occupied) -> np.ndarray:
@@ -174,9 +172,23 @@ def _scan(distance, source, axis: int):
     return least + ramp, np.take_along_axis(source, taken, axis)
 
 
+def _blocks(occupied, factor: int) -> np.ndarray:
+    """Whether each block of ``factor`` nodes a side holds an ``occupied`` node (the grid
+    padded to whole blocks), axis by axis."""
+    blocks = np.pad(occupied, [(0, -s % factor) for s in occupied.shape])
+    for axis in range(occupied.ndim):
+        every = [slice(None)] * occupied.ndim
+        parts = []
+        for offset in range(factor):  # strided views, or'ed elementwise
+            every[axis] = slice(offset, None, factor)
+            parts.append(blocks[tuple(every)])
+        blocks = np.logical_or.reduce(parts)
+    return blocks
+
+
 def _covered(low, high, size) -> np.ndarray:
-    """Nodes inside any of the boxes ``[low, high)`` (``(k, d)`` each): the boxes' corners
-    marked ±1 and summed along every axis."""
+    """Nodes inside any of the boxes ``[low, high)`` (``(k, d)`` each), shape ``size``:
+    the boxes' corners marked ±1 and summed along every axis."""
     d = len(size)
     marks = np.zeros(tuple(int(s) + 1 for s in size), np.int64)
     for corner in itertools.product((0, 1), repeat=d):
@@ -184,7 +196,7 @@ def _covered(low, high, size) -> np.ndarray:
         np.add.at(marks, at, (-1) ** sum(corner))
     for axis in range(d):
         marks = np.cumsum(marks, axis=axis)
-    return (marks[tuple(slice(0, int(s)) for s in size)] > 0).reshape(-1)
+    return marks[tuple(slice(0, int(s)) for s in size)] > 0
 
 
 def default_grid(low, high, kernel: Kernel, tolerance: float, budget: int):
