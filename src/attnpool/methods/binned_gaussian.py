@@ -269,9 +269,16 @@ def gaussian_sums(
     def kernel(j: int | None = None) -> list[np.ndarray]:  # K, or K_jj
         return [curvature_tables[a] if a == j else value_tables[a] for a in range(d)]
 
-    scaled = np.asarray(queries, np.float64) * scale
-    query_moments = second_moments(scaled, grid)
-    place = np.max(query_moments, axis=0) if scaled.shape[0] else np.zeros(d)
+    queries = np.asarray(queries)
+    n = queries.shape[0]
+    chunks = [slice(i, i + QUERY_CHUNK) for i in range(0, n, QUERY_CHUNK)]
+
+    def scaled(rows: slice) -> Any:
+        return np.asarray(queries[rows], np.float64) * scale
+
+    place = np.zeros(d)  # the queries' largest α_j β_j
+    for rows in chunks:
+        place = np.maximum(place, np.max(second_moments(scaled(rows), grid), axis=0))
     # queries on nodes (to rounding): their second-order sums are not worth two FFTs
     corrected = bool(np.any(place > ON_NODE * spacing**2))
     terms = bound_terms(spacing, spans, place, corrected)
@@ -289,19 +296,26 @@ def gaussian_sums(
             np.multiply(data[:f], curvature, out=spectra[f * (j + 1) : f * (j + 2)])
     bound = sum(c * _spectra(tables, lengths) for c, tables in terms)
     np.multiply(data[0], bound, out=spectra[-1])
+    del data, bound
     full = np.fft.irfftn(spectra, s=lengths, axes=axes).reshape(spectra.shape[0], -1)
+    del spectra
+    full = np.ascontiguousarray(full.T)  # (nodes, columns): a query gathers whole rows
 
-    # interpolated in the uncropped result: the grid moved back by the tables' spans
+    # interpolated in the uncropped result (the grid moved back by the tables' spans),
+    # a chunk of queries at a time
     padded = type(grid)(tuple(np.asarray(grid.start) - np.asarray(spans) * spacing),
                         grid.spacing, tuple(lengths))  # fmt: skip
-    at = np.empty((scaled.shape[0], full.shape[0]))
-    for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, scaled.shape[0], QUERY_CHUNK)):
-        indices, weights = corners(scaled[rows], padded, np)
-        at[rows] = sum(w[:, None] * full[:, i].T for i, w in zip(indices, weights, strict=True))
-    sums = at[:, :f]
-    if corrected:
-        sums = sums - 0.5 * sum(query_moments[:, j, None] * at[:, f * (j + 1) : f * (j + 2)]
-                                for j in range(d))  # fmt: skip
+    sums, bounded = np.empty((n, f)), np.empty(n)
+    for rows in chunks:
+        points = scaled(rows)
+        indices, weights = corners(points, padded, np)
+        at = sum(w[:, None] * full[i] for i, w in zip(indices, weights, strict=True))
+        sums[rows] = at[:, :f]
+        if corrected:
+            moments = second_moments(points, grid)
+            for j in range(d):
+                sums[rows] -= 0.5 * moments[:, j, None] * at[:, f * (j + 1) : f * (j + 2)]
+        bounded[rows] = at[:, -1]
 
     # an FFT convolution's rounding is bounded by eps·log2(length)·‖data‖₂·‖kernel‖₁
     norm = float(np.sqrt(np.sum(binned[..., 0] ** 2)))
@@ -312,5 +326,5 @@ def gaussian_sums(
         norms.append(0.5 * (second + (place[j] if corrected else 0) * norm) * curvature_norm)
     norms.append(norm * sum(c * np.prod([np.sum(t) for t in tables]) for c, tables in terms))
     rounding = FFT_ROUNDING * np.log2(np.prod(lengths)) * float(np.sum(norms))
-    error = at[:, -1] + outside(spacing, kernel_spans, size) * m + rounding
+    error = bounded + outside(spacing, kernel_spans, size) * m + rounding
     return sums, error, Binning(grid, binned[..., :1], where)
