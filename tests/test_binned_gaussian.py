@@ -123,16 +123,17 @@ def test_the_box_maxima_cover_their_boxes(spacing):
 
 
 @pytest.mark.parametrize("d", [1, 2])
-@pytest.mark.parametrize("on_nodes", [False, True])
+@pytest.mark.parametrize("queries", binned_gaussian.QUERY_MODES)
 @pytest.mark.parametrize("tolerance", [1e-2, 1e-5])
-def test_nodes_per_bandwidth_meet_the_tolerance_without_waste(d, on_nodes, tolerance):
-    nodes = binned_gaussian.nodes_for(tolerance, d, on_nodes)
-    bound = binned_gaussian.relative_bound(1 / nodes, d, on_nodes)
+def test_nodes_per_bandwidth_meet_the_tolerance_without_waste(d, queries, tolerance):
+    nodes = binned_gaussian.nodes_for(tolerance, d, queries)
+    bound = binned_gaussian.relative_bound(1 / nodes, d, queries)
     assert 0.95 * tolerance / 2 <= bound <= tolerance / 2
-    # the third-order bound needs far fewer nodes than the second-order one
+    # the third-order bound needs fewer nodes than the second-order one (far fewer
+    # where the queries' own error is corrected or absent)
     from attnpool.methods.binned_bound import nodes_for
 
-    assert nodes < nodes_for(GAUSSIAN, tolerance, d) / 2
+    assert nodes < nodes_for(GAUSSIAN, tolerance, d) / (1 if queries == "bounded" else 2)
 
 
 def test_query_lattices_are_found_and_scattered_queries_are_not():
@@ -157,7 +158,7 @@ def test_densities_on_a_lattice_put_its_points_on_nodes_and_meet_the_tolerance(d
     axes = [np.linspace(-4.5, 4.5, 61 if d == 2 else 400)] * d
     queries = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, d)
     scale = np.full(d, 1 / 0.1)
-    grid, _, _ = binned_host.plan_grid(queries, x, scale, GAUSSIAN, None, 1e-3)
+    grid = binned_host.plan_grid(queries, x, scale, GAUSSIAN, None, 1e-3).grid
     places = binning.second_moments(queries * scale, grid)
     assert np.all(places <= binned_gaussian.ON_NODE * np.asarray(grid.spacing) ** 2)
     ours = kernel_density(x, queries, bandwidth=0.1, method=Binned(tolerance=1e-3))
@@ -175,3 +176,25 @@ def test_what_the_reach_leaves_out_is_bounded(spacing):
         sampled = np.max(phi * (1 + 0.25 * 2 * spacing**2 * np.abs(r * r - 1)))
         assert sampled <= binned_gaussian.outside([spacing] * 2, [reach] * 2, [100] * 2)
     assert binned_gaussian.outside([spacing], [99], [100]) == 0.0  # the reach spans it
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_many_queries_get_a_finer_grid_and_their_error_bounded(d):
+    # queries many times the nodes of the grid that bounds their interpolation: that
+    # grid, their second-order sums left in, every row within its tolerance or exact
+    rng = np.random.default_rng(50 + d)
+    keys = rng.normal(size=(2000, d))
+    queries = rng.normal(size=(60_000 if d == 1 else 400_000, d)) * 1.2
+    scale = np.full(d, 1 / (0.3 if d == 1 else 2.0))
+    plan = binned_host.plan_grid(queries, keys, scale, GAUSSIAN, None, 1e-3)
+    assert plan.correct_queries is False
+    fewer = binned_host.plan_grid(queries[:500], keys, scale, GAUSSIAN, None, 1e-3)
+    assert fewer.correct_queries is None and np.prod(fewer.grid.size) < np.prod(plan.grid.size)
+    some = queries[:3000]
+    sums, error, _ = binned_gaussian.gaussian_sums(
+        some, keys, scale, plan.grid, plan.reach, correct_queries=False
+    )
+    exact = textbook(some, keys, scale)[:, 0]
+    assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12) + 1e-300)
+    core = exact > 0.1 * exact.max()
+    assert np.median(error[core] / exact[core]) < 1e-3

@@ -177,12 +177,14 @@ def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: A
     from .methods.binned_host import binned_sums, keys_near, plan_grid
 
     d, scale = x.shape[1], 1.0 / h
-    grid, reach, hopeless = plan_grid(q, x, scale, record, options.grid_size, options.tolerance)
+    plan = plan_grid(q, x, scale, record, options.grid_size, options.tolerance)
+    grid, reach, hopeless = plan.grid, plan.reach, plan.hopeless
     top = float(np.asarray(record.log_profile(np.zeros(()))))
     constant = top - math.log(kernel_integrals(record, d)[0]) - float(np.sum(np.log(h)))
     if hopeless:
         return exact(x, q) + math.log(x.shape[0])
-    sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=True)
+    sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=True,
+                                       correct_queries=plan.correct_queries)  # fmt: skip
     weight = sums[:, 0]
     settled = (weight > 0) & (error <= options.tolerance * weight)
     with np.errstate(divide="ignore", invalid="ignore"):  # unsettled rows: redone below

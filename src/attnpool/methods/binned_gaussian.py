@@ -117,27 +117,36 @@ def bound_terms(
     return terms
 
 
-def relative_bound(spacing: float, d: int, on_nodes: bool = False) -> float:
+#: How a grid serves its queries: their second-order sums taken away (``"corrected"``),
+#: queries on its nodes (``"on nodes"``: nothing to correct), or many queries on a finer
+#: grid, their interpolation's error bounded instead (``"bounded"``: cheaper per query).
+QUERY_MODES = ("corrected", "on nodes", "bounded")
+#: Queries per node of the ``"bounded"`` grid from which that grid is used.
+QUERIES_PER_NODE = 8
+
+
+def relative_bound(spacing: float, d: int, queries: str = "corrected") -> float:
     """The bound over the density, both summed over an infinite grid of keys one per node
-    (keys spread evenly), at ``spacing`` in every dimension; ``on_nodes``: for queries
-    on the grid's nodes."""
+    (keys spread evenly), at ``spacing`` in every dimension, for the ``queries`` of one
+    of :data:`QUERY_MODES`."""
     span = int(np.ceil(9.0 / spacing)) + BOX
     offsets = np.arange(-span, span + 1) * spacing
-    place = np.zeros(d) if on_nodes else None
-    terms = bound_terms(np.full(d, spacing), [span] * d, place, corrected=not on_nodes)
+    place = np.zeros(d) if queries == "on nodes" else None
+    corrected = queries == "corrected"
+    terms = bound_terms(np.full(d, spacing), [span] * d, place, corrected)
     bound = sum(c * np.prod([np.sum(t) for t in tables]) for c, tables in terms)
     return float(bound / np.sum(derivative(0, offsets)) ** d)
 
 
 @cache
-def nodes_for(tolerance: float, d: int, on_nodes: bool = False) -> float:
+def nodes_for(tolerance: float, d: int, queries: str = "corrected") -> float:
     """Grid nodes per bandwidth at which :func:`relative_bound` is half of ``tolerance``
     (to 1%): secant steps on ``log bound`` against ``log nodes``, which is close to a
-    line of slope −3."""
+    line (of slope −3, or −2 for ``"bounded"`` queries)."""
     target = math.log(tolerance / 2)
 
     def excess(nodes: float) -> float:
-        return math.log(relative_bound(1.0 / nodes, d, on_nodes)) - target
+        return math.log(relative_bound(1.0 / nodes, d, queries)) - target
 
     nodes, slope = 4.0, -3.0
     value = excess(nodes)
@@ -246,12 +255,15 @@ def gaussian_sums(
     reach: Sequence[int],
     values: Any = None,
     cells: bool = False,
+    correct_queries: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Any]:
     """:func:`.binned_host.binned_sums` for the Gaussian, corrected to third order:
     ``(sums (n, 1 + p), error (n,), binning)``, ``sums`` the ``[Σ_j K_ij, Σ_j K_ij v_j] /
     K(0)`` with binning's second-order error taken away, ``error`` a bound on ``Σ_j |error
     of K_ij|`` per query (:func:`bound_terms` convolved with the counts, the weight of
-    offsets beyond ``reach``, the FFT's rounding)."""
+    offsets beyond ``reach``, the FFT's rounding). ``correct_queries``: False leaves the
+    queries' second-order sums in and bounds them (the ``"bounded"`` queries of
+    :data:`QUERY_MODES`); None takes them away unless the queries are on the nodes."""
     d, m = len(grid.size), keys.shape[0]
     spacing, size = np.asarray(grid.spacing, np.float64), grid.size
     scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
@@ -283,7 +295,7 @@ def gaussian_sums(
     for rows in chunks:
         place = np.maximum(place, np.max(second_moments(scaled(rows), grid), axis=0))
     # queries on nodes (to rounding): their second-order sums are not worth two FFTs
-    corrected = bool(np.any(place > ON_NODE * spacing**2))
+    corrected = bool(np.any(place > ON_NODE * spacing**2)) and correct_queries is not False
     terms = bound_terms(spacing, spans, place, corrected)
 
     # features first: the FFTs run over contiguous planes

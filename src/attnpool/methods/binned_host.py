@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from .binned import (
     reach_for,
 )
 from .binned_bound import kernel_tail, nodes_for, pair_error_bound
-from .binned_gaussian import aligned_grid, gaussian_sums, lattice
+from .binned_gaussian import QUERIES_PER_NODE, aligned_grid, gaussian_sums, lattice
 from .binned_gaussian import nodes_for as gaussian_nodes_for
 from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points
 
@@ -56,18 +57,28 @@ def kernel_on_grid(kernel: Kernel, grid, reach: tuple[int, ...]):
         return np.nan_to_num(np.exp(np.asarray(kernel.log_profile(r2), np.float64) - top))
 
 
-def binned_sums(queries, keys, scale, kernel: Kernel, grid, reach, values=None, cells=False):
+def binned_sums(
+    queries,
+    keys,
+    scale,
+    kernel: Kernel,
+    grid,
+    reach,
+    values=None,
+    cells=False,
+    correct_queries=None,
+):
     """``(sums (n, 1 + p), error (n,), binning)``: ``[Σ_j K_ij, Σ_j K_ij v_j] / K(0)`` by
     binning, a bound on ``Σ_j |error of K_ij|`` per query (the pair bound convolved with
     the counts, the weight of keys beyond ``reach``, the FFT's rounding) and the
     :class:`Binning`. ``values (m, p)``: None for the counts alone; ``cells``: keep each
     key's cell. The Gaussian's sums are corrected to third order
-    (:func:`.binned_gaussian.gaussian_sums`)."""
+    (:func:`.binned_gaussian.gaussian_sums`, with ``correct_queries``)."""
     size = tuple(grid_bucket(s) for s in grid.size)  # a few FFT lengths, not one per size
     grid = type(grid)(grid.start, grid.spacing, size)
     reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
     if kernels.is_gaussian(kernel):
-        return gaussian_sums(queries, keys, scale, grid, reach, values, cells)
+        return gaussian_sums(queries, keys, scale, grid, reach, values, cells, correct_queries)
     bound, outside = pair_error_bound(kernel, grid.spacing, size, reach)
     features = None
     if values is not None:
@@ -199,13 +210,13 @@ def _covered(low, high, size) -> np.ndarray:
     return marks[tuple(slice(0, int(s)) for s in size)] > 0
 
 
-def default_grid(low, high, kernel: Kernel, tolerance: float, budget: int):
+def default_grid(low, high, kernel: Kernel, tolerance: float, budget: int, queries="corrected"):
     """``(grid, hopeless)``: the grid over scaled ``[low, high]`` at
     :func:`.binned_bound.nodes_for` nodes per bandwidth, coarsened to ``budget`` nodes with
     the kernel's reach; ``hopeless``: coarsened so much that no row would be settled."""
     d = np.asarray(low).size
     if kernels.is_gaussian(kernel):
-        nodes = gaussian_nodes_for(tolerance, d)
+        nodes = gaussian_nodes_for(tolerance, d, queries)
     else:
         nodes = nodes_for(kernel, tolerance, d)
     grid = grid_for(np.stack([low, high]), np.ones(d), nodes, tail=kernel_tail(kernel),
@@ -240,14 +251,16 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     :data:`POOL_BUDGET`.
     """
     queries, keys, values = np.asarray(queries), np.asarray(keys), np.asarray(values)
-    grid, reach, hopeless = plan_grid(queries, keys, scale, kernel, grid_size, tolerance)
+    grid, reach, hopeless, correct = plan_grid(queries, keys, scale, kernel, grid_size, tolerance)
     n = queries.shape[0]
     if hopeless or n * keys.shape[0] <= np.prod(np.add(grid.size, 2 * np.asarray(reach))):
         # fewer pairs than nodes to convolve: every row is for the exact method
         return np.zeros((n, values.shape[1])), np.zeros(n), np.zeros(n, bool), grid
     # values about their midrange: the FFT's rounding is relative to the largest feature
     middle = midrange(values)
-    sums, error, _ = binned_sums(queries, keys, scale, kernel, grid, reach, values - middle)
+    sums, error, _ = binned_sums(
+        queries, keys, scale, kernel, grid, reach, values - middle, correct_queries=correct
+    )
     weight = sums[:, 0]
     pooled = sums[:, 1:] / np.where(weight > 0, weight, 1.0)[:, None] + middle
     # |pooled − exact| ≤ Σ_j |error of K_ij| · range(values) / binned weight
@@ -255,25 +268,43 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     return pooled, weight, settled, grid
 
 
-def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e-3):
-    """``(grid, reach, hopeless)`` of :func:`binned_pool` (its arguments): the default grid
-    or one of ``grid_size`` nodes over the scaled points, the kernel's reach on it, and
-    whether the default grid had to be coarsened past :data:`HOPELESS_COARSENING`."""
+class Plan(NamedTuple):
+    """:func:`plan_grid`'s answer: the ``grid``, the kernel's ``reach`` on it, whether it is
+    ``hopeless`` (coarsened past :data:`HOPELESS_COARSENING`), and ``correct_queries``
+    for :func:`binned_sums` (False: many queries on a finer grid, bounded; None: the
+    Gaussian's rule)."""
+
+    grid: Any
+    reach: tuple[int, ...]
+    hopeless: bool
+    correct_queries: bool | None = None
+
+
+def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e-3) -> Plan:
+    """The :class:`Plan` of :func:`binned_pool` (its arguments): the default grid or one of
+    ``grid_size`` nodes over the scaled points. For the Gaussian, queries on a lattice
+    get a grid with them on its nodes, and queries at least
+    :data:`.binned_gaussian.QUERIES_PER_NODE` times the nodes of the grid that bounds
+    their interpolation (rather than correcting it) get that finer grid."""
     d = queries.shape[1]
     scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
     # scaling by s > 0 keeps the order, so the extremes of the scaled points are these
     (q_low, q_high), (k_low, k_high) = column_extremes(queries), column_extremes(keys)
     low = np.minimum(q_low, k_low).astype(np.float64) * scale
     high = np.maximum(q_high, k_high).astype(np.float64) * scale
-    found = ((grid_size is None and kernels.is_gaussian(kernel)
-             and lattice(queries)) or None)  # fmt: skip
+    gaussian = grid_size is None and kernels.is_gaussian(kernel)
+    found = (gaussian and lattice(queries)) or None
     if found is not None:  # queries on the nodes: no interpolation to correct
         origin, step = (a * scale for a in found)
-        nodes = gaussian_nodes_for(tolerance, d, on_nodes=True)
+        nodes = gaussian_nodes_for(tolerance, d, "on nodes")
         tail = kernel_tail(kernel)
         grid = aligned_grid(low, high, origin, step, nodes, tail, POOL_BUDGET)
         if grid is not None:
-            return grid, reach_for(kernel, np.ones(d), grid), False
+            return Plan(grid, reach_for(kernel, np.ones(d), grid), False)
+    if gaussian:
+        grid, hopeless = default_grid(low, high, kernel, tolerance, POOL_BUDGET, "bounded")
+        if not hopeless and queries.shape[0] >= QUERIES_PER_NODE * np.prod(grid.size):
+            return Plan(grid, reach_for(kernel, np.ones(d), grid), False, False)
     if grid_size is None:
         grid, hopeless = default_grid(low, high, kernel, tolerance, POOL_BUDGET)
     else:
@@ -281,4 +312,4 @@ def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e
         spacing = np.maximum(high - low, np.finfo(float).tiny) / np.maximum(size - 3, 1)
         grid = Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
         hopeless = False
-    return grid, reach_for(kernel, np.ones(d), grid), hopeless
+    return Plan(grid, reach_for(kernel, np.ones(d), grid), hopeless)
