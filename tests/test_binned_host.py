@@ -105,13 +105,22 @@ def test_the_keys_near_a_row_hold_all_of_its_sum(kernel, d, blocks, monkeypatch)
     grid, reach, _, _ = plan_grid(rows, keys, scale, record)
     _, _, binning = binned_host.binned_sums(rows, keys, scale, record, grid, reach, cells=True)
     near = binned_host.keys_near(rows * scale, record, binning, keys.shape[0])
+    if d == 1:  # without each key's cell: by the rows' merged intervals
+        bare = binning._replace(cells=None)
+        by_intervals = binned_host.keys_near(rows * scale, record, bare, keys.shape[0],
+                                             keys=keys, scale=scale)  # fmt: skip
+        assert by_intervals.size < keys.shape[0]
+        check = [near, by_intervals]
+    else:
+        check = [near]
     assert near.size < keys.shape[0] or blocks < 2**16  # coarse blocks: a loose superset
     log_k = np.asarray(record.log_profile(np.sum(((rows[:, None] - keys[None]) * scale) ** 2, -1)))
     everything = logsumexp(log_k, axis=1)
-    selected = logsumexp(log_k[:, near], axis=1)
     reached = np.isfinite(everything)
-    np.testing.assert_array_equal(np.isfinite(selected), reached)
-    np.testing.assert_allclose(selected[reached], everything[reached], rtol=0, atol=1e-13)
+    for chosen in check:
+        selected = logsumexp(log_k[:, chosen], axis=1)
+        np.testing.assert_array_equal(np.isfinite(selected), reached)
+        np.testing.assert_allclose(selected[reached], everything[reached], rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "tricube"])

@@ -183,7 +183,8 @@ def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: A
     constant = top - math.log(kernel_integrals(record, d)[0]) - float(np.sum(np.log(h)))
     if hopeless:
         return exact(x, q) + math.log(x.shape[0])
-    sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=True,
+    # one column finds the keys near a row without each key's cell (8 bytes a key)
+    sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=d == 2,
                                        correct_queries=plan.correct_queries)  # fmt: skip
     weight = sums[:, 0]
     settled = (weight > 0) & (error <= options.tolerance * weight)
@@ -192,7 +193,7 @@ def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: A
     again = np.flatnonzero(~settled)
     if again.size:  # exactly, over the keys that can matter to them
         least = weight[again] - error[again]  # the exact sum is at least this
-        near = keys_near(q[again] * scale, record, binning, x.shape[0], least)
+        near = keys_near(q[again] * scale, record, binning, x.shape[0], least, x, scale)
         out[again] = -np.inf
         if near.size:
             found = exact(x[near], q[again])

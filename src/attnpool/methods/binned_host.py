@@ -105,7 +105,9 @@ def binned_sums(
 NEAR_BLOCKS = 2**16
 
 
-def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None) -> np.ndarray:
+def keys_near(
+    scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None, keys=None, scale=None
+) -> np.ndarray:
     """Indices of the keys that can weigh more than ``fgt.TOLERANCE`` of a row's sum,
     for rows ``(k, d)`` in scaled coordinates — a superset. A row's sum is at least
     ``least`` (a lower bound in ``K(0)`` units where known, say the binned sum less its
@@ -114,7 +116,9 @@ def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None)
     :func:`nearest_occupied` finds such nodes near each row's corners. Keys
     beyond ``R`` with ``m K(R) ≤ tolerance · sum`` are left out (the Gaussian: ``R² = r² +
     2 ln(m/tol)``; the Laplacian ``R = r + ln(m/tol)``; a compact kernel its support);
-    they are found by the cells within ``R`` of a row."""
+    they are found by the cells within ``R`` of a row — or, in one column binned without
+    each key's cell, among the ``keys (m, 1)`` (unscaled; ``scale`` their inverse
+    bandwidth) by the rows' merged intervals (:func:`.fgt.keys_within`)."""
     grid, counts, cells = binning
     spacing, start = np.asarray(grid.spacing), np.asarray(grid.start)
     diagonal = float(np.sqrt(np.sum(spacing**2)))
@@ -142,6 +146,9 @@ def keys_near(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None)
             reach = np.minimum(nearest, floor) + math.log(m / fgt.TOLERANCE)
         else:
             reach = fgt.reach(np.minimum(nearest**2, 2 * floor), m)
+    if cells is None:  # one column: the keys within R of a row, by merged intervals
+        width = float(np.asarray(scale, np.float64).reshape(-1)[0])
+        return fgt.keys_within(np.asarray(keys)[:, 0], scaled_rows[:, 0] / width, reach / width)
     # the blocks within R of a row, then the keys binned into their nodes
     low = np.floor((scaled_rows - reach[:, None] - start) / spacing).astype(np.int64) - 1
     high = np.ceil((scaled_rows + reach[:, None] - start) / spacing).astype(np.int64) + 1
