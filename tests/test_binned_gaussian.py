@@ -198,3 +198,19 @@ def test_many_queries_get_a_finer_grid_and_their_error_bounded(d):
     assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12) + 1e-300)
     core = exact > 0.1 * exact.max()
     assert np.median(error[core] / exact[core]) < 1e-3
+
+
+def test_a_lattice_guessed_from_the_first_rows_costs_no_accuracy(monkeypatch):
+    # the first rows on a lattice, the rest off it: the grid is aligned to the guess, the
+    # sums measure every query's place and stay within their bound
+    rng = np.random.default_rng(60)
+    keys = rng.normal(size=(3000, 1))
+    on = np.linspace(-3, 3, 241)[:, None]
+    queries = np.r_[on, rng.uniform(-3, 3, (500, 1))]
+    monkeypatch.setattr(binned_gaussian, "LATTICE_ROWS", on.shape[0])
+    assert binned_gaussian.lattice(queries) is not None
+    scale = np.ones(1) / 0.2
+    plan = binned_host.plan_grid(queries, keys, scale, GAUSSIAN, None, 1e-3)
+    sums, error, _ = binned_gaussian.gaussian_sums(queries, keys, scale, plan.grid, plan.reach)
+    exact = textbook(queries, keys, scale)[:, 0]
+    assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12) + 1e-300)
