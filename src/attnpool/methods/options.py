@@ -119,7 +119,10 @@ class Binned:
     Every row is within ``tolerance × range(values)`` of the exact result: a bound on
     binning's error is computed for each row, and rows it cannot settle are pooled
     exactly. ``grid_size``: nodes per dimension (int or one per dimension); by default
-    chosen so that the bound settles rows on evenly spread keys.
+    chosen so that the bound settles rows on evenly spread keys. The Gaussian's binning
+    takes its own second-order error away and bounds the third-order rest, so it needs
+    few nodes (6.6 per bandwidth at 1e-3 in one dimension, 8.7 in two), and queries on
+    a regular grid are put on the grid's nodes.
     """
 
     grid_size: int | tuple[int, ...] | None = None
