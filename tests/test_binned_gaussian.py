@@ -214,3 +214,34 @@ def test_a_lattice_guessed_from_the_first_rows_costs_no_accuracy(monkeypatch):
     sums, error, _ = binned_gaussian.gaussian_sums(queries, keys, scale, plan.grid, plan.reach)
     exact = textbook(queries, keys, scale)[:, 0]
     assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12) + 1e-300)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("spread", [1e-4, 1.0, 1e4])  # the data's scale
+@pytest.mark.parametrize("relative", [0.003, 0.3, 30.0])  # the bandwidth, in that scale
+@pytest.mark.parametrize("offset", [0.0, 1.7e9])
+@pytest.mark.parametrize("lattice_queries", [False, True])
+def test_binned_densities_meet_the_oracle_at_any_bandwidth_and_offset(
+    d, spread, relative, offset, lattice_queries
+):
+    # the textbook log density in float64 (centred first, as the data's own digits
+    # allow): each binned density within its tolerance, up to a few roundings of its log
+    from scipy.special import logsumexp
+
+    from attnpool import log_density
+
+    rng = np.random.default_rng(70 + d)
+    x = np.r_[rng.normal(size=(1500, d)), rng.normal(3, 1e-3, (100, d)), np.full((1, d), 12.0)]
+    if lattice_queries:
+        axes = [np.linspace(-4, 14, 40 if d == 2 else 300)] * d
+        q = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, d)
+    else:
+        q = rng.uniform(-4, 14, (300, d))
+    h = relative * spread
+    x, q = x * spread + offset, q * spread + offset  # the oracle takes these rounded inputs
+    got = log_density(x, q, bandwidth=h, method=Binned(tolerance=1e-4))
+    u = (q[:, None, :] - x[None, :, :]) / h  # exact differences near the offset
+    want = (logsumexp(-0.5 * np.sum(u * u, axis=2), axis=1) - np.log(len(x))
+            - 0.5 * d * np.log(2 * np.pi) - d * np.log(h))  # fmt: skip
+    slack = np.abs(got - want) - 16 * np.finfo(float).eps * np.abs(want)
+    assert np.all(np.expm1(np.maximum(slack, 0)) <= 1e-4 + 1e-9)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .binned import corners
+from .binned import corners, interpolate
 from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points, second_moments
 
 #: Half-width of a pair's box about a node offset it weighs, in spacings.
@@ -328,8 +328,7 @@ def gaussian_sums(
     sums, bounded = np.empty((n, f)), np.empty(n)
     for rows in chunks:
         points = scaled(rows)
-        indices, weights = corners(points, padded, np)
-        at = sum(w[:, None] * full[i] for i, w in zip(indices, weights, strict=True))
+        at = interpolate(full, corners(points, padded, np))
         sums[rows] = at[:, :f]
         if corrected:
             moments = second_moments(points, grid)

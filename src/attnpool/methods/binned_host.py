@@ -32,6 +32,7 @@ from .binned import (
     grid_for,
     reach_for,
 )
+from .binned import interpolate as at_corners
 from .binned_bound import kernel_tail, nodes_for, pair_error_bound
 from .binned_gaussian import QUERIES_PER_NODE, aligned_grid, gaussian_sums, lattice
 from .binned_gaussian import nodes_for as gaussian_nodes_for
@@ -40,11 +41,9 @@ from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points
 
 def interpolate(values, scaled, grid):
     """Multilinear interpolation of grid ``values (*size, f)`` at scaled points ``(n, d)``."""
-    flat = values.reshape(-1, values.shape[-1])
-    out = np.empty((scaled.shape[0], flat.shape[1]))
+    out = np.empty((scaled.shape[0], values.shape[-1]))
     for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, scaled.shape[0], QUERY_CHUNK)):
-        indices, weights = corners(scaled[rows], grid, np)
-        out[rows] = sum(w[:, None] * flat[i] for i, w in zip(indices, weights, strict=True))
+        out[rows] = at_corners(values, corners(scaled[rows], grid, np))
     return out
 
 
