@@ -55,7 +55,9 @@ CASES = {
     "Unix timestamps, product form": (
         40.0, lambda rng, n: 1.7e9 + rng.uniform(0, 4000, (n, 3))
     ),
-    "five columns": (0.3, lambda rng, n: rng.uniform(0, 5, (n, 5))),
+    "five columns in three clusters, product form": (
+        0.3, lambda rng, n: clusters(rng, n, 5, [[0] * 5, [20, 0, 0, 0, 0], [0, 0, 20, 20, 0]], 1.0)
+    ),
     "ties: keys on a lattice": (
         0.08, lambda rng, n: np.floor(rng.uniform(0, 5, (n, 2)) * 8) / 8
     ),

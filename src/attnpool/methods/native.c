@@ -12,14 +12,22 @@
                MATMUL: q.k_j + b_j (b_j = -|k_j|^2/2, scaled; the query's constant dropped)
                else:   SCALE * |q - k_j|^2
      sum  += 2^x_j,   weighted[c] += 2^x_j * v_j[c]
-   The shift is the largest log weight seen so far, set from the first chunk. A chunk
-   with a log weight above shift + RESHIFT is summed again after the shift (and the
-   sums so far) move to its maximum, so no weight exceeds 2^RESHIFT and none that
-   matters underflows: the row's sums are exact to the precision's rounding. Weights
-   below 2^EXP_FLOOR of the shift are 0. A row whose coordinates overflowed, or whose
-   log weights rounding keeps above the shift after the re-shift (coordinates so large
-   that the differences of their products lose every digit), comes out not finite (or
-   empty); the caller pools such rows by another path.
+   The shift is set from the first chunk: its largest log weight plus HEADROOM. A
+   chunk with a log weight above shift + RESHIFT is summed again after the shift (and
+   the sums so far) move to its maximum plus HEADROOM, so no weight exceeds 2^RESHIFT,
+   the heaviest is at least 2^-HEADROOM, and none that matters underflows (the
+   headroom spares most of the re-shifts a first chunk far from a row's nearest keys
+   would cost): the row's sums are exact to the precision's rounding. A weight
+   below 2^EXP_FLOOR of the shift counts as 2^EXP_FLOOR (m of them are far below the
+   rounding of a sum of at least 1; a row with no finite log weight is empty). A row
+   whose coordinates overflowed, or whose log weights rounding keeps above the shift
+   after the re-shift or takes its heaviest key's weight below 1/2 (coordinates so
+   large that the differences of their products lose every digit), comes out not
+   finite (or empty); the caller pools such rows by another path.
+
+   The sum pass forms the next key vector's log weights before the exponentials of the
+   current one: both dependency chains are long, and interleaved they keep the FMA
+   units busy (~1.4x on AVX-512 at d = 8).
 
    Far keys are skipped: given bounding boxes of BOX keys each (native.py orders the keys
    so that a box's are near one another), a block of queries first sums the chunk that
@@ -28,6 +36,7 @@
    has left out at most BUDGET of the row's sum. */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "vector_width.h"
@@ -51,12 +60,14 @@ typedef int integer;
 #endif
 #define LANES (VECTOR_BYTES / (int)sizeof(real))
 
-#define ROWS 6    /* queries per sweep: measured best (4, 8, 12 spill or idle) */
+#define ROWS 6    /* queries per sweep: measured best (4, 5, 8 spill or idle) */
 #define CHUNK 256 /* keys per chunk; native.py pads the keys to a multiple of it */
 #define BOX 64    /* keys per bounding box */
 #define BOXES (CHUNK / BOX)
 #define FREE 0.5 /* the share of BUDGET for far boxes, passed over without accounting */
 #define RESHIFT 12.0
+#define EXP_CAP (RESHIFT + 1)
+#define HEADROOM 8.0 /* log2 of what a new shift leaves above a chunk's heaviest weight */
 #define SCALE (-0.72134752044448170368) /* -log2(e) / 2 */
 #define LOG2E 1.44269504088896340736
 
@@ -71,20 +82,48 @@ static inline vreal splat(real x) {
     return v;
 }
 
+static inline vint splat_int(integer x) {
+    vint v;
+    for (int l = 0; l < LANES; l++) v[l] = x;
+    return v;
+}
+
+/* j, j + 1, ..., j + LANES - 1 */
+static inline vint lanes_from(ptrdiff_t j) {
+    vint v;
+    for (int l = 0; l < LANES; l++) v[l] = l;
+    return v + splat_int((integer)j);
+}
+
 static inline vreal load(const real *p) { return *(const uvreal *)p; }
 
 static inline vreal blend(vint mask, vreal a, vreal b) {
     return (vreal)(((vint)a & mask) | ((vint)b & ~mask));
 }
 
-/* 2^x for ROWS vectors at once (their dependency chains interleave); exactly 0 below
-   EXP_FLOOR, where the bits computed are garbage and cleared. */
+/* min(x, c) by lane, c where x is NaN (one instruction where the SIMD has it) */
+static inline vreal at_most(vreal x, real c) {
+    vreal y;
+    for (int l = 0; l < LANES; l++) y[l] = x[l] < c ? x[l] : c;
+    return y;
+}
+
+static inline vreal at_least(vreal x, real c) {
+    vreal y;
+    for (int l = 0; l < LANES; l++) y[l] = x[l] > c ? x[l] : c;
+    return y;
+}
+
+/* 2^x for ROWS vectors at once (their dependency chains interleave), x first clamped
+   to [EXP_FLOOR, EXP_CAP] (NaN to EXP_CAP): a weight below 2^EXP_FLOOR counts as that
+   (nothing, beside a row's largest weight of 1), one above 2^RESHIFT is at most
+   2^EXP_CAP, still above 2^RESHIFT, so a chunk's sums show it. */
 static inline void exp2_rows(vreal x[ROWS]) {
     const real magic = (real)1.5 * (real)(1LL << MANTISSA); /* rounds to an integer */
-    vint keep[ROWS], n[ROWS];
+    vint n[ROWS];
     vreal f[ROWS], p[ROWS];
     for (int r = 0; r < ROWS; r++) {
-        keep[r] = x[r] >= EXP_FLOOR;
+        x[r] = at_least(at_most(x[r], (real)EXP_CAP), (real)EXP_FLOOR);
         vreal t = x[r] + magic;
         n[r] = (vint)t - (vint)splat(magic);
         f[r] = x[r] - (t - magic);
@@ -112,13 +151,24 @@ static inline void exp2_rows(vreal x[ROWS]) {
     for (int r = 0; r < ROWS; r++) p[r] = p[r] * f[r] + 1.0f;
 #endif
     for (int r = 0; r < ROWS; r++)
-        x[r] = (vreal)((vint)(p[r] * (vreal)((n[r] + BIAS) << MANTISSA)) & keep[r]);
+        x[r] = (vreal)((vint)p[r] + (n[r] << MANTISSA));
 }
 
 static inline real largest(vreal v) {
     real top = v[0];
     for (int l = 1; l < LANES; l++) top = v[l] > top ? v[l] : top;
     return top;
+}
+
+/* a vector of reals in float64, and the sum of its lanes */
+typedef double vwide __attribute__((vector_size(LANES * sizeof(double))));
+
+static inline vwide widen(vreal v) { return __builtin_convertvector(v, vwide); }
+
+static inline double wide_total(vwide v) {
+    double sum = 0;
+    for (int l = 0; l < LANES; l++) sum += v[l];
+    return sum;
 }
 
 static inline double total(vreal v) {
@@ -138,7 +188,7 @@ static inline double total(vreal v) {
    key; -1 for none). kt: (KEY_ROWS, m_pad), one key per column. */
 static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const vreal base[ROWS],
                                const real *kt, ptrdiff_t m_pad, ptrdiff_t j, ptrdiff_t m,
-                               const ptrdiff_t own[ROWS]) {
+                               const ptrdiff_t own[ROWS + 2]) {
 #if MATMUL
     vreal bias = load(kt + DIMS * m_pad + j);
     for (int r = 0; r < ROWS; r++) x[r] = bias - base[r];
@@ -158,13 +208,13 @@ static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const 
     }
     for (int r = 0; r < ROWS; r++) x[r] = s[r] * (real)SCALE - base[r];
 #endif
-    for (int r = 0; r < ROWS; r++) {
-        ptrdiff_t lane = own[r] - j;
-        if (own[r] >= 0 && lane >= 0 && lane < LANES) x[r][lane] = -INFINITY;
+    if (own[ROWS] <= j + LANES - 1 && own[ROWS + 1] >= j) { /* a row's own key is here */
+        vint lane = lanes_from(j);
+        for (int r = 0; r < ROWS; r++)
+            x[r] = blend(lane == splat_int((integer)own[r]), splat(-INFINITY), x[r]);
     }
     if (j + LANES > m) {
-        vint inside;
-        for (int l = 0; l < LANES; l++) inside[l] = -(integer)(j + l < m);
+        vint inside = lanes_from(j) < splat_int((integer)m);
         for (int r = 0; r < ROWS; r++) x[r] = blend(inside, x[r], splat(-INFINITY));
     }
 }
@@ -178,9 +228,16 @@ static inline void query_rows(vreal qv[ROWS][DIMS], const real *q, ptrdiff_t i0,
     }
 }
 
-/* The keys each row leaves out (own[i], -1 for none; own NULL: none), rows as query_rows. */
-static inline void own_keys(ptrdiff_t row_own[ROWS], const ptrdiff_t *own, ptrdiff_t i0, int rows) {
-    for (int r = 0; r < ROWS; r++) row_own[r] = own ? own[i0 + (r < rows ? r : rows - 1)] : -1;
+/* The keys each row leaves out (own[i], -1 for none; own NULL: none), rows as query_rows;
+   then the least and the largest of them (PTRDIFF_MAX and -1 for none). */
+static inline void own_keys(ptrdiff_t row_own[ROWS + 2], const ptrdiff_t *own, ptrdiff_t i0, int rows) {
+    row_own[ROWS] = PTRDIFF_MAX;
+    row_own[ROWS + 1] = -1;
+    for (int r = 0; r < ROWS; r++) {
+        row_own[r] = own ? own[i0 + (r < rows ? r : rows - 1)] : -1;
+        if (row_own[r] >= 0 && row_own[r] < row_own[ROWS]) row_own[ROWS] = row_own[r];
+        if (row_own[r] > row_own[ROWS + 1]) row_own[ROWS + 1] = row_own[r];
+    }
 }
 
 /* Far keys. Boxes lo, hi (boxes, DIMS), in the keys' coordinates, bound BOX keys each;
@@ -350,7 +407,7 @@ static int far_start(far_keys *far, const double *lo, const double *hi, ptrdiff_
 
 /* A row's level after its sums changed: see skip_boxes. */
 static inline double row_level(double shift, double sum) {
-    return shift - EPSILON * fabs(shift) + log2(fmax(1.0, sum));
+    return shift - EPSILON * fabs(shift) + log2(sum);
 }
 
 /* For queries q (n, DIMS), keys kt (KEY_ROWS, m_pad) and values vt (VALUES, m_pad):
@@ -366,15 +423,17 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
     ptrdiff_t chunks = m_pad / CHUNK;
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
         int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
-        ptrdiff_t row_own[ROWS], first = 0;
-        double row_shift[ROWS], row_sum[ROWS], row_weighted[ROWS][VALUES];
-        double lift[ROWS], slack[ROWS], spent[ROWS], level[ROWS];
+        ptrdiff_t row_own[ROWS + 2], first = 0;
+        /* the rows' sums by lane, in float64 */
+        vwide row_sum[ROWS], row_weighted[ROWS][VALUES];
+        double row_shift[ROWS], lift[ROWS], slack[ROWS], spent[ROWS], level[ROWS];
         vreal qv[ROWS][DIMS];
         for (int r = 0; r < ROWS; r++) {
             row_shift[r] = -INFINITY;
-            row_sum[r] = spent[r] = 0;
+            spent[r] = 0;
             level[r] = -INFINITY;
-            for (int c = 0; c < VALUES; c++) row_weighted[r][c] = 0;
+            row_sum[r] = (vwide){0};
+            for (int c = 0; c < VALUES; c++) row_weighted[r][c] = (vwide){0};
         }
         query_rows(qv, q, i0, rows);
         own_keys(row_own, own, i0, rows);
@@ -397,7 +456,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                         for (int r = 0; r < ROWS; r++) top[r] = blend(x[r] > top[r], x[r], top[r]);
                     }
                     for (int r = 0; r < ROWS; r++) {
-                        double new_shift = largest(top[r]);
+                        double new_shift = largest(top[r]) + HEADROOM;
                         if (new_shift > row_shift[r]) {
                             double scale = row_shift[r] == -INFINITY ? 0.0 : exp2(row_shift[r] - new_shift);
                             row_sum[r] *= scale;
@@ -407,30 +466,36 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                     }
                 }
                 vreal base[ROWS], chunk_sum[ROWS], chunk_weighted[ROWS][VALUES], x[ROWS];
-                vint over[ROWS] = {{0}};
                 for (int r = 0; r < ROWS; r++) {
                     /* a row without a finite log weight yet: any finite base leaves it at 0 */
                     base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
                     chunk_sum[r] = splat(0);
                     for (int c = 0; c < VALUES; c++) chunk_weighted[r][c] = splat(0);
                 }
-                for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES) {
-                    if (skip[(j - j0) / BOX]) continue;
-                    log_weights(x, qv, base, kt, m_pad, j, m, row_own);
-                    /* sums of a chunk with an x over RESHIFT are discarded (summed again
-                       after a re-shift, or the row made NaN), so 2^x needs no clamp */
-                    for (int r = 0; r < ROWS; r++) over[r] |= x[r] > (real)RESHIFT;
+                /* the chunk's key vectors left to sum; each step forms the next one's log
+                   weights before the exponentials of its own (the chains interleave) */
+                ptrdiff_t at[CHUNK / LANES];
+                int count = 0;
+                for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES)
+                    if (!skip[(j - j0) / BOX]) at[count++] = j;
+                if (count) log_weights(x, qv, base, kt, m_pad, at[0], m, row_own);
+                for (int i = 0; i < count; i++) {
+                    vreal next[ROWS];
+                    ptrdiff_t j = at[i];
+                    log_weights(next, qv, base, kt, m_pad, at[i + 1 < count ? i + 1 : i], m, row_own);
                     exp2_rows(x);
                     for (int r = 0; r < ROWS; r++) {
                         chunk_sum[r] += x[r];
                         for (int c = 0; c < VALUES; c++)
                             chunk_weighted[r][c] += x[r] * load(vt + c * m_pad + j);
+                        x[r] = next[r];
                     }
                 }
+                /* a weight over 2^RESHIFT (or a NaN log weight): the chunk's sums are
+                   discarded, and summed again after a re-shift (or the row made NaN) */
                 int any = 0, row_over[ROWS];
                 for (int r = 0; r < ROWS; r++) {
-                    row_over[r] = 0;
-                    for (int l = 0; l < LANES; l++) row_over[r] |= over[r][l] != 0;
+                    row_over[r] = largest(chunk_sum[r]) > (real)(1 << (int)RESHIFT);
                     any |= row_over[r];
                 }
                 if (any && !reshift) { /* once: a row still over after it is not finite */
@@ -440,17 +505,23 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                 for (int r = 0; r < ROWS; r++) {
                     /* log weights that rounding keeps above the shift (coordinates so large
                        that their products lose the digits): the caller pools the row again */
-                    row_sum[r] += row_over[r] ? NAN : total(chunk_sum[r]);
-                    for (int c = 0; c < VALUES; c++) row_weighted[r][c] += total(chunk_weighted[r][c]);
-                    if (pruning) level[r] = row_level(row_shift[r], row_sum[r]);
+                    row_sum[r] += row_over[r] ? (vwide){0} + NAN : widen(chunk_sum[r]);
+                    for (int c = 0; c < VALUES; c++) row_weighted[r][c] += widen(chunk_weighted[r][c]);
+                    if (pruning) level[r] = row_level(row_shift[r], wide_total(row_sum[r]));
                 }
                 break;
             }
         }
         for (int r = 0; r < rows; r++) {
+            /* a row without a finite log weight is empty; one whose heaviest key, formed
+               again after the shift, lost its weight of at least 2^-HEADROOM to rounding
+               is not finite */
+            int empty = row_shift[r] == -INFINITY;
+            double row_total = wide_total(row_sum[r]);
             shift[i0 + r] = row_shift[r];
-            sum[i0 + r] = row_sum[r];
-            for (int c = 0; c < VALUES; c++) weighted[(i0 + r) * VALUES + c] = row_weighted[r][c];
+            sum[i0 + r] = empty ? 0.0 : row_total >= 0.5 * exp2(-HEADROOM) ? row_total : NAN;
+            for (int c = 0; c < VALUES; c++)
+                weighted[(i0 + r) * VALUES + c] = empty ? 0.0 : wide_total(row_weighted[r][c]);
         }
     }
     free(far.chunk_lo);
@@ -479,7 +550,7 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
     ptrdiff_t chunks = m_pad / CHUNK;
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
         int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
-        ptrdiff_t row_own[ROWS], first = 0;
+        ptrdiff_t row_own[ROWS + 2], first = 0;
         double lift[ROWS], slack[ROWS];
         vreal qv[ROWS][DIMS], x[ROWS], top[ROWS];
         vint at[ROWS];
@@ -558,7 +629,7 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             }
             if (skip[(j % CHUNK) / BOX]) continue;
             log_weights(x, qv, base, kt, m_pad, j, m, row_own);
-            for (int r = 0; r < ROWS; r++) over[r] |= x[r] > (real)RESHIFT;
+            for (int r = 0; r < ROWS; r++) over[r] |= ~(x[r] <= (real)RESHIFT); /* or NaN */
             exp2_rows(x);
             vreal kc[DIMS], yc[VALUES];
             for (int a = 0; a < DIMS; a++) kc[a] = load(kt + a * m_pad + j);
@@ -586,6 +657,7 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             shift[i0 + r] = row_shift[r];
             ref[i0 + r] = row_ref[r];
             out[0] = row_over ? NAN : total(s0[r]);
+            if (row_ref[r] >= 0 && !(out[0] >= 0.5)) out[0] = NAN; /* as in gaussian_state */
             for (int a = 0; a < DIMS; a++) {
                 out[1 + a] = total(s1[r][a]);
                 for (int b = a; b < DIMS; b++)
@@ -596,6 +668,8 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
                 for (int a = 0; a < DIMS; a++)
                     out[1 + DIMS + DIMS * DIMS + VALUES + c * DIMS + a] = total(syd[r][c][a]);
             }
+            /* without a finite log weight, the row is empty */
+            for (int k = 0; row_ref[r] < 0 && !row_over && k < MOMENTS; k++) out[k] = 0;
         }
     }
     free(far.chunk_lo);

@@ -4,11 +4,13 @@ over keys too far from a block of queries to matter: keys and queries in localit
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .locality import bounding_boxes, locality_order
 
-__all__ = ["BOX", "CHUNK", "LOCAL_MIN_PAIRS", "LOG2E", "Layout", "passes_over"]
+__all__ = ["BOX", "CHUNK", "LOCAL_MIN_PAIRS", "LOG2E", "Layout", "passes_over", "visited_share"]
 
 #: Keys per chunk in ``native.c``; key arrays are padded to a multiple of it.
 CHUNK = 256
@@ -23,11 +25,11 @@ LOG2E = 1.4426950408889634
 
 class Layout:
     """The loop's inputs in the order it reads them, and what it needs to pass over far
-    keys. From :data:`LOCAL_MIN_PAIRS` pairs over more than one chunk, where a query's
-    reach (:func:`passes_over`) leaves out at least half of the keys' box: keys and queries in
-    locality order (``keys``, ``queries``: the permutations; ``kt`` reordered in place;
-    ``ordered``: the caller's order already is one) with the keys' boxes (``lo``, ``hi``);
-    else as given, no boxes. ``own``: the key each query row leaves out
+    keys. From :data:`LOCAL_MIN_PAIRS` pairs over more than one chunk, where passing over
+    far keys pays (:func:`passes_over`): keys and queries in locality order (``keys``,
+    ``queries``: the permutations; ``kt`` reordered in place; ``ordered``: the caller's
+    order already is one) with the keys' boxes (``lo``, ``hi``); else as given, no
+    boxes. ``own``: the key each query row leaves out
     (``exclude_self``: query ``i`` is key ``i``), or None."""
 
     def __init__(self, q: np.ndarray, kt: np.ndarray, m: int, exclude_self: bool,
@@ -54,11 +56,40 @@ class Layout:
 
 
 def passes_over(keys: np.ndarray, m: int) -> bool:
-    """Whether the keys within a query's reach, for a query among the ``keys (m, d)``
-    (scaled coordinates) uniformly spread over their box, are at most half of them on
-    average: whether passing over far ones pays."""
-    # the loop passes over boxes below about 2^-48 / (BOX · boxes) of a row's sum
-    reach = np.sqrt(2 * (48 + np.log2(float(m))) / LOG2E)
-    extent = np.maximum(np.ptp(keys, axis=0).astype(np.float64), reach)
-    # per column, the mean length of [x − reach, x + reach] within [0, extent]
-    return bool(np.prod((2 * reach - reach**2 / extent) / extent) <= 0.5)
+    """Whether passing over far boxes pays for the ``keys (m, d)`` (scaled coordinates),
+    were they uniformly spread over their box: whether the share of pairs of boxes the
+    loop must visit (:func:`visited_share`) is at most :func:`worth_visiting`."""
+    return visited_share(keys, m) <= worth_visiting(keys.shape[1])
+
+
+def visited_share(keys: np.ndarray, m: int, samples: int = 4096) -> float:
+    """The share of pairs of *k*-d leaves of ``BOX`` keys (a block of queries' among them)
+    that lie within a row's reach of one another, for keys uniformly spread over their
+    box: leaves from halving the widest column ``log2(m / BOX)`` times, pairs sampled.
+
+    A row's reach is measured from its heaviest key: the loop passes over a box whose
+    weights are below about ``2^-48 / (BOX · boxes)`` of the row's sum, itself about the
+    nearest key's weight, ``e^(−r²/2)`` at the nearest key's expected distance ``r``."""
+    extent = np.ptp(keys, axis=0).astype(np.float64)
+    extent = extent[extent > 0]  # a column where every key is the same parts none
+    d = len(extent)
+    if d == 0:
+        return 1.0
+    ball = np.pi ** (d / 2) / math.gamma(d / 2 + 1)
+    nearest = math.gamma(1 + 1 / d) * math.exp((np.sum(np.log(extent)) - math.log(m * ball)) / d)
+    reach2 = 2 * (48 + math.log2(m)) / LOG2E + nearest**2
+    width = extent.copy()
+    for _ in range(max(0, math.ceil(math.log2(m / BOX)))):
+        width[np.argmax(width)] /= 2
+    rng = np.random.default_rng(0)
+    apart = np.abs(rng.uniform(size=(samples, d)) - rng.uniform(size=(samples, d))) * extent
+    gap = np.maximum(apart - width, 0.0)
+    return float(np.mean(np.sum(gap**2, axis=1) <= reach2))
+
+
+def worth_visiting(d: int) -> float:
+    """The largest visited share at which passing over far boxes pays in ``d`` columns
+    (measured, n = m = 3·10^4: 0.5 up to three columns, falling by a quarter per column
+    beyond, since the loop learns a row's sum chunk by chunk and passes over less than a
+    box's distance allows, the less the more columns there are)."""
+    return 0.5 * 0.75 ** max(0, d - 3)
