@@ -67,6 +67,10 @@ typedef int integer;
 #define FREE 0.5 /* the share of BUDGET for far boxes, passed over without accounting */
 #define RESHIFT 12.0
 #define EXP_CAP (RESHIFT + 1)
+#define DIRECT_VALUES 1 /* more value columns are weighed after a chunk's exponentials */
+/* value columns weighed at once then: as many as keep their sums in registers, in
+   groups of equal size */
+#define VALUE_GROUP ((VALUES + (VALUES + 4) / 5 - 1) / ((VALUES + 4) / 5))
 #define HEADROOM 8.0 /* log2 of what a new shift leaves above a chunk's heaviest weight */
 #define SCALE (-0.72134752044448170368) /* -log2(e) / 2 */
 #define LOG2E 1.44269504088896340736
@@ -101,18 +105,10 @@ static inline vreal blend(vint mask, vreal a, vreal b) {
     return (vreal)(((vint)a & mask) | ((vint)b & ~mask));
 }
 
-/* min(x, c) by lane, c where x is NaN (one instruction where the SIMD has it) */
-static inline vreal at_most(vreal x, real c) {
-    vreal y;
-    for (int l = 0; l < LANES; l++) y[l] = x[l] < c ? x[l] : c;
-    return y;
-}
+/* min(x, c) and max(x, c) by lane, c where x is NaN */
+static inline vreal at_most(vreal x, real c) { return blend(x < c, x, splat(c)); }
 
-static inline vreal at_least(vreal x, real c) {
-    vreal y;
-    for (int l = 0; l < LANES; l++) y[l] = x[l] > c ? x[l] : c;
-    return y;
-}
+static inline vreal at_least(vreal x, real c) { return blend(x > c, x, splat(c)); }
 
 /* 2^x for ROWS vectors at once (their dependency chains interleave), x first clamped
    to [EXP_FLOOR, EXP_CAP] (NaN to EXP_CAP): a weight below 2^EXP_FLOOR counts as that
@@ -182,6 +178,27 @@ static inline double total(vreal v) {
 #else
 #define KEY_ROWS DIMS
 #endif
+
+/* The weighted sums of many value columns, from a chunk's weights kept (w[i], for the
+   key vector at[i]) rather than summed as they come: a group of VALUE_GROUP columns at
+   a time, so that its sums stay in registers. */
+static inline void weigh_values(vreal weighted[ROWS][VALUES], const vreal w[][ROWS],
+                                const ptrdiff_t *at, int count, const real *vt, ptrdiff_t m_pad) {
+    for (int c0 = 0; c0 < VALUES; c0 += VALUE_GROUP) {
+        vreal sums[ROWS][VALUE_GROUP];
+        for (int r = 0; r < ROWS; r++)
+            for (int g = 0; g < VALUE_GROUP; g++) sums[r][g] = splat(0);
+        for (int i = 0; i < count; i++) {
+            vreal v[VALUE_GROUP];
+            for (int g = 0; g < VALUE_GROUP; g++)
+                v[g] = c0 + g < VALUES ? load(vt + (c0 + g) * m_pad + at[i]) : splat(0);
+            for (int r = 0; r < ROWS; r++)
+                for (int g = 0; g < VALUE_GROUP; g++) sums[r][g] += w[i][r] * v[g];
+        }
+        for (int r = 0; r < ROWS; r++)
+            for (int g = 0; g < VALUE_GROUP && c0 + g < VALUES; g++) weighted[r][c0 + g] = sums[r][g];
+    }
+}
 
 /* x[r] = log2 weights of query row r over keys j .. j + LANES, minus base[r]; keys from
    m on (padding) get -inf, and so does key own[r] (leave-one-out: query row r is that
@@ -466,6 +483,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                     }
                 }
                 vreal base[ROWS], chunk_sum[ROWS], chunk_weighted[ROWS][VALUES], x[ROWS];
+                vreal weights[VALUES > DIRECT_VALUES ? CHUNK / LANES : 1][ROWS];
                 for (int r = 0; r < ROWS; r++) {
                     /* a row without a finite log weight yet: any finite base leaves it at 0 */
                     base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
@@ -486,11 +504,15 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                     exp2_rows(x);
                     for (int r = 0; r < ROWS; r++) {
                         chunk_sum[r] += x[r];
-                        for (int c = 0; c < VALUES; c++)
-                            chunk_weighted[r][c] += x[r] * load(vt + c * m_pad + j);
+                        if (VALUES > DIRECT_VALUES)
+                            weights[i][r] = x[r];
+                        else
+                            for (int c = 0; c < VALUES; c++)
+                                chunk_weighted[r][c] += x[r] * load(vt + c * m_pad + j);
                         x[r] = next[r];
                     }
                 }
+                if (VALUES > DIRECT_VALUES) weigh_values(chunk_weighted, weights, at, count, vt, m_pad);
                 /* a weight over 2^RESHIFT (or a NaN log weight): the chunk's sums are
                    discarded, and summed again after a re-shift (or the row made NaN) */
                 int any = 0, row_over[ROWS];
