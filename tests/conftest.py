@@ -17,12 +17,14 @@ def native_cache(tmp_path, monkeypatch):
     native._library.cache_clear()
     native._expansion.cache_clear()
     native._expansions_loaded.clear()
+    native._loaded.clear()
     native._failures.clear()
     yield tmp_path
     build.cache_directory.cache_clear()
     native._library.cache_clear()
     native._expansion.cache_clear()
     native._expansions_loaded.clear()
+    native._loaded.clear()
     native._failures.clear()
 
 

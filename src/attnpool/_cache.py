@@ -18,7 +18,6 @@ import functools
 import hashlib
 import os
 import platform
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -66,6 +65,8 @@ def private_directory(name: str) -> tuple[Path, bool]:
             )
         except OSError:
             pass
+    import tempfile
+
     return Path(tempfile.mkdtemp(prefix=f"attnpool-{name}-")), False
 
 

@@ -20,8 +20,6 @@ import hashlib
 import os
 import shlex
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from .._cache import is_private, private_directory, processor_fingerprint
@@ -42,6 +40,9 @@ def compiler_found(compiler_name: str) -> bool:
 def build(compiler_name: str, source: Path, defines: list[str]) -> Path:
     """Path of the shared library of ``source`` for ``defines``; compiled unless already in
     the cache. Raises ``RuntimeError`` (no compiler, or it fails) or ``OSError``."""
+    import subprocess
+    import tempfile
+
     program = shlex.split(compiler_name) or [""]
     if shutil.which(program[0]) is None:
         raise RuntimeError(f"no C compiler {compiler_name!r} on the PATH (set $CC)")
@@ -104,6 +105,8 @@ def _sha256(path: Path) -> str:
 
 
 def _write_private(path: Path, text: str) -> None:
+    import tempfile
+
     handle, partial = tempfile.mkstemp(dir=path.parent)
     with os.fdopen(handle, "w") as stream:
         stream.write(text)

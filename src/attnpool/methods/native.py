@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .._units import midrange
+from .._units import column_extremes
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
 from .build import build, cached, compiler, compiler_found
 from .native_layout import CHUNK, LOG2E, Layout
@@ -166,13 +166,15 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
         columns = slice(start, min(start + MAX_VALUES, p))
         width = columns.stop - columns.start
         vt = np.zeros((width, m_pad), dtype)
-        vt[:, :m] = values[layout.keys, columns].T
+        vt[:, :m] = (values[layout.keys, columns] if layout.reordered else values[:, columns]).T
         function = _library(compiler(), not single, d, width, d >= MATMUL_MIN_DIM)
         total, weighted = np.empty(n), np.empty((n, width))
         _run_threads(function, layout, vt, m, (shift, total, weighted))
-        sums[layout.queries, 0] = total
-        sums[layout.queries, 1 + columns.start : 1 + columns.stop] = weighted
-    shift[layout.queries] = shift.copy()
+        rows = layout.queries if layout.reordered else slice(None)
+        sums[rows, 0] = total
+        sums[rows, 1 + columns.start : 1 + columns.stop] = weighted
+    if layout.reordered:
+        shift[layout.queries] = shift.copy()
     return (sums, shift) if return_shift else sums
 
 
@@ -192,8 +194,9 @@ def leave_one_out_sums(
     in :func:`native_sums` (the first ``rows`` points, and the others, each in locality
     order)."""
     points = np.asarray(points, np.float64)
-    centred = points - midrange(points)
-    if np.any(np.max(np.abs(centred), axis=0) * scale > MAX_SCALED):
+    low, high = column_extremes(points)
+    centred = points - (low / 2 + high / 2)  # as midrange: no overflow
+    if np.any((high / 2 - low / 2) * scale > MAX_SCALED):
         return None
     sums = native_sums(centred[:rows], centred, values, scale, exclude_self=True, ordered=ordered)
     return sums if np.all(np.isfinite(sums)) else None
@@ -332,11 +335,17 @@ def _library(
 ):
     """The compiled function ``name`` of ``native.c`` for one variant, built on first use
     and cached."""
-    path = build(compiler_name, SOURCE, _defines(double, dims, values, matmul))
+    defines = _defines(double, dims, values, matmul)
+    path = build(compiler_name, SOURCE, defines)
     function = getattr(ctypes.CDLL(str(path)), name)
     function.restype = None
     function.argtypes = _SIGNATURES[name]
+    _loaded.add((compiler_name, *defines))
     return function
+
+
+#: The variants of ``native.c`` this process has loaded, by compiler and definitions.
+_loaded: set[tuple[str, ...]] = set()
 
 
 def expansion_function(name: str) -> Any:
@@ -380,7 +389,8 @@ def ready(double: bool, dims: int, values: int) -> bool:
     if compiler() in _failures or not compiler_found(compiler()):
         return False
     defines = _defines(double, dims, values, dims >= MATMUL_MIN_DIM)
-    return cached(compiler(), SOURCE, defines) is not None
+    # loaded already: no file to check again (the check hashes the library)
+    return (compiler(), *defines) in _loaded or cached(compiler(), SOURCE, defines) is not None
 
 
 def _defines(double: bool, dims: int, values: int, matmul: bool) -> list[str]:

@@ -4,10 +4,12 @@ over keys too far from a block of queries to matter: keys and queries in localit
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
+from .._units import column_extremes
 from .locality import bounding_boxes, locality_order
 
 __all__ = ["BOX", "CHUNK", "LOCAL_MIN_PAIRS", "LOG2E", "Layout", "passes_over", "visited_share"]
@@ -30,13 +32,15 @@ class Layout:
     ``queries``: the permutations; ``kt`` reordered in place; ``ordered``: the caller's
     order already is one) with the keys' boxes (``lo``, ``hi``); else as given, no
     boxes. ``own``: the key each query row leaves out
-    (``exclude_self``: query ``i`` is key ``i``), or None."""
+    (``exclude_self``: query ``i`` is key ``i``), or None. ``reordered``: whether
+    ``keys`` and ``queries`` are other than the identity."""
 
     def __init__(self, q: np.ndarray, kt: np.ndarray, m: int, exclude_self: bool,
                  ordered: bool = False) -> None:  # fmt: skip
         n, d = q.shape
         every_query, every_key = np.arange(n), np.arange(m)
         self.keys, self.queries = every_key, every_query
+        self.reordered = False
         self.lo = self.hi = None
         keys = kt[:d, :m].T
         if n * m >= LOCAL_MIN_PAIRS and m > CHUNK and passes_over(keys, m):
@@ -46,6 +50,7 @@ class Layout:
                 self.queries = self.keys if exclude_self and n == m else locality_order(q, BOX)
                 kt[:, :m] = kt[:, self.keys]
                 q = q[self.queries]
+                self.reordered = True
             self.lo, self.hi = bounding_boxes(kt[:d, :m].T.astype(np.float64), BOX, kt.shape[1])
         self.q, self.kt = np.ascontiguousarray(q), kt
         self.own = None
@@ -62,15 +67,17 @@ def passes_over(keys: np.ndarray, m: int) -> bool:
     return visited_share(keys, m) <= worth_visiting(keys.shape[1])
 
 
-def visited_share(keys: np.ndarray, m: int, samples: int = 4096) -> float:
+def visited_share(keys: np.ndarray, m: int, samples: int = 2048) -> float:
     """The share of pairs of *k*-d leaves of ``BOX`` keys (a block of queries' among them)
     that lie within a row's reach of one another, for keys uniformly spread over their
-    box: leaves from halving the widest column ``log2(m / BOX)`` times, pairs sampled.
+    box: leaves from halving the widest column ``log2(m / BOX)`` times, pairs spread
+    evenly over the box.
 
     A row's reach is measured from its heaviest key: the loop passes over a box whose
     weights are below about ``2^-48 / (BOX · boxes)`` of the row's sum, itself about the
     nearest key's weight, ``e^(−r²/2)`` at the nearest key's expected distance ``r``."""
-    extent = np.ptp(keys, axis=0).astype(np.float64)
+    low, high = column_extremes(keys)
+    extent = high.astype(np.float64) - low
     extent = extent[extent > 0]  # a column where every key is the same parts none
     d = len(extent)
     if d == 0:
@@ -81,10 +88,20 @@ def visited_share(keys: np.ndarray, m: int, samples: int = 4096) -> float:
     width = extent.copy()
     for _ in range(max(0, math.ceil(math.log2(m / BOX)))):
         width[np.argmax(width)] /= 2
-    rng = np.random.default_rng(0)
-    apart = np.abs(rng.uniform(size=(samples, d)) - rng.uniform(size=(samples, d))) * extent
-    gap = np.maximum(apart - width, 0.0)
+    gap = np.maximum(_separations(d, samples) * extent - width, 0.0)
     return float(np.mean(np.sum(gap**2, axis=1) <= reach2))
+
+
+@functools.cache
+def _separations(d: int, samples: int) -> np.ndarray:
+    """``|u − v| (samples, d)`` for pairs of points spread evenly over the unit cube: the
+    quasi-random R₂d sequence (``u`` its first ``d`` coordinates, ``v`` the others)."""
+    root = 2.0  # of x^(2d + 1) = x + 1, whose powers make the sequence's steps
+    for _ in range(64):
+        root = (1.0 + root) ** (1.0 / (2 * d + 1))
+    steps = root ** -np.arange(1.0, 2 * d + 1)
+    points = (0.5 + np.arange(1, samples + 1)[:, None] * steps) % 1.0
+    return np.abs(points[:, :d] - points[:, d:])
 
 
 def worth_visiting(d: int) -> float:
