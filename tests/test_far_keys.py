@@ -4,6 +4,8 @@ the origin, a query far from every key, ties, the matrix-product form, float32."
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -188,3 +190,27 @@ def test_local_moments_pass_over_far_keys_alike(d, m, h, exclude_self):
     heaviest = [np.max(np.exp(-0.5 * (((keys - queries[i]) / h) ** 2).sum(axis=1))
                        * (np.arange(m) != (i if exclude_self else -1))) for i in rows]  # fmt: skip
     np.testing.assert_allclose(own, heaviest, rtol=1e-12)
+
+
+def test_passing_over_is_chosen_where_it_pays():
+    """The boxes go where the loop passes over enough of them to repay its checks: not
+    for uniform data in eight columns (it skips under 10% of the boxes there even at
+    small bandwidths), yes in two and three columns at cross-validation's bandwidths."""
+    rng = np.random.default_rng(3)
+    m = 30_000
+    cube = rng.uniform(0, 5, (m, 8))
+    assert not native_layout.passes_over(cube / 0.3, m)
+    assert not native_layout.passes_over(cube / 0.1, m)
+    assert native_layout.passes_over(rng.uniform(0, 5, (m, 3)) / 0.1, m)
+    assert native_layout.passes_over(rng.uniform(0, 5, (m, 2)) / 0.15, m)
+    # a column where every key is the same parts none: the others decide
+    flat = np.c_[rng.uniform(0, 5, (m, 2)), np.full(m, 2.0)]
+    assert native_layout.passes_over(flat / 0.15, m)
+
+
+def test_the_visited_share_falls_as_the_bandwidth_shrinks():
+    keys = np.random.default_rng(4).uniform(0, 5, (20_000, 3))
+    shares = [native_layout.visited_share(keys / h, 20_000) for h in (2.0, 0.5, 0.2, 0.05)]
+    assert all(0.0 <= s <= 1.0 for s in shares)
+    assert shares[0] == 1.0 and shares[-1] < 0.1
+    assert all(a >= b for a, b in itertools.pairwise(shares))
