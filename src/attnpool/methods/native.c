@@ -92,11 +92,11 @@ static inline vint splat_int(integer x) {
     return v;
 }
 
-/* j, j + 1, ..., j + LANES - 1 */
-static inline vint lanes_from(ptrdiff_t j) {
+/* 0, 1, ..., LANES - 1 */
+static inline vint lane_numbers(void) {
     vint v;
     for (int l = 0; l < LANES; l++) v[l] = l;
-    return v + splat_int((integer)j);
+    return v;
 }
 
 static inline vreal load(const real *p) { return *(const uvreal *)p; }
@@ -225,13 +225,16 @@ static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const 
     }
     for (int r = 0; r < ROWS; r++) x[r] = s[r] * (real)SCALE - base[r];
 #endif
+    /* lanes counted from j: no index beyond float32's integers is ever converted */
     if (own[ROWS] <= j + LANES - 1 && own[ROWS + 1] >= j) { /* a row's own key is here */
-        vint lane = lanes_from(j);
-        for (int r = 0; r < ROWS; r++)
-            x[r] = blend(lane == splat_int((integer)own[r]), splat(-INFINITY), x[r]);
+        for (int r = 0; r < ROWS; r++) {
+            ptrdiff_t lane = own[r] - j;
+            integer at = lane >= 0 && lane < LANES ? (integer)lane : -1;
+            x[r] = blend(lane_numbers() == splat_int(at), splat(-INFINITY), x[r]);
+        }
     }
     if (j + LANES > m) {
-        vint inside = lanes_from(j) < splat_int((integer)m);
+        vint inside = lane_numbers() < splat_int((integer)(m - j));
         for (int r = 0; r < ROWS; r++) x[r] = blend(inside, x[r], splat(-INFINITY));
     }
 }
