@@ -128,7 +128,7 @@ def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     with np.errstate(divide="ignore"):
         out = math.log(2.0) * shift + np.log(sums[:, 1])
     if x.shape[1] >= MATMUL_MIN_DIM:  # the rows as native.c centres them
-        centred = q * scale - np.mean(x * scale, axis=0)
+        centred = q * scale - native.key_centre(np.asarray(x, np.float64) * scale)
         out = out - 0.5 * np.sum(centred * centred, axis=1)
     d = x.shape[1]
     return out - 0.5 * d * math.log(2 * math.pi) - float(np.sum(np.log(h)))

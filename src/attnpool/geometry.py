@@ -61,10 +61,11 @@ HOST_MAX_EXTENT = 2.0**40
 def extent_in_bandwidths(queries, keys, bandwidth) -> float:
     """The largest coordinate of queries and keys centred on the keys' midrange, in
     bandwidths (inf if it overflows float64). Concrete arrays only."""
-    q, k = (np.asarray(a, np.float64) for a in (queries, keys))
-    low, high = column_extremes(k)
+    # the extremes in the inputs' own precision (exact), then in float64: no copies
+    q, k = (np.asarray(a) for a in (queries, keys))
+    low, high = (np.asarray(e, np.float64) for e in column_extremes(k))
     centre = low / 2 + high / 2
-    q_low, q_high = column_extremes(q)
+    q_low, q_high = (np.asarray(e, np.float64) for e in column_extremes(q))
     with np.errstate(over="ignore", invalid="ignore"):
         # rounding is monotone: the largest |x − centre| is at an extreme of x
         below = np.minimum(low, q_low)
