@@ -146,3 +146,14 @@ def test_rows_far_from_every_key_sum_over_the_keys_within_their_reach(weighted):
     brute = np.flatnonzero(np.any(np.abs(x[:, None] - centres) <= radii, axis=1))
     np.testing.assert_array_equal(near, brute)
     assert 100_000 in near and near.size < 100  # a few of 100 003 (31 is out of reach of 29)
+
+
+def test_keys_within_merged_intervals_match_brute_force_across_chunks():
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-50, 50, 3 * fgt.KEY_CHUNK + 17)  # chunks of keys, the last partial
+    centres = np.array([-40.0, -39.5, 0.0, 49.9, 200.0])  # two overlap; one near no key
+    radii = np.array([0.4, 0.3, 1e-3, 0.2, 1.0])
+    near = fgt.keys_within(x, centres, radii)
+    brute = np.flatnonzero(np.any(np.abs(x[:, None] - centres) <= radii, axis=1))
+    np.testing.assert_array_equal(near, brute)
+    assert fgt.keys_within(x, np.array([500.0]), np.array([1.0])).size == 0
