@@ -5,6 +5,7 @@ the origin, a query far from every key, ties, the matrix-product form, float32."
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -206,6 +207,13 @@ def test_passing_over_is_chosen_where_it_pays():
     # a column where every key is the same parts none: the others decide
     flat = np.c_[rng.uniform(0, 5, (m, 2)), np.full(m, 2.0)]
     assert native_layout.passes_over(flat / 0.15, m)
+    # overflowed or huge coordinates: no boxes, and no warning on the way
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        infinite = np.r_[cube[:99, :3], [[np.inf, 0.0, 0.0]]]
+        assert native_layout.visited_share(infinite, 100) == 1.0
+        huge = np.where(rng.uniform(size=(500, 20)) < 0.5, -1e307, 1e307)
+        assert not native_layout.passes_over(huge, 500)
 
 
 def test_the_visited_share_falls_as_the_bandwidth_shrinks():

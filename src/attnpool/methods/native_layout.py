@@ -80,16 +80,17 @@ def visited_share(keys: np.ndarray, m: int, samples: int = 2048) -> float:
     extent = high.astype(np.float64) - low
     extent = extent[extent > 0]  # a column where every key is the same parts none
     d = len(extent)
-    if d == 0:
-        return 1.0
+    if d == 0 or not np.all(np.isfinite(extent)):
+        return 1.0  # (coordinates that overflowed: their rows are pooled by another path)
     ball = np.pi ** (d / 2) / math.gamma(d / 2 + 1)
-    nearest = math.gamma(1 + 1 / d) * math.exp((np.sum(np.log(extent)) - math.log(m * ball)) / d)
-    reach2 = 2 * (48 + math.log2(m)) / LOG2E + nearest**2
     width = extent.copy()
     for _ in range(max(0, math.ceil(math.log2(m / BOX)))):
         width[np.argmax(width)] /= 2
-    gap = np.maximum(_separations(d, samples) * extent - width, 0.0)
-    return float(np.mean(np.sum(gap**2, axis=1) <= reach2))
+    with np.errstate(over="ignore"):  # extents near float64's limit: squares of inf
+        spacing = np.exp((np.sum(np.log(extent)) - math.log(m * ball)) / d)
+        reach2 = 2 * (48 + math.log2(m)) / LOG2E + (math.gamma(1 + 1 / d) * spacing) ** 2
+        gap = np.maximum(_separations(d, samples) * extent - width, 0.0)
+        return float(np.mean(np.sum(gap**2, axis=1) <= reach2))
 
 
 @functools.cache
