@@ -24,8 +24,9 @@ form ``q·k − |k|²/2`` on coordinates centred on the keys' mean, like the str
 (:mod:`attnpool.geometry`).
 
 Far keys are passed over. Where a query's reach — the distance beyond which a Gaussian
-weight is below ``2^−48`` of a row's sum — leaves out most keys (at small bandwidths,
-as cross-validation picks in several columns), keys and queries are put in *k*-d
+weight is below ``2^−48`` of a row's sum — leaves out enough keys for that to pay
+(:func:`.native_layout.passes_over`: at small bandwidths, as cross-validation picks, in
+few columns or in clustered data), keys and queries are put in *k*-d
 locality order (:mod:`.locality`) and each run of 64 keys is bounded by its
 box; a block of six queries sums the chunk of its nearest box first, then skips every
 box whose largest possible weight keeps what the row leaves out within ``2^−47`` of its
