@@ -67,9 +67,8 @@ typedef int integer;
 #define FREE 0.5 /* the share of BUDGET for far boxes, passed over without accounting */
 #define RESHIFT 12.0
 #define EXP_CAP (RESHIFT + 1)
-#define DIRECT_VALUES 1 /* more value columns are weighed after a chunk's exponentials */
-/* value columns weighed at once then: as many as keep their sums in registers, in
-   groups of equal size */
+/* value columns weighed at once after a chunk's exponentials: as many as keep their
+   sums in registers, in groups of equal size */
 #define VALUE_GROUP ((VALUES + (VALUES + 4) / 5 - 1) / ((VALUES + 4) / 5))
 #define HEADROOM 8.0 /* log2 of what a new shift leaves above a chunk's heaviest weight */
 #define SCALE (-0.72134752044448170368) /* -log2(e) / 2 */
@@ -237,6 +236,39 @@ static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const 
         vint inside = lane_numbers() < splat_int((integer)(m - j));
         for (int r = 0; r < ROWS; r++) x[r] = blend(inside, x[r], splat(-INFINITY));
     }
+}
+
+/* The key vectors of a chunk from j0 that its boxes not passed over hold (at); their
+   count. */
+static inline int chunk_vectors(const int skip[BOXES], ptrdiff_t j0, ptrdiff_t at[CHUNK / LANES]) {
+    int count = 0;
+    for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES)
+        if (!skip[(j - j0) / BOX]) at[count++] = j;
+    return count;
+}
+
+/* w[i][r]: the weights 2^(log2 w - base[r]) of query row r over the key vector at[i].
+   Each step forms the next vector's log weights before the exponentials of its own, so
+   that the two long dependency chains interleave. over (or NULL): each row's lanes with
+   a log weight above RESHIFT (or NaN), or'ed in. */
+static inline void chunk_weights(vreal w[CHUNK / LANES][ROWS], const vreal qv[ROWS][DIMS],
+                                 const vreal base[ROWS], const real *kt, ptrdiff_t m_pad,
+                                 ptrdiff_t m, const ptrdiff_t own[ROWS + 2], const ptrdiff_t *at,
+                                 int count, vint over[ROWS]) {
+    vreal x[ROWS], next[ROWS];
+    vint seen[ROWS] = {{0}}; /* in registers, not through the pointer */
+    if (count) log_weights(x, qv, base, kt, m_pad, at[0], m, own);
+    for (int i = 0; i < count; i++) {
+        log_weights(next, qv, base, kt, m_pad, at[i + 1 < count ? i + 1 : i], m, own);
+        if (over)
+            for (int r = 0; r < ROWS; r++) seen[r] |= ~(x[r] <= (real)RESHIFT);
+        exp2_rows(x);
+        for (int r = 0; r < ROWS; r++) {
+            w[i][r] = x[r];
+            x[r] = next[r];
+        }
+    }
+    for (int r = 0; over && r < ROWS; r++) over[r] |= seen[r];
 }
 
 /* Query rows i0 .. i0 + ROWS splatted by coordinate; rows past the last (rows of them
@@ -485,37 +517,21 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                         }
                     }
                 }
-                vreal base[ROWS], chunk_sum[ROWS], chunk_weighted[ROWS][VALUES], x[ROWS];
-                vreal weights[VALUES > DIRECT_VALUES ? CHUNK / LANES : 1][ROWS];
+                vreal base[ROWS], chunk_sum[ROWS], chunk_weighted[ROWS][VALUES];
+                vreal weights[CHUNK / LANES][ROWS];
                 for (int r = 0; r < ROWS; r++) {
                     /* a row without a finite log weight yet: any finite base leaves it at 0 */
                     base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
                     chunk_sum[r] = splat(0);
                     for (int c = 0; c < VALUES; c++) chunk_weighted[r][c] = splat(0);
                 }
-                /* the chunk's key vectors left to sum; each step forms the next one's log
-                   weights before the exponentials of its own (the chains interleave) */
+                /* the weights of the chunk's key vectors, then the sums they weigh */
                 ptrdiff_t at[CHUNK / LANES];
-                int count = 0;
-                for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES)
-                    if (!skip[(j - j0) / BOX]) at[count++] = j;
-                if (count) log_weights(x, qv, base, kt, m_pad, at[0], m, row_own);
-                for (int i = 0; i < count; i++) {
-                    vreal next[ROWS];
-                    ptrdiff_t j = at[i];
-                    log_weights(next, qv, base, kt, m_pad, at[i + 1 < count ? i + 1 : i], m, row_own);
-                    exp2_rows(x);
-                    for (int r = 0; r < ROWS; r++) {
-                        chunk_sum[r] += x[r];
-                        if (VALUES > DIRECT_VALUES)
-                            weights[i][r] = x[r];
-                        else
-                            for (int c = 0; c < VALUES; c++)
-                                chunk_weighted[r][c] += x[r] * load(vt + c * m_pad + j);
-                        x[r] = next[r];
-                    }
-                }
-                if (VALUES > DIRECT_VALUES) weigh_values(chunk_weighted, weights, at, count, vt, m_pad);
+                int count = chunk_vectors(skip, j0, at);
+                chunk_weights(weights, qv, base, kt, m_pad, m, row_own, at, count, NULL);
+                for (int i = 0; i < count; i++)
+                    for (int r = 0; r < ROWS; r++) chunk_sum[r] += weights[i][r];
+                weigh_values(chunk_weighted, weights, at, count, vt, m_pad);
                 /* a weight over 2^RESHIFT (or a NaN log weight): the chunk's sums are
                    discarded, and summed again after a re-shift (or the row made NaN) */
                 int any = 0, row_over[ROWS];
@@ -648,26 +664,14 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             }
         }
         for (ptrdiff_t chunk = 0; chunk < chunks; chunk++) {
-            ptrdiff_t j0 = chunk * CHUNK, at[CHUNK / LANES];
-            int skip[BOXES] = {0}, count = 0;
+            ptrdiff_t at[CHUNK / LANES];
+            int skip[BOXES] = {0};
             if (pruning && skip_boxes(&far, chunk, lift, slack, level, spent, spread, skip)) continue;
-            for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES)
-                if (!skip[(j - j0) / BOX]) at[count++] = j;
-            /* the chunk's weights first (each step forms the next vector's log weights
-               before its own exponentials, as gaussian_state does), then its moments a
-               row at a time, so that one row's sums stay in registers */
+            /* the chunk's weights first, then its moments a row at a time, so that one
+               row's sums stay in registers */
+            int count = chunk_vectors(skip, chunk * CHUNK, at);
             vreal w[CHUNK / LANES][ROWS];
-            if (count) log_weights(x, qv, base, kt, m_pad, at[0], m, row_own);
-            for (int i = 0; i < count; i++) {
-                vreal next[ROWS];
-                log_weights(next, qv, base, kt, m_pad, at[i + 1 < count ? i + 1 : i], m, row_own);
-                for (int r = 0; r < ROWS; r++) over[r] |= ~(x[r] <= (real)RESHIFT); /* or NaN */
-                exp2_rows(x);
-                for (int r = 0; r < ROWS; r++) {
-                    w[i][r] = x[r];
-                    x[r] = next[r];
-                }
-            }
+            chunk_weights(w, qv, base, kt, m_pad, m, row_own, at, count, over);
             for (int r = 0; r < ROWS && count; r++) {
                 vreal a0 = splat(0), a1[DIMS], a2[DIMS][DIMS], ay[VALUES], ayd[VALUES][DIMS];
                 for (int a = 0; a < DIMS; a++) {
