@@ -202,15 +202,21 @@ static inline void weigh_values(vreal weighted[ROWS][VALUES], const vreal w[][RO
 /* x[r] = log2 weights of query row r over keys j .. j + LANES, minus base[r]; keys from
    m on (padding) get -inf, and so does key own[r] (leave-one-out: query row r is that
    key; -1 for none). kt: (KEY_ROWS, m_pad), one key per column. */
-static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const vreal base[ROWS],
+static inline void log_weights(vreal x[ROWS], const real qrows[ROWS][DIMS], const real base[ROWS],
                                const real *kt, ptrdiff_t m_pad, ptrdiff_t j, ptrdiff_t m,
                                const ptrdiff_t own[ROWS + 2]) {
+    /* the rows' coordinates and bases are read as scalars where they are used, each an
+       FMA's broadcast operand (one narrow load): the empty asm hides where they are, so
+       the compiler cannot hoist ROWS x DIMS broadcast vectors out of the loop, which
+       would not fit in registers and be reloaded whole (d = 8: 0.30 -> 0.26 ns a pair) */
+    const real *qp = &qrows[0][0], *bp = base;
+    __asm__("" : "+r"(qp), "+r"(bp));
 #if MATMUL
     vreal bias = load(kt + DIMS * m_pad + j);
-    for (int r = 0; r < ROWS; r++) x[r] = bias - base[r];
+    for (int r = 0; r < ROWS; r++) x[r] = bias - bp[r];
     for (int c = 0; c < DIMS; c++) {
         vreal kc = load(kt + c * m_pad + j);
-        for (int r = 0; r < ROWS; r++) x[r] += qv[r][c] * kc;
+        for (int r = 0; r < ROWS; r++) x[r] += qp[r * DIMS + c] * kc;
     }
 #else
     vreal s[ROWS];
@@ -218,11 +224,11 @@ static inline void log_weights(vreal x[ROWS], const vreal qv[ROWS][DIMS], const 
     for (int c = 0; c < DIMS; c++) {
         vreal kc = load(kt + c * m_pad + j);
         for (int r = 0; r < ROWS; r++) {
-            vreal diff = kc - qv[r][c];
+            vreal diff = kc - qp[r * DIMS + c];
             s[r] += diff * diff;
         }
     }
-    for (int r = 0; r < ROWS; r++) x[r] = s[r] * (real)SCALE - base[r];
+    for (int r = 0; r < ROWS; r++) x[r] = s[r] * (real)SCALE - bp[r];
 #endif
     /* lanes counted from j: no index beyond float32's integers is ever converted */
     if (own[ROWS] <= j + LANES - 1 && own[ROWS + 1] >= j) { /* a row's own key is here */
@@ -251,15 +257,15 @@ static inline int chunk_vectors(const int skip[BOXES], ptrdiff_t j0, ptrdiff_t a
    Each step forms the next vector's log weights before the exponentials of its own, so
    that the two long dependency chains interleave. over (or NULL): each row's lanes with
    a log weight above RESHIFT (or NaN), or'ed in. */
-static inline void chunk_weights(vreal w[CHUNK / LANES][ROWS], const vreal qv[ROWS][DIMS],
-                                 const vreal base[ROWS], const real *kt, ptrdiff_t m_pad,
+static inline void chunk_weights(vreal w[CHUNK / LANES][ROWS], const real qrows[ROWS][DIMS],
+                                 const real base[ROWS], const real *kt, ptrdiff_t m_pad,
                                  ptrdiff_t m, const ptrdiff_t own[ROWS + 2], const ptrdiff_t *at,
                                  int count, vint over[ROWS]) {
     vreal x[ROWS], next[ROWS];
     vint seen[ROWS] = {{0}}; /* in registers, not through the pointer */
-    if (count) log_weights(x, qv, base, kt, m_pad, at[0], m, own);
+    if (count) log_weights(x, qrows, base, kt, m_pad, at[0], m, own);
     for (int i = 0; i < count; i++) {
-        log_weights(next, qv, base, kt, m_pad, at[i + 1 < count ? i + 1 : i], m, own);
+        log_weights(next, qrows, base, kt, m_pad, at[i + 1 < count ? i + 1 : i], m, own);
         if (over)
             for (int r = 0; r < ROWS; r++) seen[r] |= ~(x[r] <= (real)RESHIFT);
         exp2_rows(x);
@@ -271,12 +277,12 @@ static inline void chunk_weights(vreal w[CHUNK / LANES][ROWS], const vreal qv[RO
     for (int r = 0; over && r < ROWS; r++) over[r] |= seen[r];
 }
 
-/* Query rows i0 .. i0 + ROWS splatted by coordinate; rows past the last (rows of them
+/* Query rows i0 .. i0 + ROWS, by coordinate; rows past the last (rows of them
    are real) repeat it, and their results are not written. */
-static inline void query_rows(vreal qv[ROWS][DIMS], const real *q, ptrdiff_t i0, int rows) {
+static inline void query_rows(real qrows[ROWS][DIMS], const real *q, ptrdiff_t i0, int rows) {
     for (int r = 0; r < ROWS; r++) {
         ptrdiff_t i = i0 + (r < rows ? r : rows - 1);
-        for (int c = 0; c < DIMS; c++) qv[r][c] = splat(q[i * DIMS + c]);
+        for (int c = 0; c < DIMS; c++) qrows[r][c] = q[i * DIMS + c];
     }
 }
 
@@ -318,7 +324,7 @@ static double reach(const far_keys *far, const double *lo, const double *hi) {
 }
 
 /* The block's box, lift and slack; returns the chunk of the largest reach. */
-static ptrdiff_t block_start(far_keys *far, const vreal qv[ROWS][DIMS], double lift[ROWS],
+static ptrdiff_t block_start(far_keys *far, const real qrows[ROWS][DIMS], double lift[ROWS],
                              double slack[ROWS]) {
     const double unit = MATMUL ? LOG2E : 1.0; /* the product form's queries carry LOG2E */
     for (int c = 0; c < DIMS; c++) {
@@ -328,7 +334,7 @@ static ptrdiff_t block_start(far_keys *far, const vreal qv[ROWS][DIMS], double l
     for (int r = 0; r < ROWS; r++) {
         double norm = 0;
         for (int c = 0; c < DIMS; c++) {
-            double v = qv[r][c][0] / unit;
+            double v = qrows[r][c] / unit;
             far->qlo[c] = v < far->qlo[c] ? v : far->qlo[c];
             far->qhi[c] = v > far->qhi[c] ? v : far->qhi[c];
             norm += v * v;
@@ -469,7 +475,7 @@ static inline double row_level(double shift, double sum) {
 void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
                     ptrdiff_t m_pad, double *shift, double *sum, double *weighted,
                     const ptrdiff_t *own, const double *lo, const double *hi) {
-    const vreal zero[ROWS] = {0};
+    const real zero[ROWS] = {0};
     far_keys far;
     int pruning = far_start(&far, lo, hi, m_pad);
     ptrdiff_t chunks = m_pad / CHUNK;
@@ -479,7 +485,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
         /* the rows' sums by lane, in float64 */
         vwide row_sum[ROWS], row_weighted[ROWS][VALUES];
         double row_shift[ROWS], lift[ROWS], slack[ROWS], spent[ROWS], level[ROWS];
-        vreal qv[ROWS][DIMS];
+        real qrows[ROWS][DIMS];
         for (int r = 0; r < ROWS; r++) {
             row_shift[r] = -INFINITY;
             spent[r] = 0;
@@ -487,9 +493,9 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
             row_sum[r] = (vwide){0};
             for (int c = 0; c < VALUES; c++) row_weighted[r][c] = (vwide){0};
         }
-        query_rows(qv, q, i0, rows);
+        query_rows(qrows, q, i0, rows);
         own_keys(row_own, own, i0, rows);
-        if (pruning) first = block_start(&far, qv, lift, slack);
+        if (pruning) first = block_start(&far, qrows, lift, slack);
         /* the chunk of the nearest box first (it sets the shifts), then the others */
         for (ptrdiff_t t = -1; t < chunks; t++) {
             if (t == first) continue;
@@ -504,7 +510,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                     for (int r = 0; r < ROWS; r++) top[r] = splat(-INFINITY);
                     for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES) {
                         if (skip[(j - j0) / BOX]) continue;
-                        log_weights(x, qv, zero, kt, m_pad, j, m, row_own);
+                        log_weights(x, qrows, zero, kt, m_pad, j, m, row_own);
                         for (int r = 0; r < ROWS; r++) top[r] = blend(x[r] > top[r], x[r], top[r]);
                     }
                     for (int r = 0; r < ROWS; r++) {
@@ -517,18 +523,19 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
                         }
                     }
                 }
-                vreal base[ROWS], chunk_sum[ROWS], chunk_weighted[ROWS][VALUES];
+                real base[ROWS];
+                vreal chunk_sum[ROWS], chunk_weighted[ROWS][VALUES];
                 vreal weights[CHUNK / LANES][ROWS];
                 for (int r = 0; r < ROWS; r++) {
                     /* a row without a finite log weight yet: any finite base leaves it at 0 */
-                    base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
+                    base[r] = isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0;
                     chunk_sum[r] = splat(0);
                     for (int c = 0; c < VALUES; c++) chunk_weighted[r][c] = splat(0);
                 }
                 /* the weights of the chunk's key vectors, then the sums they weigh */
                 ptrdiff_t at[CHUNK / LANES];
                 int count = chunk_vectors(skip, j0, at);
-                chunk_weights(weights, qv, base, kt, m_pad, m, row_own, at, count, NULL);
+                chunk_weights(weights, qrows, base, kt, m_pad, m, row_own, at, count, NULL);
                 for (int i = 0; i < count; i++)
                     for (int r = 0; r < ROWS; r++) chunk_sum[r] += weights[i][r];
                 weigh_values(chunk_weighted, weights, at, count, vt, m_pad);
@@ -587,7 +594,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
 void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
                       ptrdiff_t m_pad, double *shift, double *moments, ptrdiff_t *ref,
                       const ptrdiff_t *own, const double *lo, const double *hi) {
-    const vreal zero[ROWS] = {0};
+    const real zero[ROWS] = {0};
     far_keys far;
     int pruning = far_start(&far, lo, hi, m_pad);
     ptrdiff_t chunks = m_pad / CHUNK;
@@ -595,15 +602,16 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
         int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
         ptrdiff_t row_own[ROWS + 2], first = 0;
         double lift[ROWS], slack[ROWS];
-        vreal qv[ROWS][DIMS], x[ROWS], top[ROWS];
+        real qrows[ROWS][DIMS];
+        vreal x[ROWS], top[ROWS];
         vint at[ROWS];
-        query_rows(qv, q, i0, rows);
+        query_rows(qrows, q, i0, rows);
         own_keys(row_own, own, i0, rows);
         for (int r = 0; r < ROWS; r++) {
             top[r] = splat(-INFINITY);
             at[r] = (vint){0} - 1;
         }
-        if (pruning) first = block_start(&far, qv, lift, slack);
+        if (pruning) first = block_start(&far, qrows, lift, slack);
         /* the heaviest key per lane (the first of equals), from the nearest chunk on: a box
            whose largest log weight is below every row's largest so far holds none */
         for (ptrdiff_t t = -1; t < chunks; t++) {
@@ -613,7 +621,7 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             if (pruning && t >= 0 && lighter_boxes(&far, chunk, lift, slack, top, skip)) continue;
             for (ptrdiff_t j = j0; j < j0 + CHUNK; j += LANES) {
                 if (skip[(j - j0) / BOX]) continue;
-                log_weights(x, qv, zero, kt, m_pad, j, m, row_own);
+                log_weights(x, qrows, zero, kt, m_pad, j, m, row_own);
                 vint index;
                 for (int l = 0; l < LANES; l++) index[l] = j + l;
                 for (int r = 0; r < ROWS; r++) {
@@ -625,7 +633,8 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
         }
         double row_shift[ROWS], spread[ROWS], level[ROWS], spent[ROWS];
         ptrdiff_t row_ref[ROWS];
-        vreal base[ROWS], rv[ROWS][DIMS], ry[ROWS][VALUES];
+        real base[ROWS];
+        vreal rv[ROWS][DIMS], ry[ROWS][VALUES];
         for (int r = 0; r < ROWS; r++) {
             row_shift[r] = -INFINITY;
             row_ref[r] = -1;
@@ -637,12 +646,12 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
             }
             if (!isfinite(row_shift[r])) row_ref[r] = -1;
             ptrdiff_t k = row_ref[r] >= 0 ? row_ref[r] : 0;
-            base[r] = splat(isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0);
+            base[r] = isfinite(row_shift[r]) ? (real)row_shift[r] : (real)0;
             for (int c = 0; c < DIMS; c++) rv[r][c] = splat(kt[c * m_pad + k]);
             for (int c = 0; c < VALUES; c++) ry[r][c] = splat(vt[c * m_pad + k]);
             spread[r] = 0;
             for (int c = 0; c < DIMS; c++) {
-                double gap = kt[c * m_pad + k] - qv[r][c][0] / (MATMUL ? LOG2E : 1.0);
+                double gap = kt[c * m_pad + k] - qrows[r][c] / (MATMUL ? LOG2E : 1.0);
                 spread[r] += gap * gap;
             }
             level[r] = row_shift[r] - EPSILON * fabs(row_shift[r]); /* the sum is at least 1 */
@@ -671,7 +680,7 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
                row's sums stay in registers */
             int count = chunk_vectors(skip, chunk * CHUNK, at);
             vreal w[CHUNK / LANES][ROWS];
-            chunk_weights(w, qv, base, kt, m_pad, m, row_own, at, count, over);
+            chunk_weights(w, qrows, base, kt, m_pad, m, row_own, at, count, over);
             for (int r = 0; r < ROWS && count; r++) {
                 vreal a0 = splat(0), a1[DIMS], a2[DIMS][DIMS], ay[VALUES], ayd[VALUES][DIMS];
                 for (int a = 0; a < DIMS; a++) {
