@@ -83,6 +83,40 @@ def test_overflowed_coordinates_go_to_the_nearest_key_like_stream():
     assert np.all(np.isfinite(got))
 
 
+def hostile_rows(dtype, d):
+    """Queries, keys, values and scale where the loop's exponential meets its edges: a
+    row re-shifted by ever closer keys, rows whose weights all fall below the floor but
+    the nearest, and a row whose scaled coordinates overflow (empty or not finite)."""
+    rng = np.random.default_rng(d)
+    keys = rng.uniform(-1, 1, (2000, d)) * np.linspace(40, 0.5, 2000)[:, None]
+    queries = np.r_[np.zeros((1, d)), keys[:4] + 3.0, keys[5:9] + 1e-3, np.full((1, d), 1e30)]
+    values = rng.standard_normal((2000, 2))
+    queries, keys, values = (a.astype(dtype) for a in (queries, keys, values))
+    return queries, keys, values, np.full(d, 1e7 if dtype == np.float64 else 1e5) ** 0.25
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [2, 8])
+def test_the_portable_exponential_agrees_with_avx512s(dtype, d, native_cache, monkeypatch):
+    """Built without AVX-512 (2^n added to the exponent's bits, x clamped both ways) and
+    with it where the compiler can (vrndscale and vscalef), the loop gives the same rows
+    not finite and the same sums to rounding (lanes of 8 and 16 sum in other orders)."""
+    queries, keys, values, scale = hostile_rows(dtype, d)
+    runs = []
+    for compiler in (build.compiler(), f"{build.compiler()} -mno-avx512f"):
+        monkeypatch.setenv("CC", compiler)
+        sums, shift = native.native_sums(queries, keys, values, scale, return_shift=True)
+        runs.append((sums, shift))
+    (sums, shift), (portable, portable_shift) = runs
+    finite = np.isfinite(sums[:, 0])
+    np.testing.assert_array_equal(np.isfinite(portable[:, 0]), finite)
+    np.testing.assert_array_equal(portable[:, 0] == 0, sums[:, 0] == 0)  # empty rows
+    assert np.all(finite[:-1]) and not (finite[-1] and sums[-1, 0] > 0)  # the last, either
+    np.testing.assert_array_equal(portable_shift[finite], shift[finite])
+    tolerance = 64 * np.finfo(dtype).eps
+    np.testing.assert_allclose(portable[finite], sums[finite], rtol=tolerance, atol=0)
+
+
 def test_threads_split_rows_without_changing_a_bit(monkeypatch):
     queries, keys, values = data(6, n=1000, m=1500, d=3)
     whole = pooled(queries, keys, values, 0.5)
