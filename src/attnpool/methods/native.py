@@ -234,11 +234,11 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
 
 
 def _coordinates(queries, keys, scale, dtype):
-    """Queries ``(n, d)`` and keys by column ``(rows, m_pad)`` as ``native.c`` reads them."""
-    q = queries.astype(np.float64)
-    q *= scale
-    k = keys.astype(np.float64)
-    k *= scale
+    """Queries ``(n, d)`` and keys by column ``(rows, m_pad)`` as ``native.c`` reads them
+    (each scaled in one pass that converts it to float64: every new array's memory is
+    touched for the first time, which costs more than the arithmetic)."""
+    q = np.multiply(queries, scale, dtype=np.float64)
+    k = np.multiply(keys, scale, dtype=np.float64)
     m, d = k.shape
     m_pad = -(-m // CHUNK) * CHUNK
     if d >= MATMUL_MIN_DIM:
