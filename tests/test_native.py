@@ -119,6 +119,24 @@ def test_the_portable_exponential_agrees_with_avx512s(dtype, d, native_cache, mo
     np.testing.assert_allclose(portable[finite], sums[finite], rtol=tolerance, atol=0)
 
 
+def test_loading_a_loop_starts_a_thread_per_core_before_any_threaded_sum():
+    """A small sum (one thread) loads the loop; the pool's threads start then, in the
+    background, so that the first threaded sum does not pay for starting them."""
+    code = (
+        "import threading, time, numpy as np\n"
+        "from attnpool.methods import native\n"
+        "x = np.ones((5, 2))\n"
+        "native.native_sums(x, x, x[:, :1], np.ones(2))\n"
+        "time.sleep(0.5)\n"
+        "names = [t.name for t in threading.enumerate()]\n"
+        "print(native.cores(), sum(n.startswith('attnpool-native') for n in names))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    cores, started = map(int, done.stdout.split())
+    assert started == (cores if cores > 1 else 0)
+
+
 def test_threads_split_rows_without_changing_a_bit(monkeypatch):
     queries, keys, values = data(6, n=1000, m=1500, d=3)
     whole = pooled(queries, keys, values, 0.5)

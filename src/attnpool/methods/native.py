@@ -40,6 +40,7 @@ import ctypes
 import functools
 import itertools
 import os
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -310,6 +311,20 @@ def thread_pool() -> ThreadPoolExecutor:
     return _threads(cores(), os.getpid())
 
 
+@functools.cache
+def _start_threads(process: int) -> None:
+    """Starts this process's threads, one per core, without waiting on them: a thread's
+    first task can cost ~10 ms (its stack and its allocator's arena touched for the first
+    time, slow on some virtual machines), which then overlaps the caller's own work
+    rather than its first threaded sum. Each task waits for the others, so that every
+    thread starts (an idle one would take them all)."""
+    used = cores()
+    if used > 1:
+        meet = threading.Barrier(used, timeout=1.0)
+        for _ in range(used):
+            thread_pool().submit(meet.wait)
+
+
 def cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
@@ -351,6 +366,7 @@ def _library(
     function.restype = None
     function.argtypes = _SIGNATURES[name]
     _loaded.add((compiler_name, *defines))
+    _start_threads(os.getpid())
     return function
 
 
@@ -387,6 +403,7 @@ _expansions_loaded: set[str] = set()
 def _expansion(compiler_name: str, name: str) -> Any:
     function = getattr(ctypes.CDLL(str(build(compiler_name, EXPANSIONS, []))), name)
     _expansions_loaded.add(compiler_name)
+    _start_threads(os.getpid())
     function.restype = ctypes.c_int if name.startswith("fgt_") else None
     function.argtypes = _SIGNATURES[name]
     return function
