@@ -12,10 +12,10 @@ weight in range), so ``auto`` may pick it.
 
 The source is compiled once per (precision, d, number of value columns) by
 :mod:`.build` (the machine's C compiler, ``-march=native``, a private checked cache)
-and called from one thread per core on disjoint query rows (``ctypes`` releases the
-GIL). Without a working compiler :func:`available` is False, ``auto`` keeps to
-``stream`` and ``method="native"`` is a clear error; a compiler that fails is tried
-again after :data:`RETRY_SECONDS`, with a warning each time it fails. The same
+and called from one thread per core (:mod:`.threads`) on disjoint query rows
+(``ctypes`` releases the GIL). Without a working compiler :func:`available` is False,
+``auto`` keeps to ``stream`` and ``method="native"`` is a clear error; a compiler that
+fails is tried again after :data:`RETRY_SECONDS`, with a warning each time it fails. The same
 machinery builds ``expansions.c``, the one- and two-dimensional methods' host loops
 (:func:`expansion_function`).
 
@@ -39,11 +39,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
-import os
-import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +50,7 @@ from .._units import column_extremes
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
 from .build import build, cached, compiler, compiler_found
 from .native_layout import CHUNK, LOG2E, Layout
+from .threads import cores, start_threads, thread_pool
 
 SOURCE = Path(__file__).with_name("native.c")
 EXPANSIONS = Path(__file__).with_name("expansions.c")
@@ -290,45 +288,12 @@ def _run_threads(function, layout: Layout, vt, m, outputs) -> None:
         for start, stop in itertools.pairwise(bounds):
             task(start, stop)
         return
-    list(_threads(used, os.getpid()).map(task, bounds[:-1], bounds[1:]))
-
-
-@functools.cache
-def _threads(cores: int, process: int) -> ThreadPoolExecutor:
-    """One pool of ``cores`` threads per process (a forked child builds its own: the
-    parent's threads are not in it), kept between calls: starting threads costs more
-    than a small sum."""
-    return ThreadPoolExecutor(cores, thread_name_prefix=f"attnpool-native-{process}")
+    list(thread_pool().map(task, bounds[:-1], bounds[1:]))
 
 
 def address(array, row: int = 0) -> int:
     """Pointer to ``array[row]`` for ``ctypes`` (the caller keeps ``array`` alive)."""
     return int(array.ctypes.data) + row * array.strides[0]
-
-
-def thread_pool() -> ThreadPoolExecutor:
-    """This process's threads, one per core."""
-    return _threads(cores(), os.getpid())
-
-
-@functools.cache
-def _start_threads(process: int) -> None:
-    """Starts this process's threads, one per core, without waiting on them: a thread's
-    first task can cost ~10 ms (its stack and its allocator's arena touched for the first
-    time, slow on some virtual machines), which then overlaps the caller's own work
-    rather than its first threaded sum. Each task waits for the others, so that every
-    thread starts (an idle one would take them all)."""
-    used = cores()
-    if used > 1:
-        meet = threading.Barrier(used, timeout=1.0)
-        for _ in range(used):
-            thread_pool().submit(meet.wait)
-
-
-def cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 _POINTER, _SIZE, _DOUBLE = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_double
@@ -366,7 +331,7 @@ def _library(
     function.restype = None
     function.argtypes = _SIGNATURES[name]
     _loaded.add((compiler_name, *defines))
-    _start_threads(os.getpid())
+    start_threads()
     return function
 
 
@@ -403,7 +368,7 @@ _expansions_loaded: set[str] = set()
 def _expansion(compiler_name: str, name: str) -> Any:
     function = getattr(ctypes.CDLL(str(build(compiler_name, EXPANSIONS, []))), name)
     _expansions_loaded.add(compiler_name)
-    _start_threads(os.getpid())
+    start_threads()
     function.restype = ctypes.c_int if name.startswith("fgt_") else None
     function.argtypes = _SIGNATURES[name]
     return function
