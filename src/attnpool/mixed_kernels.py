@@ -58,7 +58,17 @@ def _log_categorical(a, b, lam: float, kind: str, count: int):
 
 def _log_level_sum(a, b, lam, kind, levels, *, convolution: bool):
     """``log Σ_l L(l, a) L(l, b)`` (``convolution``) or ``log Σ_{l ≤ a} L(l, b)`` over the
-    levels ``l``, for ``a (n, 1)`` and ``b (1, m)``."""
+    levels ``l``, for ``a (n, 1)`` and ``b (1, m)``: a table over the distinct values of
+    ``a`` and of ``b`` (a few levels), gathered for every pair."""
+    a_values, a_at = np.unique(a, return_inverse=True)
+    b_values, b_at = np.unique(b, return_inverse=True)
+    table = _log_level_table(a_values[:, None], b_values[None, :], lam, kind, levels,
+                             convolution=convolution)  # fmt: skip
+    return table[a_at.reshape(a.shape), b_at.reshape(b.shape)]
+
+
+def _log_level_table(a, b, lam, kind, levels, *, convolution: bool):
+    """:func:`_log_level_sum` term by term, for ``a (n, 1)`` and ``b (1, m)``."""
     count = levels.size
     terms = []
     for level in levels:
