@@ -41,5 +41,8 @@ def _start(process: int) -> None:
     used = cores()
     if used > 1:  # each task waits for the others: an idle thread would take them all
         meet = threading.Barrier(used, timeout=1.0)
-        for _ in range(used):
-            thread_pool().submit(meet.wait)
+        try:
+            for _ in range(used):
+                thread_pool().submit(meet.wait)
+        except RuntimeError:  # the interpreter is shutting down: nothing to gain
+            meet.abort()
