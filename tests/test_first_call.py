@@ -194,3 +194,60 @@ def test_a_first_fit_builds_a_program_only_where_it_pays(tmp_path):
     # eleven programs more (one per operation).
     run = python(["-c", FITS], cache=tmp_path)
     assert run.stdout.strip() == "[0, 0, 1, 0, 0, 4]"
+
+
+NATIVE_POOL = (
+    "import sys, numpy as np, attnpool\n"
+    "rng = np.random.default_rng(3)\n"
+    "q, k = (rng.uniform(0, 5, (2000, 3)).astype(np.float32) for _ in range(2))\n"
+    "v = rng.standard_normal((2000, 2)).astype(np.float32)\n"
+    "out = attnpool.attention_pool(q, k, v, bandwidth=0.4, method=sys.argv[1])\n"
+    "np.save(sys.argv[2], out)\n"
+    "print('jax' in sys.modules)\n"
+)
+
+
+def test_a_large_numpy_pool_on_the_built_loop_needs_no_jax(tmp_path):
+    """``auto`` sends a Gaussian pool of NumPy arrays in several columns to the ``native``
+    loop on a CPU: once the loop is built, a fresh process pools without importing JAX
+    (~1.3 s of a first call), and gets what the compiled path gives, bit for bit."""
+    from attnpool.methods import native
+
+    if not native.available(False, 3, 2):  # the test needs the loop: built here if need be
+        pytest.fail(f"the native loop does not build here: {native.unavailable_reason()}")
+    cache = os.environ.get("ATTNPOOL_CACHE")
+    run = python(["-c", NATIVE_POOL, "native", str(tmp_path / "native.npy")], cache)
+    assert run.stdout.split() == ["True"]  # the compiled path imports JAX
+    run = python(["-c", NATIVE_POOL, "auto", str(tmp_path / "auto.npy")], cache)
+    assert run.stdout.split() == ["False"]
+    np.testing.assert_array_equal(np.load(tmp_path / "auto.npy"), np.load(tmp_path / "native.npy"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [2, 8])
+def test_the_route_without_jax_pools_what_the_compiled_path_pools(dtype, d):
+    """Bit for bit, huge value columns (pooled in power-of-two units) included; rows the
+    loop cannot settle (overflowing coordinates) go to the compiled path."""
+    rng = np.random.default_rng(d)
+    q = rng.uniform(0, 5, (1800, d)).astype(dtype)
+    k = rng.uniform(0, 5, (1500, d)).astype(dtype)
+    v = rng.standard_normal((1500, 2)).astype(dtype)
+    v[:, 1] *= np.finfo(dtype).max / 4
+    for h in (0.4, np.linspace(0.3, 0.6, d)):
+        got = attnpool.attention_pool(q, k, v, bandwidth=h)
+        want = attnpool.attention_pool(q, k, v, bandwidth=h, method="native")
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+    q[0] = np.finfo(dtype).max / 2  # its scaled coordinates overflow: the exact engines
+    got = attnpool.attention_pool(q, k, v, bandwidth=0.4)
+    np.testing.assert_array_equal(got, attnpool.attention_pool(q, k, v, bandwidth=0.4,
+                                                               method="stream"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "platforms, cpu", [("cpu", True), ("cpu,cuda", True), ("cuda", False), ("tpu,cpu", False)]
+)
+def test_jax_platforms_tells_whether_jax_computes_on_the_cpu(platforms, cpu):
+    from attnpool._backend import _no_accelerator
+
+    assert _no_accelerator(platforms) is cpu

@@ -35,6 +35,29 @@ def column_extremes(a) -> tuple[np.ndarray, np.ndarray]:
     return low, np.array([c.max() for c in columns], a.dtype)
 
 
+#: Largest centred coordinate, in bandwidths, that the host methods (KD-trees, Taylor
+#: boxes, prefix sums in float64) take; beyond it (a bandwidth 1e-12 of the data's
+#: extent and less) only the exact engines pool.
+HOST_MAX_EXTENT = 2.0**40
+
+
+def extent_in_bandwidths(queries, keys, bandwidth) -> float:
+    """The largest coordinate of queries and keys centred on the keys' midrange, in
+    bandwidths (inf if it overflows float64). Concrete arrays only."""
+    # the extremes in the inputs' own precision (exact), then in float64: no copies
+    q, k = (np.asarray(a) for a in (queries, keys))
+    low, high = (np.asarray(e, np.float64) for e in column_extremes(k))
+    centre = low / 2 + high / 2
+    q_low, q_high = (np.asarray(e, np.float64) for e in column_extremes(q))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # rounding is monotone: the largest |x − centre| is at an extreme of x
+        below = np.minimum(low, q_low)
+        above = np.maximum(high, q_high)
+        largest = np.maximum(above - centre, centre - below)
+        extent = np.max(largest / np.asarray(bandwidth, np.float64))
+    return float(extent) if np.isfinite(extent) else float("inf")
+
+
 def midrange(a) -> np.ndarray:
     """``(d,)``: the midpoint of each column's range (exact to rounding: half each end)."""
     low, high = column_extremes(a)

@@ -42,7 +42,7 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     pairs) and the support's windows for a compact kernel (``sparse``); in several
     columns the Gaussian by the compiled loop (``native``, passing over far keys) where
     it builds, on a CPU."""
-    from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+    from ._units import HOST_MAX_EXTENT, extent_in_bandwidths
     from .mixed_kernels import MixedColumns, log_sums
 
     n, m = q.shape[0], x.shape[0]
@@ -68,7 +68,7 @@ def native_serves(record: Any, q: Any, x: Any, h: Any) -> bool:
     CPU): its loop builds here and the data lie within the host methods' range."""
     import jax
 
-    from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+    from ._units import HOST_MAX_EXTENT, extent_in_bandwidths
     from .methods import native
 
     return (
@@ -140,7 +140,7 @@ def method_log_sums(
     """``method="fgt"``, ``"sparse"``, ``"native"`` or ``"binned"``: refused where the
     method cannot serve, else its sums, the rows it leaves unsettled summed exactly
     (``exact(keys, queries)``: their normalised log densities, as ``"auto"`` sums them)."""
-    from .geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+    from ._units import HOST_MAX_EXTENT, extent_in_bandwidths
     from .methods import sparse
     from .methods.binned import refusal
     from .mixed_kernels import MixedColumns

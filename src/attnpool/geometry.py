@@ -32,9 +32,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from ._units import column_extremes
 from .edges import edge_log_profile, has_edge
 from .kernels import MATMUL_MIN_DIM, Kernel
 
@@ -50,29 +48,6 @@ def key_centre(keys):
     """
     low, high = jnp.min(keys, axis=0), jnp.max(keys, axis=0)
     return jax.lax.stop_gradient(0.5 * low + 0.5 * high)
-
-
-#: Largest centred coordinate, in bandwidths, that the host methods (KD-trees, Taylor
-#: boxes, prefix sums in float64) take; beyond it (a bandwidth 1e-12 of the data's
-#: extent and less) only the exact engines pool.
-HOST_MAX_EXTENT = 2.0**40
-
-
-def extent_in_bandwidths(queries, keys, bandwidth) -> float:
-    """The largest coordinate of queries and keys centred on the keys' midrange, in
-    bandwidths (inf if it overflows float64). Concrete arrays only."""
-    # the extremes in the inputs' own precision (exact), then in float64: no copies
-    q, k = (np.asarray(a) for a in (queries, keys))
-    low, high = (np.asarray(e, np.float64) for e in column_extremes(k))
-    centre = low / 2 + high / 2
-    q_low, q_high = (np.asarray(e, np.float64) for e in column_extremes(q))
-    with np.errstate(over="ignore", invalid="ignore"):
-        # rounding is monotone: the largest |x − centre| is at an extreme of x
-        below = np.minimum(low, q_low)
-        above = np.maximum(high, q_high)
-        largest = np.maximum(above - centre, centre - below)
-        extent = np.max(largest / np.asarray(bandwidth, np.float64))
-    return float(extent) if np.isfinite(extent) else float("inf")
 
 
 def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: bool = False):

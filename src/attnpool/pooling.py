@@ -240,9 +240,9 @@ def attention_pool(
         and block_size is None
         and not return_weights
     ):
-        from .engines.numpy_engine import pool_if_served
+        from .engines.host_route import pool_without_jax
 
-        found = pool_if_served(q, k, v, h, kernel, nearest=nearest)
+        found = pool_without_jax(q, k, v, h, kernel, nearest=nearest)
         if found is not None:
             pooled, empty_rows = found
             report_empty(kernel, empty, empty_rows)

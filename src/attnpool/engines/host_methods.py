@@ -13,8 +13,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._units import midrange
-from ..geometry import HOST_MAX_EXTENT, extent_in_bandwidths
+from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from ..masks import every_key_allowed
 from ..methods.options import TopK, exact_engine
 from ..methods.stream import KEY_BLOCK

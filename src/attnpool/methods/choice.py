@@ -36,9 +36,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .._units import midrange
+from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._validation import is_traced
-from ..geometry import HOST_MAX_EXTENT, MATMUL_MIN_DIM, extent_in_bandwidths
+from ..geometry import MATMUL_MIN_DIM
 from ..kernels import Kernel
 from . import fgt, fused, native, sparse
 from .options import TRAITS, exact_engine, refusal, resolve

@@ -1,0 +1,58 @@
+"""Pools of NumPy arrays that need no JAX: small ones on the NumPy engine
+(:func:`.numpy_engine.pool_if_served`), and large Gaussian ones in several columns on the
+``native`` C loop, where ``"auto"`` sends them on a CPU once the loop is built
+(:func:`attnpool.methods.choice.choose_method`). A first such call in a process then
+costs the loop's sums, not JAX's import (~1.3 s of a first 3·10⁴ × 3·10⁴ pool in eight
+columns that took 1.5 s)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._backend import computes_on_cpu
+from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange, value_unit
+from .._validation import check_bandwidth_representable
+from ..kernels import Kernel, is_gaussian
+from ..methods.options import exact_engine
+from .numpy_engine import pool_if_served
+
+
+def pool_without_jax(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, *, nearest: bool) -> Any:
+    """``(pooled (n, p), empty (n,))`` of ``"auto"``'s pool of NumPy arrays where it needs
+    no JAX, else None (the compiled path takes it)."""
+    found = pool_if_served(q, k, v, h, kernel, nearest=nearest)
+    return found if found is not None else _native_pool(q, k, v, h, kernel)
+
+
+def _native_pool(q: Any, k: Any, v: Any, h: Any, kernel: Kernel) -> Any:
+    """The pool ``"auto"`` gives on a CPU by the ``native`` loop — the same numbers, bit
+    for bit: the inputs and the bandwidth in their common precision (float32 or float64),
+    value columns near the float limit in power-of-two units, coordinates centred on the
+    keys' midrange — or None where it would take another method, the loop is not built
+    yet, or a row needs the exact engines (not finite, or empty)."""
+    from ..methods import native
+
+    if not all(isinstance(a, np.ndarray) for a in (q, k, v, h)) or q.shape[0] == 0:
+        return None
+    dtype = np.result_type(q, k, v)
+    n, m, d = q.shape[0], k.shape[0], k.shape[1]
+    if dtype not in (np.float32, np.float64) or d < 2 or not is_gaussian(kernel):
+        return None
+    if exact_engine(n * m) == "dense" or v.shape[1] > native.MAX_VALUES:
+        return None
+    if not (computes_on_cpu() and native.ready(dtype == np.float64, d, v.shape[1])):
+        return None
+    check_bandwidth_representable(h, dtype)
+    q, k, v, h = (np.asarray(a, dtype) for a in (q, k, v, h))
+    unit = value_unit(v)
+    centre = midrange(k)
+    q, k = q - centre, k - centre
+    if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:
+        return None
+    sums = native.native_sums(q, k, v / unit, np.asarray(1.0 / h, np.float64))
+    if not (np.all(np.isfinite(sums)) and np.all(sums[:, 0] > 0)):
+        return None
+    pooled = (sums[:, 1:] / sums[:, :1]).astype(dtype)
+    return (pooled * unit).astype(dtype), np.zeros(n, bool)
