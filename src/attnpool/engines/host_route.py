@@ -44,12 +44,14 @@ def _native_pool(q: Any, k: Any, v: Any, h: Any, kernel: Kernel) -> Any:
         return None
     if not (computes_on_cpu() and native.ready(dtype == np.float64, d, v.shape[1])):
         return None
+    if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:  # as "auto" decides
+        return None
     check_bandwidth_representable(h, dtype)
     q, k, v, h = (np.asarray(a, dtype) for a in (q, k, v, h))
     unit = value_unit(v)
     centre = midrange(k)
     q, k = q - centre, k - centre
-    if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:
+    if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:  # as the host methods do
         return None
     sums = native.native_sums(q, k, v / unit, np.asarray(1.0 / h, np.float64))
     if not (np.all(np.isfinite(sums)) and np.all(sums[:, 0] > 0)):
