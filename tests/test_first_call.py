@@ -251,3 +251,40 @@ def test_jax_platforms_tells_whether_jax_computes_on_the_cpu(platforms, cpu):
     from attnpool._backend import _no_accelerator
 
     assert _no_accelerator(platforms) is cpu
+
+
+DENSITIES = (
+    "import sys, numpy as np\n"
+    "from attnpool import kernel_density, select_density_bandwidth\n"
+    "rng = np.random.default_rng(5)\n"
+    "x1, x3 = rng.normal(size=(20000, 1)), rng.normal(size=(3000, 3))\n"
+    "out = [kernel_density(x1, np.linspace(-4, 4, 300), bandwidth=0.1),  # fgt\n"
+    "       kernel_density(x3, x3[:700] + 0.1, bandwidth=0.4),  # native\n"
+    "       kernel_density(x3[:200], x3[:50], bandwidth=0.4),  # NumPy pairs\n"
+    "       select_density_bandwidth(x1[:2000], method='cv_ml').bandwidth]\n"
+    "np.savez(sys.argv[1], *out)\n"
+    "print('jax' in sys.modules)\n"
+)
+
+
+def test_densities_on_the_host_methods_need_no_jax(tmp_path):
+    """A density summed by the host methods (NumPy pairs, the ``fgt`` expansions, the
+    ``native`` loop once built) and likelihood CV in one column import no JAX (~1 s of a
+    first call); in a process that has JAX they give the same numbers."""
+    from attnpool.methods import native
+
+    assert native.available(True, 3, 1)  # the loop built: the fresh process loads it
+    cache = os.environ.get("ATTNPOOL_CACHE")
+    run = python(["-c", DENSITIES, str(tmp_path / "out.npz")], cache)
+    assert run.stdout.split() == ["False"]
+    import jax  # noqa: F401  (this process has it: the same host methods must answer)
+
+    rng = np.random.default_rng(5)
+    x1, x3 = rng.normal(size=(20000, 1)), rng.normal(size=(3000, 3))
+    want = [attnpool.kernel_density(x1, np.linspace(-4, 4, 300), bandwidth=0.1),
+            attnpool.kernel_density(x3, x3[:700] + 0.1, bandwidth=0.4),
+            attnpool.kernel_density(x3[:200], x3[:50], bandwidth=0.4),
+            attnpool.select_density_bandwidth(x1[:2000], method="cv_ml").bandwidth]  # fmt: skip
+    got = np.load(tmp_path / "out.npz")
+    for index, expected in enumerate(want):
+        np.testing.assert_array_equal(got[f"arr_{index}"], expected)

@@ -44,6 +44,7 @@ ABOVE = {
     "density",
     "density_estimator",
     "density_methods",
+    "density_programs",
     "distribution",
     "demo",
     "distributed",

@@ -21,25 +21,15 @@ array([0.3989, 0.242 ])
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import kernels as _kernels
-from ._interop import compute_dtype, precision_scope
-from ._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._units import midrange
-from ._validation import check_bandwidth, check_points, is_jax
-from .engines.programs import kernel_block, pool_state
-from .geometry import block_coordinates
+from ._validation import check_bandwidth, check_points, is_jax, numpy_dtype
 from .kernel_calculus import kernel_integrals
-from .kernels import MATMUL_MIN_DIM
-from .methods.options import exact_engine
-from .methods.stream import KEY_BLOCK
 
 if TYPE_CHECKING:
     from .mixed_kernels import MixedColumns
@@ -50,51 +40,17 @@ __all__ = [
     "kernel_density",
     "kernel_integrals",
     "log_density",
-    "log_kernel_sums",
 ]
 
 
-def log_kernel_sums(
-    x_train: jax.Array,
-    x_query: jax.Array,
-    bandwidth: jax.Array,
-    kernel: _kernels.Kernel,
-    weights: jax.Array | None = None,
-    key_count: jax.Array | None = None,
-    method: str | None = None,
-) -> jax.Array:
-    """``log Σ_i w_i K((x − x_i)/h)`` at each query, ``(n_q,)`` (traceable), streamed for
-    large inputs: pooling's coordinates and blocks. ``weights (m,)``: positive observation
-    weights (None: ones); ``key_count``: training rows from this one on are padding;
-    ``method``: ``"dense"`` or ``"stream"`` (None: by the number of pairs)."""
-    queries, keys, divisor = block_coordinates(x_query, x_train, bandwidth, kernel)
-    n, m = queries.shape[0], keys.shape[0]
-    method = method or exact_engine(n * m)
-    block = kernel_block(kernel, streamed=method == "stream", divisor=divisor, key_count=key_count)
-    values = jnp.ones((m, 1), keys.dtype) if weights is None else weights[:, None]
-    state = pool_state(block, queries, keys, values, method=method, key_block=KEY_BLOCK)
-    sums: jax.Array = state.max_log + jnp.log(state.weighted_values[:, 0])
-    if kernel.quadratic is not None and divisor is None and queries.shape[1] >= MATMUL_MIN_DIM:
-        # the matrix-product form drops each query's own term, quadratic · ‖q‖²: a sum
-        # is absolute here, not a weight relative to others
-        sums = sums + kernel.quadratic * jnp.sum(queries * queries, axis=1)
-    return sums
+def __getattr__(name: str) -> Any:
+    """:func:`attnpool.density_programs.log_kernel_sums`, imported (with JAX) when asked
+    for: the host methods that most densities take need no JAX."""
+    if name == "log_kernel_sums":
+        from .density_programs import log_kernel_sums
 
-
-@partial(jax.jit, static_argnames=("kernel", "method"))
-def _log_density_program(
-    x_train: Any,
-    x_query: Any,
-    bandwidth: Any,
-    weights: Any,
-    key_count: Any,
-    constant: Any,
-    *,
-    kernel: Any,
-    method: Any = None,
-) -> Any:
-    sums = log_kernel_sums(x_train, x_query, bandwidth, kernel, weights, key_count, method)
-    return sums - constant
+        return log_kernel_sums
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: How :func:`log_density` sums: ``"auto"`` (exact: NumPy pairs for small problems, the
@@ -156,7 +112,7 @@ def log_density(
             f"{record.name!r}"
         )
     h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
-    dtype = np.dtype(compute_dtype(x, q, numpy=True))
+    dtype = numpy_dtype(x, q)
     w = None if weights is None else check_weights(weights, x.shape[0], dtype)
     total = x.shape[0] if w is None else float(np.sum(w))
     constant = math.log(total) + float(np.sum(np.log(h))) + math.log(first)
@@ -180,6 +136,11 @@ def log_density(
             return np.asarray(found) - math.log(total)
     elif name in ("fgt", "sparse", "native", "binned"):
         raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
+    # the compiled engines (JAX is imported here, not for the host methods above)
+    from ._interop import precision_scope
+    from ._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
+    from .density_programs import log_density_program
+
     count = None
     keys = np.asarray(x, dtype)
     if m <= MAX_ROWS:  # rows padded to their buckets: a program per bucket, not per size
@@ -187,7 +148,7 @@ def log_density(
         keys = pad_rows(keys, bucket(m))
         w = None if w is None else padded(np.asarray(w, dtype), size=bucket(m))[0]
     with precision_scope(dtype):
-        result = _log_density_program(
+        result = log_density_program(
             keys, pad_rows(np.asarray(q, dtype), query_bucket(n)), np.asarray(h, dtype),
             None if w is None else np.asarray(w, dtype), count, np.asarray(constant, dtype),
             kernel=record, method=None if name == "auto" else name,

@@ -66,14 +66,13 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
 def native_serves(record: Any, q: Any, x: Any, h: Any) -> bool:
     """Whether the compiled C loop sums this Gaussian density (as ``"auto"`` pools on a
     CPU): its loop builds here and the data lie within the host methods' range."""
-    import jax
-
+    from ._backend import computes_on_cpu
     from ._units import HOST_MAX_EXTENT, extent_in_bandwidths
     from .methods import native
 
     return (
         _kernels.is_gaussian(record)
-        and jax.default_backend() == "cpu"
+        and computes_on_cpu()
         and native.available()
         and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
     )

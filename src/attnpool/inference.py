@@ -47,7 +47,7 @@ from scipy import stats
 from ._interop import compute_dtype, precision_scope
 from ._typing import ArrayLike, Bandwidth, KernelSpec
 from ._validation import check_choice, check_positive_int
-from .density import log_kernel_sums
+from .density_programs import log_kernel_sums
 from .engines.local_fits import local_fit, loo_residuals
 from .kernel_calculus import kernel_integrals
 from .regression import validated

@@ -40,15 +40,15 @@ def compiler_found(compiler_name: str) -> bool:
 def build(compiler_name: str, source: Path, defines: list[str]) -> Path:
     """Path of the shared library of ``source`` for ``defines``; compiled unless already in
     the cache. Raises ``RuntimeError`` (no compiler, or it fails) or ``OSError``."""
-    import subprocess
-    import tempfile
-
     program = shlex.split(compiler_name) or [""]
     if shutil.which(program[0]) is None:
         raise RuntimeError(f"no C compiler {compiler_name!r} on the PATH (set $CC)")
     path = cached(compiler_name, source, defines)
     if path is not None:
         return path
+    import subprocess  # only to compile: a first call that loads from the cache spares them
+    import tempfile
+
     path = library_path(compiler_name, source, defines)
     digest = path.with_suffix(".sha256")
     handle, partial = tempfile.mkstemp(suffix=".so", dir=path.parent)

@@ -32,11 +32,8 @@ import functools
 import math
 from functools import partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._interop import precision_scope
 from ..kernels import Kernel, is_gaussian
 from . import native
 from .sparse import sorted_scaled
@@ -284,6 +281,10 @@ def _evaluate_xla(u, nearest2, table, width, half, order):
     window of coefficients, a contiguous slice of ``table``, so nothing is gathered
     per query.
     """
+    import jax.numpy as jnp
+
+    from .._interop import precision_scope
+
     f = table.shape[1] // order
     box = np.floor(u / width).astype(np.int64)
     by_box = np.argsort(box, kind="stable")
@@ -304,7 +305,7 @@ def _evaluate_xla(u, nearest2, table, width, half, order):
         valid = slots < end[:, None]
         rows = by_box[np.minimum(slots, u.shape[0] - 1)]
         with precision_scope(np.float64):
-            out = _evaluate_chunks(
+            out = _chunk_program()(
                 jnp.asarray(u[rows]),
                 jnp.asarray(nearest2[rows]),
                 jnp.asarray(box[by_box[first]] + half + 1),  # each window's first table row
@@ -327,10 +328,21 @@ def _bucket(size: int) -> int:
     return 1 << max(0, math.ceil(math.log2(size)))
 
 
-@partial(jax.jit, static_argnames=("window", "order"))
+@functools.cache
+def _chunk_program():
+    """:func:`_evaluate_xla`'s jitted sums (JAX imported on first use: the compiled loop
+    needs none)."""
+    import jax
+
+    return partial(jax.jit, static_argnames=("window", "order"))(_evaluate_chunks)
+
+
 def _evaluate_chunks(u, nearest2, first, table, width, *, window, order):
     """``(chunks, c, f)`` sums for query chunks ``u, nearest2 (chunks, c)`` whose windows
     start at table rows ``first (chunks,)``."""
+    import jax
+    import jax.numpy as jnp
+
     f = table.shape[1] // order
     offsets = jnp.arange(window) - window // 2
 

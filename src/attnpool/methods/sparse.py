@@ -14,13 +14,11 @@ float64 and exact up to rounding.
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._interop import precision_scope
 from ..edges import inside_exactly, support_edge
 from ..kernels import Kernel
 from .prefix_sums import QUERY_CHUNK, prefix_sums, split_kernel
@@ -286,13 +284,26 @@ def _accumulate(sums, rows, columns, r2, values, kernel):
 
 
 def _relative_weights(r2, kernel):
+    import jax.numpy as jnp
+
+    from .._interop import precision_scope
+
     size = 1 << int(np.ceil(np.log2(max(r2.size, 1024))))  # few shapes, few compilations
     padded = np.zeros(size)
     padded[: r2.size] = r2
     with precision_scope(np.float64):
-        return np.asarray(_kernel_ratio(jnp.asarray(padded), kernel=kernel))[: r2.size]
+        return np.asarray(_kernel_ratio()(jnp.asarray(padded), kernel=kernel))[: r2.size]
 
 
-@partial(jax.jit, static_argnames="kernel")
-def _kernel_ratio(r2, *, kernel):
-    return jnp.exp(kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype)))
+@functools.cache
+def _kernel_ratio():
+    """``K(r²) / K(0)``, jitted (JAX imported on first use: the Gaussian's paths through
+    this module, :func:`sorted_scaled`, need none)."""
+    import jax
+    import jax.numpy as jnp
+
+    @partial(jax.jit, static_argnames="kernel")
+    def ratio(r2, *, kernel):
+        return jnp.exp(kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype)))
+
+    return ratio
