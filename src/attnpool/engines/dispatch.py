@@ -26,9 +26,11 @@ def pool_on_engine(
     blocks of ``block_size`` (:mod:`.programs`). ``allowed``: a key mask
     (:mod:`attnpool.masks`)."""
     if method in HOST_METHODS:
+        import jax.numpy as jnp
+
         from .host_methods import pool_host
 
-        return pool_host(
+        pooled, empty_rows = pool_host(
             q,
             k,
             v,
@@ -39,6 +41,7 @@ def pool_on_engine(
             nearest=nearest,
             allowed=allowed,
         )
+        return jnp.asarray(pooled), jnp.asarray(empty_rows)
     import jax
     import jax.numpy as jnp
 

@@ -10,23 +10,18 @@ for those rows only.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
-from ..masks import every_key_allowed
 from ..methods.options import TopK, exact_engine
-from ..methods.stream import KEY_BLOCK
-from ..state import finalize
-from .programs import pool_core
 
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
-    """Pooled values ``(n, p)`` and the empty-row mask by a host method (``sparse``,
-    ``fgt``, ``native``, ``binned``, ``topk``); rows it cannot settle — and rows a mask
-    ``allowed`` (:mod:`attnpool.masks`) keeps from some key — are pooled exactly by the
-    streamed core."""
-    from ..methods import binned_host, fgt, native, sparse, topk
+    """Pooled values ``(n, p)`` in the inputs' dtype and the empty-row mask, NumPy arrays,
+    by a host method (``sparse``, ``fgt``, ``native``, ``binned``, ``topk``); rows it
+    cannot settle — and rows a mask ``allowed`` (:mod:`attnpool.masks`) keeps from some
+    key — are pooled exactly by the streamed core (JAX imported only then)."""
+    from ..methods import native
 
     q, k, v = (np.asarray(a) for a in (q, k, v))  # on the host: no program per shape
     if allowed is not None:
@@ -40,7 +35,10 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:
         # scaled coordinates this large overflow the host methods' float64 arithmetic
         # (KD-tree distances, Taylor boxes); the exact engines take the nearest-key limit
-        return pool_core(
+        from ..methods.stream import KEY_BLOCK
+        from .programs import pool_core
+
+        found = pool_core(
             *edges[:2],  # the inputs: the engines centre what they scale themselves
             v,
             h,
@@ -50,7 +48,11 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
             nearest=nearest,
             allowed=allowed,
         )
+        return tuple(np.asarray(a) for a in found)
     if method == "topk":
+        from ..methods import topk
+        from ..state import finalize
+
         state, left_out = topk.topk_state(
             np.asarray(q, np.float64) * factor,
             np.asarray(k, np.float64) * factor,
@@ -63,6 +65,8 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         pooled, empty_rows = (np.array(a) for a in finalize(state))
         exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
     elif method == "binned":
+        from ..methods import binned_host
+
         pooled, weight, settled, _ = binned_host.binned_pool(
             q, k, v, factor, kernel, grid_size=options.grid_size, tolerance=options.tolerance
         )
@@ -71,9 +75,13 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     else:
         # each scales its own float64 copies (sparse and fgt sorted)
         if method == "sparse":
+            from ..methods import sparse
+
             sums = sparse.sparse_sums(q, k, v, factor, kernel, edges=edges)
             exact = np.zeros(sums.shape[0], bool)
         elif method == "fgt":
+            from ..methods import fgt
+
             sums, settled = fgt.expansion_sums(q, k, v, factor)
             exact = ~settled
         else:
@@ -85,6 +93,9 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     exact |= empty_rows & nearest
     rows = np.flatnonzero(exact)
     if rows.size:
+        from ..methods.stream import KEY_BLOCK
+        from .programs import pool_core
+
         redo, redo_empty = pool_core(
             edges[0][rows],  # the inputs, uncentred: exact ties in them stay ties
             edges[1],
@@ -97,12 +108,16 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         )
         pooled[rows], empty_rows[rows] = np.asarray(redo), np.asarray(redo_empty)
     pooled = np.where(empty_rows[:, None] & ~nearest, np.nan, pooled)
-    return jnp.asarray(pooled, dtype), jnp.asarray(empty_rows)
+    return pooled.astype(dtype, copy=False), empty_rows
 
 
 def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
     """A host method's pool under a key mask: the rows it does not restrict by the method,
     the others by the exact engine with the mask."""
+    from ..masks import every_key_allowed
+    from ..methods.stream import KEY_BLOCK
+    from .programs import pool_core
+
     allowed = np.asarray(allowed)
     full = every_key_allowed(allowed, k.shape[0], q.shape[0])
     pooled = np.empty((q.shape[0], v.shape[1]), q.dtype)
@@ -126,7 +141,7 @@ def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
             allowed=allowed if allowed.shape[0] == 1 else allowed[rest],
         )
         pooled[rest], empty_rows[rest] = (np.asarray(a) for a in found)
-    return jnp.asarray(pooled), jnp.asarray(empty_rows)
+    return pooled, empty_rows
 
 
 def _check_left_out(left_out, options: TopK) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import computes_on_cpu
-from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange, value_unit
+from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, value_unit
 from .._validation import check_bandwidth_representable
 from ..kernels import Kernel, is_gaussian
 from ..methods.options import exact_engine
@@ -23,16 +23,18 @@ def pool_without_jax(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, *, nearest:
     """``(pooled (n, p), empty (n,))`` of ``"auto"``'s pool of NumPy arrays where it needs
     no JAX, else None (the compiled path takes it)."""
     found = pool_if_served(q, k, v, h, kernel, nearest=nearest)
-    return found if found is not None else _native_pool(q, k, v, h, kernel)
+    return found if found is not None else _native_pool(q, k, v, h, kernel, nearest)
 
 
-def _native_pool(q: Any, k: Any, v: Any, h: Any, kernel: Kernel) -> Any:
-    """The pool ``"auto"`` gives on a CPU by the ``native`` loop — the same numbers, bit
-    for bit: the inputs and the bandwidth in their common precision (float32 or float64),
-    value columns near the float limit in power-of-two units, coordinates centred on the
-    keys' midrange — or None where it would take another method, the loop is not built
-    yet, or a row needs the exact engines (not finite, or empty)."""
+def _native_pool(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, nearest: bool) -> Any:
+    """The pool ``"auto"`` gives on a CPU by the ``native`` loop, by the same call
+    (:func:`.host_methods.pool_host`) on the inputs as :func:`attnpool._interop.run_in_policy`
+    casts them — the inputs and the bandwidth in their common precision (float32 or
+    float64), value columns near the float limit in power-of-two units — or None where
+    ``"auto"`` would take another method or the loop is not built yet. Rows the loop
+    cannot settle are pooled by the exact engines there (JAX imported then)."""
     from ..methods import native
+    from .host_methods import pool_host
 
     if not all(isinstance(a, np.ndarray) for a in (q, k, v, h)) or q.shape[0] == 0:
         return None
@@ -49,12 +51,7 @@ def _native_pool(q: Any, k: Any, v: Any, h: Any, kernel: Kernel) -> Any:
     check_bandwidth_representable(h, dtype)
     q, k, v, h = (np.asarray(a, dtype) for a in (q, k, v, h))
     unit = value_unit(v)
-    centre = midrange(k)
-    q, k = q - centre, k - centre
-    if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:  # as the host methods do
-        return None
-    sums = native.native_sums(q, k, v / unit, np.asarray(1.0 / h, np.float64))
-    if not (np.all(np.isfinite(sums)) and np.all(sums[:, 0] > 0)):
-        return None
-    pooled = (sums[:, 1:] / sums[:, :1]).astype(dtype)
-    return (pooled * unit).astype(dtype), np.zeros(n, bool)
+    pooled, empty_rows = pool_host(
+        q, k, v / unit, h, kernel=kernel, method="native", options=None, nearest=nearest
+    )
+    return (pooled * unit).astype(dtype), empty_rows
