@@ -109,3 +109,12 @@ def long_double_local_linear(x, y, queries, kernel, bandwidth):
             )
         fits.append(float(y_bar - mean @ slope))
     return np.array(fits)
+
+
+def gaussian_kernel_sums(queries, keys, scale, values=None):
+    """``Σ_j K_ij [1, v_j]`` in float64, pair by pair, ``K`` the Gaussian of the scaled
+    distance with ``K(0) = 1`` (the binned methods' units)."""
+    gaps = (queries[:, None, :] - keys[None, :, :]) * scale
+    weights = np.exp(-0.5 * np.sum(gaps * gaps, axis=2))
+    features = np.ones((keys.shape[0], 1)) if values is None else np.c_[np.ones(len(keys)), values]
+    return weights @ features

@@ -102,7 +102,7 @@ def test_the_keys_near_a_row_hold_all_of_its_sum(kernel, d, blocks, monkeypatch)
                            np.full((1, d), 3.0)])  # fmt: skip
     record = kernels.for_dimensions(kernels.get(kernel), d)
     scale = np.full(d, 1 / (0.05 if kernel == "laplacian" else 0.3))  # its reach is long
-    grid, reach, _, _ = plan_grid(rows, keys, scale, record)
+    grid, reach = plan_grid(rows, keys, scale, record)[:2]
     _, _, binning = binned_host.binned_sums(rows, keys, scale, record, grid, reach, cells=True)
     near = binned_host.keys_near(rows * scale, record, binning, keys.shape[0])
     if d == 1:  # without each key's cell: by the rows' merged intervals

@@ -15,6 +15,9 @@ Pooling itself divides value columns near the dtype's limit by a power of two
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,13 +29,49 @@ NARROW = 16
 def column_extremes(a) -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)``, each ``(d,)``: the least and the largest entry of each column of
     a concrete ``(n ≥ 1, d)`` array. A narrow row-major array is reduced column by
-    column: NumPy reduces it along its rows some thirty times more slowly."""
+    column: NumPy reduces it along its rows some thirty times more slowly. Inside
+    :func:`remembering_extremes`, an array's extremes are found once."""
     a = np.asarray(a)
+    memo = _remembered.get()
+    if memo is not None and _identity(a) in memo:
+        return memo[_identity(a)][1]
     if a.ndim != 2 or a.shape[1] > NARROW:
-        return a.min(axis=0), a.max(axis=0)
-    columns = [a[:, j] for j in range(a.shape[1])]
-    low = np.array([c.min() for c in columns], a.dtype)
-    return low, np.array([c.max() for c in columns], a.dtype)
+        found = a.min(axis=0), a.max(axis=0)
+    else:
+        columns = [a[:, j] for j in range(a.shape[1])]
+        low = np.array([c.min() for c in columns], a.dtype)
+        found = low, np.array([c.max() for c in columns], a.dtype)
+    remember_extremes(a, *found)
+    return found
+
+
+#: The extremes found inside :func:`remembering_extremes`, by array: ``identity →
+#: (array, (low, high))`` (the array kept alive, so its memory is not another's).
+_remembered: ContextVar[dict | None] = ContextVar("attnpool_extremes", default=None)
+
+
+@contextmanager
+def remembering_extremes() -> Iterator[None]:
+    """Within the block, :func:`column_extremes` reduces each array once: one call's
+    several checks and grids over 10⁶ points pass over them once (the arrays must not
+    change inside the block)."""
+    token = _remembered.set({})
+    try:
+        yield
+    finally:
+        _remembered.reset(token)
+
+
+def remember_extremes(a, low, high) -> None:
+    """Records ``a``'s column extremes inside :func:`remembering_extremes` (say, those of
+    a shifted copy: rounding is monotone, so they are the shifted extremes)."""
+    memo = _remembered.get()
+    if memo is not None:
+        memo[_identity(a)] = (a, (low, high))
+
+
+def _identity(a: np.ndarray) -> tuple:
+    return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
 
 
 #: Largest centred coordinate, in bandwidths, that the host methods (KD-trees, Taylor

@@ -184,7 +184,8 @@ def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: A
         return exact(x, q) + math.log(x.shape[0])
     # one column finds the keys near a row without each key's cell (8 bytes a key)
     sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=d == 2,
-                                       correct_queries=plan.correct_queries)  # fmt: skip
+                                       correct_queries=plan.correct_queries,
+                                       order=plan.order)  # fmt: skip
     weight = sums[:, 0]
     settled = (weight > 0) & (error <= options.tolerance * weight)
     with np.errstate(divide="ignore", invalid="ignore"):  # unsettled rows: redone below

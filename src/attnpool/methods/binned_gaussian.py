@@ -192,14 +192,14 @@ def lattice(points: Any) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def aligned_grid(
-    low: Any, high: Any, origin: Any, step: Any, nodes: float, tail: float, budget: int
+    low: Any, high: Any, origin: Any, step: Any, divisions: Any, tail: float, budget: int
 ) -> Any:
     """A grid over scaled ``[low, high]`` with the scaled query lattice ``origin + i·step``
-    on its nodes: ``step / k`` apart, ``k`` the least with at least ``nodes`` nodes per
-    bandwidth; None where it would pass ``budget`` nodes with the kernel's ``tail``."""
+    on its nodes, ``step / divisions`` apart (``divisions (d,)`` integers); None where it
+    would pass ``budget`` nodes with the kernel's ``tail``."""
     from .binned import Grid
 
-    spacing = step / np.ceil(step * nodes)
+    spacing = step / np.asarray(divisions)
     before = np.ceil((origin - low) / spacing) + 1
     start = origin - before * spacing
     size = np.ceil((high - start) / spacing).astype(int) + 2

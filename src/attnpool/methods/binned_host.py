@@ -20,7 +20,7 @@ import numpy as np
 from .. import kernels
 from .._units import column_extremes, midrange
 from ..kernels import Kernel
-from . import fgt
+from . import binned_gaussian, fgt
 from .binned import (
     HOPELESS_COARSENING,
     POOL_BUDGET,
@@ -34,8 +34,15 @@ from .binned import (
 )
 from .binned import interpolate as at_corners
 from .binned_bound import kernel_tail, nodes_for, pair_error_bound
-from .binned_gaussian import QUERIES_PER_NODE, aligned_grid, gaussian_sums, lattice
+from .binned_gaussian import (
+    QUERIES_PER_NODE,
+    aligned_grid,
+    gaussian_sums,
+    lattice,
+)
 from .binned_gaussian import nodes_for as gaussian_nodes_for
+from .binned_taylor import plan as taylor_plan
+from .binned_taylor import taylor_sums
 from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points
 
 
@@ -66,13 +73,18 @@ def binned_sums(
     values=None,
     cells=False,
     correct_queries=None,
+    order=None,
 ):
     """``(sums (n, 1 + p), error (n,), binning)``: ``[Σ_j K_ij, Σ_j K_ij v_j] / K(0)`` by
     binning, a bound on ``Σ_j |error of K_ij|`` per query (the pair bound convolved with
     the counts, the weight of keys beyond ``reach``, the FFT's rounding) and the
     :class:`Binning`. ``values (m, p)``: None for the counts alone; ``cells``: keep each
     key's cell. The Gaussian's sums are corrected to third order
-    (:func:`.binned_gaussian.gaussian_sums`, with ``correct_queries``)."""
+    (:func:`.binned_gaussian.gaussian_sums`, with ``correct_queries``); with an ``order``,
+    the queries are on the grid's nodes and the keys' moments to that order sum them
+    (:func:`.binned_taylor.taylor_sums`)."""
+    if order is not None:
+        return taylor_sums(queries, keys, scale, grid, reach, order, values, cells)
     size = tuple(grid_bucket(s) for s in grid.size)  # a few FFT lengths, not one per size
     grid = type(grid)(grid.start, grid.spacing, size)
     reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
@@ -216,6 +228,19 @@ def _covered(low, high, size) -> np.ndarray:
     return marks[tuple(slice(0, int(s)) for s in size)] > 0
 
 
+def on_nodes(queries, scale, grid, within: float = 1e-6) -> bool:
+    """Whether every query is within ``within`` of a spacing of a node of ``grid`` (the
+    lattice is guessed from the first :data:`.binned_gaussian.LATTICE_ROWS` queries: the
+    rest are checked here, a chunk at a time)."""
+    start, spacing = np.asarray(grid.start), np.asarray(grid.spacing)
+    for rows in range(binned_gaussian.LATTICE_ROWS, queries.shape[0], QUERY_CHUNK):
+        position = np.asarray(queries[rows : rows + QUERY_CHUNK], np.float64) * scale - start
+        position /= spacing
+        if np.max(np.abs(position - np.rint(position))) > within:
+            return False
+    return True
+
+
 def default_grid(low, high, kernel: Kernel, tolerance: float, budget: int, queries="corrected"):
     """``(grid, hopeless)``: the grid over scaled ``[low, high]`` at
     :func:`.binned_bound.nodes_for` nodes per bandwidth, coarsened to ``budget`` nodes with
@@ -257,16 +282,17 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     :data:`POOL_BUDGET`.
     """
     queries, keys, values = np.asarray(queries), np.asarray(keys), np.asarray(values)
-    grid, reach, hopeless, correct = plan_grid(queries, keys, scale, kernel, grid_size, tolerance)
-    n = queries.shape[0]
-    if hopeless or n * keys.shape[0] <= np.prod(np.add(grid.size, 2 * np.asarray(reach))):
+    plan = plan_grid(queries, keys, scale, kernel, grid_size, tolerance)
+    grid, reach, n = plan.grid, plan.reach, queries.shape[0]
+    if plan.hopeless or n * keys.shape[0] <= np.prod(np.add(grid.size, 2 * np.asarray(reach))):
         # fewer pairs than nodes to convolve: every row is for the exact method
         return np.zeros((n, values.shape[1])), np.zeros(n), np.zeros(n, bool), grid
     # values about their midrange: the FFT's rounding is relative to the largest feature
     middle = midrange(values)
     sums, error, _ = binned_sums(
-        queries, keys, scale, kernel, grid, reach, values - middle, correct_queries=correct
-    )
+        queries, keys, scale, kernel, grid, reach, values - middle,
+        correct_queries=plan.correct_queries, order=plan.order,
+    )  # fmt: skip
     weight = sums[:, 0]
     pooled = sums[:, 1:] / np.where(weight > 0, weight, 1.0)[:, None] + middle
     # |pooled − exact| ≤ Σ_j |error of K_ij| · range(values) / binned weight
@@ -276,14 +302,16 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
 
 class Plan(NamedTuple):
     """:func:`plan_grid`'s answer: the ``grid``, the kernel's ``reach`` on it, whether it is
-    ``hopeless`` (coarsened past :data:`HOPELESS_COARSENING`), and ``correct_queries``
+    ``hopeless`` (coarsened past :data:`HOPELESS_COARSENING`), ``correct_queries``
     for :func:`binned_sums` (False: many queries on a finer grid, bounded; None: the
-    Gaussian's rule)."""
+    Gaussian's rule), and the ``order`` of the keys' moments where the queries are on
+    the grid's nodes (:mod:`.binned_taylor`; None: linear binning)."""
 
     grid: Any
     reach: tuple[int, ...]
     hopeless: bool
     correct_queries: bool | None = None
+    order: int | None = None
 
 
 def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e-3) -> Plan:
@@ -300,13 +328,14 @@ def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e
     high = np.maximum(q_high, k_high).astype(np.float64) * scale
     gaussian = grid_size is None and kernels.is_gaussian(kernel)
     found = (gaussian and lattice(queries)) or None
-    if found is not None:  # queries on the nodes: no interpolation to correct
+    if found is not None:  # queries on the nodes: each key's moments about its nearest
         origin, step = (a * scale for a in found)
-        nodes = gaussian_nodes_for(tolerance, d, "on nodes")
-        tail = kernel_tail(kernel)
-        grid = aligned_grid(low, high, origin, step, nodes, tail, POOL_BUDGET)
-        if grid is not None:
-            return Plan(grid, reach_for(kernel, np.ones(d), grid), False)
+        taylor = taylor_plan(tolerance, step, high - low, keys.shape[0], POOL_BUDGET)
+        if taylor is not None:
+            order, divisions = taylor
+            grid = aligned_grid(low, high, origin, step, divisions, 0.0, POOL_BUDGET)
+            if grid is not None and on_nodes(queries, scale, grid):
+                return Plan(grid, reach_for(kernel, np.ones(d), grid), False, None, order)
     if gaussian:
         grid, hopeless = default_grid(low, high, kernel, tolerance, POOL_BUDGET, "bounded")
         if not hopeless and queries.shape[0] >= QUERIES_PER_NODE * np.prod(grid.size):

@@ -15,7 +15,8 @@
    boxes is contiguous and its Horner steps run across the window in vectors.
 
    binned (methods/binned.py): linear binning of points onto a regular grid, each
-   point's features split between the 2^d corners of its cell. */
+   point's features split between the 2^d corners of its cell; and (binned_taylor.py)
+   each point's moments about its nearest node. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -244,6 +245,118 @@ void linear_bin(const double *points, isize n, isize d, const double *scale,
                     grid[(flat + stride + 1) * width + column] += high * fraction[1];
                 }
             }
+        }
+    }
+}
+
+/* Taylor binning (binned_taylor.py's): point i's node coordinates p_j as linear_bin's,
+   its nearest node c_j = floor(p_j + 1/2) clipped to [0, size_j - 1] and t_j = p_j - c_j
+   (within 1/2 where the grid covers the point). Added at node c, row-major, d = 1 or 2:
+   the moments F t^a (d = 1) or F t_0^a t_1^b (d = 2, a + b <= order, a-major), column
+   k nf + c for moment k and feature c (NULL features: a single 1); then the remainder's
+   weights |t|^(order+1), or |t_0|^a |t_1|^b for a = 0 ... order + 1, b = order + 1 - a,
+   unweighted. Width: nf (order + 1) + 1, or nf (order + 1)(order + 2)/2 + order + 2.
+   cells (n,), unless NULL: each point's node, flat. */
+void taylor_bin(const double *points, isize n, isize d, const double *scale,
+                const double *start, const double *spacing, const long long *size,
+                const double *features, isize nf, isize order, double *grid,
+                long long *cells)
+{
+    enum { MAX_ORDER = 15 };
+    if (order > MAX_ORDER)
+        return;
+    isize moments = d == 1 ? order + 1 : (order + 1) * (order + 2) / 2;
+    isize width = nf * moments + (d == 1 ? 1 : order + 2);
+    double inverse[2] = {1.0 / spacing[0], d == 2 ? 1.0 / spacing[1] : 1.0};
+    if (d == 1 && !features) { /* counts in one column: the common case, kept simple */
+        double last = (double)(size[0] - 1), origin = start[0], ratio = scale[0] * inverse[0];
+        double shift = origin * inverse[0] - 0.5;
+        for (isize i = 0; i < n; i++) {
+            double at = points[i] * ratio - shift, node = floor(at);
+            node = node < 0.0 ? 0.0 : node > last ? last : node;
+            double t = at - node - 0.5, power = 1.0;
+            double *row = grid + (isize)node * width;
+            for (isize a = 0; a <= order; a++, power *= t)
+                row[a] += power;
+            row[order + 1] += fabs(power);
+            if (cells)
+                cells[i] = (isize)node;
+        }
+        return;
+    }
+    if (d == 2 && !features) {
+        double last[2] = {(double)(size[0] - 1), (double)(size[1] - 1)}, ratio[2], shift[2];
+        for (int j = 0; j < 2; j++) {
+            ratio[j] = scale[j] * inverse[j];
+            shift[j] = start[j] * inverse[j] - 0.5;
+        }
+        isize stride = (isize)size[1];
+        for (isize i = 0; i < n; i++) {
+            double power[2][MAX_ORDER + 2], node[2];
+            for (int j = 0; j < 2; j++) {
+                double at = points[2 * i + j] * ratio[j] - shift[j];
+                node[j] = floor(at);
+                node[j] = node[j] < 0.0 ? 0.0 : node[j] > last[j] ? last[j] : node[j];
+                double t = at - node[j] - 0.5;
+                power[j][0] = 1.0;
+                for (isize k = 1; k <= order + 1; k++)
+                    power[j][k] = power[j][k - 1] * t;
+            }
+            isize flat = (isize)node[0] * stride + (isize)node[1];
+            double *row = grid + flat * width;
+            for (isize a = 0; a <= order; a++) {
+                double first = power[0][a];
+                for (isize b = 0; b <= order - a; b++)
+                    *row++ += first * power[1][b];
+            }
+            for (isize a = 0; a <= order + 1; a++)
+                row[a] += fabs(power[0][a] * power[1][order + 1 - a]);
+            if (cells)
+                cells[i] = flat;
+        }
+        return;
+    }
+    for (isize i = 0; i < n; i++) {
+        double power[2][MAX_ORDER + 2], size_of[2] = {0.0, 0.0};
+        isize flat = 0;
+        for (isize j = 0; j < d; j++) {
+            double at = (points[i * d + j] * scale[j] - start[j]) * inverse[j];
+            double node = floor(at + 0.5);
+            node = node < 0.0 ? 0.0 : node;
+            node = node > (double)(size[j] - 1) ? (double)(size[j] - 1) : node;
+            double t = at - node;
+            power[j][0] = 1.0;
+            for (isize k = 1; k <= order + 1; k++)
+                power[j][k] = power[j][k - 1] * t;
+            size_of[j] = fabs(t);
+            flat = flat * (j == 1 ? (isize)size[1] : 1) + (isize)node;
+        }
+        if (cells)
+            cells[i] = flat;
+        double *row = grid + flat * width;
+        for (isize c = 0; c < nf; c++) {
+            double feature = features ? features[i * nf + c] : 1.0;
+            isize k = 0;
+            if (d == 1) {
+                for (isize a = 0; a <= order; a++, k++)
+                    row[k * nf + c] += feature * power[0][a];
+            } else {
+                for (isize a = 0; a <= order; a++) {
+                    double first = feature * power[0][a];
+                    for (isize b = 0; a + b <= order; b++, k++)
+                        row[k * nf + c] += first * power[1][b];
+                }
+            }
+        }
+        double *rest = row + nf * moments, top = fabs(power[0][order + 1]);
+        if (d == 1) {
+            rest[0] += top;
+            continue;
+        }
+        double first = 1.0;
+        for (isize a = 0; a <= order + 1; a++) {
+            rest[a] += first * fabs(power[1][order + 1 - a]);
+            first *= size_of[0];
         }
     }
 }

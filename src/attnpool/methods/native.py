@@ -302,6 +302,7 @@ _SIGNATURES = {
     "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
     "fgt_coefficients": [_POINTER] * 3 + [_SIZE] * 2 + [_DOUBLE] * 2 + [_SIZE] * 3 + [_POINTER],
     "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
+    "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE, _POINTER, _POINTER],
     "fgt_evaluate": [
         *[_POINTER] * 2,
         _SIZE,

@@ -1,0 +1,299 @@
+"""Gaussian sums at queries on a lattice, from each key's moments about its nearest node.
+
+A key ``x = c + t`` binned to its nearest node ``c`` (``|t_j| ≤ Δ_j/2``) and a query on
+a node, ``u = q − c`` a node offset, sum the pair's kernel by Taylor's theorem in ``t``
+to total order ``p``, for the scaled Gaussian ``K(u) = Π_j φ(u_j)``:
+
+    K(u − t) = Σ_{|α| ≤ p} (−t)^α / α! · ∂^α K(u) + R,
+    |R| ≤ Σ_{|α| = p+1} |t^α| / α! · Π_j max_{|s| ≤ Δ_j/2} |φ^(α_j)(u_j − s)|
+
+(the Lagrange remainder of ``s ↦ K(u − s t)``). Summed over the keys, each term is a
+convolution of a binned moment ``Σ_i t_i^α`` with a separable table of ``φ``'s
+derivatives at the node offsets, and so is the remainder's bound, from the binned
+``Σ_i |t_i^α|``: every query gets its sum and a proved bound on its error. Of order
+``p + 1`` in the spacing, the scheme settles a density at the lattice's own spacing —
+a plotting grid, KDEpy's grid — where linear binning needs several nodes between two
+queries (:mod:`.binned_gaussian`), so the grid is as small as the queries' lattice and
+the order, not the grid, is chosen for the tolerance (:func:`plan`).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from . import native
+from .binned_gaussian import derivative, fast_length
+from .binning import FFT_ROUNDING, Binning
+from .threads import cores, thread_pool
+
+#: Highest order tried (``expansions.c`` takes up to 15).
+MAX_ORDER = 8
+#: Keys per thread from which the binning is split between the cores (each its own grid,
+#: where the grid holds fewer numbers than there are keys).
+THREADED_KEYS = 2**17
+#: Relative cost of one moment per key and of one column per grid node (FFTs,
+#: products), as measured on the bench's sizes: the plan minimises their sum.
+KEY_COST, NODE_COST = 1.0, 12.0
+
+
+def moment_orders(order: int, d: int) -> list[tuple[int, ...]]:
+    """The multi-indices ``|α| ≤ order`` in ``expansions.c``'s column order (``α_0``-major),
+    then those with ``|α| = order + 1`` (the remainder's)."""
+    if d == 1:
+        return [(a,) for a in range(order + 1)] + [(order + 1,)]
+    kept = [(a, b) for a in range(order + 1) for b in range(order + 1 - a)]
+    return kept + [(a, order + 1 - a) for a in range(order + 2)]
+
+
+def hermite_maxima(order: int, spacing: float, span: int, half: float) -> np.ndarray:
+    """``max |φ^(order)(u)|`` over ``|u − vΔ| ≤ half``, node offsets ``v = −span … span``:
+    the larger of the ends and of the critical points inside (the roots of
+    ``He_{order+1}``), raised by a few roundings."""
+    centre = np.arange(-span, span + 1) * spacing
+    low, high = centre - half, centre + half
+    largest = np.maximum(np.abs(derivative(order, low)), np.abs(derivative(order, high)))
+    for root, peak in _critical(order):
+        largest = np.where((low <= root) & (root <= high), np.maximum(largest, peak), largest)
+    return largest * (1 + 1e-12)
+
+
+@cache
+def _critical(order: int) -> tuple[tuple[float, float], ...]:
+    """The roots of ``He_{order+1}`` (where ``|φ^(order)|`` may peak) and ``|φ^(order)|``
+    there, raised by 1e-9 (the roots are found to ~1e-14)."""
+    # the eigenvalues of the Jacobi matrix of the probabilists' Hermite polynomials
+    jacobi = np.diag(np.sqrt(np.arange(1.0, order + 1)), 1)
+    roots = np.linalg.eigvalsh(jacobi + jacobi.T)
+    return tuple((float(r), abs(float(derivative(order, r))) * (1 + 1e-9)) for r in roots)
+
+
+def axis_tables(order: int, spacing: float, span: int, half: float):
+    """``(values, bounds)`` along one axis, node offsets ``−span … span``: ``values[k] =
+    (−Δ)^k/k! φ^(k)(vΔ)``, ``k ≤ order`` (the moments are in spacings), and ``bounds[k] =
+    Δ^k/k! · max |φ^(k)|`` over ``half`` about each offset, ``k ≤ order + 1``."""
+    offsets = np.arange(-span, span + 1) * spacing
+    values = np.stack([(-spacing) ** k / math.factorial(k) * derivative(k, offsets)
+                       for k in range(order + 1)])  # fmt: skip
+    return values, bound_tables(order, spacing, span, half)
+
+
+def bound_tables(order: int, spacing: float, span: int, half: float) -> np.ndarray:
+    """:func:`axis_tables`' ``bounds``."""
+    return np.stack([spacing**k / math.factorial(k) * hermite_maxima(k, spacing, span, half)
+                     for k in range(order + 2)])  # fmt: skip
+
+
+@cache
+def relative_bound(order: int, spacing: float, d: int) -> float:
+    """The remainder's bound over the density, both summed over keys spread evenly (one
+    per node, ``|t_j|`` uniform in ``[0, ½]``), spacing ``Δ`` in every dimension."""
+    span = int(np.ceil(9.0 / spacing)) + 1
+    bounds = bound_tables(order, spacing, span, spacing / 2)
+    mean_power = [0.5**k / (k + 1) for k in range(order + 2)]  # E |t|^k, t ~ U(−½, ½)
+    totals = [mean_power[k] * float(np.sum(bounds[k])) for k in range(order + 2)]
+    remainder = sum(math.prod(totals[a] for a in alpha)
+                    for alpha in moment_orders(order, d) if sum(alpha) == order + 1)  # fmt: skip
+    density = float(np.sum(derivative(0, np.arange(-span, span + 1) * spacing))) ** d
+    return remainder / density
+
+
+def _rounded_up(spacing: float) -> float:
+    """``spacing`` rounded up to a power of ``2^(1/16)``: the plans' bounds are computed
+    for a few spacings, and a coarser spacing bounds more."""
+    return 2.0 ** (math.ceil(16 * math.log2(spacing)) / 16)
+
+
+def plan(tolerance: float, step: Any, extent: Any, keys: int, budget: int):
+    """``(order, divisions)`` for queries on a lattice ``step (d,)`` apart (scaled units)
+    over ``extent (d,)`` scaled widths: each step divided into ``divisions (d,)`` spacings
+    and the order such that :func:`relative_bound` is at most half of ``tolerance``, the
+    pair of least estimated cost (:data:`KEY_COST` per moment a key, :data:`NODE_COST`
+    per column a node); None where every such grid passes ``budget`` nodes."""
+    step, extent = np.asarray(step, np.float64), np.asarray(extent, np.float64)
+    d, best = step.size, None
+    for order in range(1, MAX_ORDER + 1):
+        columns = len(moment_orders(order, d))
+        for k in range(1, 65):
+            spacing = step / k
+            if relative_bound(order, _rounded_up(float(np.max(spacing))), d) <= tolerance / 2:
+                break
+        else:
+            continue
+        divisions = np.ceil(step / spacing).astype(int)
+        nodes = float(np.prod(extent / spacing + 2 * 9.0 / spacing + 3))
+        if nodes > budget:
+            continue
+        cost = columns * (KEY_COST * keys + NODE_COST * nodes)
+        if best is None or cost < best[0]:
+            best = (cost, order, divisions)
+        if np.all(divisions == 1):  # the lattice itself: a higher order costs more
+            break
+    return None if best is None else best[1:]
+
+
+def taylor_sums(
+    queries: Any,
+    keys: Any,
+    scale: Any,
+    grid: Any,
+    reach: Any,
+    order: int,
+    values: Any = None,
+    cells: bool = False,
+) -> tuple[np.ndarray, np.ndarray, Binning]:
+    """:func:`.binned_host.binned_sums` for the Gaussian at queries on ``grid``'s nodes:
+    ``(sums (n, 1 + p), error (n,), binning)``, the sums ``[Σ_j K_ij, Σ_j K_ij v_j] / K(0)``
+    to total ``order`` in each key's offset from its nearest node, ``error`` a bound on
+    ``Σ_j |error of K_ij|`` per query: the remainder, the queries' own offsets from their
+    nodes (rounding), the keys beyond ``reach`` and the FFT's rounding."""
+    d, m = len(grid.size), keys.shape[0]
+    spacing, size = np.asarray(grid.spacing, np.float64), np.asarray(grid.size)
+    scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
+    features = None if values is None else np.c_[np.ones(m), values]
+    f = 1 if features is None else features.shape[1]
+    alphas = moment_orders(order, d)
+    kept = len(alphas) - (order + 2 if d == 2 else 1)
+    binned, where = _bin(keys, scale, grid, features, order, cells)
+
+    queries = np.asarray(queries, np.float64) * scale
+    position = (queries - np.asarray(grid.start)) / spacing
+    node = np.clip(np.rint(position), 0, size - 1).astype(np.int64)
+    off = np.max(np.abs(position - node), axis=0, initial=0.0) * spacing  # (d,)
+    spans = [int(min(r + 1, s - 1)) for r, s in zip(reach, size, strict=True)]
+    lengths = [fast_length(int(s) + w) for s, w in zip(size, spans, strict=True)]
+    tables = [axis_tables(order, h, w, h / 2 + e)
+              for h, w, e in zip(spacing, spans, off, strict=True)]  # fmt: skip
+    value_tables = [t[0] for t in tables]
+    bound_tables = [t[1] for t in tables]
+    spectra = {  # (table set, axis, order) → the table's spectrum (rfft on the last axis)
+        (name, j, k): row
+        for name, per_axis in (("value", value_tables), ("bound", bound_tables))
+        for j, (t, w, n) in enumerate(zip(per_axis, spans, lengths, strict=True))
+        for k, row in enumerate(_axis_spectra(t, w, n, last=j == d - 1))
+    }
+    terms = [(c, k * f + c, "value", alpha, 1.0)
+             for k, alpha in enumerate(alphas[:kept]) for c in range(f)]  # fmt: skip
+    terms += [(f, kept * f + b, "bound", alpha, 1.0) for b, alpha in enumerate(alphas[kept:])]
+    # the queries off their nodes: |K(q − x) − K(node − x)| ≤ Σ_j off_j max |∂_j K|
+    terms += [(f, 0, "bound", tuple(int(a == j) for a in range(d)), off[j] / spacing[j])
+              for j in range(d) if off[j] > 0]  # fmt: skip
+    full = _separable_sums(binned, terms, f + 1, spectra, lengths)
+    at = full.reshape(-1, f + 1)[np.ravel_multi_index(tuple(node.T), tuple(size))]
+
+    # keys beyond the reach along some axis: each weighs at most φ at half a node less
+    cut = [(w + 0.5) * h - e for w, h, e, s in zip(spans, spacing, off, size, strict=True)
+           if w < s - 1]  # fmt: skip
+    left_out = m * math.exp(-0.5 * max(min(cut), 0.0) ** 2) if cut else 0.0
+    # an FFT convolution's rounding: eps·log2(length)·‖data‖₂·‖kernel‖₁, every column;
+    # a moment of order |α| is at most 2^−|α| times the node's count (|t_j| ≤ ½)
+    counts = binned[..., 0]
+    norm = float(np.sqrt(np.sum(counts * counts)))
+    largest = 1.0 if features is None else float(np.max(np.abs(features)))
+    total = 0.0
+    for _, column, name, alpha, coefficient in terms:
+        tables = value_tables if name == "value" else bound_tables
+        weight = largest if name == "value" else 1.0
+        weight *= 1.0 if name == "bound" and column == 0 else 0.5 ** sum(alpha)
+        total += weight * abs(coefficient) * math.prod(
+            float(np.sum(np.abs(tables[j][a]))) for j, a in enumerate(alpha))  # fmt: skip
+    rounding = FFT_ROUNDING * math.log2(math.prod(lengths)) * norm * total
+    error = at[:, f] + left_out + rounding
+    return at[:, :f], error, Binning(grid, binned[..., :1], where)
+
+
+def _axis_spectra(tables: np.ndarray, span: int, length: int, last: bool) -> np.ndarray:
+    """The spectra of the rows of ``tables (k, 2·span + 1)`` (offsets ``−span … span``)
+    placed circularly in ``length``: ``rfft`` along the last axis, else ``fft``."""
+    circular = np.zeros((tables.shape[0], length))
+    circular[:, : span + 1] = tables[:, span:]
+    circular[:, length - span :] = tables[:, :span]
+    return np.fft.rfft(circular, axis=1) if last else np.fft.fft(circular, axis=1)
+
+
+#: Grid rows transformed at once along the last axis (d = 2): the moments' spectra are
+#: combined a block at a time, never held all at once.
+ROW_BLOCK = 32
+
+
+def _separable_sums(binned, terms, outputs: int, spectra, lengths) -> np.ndarray:
+    """``(*size, outputs)``: ``Σ coefficient · binned[..., column] ⊛ ⊗_j table_j`` over
+    ``terms (output, column, name, orders, coefficient)``, ``table_j`` the one whose
+    spectrum is ``spectra[name, j, orders[j]]``. The last axis is transformed for every
+    column, a block of rows at a time, and the columns combined there, per frequency,
+    into one per output and table along the first axis (d = 2), which alone are
+    transformed along it."""
+    d, size, width = binned.ndim - 1, binned.shape[:-1], binned.shape[-1]
+    last = lengths[-1] // 2 + 1
+    groups = sorted({(o, name, orders[0] if d == 2 else 0) for o, _, name, orders, _ in terms})
+    combine = np.zeros((last, width, len(groups)), complex)  # per frequency of the last axis
+    for output, column, name, orders, coefficient in terms:
+        group = groups.index((output, name, orders[0] if d == 2 else 0))
+        combine[:, column, group] += coefficient * spectra[name, d - 1, orders[-1]]
+    into = np.zeros((len(groups), outputs))
+    into[np.arange(len(groups)), [g[0] for g in groups]] = 1.0
+    if d == 1:
+        rows = np.fft.rfft(binned, n=lengths[0], axis=0)  # (last, width)
+        summed = np.einsum("fw,fwg->fg", rows, combine) @ into
+        return np.fft.irfft(summed, n=lengths[0], axis=0)[: size[0]]
+    combined = np.empty((last, size[0], len(groups)), complex)
+    for start in range(0, size[0], ROW_BLOCK):
+        block = np.fft.rfft(binned[start : start + ROW_BLOCK], n=lengths[1], axis=1)
+        combined[:, start : start + ROW_BLOCK] = np.matmul(block.transpose(1, 0, 2), combine)
+    along = np.fft.fft(combined, n=lengths[0], axis=1)  # (last, L0, groups)
+    along *= np.stack([spectra[name, 0, order] for _, name, order in groups], axis=-1)
+    summed = np.fft.ifft(along @ into, axis=1)  # (last, L0, outputs)
+    full = np.fft.irfft(summed.transpose(1, 0, 2), n=lengths[1], axis=1)
+    return full[: size[0], : size[1]]
+
+
+def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: bool):
+    """``(binned (*size, width), cells)``: ``expansions.c``'s ``taylor_bin``, or NumPy's
+    ``bincount`` without a compiler."""
+    keys = np.ascontiguousarray(keys, np.float64)
+    n, d = keys.shape
+    f = 1 if features is None else features.shape[1]
+    alphas = moment_orders(order, d)
+    kept = len(alphas) - (order + 2 if d == 2 else 1)
+    width = f * kept + len(alphas) - kept
+    size = np.asarray(grid.size, np.int64)
+    binned = np.zeros((int(np.prod(size)), width))
+    where = np.empty(n, np.int64) if cells else None
+    compiled = native.expansion_function("taylor_bin")
+    start, spacing = (np.ascontiguousarray(a, np.float64) for a in (grid.start, grid.spacing))
+    if compiled is not None:
+        features = None if features is None else np.ascontiguousarray(features, np.float64)
+        at = native.address
+        # a grid of its own per thread, where it costs less than the keys' moments
+        parts = min(cores(), max(1, n // THREADED_KEYS)) if binned.size <= n else 1
+        grids = [binned] + [np.zeros_like(binned) for _ in range(parts - 1)]
+        bounds = [n * part // parts for part in range(parts + 1)]
+
+        def task(part: int) -> None:
+            low, high = bounds[part], bounds[part + 1]
+            compiled(at(keys, low), high - low, d, at(scale), at(start), at(spacing), at(size),
+                     None if features is None else at(features, low), f, order,
+                     at(grids[part]), None if where is None else at(where, low))  # fmt: skip
+
+        list(thread_pool().map(task, range(parts))) if parts > 1 else task(0)
+        for other in grids[1:]:
+            binned += other
+        return binned.reshape(*grid.size, width), where
+    position = (keys * scale - start) / spacing
+    node = np.clip(np.floor(position + 0.5), 0, size - 1)
+    t = position - node
+    flat = np.ravel_multi_index(tuple(node.astype(np.int64).T), tuple(size))
+    taken = np.ones((n, 1)) if features is None else features
+    for k, alpha in enumerate(alphas):
+        power = np.prod([t[:, j] ** a for j, a in enumerate(alpha)], axis=0)
+        if k < kept:
+            for c in range(f):
+                binned[:, k * f + c] = np.bincount(flat, taken[:, c] * power, binned.shape[0])
+        else:
+            binned[:, f * kept + k - kept] = np.bincount(flat, np.abs(power), binned.shape[0])
+    if where is not None:
+        where[:] = flat
+    return binned.reshape(*grid.size, width), where

@@ -1,0 +1,211 @@
+"""Sums at queries on a lattice from the keys' moments about their nearest nodes: against
+the textbook's pair by pair on layouts that strain the bound (keys on nodes, mid-cell,
+a cluster inside one cell, far tails), the bound never below the error and not far
+above it, the loop against NumPy, the tables against dense sampling, and the plans
+densities and pools take on a lattice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attnpool import Binned, kernel_density, kernels
+from attnpool.methods import binned_host, binned_taylor, native
+from attnpool.methods.binned import Grid
+from attnpool.methods.binned_gaussian import derivative
+from reference import gaussian_kernel_sums as textbook
+
+GAUSSIAN = kernels.get("gaussian")
+
+
+def lattice_grid(keys, scale, spacing, margin=3.0):
+    """A grid ``spacing`` apart over the scaled keys and ``margin`` beyond, and its nodes
+    (unscaled): the queries."""
+    d = keys.shape[1]
+    low = keys.min(axis=0) * scale - margin
+    size = np.ceil((keys.max(axis=0) * scale + margin - low) / spacing).astype(int) + 1
+    grid = Grid(tuple(low), (spacing,) * d, tuple(int(s) for s in size))
+    axes = [low[j] + spacing * np.arange(size[j]) for j in range(d)]
+    nodes = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, d) / scale
+    return grid, nodes
+
+
+def layout(name, d, rng):
+    """Scaled keys: on the nodes of a spacing-0.5 lattice, at its cell midpoints, a
+    cluster inside one cell beside normal points, or normal points with far outliers."""
+    lattice = np.stack(np.meshgrid(*[np.arange(-6, 7) * 0.5] * d, indexing="ij"), -1)
+    lattice = lattice.reshape(-1, d)
+    if name == "on nodes":
+        return lattice
+    if name == "mid cell":
+        return lattice + 0.25
+    if name == "one cell":
+        return np.r_[rng.normal(size=(300, d)) * 2, 1.1 + rng.uniform(0, 0.1, (300, d))]
+    return np.r_[rng.normal(size=(600, d)) * 2, rng.uniform(-9, 9, (6, d))]
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("name", ["on nodes", "mid cell", "one cell", "normal"])
+@pytest.mark.parametrize("spacing", [0.5, 1.1])
+@pytest.mark.parametrize("order", [1, 3, 6])
+def test_the_sums_never_err_beyond_their_bound(d, name, spacing, order):
+    rng = np.random.default_rng(d * 10 + order)
+    keys = layout(name, d, rng)
+    values = np.c_[rng.normal(size=len(keys)), 1e6 + rng.normal(size=len(keys))]
+    scale = np.ones(d)
+    grid, queries = lattice_grid(keys, scale, spacing)
+    reach = tuple(min(int(np.ceil(9 / spacing)), s) for s in grid.size)
+    values = values - 1e6 * (np.arange(2) == 1)  # the second column about its midrange
+    sums, error, binning = binned_taylor.taylor_sums(queries, keys, scale, grid, reach, order,
+                                                     values)  # fmt: skip
+    exact = textbook(queries, keys, scale, values)
+    largest = np.max(np.abs(values))
+    assert np.all(np.abs(sums[:, 0] - exact[:, 0]) <= error * (1 + 1e-12))
+    for column in (1, 2):  # a value column errs by at most the bound times its largest value
+        assert np.all(np.abs(sums[:, column] - exact[:, column]) <= error * largest * (1 + 1e-9))
+    # not far above: within 100 times the error where the sums are large (and the error
+    # is not rounding's: keys on the nodes are summed exactly)
+    actual = np.abs(sums[:, 0] - exact[:, 0])
+    body = (exact[:, 0] > 0.1 * exact[:, 0].max()) & (actual > 1e-10 * exact[:, 0])
+    assert name in ("on nodes", "mid cell") or np.median(error[body] / actual[body]) < 100
+    np.testing.assert_allclose(binning.counts.sum(), len(keys))
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_queries_off_their_nodes_are_bounded_as_well(d):
+    # a lattice a rounding (or 1e-7 of a spacing) off the grid's nodes: still bounded
+    rng = np.random.default_rng(7)
+    keys = rng.normal(size=(500, d))
+    scale = np.full(d, 1 / 0.4)
+    grid, nodes = lattice_grid(keys, scale, 0.9)
+    reach = tuple(min(11, s) for s in grid.size)
+    for shift in (1e-15, 1e-7 * 0.9):
+        queries = nodes + shift * rng.uniform(-1, 1, nodes.shape) / scale
+        sums, error, _ = binned_taylor.taylor_sums(queries, keys, scale, grid, reach, 4)
+        exact = textbook(queries, keys, scale)[:, 0]
+        assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("threaded", [False, True])
+def test_the_loop_bins_as_numpy_does(d, threaded, native_cache, monkeypatch):
+    rng = np.random.default_rng(d)
+    n = 300_000 if threaded else 4000
+    keys = rng.normal(size=(n, d)) * 3
+    features = np.c_[np.ones(n), rng.normal(size=(n, 2))]
+    grid = Grid((-30.0,) * d, (0.37,) * d, (163,) * d)  # covers every key
+    if threaded:
+        monkeypatch.setattr(binned_taylor, "THREADED_KEYS", 2**14)
+    scale = np.full(d, 1.5)
+    by_loop = [binned_taylor._bin(keys, scale, grid, f, 4, True) for f in (None, features)]
+    monkeypatch.setenv("CC", "no-such-cc")
+    assert native.expansion_function("taylor_bin") is None
+    for f, (loop, cells) in zip((None, features), by_loop, strict=True):
+        numpy, numpy_cells = binned_taylor._bin(keys, scale, grid, f, 4, True)
+        np.testing.assert_allclose(loop, numpy, rtol=1e-10, atol=1e-9)
+        np.testing.assert_array_equal(cells, numpy_cells)
+    # the moments of the counts: Σ t^α for |α| ≤ 4, then the remainder's Σ |t^α|
+    counts, _ = by_loop[0]
+    alphas = binned_taylor.moment_orders(4, d)
+    position = (keys * scale - np.asarray(grid.start)) / 0.37
+    t = position - np.floor(position + 0.5)
+    assert np.all(np.abs(t) <= 0.5 + 1e-12)
+    for k, alpha in enumerate(alphas):
+        power = np.prod([t[:, j] ** a for j, a in enumerate(alpha)], axis=0)
+        kept = k < len(alphas) - (1 if d == 1 else 6)
+        total = counts[..., k].sum()
+        np.testing.assert_allclose(total, power.sum() if kept else np.abs(power).sum(),
+                                   rtol=1e-9, atol=1e-9)  # fmt: skip
+
+
+@pytest.mark.parametrize("spacing", [0.2, 0.9, 2.5])
+@pytest.mark.parametrize("order", [0, 1, 4, 7, 9])
+def test_the_maxima_cover_their_boxes(spacing, order):
+    # each table entry at least |φ^(k)| sampled densely over its box
+    half = spacing / 2 + 1e-3
+    table = binned_taylor.hermite_maxima(order, spacing, 12, half)
+    for v in range(-12, 13):
+        u = v * spacing + np.linspace(-half, half, 4001)
+        sampled = np.max(np.abs(derivative(order, u)))
+        assert sampled <= table[v + 12] <= sampled * (1 + 1e-6) + 1e-300
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("tolerance", [1e-2, 1e-3, 1e-6])
+def test_plans_meet_the_tolerance_at_least_cost(d, tolerance):
+    step = np.full(d, 0.9)
+    order, divisions = binned_taylor.plan(tolerance, step, np.full(d, 60.0), 10**6, 2**24)
+    spacing = 0.9 / divisions[0]
+    assert binned_taylor.relative_bound(order, spacing, d) <= tolerance / 2
+    # one order fewer on the same grid would not do
+    coarser = binned_taylor._rounded_up(spacing)  # the plans' spacings
+    assert order == 1 or binned_taylor.relative_bound(order - 1, coarser, d) > tolerance / 2
+    # the relative bound against keys spread evenly, pair by pair
+    rng = np.random.default_rng(3)
+    keys = rng.uniform(-12, 12, (8000 if d == 1 else 30_000, d))
+    scale = np.ones(d)
+    grid, queries = lattice_grid(keys, scale, spacing, margin=0.0)
+    middle = np.all(np.abs(queries) < 2, axis=1)
+    reach = tuple(min(int(np.ceil(10 / spacing)), s) for s in grid.size)
+    sums, error, _ = binned_taylor.taylor_sums(queries[middle], keys, scale, grid, reach, order)
+    exact = textbook(queries[middle], keys, scale)[:, 0]
+    assert np.all(np.abs(sums[:, 0] - exact) <= tolerance * exact)
+    assert np.median(error / exact) <= tolerance
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_densities_and_pools_on_a_lattice_take_the_moments_and_meet_the_oracle(d):
+    rng = np.random.default_rng(20 + d)
+    x = np.r_[rng.normal(size=(40_000, d)), rng.normal(4, 0.01, (200, d))]
+    axes = [np.linspace(-5, 6, 300 if d == 1 else 70)] * d
+    queries = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, d)
+    scale = np.full(d, 1 / 0.08)
+    plan = binned_host.plan_grid(queries, x, scale, GAUSSIAN, None, 1e-3)
+    assert plan.order is not None
+    ours = kernel_density(x, queries, bandwidth=0.08, method=Binned(tolerance=1e-3))
+    exact = kernel_density(x, queries, bandwidth=0.08, method="native")
+    assert np.all(np.abs(ours - exact) <= 1e-3 * exact)
+    # pooling: each settled row within the tolerance times the values' range
+    values = np.c_[np.sin(x[:, 0]), 1e9 + x[:, -1]]
+    pooled, _, settled, _ = binned_host.binned_pool(queries, x, values, scale, GAUSSIAN)
+    assert settled[exact > 1e-3 * exact.max()].mean() > 0.8  # most of the body
+    some = rng.choice(np.flatnonzero(settled), 400)
+    truth = textbook(queries[some], x, scale, values - 1e9 * (np.arange(2) == 1))
+    truth = truth[:, 1:] / truth[:, :1] + 1e9 * (np.arange(2) == 1)
+    spread = np.ptp(values, axis=0)
+    assert np.all(np.abs(pooled[some] - truth) <= 1e-3 * spread * (1 + 1e-9))
+
+
+def test_a_lattice_guessed_from_the_first_rows_still_meets_the_tolerance(monkeypatch):
+    # the first rows on a lattice, the rest off it: no row is off by more than allowed
+    from attnpool.methods import binned_gaussian
+
+    rng = np.random.default_rng(61)
+    keys = rng.normal(size=(3000, 1))
+    queries = np.r_[np.linspace(-3, 3, 241)[:, None], rng.uniform(-3, 3, (500, 1))]
+    monkeypatch.setattr(binned_gaussian, "LATTICE_ROWS", 241)
+    ours = kernel_density(keys, queries, bandwidth=0.2, method=Binned(tolerance=1e-4))
+    exact = kernel_density(keys, queries, bandwidth=0.2, method="native")
+    assert np.all(np.abs(ours - exact) <= 1e-4 * exact)
+    plan = binned_host.plan_grid(queries, keys, np.full(1, 5.0), GAUSSIAN, None, 1e-4)
+    assert plan.order is None  # the moments need the queries on nodes
+
+
+def test_the_remainder_is_the_taylor_remainder():
+    # one key, one query: the bound is at least the error and the error is of order p + 1
+    for order in (1, 2, 5):
+        errors = []
+        for t in (0.2, 0.1, 0.05):
+            keys = np.array([[t]])
+            grid = Grid((-10.0,), (1.0,), (21,))
+            queries = np.array([[2.0]])
+            sums, error, _ = binned_taylor.taylor_sums(
+                queries, keys, np.ones(1), grid, (12,), order
+            )
+            exact = math.exp(-0.5 * (2.0 - t) ** 2)
+            assert abs(sums[0, 0] - exact) <= error[0]
+            errors.append(abs(sums[0, 0] - exact))
+        rates = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+        assert np.all(rates > order + 0.5)
