@@ -253,6 +253,24 @@ def test_jax_platforms_tells_whether_jax_computes_on_the_cpu(platforms, cpu):
     assert _no_accelerator(platforms) is cpu
 
 
+def test_jax_imported_and_idle_is_read_from_its_configuration_not_started():
+    # JAX imported but no backend up: its configuration tells (starting one costs ~20 ms)
+    code = (
+        "import jax\n"
+        "from jax._src import xla_bridge\n"
+        "from attnpool._backend import computes_on_cpu\n"
+        "first = computes_on_cpu()\n"
+        "assert not xla_bridge.backends_are_initialized()\n"
+        "jax.config.update('jax_platforms', 'tpu')\n"
+        "assert computes_on_cpu() is False\n"
+        "jax.config.update('jax_platforms', 'cpu')\n"
+        "jax.numpy.ones(2).block_until_ready()\n"  # up now: JAX is asked
+        "print(first, computes_on_cpu(), xla_bridge.backends_are_initialized())\n"
+    )
+    run = python(["-c", code], JAX_PLATFORMS="")
+    assert run.stdout.split() == ["True", "True", "True"]
+
+
 DENSITIES = (
     "import sys, numpy as np\n"
     "from attnpool import kernel_density, select_density_bandwidth\n"

@@ -62,6 +62,11 @@ def remembering_extremes() -> Iterator[None]:
         _remembered.reset(token)
 
 
+def remembering() -> bool:
+    """Whether :func:`column_extremes` is inside :func:`remembering_extremes`."""
+    return _remembered.get() is not None
+
+
 def remember_extremes(a, low, high) -> None:
     """Records ``a``'s column extremes inside :func:`remembering_extremes` (say, those of
     a shifted copy: rounding is monotone, so they are the shifted extremes)."""

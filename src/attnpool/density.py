@@ -83,6 +83,14 @@ def log_density(
     (statsmodels' ``KDEMultivariate``; :mod:`attnpool.mixed_kernels`): a categorical
     column's bandwidth is its ``λ ∈ [0, 1)``. ``method``: one of :data:`DENSITY_METHODS`
     (continuous columns)."""
+    with remembering_extremes():  # the checks and grids reduce each array once
+        return _log_density(x_train, x_query, kernel, bandwidth, weights, var_type, method)
+
+
+def _log_density(
+    x_train: Any, x_query: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any,
+    method: Any,
+) -> np.ndarray:  # fmt: skip
     from .methods.options import Binned
 
     name = method.name if isinstance(method, Binned) else method
@@ -120,8 +128,7 @@ def log_density(
         return np.zeros(0)
     host = not (is_jax(x) or is_jax(q))
     if host and name in ("auto", "fgt", "sparse", "native", "binned"):
-        with remembering_extremes():  # the checks and grids reduce each array once
-            found = _host_log_density(x, q, record, h, w, method)
+        found = _host_log_density(x, q, record, h, w, method)
         if found is not None:  # no program to build
             return np.asarray(found - math.log(total))
     elif name in ("fgt", "sparse", "native", "binned"):

@@ -239,11 +239,12 @@ def _separable_sums(binned, terms, outputs: int, spectra, lengths) -> np.ndarray
         rows = np.fft.rfft(binned, n=lengths[0], axis=0)  # (last, width)
         summed = np.einsum("fw,fwg->fg", rows, combine) @ into
         return np.fft.irfft(summed, n=lengths[0], axis=0)[: size[0]]
-    combined = np.empty((last, size[0], len(groups)), complex)
+    along = np.zeros((last, lengths[0], len(groups)), complex)  # the first axis padded
     for start in range(0, size[0], ROW_BLOCK):
         block = np.fft.rfft(binned[start : start + ROW_BLOCK], n=lengths[1], axis=1)
-        combined[:, start : start + ROW_BLOCK] = np.matmul(block.transpose(1, 0, 2), combine)
-    along = np.fft.fft(combined, n=lengths[0], axis=1)  # (last, L0, groups)
+        rows = slice(start, start + block.shape[0])
+        along[:, rows] = np.matmul(block.transpose(1, 0, 2), combine)
+    np.fft.fft(along, axis=1, out=along)  # (last, L0, groups), in place
     along *= np.stack([spectra[name, 0, order] for _, name, order in groups], axis=-1)
     summed = np.fft.ifft(along @ into, axis=1)  # (last, L0, outputs)
     full = np.fft.irfft(summed.transpose(1, 0, 2), n=lengths[1], axis=1)
@@ -261,7 +262,7 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
     width = f * kept + len(alphas) - kept
     size = np.asarray(grid.size, np.int64)
     binned = np.zeros((int(np.prod(size)), width))
-    where = np.empty(n, np.int64) if cells else None
+    where = np.empty(n, np.int32) if cells else None  # node indices: under 2^31
     compiled = native.expansion_function("taylor_bin")
     start, spacing = (np.ascontiguousarray(a, np.float64) for a in (grid.start, grid.spacing))
     if compiled is not None:
@@ -278,7 +279,10 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
                      None if features is None else at(features, low), f, order,
                      at(grids[part]), None if where is None else at(where, low))  # fmt: skip
 
-        list(thread_pool().map(task, range(parts))) if parts > 1 else task(0)
+        others = [thread_pool().submit(task, part) for part in range(1, parts)]
+        task(0)  # this thread takes a part too: one wake-up fewer
+        for other in others:
+            other.result()
         for other in grids[1:]:
             binned += other
         return binned.reshape(*grid.size, width), where

@@ -260,7 +260,7 @@ void linear_bin(const double *points, isize n, isize d, const double *scale,
 void taylor_bin(const double *points, isize n, isize d, const double *scale,
                 const double *start, const double *spacing, const long long *size,
                 const double *features, isize nf, isize order, double *grid,
-                long long *cells)
+                int *cells)
 {
     enum { MAX_ORDER = 15 };
     if (order > MAX_ORDER)
@@ -271,16 +271,26 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
     if (d == 1 && !features) { /* counts in one column: the common case, kept simple */
         double last = (double)(size[0] - 1), origin = start[0], ratio = scale[0] * inverse[0];
         double shift = origin * inverse[0] - 0.5;
-        for (isize i = 0; i < n; i++) {
-            double at = points[i] * ratio - shift, node = floor(at);
-            node = node < 0.0 ? 0.0 : node > last ? last : node;
-            double t = at - node - 0.5, power = 1.0;
-            double *row = grid + (isize)node * width;
-            for (isize a = 0; a <= order; a++, power *= t)
-                row[a] += power;
-            row[order + 1] += fabs(power);
+        enum { BLOCK = 256 }; /* the places in vectors, then the sums point by point */
+        double offset[BLOCK];
+        isize nodes[BLOCK];
+        for (isize i0 = 0; i0 < n; i0 += BLOCK) {
+            isize count = n - i0 < BLOCK ? n - i0 : BLOCK;
+            for (isize i = 0; i < count; i++) {
+                double at = points[i0 + i] * ratio - shift, node = floor(at);
+                node = node < 0.0 ? 0.0 : node > last ? last : node;
+                offset[i] = at - node - 0.5;
+                nodes[i] = (isize)node;
+            }
+            for (isize i = 0; i < count; i++) {
+                double t = offset[i], power = 1.0, *row = grid + nodes[i] * width;
+                for (isize a = 0; a <= order; a++, power *= t)
+                    row[a] += power;
+                row[order + 1] += fabs(power);
+            }
             if (cells)
-                cells[i] = (isize)node;
+                for (isize i = 0; i < count; i++)
+                    cells[i0 + i] = (int)nodes[i];
         }
         return;
     }
@@ -312,7 +322,7 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
             for (isize a = 0; a <= order + 1; a++)
                 row[a] += fabs(power[0][a] * power[1][order + 1 - a]);
             if (cells)
-                cells[i] = flat;
+                cells[i] = (int)flat;
         }
         return;
     }
@@ -332,7 +342,7 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
             flat = flat * (j == 1 ? (isize)size[1] : 1) + (isize)node;
         }
         if (cells)
-            cells[i] = flat;
+            cells[i] = (int)flat;
         double *row = grid + flat * width;
         for (isize c = 0; c < nf; c++) {
             double feature = features ? features[i * nf + c] : 1.0;
