@@ -22,9 +22,9 @@ cancellation, it settles a density to 1e-3 of itself at 6.6 nodes per bandwidth 
 dimension and 8.7 in two, where the second-order bound of :mod:`.binned_bound` (which
 serves the other kernels) needs 27 and 49. The bound is a sum of separable terms, as
 the kernels are: every kernel's spectrum is an outer product of one-dimensional ones.
-Queries on a lattice (a plotting grid) get a grid with them on its nodes
-(:func:`lattice`, :func:`aligned_grid`): nothing to interpolate or correct on their
-side, and 5.1 and 6.8 nodes per bandwidth do.
+Queries on a lattice (a plotting grid) are found here (:func:`lattice`) and summed
+from the keys' moments about their nearest nodes on a grid aligned with them
+(:func:`aligned_grid`, :mod:`.binned_taylor`).
 """
 
 from __future__ import annotations

@@ -121,8 +121,9 @@ class Binned:
     exactly. ``grid_size``: nodes per dimension (int or one per dimension); by default
     chosen so that the bound settles rows on evenly spread keys. The Gaussian's binning
     takes its own second-order error away and bounds the third-order rest, so it needs
-    few nodes (6.6 per bandwidth at 1e-3 in one dimension, 8.7 in two), and queries on
-    a regular grid are put on the grid's nodes.
+    few nodes (6.6 per bandwidth at 1e-3 in one dimension, 8.7 in two); queries on a
+    regular grid (a plotting grid) are summed from each key's moments about its
+    nearest node, to the order the tolerance needs, on a grid no finer than theirs.
     """
 
     grid_size: int | tuple[int, ...] | None = None
