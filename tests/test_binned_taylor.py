@@ -136,7 +136,7 @@ def test_the_maxima_cover_their_boxes(spacing, order):
 @pytest.mark.parametrize("tolerance", [1e-2, 1e-3, 1e-6])
 def test_plans_meet_the_tolerance_at_least_cost(d, tolerance):
     step = np.full(d, 0.9)
-    order, divisions = binned_taylor.plan(tolerance, step, np.full(d, 60.0), 10**6, 2**24)
+    order, divisions = binned_taylor.plan(tolerance, step, np.full(d, 60.0), 10**6, 2**28)
     spacing = 0.9 / divisions[0]
     assert binned_taylor.relative_bound(order, spacing, d) <= tolerance / 2
     # one order fewer on the same grid would not do
@@ -209,3 +209,16 @@ def test_the_remainder_is_the_taylor_remainder():
             errors.append(abs(sums[0, 0] - exact))
         rates = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
         assert np.all(rates > order + 0.5)
+
+
+def test_plans_keep_to_their_budget_of_numbers():
+    # a lattice too fine for the budget at any order: no plan (linear binning's grid)
+    step, extent = np.full(2, 0.9), np.full(2, 3000.0)
+    assert binned_taylor.plan(1e-3, step, extent, 10**6, 2**22) is None
+    order, divisions = binned_taylor.plan(1e-3, step, extent, 10**6, 2**30)
+    nodes = np.prod(extent / (0.9 / divisions) + 2 * 9 / (0.9 / divisions) + 3)
+    assert nodes * len(binned_taylor.moment_orders(order, 2)) <= 2**30
+    with pytest.raises(ValueError, match="order: expected 0 to"):
+        binned_taylor._bin(
+            np.zeros((3, 1)), np.ones(1), Grid((0.0,), (1.0,), (4,)), None, 99, False
+        )

@@ -41,8 +41,8 @@ from .binned_gaussian import (
     lattice,
 )
 from .binned_gaussian import nodes_for as gaussian_nodes_for
+from .binned_taylor import LINEAR_COLUMNS, taylor_sums
 from .binned_taylor import plan as taylor_plan
-from .binned_taylor import taylor_sums
 from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points
 
 
@@ -330,7 +330,8 @@ def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e
     found = (gaussian and lattice(queries)) or None
     if found is not None:  # queries on the nodes: each key's moments about its nearest
         origin, step = (a * scale for a in found)
-        taylor = taylor_plan(tolerance, step, high - low, keys.shape[0], POOL_BUDGET)
+        budget = LINEAR_COLUMNS * POOL_BUDGET
+        taylor = taylor_plan(tolerance, step, high - low, keys.shape[0], budget)
         if taylor is not None:
             order, divisions = taylor
             grid = aligned_grid(low, high, origin, step, divisions, 0.0, POOL_BUDGET)

@@ -30,11 +30,14 @@ from .binned_gaussian import derivative, fast_length
 from .binning import FFT_ROUNDING, Binning
 from .threads import cores, thread_pool
 
-#: Highest order tried (``expansions.c`` takes up to 15).
+#: Highest order tried and taken (``expansions.c`` takes up to 15).
 MAX_ORDER = 8
 #: Keys per thread from which the binning is split between the cores (each its own grid,
 #: where the grid holds fewer numbers than there are keys).
 THREADED_KEYS = 2**17
+#: Numbers (nodes times columns) a plan's grid may hold, in nodes of linear binning's
+#: budget: about what that many nodes hold there with their columns and spectra.
+LINEAR_COLUMNS = 12
 #: Relative cost of one moment per key and of one column per grid node (FFTs,
 #: products), as measured on the bench's sizes: the plan minimises their sum.
 KEY_COST, NODE_COST = 1.0, 12.0
@@ -112,7 +115,8 @@ def plan(tolerance: float, step: Any, extent: Any, keys: int, budget: int):
     over ``extent (d,)`` scaled widths: each step divided into ``divisions (d,)`` spacings
     and the order such that :func:`relative_bound` is at most half of ``tolerance``, the
     pair of least estimated cost (:data:`KEY_COST` per moment a key, :data:`NODE_COST`
-    per column a node); None where every such grid passes ``budget`` nodes."""
+    per column a node); None where every such grid holds more than ``budget`` numbers
+    (nodes times columns)."""
     step, extent = np.asarray(step, np.float64), np.asarray(extent, np.float64)
     d, best = step.size, None
     for order in range(1, MAX_ORDER + 1):
@@ -125,7 +129,7 @@ def plan(tolerance: float, step: Any, extent: Any, keys: int, budget: int):
             continue
         divisions = np.ceil(step / spacing).astype(int)
         nodes = float(np.prod(extent / spacing + 2 * 9.0 / spacing + 3))
-        if nodes > budget:
+        if nodes * columns > budget:
             continue
         cost = columns * (KEY_COST * keys + NODE_COST * nodes)
         if best is None or cost < best[0]:
@@ -254,6 +258,8 @@ def _separable_sums(binned, terms, outputs: int, spectra, lengths) -> np.ndarray
 def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: bool):
     """``(binned (*size, width), cells)``: ``expansions.c``'s ``taylor_bin``, or NumPy's
     ``bincount`` without a compiler."""
+    if not 0 <= order <= MAX_ORDER:
+        raise ValueError(f"order: expected 0 to {MAX_ORDER}; received {order!r}")
     keys = np.ascontiguousarray(keys, np.float64)
     n, d = keys.shape
     f = 1 if features is None else features.shape[1]
