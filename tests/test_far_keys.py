@@ -222,3 +222,25 @@ def test_the_visited_share_falls_as_the_bandwidth_shrinks():
     assert all(0.0 <= s <= 1.0 for s in shares)
     assert shares[0] == 1.0 and shares[-1] < 0.1
     assert all(a >= b for a, b in itertools.pairwise(shares))
+
+
+@pytest.mark.parametrize("d", [2, 3, 8])
+def test_the_compiled_locality_order_splits_as_numpys(d, native_cache):
+    # the same k-d splits (runs of 64 as tight as NumPy's), ties and NaN in reasonable time
+    from attnpool.methods import native
+
+    rng = np.random.default_rng(d)
+    points = rng.normal(size=(20_000, d)) * np.arange(1, d + 1)
+    native.expansion_function("taylor_bin")  # the library built and loaded
+    loop = native.order_function()
+    assert loop is not None
+    compiled = locality_order(points, 64, loop)
+    numpy = locality_order(points, 64)
+    assert np.array_equal(np.sort(compiled), np.arange(len(points)))
+    rows = 64 * -(-len(points) // 64)
+    volumes = [np.prod(np.subtract(*bounding_boxes(points[o], 64, rows)[::-1]), axis=1)
+               for o in (compiled, numpy)]  # fmt: skip
+    np.testing.assert_allclose(np.sort(volumes[0]), np.sort(volumes[1]), rtol=1e-12)
+    for hostile in (np.zeros((50_000, d)), np.where(points > 0, np.nan, 1.0)):
+        order = locality_order(hostile, 64, loop)
+        assert np.array_equal(np.sort(order), np.arange(len(hostile)))

@@ -155,14 +155,16 @@ def _search_order(points: np.ndarray, rows: int | None) -> np.ndarray:
     pairs; columns in units of their ranges, as the bandwidths scale them), the estimate's
     ``rows`` — the first of a fixed shuffle — ahead of the others (the objective, a mean
     over every row, does not depend on the order)."""
+    from ..methods import native
     from ..methods.locality import locality_order
     from ..methods.native_layout import BOX
 
     n = points.shape[0]
     span = np.ptp(points, axis=0)
     standard = points / np.where(span > 0, span, 1.0)
+    compiled = native.order_function()
     if rows is None:
-        return locality_order(standard, BOX)
+        return locality_order(standard, BOX, compiled)
     shuffle = np.random.default_rng(0).permutation(n)
     parts = (shuffle[:rows], shuffle[rows:])
-    return np.concatenate([part[locality_order(standard[part], BOX)] for part in parts])
+    return np.concatenate([part[locality_order(standard[part], BOX, compiled)] for part in parts])

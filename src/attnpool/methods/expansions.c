@@ -370,3 +370,104 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
         }
     }
 }
+
+/* The k-d locality order of points (n, d) (locality.py's): each segment of more than
+   leaf rows split along its widest column at leaf * (ceil(rows / leaf) / 2) rows, the
+   nearer half first, down to runs of leaf; order (n,) is written with the permutation.
+   The rows of work (n, d), a copy of the points, move with their indices, so that
+   every pass reads memory in order. The splits are selections in three-way partitions
+   about pseudo-random pivots: ties (a column of equal values) cost no more than
+   distinct values. */
+static unsigned long long next_random(unsigned long long *state)
+{
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *state >> 33;
+}
+
+static inline void swap_rows(double *work, long long *order, isize d, isize a, isize b)
+{
+    long long row = order[a];
+    order[a] = order[b];
+    order[b] = row;
+    for (isize j = 0; j < d; j++) {
+        double x = work[a * d + j];
+        work[a * d + j] = work[b * d + j];
+        work[b * d + j] = x;
+    }
+}
+
+static void select_rows(double *work, long long *order, isize d, isize axis, isize start,
+                        isize stop, isize nth, unsigned long long *state)
+{
+    while (stop - start > 1) {
+        isize span = stop - start;
+        isize chosen = start + (isize)(next_random(state) % (unsigned long long)span);
+        double pivot = work[chosen * d + axis];
+        isize below = start, at = start, above = stop; /* [start, below) <, [below, at) == */
+        while (at < above) {
+            double x = work[at * d + axis];
+            if (x < pivot) {
+                swap_rows(work, order, d, at, below);
+                below++;
+                at++;
+            } else if (x > pivot) {
+                above--;
+                swap_rows(work, order, d, at, above);
+            } else {
+                at++;
+            }
+        }
+        if (nth < below)
+            stop = below;
+        else if (nth >= above)
+            start = above;
+        else
+            return; /* the nth row is among the pivot's equals */
+    }
+}
+
+void locality_order(double *work, isize n, isize d, isize leaf, long long *order)
+{
+    enum { DEPTH = 128 };
+    isize stack[DEPTH][2], top = 0;
+    unsigned long long state = 0x9E3779B97F4A7C15ULL;
+    for (isize i = 0; i < n; i++)
+        order[i] = i;
+    stack[top][0] = 0;
+    stack[top][1] = n;
+    top++;
+    while (top > 0) {
+        top--;
+        isize start = stack[top][0], stop = stack[top][1];
+        if (stop - start <= leaf)
+            continue;
+        double low[64], high[64];
+        isize columns = d < 64 ? d : 64, axis = 0;
+        for (isize j = 0; j < columns; j++) {
+            low[j] = INFINITY;
+            high[j] = -INFINITY;
+        }
+        for (isize i = start; i < stop; i++)
+            for (isize j = 0; j < columns; j++) {
+                double x = work[i * d + j];
+                low[j] = x < low[j] ? x : low[j];
+                high[j] = x > high[j] ? x : high[j];
+            }
+        double widest = -1.0;
+        for (isize j = 0; j < columns; j++)
+            if (high[j] - low[j] > widest) {
+                widest = high[j] - low[j];
+                axis = j;
+            }
+        isize half = leaf * (((stop - start) + leaf - 1) / leaf / 2);
+        select_rows(work, order, d, axis, start, stop, start + half, &state);
+        if (top + 2 > DEPTH)
+            return; /* cannot happen: the halves shrink geometrically */
+        stack[top][0] = start + half;
+        stack[top][1] = stop;
+        top++;
+        stack[top][0] = start;
+        stack[top][1] = start + half;
+        top++;
+    }
+}

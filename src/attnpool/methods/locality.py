@@ -10,17 +10,26 @@ distance between boxes bounds every pair of a block and a run.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["bounding_boxes", "locality_order"]
 
 
-def locality_order(points: np.ndarray, leaf: int) -> np.ndarray:
+def locality_order(points: np.ndarray, leaf: int, compiled: Any = None) -> np.ndarray:
     """A permutation of the rows of ``points (n, d)`` whose consecutive runs of ``leaf``
-    (from the first row) are near one another: the leaves of a *k*-d split."""
+    (from the first row) are near one another: the leaves of a *k*-d split. ``compiled``:
+    ``expansions.c``'s ``locality_order`` (:func:`.native.order_function`), the same
+    splits without a Python loop (ties broken otherwise), or None."""
     n, d = points.shape
     if d == 1:
         return np.argsort(points[:, 0], kind="stable")
+    if compiled is not None and d <= 64:
+        work = np.array(points, np.float64, order="C")  # reordered in place
+        order = np.empty(n, np.int64)
+        compiled(work.ctypes.data, n, d, leaf, order.ctypes.data)
+        return order.astype(np.intp, copy=False)
     order = np.arange(n)
     segments = [(0, n)]
     while segments:

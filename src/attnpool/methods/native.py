@@ -159,7 +159,7 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     n, d = queries.shape
     m, p = values.shape
     q, kt = _coordinates(queries, keys, np.asarray(scale, np.float64), dtype)
-    layout = Layout(q, kt, m, exclude_self, ordered=ordered)
+    layout = Layout(q, kt, m, exclude_self, ordered=ordered, compiled_order=order_function())
     m_pad = kt.shape[1]
     sums, shift = np.empty((n, 1 + p)), np.empty(n)
     for start in range(0, p, MAX_VALUES):
@@ -223,7 +223,7 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
     shift = np.empty(n)
     moments = np.empty((n, 1 + d + d * d + p * (1 + d)))
     ref = np.empty(n, np.intp)
-    layout = Layout(q, kt, m, exclude_self, ordered=ordered)
+    layout = Layout(q, kt, m, exclude_self, ordered=ordered, compiled_order=order_function())
     vt[:, :m] = vt[:, layout.keys]
     _run_threads(function, layout, vt, m, (shift, moments, ref))
     found = ref >= 0
@@ -302,6 +302,7 @@ _SIGNATURES = {
     "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
     "fgt_coefficients": [_POINTER] * 3 + [_SIZE] * 2 + [_DOUBLE] * 2 + [_SIZE] * 3 + [_POINTER],
     "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
+    "locality_order": [_POINTER, _SIZE, _SIZE, _SIZE, _POINTER],
     "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE, _POINTER, _POINTER],
     "fgt_evaluate": [
         *[_POINTER] * 2,
@@ -347,6 +348,12 @@ def expansion_function(name: str) -> Any:
     if _compile_error(compiler(), None) is not None:
         return None
     return _expansion(compiler(), name)
+
+
+def order_function() -> Any:
+    """``expansions.c``'s k-d ``locality_order`` where that library runs here without
+    compiling anything, else None (:func:`.locality.locality_order` splits in NumPy)."""
+    return expansion_function("locality_order") if expansions_ready() else None
 
 
 def expansions_ready() -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class Layout:
     ``keys`` and ``queries`` are other than the identity."""
 
     def __init__(self, q: np.ndarray, kt: np.ndarray, m: int, exclude_self: bool,
-                 ordered: bool = False) -> None:  # fmt: skip
+                 ordered: bool = False, compiled_order: Any = None) -> None:  # fmt: skip
         n, d = q.shape
         every_query, every_key = np.arange(n), np.arange(m)
         self.keys, self.queries = every_key, every_query
@@ -45,9 +46,11 @@ class Layout:
         keys = kt[:d, :m].T
         if n * m >= LOCAL_MIN_PAIRS and m > CHUNK and passes_over(keys, m):
             if not ordered:
-                self.keys = locality_order(keys, BOX)
+                self.keys = locality_order(keys, BOX, compiled_order)
                 # leave-one-out over every point: the queries are the keys
-                self.queries = self.keys if exclude_self and n == m else locality_order(q, BOX)
+                self.queries = (
+                    self.keys if exclude_self and n == m else locality_order(q, BOX, compiled_order)
+                )
                 kt[:, :m] = kt[:, self.keys]
                 q = q[self.queries]
                 self.reordered = True
