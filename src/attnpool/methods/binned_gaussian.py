@@ -67,18 +67,33 @@ CRITICAL = (
 
 def box_maxima(spacing: float, span: int) -> np.ndarray:
     """``(5, 2·span + 1)``: ``max |φ⁽ᵏ⁾(t)|`` over ``|t − vΔ| ≤ 2Δ``, ``k = 0 … 4``, at node
-    offsets ``v = −span … span`` (scaled units): the larger of the ends and of the
-    critical points inside (:data:`CRITICAL`), raised by a few roundings."""
+    offsets ``v = −span … span`` (scaled units): :func:`hermite_maxima` over boxes of
+    :data:`BOX` spacings."""
+    return np.stack([hermite_maxima(k, spacing, span, BOX * spacing) for k in range(5)])
+
+
+def hermite_maxima(order: int, spacing: float, span: int, half: float) -> np.ndarray:
+    """``max |φ^(order)(u)|`` over ``|u − vΔ| ≤ half``, node offsets ``v = −span … span``:
+    the larger of the ends and of the critical points inside (the roots of
+    ``He_{order+1}``), raised by a few roundings."""
     centre = np.arange(-span, span + 1) * spacing
-    low, high = centre - BOX * spacing, centre + BOX * spacing
-    out = np.empty((5, 2 * span + 1))
-    for k in range(5):
-        largest = np.maximum(np.abs(derivative(k, low)), np.abs(derivative(k, high)))
-        for root in CRITICAL[k]:
-            peak = abs(float(derivative(k, root)))
-            largest = np.where((low <= root) & (root <= high), np.maximum(largest, peak), largest)
-        out[k] = largest * (1 + 1e-12)
-    return out
+    low, high = centre - half, centre + half
+    largest = np.maximum(np.abs(derivative(order, low)), np.abs(derivative(order, high)))
+    for root, peak in _critical(order):
+        largest = np.where((low <= root) & (root <= high), np.maximum(largest, peak), largest)
+    return np.asarray(largest * (1 + 1e-12))
+
+
+@cache
+def _critical(order: int) -> tuple[tuple[float, float], ...]:
+    """The roots of ``He_{order+1}`` (where ``|φ^(order)|`` may peak) and ``|φ^(order)|``
+    there: :data:`CRITICAL` up to order 4; beyond, the eigenvalues of the Jacobi matrix
+    of the probabilists' Hermite polynomials (to ~1e-14, the peaks raised by 1e-9)."""
+    if order < len(CRITICAL):
+        return tuple((r, abs(float(derivative(order, r)))) for r in CRITICAL[order])
+    jacobi = np.diag(np.sqrt(np.arange(1.0, order + 1)), 1)
+    roots = np.linalg.eigvalsh(jacobi + jacobi.T)
+    return tuple((float(r), abs(float(derivative(order, r))) * (1 + 1e-9)) for r in roots)
 
 
 def bound_terms(

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import native
-from .binned_gaussian import derivative, fast_length
+from .binned_gaussian import derivative, fast_length, hermite_maxima
 from .binning import FFT_ROUNDING, Binning
 from .threads import cores, thread_pool
 
@@ -50,28 +50,6 @@ def moment_orders(order: int, d: int) -> list[tuple[int, ...]]:
         return [(a,) for a in range(order + 1)] + [(order + 1,)]
     kept = [(a, b) for a in range(order + 1) for b in range(order + 1 - a)]
     return kept + [(a, order + 1 - a) for a in range(order + 2)]
-
-
-def hermite_maxima(order: int, spacing: float, span: int, half: float) -> np.ndarray:
-    """``max |φ^(order)(u)|`` over ``|u − vΔ| ≤ half``, node offsets ``v = −span … span``:
-    the larger of the ends and of the critical points inside (the roots of
-    ``He_{order+1}``), raised by a few roundings."""
-    centre = np.arange(-span, span + 1) * spacing
-    low, high = centre - half, centre + half
-    largest = np.maximum(np.abs(derivative(order, low)), np.abs(derivative(order, high)))
-    for root, peak in _critical(order):
-        largest = np.where((low <= root) & (root <= high), np.maximum(largest, peak), largest)
-    return largest * (1 + 1e-12)
-
-
-@cache
-def _critical(order: int) -> tuple[tuple[float, float], ...]:
-    """The roots of ``He_{order+1}`` (where ``|φ^(order)|`` may peak) and ``|φ^(order)|``
-    there, raised by 1e-9 (the roots are found to ~1e-14)."""
-    # the eigenvalues of the Jacobi matrix of the probabilists' Hermite polynomials
-    jacobi = np.diag(np.sqrt(np.arange(1.0, order + 1)), 1)
-    roots = np.linalg.eigvalsh(jacobi + jacobi.T)
-    return tuple((float(r), abs(float(derivative(order, r))) * (1 + 1e-9)) for r in roots)
 
 
 def axis_tables(order: int, spacing: float, span: int, half: float):
