@@ -64,16 +64,23 @@ def test_more_coefficients_than_the_loop_holds_are_built_in_numpy():
 
 
 def test_a_window_outside_the_table_is_not_a_number():
-    # the loop reads whole vectors of boxes; a query whose window would leave the table
-    # is NaN, for the caller to sum otherwise (expansion_sums marks it unsettled)
+    # a query whose window would leave the table is NaN, for the caller to sum otherwise
+    # (expansion_sums marks it unsettled); queries of nearby boxes run together, each
+    # with its own window, as each would alone
     evaluate = native.expansion_function("fgt_evaluate")
-    order, half, columns = 4, 2, 2 * (2 * 2 + 1) + 1 + fgt.WINDOW_SLACK
-    table = np.ones((order, columns))
-    u, nearest2 = np.array([0.5, -40.0, 400.0]), np.zeros(3)
-    out = np.empty((3, 1))
+    order, half, columns = 4, 2, 2 * (2 * 2 + 1) + 1
+    table = np.random.default_rng(5).uniform(size=(order, columns))
     at = native.address
-    evaluate(at(u), at(nearest2), 3, at(table), columns, 1, 1.0, half, order, at(out))
-    assert np.isfinite(out[0, 0]) and np.isnan(out[1:, 0]).all()
+
+    def sums(u):
+        u, out = np.asarray(u, np.float64), np.empty((len(u), 1))
+        evaluate(at(u), at(np.zeros(len(u))), len(u), at(table), columns, 1, 1.0, half, order,
+                 at(out))  # fmt: skip
+        return out[:, 0]
+
+    got = sums([0.5, 1.2, 3.5, 4.5, -40.0, 400.0])
+    assert np.isfinite(got[:3]).all() and np.isnan(got[3:]).all()
+    np.testing.assert_allclose(got[:3], [sums([u])[0] for u in (0.5, 1.2, 3.5)], rtol=1e-15)
 
 
 def test_a_small_density_builds_no_loop_but_runs_on_one_already_built(native_cache, monkeypatch):

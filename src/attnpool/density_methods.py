@@ -98,10 +98,10 @@ def _expansion_log_sums(x: Any, q: Any, h: Any, w: Any, columns: Any) -> Any:
     from .methods import fgt
     from .mixed_kernels import log_sums
 
-    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
+    values = np.ones((x.shape[0], 0)) if w is None else w[:, None]  # (the counts: column 0)
     sums, settled, nearest2 = fgt.expansion_sums(q, x, values, 1.0 / h[0], return_nearest=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.log(sums[:, 1]) - 0.5 * nearest2 - math.log(math.sqrt(2 * math.pi) * h[0])
+        out = np.log(sums[:, -1]) - 0.5 * nearest2 - math.log(math.sqrt(2 * math.pi) * h[0])
     again = np.flatnonzero(~settled | ~np.isfinite(out))
     if again.size:
         count = x.shape[0] if w is None else float(np.sum(w) / np.min(w))

@@ -12,7 +12,7 @@
 
    (r^2: the query's squared distance to its nearest key, a factor that keeps the sum
    in range). The table is (order * f, columns), row j*f + c, so a query's window of
-   boxes is contiguous and its Horner steps run across the window in vectors.
+   boxes is contiguous; queries run one a vector lane, their Horner steps side by side.
 
    binned (methods/binned.py): linear binning of points onto a regular grid, each
    point's features split between the 2^d corners of its cell; and (binned_taylor.py)
@@ -29,11 +29,53 @@ typedef ptrdiff_t isize;
 #define LANES (VECTOR_BYTES / (int)sizeof(double))
 typedef double vector __attribute__((vector_size(VECTOR_BYTES)));
 
+typedef long long lanes_int __attribute__((vector_size(VECTOR_BYTES)));
+
 static inline vector load(const double *from)
 {
     vector v;
     memcpy(&v, from, sizeof v);
     return v;
+}
+
+/* where: a lane of `when` (a comparison's -1 or 0) picks `yes`, else `no` */
+static inline vector pick(lanes_int when, vector yes, vector no)
+{
+    return (vector)((when & (lanes_int)yes) | (~when & (lanes_int)no));
+}
+
+static inline double lane_sum(vector v) /* pairwise, as a tree of shuffles */
+{
+    double a[LANES];
+    memcpy(a, &v, sizeof v);
+    for (int half = LANES / 2; half >= 1; half /= 2)
+        for (int lane = 0; lane < half; lane++)
+            a[lane] += a[lane + half];
+    return a[0];
+}
+
+/* e^x by lane, within a few roundings: x = k ln 2 + r with ln 2 in two parts (Cody and
+   Waite; k ln2_hi exact), |r| <= ln 2 / 2, e^r by its Taylor series to degree 13
+   (remainder below 4e-18), and k added to the exponent. x is first clamped to
+   [-708, 709], where 2^k stays normal: below, the result is e^-708 (3e-308), nothing
+   beside the weights these loops sum. NaN stays NaN. */
+static inline vector exp_lanes(vector x)
+{
+    const double magic = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to integers */
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    vector low = (vector){0.0} - 708.0, high = (vector){0.0} + 709.0;
+    vector clamped = pick(x < low, low, pick(x > high, high, x));
+    vector shifted = clamped * 1.44269504088896338700 + magic;
+    vector k = shifted - magic;
+    vector r = (clamped - k * ln2_hi) - k * ln2_lo;
+    vector p = (vector){0.0} + 1.0 / 6227020800.0; /* 1/13! */
+    static const double taylor[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+                                    1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
+                                    1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0};
+    for (int j = 0; j < (int)(sizeof taylor / sizeof taylor[0]); j++)
+        p = p * r + taylor[j];
+    lanes_int exponent = ((lanes_int)shifted - (lanes_int)((vector){0.0} + magic)) << 52;
+    return pick(x == x, (vector)((lanes_int)p + exponent), x);
 }
 
 /* Largest window of boxes a query sums, and coefficients a box holds (fgt.py keeps to
@@ -65,118 +107,184 @@ int fgt_coefficients(const double *keys, const double *features, const long long
         for (isize r = 0; r < terms; r++)
             own[r] = (vector){0.0};
         for (isize first = i; first < end; first += LANES) {
-            vector t, term;
+            vector t, inside;
             for (isize lane = 0; lane < LANES; lane++) {
                 isize key = first + lane < end ? first + lane : first;
                 t[lane] = keys[key] - centre;
-                term[lane] = first + lane < end ? exp(-0.5 * t[lane] * t[lane]) : 0.0;
+                inside[lane] = first + lane < end ? 1.0 : 0.0;
                 for (isize c = 0; c < f; c++)
-                    feature[c][lane] = features[key * f + c];
+                    feature[c][lane] = features ? features[key * f + c] : 1.0;
             }
+            vector term = exp_lanes(-0.5 * t * t) * inside;
             for (isize j = 0; j < order; j++) {
                 for (isize c = 0; c < f; c++)
                     own[j * f + c] += term * feature[c];
                 term *= t * inverse[j];
             }
         }
-        for (isize r = 0; r < terms; r++) {
-            double sum = 0.0;
-            for (isize lane = 0; lane < LANES; lane++)
-                sum += own[r][lane];
-            table[r * columns + box[i] + pad] += sum;
-        }
+        for (isize r = 0; r < terms; r++)
+            table[r * columns + box[i] + pad] += lane_sum(own[r]);
         i = end;
     }
     free(own);
     return 0;
 }
 
-/* Queries that share a box are summed GROUP at a time: each coefficient loaded once
-   serves them all, and their Horner chains run side by side in registers. */
-#define GROUP 8
-
-/* exp(-(s_w^2 - r^2)/2) for the window's offsets s (s_{w+1} = s_w - width), outward
-   from the query's own box by ratios, two roundings a step: factor_{w+1} / factor_w
-   = exp(width s_w - width^2/2), and that ratio's own ratio exp(-width^2) = step. */
-static void gaussian_factors(const double *s, double r2, isize half, double width,
-                             double step, double *factor)
-{
-    isize window = 2 * half + 1;
-    factor[half] = exp(-0.5 * (s[half] * s[half] - r2));
-    double up = exp(width * s[half] - 0.5 * width * width);
-    double down = step / up; /* exp(-width s - width^2/2) */
-    for (isize w = half; w < window - 1; w++, up *= step)
-        factor[w + 1] = factor[w] * up;
-    for (isize w = half; w > 0; w--, down *= step)
-        factor[w - 1] = factor[w] * down;
-}
+/* Queries run one a lane, LANES at a time, with those of boxes up to SPREAD apart
+   together: the group's columns span their windows, a lane's factors 0 outside its own.
+   A column's coefficients are broadcast to the lanes; COLUMNS columns' Horner chains run
+   side by side in registers. */
+#define SPREAD 4
+#define COLUMNS 8
+/* Columns from which a lane's Gaussian factor is computed afresh, between them by ratios:
+   exp(-(s_{c+1}^2 - r^2)/2) = exp(-(s_c^2 - r^2)/2) exp(width s_c - width^2/2), and that
+   ratio's own ratio exp(-width^2) = step; at most ANCHOR - 1 steps, two roundings each. */
+#define ANCHOR 8
 
 /* out (n, f): each query's sums over the window of 2*half + 1 boxes around its own
-   (box floor(u / width); its window's first column is box + half + 1). The window is
-   read in whole vectors (its tail's factors 0): the table's rows hold that many
-   columns past its last window. A query whose window is not inside the table gets
-   NaN (the caller sums it otherwise). */
+   (box floor(u / width); its window's first column is box + half + 1). A query whose
+   window is not inside the table gets NaN (the caller sums it otherwise). */
 int fgt_evaluate(const double *u, const double *nearest2, isize n, const double *table,
                   isize columns, isize f, double width, isize half, isize order,
                   double *out)
 {
-    isize window = 2 * half + 1;
-    isize read = (window + LANES - 1) / LANES * LANES;
+    isize window = 2 * half + 1, stride = f * columns;
     double step = exp(-width * width);
-    if (read > MAX_WINDOW)
+    if (window + SPREAD > MAX_WINDOW)
         return 1;
-    double (*s)[MAX_WINDOW] = malloc(2 * GROUP * sizeof *s); /* the heap, as above */
-    double (*factor)[MAX_WINDOW] = s + GROUP;
-    if (!s)
+    /* on the heap: a caller's thread may have a small stack (musl gives 128 KiB) */
+    isize most = MAX_WINDOW + COLUMNS;
+    vector *offset = aligned_alloc(sizeof(vector), 2 * (size_t)most * sizeof(vector));
+    vector *factor = offset + most;
+    if (!offset)
         return 1;
     for (isize i = 0; i < n;) {
-        isize own = (isize)floor(u[i] / width);
-        isize count = 1;
-        while (count < GROUP && i + count < n && (isize)floor(u[i + count] / width) == own)
-            count++;
-        isize first = own + half + 1;
-        if (first < 0 || first + read > columns) {
+        isize own = (isize)floor(u[i] / width), first = own + half + 1;
+        if (first < 0 || first + window > columns) {
             for (isize c = 0; c < f; c++)
                 out[i * f + c] = NAN;
             i += 1;
             continue;
         }
-        for (isize g = 0; g < GROUP; g++) {
-            isize row = i + (g < count ? g : 0);
-            for (isize w = 0; w < read; w++)
-                s[g][w] = u[row] - ((double)(own - half + w) + 0.5) * width;
-            gaussian_factors(s[g], nearest2[row], half, width, step, factor[g]);
-            for (isize w = window; w < read; w++)
-                factor[g][w] = 0.0;
+        isize count = 1, span = window;
+        while (count < LANES && i + count < n) {
+            isize apart = (isize)floor(u[i + count] / width) - own;
+            if (apart < 0 || apart > SPREAD || first + window + apart > columns)
+                break;
+            span = window + apart > span ? window + apart : span;
+            count++;
         }
-        for (isize c = 0; c < f; c++) {
-            vector total[GROUP] = {{0.0}};
-            for (isize b = 0; b < read; b += LANES) {
-                vector sums[GROUP], at[GROUP];
-                vector top = load(table + ((order - 1) * f + c) * columns + first + b);
-                for (isize g = 0; g < GROUP; g++) {
-                    sums[g] = top;
-                    at[g] = load(&s[g][b]);
-                }
-                for (isize j = order - 2; j >= 0; j--) {
-                    vector coefficient = load(table + (j * f + c) * columns + first + b);
-                    for (isize g = 0; g < GROUP; g++)
-                        sums[g] = sums[g] * at[g] + coefficient;
-                }
-                for (isize g = 0; g < GROUP; g++)
-                    total[g] += sums[g] * load(&factor[g][b]);
+        vector at, r2, low;
+        for (isize lane = 0; lane < LANES; lane++) {
+            isize row = i + (lane < count ? lane : 0);
+            at[lane] = u[row];
+            r2[lane] = nearest2[row];
+            low[lane] = floor(u[row] / width) - (double)own;
+        }
+        for (isize c = 0; c < span; c += ANCHOR) { /* each anchor's chain in registers */
+            vector at_anchor = at - ((double)(own - half + c) + 0.5) * width;
+            vector gauss = exp_lanes(-0.5 * (at_anchor * at_anchor - r2));
+            vector ratio = exp_lanes(width * at_anchor - 0.5 * width * width);
+            for (isize k = c; k < c + ANCHOR && k < span; k++) {
+                offset[k] = at - ((double)(own - half + k) + 0.5) * width;
+                lanes_int inside = ((double)k >= low) & ((double)k < low + (double)window);
+                factor[k] = pick(inside, gauss, (vector){0.0});
+                gauss *= ratio;
+                ratio *= step;
             }
-            for (isize g = 0; g < count; g++) {
-                double sum = 0.0;
-                for (isize lane = 0; lane < LANES; lane++)
-                    sum += total[g][lane];
-                out[(i + g) * f + c] = sum;
+        }
+        for (isize c = span; c < span + COLUMNS; c++) { /* the last block's spare columns */
+            offset[c] = offset[span - 1];
+            factor[c] = (vector){0.0};
+        }
+        for (isize feature = 0; feature < f; feature++) {
+            const double *row = table + feature * columns + first;
+            vector total = {0.0};
+            for (isize c = 0; c < span; c += COLUMNS) {
+                isize column[COLUMNS]; /* the spare ones read the last column, times 0 */
+                vector sums[COLUMNS];
+                for (isize k = 0; k < COLUMNS; k++) {
+                    column[k] = c + k < span ? c + k : span - 1;
+                    sums[k] = (vector){0.0} + row[(order - 1) * stride + column[k]];
+                }
+                for (isize j = order - 2; j >= 0; j--)
+                    for (isize k = 0; k < COLUMNS; k++)
+                        sums[k] = sums[k] * offset[c + k] + row[j * stride + column[k]];
+                for (isize k = 0; k < COLUMNS; k++)
+                    total += sums[k] * factor[c + k];
             }
+            for (isize lane = 0; lane < count; lane++)
+                out[(i + lane) * f + feature] = total[lane];
         }
         i += count;
     }
-    free(s);
+    free(offset);
     return 0;
+}
+
+/* A sorted sample's leave-one-out log weights (fgt.py's leave_one_out_log_weights): for
+   the points c (n, ascending) times scale, out_i = log sum_{j != i} exp(-(p_i - p_j)^2/2)
+   with p = c scale. The expansions' weights over all points (boxes of `width`, `half` a
+   side, Taylor `order`; keys, and features, the points' ones) less each point's own term
+   1; where that rest is below min_weight (its error relative to the weight with the own
+   term would show) or not a number (a window off the table), pair by pair over the
+   points within sqrt(r^2 + reach2) (r: the distance to its nearest other, a neighbour in
+   the order; the rest weigh less than the tolerance reach2 = 2 log(n / tolerance) was
+   made for), shifted by that nearest term. Returns 0, or 1 where it did nothing. */
+int fgt_leave_one_out(const double *c, isize n, double scale, double width, isize half,
+                      isize order, double min_weight, double reach2, double *out)
+{
+    if (n < 2) {
+        for (isize i = 0; i < n; i++)
+            out[i] = -INFINITY;
+        return 0;
+    }
+    double *p = malloc(3 * (size_t)n * sizeof(double));
+    long long *box = malloc((size_t)n * sizeof(long long));
+    if (!p || !box) {
+        free(p);
+        free(box);
+        return 1;
+    }
+    double *u = p + n, *zero = p + 2 * n;
+    for (isize i = 0; i < n; i++) {
+        p[i] = c[i] * scale;
+        u[i] = p[i] - p[0];
+        box[i] = (long long)floor(u[i] / width);
+        zero[i] = 0.0;
+    }
+    isize pad = 2 * half + 1, columns = (isize)box[n - 1] + 1 + 2 * pad;
+    double *table = calloc((size_t)(order * columns), sizeof(double));
+    int failed = !table ||
+                 fgt_coefficients(p, NULL, box, n, 1, p[0], width, order, pad, columns, table) ||
+                 fgt_evaluate(u, zero, n, table, columns, 1, width, half, order, out);
+    free(table);
+    free(box);
+    for (isize i = 0; i < n && !failed; i++) {
+        double rest = out[i] - 1.0;
+        if (rest >= min_weight) {
+            out[i] = log(rest);
+            continue;
+        }
+        double left = i > 0 ? (c[i] - c[i - 1]) * scale : INFINITY;
+        double right = i < n - 1 ? (c[i + 1] - c[i]) * scale : INFINITY;
+        double r2 = left < right ? left * left : right * right, sum = 0.0;
+        for (isize j = i - 1; j >= 0; j--) {
+            double d = (c[i] - c[j]) * scale;
+            if (d * d > r2 + reach2)
+                break;
+            sum += exp(-0.5 * (d * d - r2));
+        }
+        for (isize j = i + 1; j < n; j++) {
+            double d = (c[j] - c[i]) * scale;
+            if (d * d > r2 + reach2)
+                break;
+            sum += exp(-0.5 * (d * d - r2));
+        }
+        out[i] = log(sum) - 0.5 * r2;
+    }
+    free(p);
+    return failed;
 }
 
 /* Linear binning (binned.py's): point i's node coordinates p_j = (x_ij scale_j -

@@ -16,6 +16,11 @@ Error, for each query–key term relative to itself: the Taylor remainder is at 
 farther than ``R`` from the query and hold at most ``m · exp(−(R² − r²)/2)`` of its
 weight (``r``: the distance to its nearest key). ``R``, ``w`` and ``p`` are chosen
 so that both bounds are below :data:`TOLERANCE` — as exact as the float64 sum itself.
+Where every feature is a count (densities), the truncation may instead be bounded
+for the row as a whole, as the keys beyond the window are: a key's error is at most
+``e^{−(|s| − |t|)²/2} |s·t|^p / p!``, whose largest value over the window times ``m``
+must stay below ``tolerance · e^{−r²/2}``, that is below ``e^{−R²/2}`` — a third fewer
+terms than each term's own bound, whose far boxes pay for a weight they do not have.
 Queries farther than :data:`MAX_NEAREST` from every key are returned unsettled
 (the caller pools them exactly).
 
@@ -68,11 +73,11 @@ def refusal(kernel: Kernel, d: int) -> str | None:
     return None
 
 
-def reach(nearest2, count: float):
-    """The scaled distance beyond which ``count`` keys weigh at most :data:`TOLERANCE` of
+def reach(nearest2, count: float, tolerance: float = TOLERANCE):
+    """The scaled distance beyond which ``count`` keys weigh at most ``tolerance`` of
     a row whose nearest key is ``√nearest2`` away: ``m e^{−R²/2} ≤ tol · e^{−r²/2}``.
     With observation weights, ``count`` is their total over the smallest."""
-    return np.sqrt(nearest2 + 2 * math.log(count / TOLERANCE))
+    return np.sqrt(nearest2 + 2 * math.log(count / tolerance))
 
 
 def keys_within(points, centres, radii, max_intervals: int = 16) -> np.ndarray:
@@ -101,35 +106,55 @@ def keys_within(points, centres, radii, max_intervals: int = 16) -> np.ndarray:
     return np.concatenate(found) if found else np.zeros(0, np.intp)
 
 
-def plan(reach: float) -> tuple[float, int, int]:
+def plan(
+    reach: float, *, counts: bool = False, tolerance: float = TOLERANCE
+) -> tuple[float, int, int]:
     """``(width, half_window, order)``: boxes of ``width`` bandwidths, ``half_window`` boxes
     on each side of the query's box (covering ``reach``), Taylor ``order`` — the
-    cheapest that meets :data:`TOLERANCE` (for ``reach`` rounded up to a 64th)."""
-    return _plan(math.ceil(reach * 64) / 64)
+    cheapest that meets ``tolerance`` (for ``reach`` rounded up to a 64th): each term's
+    own bound, or with ``counts`` (every feature a count) the row's, whichever is lower."""
+    return _plan(math.ceil(reach * 64) / 64, counts, tolerance)
 
 
 @functools.cache
-def _plan(reach: float) -> tuple[float, int, int]:
+def _plan(reach: float, counts: bool, tolerance: float) -> tuple[float, int, int]:
     best = None
     for width in WIDTHS:
         half = math.ceil(reach / width)
         largest = (half + 0.5) * width * (width / 2)  # max |s·t| in the window
         order = 1
-        while largest**order / math.factorial(order) * math.exp(largest) > TOLERANCE:
+        while largest**order / math.factorial(order) * math.exp(largest) > tolerance:
             order += 1
+        if counts:
+            order = min(order, _row_order(width, (half + 0.5) * width, reach))
         cost = (2 * half + 1) * order
         if best is None or cost < best[0]:
             best = (cost, width, half, order)
     return best[1:]
 
 
+def _row_order(width: float, farthest: float, reach: float) -> int:
+    """The least order whose largest error per key, ``e^{−(σ − τ)²/2} (σ τ)^p / p!`` over
+    offsets ``σ ≤ farthest`` and ``τ ≤ width/2``, is at most ``e^{−reach²/2}``. It grows
+    with ``τ`` (its log's slope ``p/τ + σ − τ > 0`` for ``τ ≤ ½``), so ``τ = width/2``; in
+    ``σ`` its log is concave, largest at ``σ τ = p + σ τ (τ − σ)``'s root or at ``farthest``."""
+    tau, order = width / 2, 1
+    while True:
+        sigma = min(farthest, (tau + math.sqrt(tau * tau + 4 * order)) / 2)
+        largest = order * math.log(sigma * tau) - (sigma - tau) ** 2 / 2 - math.lgamma(order + 1)
+        if largest <= -(reach**2) / 2:
+            return order
+        order += 1
+
+
 def expansion_sums(
-    queries, keys, values, scale, *, return_nearest: bool = False
+    queries, keys, values, scale, *, return_nearest: bool = False, tolerance: float = TOLERANCE
 ) -> tuple[np.ndarray, ...]:
     """``(sums (n, 1 + p), settled (n,))``: ``[Σ_j K_ij, Σ_j K_ij v_j] · exp(r_i²/2)`` for
     the Gaussian ``K_ij = exp(−(s(q_i − k_j))²/2)`` (``r_i``: the scaled distance to the
     nearest key, a per-row factor that cancels in the pooled ratio) and which rows are
-    within the error bound; ``return_nearest``: also ``r_i² (n,)``, to take the factor
+    within the error bound (``tolerance`` of the row's weight, and of its values' for
+    the terms' truncation); ``return_nearest``: also ``r_i² (n,)``, to take the factor
     back.
 
     ``queries (n, 1)``, ``keys (m, 1)``, ``values (m, p)``; ``scale`` the inverse bandwidth.
@@ -155,19 +180,26 @@ def expansion_sums(
         result = (sums, settled, in_order)
     if not near.any():
         return result
-    width, half, order = plan(float(reach(nearest2[near].max(), k.shape[0])))
+    rows = np.flatnonzero(near)
+    farthest = float(reach(nearest2[near].max(), k.shape[0], tolerance))
+    found = sorted_sums(q[rows], nearest2[rows], k, features, farthest, tolerance)
+    if found is not None:
+        sums[query_order[rows]] = found
+        settled[query_order[rows]] = np.isfinite(found).all(axis=1)
+    return result
+
+
+def sorted_sums(q, nearest2, k, features, farthest, tolerance):
+    """``(n, f)``: the expanded sums at scaled queries ``q`` over the sorted scaled keys
+    ``k`` (keys beyond ``farthest`` left out; NaN where a window leaves the table), or
+    None where the coefficients would be more than :data:`MAX_COEFFICIENTS`."""
+    counts = features.shape[1] == 1  # the ones column only: every feature a count
+    width, half, order = plan(farthest, counts=counts, tolerance=tolerance)
     boxes = np.floor((k - k[0]) / width).astype(np.int64)
     if (int(boxes[-1]) + 4 * half + 3) * order * features.shape[1] > MAX_COEFFICIENTS:
-        return result
-    origin = k[0]
-    table = _coefficients(k, features, boxes, origin, width, order, half)
-    del features, boxes
-    rows = np.flatnonzero(near)
-    u = q[rows] - origin
-    found = _evaluate(u, nearest2[rows], table, width, half, order)
-    sums[query_order[rows]] = found
-    settled[query_order[rows]] = np.isfinite(found).all(axis=1)
-    return result
+        return None
+    table = _coefficients(k, features, boxes, k[0], width, order, half)
+    return _evaluate(q - k[0], nearest2, table, width, half, order)
 
 
 #: Leave-one-out weights (in units of ``K(0)``) below which a point's sums are redone
@@ -216,8 +248,7 @@ def _coefficients(k, features, boxes, origin, width, order, half):
     ``b + pad``, ``pad = 2·half + 1`` empty boxes on either side (windows of queries outside
     the keys): by ``expansions.c`` where it compiles, else in NumPy key chunks."""
     f, pad = features.shape[1], 2 * half + 1
-    # (the compiled evaluation reads whole vectors: up to WINDOW_SLACK columns past a window)
-    table = np.zeros((order * f, int(boxes[-1]) + 1 + 2 * pad + WINDOW_SLACK))
+    table = np.zeros((order * f, int(boxes[-1]) + 1 + 2 * pad))
     compiled = native.expansion_function("fgt_coefficients")
     if compiled is not None and order * f <= COMPILED_MAX_TERMS:
         k, features = np.ascontiguousarray(k), np.ascontiguousarray(features)
@@ -239,11 +270,10 @@ def _coefficients(k, features, boxes, origin, width, order, half):
     return table
 
 
-#: Columns of zeros past the table's last window (the widest vector's lanes).
-WINDOW_SLACK = 8
-#: The compiled loops' limits (``expansions.c``'s ``MAX_WINDOW`` and ``MAX_TERMS``):
-#: a wider window, or more coefficients in a box, take the NumPy and XLA forms.
-COMPILED_MAX_WINDOW, COMPILED_MAX_TERMS = 512, 1024
+#: The compiled loops' limits (``expansions.c``'s ``MAX_WINDOW``, ``SPREAD`` and
+#: ``MAX_TERMS``): a window wider than the first less the second, or more coefficients in
+#: a box, take the NumPy and XLA forms.
+COMPILED_MAX_WINDOW, COMPILED_SPREAD, COMPILED_MAX_TERMS = 512, 4, 1024
 #: Query × window × order terms from which the compiled evaluation is split across cores.
 THREAD_MIN_TERMS = 2**21
 
@@ -253,7 +283,7 @@ def _evaluate(u, nearest2, table, width, half, order):
     ``expansions.c`` where it compiles (one thread per core for many queries), else
     :func:`_evaluate_xla`."""
     compiled = native.expansion_function("fgt_evaluate")
-    if compiled is None or 2 * half + 1 + WINDOW_SLACK > COMPILED_MAX_WINDOW:
+    if compiled is None or 2 * half + 1 + COMPILED_SPREAD > COMPILED_MAX_WINDOW:
         return _evaluate_xla(u, nearest2, np.ascontiguousarray(table.T), width, half, order)
     f = table.shape[0] // order
     u, nearest2 = np.ascontiguousarray(u, np.float64), np.ascontiguousarray(nearest2, np.float64)

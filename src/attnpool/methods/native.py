@@ -99,7 +99,7 @@ def _compile_error(
         return failed[1]
     try:
         if variant is None:
-            _expansion(compiler_name, "fgt_evaluate")
+            _expansions_library(compiler_name)
         else:
             double, dims, values = variant
             _library(compiler_name, double, dims, values, dims >= MATMUL_MIN_DIM)
@@ -301,6 +301,11 @@ _SIGNATURES = {
     "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
     "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
     "fgt_coefficients": [_POINTER] * 3 + [_SIZE] * 2 + [_DOUBLE] * 2 + [_SIZE] * 3 + [_POINTER],
+    "fgt_leave_one_out": [_POINTER, _SIZE]
+    + [_DOUBLE] * 2
+    + [_SIZE] * 2
+    + [_DOUBLE] * 2
+    + [_POINTER],
     "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
     "locality_order": [_POINTER, _SIZE, _SIZE, _SIZE, _POINTER],
     "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE, _POINTER, _POINTER],
@@ -373,10 +378,18 @@ _expansions_loaded: set[str] = set()
 
 
 @functools.cache
-def _expansion(compiler_name: str, name: str) -> Any:
-    function = getattr(ctypes.CDLL(str(build(compiler_name, EXPANSIONS, []))), name)
+def _expansions_library(compiler_name: str) -> Any:
+    """``expansions.c``'s library, built (or found: a hash of the library, ~0.5 ms) and
+    loaded once per compiler, whichever function is asked for first."""
+    library = ctypes.CDLL(str(build(compiler_name, EXPANSIONS, [])))
     _expansions_loaded.add(compiler_name)
     start_threads()
+    return library
+
+
+@functools.cache
+def _expansion(compiler_name: str, name: str) -> Any:
+    function = getattr(_expansions_library(compiler_name), name)
     function.restype = ctypes.c_int if name.startswith("fgt_") else None
     function.argtypes = _SIGNATURES[name]
     return function
