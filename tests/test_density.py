@@ -240,7 +240,7 @@ def test_leave_one_out_densities_by_expansions_equal_the_pairs(bandwidth):
     # points (whose sum over the others is tiny) are summed pair by pair
     from scipy.special import logsumexp
 
-    from attnpool.density_estimator import EXPANSION_MIN_ROWS, loo_log_density
+    from attnpool.density_criteria import EXPANSION_MIN_ROWS, loo_log_density
 
     n = EXPANSION_MIN_ROWS + 500
     x = np.random.default_rng(90).normal(size=(n, 1))

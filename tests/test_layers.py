@@ -42,6 +42,7 @@ ABOVE = {
     "dask_selection",
     "datasets",
     "density",
+    "density_criteria",
     "density_estimator",
     "density_methods",
     "density_programs",

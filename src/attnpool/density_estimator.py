@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import numpy as np
 
@@ -18,12 +18,25 @@ from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._validation import check_bandwidth, check_choice, check_points
+from .bandwidth.rules import CATEGORICAL_START, rule_from_spread, rule_of_thumb
+from .bandwidth.search import (
+    GRID,
+    BandwidthSelection,
+    Counted,
+    bandwidth_of,
+    host_search,
+    to_theta,
+)
 from .density import log_density
-from .density_methods import expansions_pay
+from .density_criteria import (
+    ExpandedLikelihood,
+    by_expansions,
+    least_squares_criterion,
+    loo_log_density,
+)
+from .local_model import model_for
+from .mixed_kernels import MixedColumns
 from .observation_weights import positive_rows
-
-if TYPE_CHECKING:
-    from .bandwidth.search import BandwidthSelection
 
 __all__ = [
     "DENSITY_SELECTORS",
@@ -87,8 +100,6 @@ class KernelDensity(BaseEstimator):
         X = validate_data(self, X, requires_y=False)
         X, _, weights = positive_rows(X, X[:, :1], sample_weight, name="sample_weight")
         if isinstance(self.bandwidth, str):
-            from .bandwidth import rule_of_thumb
-
             check_choice(self.bandwidth, "bandwidth", ("scott", "silverman", *DENSITY_SELECTORS))
             if X.shape[0] < 2:
                 raise ValueError(
@@ -158,88 +169,6 @@ class KernelDensity(BaseEstimator):
         return np.asarray(rows + direction * radius * self.bandwidth_)
 
 
-def loo_log_density(
-    x: ArrayLike, bandwidth: Bandwidth, kernel: KernelSpec, var_type: str | None = None
-) -> np.ndarray:
-    """``(n,)`` leave-one-out log densities ``log f̂₋ᵢ(xᵢ)`` of the sample ``x (n, d)`` in
-    float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
-    reaches. Sums in NumPy row chunks (:func:`attnpool.mixed_kernels.log_sums`, no
-    program; mixed data by ``var_type``); a Gaussian sample of one column of
-    :data:`EXPANSION_MIN_ROWS` points (fewer where :func:`attnpool.density_methods.expansions_pay`)
-    by the ``fgt`` method's expansions, ``O(n)`` an evaluation (a point whose sum over the
-    others is below ``fgt.LOO_MIN_WEIGHT`` of its own term, or unsettled, pair by pair)."""
-    from .density import mixed_columns
-    from .mixed_kernels import log_sums
-
-    x = np.asarray(x, np.float64)
-    columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
-    if _by_expansions(x, columns):
-        return _expansion_loo_log_density(x, _centred(x), h, columns)
-    normalised = math.log(x.shape[0] - 1)
-    return np.asarray(log_sums([(x, x, h, columns, "density")], leave_out=True)) - normalised
-
-
-def _by_expansions(x: np.ndarray, columns: Any) -> bool:
-    return (
-        columns.var_type == "c"
-        and _kernels.is_gaussian(columns.kernel)
-        and (x.shape[0] >= EXPANSION_MIN_ROWS or expansions_pay(x.shape[0] ** 2))
-    )
-
-
-#: Points from which a Gaussian sample of one column sums its leave-one-out densities
-#: by expansions even where their compiled loop is still to be built: a search of
-#: twenty-odd evaluations pays for building it.
-EXPANSION_MIN_ROWS = 1000
-
-
-def _centred(x: np.ndarray) -> np.ndarray:
-    from .density import centred_on_keys
-
-    return centred_on_keys(x, x)[0]  # scaled uncentred, far data lose digits
-
-
-def _expansion_loo_log_density(
-    x: np.ndarray, centred: np.ndarray, h: np.ndarray, columns: Any
-) -> np.ndarray:
-    """:func:`loo_log_density` of one Gaussian column by the ``fgt`` expansions; ``centred``:
-    ``x`` about its midrange."""
-    from .methods import fgt
-    from .mixed_kernels import log_sums
-
-    n = x.shape[0]
-    sums, settled = fgt.expansion_sums(centred, centred, np.zeros((n, 0)), 1.0 / h)
-    rest = sums[:, 0] - 1.0  # each point's own term is exactly K(0) = 1
-    again = np.flatnonzero(~settled | ~(rest >= fgt.LOO_MIN_WEIGHT))
-    with np.errstate(divide="ignore"):
-        out = np.log(np.maximum(rest, 0.0)) - math.log(math.sqrt(2 * math.pi) * h[0])
-    out[again] = log_sums([(x[again], x, h, columns, "density")], leave_out=again)
-    return out - math.log(n - 1)
-
-
-def least_squares_criterion(
-    x: ArrayLike, bandwidth: Bandwidth, kernel: KernelSpec = "gaussian", var_type: str | None = None
-) -> float:
-    """Least-squares cross-validation's ``∫ f̂² − (2/n) Σ_i f̂₋ᵢ(xᵢ)`` (statsmodels' and
-    np's ``cv_ls``): the integrated squared error to a constant, ``∫ f̂²`` from the
-    kernels' convolutions (the Gaussian's for continuous columns, sums over the levels
-    for categorical ones: :mod:`attnpool.mixed_kernels`)."""
-    from .density import mixed_columns
-    from .mixed_kernels import log_sums
-
-    x = np.asarray(x, np.float64)
-    columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
-    if columns.continuous and not _kernels.is_gaussian(columns.kernel):
-        raise ValueError(
-            f"kernel: cv_ls integrates f̂² by the kernel's convolution, the Gaussian's; "
-            f"received {columns.kernel.name!r} (use cv_ml)"
-        )
-    n = x.shape[0]
-    square = np.exp(log_sums([(x, x, h, columns, "convolution")]) - 2 * math.log(n)).sum()
-    loo = np.exp(log_sums([(x, x, h, columns, "density")], leave_out=True) - math.log(n - 1))
-    return float(square - 2.0 * np.mean(loo))
-
-
 def select_density_bandwidth(
     X: ArrayLike,
     *,
@@ -262,11 +191,6 @@ def select_density_bandwidth(
     (:func:`attnpool.plug_in.isj_bandwidth`; ``weights`` taken), converted to other kernels
     by their canonical bandwidths. ``progress``: called ``(done, total)`` as the search's
     grid and its refinement finish."""
-    from .bandwidth.rules import rule_from_spread
-    from .bandwidth.search import BandwidthSelection
-    from .local_model import model_for
-    from .mixed_kernels import MixedColumns
-
     check_choice(method, "method", DENSITY_SELECTORS)
     x = np.asarray(check_points(X, "X"), np.float64)
     if x.shape[0] < 3:
@@ -297,21 +221,20 @@ def select_density_bandwidth(
         return BandwidthSelection(normal_reference(x, model), math.nan, method, NO_GRID)
 
     columns = MixedColumns(x, model.var_type, model.kernel)
-    centred = None
-    if method == "cv_ml" and _by_expansions(x, columns):
-        x = np.sort(x, axis=0)  # the criterion is a mean over the points: sorted once
-        centred = _centred(x)
+    # (validated once: the search keeps h positive and finite)
+    by_fgt = method == "cv_ml" and by_expansions(x, columns)
+    expanded = ExpandedLikelihood(x) if by_fgt else None
 
     def objective(h: Any) -> float:
         if method == "cv_ls":
             return least_squares_criterion(x, h, kernel, var_type)
-        if centred is not None:  # validated once: the search keeps h positive and finite
-            values = _expansion_loo_log_density(x, centred, np.asarray(h, np.float64), columns)
-        else:
-            values = loo_log_density(x, h, kernel, var_type)
+        if expanded is not None:
+            return expanded(h)
+        values = loo_log_density(x, h, kernel, var_type)
         return float(-np.mean(values)) if np.all(np.isfinite(values)) else np.inf
 
-    return search(objective, x, model, method, progress)
+    estimate = None if expanded is None else expanded.estimate
+    return search(objective, x, model, method, progress, grid_objective=estimate)
 
 
 #: The ``grid`` of a selection without a search.
@@ -322,8 +245,6 @@ def normal_reference(x: np.ndarray, model: Any) -> np.ndarray:
     """statsmodels' ``normal_reference``: ``1.06 σ n^(−1/(4+q))`` for each continuous column
     of ``x (n, q)`` (``σ`` with ``ddof=0``; ``q`` counts every column), converted to the
     model's kernel by the canonical bandwidths; ``λ = 0.1`` for categorical columns."""
-    from .bandwidth.rules import CATEGORICAL_START, rule_from_spread
-
     cont = list(model.continuous)
     scale = rule_from_spread(np.ones(x.shape[1]), x.shape[0], model.kernel) / 1.059
     start = np.full(x.shape[1], CATEGORICAL_START)
@@ -337,20 +258,14 @@ def search(
     model: Any,
     method: str,
     progress: Callable[[int, int], None] | None = None,
+    grid_objective: Callable[[np.ndarray], float] | None = None,
 ) -> BandwidthSelection:
     """The bandwidths of ``x (n, q)``'s columns minimising ``objective(h)``: the
     regressions' grid of multiples of Scott's rule (log-bandwidths; categorical columns
     along the same line as logits, in the grid's steps about ``λ = 0.1``), refined by
-    the host search. A :class:`~attnpool.bandwidth.BandwidthSelection`."""
-    from .bandwidth import rule_of_thumb
-    from .bandwidth.search import (
-        GRID,
-        BandwidthSelection,
-        Counted,
-        bandwidth_of,
-        host_search,
-        to_theta,
-    )
+    the host search. ``grid_objective``: an estimate of ``objective`` that ranks the grid
+    (:func:`attnpool.bandwidth.search.host_search`). A
+    :class:`~attnpool.bandwidth.BandwidthSelection`."""
 
     start = rule_of_thumb(x, method="scott", kernel=model.kernel, var_type=model.var_type)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
@@ -359,13 +274,16 @@ def search(
     line = step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2)
     thetas[:, list(model.categorical)] += line[:, None]
     counted = Counted(lambda t: objective(bandwidth_of(t, model)))
+    estimated = None if grid_objective is None else Counted(
+        lambda t: grid_objective(bandwidth_of(t, model)))  # fmt: skip
     theta, value, objectives = host_search(
         counted, thetas, GRID, progress,
-        smooth=not model.kernel.compact,
+        smooth=not model.kernel.compact, grid_objective=estimated,
     )  # fmt: skip
     theta, value = _categorical_edges(counted, theta, value, model)
+    calls = counted.calls + (0 if estimated is None else estimated.calls)
     return BandwidthSelection(
-        bandwidth_of(theta, model), value, method, (GRID, objectives), True, counted.calls
+        bandwidth_of(theta, model), value, method, (GRID, objectives), True, calls
     )
 
 

@@ -170,22 +170,27 @@ def host_search(
     jumps as keys enter a support, where differences mislead); never worse than the
     best grid point. ``limits`` and ``value_and_gradient``: as :func:`minimize_smooth`'s.
     ``grid_objective``: what ranks the grid instead of ``objective`` (an estimate); the
-    refinement's result is then compared with the best point's objective."""
+    refinement's result is then compared with the best point's objective — in one column
+    that objective starts Brent's method, the estimates beside it its first parabola."""
     objectives = np.array([(grid_objective or objective)(theta) for theta in thetas])
+    on_grid = objectives
     if progress:
         progress(1, 2)
-    best = best_candidate(thetas, objectives, "cv")
     step = float(np.log(grid[1] / grid[0]))
     if thetas.shape[1] == 1:
+        thetas, objectives = _below_the_grid(grid_objective or objective, thetas, objectives, step)
+    best = best_candidate(thetas, objectives, "cv")
+    best_value = None
+    if thetas.shape[1] == 1:
+        if grid_objective is not None and smooth:
+            best_value = objective(best)  # the refinement's first point, exact
         found, value = minimize_bounded(
             lambda t: finite_or_largest(objective(np.array([t]))),
             best[0] - step,
             best[0] + step,
             xatol=xatol,
             # (a compact kernel's objective jumps: its parabola may leap to another basin)
-            known=_bracket(thetas[:, 0], objectives, best[0], step, grid_objective)
-            if smooth
-            else None,
+            known=_bracket(thetas[:, 0], objectives, best[0], step, best_value) if smooth else None,
         )
         theta = np.array([found])
     elif smooth:
@@ -211,13 +216,35 @@ def host_search(
         best_value = float(np.nanmin(objectives))
     elif thetas.shape[1] > 1 and smooth:
         best_value = value  # the descent started at the best point and only went down
-    else:
+    elif best_value is None:
         best_value = objective(best)
     if not value <= best_value:
         theta, value = best, best_value
     if progress:
         progress(2, 2)
-    return theta, value, objectives
+    return theta, value, on_grid
+
+
+#: Grid steps tried below the grid's smallest bandwidth while the criterion still falls
+#: there (a factor ~1600 at the grid's steps): a sample with a tight cluster has its
+#: optimum far below the rule of thumb, which the whole sample's spread sets.
+MOST_BELOW = 24
+
+
+def _below_the_grid(objective, thetas, objectives, step: float):
+    """``(θ (k + m, 1), objectives)``: a one-column grid extended a ``step`` at a time
+    below its first point while that point is its best finite one and the criterion still
+    falls (at most :data:`MOST_BELOW` steps), the first point that does not fall included
+    (the best point then has a neighbour on each side)."""
+    finite = np.where(np.isfinite(objectives), objectives, np.inf)
+    added = 0
+    while added < MOST_BELOW and np.isfinite(finite[0]) and int(np.argmin(finite)) == 0:
+        theta = thetas[:1] - step
+        value = objective(theta[0])
+        thetas, objectives = np.r_[theta, thetas], np.r_[value, objectives]
+        finite = np.r_[value if np.isfinite(value) else np.inf, finite]
+        added += 1
+    return thetas, objectives
 
 
 def _line_curvature(thetas, objectives, best) -> float | None:
@@ -233,18 +260,20 @@ def _line_curvature(thetas, objectives, best) -> float | None:
     return float(second / thetas.shape[1]) if second > 0 else None
 
 
-def _bracket(thetas, objectives, best: float, step: float, estimate) -> tuple | None:
+def _bracket(thetas, objectives, best: float, step: float, at_best) -> tuple | None:
     """``(best, (f(best − step), f(best), f(best + step)))`` from the grid where those
-    three points are on it with finite exact objectives (none of them an estimate), for
-    :func:`minimize_bounded`'s first parabola; else None."""
-    if estimate is not None:
-        return None
+    three points are on it with finite objectives below ``f(best)`` at neither end, for
+    :func:`minimize_bounded`'s first parabola; else None. ``at_best``: ``f(best)`` where
+    the grid's objectives are estimates (None where they are exact): the ends' estimates
+    then steer the first parabola only, every point the search keeps being exact."""
     at = int(np.argmin(np.abs(thetas - best)))
     if not (0 < at < thetas.size - 1) or not np.all(np.isfinite(objectives[at - 1 : at + 2])):
         return None
     if not np.allclose(np.diff(thetas[at - 1 : at + 2]), step, rtol=1e-9):
         return None
-    return best, tuple(float(f) for f in objectives[at - 1 : at + 2])
+    low, middle, high = (float(f) for f in objectives[at - 1 : at + 2])
+    middle = middle if at_best is None else float(at_best)
+    return (best, (low, middle, high)) if low >= middle and high >= middle else None
 
 
 def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
