@@ -281,20 +281,21 @@ DENSITIES = (
     "       kernel_density(x3[:200], x3[:50], bandwidth=0.4),  # NumPy pairs\n"
     "       select_density_bandwidth(x1[:2000], method='cv_ml').bandwidth]\n"
     "np.savez(sys.argv[1], *out)\n"
-    "print('jax' in sys.modules)\n"
+    "print('jax' in sys.modules, 'attnpool.engines.numpy_engine' in sys.modules)\n"
 )
 
 
 def test_densities_on_the_host_methods_need_no_jax(tmp_path):
     """A density summed by the host methods (NumPy pairs, the ``fgt`` expansions, the
     ``native`` loop once built) and likelihood CV in one column import no JAX (~1 s of a
-    first call); in a process that has JAX they give the same numbers."""
+    first call), nor the regressions' bandwidth selection and its engines (~2 ms); in a
+    process that has JAX they give the same numbers."""
     from attnpool.methods import native
 
     assert native.available(True, 3, 1)  # the loop built: the fresh process loads it
     cache = os.environ.get("ATTNPOOL_CACHE")
     run = python(["-c", DENSITIES, str(tmp_path / "out.npz")], cache)
-    assert run.stdout.split() == ["False"]
+    assert run.stdout.split() == ["False", "False"]
     import jax  # noqa: F401  (this process has it: the same host methods must answer)
 
     rng = np.random.default_rng(5)

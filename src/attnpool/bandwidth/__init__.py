@@ -21,21 +21,8 @@ point has no neighbour (compact kernels) scores ``inf``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import numpy as np
-
-from .._typing import ArrayLike, KernelSpec
-from .._units import SearchUnits
-from .._validation import check_choice, check_points, check_values
-from ..edges import has_edge
-from ..engines import numpy_engine
-from ..local_model import LocalModel, model_for
-from ..methods.options import LEAVE_ONE_OUT_METHODS
-from ..observation_weights import positive_rows
-from .rules import rule_of_thumb
-from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "BandwidthSelection",
@@ -45,225 +32,37 @@ __all__ = [
     "select_bandwidth",
 ]
 
-#: How a bandwidth is chosen (``method=``): two criteria, then two rules of thumb.
-SELECTORS = ("cv", "aicc", "scott", "silverman")
-#: How the search pools (``pooling=``): ``auto`` — the host (NumPy or the C loop) for
-#: small searches and Gaussian ones in several columns, binned for one continuous
-#: column and n ≥ BINNED_MIN_ROWS, exact otherwise — or a method with leave-one-out
-#: sums of its own (:data:`attnpool.methods.options.LEAVE_ONE_OUT_METHODS`).
-POOLINGS = ("auto", *LEAVE_ONE_OUT_METHODS)
-#: Log-bandwidth tolerance of the NumPy engine's search (smooth objectives: Brent's
-#: parabolas reach it in a few more evaluations).
-NUMPY_SEARCH_XATOL = 1e-8
+#: Where each name lives, imported on first use: a density's search needs the search
+#: and its minimisers only, not the regressions' engines (~2 ms of a first call).
+_NAMES = {
+    "BandwidthSelection": "search",
+    "GRID": "search",
+    "rule_of_thumb": "rules",
+    "NUMPY_SEARCH_XATOL": "selection",
+    "POOLINGS": "selection",
+    "SELECTORS": "selection",
+    "aicc_curve": "selection",
+    "cv_curve": "selection",
+    "select_bandwidth": "selection",
+}
 
-
-def _search(
-    x: Any,
-    y: Any,
-    model: LocalModel,
-    method: str,
-    pooling: str,
-    block_size: Any,
-    progress: Any,
-    weights: Any,
-) -> Any:
-    """:func:`select_bandwidth` on data in search units: rules of thumb, the NumPy
-    engine's search of one column (no program, no JAX), or the compiled searches."""
-    start = rule_of_thumb(
-        x,
-        method="silverman" if method == "silverman" else "scott",
-        kernel=model.kernel,
-        var_type=model.var_type,
-        weights=weights,
-    )
-    if method in ("scott", "silverman"):
-        return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
-    cont = list(model.continuous)
-    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
-    thetas[:, cont] += np.log(GRID)[:, None]
-    small = block_size is None and numpy_engine.searches(
-        model, *y.shape, weighted=weights is not None
-    )
-    if pooling == "auto" and method == "cv" and small:
-        objective = numpy_engine.loo_objective(x, y, model, weights)
-        smooth = not has_edge(model.kernel)
-        return select_on_host(
-            objective,
-            thetas,
-            progress,
-            xatol=NUMPY_SEARCH_XATOL,
-            smooth=smooth,
-            limits=smoothed_out(x, model),
-        )
-    from . import compiled
-
-    return compiled.search(x, y, model, thetas, method, pooling, block_size, progress, weights)
-
-
-def _checked_training_data(
-    x: Any, y: Any, kernel: Any, var_type: Any, degree: Any, weights: Any = None
-) -> Any:
-    """``(x (n, d), y (n, p), model, weights)`` checked for a search: at least 3 rows (of
-    positive weight: rows of weight 0 are dropped; ``weights`` None or positive)."""
-    x = check_points(x, "X")
-    y, _ = check_values(y, x.shape[0])
-    x, y, weights = positive_rows(x, y, weights)
-    if x.shape[0] < 3:
-        of = "" if weights is None else " of positive weight"
-        raise ValueError(
-            f"X: bandwidth selection needs at least 3 rows; received n_samples={x.shape[0]}{of}"
-        )
-    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
-    return x, y, model, weights
-
-
-def select_bandwidth(
-    X: ArrayLike,
-    y: ArrayLike,
-    *,
-    method: str = "cv",
-    kernel: KernelSpec = "gaussian",
-    degree: int = 0,
-    var_type: str | None = None,
-    block_size: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    pooling: str = "auto",
-    weights: ArrayLike | None = None,
-) -> BandwidthSelection:
-    """Choose the bandwidth of a local constant (``degree=0``) or local linear fit.
-
-    Parameters
-    ----------
-    X : array of shape (n,) or (n, d)
-    y : array of shape (n,) or (n, p)
-    method : {"cv", "aicc", "scott", "silverman"}
-    kernel, degree, var_type : as in :func:`attnpool.regression.local_regression`
-    progress : callable ``(done, total)``, optional
-        Called as the search advances
-    pooling : {"auto", "dense", "stream", "sparse", "fgt", "native", "binned"}
-        Whose leave-one-out sums the objectives are computed with. ``"binned"`` (one
-        continuous column, CV): grid search and L-BFGS on the binned leave-one-out
-        objective, then the exact objective at the result — what ``"auto"`` does from
-        1000 rows. ``"sparse"`` (compact kernels), ``"fgt"`` (the Gaussian in one
-        column), ``"native"`` (the Gaussian, a C compiler): exact leave-one-out sums of
-        a local-constant fit of continuous columns by that host method
-        (:mod:`attnpool.bandwidth.leave_one_out`), a grid search and a refinement on
-        the host (derivative-free for compact kernels, whose objective jumps as keys
-        enter a support). ``"dense"``/``"stream"``: the exact compiled search,
-        ``"stream"`` with streamed key blocks.
-    weights : array of shape (n,), optional
-        Observation weights ``w_i ≥ 0``: each row counts as ``w_i`` copies — in the fits,
-        in the criterion (CV leaves one copy out; AICc's ``n`` is ``Σ w``) and in the
-        rules of thumb — so integer weights select what the repeated rows select
-        (:mod:`attnpool.observation_weights`). Rows of weight 0 are left out. Weighted
-        searches run on the exact engines (``pooling`` ``"auto"``, ``"dense"`` or
-        ``"stream"``).
-
-    Returns
-    -------
-    BandwidthSelection
-        ``bandwidth`` of shape (d,) and the criterion value ``objective``. A continuous
-        column whose best bandwidth is infinite — a local linear fit of a ``y`` linear
-        in it, or a column that does not matter — is *smoothed out*: its bandwidth is
-        :data:`attnpool.bandwidth.search.SMOOTHED_OUT` (2²⁰) times the column's
-        half-width, where its kernel weighs all its rows equally to 2e-12 (Gaussian
-        searches in several columns; the others report where their search stopped).
-    """
-    check_choice(method, "method", SELECTORS)
-    check_choice(pooling, "pooling", POOLINGS)
-    x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
-    units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
-    found = _search(
-        *units.apply(np.asarray(x), np.asarray(y)),
-        model,
-        method,
-        pooling,
-        block_size,
-        progress,
-        weights,
-    )
-    grid, objectives = found.grid
-    selection: BandwidthSelection = found._replace(
-        bandwidth=units.bandwidth(found.bandwidth),
-        objective=float(units.objective(found.objective, method)),
-        grid=(grid, units.objective(objectives, method)),
-    )
-    return selection
-
-
-def cv_curve(
-    X: ArrayLike,
-    y: ArrayLike,
-    bandwidths: ArrayLike,
-    *,
-    kernel: KernelSpec = "gaussian",
-    degree: int = 0,
-    var_type: str | None = None,
-    block_size: int | None = None,
-    weights: ArrayLike | None = None,
-) -> np.ndarray:
-    """Leave-one-out error for each candidate bandwidth (what one plots to see the trade-off).
-
-    ``bandwidths``: a sequence of scalars (the same for every column) or an array
-    ``(k, d)``. Returns ``(k,)`` objectives; ``inf`` where some point has no neighbour.
-    ``weights``: observation weights, as :func:`select_bandwidth` takes them.
-    """
-    return np.asarray(_curve(X, y, bandwidths, "cv", kernel, degree, var_type, block_size, weights))
-
-
-def aicc_curve(
-    X: ArrayLike,
-    y: ArrayLike,
-    bandwidths: ArrayLike,
-    *,
-    kernel: KernelSpec = "gaussian",
-    degree: int = 0,
-    var_type: str | None = None,
-    block_size: int | None = None,
-    weights: ArrayLike | None = None,
-) -> np.ndarray:
-    """AICc (Hurvich, Simonoff & Tsai, 1998) for each candidate bandwidth — the criterion
-    ``select_bandwidth(method="aicc")`` minimises, as :func:`cv_curve` gives CV's:
-
-    .. math:: \\log \\hat\\sigma^2 + \\frac{1 + \\operatorname{tr} H / n}
-              {1 - (\\operatorname{tr} H + 2) / n}
-
-    with ``H`` the smoother matrix. Arguments and shapes as :func:`cv_curve`; ``inf``
-    where the fit is not defined (``tr H ≥ n − 2``, or a point without a neighbour).
-    """
-    return np.asarray(
-        _curve(X, y, bandwidths, "aicc", kernel, degree, var_type, block_size, weights)
+if TYPE_CHECKING:
+    from .rules import rule_of_thumb
+    from .search import GRID as GRID
+    from .search import BandwidthSelection
+    from .selection import NUMPY_SEARCH_XATOL as NUMPY_SEARCH_XATOL
+    from .selection import POOLINGS as POOLINGS
+    from .selection import SELECTORS as SELECTORS
+    from .selection import (
+        aicc_curve,
+        cv_curve,
+        select_bandwidth,
     )
 
 
-def _curve(
-    X: Any,
-    y: Any,
-    bandwidths: Any,
-    method: Any,
-    kernel: Any,
-    degree: Any,
-    var_type: Any,
-    block_size: Any,
-    weights: Any,
-) -> Any:
-    x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
-    candidates = np.asarray(bandwidths, dtype=float)
-    if candidates.ndim == 1:
-        candidates = np.repeat(candidates[:, None], x.shape[1], axis=1)
-    cont, cat = list(model.continuous), list(model.categorical)
-    shaped = candidates.ndim == 2 and candidates.shape[1] == x.shape[1]
-    if not (
-        shaped
-        and np.all(candidates[:, cont] > 0)
-        and np.all((0 <= candidates[:, cat]) & (candidates[:, cat] < 1))
-    ):
-        raise ValueError(
-            f"bandwidths: expected shape (k,) or (k, {x.shape[1]}), positive for continuous "
-            f"columns and λ in [0, 1) for categorical ones; received shape "
-            f"{np.asarray(bandwidths).shape} with values from {np.min(candidates):.3g} to "
-            f"{np.max(candidates):.3g}"
-        )
-    from .compiled import criterion_curve
-
-    return criterion_curve(x, y, candidates, model, block_size, method, weights)
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
