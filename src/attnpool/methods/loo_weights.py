@@ -13,6 +13,7 @@ sample small enough for one thread; else the expansions' pieces (threaded) and N
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -32,8 +33,7 @@ def leave_one_out_log_weights(
     ascending order (centred on its midrange: scaled uncentred, far data lose digits),
     ``scale`` the inverse bandwidth; ``−inf`` for a sample of one point."""
     n = centred.shape[0]
-    farthest = math.sqrt(2 * math.log(max(n, 1) / tolerance))  # fgt.reach of a row's own key
-    width, half, order = fgt.plan(farthest, counts=True, tolerance=tolerance)
+    farthest, (width, half, order) = _plan(n, tolerance)
     boxes = math.floor(float(centred[-1] - centred[0]) * scale / width) + 1 if n else 0
     if n < 2 or (boxes + 4 * half + 3) * order > fgt.MAX_COEFFICIENTS:
         return _by_pairs(centred, scale, np.arange(n), tolerance)
@@ -53,6 +53,13 @@ def leave_one_out_log_weights(
     if alone.size:
         out[alone] = _by_pairs(centred, scale, alone, tolerance)
     return out
+
+
+@functools.cache
+def _plan(n: int, tolerance: float) -> tuple[float, tuple[float, int, int]]:
+    """``(R, fgt.plan)`` for ``n`` points, each its own nearest key (``R = fgt.reach``)."""
+    farthest = math.sqrt(2 * math.log(max(n, 1) / tolerance))
+    return farthest, fgt.plan(farthest, counts=True, tolerance=tolerance)
 
 
 def _by_pairs(c: np.ndarray, scale: float, rows: np.ndarray, tolerance: float) -> np.ndarray:
