@@ -150,3 +150,28 @@ def test_estimates_below_the_exact_best_point_do_not_bracket_it():
     # below it cannot serve as a bracket's end
     assert _bracket(thetas, np.array([3.0, 1.0, 2.0]), thetas[1], step, 1.5)[1] == (3.0, 1.5, 2.0)
     assert _bracket(thetas, np.array([3.0, 1.0, 1.2]), thetas[1], step, 1.5) is None
+
+
+@pytest.mark.parametrize("below", [0.5, 5.0, 40.0])
+def test_a_one_column_search_follows_a_falling_criterion_below_its_grid(below):
+    # a smooth criterion whose minimum lies `below` log-units under the grid's smallest
+    # point: followed down a grid step at a time, at most MOST_BELOW steps
+    from attnpool.bandwidth.search import GRID, MOST_BELOW, host_search
+
+    thetas = np.log(GRID)[:, None]
+    step = math.log(GRID[1] / GRID[0])
+    optimum = thetas[0, 0] - below
+    calls = []
+
+    def criterion(theta) -> float:
+        calls.append(1)
+        return float((np.asarray(theta).reshape(-1)[0] - optimum) ** 2)
+
+    theta, value, on_grid = host_search(criterion, thetas, GRID, None, xatol=1e-9)
+    assert on_grid.shape == GRID.shape  # the grid's own objectives are reported
+    lowest = thetas[0, 0] - MOST_BELOW * step
+    if optimum >= lowest - step:  # within reach: found
+        np.testing.assert_allclose(theta[0], optimum, atol=1e-6)
+    else:  # beyond: the search stops at its last step's bracket, still falling there
+        assert theta[0] <= lowest + step and value < criterion(thetas[0])
+    assert len(calls) <= len(GRID) + MOST_BELOW + 1 + 60
