@@ -164,3 +164,23 @@ def test_keys_within_merged_intervals_match_brute_force_across_chunks():
     brute = np.flatnonzero(np.any(np.abs(x[:, None] - centres) <= radii, axis=1))
     np.testing.assert_array_equal(near, brute)
     assert fgt.keys_within(x, np.array([500.0]), np.array([1.0])).size == 0
+
+
+@pytest.mark.parametrize(
+    "centres, radii",
+    [
+        ([-9.0, 9.0], [5.0, 4.5]),  # the rows beyond both ends of the data
+        ([-9.0, 0.3], [5.0, 0.2]),  # one beyond, one inside
+        ([0.0], [20.0]),  # an interval over all the points
+        ([30.0], [1.0]),  # none within
+    ],
+)
+@pytest.mark.parametrize("known", [False, True])
+def test_keys_within_intervals_are_the_brute_forces(centres, radii, known):
+    # with the points' extent known, an interval's side beyond it is not compared
+    points = np.random.default_rng(12).normal(size=200_003)  # chunks, and a partial one
+    centres, radii = np.array(centres), np.array(radii)
+    extent = (float(points.min()), float(points.max())) if known else None
+    got = fgt.keys_within(points, centres, radii, extent=extent)
+    want = np.flatnonzero((np.abs(points[:, None] - centres) <= radii).any(axis=1))
+    np.testing.assert_array_equal(got, want)

@@ -159,7 +159,9 @@ def keys_near(
             reach = fgt.reach(np.minimum(nearest**2, 2 * floor), m)
     if cells is None:  # one column: the keys within R of a row, by merged intervals
         width = float(np.asarray(scale, np.float64).reshape(-1)[0])
-        return fgt.keys_within(np.asarray(keys)[:, 0], scaled_rows[:, 0] / width, reach / width)
+        least, largest = (float(e[0]) for e in column_extremes(keys))  # (remembered)
+        return fgt.keys_within(np.asarray(keys)[:, 0], scaled_rows[:, 0] / width, reach / width,
+                               extent=(least, largest))  # fmt: skip
     # the blocks within R of a row, then the keys binned into their nodes
     low = np.floor((scaled_rows - reach[:, None] - start) / spacing).astype(np.int64) - 1
     high = np.ceil((scaled_rows + reach[:, None] - start) / spacing).astype(np.int64) + 1

@@ -80,10 +80,14 @@ def reach(nearest2, count: float, tolerance: float = TOLERANCE):
     return np.sqrt(nearest2 + 2 * math.log(count / tolerance))
 
 
-def keys_within(points, centres, radii, max_intervals: int = 16) -> np.ndarray:
+def keys_within(
+    points, centres, radii, max_intervals: int = 16, extent: tuple[float, float] | None = None
+) -> np.ndarray:
     """Indices of ``points (m,)`` (one column, any order) within ``radii`` of ``centres``:
     the intervals merged, one pass over the points each; every point where more than
-    ``max_intervals`` intervals remain apart."""
+    ``max_intervals`` intervals remain apart. ``extent``: the points' least and largest
+    value, where known — an interval's side beyond it needs no comparison (the rows
+    beyond the data, whose intervals reach past its ends, take one a point)."""
     low, high = centres - radii, centres + radii
     order = np.argsort(low)
     merged: list[list[float]] = []
@@ -94,16 +98,31 @@ def keys_within(points, centres, radii, max_intervals: int = 16) -> np.ndarray:
             merged.append([a, b])
     if len(merged) > max_intervals:
         return np.arange(points.shape[0])
+    if not merged:
+        return np.zeros(0, np.intp)
+    least, largest = (-np.inf, np.inf) if extent is None else extent
     # a chunk of points at a time: the flags stay small and are reused (flags for all
     # 10⁶ points at once were megabytes of fresh memory, most of a first call's time)
-    found = []
+    if any(a <= least and b >= largest for a, b in merged):
+        return np.arange(points.shape[0])
+    found = [np.zeros(0, np.intp)]
+    inside, side = np.empty(KEY_CHUNK, bool), np.empty(KEY_CHUNK, bool)
     for start in range(0, points.shape[0], KEY_CHUNK):
         part = points[start : start + KEY_CHUNK]
-        inside = np.zeros(part.shape[0], bool)
-        for a, b in merged:
-            inside |= (part >= a) & (part <= b)
-        found.append(np.flatnonzero(inside) + start)
-    return np.concatenate(found) if found else np.zeros(0, np.intp)
+        flags, other = inside[: part.shape[0]], side[: part.shape[0]]
+        for k, (a, b) in enumerate(merged):
+            into = flags if k == 0 else other
+            if a <= least:
+                np.less_equal(part, b, out=into)
+            elif b >= largest:
+                np.greater_equal(part, a, out=into)
+            else:
+                np.logical_and(np.greater_equal(part, a, out=into), part <= b, out=into)
+            if k:
+                flags |= other
+        if flags.any():  # most chunks hold none of the few keys beside the rows
+            found.append(np.flatnonzero(flags) + start)
+    return np.concatenate(found)
 
 
 def plan(
