@@ -102,12 +102,12 @@ def test_the_loop_bins_as_numpy_does(d, threaded, native_cache, monkeypatch):
     by_loop = [binned_taylor._bin(keys, scale, grid, f, 4, True) for f in (None, features)]
     monkeypatch.setenv("CC", "no-such-cc")
     assert native.expansion_function("taylor_bin") is None
-    for f, (loop, cells) in zip((None, features), by_loop, strict=True):
-        numpy, numpy_cells = binned_taylor._bin(keys, scale, grid, f, 4, True)
+    for f, (loop, cells, _) in zip((None, features), by_loop, strict=True):
+        numpy, numpy_cells, _ = binned_taylor._bin(keys, scale, grid, f, 4, True)
         np.testing.assert_allclose(loop, numpy, rtol=1e-10, atol=1e-9)
         np.testing.assert_array_equal(cells, numpy_cells)
     # the moments of the counts: Σ t^α for |α| ≤ 4, then the remainder's Σ |t^α|
-    counts, _ = by_loop[0]
+    counts, _, _ = by_loop[0]
     alphas = binned_taylor.moment_orders(4, d)
     position = (keys * scale - np.asarray(grid.start)) / 0.37
     t = position - np.floor(position + 0.5)
@@ -222,3 +222,50 @@ def test_plans_keep_to_their_budget_of_numbers():
         binned_taylor._bin(
             np.zeros((3, 1)), np.ones(1), Grid((0.0,), (1.0,), (4,)), None, 99, False
         )
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_the_binning_pass_finds_the_keys_beside_the_band(threaded, monkeypatch):
+    # one column of counts: the indices of every key at most `below` or at least `above`,
+    # each part of a threaded pass from its own first key
+    if threaded:
+        monkeypatch.setattr(binned_taylor, "THREADED_KEYS", 2**14)
+    rng = np.random.default_rng(30)
+    keys = rng.normal(size=(300_001, 1))
+    keys[::1000] = np.round(keys[::1000], 1)  # ties on the band's edges too
+    grid = Grid((-120.0,), (0.5,), (481,))
+    band = (-2.5, 2.0)
+    _, _, beside = binned_taylor._bin(keys, np.full(1, 20.0), grid, None, 1, False, band)
+    want = np.flatnonzero((keys[:, 0] <= band[0]) | (keys[:, 0] >= band[1]))
+    np.testing.assert_array_equal(np.sort(beside), want)
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_rows_beyond_the_data_sum_over_the_keys_beside_its_ends(inside):
+    # KDEpy's game: a lattice past both ends of the data; the rows there are summed over
+    # the keys the binning pass found beside the ends, the same keys a full pass finds.
+    # A row inside the data that the bound leaves unsettled takes the full pass.
+    rng = np.random.default_rng(31)
+    x = rng.normal(size=(200_000, 1))
+    queries = np.linspace(-6.5, 6.5, 1024)[:, None]
+    scale = np.full(1, 1 / 0.05)
+    plan = binned_host.plan_grid(queries, x, scale, GAUSSIAN, None, 1e-3)
+    _, _, binning = binned_host.binned_sums(queries, x, scale, GAUSSIAN, plan.grid, plan.reach,
+                                            order=plan.order)  # fmt: skip
+    assert binning.beside is not None and binning.beside[0].size < 1000  # the tails' keys
+    rows = np.r_[np.linspace(-6.5, -5.2, 20), np.linspace(5.2, 6.5, 20)]
+    if inside:
+        rows = np.r_[rows, 0.3]
+    rows = rows[:, None] * scale
+    near = binned_host.keys_near(rows, GAUSSIAN, binning, x.shape[0], None, x, scale)
+    full = binned_host.keys_near(rows, GAUSSIAN, binning._replace(beside=None), x.shape[0],
+                                 None, x, scale)  # fmt: skip
+    np.testing.assert_array_equal(np.sort(near), np.sort(full))
+    assert (near.size > 1000) == inside
+    # the rows beyond the data take their keys from those beside only
+    none_beside = binning._replace(beside=(np.zeros(0, np.int64), *binning.beside[1:]))
+    taken = binned_host.keys_near(rows, GAUSSIAN, none_beside, x.shape[0], None, x, scale)
+    assert (taken.size == 0) != inside
+    got = kernel_density(x, queries, bandwidth=0.05, method=Binned(tolerance=1e-3))
+    exact = kernel_density(x, queries, bandwidth=0.05, method="fgt")
+    np.testing.assert_array_less(np.abs(got - exact), 1e-3 * exact)

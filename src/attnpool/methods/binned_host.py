@@ -130,7 +130,7 @@ def keys_near(
     they are found by the cells within ``R`` of a row — or, in one column binned without
     each key's cell, among the ``keys (m, 1)`` (unscaled; ``scale`` their inverse
     bandwidth) by the rows' merged intervals (:func:`.fgt.keys_within`)."""
-    grid, counts, cells = binning
+    grid, counts, cells, _ = binning
     spacing, start = np.asarray(grid.spacing), np.asarray(grid.start)
     diagonal = float(np.sqrt(np.sum(spacing**2)))
     # blocks of `factor` nodes a side: a block holding a positive count has a key within
@@ -159,9 +159,13 @@ def keys_near(
             reach = fgt.reach(np.minimum(nearest**2, 2 * floor), m)
     if cells is None:  # one column: the keys within R of a row, by merged intervals
         width = float(np.asarray(scale, np.float64).reshape(-1)[0])
+        centres, radii = scaled_rows[:, 0] / width, reach / width
+        if binning.beside is not None:  # rows whose keys are all among those beside the ends
+            beside, below, above = binning.beside
+            if np.all((centres + radii <= below) | (centres - radii >= above)):
+                return beside[fgt.keys_within(np.asarray(keys)[beside, 0], centres, radii)]
         least, largest = (float(e[0]) for e in column_extremes(keys))  # (remembered)
-        return fgt.keys_within(np.asarray(keys)[:, 0], scaled_rows[:, 0] / width, reach / width,
-                               extent=(least, largest))  # fmt: skip
+        return fgt.keys_within(np.asarray(keys)[:, 0], centres, radii, extent=(least, largest))
     # the blocks within R of a row, then the keys binned into their nodes
     low = np.floor((scaled_rows - reach[:, None] - start) / spacing).astype(np.int64) - 1
     high = np.ceil((scaled_rows + reach[:, None] - start) / spacing).astype(np.int64) + 1

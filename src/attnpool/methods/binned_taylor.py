@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from . import native
+from .._units import column_extremes
+from . import fgt, native
 from .binned_gaussian import derivative, fast_length, hermite_maxima
 from .binning import FFT_ROUNDING, Binning
 from .threads import cores, thread_pool
@@ -35,6 +36,10 @@ MAX_ORDER = 8
 #: Keys per thread from which the binning is split between the cores (each its own grid,
 #: where the grid holds fewer numbers than there are keys).
 THREADED_KEYS = 2**17
+#: The band of keys found beside the data's ends in the binning pass, in reaches of a
+#: row at an end (:func:`.fgt.reach`): the rows beyond the data need the keys within
+#: about one reach of its ends (:func:`.binned_host.keys_near` checks they fit).
+BESIDE_REACHES = 1.5
 #: Numbers (nodes times columns) a plan's grid may hold, in nodes of linear binning's
 #: budget: about what that many nodes hold there with their columns and spectra.
 LINEAR_COLUMNS = 12
@@ -139,7 +144,12 @@ def taylor_sums(
     f = 1 if features is None else features.shape[1]
     alphas = moment_orders(order, d)
     kept = len(alphas) - (order + 2 if d == 2 else 1)
-    binned, where = _bin(keys, scale, grid, features, order, cells)
+    band = None
+    if d == 1 and features is None:  # the keys near the data's ends, found in the same pass
+        low, high = (float(e[0]) for e in column_extremes(keys))  # (remembered)
+        width = (BESIDE_REACHES * float(fgt.reach(0.0, m)) + 4 * spacing[0]) / scale[0]
+        band = (low + width, high - width)
+    binned, where, beside = _bin(keys, scale, grid, features, order, cells, band)
 
     queries = np.asarray(queries, np.float64) * scale
     position = (queries - np.asarray(grid.start)) / spacing
@@ -184,7 +194,8 @@ def taylor_sums(
             float(np.sum(np.abs(tables[j][a]))) for j, a in enumerate(alpha))  # fmt: skip
     rounding = FFT_ROUNDING * math.log2(math.prod(lengths)) * norm * total
     error = at[:, f] + left_out + rounding
-    return at[:, :f], error, Binning(grid, binned[..., :1], where)
+    found = None if beside is None else (beside, *band)
+    return at[:, :f], error, Binning(grid, binned[..., :1], where, found)
 
 
 def _axis_spectra(tables: np.ndarray, span: int, length: int, last: bool) -> np.ndarray:
@@ -233,9 +244,11 @@ def _separable_sums(binned, terms, outputs: int, spectra, lengths) -> np.ndarray
     return full[: size[0], : size[1]]
 
 
-def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: bool):
-    """``(binned (*size, width), cells)``: ``expansions.c``'s ``taylor_bin``, or NumPy's
-    ``bincount`` without a compiler."""
+def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: bool, band=None):
+    """``(binned (*size, width), cells, beside)``: ``expansions.c``'s ``taylor_bin``, or
+    NumPy's ``bincount`` without a compiler. ``band = (below, above)`` (one column of
+    counts): ``beside``, the indices of the keys at most ``below`` or at least ``above``,
+    found in the same pass (None without a compiler, or not asked)."""
     if not 0 <= order <= MAX_ORDER:
         raise ValueError(f"order: expected 0 to {MAX_ORDER}; received {order!r}")
     keys = np.ascontiguousarray(keys, np.float64)
@@ -256,12 +269,18 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
         parts = min(cores(), max(1, n // THREADED_KEYS)) if binned.size <= n else 1
         grids = [binned] + [np.zeros_like(binned) for _ in range(parts - 1)]
         bounds = [n * part // parts for part in range(parts + 1)]
+        # each part's keys beside the band from its first index (pages touched as used)
+        limits = None if band is None else np.asarray(band, np.float64)
+        beside = np.empty(n if band is not None else 0, np.int64)
+        besides = np.zeros(parts, np.int64)
 
         def task(part: int) -> None:
             low, high = bounds[part], bounds[part + 1]
             compiled(at(keys, low), high - low, d, at(scale), at(start), at(spacing), at(size),
                      None if features is None else at(features, low), f, order,
-                     at(grids[part]), None if where is None else at(where, low))  # fmt: skip
+                     at(grids[part]), None if where is None else at(where, low),
+                     None if limits is None else at(limits), at(beside, low),
+                     at(besides, part))  # fmt: skip
 
         others = [thread_pool().submit(task, part) for part in range(1, parts)]
         task(0)  # this thread takes a part too: one wake-up fewer
@@ -269,7 +288,12 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
             other.result()
         for other in grids[1:]:
             binned += other
-        return binned.reshape(*grid.size, width), where
+        found = None
+        if band is not None and np.all(besides >= 0):
+            found = np.concatenate(
+                [beside[b : b + c] + b for b, c in zip(bounds[:-1], besides, strict=True)]
+            )
+        return binned.reshape(*grid.size, width), where, found
     position = (keys * scale - start) / spacing
     node = np.clip(np.floor(position + 0.5), 0, size - 1)
     t = position - node
@@ -284,4 +308,4 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
             binned[:, f * kept + k - kept] = np.bincount(flat, np.abs(power), binned.shape[0])
     if where is not None:
         where[:] = flat
-    return binned.reshape(*grid.size, width), where
+    return binned.reshape(*grid.size, width), where, None

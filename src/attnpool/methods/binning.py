@@ -19,11 +19,14 @@ QUERY_CHUNK = 2**18
 
 class Binning(NamedTuple):
     """Keys binned: the ``grid`` used, the ``counts (*size, 1)`` and each key's ``cells``
-    (its lowest corner, flat; None unless asked for)."""
+    (its lowest corner, flat; None unless asked for); ``beside``: in one column, where
+    the binning pass found them, ``(indices, below, above)`` — every key at most
+    ``below`` or at least ``above`` (unscaled), those near the data's ends."""
 
     grid: Any
     counts: np.ndarray
     cells: np.ndarray | None
+    beside: tuple[np.ndarray, float, float] | None = None
 
 
 def bin_points(

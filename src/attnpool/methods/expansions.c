@@ -370,12 +370,16 @@ void linear_bin(const double *points, isize n, isize d, const double *scale,
    k nf + c for moment k and feature c (NULL features: a single 1); then the remainder's
    weights |t|^(order+1), or |t_0|^a |t_1|^b for a = 0 ... order + 1, b = order + 1 - a,
    unweighted. Width: nf (order + 1) + 1, or nf (order + 1)(order + 2)/2 + order + 2.
-   cells (n,), unless NULL: each point's node, flat. */
+   cells (n,), unless NULL: each point's node, flat. band (2,), unless NULL (one column of
+   counts only): the indices of the points at most band[0] or at least band[1] go to
+   beside, their number to *besides (-1 where they were not sought). */
 void taylor_bin(const double *points, isize n, isize d, const double *scale,
                 const double *start, const double *spacing, const long long *size,
                 const double *features, isize nf, isize order, double *grid,
-                int *cells)
+                int *cells, const double *band, long long *beside, long long *besides)
 {
+    if (band)
+        *besides = -1;
     enum { MAX_ORDER = 15 };
     if (order > MAX_ORDER)
         return;
@@ -386,15 +390,18 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
         double last = (double)(size[0] - 1), origin = start[0], ratio = scale[0] * inverse[0];
         double shift = origin * inverse[0] - 0.5;
         enum { BLOCK = 256 }; /* the places in vectors, then the sums point by point */
-        double offset[BLOCK];
+        double offset[BLOCK], below = band ? band[0] : -INFINITY, above = band ? band[1] : INFINITY;
         isize nodes[BLOCK];
+        long long found = 0;
         for (isize i0 = 0; i0 < n; i0 += BLOCK) {
             isize count = n - i0 < BLOCK ? n - i0 : BLOCK;
             for (isize i = 0; i < count; i++) {
-                double at = points[i0 + i] * ratio - shift, node = floor(at);
+                double x = points[i0 + i], at = x * ratio - shift, node = floor(at);
                 node = node < 0.0 ? 0.0 : node > last ? last : node;
                 offset[i] = at - node - 0.5;
                 nodes[i] = (isize)node;
+                if (x <= below || x >= above)
+                    beside[found++] = i0 + i;
             }
             for (isize i = 0; i < count; i++) {
                 double t = offset[i], power = 1.0, *row = grid + nodes[i] * width;
@@ -406,6 +413,8 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
                 for (isize i = 0; i < count; i++)
                     cells[i0 + i] = (int)nodes[i];
         }
+        if (band)
+            *besides = found;
         return;
     }
     if (d == 2 && !features) {

@@ -308,7 +308,7 @@ _SIGNATURES = {
     + [_POINTER],
     "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
     "locality_order": [_POINTER, _SIZE, _SIZE, _SIZE, _POINTER],
-    "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE, _POINTER, _POINTER],
+    "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE] + [_POINTER] * 5,
     "fgt_evaluate": [
         *[_POINTER] * 2,
         _SIZE,
