@@ -293,8 +293,10 @@ def _coefficients(k, features, boxes, origin, width, order, half):
 #: ``MAX_TERMS``): a window wider than the first less the second, or more coefficients in
 #: a box, take the NumPy and XLA forms.
 COMPILED_MAX_WINDOW, COMPILED_SPREAD, COMPILED_MAX_TERMS = 512, 4, 1024
-#: Query × window × order terms from which the compiled evaluation is split across cores.
-THREAD_MIN_TERMS = 2**21
+#: Query × window × order terms from which the compiled evaluation is split across cores:
+#: ~2·10⁵ densities of one column (two cores were no faster at 10⁵, 1.3× at 3·10⁵; and
+#: a first threaded call may wait ~10 ms on threads still starting).
+THREAD_MIN_TERMS = 2**26
 
 
 def _evaluate(u, nearest2, table, width, half, order):
