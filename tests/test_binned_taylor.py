@@ -234,10 +234,17 @@ def test_the_binning_pass_finds_the_keys_beside_the_band(threaded, monkeypatch):
     keys = rng.normal(size=(300_001, 1))
     keys[::1000] = np.round(keys[::1000], 1)  # ties on the band's edges too
     grid = Grid((-120.0,), (0.5,), (481,))
-    band = (-2.5, 2.0)
+    band = (-2.9, 2.6)
     _, _, beside = binned_taylor._bin(keys, np.full(1, 20.0), grid, None, 1, False, band)
     want = np.flatnonzero((keys[:, 0] <= band[0]) | (keys[:, 0] >= band[1]))
     np.testing.assert_array_equal(np.sort(beside), want)
+    # more than a share of the keys (uniform data, a wide bandwidth): none recorded, the
+    # rows take the full pass rather than the pass writing an index for every key
+    wide = (-1.5, 1.5)
+    assert (
+        np.sum((keys[:, 0] <= -1.5) | (keys[:, 0] >= 1.5)) > len(keys) / binned_taylor.BESIDE_SHARE
+    )
+    assert binned_taylor._bin(keys, np.full(1, 20.0), grid, None, 1, False, wide)[2] is None
 
 
 @pytest.mark.parametrize("inside", [False, True])

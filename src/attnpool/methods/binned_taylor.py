@@ -40,6 +40,10 @@ THREADED_KEYS = 2**17
 #: row at an end (:func:`.fgt.reach`): the rows beyond the data need the keys within
 #: about one reach of its ends (:func:`.binned_host.keys_near` checks they fit).
 BESIDE_REACHES = 1.5
+#: The most keys recorded in that band: a share of the keys, at least a few thousand.
+#: Beyond (uniform data, a bandwidth wide against the data), the rows take the full pass
+#: rather than the pass writing an index for every key (fresh memory, slow here).
+BESIDE_SHARE, BESIDE_LEAST = 64, 4096
 #: Numbers (nodes times columns) a plan's grid may hold, in nodes of linear binning's
 #: budget: about what that many nodes hold there with their columns and spectra.
 LINEAR_COLUMNS = 12
@@ -248,7 +252,8 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
     """``(binned (*size, width), cells, beside)``: ``expansions.c``'s ``taylor_bin``, or
     NumPy's ``bincount`` without a compiler. ``band = (below, above)`` (one column of
     counts): ``beside``, the indices of the keys at most ``below`` or at least ``above``,
-    found in the same pass (None without a compiler, or not asked)."""
+    found in the same pass (None without a compiler, not asked, or more than
+    :data:`BESIDE_SHARE` of the keys)."""
     if not 0 <= order <= MAX_ORDER:
         raise ValueError(f"order: expected 0 to {MAX_ORDER}; received {order!r}")
     keys = np.ascontiguousarray(keys, np.float64)
@@ -269,9 +274,10 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
         parts = min(cores(), max(1, n // THREADED_KEYS)) if binned.size <= n else 1
         grids = [binned] + [np.zeros_like(binned) for _ in range(parts - 1)]
         bounds = [n * part // parts for part in range(parts + 1)]
-        # each part's keys beside the band from its first index (pages touched as used)
-        limits = None if band is None else np.asarray(band, np.float64)
-        beside = np.empty(n if band is not None else 0, np.int64)
+        # each part's keys beside the band, at most `most` of them, from part · most
+        most = 0 if band is None else max(BESIDE_LEAST, n // BESIDE_SHARE) // parts
+        limits = None if band is None else np.array([*band, most], np.float64)
+        beside = np.empty(parts * most, np.int64)
         besides = np.zeros(parts, np.int64)
 
         def task(part: int) -> None:
@@ -279,7 +285,7 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
             compiled(at(keys, low), high - low, d, at(scale), at(start), at(spacing), at(size),
                      None if features is None else at(features, low), f, order,
                      at(grids[part]), None if where is None else at(where, low),
-                     None if limits is None else at(limits), at(beside, low),
+                     None if limits is None else at(limits), at(beside, part * most),
                      at(besides, part))  # fmt: skip
 
         others = [thread_pool().submit(task, part) for part in range(1, parts)]
@@ -291,7 +297,7 @@ def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: boo
         found = None
         if band is not None and np.all(besides >= 0):
             found = np.concatenate(
-                [beside[b : b + c] + b for b, c in zip(bounds[:-1], besides, strict=True)]
+                [beside[p * most : p * most + c] + bounds[p] for p, c in enumerate(besides)]
             )
         return binned.reshape(*grid.size, width), where, found
     position = (keys * scale - start) / spacing

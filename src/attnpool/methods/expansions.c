@@ -370,9 +370,10 @@ void linear_bin(const double *points, isize n, isize d, const double *scale,
    k nf + c for moment k and feature c (NULL features: a single 1); then the remainder's
    weights |t|^(order+1), or |t_0|^a |t_1|^b for a = 0 ... order + 1, b = order + 1 - a,
    unweighted. Width: nf (order + 1) + 1, or nf (order + 1)(order + 2)/2 + order + 2.
-   cells (n,), unless NULL: each point's node, flat. band (2,), unless NULL (one column of
+   cells (n,), unless NULL: each point's node, flat. band (3,), unless NULL (one column of
    counts only): the indices of the points at most band[0] or at least band[1] go to
-   beside, their number to *besides (-1 where they were not sought). */
+   beside, at most band[2] of them, their number to *besides (-1 where they were not
+   sought, or were more: the memory written stays small whatever the data). */
 void taylor_bin(const double *points, isize n, isize d, const double *scale,
                 const double *start, const double *spacing, const long long *size,
                 const double *features, isize nf, isize order, double *grid,
@@ -392,7 +393,7 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
         enum { BLOCK = 256 }; /* the places in vectors, then the sums point by point */
         double offset[BLOCK], below = band ? band[0] : -INFINITY, above = band ? band[1] : INFINITY;
         isize nodes[BLOCK];
-        long long found = 0;
+        long long found = 0, most = band ? (long long)band[2] : 0;
         for (isize i0 = 0; i0 < n; i0 += BLOCK) {
             isize count = n - i0 < BLOCK ? n - i0 : BLOCK;
             for (isize i = 0; i < count; i++) {
@@ -400,8 +401,8 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
                 node = node < 0.0 ? 0.0 : node > last ? last : node;
                 offset[i] = at - node - 0.5;
                 nodes[i] = (isize)node;
-                if (x <= below || x >= above)
-                    beside[found++] = i0 + i;
+                if ((x <= below || x >= above) && found++ < most)
+                    beside[found - 1] = i0 + i;
             }
             for (isize i = 0; i < count; i++) {
                 double t = offset[i], power = 1.0, *row = grid + nodes[i] * width;
@@ -414,7 +415,7 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
                     cells[i0 + i] = (int)nodes[i];
         }
         if (band)
-            *besides = found;
+            *besides = found <= most ? found : -1;
         return;
     }
     if (d == 2 && !features) {
