@@ -1,15 +1,18 @@
-"""Each column's least and largest entry, column by column, against NumPy's reduction
-along the rows: equal for narrow and wide arrays, every dtype, NaN and infinities."""
+"""Each column's least and largest entry, column by column or by long stretches of rows,
+against NumPy's reduction along the rows: equal for narrow and wide arrays, every dtype,
+NaN and infinities; and rows less a row, by stretches, against NumPy's broadcast."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attnpool._units import column_extremes, midrange
+from attnpool._units import ROW_STRETCH, column_extremes, midrange, rows_less
+
+SHAPES = [(1, 1), (1000, 2), (7, 16), (50, 17), (300, 40), (2 * ROW_STRETCH, 3), (999, 16)]
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (1000, 2), (7, 16), (50, 17), (300, 40)])
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
 def test_column_extremes_equal_numpys(shape, dtype):
     rng = np.random.default_rng(shape[1])
@@ -21,12 +24,27 @@ def test_column_extremes_equal_numpys(shape, dtype):
     np.testing.assert_array_equal(midrange(a), a.min(axis=0) / 2 + a.max(axis=0) / 2)
 
 
-def test_column_extremes_keep_nan_and_infinities():
-    a = np.array([[1.0, np.nan, 0.0], [2.0, 3.0, np.inf], [-np.inf, 1.0, 5.0]])
+@pytest.mark.parametrize("rows", [3, 3 * ROW_STRETCH + 5])  # column by column, by stretches
+def test_column_extremes_keep_nan_and_infinities(rows):
+    a = np.random.default_rng(rows).normal(size=(rows, 3))
+    a[[0, 1, 2]] = [[1.0, np.nan, 0.0], [2.0, 3.0, np.inf], [-np.inf, 1.0, 5.0]]
+    a = a[::-1].copy()  # the last rows: beyond the whole stretches
     low, high = column_extremes(a)
     np.testing.assert_array_equal(low, a.min(axis=0))
     np.testing.assert_array_equal(high, a.max(axis=0))
     np.testing.assert_array_equal(column_extremes(a[:, 0].copy())[0], a[:, 0].min())
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rows_less_a_row_equal_numpys_broadcast(shape, dtype):
+    rng = np.random.default_rng(shape[0])
+    a = (rng.normal(size=shape) * 1e9).astype(dtype)
+    row = rng.normal(size=shape[1]) * 1e9
+    for array in (a, a[::-1]):  # row-major, and not
+        got = rows_less(array, row)
+        np.testing.assert_array_equal(got, array - row)
+        assert got.dtype == (array - row).dtype
 
 
 def test_remembered_extremes_are_found_once_per_array_and_view():

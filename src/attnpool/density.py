@@ -27,7 +27,7 @@ import numpy as np
 
 from . import kernels as _kernels
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
-from ._units import column_extremes, remember_extremes, remembering_extremes
+from ._units import column_extremes, remember_extremes, remembering_extremes, rows_less
 from ._validation import check_bandwidth, check_points, is_jax, numpy_dtype
 from .kernel_calculus import kernel_integrals
 
@@ -189,7 +189,7 @@ def centred_on_keys(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, 
     centre = low / 2 + high / 2
     if np.all(np.abs(centre) <= CENTRED * (high / 2 - low / 2)):
         return keys, queries
-    centred = keys - centre
+    centred = rows_less(keys, centre)
     remember_extremes(centred, low - centre, high - centre)  # rounding is monotone
     return centred, queries - centre
 
