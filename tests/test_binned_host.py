@@ -1,18 +1,16 @@
 """The binned method on the host: binning by the compiled loop and by NumPy, the error
-bound's window filters against SciPy's, the keys that can matter to a row, and binned
-densities held to the exact ones on hostile data."""
+bound's window filters against SciPy's, and binned densities held to the exact ones on
+hostile data."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy.ndimage import maximum_filter1d, uniform_filter1d
-from scipy.special import logsumexp
 
-from attnpool import Binned, kernels, log_density
-from attnpool.methods import binned_bound, binned_host, binning, native
+from attnpool import Binned, log_density
+from attnpool.methods import binned_bound, binning, native
 from attnpool.methods.binned import Grid
-from attnpool.methods.binned_host import plan_grid
 
 
 def grid_over(points, spacing):
@@ -73,54 +71,6 @@ def test_the_bounds_window_filters_equal_scipys(width):
     np.testing.assert_allclose(binned_bound._window_sum(table, width),
                                uniform_filter1d(table, width, mode="mirror") * width,
                                rtol=1e-9, atol=1e-12)  # fmt: skip
-
-
-@pytest.mark.parametrize("shape", [(40,), (23, 31), (64, 5)])
-def test_the_nearest_occupied_node_is_nearest_in_node_steps(shape):
-    rng = np.random.default_rng(len(shape) * shape[0])
-    occupied = rng.random(shape) < 0.03
-    occupied.reshape(-1)[rng.integers(occupied.size)] = True
-    found = binned_host.nearest_occupied(occupied).reshape(-1)
-    assert np.all(occupied.reshape(-1)[found])
-    nodes, marked = np.argwhere(np.ones(shape, bool)), np.argwhere(occupied)
-    steps = np.abs(nodes[:, None, :] - marked[None]).sum(axis=2).min(axis=1)
-    np.testing.assert_array_equal(np.abs(nodes - np.argwhere(np.ones(shape, bool))[found]).sum(1),
-                                  steps)  # fmt: skip
-    assert np.all(binned_host.nearest_occupied(np.zeros(shape, bool)) == -1)
-
-
-@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "epanechnikov"])
-@pytest.mark.parametrize("d", [1, 2])
-@pytest.mark.parametrize("blocks", [2**16, 64])
-def test_the_keys_near_a_row_hold_all_of_its_sum(kernel, d, blocks, monkeypatch):
-    monkeypatch.setattr(binned_host, "NEAR_BLOCKS", blocks)  # blocks of nodes searched
-    # rows in the tails, between clusters and far from every key: the sum over the keys
-    # keys_near selects equals the sum over all of them to rounding
-    rng = np.random.default_rng(10 + d)
-    keys = np.concatenate([rng.normal(0, 1, (3000, d)), rng.normal(6, 0.2, (300, d))])
-    rows = np.concatenate([rng.uniform(-7, -4, (30, d)), rng.uniform(8, 10, (30, d)),
-                           np.full((1, d), 3.0)])  # fmt: skip
-    record = kernels.for_dimensions(kernels.get(kernel), d)
-    scale = np.full(d, 1 / (0.05 if kernel == "laplacian" else 0.3))  # its reach is long
-    grid, reach = plan_grid(rows, keys, scale, record)[:2]
-    _, _, binning = binned_host.binned_sums(rows, keys, scale, record, grid, reach, cells=True)
-    near = binned_host.keys_near(rows * scale, record, binning, keys.shape[0])
-    if d == 1:  # without each key's cell: by the rows' merged intervals
-        bare = binning._replace(cells=None)
-        by_intervals = binned_host.keys_near(rows * scale, record, bare, keys.shape[0],
-                                             keys=keys, scale=scale)  # fmt: skip
-        assert by_intervals.size < keys.shape[0]
-        check = [near, by_intervals]
-    else:
-        check = [near]
-    assert near.size < keys.shape[0] or blocks < 2**16  # coarse blocks: a loose superset
-    log_k = np.asarray(record.log_profile(np.sum(((rows[:, None] - keys[None]) * scale) ** 2, -1)))
-    everything = logsumexp(log_k, axis=1)
-    reached = np.isfinite(everything)
-    for chosen in check:
-        selected = logsumexp(log_k[:, chosen], axis=1)
-        np.testing.assert_array_equal(np.isfinite(selected), reached)
-        np.testing.assert_allclose(selected[reached], everything[reached], rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "tricube"])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from attnpool import Binned, kernel_density, kernels
-from attnpool.methods import binned_host, binned_taylor, native
+from attnpool.methods import binned_host, binned_near, binned_taylor, native
 from attnpool.methods.binned import Grid
 from attnpool.methods.binned_gaussian import derivative
 from reference import gaussian_kernel_sums as textbook
@@ -264,14 +264,14 @@ def test_rows_beyond_the_data_sum_over_the_keys_beside_its_ends(inside):
     if inside:
         rows = np.r_[rows, 0.3]
     rows = rows[:, None] * scale
-    near = binned_host.keys_near(rows, GAUSSIAN, binning, x.shape[0], None, x, scale)
-    full = binned_host.keys_near(rows, GAUSSIAN, binning._replace(beside=None), x.shape[0],
+    near = binned_near.keys_near(rows, GAUSSIAN, binning, x.shape[0], None, x, scale)
+    full = binned_near.keys_near(rows, GAUSSIAN, binning._replace(beside=None), x.shape[0],
                                  None, x, scale)  # fmt: skip
     np.testing.assert_array_equal(np.sort(near), np.sort(full))
     assert (near.size > 1000) == inside
     # the rows beyond the data take their keys from those beside only
     none_beside = binning._replace(beside=(np.zeros(0, np.int64), *binning.beside[1:]))
-    taken = binned_host.keys_near(rows, GAUSSIAN, none_beside, x.shape[0], None, x, scale)
+    taken = binned_near.keys_near(rows, GAUSSIAN, none_beside, x.shape[0], None, x, scale)
     assert (taken.size == 0) != inside
     got = kernel_density(x, queries, bandwidth=0.05, method=Binned(tolerance=1e-3))
     exact = kernel_density(x, queries, bandwidth=0.05, method="fgt")

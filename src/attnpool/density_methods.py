@@ -172,8 +172,9 @@ def method_log_sums(
 def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: Any) -> Any:
     """Normalised log sums by binning (:mod:`attnpool.methods.binned_host`): each density
     within ``options.tolerance`` of itself, or summed exactly over the keys within its
-    reach (:func:`attnpool.methods.binned_host.keys_near`)."""
-    from .methods.binned_host import binned_sums, keys_near, plan_grid
+    reach (:mod:`attnpool.methods.binned_near`)."""
+    from .methods.binned_host import binned_sums, plan_grid
+    from .methods.binned_near import keys_near, near_log_sums
 
     d, scale = x.shape[1], 1.0 / h
     plan = plan_grid(q, x, scale, record, options.grid_size, options.tolerance)
@@ -193,7 +194,12 @@ def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: A
     again = np.flatnonzero(~settled)
     if again.size:  # exactly, over the keys that can matter to them
         least = weight[again] - error[again]  # the exact sum is at least this
-        near = keys_near(q[again] * scale, record, binning, x.shape[0], least, x, scale)
+        rows = q[again] * scale
+        summed = near_log_sums(rows, record, binning, x.shape[0], least, x, scale)
+        if summed is not None:
+            out[again] = summed + constant
+            return out
+        near = keys_near(rows, record, binning, x.shape[0], least, x, scale)
         out[again] = -np.inf
         if near.size:
             found = exact(x[near], q[again])

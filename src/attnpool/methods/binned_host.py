@@ -11,8 +11,6 @@ compiles are in :mod:`.binned`.
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,7 +18,7 @@ import numpy as np
 from .. import kernels
 from .._units import column_extremes, midrange
 from ..kernels import Kernel
-from . import binned_gaussian, fgt
+from . import binned_gaussian
 from .binned import (
     HOPELESS_COARSENING,
     POOL_BUDGET,
@@ -109,129 +107,6 @@ def binned_sums(
     )
     error = sums[:, -1] + outside * keys.shape[0] + rounding
     return sums[:, :-1], error, Binning(grid, counts, where)
-
-
-#: Node blocks searched for each row's nearest key, at most: larger grids are searched
-#: in blocks of several nodes a side.
-NEAR_BLOCKS = 2**16
-
-
-def keys_near(
-    scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None, keys=None, scale=None
-) -> np.ndarray:
-    """Indices of the keys that can weigh more than ``fgt.TOLERANCE`` of a row's sum,
-    for rows ``(k, d)`` in scaled coordinates — a superset. A row's sum is at least
-    ``least`` (a lower bound in ``K(0)`` units where known, say the binned sum less its
-    error bound) and at least ``K(r)``, ``r`` a bound on the distance to its nearest key:
-    a node with a positive count has a key within one cell diagonal, and
-    :func:`nearest_occupied` finds such nodes near each row's corners. Keys
-    beyond ``R`` with ``m K(R) ≤ tolerance · sum`` are left out (the Gaussian: ``R² = r² +
-    2 ln(m/tol)``; the Laplacian ``R = r + ln(m/tol)``; a compact kernel its support);
-    they are found by the cells within ``R`` of a row — or, in one column binned without
-    each key's cell, among the ``keys (m, 1)`` (unscaled; ``scale`` their inverse
-    bandwidth) by the rows' merged intervals (:func:`.fgt.keys_within`)."""
-    grid, counts, cells, _ = binning
-    spacing, start = np.asarray(grid.spacing), np.asarray(grid.start)
-    diagonal = float(np.sqrt(np.sum(spacing**2)))
-    # blocks of `factor` nodes a side: a block holding a positive count has a key within
-    # (factor + 1)/2 spacings of its centre along each axis
-    factor = max(1, math.ceil((counts.size / NEAR_BLOCKS) ** (1 / len(grid.size))))
-    blocks = _blocks(counts[..., 0] > 0, factor)
-    source = nearest_occupied(blocks).reshape(-1)
-    indices, _ = corners(scaled_rows, grid, np)
-    lowest = np.stack(np.unravel_index(indices, grid.size), axis=-1) // factor
-    found = source[np.ravel_multi_index(tuple(np.moveaxis(lowest, -1, 0)), blocks.shape)]
-    centres = (np.stack(np.unravel_index(np.maximum(found, 0), blocks.shape), axis=-1) * factor
-               + (factor - 1) / 2) * spacing + start  # fmt: skip
-    gaps = np.sqrt(np.sum((centres - scaled_rows) ** 2, axis=-1))  # (2^d, k)
-    within = (factor + 1) / 2 * diagonal
-    nearest = np.min(np.where(found >= 0, gaps, np.inf), axis=0) + within
-    if kernel.compact:
-        reach = np.full_like(nearest, float(kernel.support))
-    else:  # the Gaussian and the Laplacian (the binned kernels are these)
-        floor = np.full_like(nearest, np.inf)  # −log of the lower bound on the sum
-        if least is not None:
-            known = np.asarray(least) > 0
-            floor[known] = -np.log(np.asarray(least)[known])
-        if kernel.name == "laplacian":
-            reach = np.minimum(nearest, floor) + math.log(m / fgt.TOLERANCE)
-        else:
-            reach = fgt.reach(np.minimum(nearest**2, 2 * floor), m)
-    if cells is None:  # one column: the keys within R of a row, by merged intervals
-        width = float(np.asarray(scale, np.float64).reshape(-1)[0])
-        centres, radii = scaled_rows[:, 0] / width, reach / width
-        if binning.beside is not None:  # rows whose keys are all among those beside the ends
-            beside, below, above = binning.beside
-            if np.all((centres + radii <= below) | (centres - radii >= above)):
-                return beside[fgt.keys_within(np.asarray(keys)[beside, 0], centres, radii)]
-        least, largest = (float(e[0]) for e in column_extremes(keys))  # (remembered)
-        return fgt.keys_within(np.asarray(keys)[:, 0], centres, radii, extent=(least, largest))
-    # the blocks within R of a row, then the keys binned into their nodes
-    low = np.floor((scaled_rows - reach[:, None] - start) / spacing).astype(np.int64) - 1
-    high = np.ceil((scaled_rows + reach[:, None] - start) / spacing).astype(np.int64) + 1
-    size = np.asarray(blocks.shape)
-    low, high = np.clip(low // factor, 0, size), np.clip(-(-high // factor), 0, size)
-    covered = _covered(low, high, size)
-    for axis in range(covered.ndim):
-        covered = np.repeat(covered, factor, axis=axis)
-    nodes = covered[tuple(slice(0, n) for n in grid.size)].reshape(-1)
-    return np.flatnonzero(nodes[cells])
-
-
-def nearest_occupied(occupied) -> np.ndarray:
-    """At each node, the flat index of an occupied node near it (−1 when none is): the
-    nearest in ``L¹`` over node indices, by a forward and a backward minimum scan per
-    axis that carry the node found (its distance is then measured, so any occupied node
-    would give a valid bound; a near one gives a tight bound)."""
-    distance = np.where(occupied, 0.0, np.inf)
-    source = np.where(occupied, np.arange(occupied.size).reshape(occupied.shape), -1)
-    for axis in range(occupied.ndim):
-        forward, from_forward = _scan(distance, source, axis)
-        backward, from_backward = (np.flip(a, axis) for a in _scan(
-            np.flip(distance, axis), np.flip(source, axis), axis))  # fmt: skip
-        distance = np.minimum(forward, backward)
-        source = np.where(forward <= backward, from_forward, from_backward)
-    return np.where(np.isfinite(distance), source, -1)
-
-
-def _scan(distance, source, axis: int):
-    """``min_{j ≤ i} (distance_j + (i − j))`` along ``axis`` (unit steps), and the source
-    carried from the ``j`` taken: the running minimum of ``distance_j − j``."""
-    shape = [1] * distance.ndim
-    shape[axis] = distance.shape[axis]
-    ramp = np.arange(distance.shape[axis]).reshape(shape)
-    shifted = distance - ramp
-    least = np.minimum.accumulate(shifted, axis=axis)
-    # the last place where the running minimum was taken
-    taken = np.maximum.accumulate(np.where(shifted == least, ramp, 0), axis=axis)
-    return least + ramp, np.take_along_axis(source, taken, axis)
-
-
-def _blocks(occupied, factor: int) -> np.ndarray:
-    """Whether each block of ``factor`` nodes a side holds an ``occupied`` node (the grid
-    padded to whole blocks), axis by axis."""
-    blocks = np.pad(occupied, [(0, -s % factor) for s in occupied.shape])
-    for axis in range(occupied.ndim):
-        every = [slice(None)] * occupied.ndim
-        parts = []
-        for offset in range(factor):  # strided views, or'ed elementwise
-            every[axis] = slice(offset, None, factor)
-            parts.append(blocks[tuple(every)])
-        blocks = np.logical_or.reduce(parts)
-    return blocks
-
-
-def _covered(low, high, size) -> np.ndarray:
-    """Nodes inside any of the boxes ``[low, high)`` (``(k, d)`` each), shape ``size``:
-    the boxes' corners marked ±1 and summed along every axis."""
-    d = len(size)
-    marks = np.zeros(tuple(int(s) + 1 for s in size), np.int64)
-    for corner in itertools.product((0, 1), repeat=d):
-        at = tuple(np.where(c, high[:, j], low[:, j]) for j, c in enumerate(corner))
-        np.add.at(marks, at, (-1) ** sum(corner))
-    for axis in range(d):
-        marks = np.cumsum(marks, axis=axis)
-    return marks[tuple(slice(0, int(s)) for s in size)] > 0
 
 
 def on_nodes(queries, scale, grid, within: float = 1e-6) -> bool:

@@ -38,7 +38,7 @@ MAX_ORDER = 8
 THREADED_KEYS = 2**17
 #: The band of keys found beside the data's ends in the binning pass, in reaches of a
 #: row at an end (:func:`.fgt.reach`): the rows beyond the data need the keys within
-#: about one reach of its ends (:func:`.binned_host.keys_near` checks they fit).
+#: about one reach of its ends (:func:`.binned_near.keys_near` checks they fit).
 BESIDE_REACHES = 1.5
 #: The most keys recorded in that band: a share of the keys, at least a few thousand.
 #: Beyond (uniform data, a bandwidth wide against the data), the rows take the full pass

@@ -363,6 +363,25 @@ void linear_bin(const double *points, isize n, isize d, const double *scale,
     }
 }
 
+/* Adds a key's moments `s^a t^b` (a + b <= order) about its node to the node's `row`,
+   then the remainder's `|s^a t^(order+1-a)|`. Inlined for each order the plans take:
+   the loops unrolled, the powers kept in registers. */
+static inline __attribute__((always_inline)) void pair_moments(double s, double t, isize order,
+                                                               double *row)
+{
+    double power[2][16 + 2];
+    power[0][0] = power[1][0] = 1.0;
+    for (isize k = 1; k <= order + 1; k++) {
+        power[0][k] = power[0][k - 1] * s;
+        power[1][k] = power[1][k - 1] * t;
+    }
+    for (isize a = 0; a <= order; a++)
+        for (isize b = 0; b <= order - a; b++)
+            *row++ += power[0][a] * power[1][b];
+    for (isize a = 0; a <= order + 1; a++)
+        row[a] += fabs(power[0][a] * power[1][order + 1 - a]);
+}
+
 /* Taylor binning (binned_taylor.py's): point i's node coordinates p_j as linear_bin's,
    its nearest node c_j = floor(p_j + 1/2) clipped to [0, size_j - 1] and t_j = p_j - c_j
    (within 1/2 where the grid covers the point). Added at node c, row-major, d = 1 or 2:
@@ -425,28 +444,46 @@ void taylor_bin(const double *points, isize n, isize d, const double *scale,
             shift[j] = start[j] * inverse[j] - 0.5;
         }
         isize stride = (isize)size[1];
-        for (isize i = 0; i < n; i++) {
-            double power[2][MAX_ORDER + 2], node[2];
-            for (int j = 0; j < 2; j++) {
-                double at = points[2 * i + j] * ratio[j] - shift[j];
-                node[j] = floor(at);
-                node[j] = node[j] < 0.0 ? 0.0 : node[j] > last[j] ? last[j] : node[j];
-                double t = at - node[j] - 0.5;
-                power[j][0] = 1.0;
-                for (isize k = 1; k <= order + 1; k++)
-                    power[j][k] = power[j][k - 1] * t;
+        /* the places in vectors a block at a time; then each key's row, fetched ahead
+           (the rows are scattered over a grid larger than the caches) */
+        enum { BLOCK = 256, AHEAD = 8 };
+        double offsets[2][BLOCK];
+        isize flats[BLOCK];
+        for (isize i0 = 0; i0 < n; i0 += BLOCK) {
+            isize count = n - i0 < BLOCK ? n - i0 : BLOCK;
+            for (isize i = 0; i < count; i++) {
+                double node[2];
+                for (int j = 0; j < 2; j++) {
+                    double at = points[2 * (i0 + i) + j] * ratio[j] - shift[j];
+                    node[j] = floor(at);
+                    node[j] = node[j] < 0.0 ? 0.0 : node[j] > last[j] ? last[j] : node[j];
+                    offsets[j][i] = at - node[j] - 0.5;
+                }
+                flats[i] = (isize)node[0] * stride + (isize)node[1];
             }
-            isize flat = (isize)node[0] * stride + (isize)node[1];
-            double *row = grid + flat * width;
-            for (isize a = 0; a <= order; a++) {
-                double first = power[0][a];
-                for (isize b = 0; b <= order - a; b++)
-                    *row++ += first * power[1][b];
+            for (isize i = 0; i < count; i++) {
+                if (i + AHEAD < count) {
+                    const char *next = (const char *)(grid + flats[i + AHEAD] * width);
+                    for (isize line = 0; line < width * 8; line += 64)
+                        __builtin_prefetch(next + line, 1);
+                    __builtin_prefetch(next + width * 8 - 1, 1);
+                }
+                double *row = grid + flats[i] * width, s = offsets[0][i], t = offsets[1][i];
+                switch (order) { /* the loops unrolled for the orders the plans take */
+                case 1: pair_moments(s, t, 1, row); break;
+                case 2: pair_moments(s, t, 2, row); break;
+                case 3: pair_moments(s, t, 3, row); break;
+                case 4: pair_moments(s, t, 4, row); break;
+                case 5: pair_moments(s, t, 5, row); break;
+                case 6: pair_moments(s, t, 6, row); break;
+                case 7: pair_moments(s, t, 7, row); break;
+                case 8: pair_moments(s, t, 8, row); break;
+                default: pair_moments(s, t, order, row);
+                }
             }
-            for (isize a = 0; a <= order + 1; a++)
-                row[a] += fabs(power[0][a] * power[1][order + 1 - a]);
             if (cells)
-                cells[i] = (int)flat;
+                for (isize i = 0; i < count; i++)
+                    cells[i0 + i] = (int)flats[i];
         }
         return;
     }
@@ -594,4 +631,75 @@ void locality_order(double *work, isize n, isize d, isize leaf, long long *order
         stack[top][1] = start + half;
         top++;
     }
+}
+
+/* The Gaussian's log sums, log sum_j e^(-|r - x_j|^2 / 2), of k rows (scaled, two
+   columns) over the keys within reach[r] of each. The keys (scaled, two columns) are
+   sorted by cell on a grid of shape[0] x shape[1] cells, cell i's from offsets[i] to
+   offsets[i + 1]; a key of cell (c0, c1) lies within slack[j] of origin[j] + c_j width[j]
+   to origin[j] + (c_j + 1) width[j] along each column j. A row visits the rows of cells
+   within its reach and, on each, the cells that may hold a key on its chord (their
+   keys contiguous). The squared distances within reach are gathered, then summed
+   relative to the least, by lanes, so that nothing overflows or underflows however
+   far the row: exact to rounding; -inf where no key is within reach. */
+void box_gaussian_log_sums(const double *rows, isize k, const double *keys,
+                           const long long *offsets, const long long *shape,
+                           const double *origin, const double *width, const double *slack,
+                           const double *reach, double *out)
+{
+    double inverse[2] = {1.0 / width[0], 1.0 / width[1]};
+    double *gathered = malloc(((size_t)offsets[shape[0] * shape[1]] + LANES) * sizeof(double));
+    if (!gathered) {
+        for (isize r = 0; r < k; r++)
+            out[r] = NAN;
+        return;
+    }
+    for (isize r = 0; r < k; r++) {
+        double q[2] = {rows[2 * r], rows[2 * r + 1]}, radius = reach[r];
+        double limit = radius * radius, least = INFINITY;
+        isize count = 0;
+        long long span[2][2];
+        for (int j = 0; j < 2; j++) { /* the cells within a cell of the row's box */
+            double low = (q[j] - radius - slack[j] - origin[j]) * inverse[j];
+            double high = (q[j] + radius + slack[j] - origin[j]) * inverse[j];
+            low = low < -1.0 ? -1.0 : low;
+            high = high > (double)shape[j] ? (double)shape[j] : high;
+            span[j][0] = low < (double)shape[j] ? (long long)low - 1 : shape[j];
+            span[j][1] = high > -1.0 ? (long long)high + 2 : 0;
+            span[j][0] = span[j][0] > 0 ? span[j][0] : 0;
+            span[j][1] = span[j][1] < shape[j] ? span[j][1] : shape[j];
+        }
+        for (long long i = span[0][0]; i < span[0][1]; i++) {
+            double below = origin[0] + (double)i * width[0] - slack[0] - q[0];
+            double above = q[0] - origin[0] - (double)(i + 1) * width[0] - slack[0];
+            double across = below > above ? below : above;
+            across = across > 0.0 ? across : 0.0;
+            if (across > radius)
+                continue;
+            /* the cells along the chord: as the box, from the chord's half-length */
+            double half = sqrt(limit - across * across) + slack[1];
+            long long first = (long long)((q[1] - half - origin[1]) * inverse[1]) - 2;
+            long long last = (long long)((q[1] + half - origin[1]) * inverse[1]) + 2;
+            first = first > span[1][0] ? first : span[1][0];
+            last = last < span[1][1] ? last : span[1][1];
+            if (first >= last)
+                continue;
+            const long long *cells = offsets + i * shape[1];
+            for (long long j = cells[first]; j < cells[last]; j++) {
+                double a = keys[2 * j] - q[0], b = keys[2 * j + 1] - q[1];
+                double squared = a * a + b * b;
+                gathered[count] = squared;
+                count += squared <= limit;
+                least = squared < least ? squared : least;
+            }
+        }
+        vector total = {0.0};
+        for (isize j = count; j < count + LANES; j++)
+            gathered[j] = INFINITY; /* e^-inf: the last lanes add nothing */
+        for (isize j = 0; j < count; j += LANES)
+            total += exp_lanes(((vector){0.0} + 0.5 * least) - 0.5 * load(gathered + j));
+        double sum = lane_sum(total);
+        out[r] = count ? log(sum) - 0.5 * least : -INFINITY;
+    }
+    free(gathered);
 }

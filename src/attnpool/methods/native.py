@@ -308,6 +308,7 @@ _SIGNATURES = {
     + [_POINTER],
     "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
     "locality_order": [_POINTER, _SIZE, _SIZE, _SIZE, _POINTER],
+    "box_gaussian_log_sums": [_POINTER, _SIZE] + [_POINTER] * 8,
     "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE] + [_POINTER] * 5,
     "fgt_evaluate": [
         *[_POINTER] * 2,
