@@ -27,9 +27,11 @@ CHROMIUM_ARGS = [
 
 def _install_chromium() -> None:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "chromium"]
+    # another process installing (a second test worker, say) holds dpkg's lock: wait for it
+    apt = ["apt-get", "-o", "DPkg::Lock::Timeout=600", "-q"]
+    install = [*apt, "install", "-y", "chromium"]
     if subprocess.run(install, env=env, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
+        subprocess.run([*apt, "update"], env=env, capture_output=True)
         subprocess.run(install, env=env, capture_output=True)
 
 
