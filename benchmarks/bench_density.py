@@ -15,7 +15,8 @@ times):
   exact density, relative to its peak, beside the times;
 - ``grid d=2``: the same on KDEpy's 256 × 256 grid, ours within 2e-3 of each density
   (at the peak, no more than KDEpy's error there); the exact density at 1500 of the
-  grid's points for the errors.
+  grid's points for the errors;
+- both grids again over 10³, 10⁵ and 10⁷ points (``--quick``: 10³ and 10⁵).
 
 The grids' times are medians of five calls of each, taken in turns (the grid computed
 beforehand); the first calls are printed beside them.
@@ -199,6 +200,20 @@ def main() -> None:
     errors = [np.max(np.abs(f[some] - exact)) / np.max(exact) for f in (ours, theirs)]
     _row("grid d=2", n, t_ours, t_theirs, "KDEpy FFTKDE (binned)",
          "error/peak {:.1e} (theirs {:.1e}); {}".format(*errors, firsts))  # fmt: skip
+
+    # the same grids over fewer and more points (medians of three calls each)
+    for n in (1000, 100_000) if quick else (1000, 100_000, 10_000_000):
+        for d, points, method in ((1, 1024, "binned"), (2, 256, binned)):
+            x = rng.normal(size=n if d == 1 else (n, d))
+            grid = FFTKDE(bw=0.05).fit(x).evaluate(points)[0]
+            *_, t_ours, t_theirs, firsts = _alternating(
+                lambda x=x, grid=grid, method=method: kernel_density(
+                    x, grid, bandwidth=0.05, method=method
+                ),
+                lambda x=x, points=points: FFTKDE(bw=0.05).fit(x).evaluate(points)[1],
+                runs=3,
+            )
+            _row(f"grid d={d}", n, t_ours, t_theirs, "KDEpy FFTKDE (binned)", firsts)
 
 
 if __name__ == "__main__":
