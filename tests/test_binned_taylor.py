@@ -50,7 +50,11 @@ def layout(name, d, rng):
 @pytest.mark.parametrize("name", ["on nodes", "mid cell", "one cell", "normal"])
 @pytest.mark.parametrize("spacing", [0.5, 1.1])
 @pytest.mark.parametrize("order", [1, 3, 6])
-def test_the_sums_never_err_beyond_their_bound(d, name, spacing, order):
+@pytest.mark.parametrize("taps", ["direct", "fft"])  # two columns: the taps summed or FFTs
+def test_the_sums_never_err_beyond_their_bound(d, name, spacing, order, taps, monkeypatch):
+    monkeypatch.setattr(binned_taylor, "TAPS_PER_FFT", math.inf if taps == "direct" else 0.0)
+    if d == 1 and taps == "direct":
+        return  # one column always takes the FFTs (the fft case runs it)
     rng = np.random.default_rng(d * 10 + order)
     keys = layout(name, d, rng)
     values = np.c_[rng.normal(size=len(keys)), 1e6 + rng.normal(size=len(keys))]
@@ -71,6 +75,33 @@ def test_the_sums_never_err_beyond_their_bound(d, name, spacing, order):
     body = (exact[:, 0] > 0.1 * exact[:, 0].max()) & (actual > 1e-10 * exact[:, 0])
     assert name in ("on nodes", "mid cell") or np.median(error[body] / actual[body]) < 100
     np.testing.assert_allclose(binning.counts.sum(), len(keys))
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_two_columns_sum_their_taps_directly_as_the_ffts_do(values, monkeypatch):
+    # KDEpy's kind of grid, a cluster and an outlier: the taps summed directly and the
+    # FFTs agree within their two bounds, and the direct bound, each node's rounding
+    # relative to its own terms, is the tighter one far from the data
+    rng = np.random.default_rng(8)
+    keys = np.r_[rng.normal(size=(3000, 2)), rng.normal(3, 0.01, (200, 2)), [[9.0, -9.0]]]
+    weights = rng.normal(size=(keys.shape[0], 1)) * 1e3 if values else None
+    scale = np.full(2, 1 / 0.25)
+    grid, queries = lattice_grid(keys, scale, 0.8)
+    reach = tuple(min(int(np.ceil(9 / 0.8)), s) for s in grid.size)
+    order = binned_taylor.plan(1e-3, np.full(2, 0.8), np.ptp(keys, axis=0) * scale,
+                               keys.shape[0], 2**30)[0]  # fmt: skip
+    found = {}
+    for taps, per_fft in (("direct", math.inf), ("fft", 0.0)):
+        monkeypatch.setattr(binned_taylor, "TAPS_PER_FFT", per_fft)
+        found[taps] = binned_taylor.taylor_sums(queries, keys, scale, grid, reach, order, weights)
+    (direct, direct_error, _), (fft, fft_error, _) = found["direct"], found["fft"]
+    largest = 1.0 if weights is None else max(1.0, float(np.max(np.abs(weights))))
+    gap = np.abs(direct - fft).max(axis=1)
+    assert np.all(gap <= (direct_error + fft_error) * largest * (1 + 1e-12))
+    exact = textbook(queries, keys, scale, weights if values else np.zeros((len(keys), 0)))
+    assert np.all(np.abs(direct[:, 0] - exact[:, 0]) <= direct_error * (1 + 1e-12))
+    far = exact[:, 0] < 1e-6 * exact[:, 0].max()
+    assert np.median(direct_error[far] / fft_error[far]) < 1e-3
 
 
 @pytest.mark.parametrize("d", [1, 2])

@@ -703,3 +703,73 @@ void box_gaussian_log_sums(const double *rows, isize k, const double *keys,
     }
     free(gathered);
 }
+
+/* Sums of separable convolutions on a grid of size0 x size1 nodes, summed directly. Stage
+   one, along the second axis: for each of `triples` (column c_t, group g_t, table T_t of
+   2 w1 + 1 taps at offsets -w1..w1),
+       G[g_t][i][j] += sum_v binned[i][j - v][c_t] T_t[v + w1];
+   stage two, along the first axis: for each of `groups` (output o_g, table A_g of
+   2 w0 + 1 taps),
+       out[o_g][i][j] += sum_u G[g][i - u][j] A_g[u + w0],
+   nodes beyond the grid empty. binned is node-major (width numbers a node); out holds
+   `outputs` planes of size0 x size1. Each row of nodes is first laid out column by
+   column, padded, so that the taps run along contiguous memory; a vector of outputs
+   sums all its taps in registers before it is stored. Returns 0, or -1 where memory
+   could not be had (out untouched). */
+int separable_direct(const double *binned, isize size0, isize size1, isize width,
+                     isize triples, const long long *column, const long long *group,
+                     const double *along1, isize w1, isize groups, const long long *output,
+                     const double *along0, isize w0, isize outputs, double *out)
+{
+    isize plane = size0 * size1, taps1 = 2 * w1 + 1, taps0 = 2 * w0 + 1, padded = size1 + 2 * w1;
+    double *staged = calloc((size_t)(groups * plane), sizeof(double));
+    double *row = calloc((size_t)(width * padded), sizeof(double));
+    if (!staged || !row) {
+        free(staged);
+        free(row);
+        return -1;
+    }
+    for (isize i = 0; i < size0; i++) {
+        const double *nodes = binned + i * size1 * width;
+        for (isize c = 0; c < width; c++)
+            for (isize j = 0; j < size1; j++)
+                row[c * padded + w1 + j] = nodes[j * width + c];
+        for (isize t = 0; t < triples; t++) {
+            const double *x = row + column[t] * padded + w1, *table = along1 + t * taps1;
+            double *into = staged + group[t] * plane + i * size1;
+            isize j = 0;
+            for (; j + LANES <= size1; j += LANES) { /* the taps summed in registers */
+                vector sum = {0.0};
+                for (isize v = -w1; v <= w1; v++)
+                    sum += table[v + w1] * load(x + j - v);
+                sum += load(into + j);
+                memcpy(into + j, &sum, sizeof sum);
+            }
+            for (; j < size1; j++)
+                for (isize v = -w1; v <= w1; v++)
+                    into[j] += table[v + w1] * x[j - v];
+        }
+    }
+    memset(out, 0, (size_t)(outputs * plane) * sizeof(double));
+    for (isize g = 0; g < groups; g++) {
+        const double *table = along0 + g * taps0, *from = staged + g * plane;
+        for (isize i = 0; i < size0; i++) {
+            double *into = out + output[g] * plane + i * size1;
+            isize low = i - w0 > 0 ? i - w0 : 0, high = i + w0 < size0 - 1 ? i + w0 : size0 - 1;
+            isize j = 0;
+            for (; j + LANES <= size1; j += LANES) { /* rows k = i - u, in registers */
+                vector sum = {0.0};
+                for (isize k = low; k <= high; k++)
+                    sum += table[i - k + w0] * load(from + k * size1 + j);
+                sum += load(into + j);
+                memcpy(into + j, &sum, sizeof sum);
+            }
+            for (; j < size1; j++)
+                for (isize k = low; k <= high; k++)
+                    into[j] += table[i - k + w0] * from[k * size1 + j];
+        }
+    }
+    free(staged);
+    free(row);
+    return 0;
+}

@@ -309,6 +309,13 @@ _SIGNATURES = {
     "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
     "locality_order": [_POINTER, _SIZE, _SIZE, _SIZE, _POINTER],
     "box_gaussian_log_sums": [_POINTER, _SIZE] + [_POINTER] * 8,
+    "separable_direct": [_POINTER]
+    + [_SIZE] * 4
+    + [_POINTER] * 3
+    + [_SIZE] * 2
+    + [_POINTER] * 2
+    + [_SIZE] * 2
+    + [_POINTER],
     "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE] + [_POINTER] * 5,
     "fgt_evaluate": [
         *[_POINTER] * 2,
@@ -391,7 +398,8 @@ def _expansions_library(compiler_name: str) -> Any:
 @functools.cache
 def _expansion(compiler_name: str, name: str) -> Any:
     function = getattr(_expansions_library(compiler_name), name)
-    function.restype = ctypes.c_int if name.startswith("fgt_") else None
+    status = name.startswith("fgt_") or name == "separable_direct"  # 0, or -1: no memory
+    function.restype = ctypes.c_int if status else None
     function.argtypes = _SIGNATURES[name]
     return function
 
