@@ -662,10 +662,10 @@ void box_gaussian_log_sums(const double *rows, isize k, const double *keys,
         for (int j = 0; j < 2; j++) { /* the cells within a cell of the row's box */
             double low = (q[j] - radius - slack[j] - origin[j]) * inverse[j];
             double high = (q[j] + radius + slack[j] - origin[j]) * inverse[j];
-            low = low < -1.0 ? -1.0 : low;
-            high = high > (double)shape[j] ? (double)shape[j] : high;
-            span[j][0] = low < (double)shape[j] ? (long long)low - 1 : shape[j];
-            span[j][1] = high > -1.0 ? (long long)high + 2 : 0;
+            low = low < -1.0 ? -1.0 : low > (double)shape[j] ? (double)shape[j] : low;
+            high = high < -1.0 ? -1.0 : high > (double)shape[j] ? (double)shape[j] : high;
+            span[j][0] = (long long)low - 1;
+            span[j][1] = (long long)high + 2;
             span[j][0] = span[j][0] > 0 ? span[j][0] : 0;
             span[j][1] = span[j][1] < shape[j] ? span[j][1] : shape[j];
         }
@@ -676,10 +676,14 @@ void box_gaussian_log_sums(const double *rows, isize k, const double *keys,
             across = across > 0.0 ? across : 0.0;
             if (across > radius)
                 continue;
-            /* the cells along the chord: as the box, from the chord's half-length */
+            /* the cells along the chord: as the box, from the chord's half-length (kept
+               within the grid before it becomes an index) */
             double half = sqrt(limit - across * across) + slack[1];
-            long long first = (long long)((q[1] - half - origin[1]) * inverse[1]) - 2;
-            long long last = (long long)((q[1] + half - origin[1]) * inverse[1]) + 2;
+            double low = (q[1] - half - origin[1]) * inverse[1];
+            double high = (q[1] + half - origin[1]) * inverse[1];
+            low = low < -1.0 ? -1.0 : low > (double)shape[1] ? (double)shape[1] : low;
+            high = high < -1.0 ? -1.0 : high > (double)shape[1] ? (double)shape[1] : high;
+            long long first = (long long)low - 2, last = (long long)high + 2;
             first = first > span[1][0] ? first : span[1][0];
             last = last < span[1][1] ? last : span[1][1];
             if (first >= last)
