@@ -7,8 +7,9 @@ occupied node near it, :func:`nearest_occupied`), and at least the binned sum le
 error bound; the keys beyond ``R`` with ``m K(R) ≤ tolerance · sum`` cannot matter.
 :func:`keys_near` finds those keys (each key's node from the binning pass, or in one
 column the rows' merged intervals); for the Gaussian in two columns,
-:func:`near_log_sums` sums them in one compiled pass, each row over the keys of the
-nodes within its reach, sorted by node (``expansions.c``'s ``box_gaussian_log_sums``).
+:func:`near_log_sums` sums them in one compiled pass, the keys sorted by cells of
+several nodes, each row over the cells along its chords within its reach (``expansions.c``'s
+``box_gaussian_log_sums``).
 """
 
 from __future__ import annotations
