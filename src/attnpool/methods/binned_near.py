@@ -41,19 +41,14 @@ def row_reach(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None)
     where known, say the binned sum less its error bound) and at least ``K(r)``: a node
     with a positive count has a key within one cell diagonal. The Gaussian: ``R² = r² +
     2 ln(m/tol)``; the Laplacian ``R = r + ln(m/tol)``; a compact kernel its support."""
-    grid, counts = binning.grid, binning.counts
+    grid = binning.grid
     spacing, start = np.asarray(grid.spacing), np.asarray(grid.start)
-    # blocks of `factor` nodes a side: a block holding a positive count has a key within
-    # (factor + 1)/2 spacings of its centre along each axis
-    factor = max(1, math.ceil((counts.size / NEAR_BLOCKS) ** (1 / len(grid.size))))
-    blocks = _blocks(counts[..., 0] > 0, factor)
-    source = nearest_occupied(blocks).reshape(-1)
+    factor, blocks, source, within = _occupied(binning)
     node = np.clip(np.rint((scaled_rows - start) / spacing), 0, np.asarray(grid.size) - 1)
     found = source[np.ravel_multi_index(tuple((node.astype(np.int64) // factor).T),
                                         blocks.shape)]  # fmt: skip
     centres = (np.stack(np.unravel_index(np.maximum(found, 0), blocks.shape), axis=-1) * factor
                + (factor - 1) / 2) * spacing + start  # fmt: skip
-    within = (factor + 1) / 2 * float(np.sqrt(np.sum(spacing**2)))
     nearest = np.sqrt(np.sum((centres - scaled_rows) ** 2, axis=-1)) + within
     nearest[found < 0] = np.inf
     if kernel.compact:
@@ -103,10 +98,23 @@ def near_log_sums(
     compiled = native.expansion_function("box_gaussian_log_sums")
     if cells is None or len(grid.size) != 2 or not is_gaussian(kernel) or compiled is None:
         return None
-    reach, blocks, factor = row_reach(scaled_rows, kernel, binning, m, least)
-    near = _keys_in_boxes(*_node_boxes(scaled_rows, reach, grid), blocks.shape, factor, binning)
+    rows = np.ascontiguousarray(scaled_rows, np.float64)
+    factor, blocks, source, within = _occupied(binning)
+    reach, covered = np.empty(rows.shape[0]), np.zeros(blocks.shape, np.uint8)
+    # (every array the loops read is held here: ctypes takes bare addresses)
+    bounds = None if least is None else np.ascontiguousarray(least, np.float64)
+    start, spacing = (np.ascontiguousarray(a, np.float64) for a in (grid.start, grid.spacing))
+    source = np.ascontiguousarray(source, np.int64)
+    block_shape, size = np.array(blocks.shape, np.int64), np.array(grid.size, np.int64)
+    at = native.address
+    if native.expansion_function("gaussian_reach")(
+        at(rows), rows.shape[0], at(source), at(block_shape), factor, at(start), at(spacing),
+        at(size), None if bounds is None else at(bounds), 2 * math.log(m / fgt.TOLERANCE),
+        within, at(reach), at(covered),
+    ):  # fmt: skip
+        return None
+    near = _keys_in_cover(covered.astype(bool), factor, binning)
     # cells of `side` nodes a side: a row visits about 2R/(side·spacing) rows of them
-    spacing = np.asarray(grid.spacing, np.float64)
     side = int(np.clip(np.median(reach) / (SUM_CELL_ROWS * np.max(spacing)), 1, MAX_SUM_CELL))
     shape = -(-np.asarray(grid.size, np.int64) // side)
     nodes = np.divmod(cells[near], grid.size[1])
@@ -115,13 +123,10 @@ def near_log_sums(
     sorted_keys = np.ascontiguousarray(np.asarray(keys)[near[by_cell]] * scale, np.float64)
     offsets = np.zeros(int(np.prod(shape)) + 1, np.int64)
     np.cumsum(np.bincount(in_cell, minlength=offsets.size - 1), out=offsets[1:])
-    rows, reach = (np.ascontiguousarray(a, np.float64) for a in (scaled_rows, reach))
     # a key lies within a spacing of its node: within that of its cell's nodes' span
-    origin = np.asarray(grid.start, np.float64)
-    out = np.empty(rows.shape[0])
-    at = native.address
-    compiled(at(rows), rows.shape[0], at(sorted_keys), at(offsets), at(shape), at(origin),
-             at(side * spacing), at(spacing), at(reach), at(out))  # fmt: skip
+    out, width = np.empty(rows.shape[0]), side * spacing
+    compiled(at(rows), rows.shape[0], at(sorted_keys), at(offsets), at(shape), at(start),
+             at(width), at(spacing), at(reach), at(out))  # fmt: skip
     return out
 
 
@@ -136,12 +141,29 @@ def _node_boxes(scaled_rows, reach, grid) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(low, 0, size), np.clip(high, 0, size)
 
 
+def _occupied(binning: Binning) -> tuple[int, np.ndarray, np.ndarray, float]:
+    """``(factor, blocks, source, within)``: the grid in blocks of ``factor`` nodes a side
+    (at most :data:`NEAR_BLOCKS` of them), whether each holds a positive count, at each
+    the flat index of an occupied block near it (:func:`nearest_occupied`), and how far
+    beyond an occupied block's centre its key may lie (``(factor + 1)/2`` spacings along
+    each axis: a node with a count has a key within a spacing of it)."""
+    grid, counts = binning.grid, binning.counts
+    factor = max(1, math.ceil((counts.size / NEAR_BLOCKS) ** (1 / len(grid.size))))
+    blocks = _blocks(counts[..., 0] > 0, factor)
+    within = (factor + 1) / 2 * float(np.sqrt(np.sum(np.asarray(grid.spacing) ** 2)))
+    return factor, blocks, nearest_occupied(blocks).reshape(-1), within
+
+
 def _keys_in_boxes(low, high, shape, factor: int, binning: Binning) -> np.ndarray:
     """Indices of the keys whose cells lie in any of the node boxes ``[low, high)``,
     marked on the blocks of ``factor`` nodes a side (``shape``) that hold them."""
     size = np.asarray(shape)
     low, high = np.clip(low // factor, 0, size), np.clip(-(-high // factor), 0, size)
-    covered = _covered(low, high, size)
+    return _keys_in_cover(_covered(low, high, size), factor, binning)
+
+
+def _keys_in_cover(covered, factor: int, binning: Binning) -> np.ndarray:
+    """Indices of the keys whose cells lie in the ``covered`` blocks of ``factor`` nodes."""
     for axis in range(covered.ndim):
         covered = np.repeat(covered, factor, axis=axis)
     nodes = covered[tuple(slice(0, n) for n in binning.grid.size)].reshape(-1)

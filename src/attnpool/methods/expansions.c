@@ -777,3 +777,72 @@ int separable_direct(const double *binned, isize size0, isize size1, isize width
     free(row);
     return 0;
 }
+
+/* The Gaussian's reach of k rows (scaled, two columns) on a grid (start, spacing, size)
+   whose blocks of `factor` nodes a side (shape[0] x shape[1]) each name a near occupied
+   block (source, flat; -1 where none is): a row's nearest key is at most `within`
+   beyond the centre of the block its nearest node's block names, so its sum is at least
+   e^(-r^2/2), and at least least[r] where that is positive (least may be NULL); keys
+   beyond reach[r], R^2 = min(r^2, -2 ln least) + spread, weigh at most the tolerance
+   `spread` stands for (spread = 2 ln(m / tolerance)). The blocks holding a node within
+   reach of a row, with a node of slack (a key is within a spacing of its node), are
+   marked in covered (shape[0] x shape[1], zeroed by the caller). Returns 0, or -1
+   without memory. */
+int gaussian_reach(const double *rows, isize k, const long long *source, const long long *shape,
+                   isize factor, const double *start, const double *spacing,
+                   const long long *size, const double *least, double spread, double within,
+                   double *reach, unsigned char *covered)
+{
+    isize wide = shape[1] + 1;
+    int *marks = calloc((size_t)((shape[0] + 1) * wide), sizeof(int));
+    if (!marks)
+        return -1;
+    for (isize r = 0; r < k; r++) {
+        const double *q = rows + 2 * r;
+        isize block[2], box[2][2];
+        for (int j = 0; j < 2; j++) {
+            double node = floor((q[j] - start[j]) / spacing[j] + 0.5);
+            node = node < 0.0 ? 0.0 : node > (double)(size[j] - 1) ? (double)(size[j] - 1) : node;
+            block[j] = (isize)node / factor;
+        }
+        long long found = source[block[0] * shape[1] + block[1]];
+        double nearest2 = INFINITY;
+        if (found >= 0) {
+            double gap = 0.0, centre[2] = {(double)(found / shape[1]), (double)(found % shape[1])};
+            for (int j = 0; j < 2; j++) {
+                double at = (centre[j] * (double)factor + 0.5 * (double)(factor - 1)) * spacing[j];
+                gap += (at + start[j] - q[j]) * (at + start[j] - q[j]);
+            }
+            nearest2 = (sqrt(gap) + within) * (sqrt(gap) + within);
+        }
+        if (least && least[r] > 0.0 && -2.0 * log(least[r]) < nearest2)
+            nearest2 = -2.0 * log(least[r]);
+        double radius = sqrt(nearest2 + spread);
+        reach[r] = radius;
+        for (int j = 0; j < 2; j++) { /* nodes floor(..) - 1 to ceil(..) + 1, then blocks */
+            double low = floor((q[j] - radius - start[j]) / spacing[j]) - 1.0;
+            double high = ceil((q[j] + radius - start[j]) / spacing[j]) + 1.0;
+            low = low < 0.0 ? 0.0 : low > (double)size[j] ? (double)size[j] : low;
+            high = high < 0.0 ? 0.0 : high > (double)size[j] ? (double)size[j] : high;
+            box[j][0] = (isize)low / factor;
+            box[j][1] = ((isize)high + factor - 1) / factor;
+        }
+        if (box[0][0] >= box[0][1] || box[1][0] >= box[1][1])
+            continue;
+        marks[box[0][0] * wide + box[1][0]] += 1;
+        marks[box[0][0] * wide + box[1][1]] -= 1;
+        marks[box[0][1] * wide + box[1][0]] -= 1;
+        marks[box[0][1] * wide + box[1][1]] += 1;
+    }
+    for (isize i = 0; i <= shape[0]; i++) /* the marks summed along both axes */
+        for (isize j = 0; j <= shape[1]; j++) {
+            int above = i ? marks[(i - 1) * wide + j] : 0, left = j ? marks[i * wide + j - 1] : 0;
+            int corner = i && j ? marks[(i - 1) * wide + j - 1] : 0;
+            marks[i * wide + j] += above + left - corner;
+        }
+    for (isize i = 0; i < shape[0]; i++)
+        for (isize j = 0; j < shape[1]; j++)
+            covered[i * shape[1] + j] = marks[i * wide + j] > 0;
+    free(marks);
+    return 0;
+}

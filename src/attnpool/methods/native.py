@@ -309,6 +309,10 @@ _SIGNATURES = {
     "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
     "locality_order": [_POINTER, _SIZE, _SIZE, _SIZE, _POINTER],
     "box_gaussian_log_sums": [_POINTER, _SIZE] + [_POINTER] * 8,
+    "gaussian_reach": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE]
+    + [_POINTER] * 4
+    + [_DOUBLE] * 2
+    + [_POINTER] * 2,
     "separable_direct": [_POINTER]
     + [_SIZE] * 4
     + [_POINTER] * 3
@@ -398,7 +402,8 @@ def _expansions_library(compiler_name: str) -> Any:
 @functools.cache
 def _expansion(compiler_name: str, name: str) -> Any:
     function = getattr(_expansions_library(compiler_name), name)
-    status = name.startswith("fgt_") or name == "separable_direct"  # 0, or -1: no memory
+    # 0, or -1: no memory
+    status = name.startswith("fgt_") or name in ("separable_direct", "gaussian_reach")
     function.restype = ctypes.c_int if status else None
     function.argtypes = _SIGNATURES[name]
     return function
