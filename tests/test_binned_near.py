@@ -135,3 +135,38 @@ def test_binned_densities_in_two_columns_sum_their_tails_exactly(offset, monkeyp
     by_keys = kernel_density(x, grid, bandwidth=0.1, method=Binned(tolerance=1e-3))
     for got in (compiled, by_keys):
         np.testing.assert_array_less(np.abs(got - exact), 1e-3 * exact)
+
+
+@pytest.mark.parametrize("blocks", [2**16, 64])
+def test_the_compiled_reach_and_cover_are_numpys(blocks, monkeypatch):
+    # the compiled pass's reach and covered blocks against row_reach and the boxes in NumPy
+    monkeypatch.setattr(binned_near, "NEAR_BLOCKS", blocks)
+    keys = _layout(5)
+    rng = np.random.default_rng(6)
+    rows = np.concatenate([rng.uniform(-8, 8, (300, 2)), [[500.0, -500.0]]])
+    scale, binning = _binned(keys, rows, 0.05, True)
+    scaled = rows * scale
+    least = np.where(rng.random(rows.shape[0]) < 0.5, rng.uniform(1e-30, 1, rows.shape[0]), 0.0)
+    for bounds in (None, least):
+        reach, shape, factor = binned_near.row_reach(scaled, GAUSSIAN, binning, keys.shape[0],
+                                                     bounds)  # fmt: skip
+        low, high = binned_near._node_boxes(scaled, reach, binning.grid)
+        size = np.asarray(shape.shape)
+        low, high = np.clip(low // factor, 0, size), np.clip(-(-high // factor), 0, size)
+        expected = binned_near._covered(low, high, size)
+        factor_c, occupied, source, within = binned_near._occupied(binning)
+        got, covered = np.empty(rows.shape[0]), np.zeros(occupied.shape, np.uint8)
+        arrays = [np.ascontiguousarray(a, dtype) for a, dtype in (
+            (scaled, np.float64), (source, np.int64), (occupied.shape, np.int64),
+            (binning.grid.start, np.float64), (binning.grid.spacing, np.float64),
+            (binning.grid.size, np.int64))]  # fmt: skip
+        held = None if bounds is None else np.ascontiguousarray(bounds)
+        at = native.address
+        status = native.expansion_function("gaussian_reach")(
+            at(arrays[0]), rows.shape[0], at(arrays[1]), at(arrays[2]), factor_c,
+            *(at(a) for a in arrays[3:]), None if held is None else at(held),
+            2 * np.log(keys.shape[0] / binned_near.fgt.TOLERANCE), within, at(got), at(covered),
+        )  # fmt: skip
+        assert status == 0 and factor_c == factor
+        np.testing.assert_allclose(got, reach, rtol=1e-12)
+        np.testing.assert_array_equal(covered.astype(bool), expected)
