@@ -50,6 +50,7 @@ from .._units import column_extremes
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
 from .build import build, cached, compiler, compiler_found
 from .native_layout import CHUNK, LOG2E, Layout
+from .native_signatures import RETURNS_STATUS, SIGNATURES
 from .threads import cores, start_threads, thread_pool
 
 SOURCE = Path(__file__).with_name("native.c")
@@ -296,43 +297,6 @@ def address(array, row: int = 0) -> int:
     return int(array.ctypes.data) + row * array.strides[0]
 
 
-_POINTER, _SIZE, _DOUBLE = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_double
-_SIGNATURES = {
-    "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
-    "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
-    "fgt_coefficients": [_POINTER] * 3 + [_SIZE] * 2 + [_DOUBLE] * 2 + [_SIZE] * 3 + [_POINTER],
-    "fgt_leave_one_out": [_POINTER, _SIZE]
-    + [_DOUBLE] * 2
-    + [_SIZE] * 2
-    + [_DOUBLE] * 2
-    + [_POINTER],
-    "linear_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _POINTER, _POINTER, _SIZE],
-    "locality_order": [_POINTER, _SIZE, _SIZE, _SIZE, _POINTER],
-    "box_gaussian_log_sums": [_POINTER, _SIZE] + [_POINTER] * 8,
-    "gaussian_reach": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE]
-    + [_POINTER] * 4
-    + [_DOUBLE] * 2
-    + [_POINTER] * 2,
-    "separable_direct": [_POINTER]
-    + [_SIZE] * 4
-    + [_POINTER] * 3
-    + [_SIZE] * 2
-    + [_POINTER] * 2
-    + [_SIZE] * 2
-    + [_POINTER],
-    "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE] + [_POINTER] * 5,
-    "fgt_evaluate": [
-        *[_POINTER] * 2,
-        _SIZE,
-        _POINTER,
-        *[_SIZE] * 2,
-        _DOUBLE,
-        *[_SIZE] * 2,
-        _POINTER,
-    ],
-}
-
-
 @functools.cache
 def _library(
     compiler_name: str,
@@ -348,7 +312,7 @@ def _library(
     path = build(compiler_name, SOURCE, defines)
     function = getattr(ctypes.CDLL(str(path)), name)
     function.restype = None
-    function.argtypes = _SIGNATURES[name]
+    function.argtypes = SIGNATURES[name]
     _loaded.add((compiler_name, *defines))
     start_threads()
     return function
@@ -402,10 +366,8 @@ def _expansions_library(compiler_name: str) -> Any:
 @functools.cache
 def _expansion(compiler_name: str, name: str) -> Any:
     function = getattr(_expansions_library(compiler_name), name)
-    # 0, or -1: no memory
-    status = name.startswith("fgt_") or name in ("separable_direct", "gaussian_reach")
-    function.restype = ctypes.c_int if status else None
-    function.argtypes = _SIGNATURES[name]
+    function.restype = ctypes.c_int if name in RETURNS_STATUS else None
+    function.argtypes = SIGNATURES[name]
     return function
 
 
