@@ -121,6 +121,8 @@ def _log_density(
     h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
     dtype = numpy_dtype(x, q)
     w = None if weights is None else check_weights(weights, x.shape[0], dtype)
+    if w is not None and not is_jax(w) and not np.all(w > 0):
+        x, w = x[w > 0], w[w > 0]  # weight 0 counts nowhere: never a row's nearest key
     total = x.shape[0] if w is None else float(np.sum(w))
     constant = math.log(total) + float(np.sum(np.log(h))) + math.log(first)
     n, m = q.shape[0], x.shape[0]
@@ -225,6 +227,8 @@ def _mixed_log_density(
     x, q = np.asarray(x, np.float64), np.asarray(q, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type)
     w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), np.float64)
+    if w is not None and not np.all(w > 0):  # (after the columns: their levels count all rows)
+        x, w = x[w > 0], w[w > 0]
     total = x.shape[0] if w is None else float(np.sum(w))
     return np.asarray(log_sums([(q, x, h, columns, "density")], weights=w)) - math.log(total)
 

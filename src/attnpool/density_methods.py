@@ -15,7 +15,6 @@ import numpy as np
 
 from . import kernels as _kernels
 from .kernel_calculus import kernel_integrals
-from .kernels import MATMUL_MIN_DIM
 
 #: Pairs up to which a density is summed in NumPy (no program to build: a first call
 #: costs no compilation); beyond, on the compiled engines.
@@ -44,11 +43,13 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     it builds, on a CPU."""
     from ._units import HOST_MAX_EXTENT, extent_in_bandwidths
     from .mixed_kernels import MixedColumns, log_sums
+    from .observation_weights import too_wide_to_truncate
 
     n, m = q.shape[0], x.shape[0]
     columns = MixedColumns(x, "c" * x.shape[1], record)
     small = n * m <= HOST_PAIRS
-    gaussian = x.shape[1] == 1 and _kernels.is_gaussian(record)
+    truncating = not too_wide_to_truncate(w)  # (fgt and native)
+    gaussian = x.shape[1] == 1 and _kernels.is_gaussian(record) and truncating
     if small and not (gaussian and expansions_pay(n * m)):
         return log_sums([(q, x, h, columns, "density")], weights=w)
     in_range = x.shape[1] == 1 and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
@@ -58,7 +59,7 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
         return log_sums([(q, x, h, columns, "density")], weights=w)
     if in_range and record.compact and _kernels.is_builtin(record):
         return _sparse_log_sums(x, q, record, h, w)
-    if x.shape[1] >= 2 and native_serves(record, q, x, h):
+    if x.shape[1] >= 2 and truncating and native_serves(record, q, x, h):
         return _native_log_sums(x, q, record, h, w)
     return None
 
@@ -113,9 +114,7 @@ def _expansion_log_sums(x: Any, q: Any, h: Any, w: Any, columns: Any) -> Any:
 
 
 def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
-    """Normalised Gaussian log sums by the compiled C loop: ``ln 2 · (shift + log2 Σ)``,
-    plus the query's own ``−‖q_c‖²/2`` that its matrix-product form leaves out from d = 3
-    on (``q_c`` centred on the keys' mean, as it centres)."""
+    """Normalised Gaussian log sums by the compiled C loop: ``ln 2 · (shift + log2 Σ)``."""
     from .methods import native
 
     reason = native.refusal(record, x.shape[1])
@@ -126,9 +125,6 @@ def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     sums, shift = native.native_sums(q, x, values, scale, return_shift=True)
     with np.errstate(divide="ignore"):
         out = math.log(2.0) * shift + np.log(sums[:, 1])
-    if x.shape[1] >= MATMUL_MIN_DIM:  # the rows as native.c centres them
-        centred = q * scale - native.key_centre(np.asarray(x, np.float64) * scale)
-        out = out - 0.5 * np.sum(centred * centred, axis=1)
     d = x.shape[1]
     return out - 0.5 * d * math.log(2 * math.pi) - float(np.sum(np.log(h)))
 
@@ -143,8 +139,10 @@ def method_log_sums(
     from .methods import sparse
     from .methods.binned import refusal
     from .mixed_kernels import MixedColumns
+    from .observation_weights import refuse_wide_span
 
     d = x.shape[1]
+    refuse_wide_span(name, w)
     if extent_in_bandwidths(q, x, h) > HOST_MAX_EXTENT:
         raise ValueError(
             f"method: {name!r} takes data within 2^40 bandwidths of its centre; use 'auto'"

@@ -12,8 +12,6 @@ import jax.numpy as jnp
 
 from . import kernels as _kernels
 from .engines.programs import kernel_block, pool_state
-from .geometry import block_coordinates
-from .kernels import MATMUL_MIN_DIM
 from .methods.options import exact_engine
 from .methods.stream import KEY_BLOCK
 
@@ -33,17 +31,21 @@ def log_kernel_sums(
     large inputs: pooling's coordinates and blocks. ``weights (m,)``: positive observation
     weights (None: ones); ``key_count``: training rows from this one on are padding;
     ``method``: ``"dense"`` or ``"stream"`` (None: by the number of pairs)."""
-    queries, keys, divisor = block_coordinates(x_query, x_train, bandwidth, kernel)
+    # A density is an absolute sum: the matrix-product form's −‖q‖²/2, added back, cancels
+    # for queries far from the keys' mean in bandwidths; differences of the unscaled
+    # rows divided by the bandwidth are exact to rounding wherever the query is.
+    queries, keys, divisor = x_query, x_train, jnp.broadcast_to(bandwidth, x_train.shape[1:])
     n, m = queries.shape[0], keys.shape[0]
     method = method or exact_engine(n * m)
-    block = kernel_block(kernel, streamed=method == "stream", divisor=divisor, key_count=key_count)
+    # keys of weight 0 never set a row's shift (they would leave log 0 beside a far key
+    # that carries weight)
+    allowed = None if weights is None else (weights > 0)[None, :]
+    block = kernel_block(
+        kernel, streamed=method == "stream", divisor=divisor, key_count=key_count, allowed=allowed
+    )
     values = jnp.ones((m, 1), keys.dtype) if weights is None else weights[:, None]
     state = pool_state(block, queries, keys, values, method=method, key_block=KEY_BLOCK)
     sums: jax.Array = state.max_log + jnp.log(state.weighted_values[:, 0])
-    if kernel.quadratic is not None and divisor is None and queries.shape[1] >= MATMUL_MIN_DIM:
-        # the matrix-product form drops each query's own term, quadratic · ‖q‖²: a sum
-        # is absolute here, not a weight relative to others
-        sums = sums + kernel.quadratic * jnp.sum(queries * queries, axis=1)
     return sums
 
 

@@ -35,6 +35,8 @@ def kernel_cdf(
     from .engines.numpy_engine import NUMPY_CHUNK_PAIRS
 
     x = np.asarray(check_points(x_train, "x_train"), np.float64)
+    if x.shape[0] == 0:
+        raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
     q = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
     continuous = x.shape[1] if var_type is None else var_type.count("c")
     record = _kernels.for_dimensions(_kernels.get(kernel), continuous)
@@ -56,7 +58,8 @@ def kernel_cdf(
         sums = log_sums([(q, x, h, columns, "cdf")], weights=w / w.sum())
         return np.asarray(np.minimum(np.exp(sums), 1.0))
     h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
-    log_w = np.log(np.asarray(w, np.float64) / np.sum(w))
+    with np.errstate(divide="ignore"):  # a weight of 0: a log weight of −inf
+        log_w = np.log(np.asarray(w, np.float64) / np.sum(w))
     result = np.empty(q.shape[0])
     step = max(1, NUMPY_CHUNK_PAIRS // x.shape[0])
     with np.errstate(divide="ignore"):

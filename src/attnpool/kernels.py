@@ -178,6 +178,12 @@ class Kernel:
             )
 
         def log_profile(r2: Any) -> Any:
+            if isinstance(r2, np.ndarray | np.generic):  # host sums: float64, NumPy out
+                from ._interop import precision_scope
+
+                with precision_scope(np.float64):
+                    r2 = jnp.asarray(r2, np.float64)
+                    return np.asarray(jnp.log(function(profiles.safe_sqrt(r2))))
             return jnp.log(function(profiles.safe_sqrt(r2)))
 
         log_profile.__doc__ = function.__doc__ or f"User kernel {label!r}: K(u) = {label}(u)."

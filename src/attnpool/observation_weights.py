@@ -14,9 +14,12 @@ Weights are divided by their largest first; concrete positive weights must span 
 most :func:`max_span` (``1/√tiny`` of the computation's precision, ~1.5e154 in float64),
 which keeps every product ``α_i w_i`` that matters above underflow.
 
-Leave-one-out with weights leaves one *copy* out: a point's own pair keeps weight
-``max(w_i − 1, 0)``, so cross-validation with integer weights is cross-validation on
-the repeated rows (a row weighing less than one is left out whole).
+Leave-one-out leaves the whole row out, all of its weight, and with it every row
+identical to it: a bandwidth search first merges identical rows into one whose weight
+is their total (:func:`merged_rows`). So integer weights and repeated rows give the
+same criterion, and no criterion can be lowered by interpolating a point's own copies
+(with "one copy out", weights of 2 or a repeated row left each point its own twin, and
+cross-validation chose bandwidths near 0).
 """
 
 from __future__ import annotations
@@ -33,11 +36,21 @@ __all__ = [
     "chunk_of_positive_weight",
     "dask_augmented",
     "divided",
-    "leave_one_copy_out",
     "max_span",
+    "merged_rows",
     "positive_keys",
     "positive_rows",
+    "refuse_wide_span",
+    "span",
+    "too_wide_to_truncate",
 ]
+
+#: The widest span (largest / smallest positive weight) the truncating methods (``fgt``,
+#: ``native``) take: they pass over keys whose *kernel* weight is below ~1e-14 of a
+#: row's, which leaves out up to ``span`` times that of the weighted sum. Wider spans
+#: are summed by the exact engines under ``"auto"``, and refused by those methods.
+TRUNCATED_MAX_SPAN = 2.0**10
+TRUNCATING_METHODS = ("fgt", "native")
 
 
 def max_span(dtype) -> float:
@@ -79,6 +92,57 @@ def check_weights(weights, m: int, dtype=np.float64, name: str = "weights"):
     return w.astype(dtype)
 
 
+def span(w) -> float:
+    """Largest over smallest positive weight of concrete weights ``w``."""
+    positive = np.asarray(w, np.float64)
+    positive = positive[positive > 0]
+    return float(positive.max() / positive.min()) if positive.size else 1.0
+
+
+def too_wide_to_truncate(w) -> bool:
+    """Whether concrete weights span more than :data:`TRUNCATED_MAX_SPAN` (None: no)."""
+    return w is not None and not is_traced(w) and span(w) > TRUNCATED_MAX_SPAN
+
+
+def refuse_wide_span(method: str, w) -> None:
+    """A ``ValueError`` when the truncating ``method`` is asked to sum weights spanning
+    more than :data:`TRUNCATED_MAX_SPAN`."""
+    if method in TRUNCATING_METHODS and too_wide_to_truncate(w):
+        raise ValueError(
+            f"weights: method {method!r} passes over keys of negligible kernel weight, "
+            f"which weights spanning {span(w):.3g} (largest / smallest) can make the "
+            f"largest terms; it takes spans up to {TRUNCATED_MAX_SPAN:g}: use "
+            "method='auto', 'dense' or 'stream'"
+        )
+
+
+def merged_rows(
+    x: np.ndarray, y: np.ndarray, weights: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(x, y, w)`` with identical rows of ``[x, y]`` merged into one, its weight their
+    total (1 a row without ``weights``), in the order of first appearance; unchanged
+    (``weights`` as given) where no row repeats. ``x (n, d)``, ``y (n, p)``, concrete."""
+    column = np.sort(np.asarray(x[:, 0], np.float64))
+    if not np.any(column[1:] == column[:-1]):  # rows differ in their first column
+        return x, y, weights
+    rows = np.concatenate([np.asarray(x, np.float64), np.asarray(y, np.float64)], axis=1)
+    order = np.lexsort(rows.T[::-1])  # stable: a group's first row comes first
+    ordered = rows[order]
+    starts = np.r_[True, np.any(ordered[1:] != ordered[:-1], axis=1)]
+    if starts.all():
+        return x, y, weights
+    group = np.empty(rows.shape[0], np.intp)
+    group[order] = np.cumsum(starts) - 1
+    first = order[starts]  # each group's first row, by the groups' sorted order
+    by_appearance = np.argsort(first, kind="stable")
+    rank = np.empty_like(by_appearance)
+    rank[by_appearance] = np.arange(by_appearance.size)
+    w = np.ones(rows.shape[0]) if weights is None else np.asarray(weights, np.float64)
+    total = np.bincount(rank[group], weights=w, minlength=first.size)
+    kept = first[by_appearance]
+    return x[kept], y[kept], total
+
+
 def positive_rows(
     x: np.ndarray, y: np.ndarray, weights: Any, name: str = "weights"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -105,14 +169,6 @@ def divided(pooled):
     """The weighted pool from the pool of :func:`augmented` values: ``(n, p)`` from
     ``(n, 1 + p)``."""
     return pooled[:, 1:] / pooled[:, :1]
-
-
-def leave_one_copy_out(w):
-    """``log(max(1 − 1/w_i, 0))``: the log of the share of a point's own weight its
-    leave-one-out fit keeps (``−inf`` for weights up to one: left out whole)."""
-    xp = _namespace(w)
-    safe = xp.where(w > 1, w, 2.0)
-    return xp.where(w > 1, xp.log1p(-1.0 / safe), -xp.inf)
 
 
 def _namespace(*arrays):

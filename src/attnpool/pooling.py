@@ -298,7 +298,15 @@ def _weighted_pool(
     """:func:`attention_pool` with observation weights: the pool of ``[w, w·v]`` divided
     (:mod:`attnpool.observation_weights`); keys of weight 0 dropped (concrete weights) or
     masked (traced ones)."""
-    from .observation_weights import augmented, check_weights, divided, positive_keys
+    from .methods.options import exact_engine
+    from .observation_weights import (
+        augmented,
+        check_weights,
+        divided,
+        positive_keys,
+        refuse_wide_span,
+        too_wide_to_truncate,
+    )
 
     name = resolve(options["method"])[0]
     if name in UNWEIGHTED_METHODS:
@@ -310,6 +318,9 @@ def _weighted_pool(
     dtype = np.float32 if v.dtype.kind == "f" and v.dtype.itemsize <= 4 else np.float64
     w = check_weights(weights, k.shape[0], dtype)
     k, w, mask, kept = positive_keys(k, w, mask, q.shape[0])
+    refuse_wide_span(name, w)
+    if name == "auto" and too_wide_to_truncate(w):  # no truncating method under "auto"
+        options = {**options, "method": exact_engine(q.shape[0] * k.shape[0])}
     with warnings.catch_warnings(record=True) as caught:  # to be reported at the caller's
         warnings.simplefilter("always")
         result = attention_pool(

@@ -146,10 +146,9 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     coordinates (``1 / h``). Computed in float32 when every input is float32, else
     float64. A row whose scaled coordinates overflowed is not finite.
     ``exclude_self``: query ``i`` is key ``i`` and is left out of its own sums
-    (leave-one-out). ``return_shift``: also the ``(n,)`` shifts, in log2 units, of log
-    weights formed as ``native.c`` forms them — ``−‖q − k‖²/2`` of the scaled rows, or
-    from d = 3 on ``q·k − ‖k‖²/2`` of rows centred on the keys' mean (the query's own
-    ``−‖q‖²/2`` left out) — so that ``Σ_k w = 2^shift · sums[:, 0]``. Large sums put
+    (leave-one-out). ``return_shift``: also the ``(n,)`` shifts, in log2 units, of the
+    log weights ``−‖q − k‖²/2`` of the scaled rows, so that ``Σ_k w = 2^shift ·
+    sums[:, 0]`` (:func:`matmul_form` says how the loop forms them). Large sums put
     keys and queries in locality order (:mod:`.locality`) so that the loop passes over
     what is too far to matter (at most ``2^−47`` of a row's sum); ``ordered``: the
     caller's order already is one.
@@ -159,7 +158,7 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     dtype = np.float32 if single else np.float64
     n, d = queries.shape
     m, p = values.shape
-    q, kt = _coordinates(queries, keys, np.asarray(scale, np.float64), dtype)
+    q, kt, centre = _coordinates(queries, keys, np.asarray(scale, np.float64), dtype)
     layout = Layout(q, kt, m, exclude_self, ordered=ordered, compiled_order=order_function())
     m_pad = kt.shape[1]
     sums, shift = np.empty((n, 1 + p)), np.empty(n)
@@ -168,7 +167,7 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
         width = columns.stop - columns.start
         vt = np.zeros((width, m_pad), dtype)
         vt[:, :m] = (values[layout.keys, columns] if layout.reordered else values[:, columns]).T
-        function = _library(compiler(), not single, d, width, d >= MATMUL_MIN_DIM)
+        function = _library(compiler(), not single, d, width, centre is not None)
         total, weighted = np.empty(n), np.empty((n, width))
         _run_threads(function, layout, vt, m, (shift, total, weighted))
         rows = layout.queries if layout.reordered else slice(None)
@@ -176,6 +175,9 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
         sums[rows, 1 + columns.start : 1 + columns.stop] = weighted
     if layout.reordered:
         shift[layout.queries] = shift.copy()
+    if return_shift and centre is not None:  # the query's own −‖q_c‖²/2, in log2 units
+        centred = np.multiply(queries, scale, dtype=np.float64) - centre
+        shift -= 0.5 * LOG2E * np.einsum("ij,ij->i", centred, centred)
     return (sums, shift) if return_shift else sums
 
 
@@ -217,10 +219,10 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
     queries, keys, values = (np.asarray(a, np.float64) for a in (queries, keys, values))
     n, d = queries.shape
     m, p = values.shape
-    q, kt = _coordinates(queries, keys, np.asarray(scale, np.float64), np.float64)
+    q, kt, centre = _coordinates(queries, keys, np.asarray(scale, np.float64), np.float64)
     vt = np.zeros((p, kt.shape[1]))
     vt[:, :m] = values.T
-    function = _library(compiler(), True, d, p, d >= MATMUL_MIN_DIM, "gaussian_moments")
+    function = _library(compiler(), True, d, p, centre is not None, "gaussian_moments")
     shift = np.empty(n)
     moments = np.empty((n, 1 + d + d * d + p * (1 + d)))
     ref = np.empty(n, np.intp)
@@ -233,17 +235,38 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
     return moments, ref
 
 
+#: The largest rounding ``eps · max‖q_c‖ · max‖k_c‖`` (scaled rows about the keys' mean)
+#: of a log weight in the matrix-product form, by precision: beyond it (queries or keys
+#: far from the keys' mean in bandwidths) the loop takes the difference form.
+MATMUL_MAX_ROUNDING = {np.dtype(np.float64): 2.0**-36, np.dtype(np.float32): 2.0**-10}
+
+
+def matmul_form(q, k, dtype) -> np.ndarray | None:
+    """The keys' mean (the centre) where the loop forms ``log w = q·k − ‖k‖²/2`` about it
+    — from d = :data:`MATMUL_MIN_DIM` on, while its rounding stays within
+    :data:`MATMUL_MAX_ROUNDING` —, else None (``−‖q − k‖²/2``, exact to rounding
+    wherever the rows are). ``q (n, d)``, ``k (m, d)`` scaled, float64."""
+    if k.shape[1] < MATMUL_MIN_DIM:
+        return None
+    centre = key_centre(k)
+    extent = [np.sqrt(np.max(np.einsum("ij,ij->i", a - centre, a - centre), initial=0.0))
+              for a in (q, k)]  # fmt: skip
+    rounding = np.finfo(dtype).eps * extent[0] * extent[1]
+    return centre if rounding <= MATMUL_MAX_ROUNDING[np.dtype(dtype)] else None
+
+
 def _coordinates(queries, keys, scale, dtype):
     """Queries ``(n, d)`` and keys by column ``(rows, m_pad)`` as ``native.c`` reads them
     (each scaled in one pass that converts it to float64: every new array's memory is
-    touched for the first time, which costs more than the arithmetic)."""
+    touched for the first time, which costs more than the arithmetic), and the centre of
+    the matrix-product form (None: the difference form; :func:`matmul_form`)."""
     q = np.multiply(queries, scale, dtype=np.float64)
     k = np.multiply(keys, scale, dtype=np.float64)
     m, d = k.shape
     m_pad = -(-m // CHUNK) * CHUNK
-    if d >= MATMUL_MIN_DIM:
+    centre = matmul_form(q, k, dtype)
+    if centre is not None:
         # log2 w = q·k − |k|²/2 (the query's own −|q|²/2 cancels), log2(e) folded in
-        centre = key_centre(k)
         q -= centre
         k -= centre
         kt = np.zeros((d + 1, m_pad), dtype)
@@ -252,7 +275,7 @@ def _coordinates(queries, keys, scale, dtype):
     else:
         kt = np.zeros((d, m_pad), dtype)
     kt[:d, :m] = k.T
-    return np.ascontiguousarray(q, dtype), kt
+    return np.ascontiguousarray(q, dtype), kt, centre
 
 
 def key_centre(scaled_keys: np.ndarray) -> np.ndarray:

@@ -33,8 +33,9 @@ __all__ = [
 class Traits:
     """What a pooling method declares about itself.
 
-    ``exact``: within the rounding of the sum over every pair (``fgt``'s truncation,
-    1e-14 of each query's weight, counts); ``traceable``: runs inside
+    ``exact``: within the rounding of the sum over every pair in the inputs' precision
+    (``fgt``'s truncation, 1e-14 of each query's weight, counts; ``fused`` does not:
+    its softmax runs in float32 even on float64 inputs); ``traceable``: runs inside
     ``jit``/``grad``/``vmap`` (else on concrete arrays, on the host); ``weights``: forms
     the weight matrix; ``accuracy``: its guarantee, in words; ``search``: the
     ``pooling=`` an estimator's CV search takes with this method — its own
@@ -60,7 +61,13 @@ class Traits:
 TRAITS = {
     "dense": Traits(True, True, True, "exact", "dense", "traced"),
     "stream": Traits(True, True, True, "exact", "stream", "traced"),
-    "fused": Traits(True, True, False, "exact; logits in the inputs' precision"),
+    "fused": Traits(
+        False,
+        True,
+        False,
+        "float32 logits whatever the inputs' precision (jax.nn.dot_product_attention's "
+        "softmax): weights within ~eps32·(extent/h)² of the exact ones",
+    ),
     "sparse": Traits(True, False, False, "exact", "sparse", "host"),
     "fgt": Traits(
         True, False, False, "truncation within 1e-14 of each query's weight", "auto", "host"

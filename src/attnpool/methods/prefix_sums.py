@@ -98,17 +98,21 @@ def prefix_sums(queries, keys, values, bandwidth, split, low, high):
         for coefficients, start, stop in sides
     ]
     eps = np.finfo(np.float64).eps
-    sums, error = np.zeros((n, 1 + p)), np.zeros(n)
+    # per column: the sums, their rounding estimate, and the window's magnitude (a value
+    # column's rounding is judged against its own terms: one huge value in a block must
+    # not spoil the windows beside it unnoticed)
+    sums, error, magnitude = (np.zeros((n, 1 + p)) for _ in range(3))
     block = _Prefix.block_for(m)
     for j, term in enumerate(terms):  # one term at a time: memory O(m · p)
-        # columns: the term (the weights), the term times the values, and its magnitude
-        # for the rounding estimate; written straight into the prefix's padded buffer
-        rows_in = np.zeros(((m // block + 1) * block, p + 2))
+        # columns: the term (the weights), the term times the values, then the
+        # magnitudes of both for the rounding estimate; written straight into the
+        # prefix's padded buffer
+        rows_in = np.zeros(((m // block + 1) * block, 2 * p + 2))
         for keys_in in (slice(i, min(i + QUERY_CHUNK, m)) for i in range(0, m, QUERY_CHUNK)):
             weights = term(offset(keys[keys_in], cells[keys_in]))
             rows_in[keys_in, 0] = weights
             np.multiply(weights[:, None], values[keys_in], out=rows_in[keys_in, 1 : p + 1])
-            rows_in[keys_in, p + 1] = np.abs(weights)
+            np.abs(rows_in[keys_in, : p + 1], out=rows_in[keys_in, p + 1 :])
         prefix = _Prefix(rows_in, block)
         for rows in (slice(i, i + QUERY_CHUNK) for i in range(0, n, QUERY_CHUNK)):
             q = queries[rows]
@@ -118,14 +122,16 @@ def prefix_sums(queries, keys, values, bandwidth, split, low, high):
                     (start, split, cells[np.minimum(start, m - 1)]),
                     (split, stop, cells[np.maximum(stop - 1, 0)]),
                 ]:
-                    a = coefficients(offset(q, part_cell))[j]
+                    a = coefficients(offset(q, part_cell))[j][:, None]
                     total, ends, across = prefix.window(first, last)
-                    sums[rows] += a[:, None] * total[:, : p + 1]
-                    rounding = np.sqrt(block) * ends[:, p + 1] + np.abs(across[:, 0])
-                    error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, 0]))
+                    sums[rows] += a * total[:, : p + 1]
+                    rounding = np.sqrt(block) * ends[:, p + 1 :] + np.abs(across[:, : p + 1])
+                    error[rows] += np.abs(a) * eps * (rounding + np.abs(total[:, : p + 1]))
+                    magnitude[rows] += np.abs(a) * np.abs(total[:, p + 1 :])
         del prefix, rows_in
-    error += (high - low) * ARGUMENT_ROUNDING * eps
-    unreliable = (high > low) & ~(error <= PREFIX_RTOL * sums[:, 0])
+    error[:, 0] += (high - low) * ARGUMENT_ROUNDING * eps
+    reference = np.concatenate([sums[:, :1], magnitude[:, 1:]], axis=1)
+    unreliable = (high > low) & ~np.all(error <= PREFIX_RTOL * reference, axis=1)
     return sums, unreliable
 
 
