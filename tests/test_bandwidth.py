@@ -229,12 +229,9 @@ def test_curves_evaluate_categorical_bandwidths_as_given():
     # start's clip, 1e-6 of its range: the curve disagreed with the search it plots
     rng = np.random.default_rng(2)
     x = rng.uniform(0, 5, (60, 2))
-    y = np.sin(x).sum(axis=1) + rng.normal(0, 0.3, 60)
     x[:, 1] = np.round(x[:, 1])
-    copies = np.random.default_rng(12).integers(0, 4, 60)
-    copies[0] = max(copies[0], 1)
-    repeated = np.repeat(np.arange(60), copies)  # duplicates: λ → 0 pays
-    x, y = x[repeated], y[repeated]
+    # y far apart by category: λ → 0 pays (repeated rows no longer do: they are merged)
+    y = np.sin(x[:, 0]) + 3 * np.cos(2 * x[:, 1]) + rng.normal(0, 0.1, 60)
     found = select_bandwidth(x, y, var_type="cu")
     assert found.bandwidth[1] < 1e-6  # below the search start's clip, 1e-6 × 5/6
     np.testing.assert_allclose(

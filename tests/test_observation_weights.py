@@ -314,7 +314,7 @@ def test_classifier_with_sample_weight_pools_weighted_labels():
 
 @pytest.mark.parametrize("model", ["bandwidth", "ard", "metric", "adaptive", "dot"])
 def test_learned_attention_with_weights_trains_as_on_repeated_rows(model):
-    # full batches: the weighted loss, the keys' log w, one copy left out, the weighted
+    # full batches: the weighted loss, the keys' log w, rows left out whole, the weighted
     # standardisation and the rules of thumb at n = Σ w give the repeated rows' steps
     from attnpool.learn import fit_attention
 

@@ -9,6 +9,7 @@ likelihood cross-validation (``cv_ml``), maximising ``Σ_i log f̂₋ᵢ(xᵢ)``
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any, Self
 
@@ -18,6 +19,7 @@ from . import kernels as _kernels
 from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._validation import check_bandwidth, check_choice, check_points
+from .bandwidth.resolution import bandwidth_floor
 from .bandwidth.rules import CATEGORICAL_START, rule_from_spread, rule_of_thumb
 from .bandwidth.search import (
     GRID,
@@ -51,7 +53,13 @@ DENSITY_SELECTORS = ("cv_ml", "cv_ls", "normal_reference", "isj")
 
 
 class KernelDensity(BaseEstimator):
-    """Kernel density estimation as scikit-learn's ``KernelDensity`` does it, exactly.
+    """Kernel density estimation with scikit-learn's ``KernelDensity`` interface.
+
+    ``fit``, ``score_samples``, ``score`` and ``sample`` work as scikit-learn's do (and
+    so ``GridSearchCV``); the bandwidth differs: the named rules scale by each column's
+    spread (``"scott"`` is ``1.059 σ n^(−1/(4+d))``, statsmodels' ``normal_reference``,
+    where scikit-learn's is ``n^(−1/(d+4))`` of standardised data) and ``bandwidth_``
+    holds one bandwidth per column (scikit-learn's is one float).
 
     Parameters
     ----------
@@ -268,23 +276,53 @@ def search(
     :class:`~attnpool.bandwidth.BandwidthSelection`."""
 
     start = rule_of_thumb(x, method="scott", kernel=model.kernel, var_type=model.var_type)
+    floor = np.zeros(x.shape[1])
+    floor[list(model.continuous)] = bandwidth_floor(x[:, list(model.continuous)])
+    # three quarters of the grid at least above the floor
+    start = np.maximum(start, floor / GRID[len(GRID) // 4])
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, list(model.continuous)] += np.log(GRID)[:, None]
     step = math.log(GRID[1] / GRID[0])
     line = step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2)
     thetas[:, list(model.categorical)] += line[:, None]
-    counted = Counted(lambda t: objective(bandwidth_of(t, model)))
-    estimated = None if grid_objective is None else Counted(
-        lambda t: grid_objective(bandwidth_of(t, model)))  # fmt: skip
+
+    def above_floor(criterion: Callable[[np.ndarray], float]) -> Callable[[np.ndarray], float]:
+        # below half the resolution of tied values, a criterion only sees the ties
+        def bounded(theta: np.ndarray) -> float:
+            h = bandwidth_of(theta, model)
+            return math.inf if np.any(h < floor) else criterion(h)
+
+        return bounded
+
+    counted = Counted(above_floor(objective))
+    estimated = None if grid_objective is None else Counted(above_floor(grid_objective))
     theta, value, objectives = host_search(
         counted, thetas, GRID, progress,
         smooth=not model.kernel.compact, grid_objective=estimated,
     )  # fmt: skip
     theta, value = _categorical_edges(counted, theta, value, model)
     calls = counted.calls + (0 if estimated is None else estimated.calls)
-    return BandwidthSelection(
-        bandwidth_of(theta, model), value, method, (GRID, objectives), True, calls
-    )
+    bandwidth = bandwidth_of(theta, model)
+    on_floor = np.flatnonzero((floor > 0) & (bandwidth <= floor * FLOOR_REACHED))
+    if on_floor.size:
+        warnings.warn(
+            f"bandwidth: the {method} criterion still falls at half the resolution of the "
+            f"tied values of column(s) {on_floor.tolist()} (bandwidth "
+            f"{', '.join(f'{h:.4g}' for h in bandwidth[on_floor])}): that is the search's "
+            "floor, not an optimum; with so many ties prefer 'normal_reference' or 'cv_ml'",
+            TiedDataWarning,
+            stacklevel=3,
+        )
+    return BandwidthSelection(bandwidth, value, method, (GRID, objectives), True, calls)
+
+
+#: A searched bandwidth within this factor of its column's floor has reached it.
+FLOOR_REACHED = 1.001
+
+
+class TiedDataWarning(UserWarning):
+    """A density search stopped at the floor that tied values set
+    (:mod:`attnpool.bandwidth.resolution`): its criterion has no optimum above it."""
 
 
 #: The logit beyond which a categorical column's ``λ`` is tried at its edge, and that

@@ -47,16 +47,20 @@ SWEEPS = 8
 EXHAUSTIVE = 32
 
 
-def neighbour_distances(x_train, points, k, *, exclude_self: bool = False, weights=None):
+def neighbour_distances(
+    x_train, points, k, *, exclude_self: bool = False, weights=None, whole_row: bool = True
+):
     """``(n, d)``: per column ``c``, the distance from ``points[:, c]`` to its ``k_c``-th
     nearest value of ``x_train[:, c]`` — with observation ``weights``, the least distance
     within which the training points weigh ``k_c`` (row ``i`` counts as ``w_i`` copies, so
     integer weights give the repeated rows' distances). ``exclude_self``: ``points`` are
-    ``x_train`` and a point leaves one copy of itself out. Zero where ``k`` values repeat
-    the point's."""
+    ``x_train`` and a point leaves itself out: all of its weight (``whole_row``, a
+    leave-one-out fit), or one copy (a key's own neighbourhood, in which its other copies
+    are neighbours). Zero where ``k`` values repeat the point's."""
     k = np.broadcast_to(np.asarray(k), (x_train.shape[1],))
     if weights is not None:
-        return _weighted_distances(x_train, points, k, exclude_self, np.asarray(weights, float))
+        own = (1.0 if whole_row else 0.0) if exclude_self else None
+        return _weighted_distances(x_train, points, k, own, np.asarray(weights, float))
     from scipy.spatial import cKDTree
 
     distances = np.empty(points.shape)
@@ -68,17 +72,19 @@ def neighbour_distances(x_train, points, k, *, exclude_self: bool = False, weigh
     return distances
 
 
-def _weighted_distances(x_train, points, k, exclude_self: bool, weights) -> np.ndarray:
+def _weighted_distances(x_train, points, k, own, weights) -> np.ndarray:
     """:func:`neighbour_distances` with weights: each row's sorted distances and their
-    cumulative weights, in blocks of rows (``O(n m log m)``)."""
+    cumulative weights, in blocks of rows (``O(n m log m)``). ``own``: None, or the
+    points are ``x_train`` and each leaves out its whole weight (1.0) or one copy (0.0)."""
     n, m = points.shape[0], x_train.shape[0]
     distances = np.empty(points.shape)
     block = max(1, 2**22 // m)
     for start in range(0, n, block):
         rows = np.arange(start, min(start + block, n))
         counts = np.broadcast_to(weights, (rows.size, m)).copy()
-        if exclude_self:
-            counts[np.arange(rows.size), rows] -= 1.0
+        if own is not None:
+            mine = counts[np.arange(rows.size), rows]
+            counts[np.arange(rows.size), rows] = 0.0 if own else np.maximum(mine - 1.0, 0.0)
         for c in range(x_train.shape[1]):
             gaps = np.abs(points[rows, c, None] - x_train[None, :, c])
             order = np.argsort(gaps, axis=1, kind="stable")
@@ -119,7 +125,9 @@ def _bandwidths(x_train, x, setting, bandwidth_type: str, exclude_self: bool, we
     if bandwidth_type == "generalized_nn":
         return neighbour_distances(x_train, x, setting, exclude_self=exclude_self,
                                    weights=weights)  # fmt: skip
-    return neighbour_distances(x_train, x_train, setting, exclude_self=True, weights=weights)
+    # each key's own neighbourhood: its other copies are neighbours
+    return neighbour_distances(x_train, x_train, setting, exclude_self=True, weights=weights,
+                               whole_row=False)  # fmt: skip
 
 
 def predict(x_train, y, x, *, kernel, setting, bandwidth_type, degree, weights=None,
@@ -150,7 +158,13 @@ def cv_score(x, y, *, kernel, setting, bandwidth_type, degree, weights=None) -> 
 
 def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None):
     """``(setting (d,), cv score, evaluations)``: bandwidths (``"fixed"``) or numbers of
-    neighbours chosen by leave-one-out CV."""
+    neighbours chosen by leave-one-out CV (identical rows merged into one of their total
+    weight, left out together: :mod:`attnpool.observation_weights`)."""
+    from .observation_weights import merged_rows
+
+    flat = np.ndim(y) == 1
+    x, y, weights = merged_rows(x, np.reshape(y, (x.shape[0], -1)), weights)
+    y = y[:, 0] if flat else y
 
     def score(setting):
         return cv_score(x, y, kernel=kernel, setting=setting, bandwidth_type=bandwidth_type,

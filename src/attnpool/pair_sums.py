@@ -117,14 +117,14 @@ def _row_log_weights(diff, h, kernel: _kernels.Kernel, per_key: bool, allowed):
 
 def _pair_factors(omega, weighted: bool, exclude_self: bool, rows: slice, m: int):
     """``(factors, allowed)`` of a block's pairs: the keys' observation weights (a scalar 1
-    without) and the pairs that count (None: all); leaving one out, the own pair keeps
-    ``ω_i − 1`` copies."""
+    without) and the pairs that count (None: all); leaving one out, the own pair (the
+    whole row, all of its weight) counts no more."""
     if not (weighted or exclude_self):
         return 1.0, None
     factors = np.broadcast_to(omega, (rows.stop - rows.start, m)).copy()
     if exclude_self:
         ids = np.arange(rows.start, rows.stop)
-        factors[np.arange(ids.size), ids] = np.maximum(omega[ids] - 1.0, 0.0)
+        factors[np.arange(ids.size), ids] = 0.0
     return factors, factors > 0
 
 

@@ -21,6 +21,8 @@ import math
 import numpy as np
 
 from ._typing import ArrayLike
+from .bandwidth.resolution import bandwidth_floor
+from .observation_weights import check_weights
 
 __all__ = ["isj_bandwidth"]
 
@@ -61,7 +63,7 @@ def isj_bandwidth(x: ArrayLike, weights: ArrayLike | None = None) -> float:
     from scipy import fft, optimize
 
     x = np.asarray(x, np.float64).reshape(-1)
-    w = np.ones(x.size) if weights is None else np.asarray(weights, np.float64)
+    w = np.ones(x.size) if weights is None else np.asarray(check_weights(weights, x.size), float)
     x, w = x[w > 0], w[w > 0]  # a point of weight 0 is not in the sample (its range)
     low, high = float(np.min(x)), float(np.max(x))
     span = high - low
@@ -79,14 +81,20 @@ def isj_bandwidth(x: ArrayLike, weights: ArrayLike | None = None) -> float:
     def equation(t: float) -> float:
         return _fixed_point(t, distinct, k2, a2)
 
-    # the fixed point is the first change of sign from below, scanned from t = 1e-12
-    times = np.geomspace(1e-12, 1.0, 97)
+    # the fixed point is the first change of sign from below, scanned from t = 1e-12 or,
+    # for recorded (tied) values, from half their resolution: below, the root is the
+    # ties' spikes (attnpool.bandwidth.resolution)
+    floor = float(bandwidth_floor(x[:, None])[0]) / (high - low)
+    times = np.geomspace(max(1e-12, floor**2), 1.0, 97)
     values = np.array([equation(t) for t in times])
     change = np.flatnonzero((values[:-1] < 0) & (values[1:] >= 0))
     if change.size == 0:
+        step = 2 * floor * (high - low)
+        tied = f" at or above half the resolution of their tied values ({step:.4g})"
+        tied = tied if floor > 0 else ""
         raise ValueError(
-            f"X: the ISJ fixed point has no root for these {x.size} points ({distinct} "
-            "distinct); use 'normal_reference' or cross-validation"
+            f"X: the ISJ fixed point has no root{tied} for these {x.size} points "
+            f"({distinct} distinct); use 'normal_reference' or cross-validation"
         )
     i = int(change[0])
     t_star = optimize.brentq(equation, times[i], times[i + 1], xtol=1e-300, rtol=1e-14)

@@ -39,6 +39,7 @@ from .search import (
     Counted,
     bandwidth_of,
     best_candidate,
+    best_of,
     select_on_host,
     smoothed_out,
 )
@@ -67,8 +68,9 @@ def search(
     options = {"model": model, "method": method, "block_size": block_size}
     if weights is not None and pooling not in ("auto", "dense", "stream"):
         raise ValueError(
-            f"pooling: {pooling!r} has no weighted leave-one-out sums; with weights the "
-            "search runs on the exact engines: pooling='auto', 'dense' or 'stream'"
+            f"pooling: {pooling!r} has no weighted leave-one-out sums; with weights (or "
+            "repeated rows, which a search merges into weights) the search runs on the "
+            "exact engines: pooling='auto', 'dense' or 'stream'"
         )
     binnable = (
         method == "cv"
@@ -88,6 +90,7 @@ def search(
         return _select_by_host_sums(x, y, model, thetas, method, pooling, options, progress)
     if pooling == "stream" and block_size is None:
         options["block_size"] = KEY_BLOCK
+    limits = smoothed_out(x, model)  # (of the data, before any padding)
     count = None
     if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket: the programs are reused
         count = np.int32(x.shape[0])
@@ -95,7 +98,7 @@ def search(
         if weights is not None:
             weights = pad_rows(weights, x.shape[0])
     if x.shape[0] <= ONE_PROGRAM_ROWS:
-        return _search_one_program(x, y, count, thetas, dtype, options, progress, weights)
+        return _search_one_program(x, y, count, thetas, dtype, options, progress, weights, limits)
     total = len(GRID) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.
@@ -111,7 +114,10 @@ def search(
     objectives = np.array(objectives)
     best = best_candidate(thetas, objectives, method)
     coarse = Counted(lambda t: objective_and_gradient(t, x32, y32, count, **options32))
-    theta, _ = refine(coarse, best, jnp.float32, tolerance=1e-6, maxiter=8)
+    theta, _ = _from_both(
+        lambda start: refine(coarse, start, jnp.float32, tolerance=1e-6, maxiter=8),
+        best, thetas, objectives,
+    )  # fmt: skip
     if progress:
         progress(total - 1, total)
     with precision_scope(dtype):
@@ -119,6 +125,9 @@ def search(
         precise = np.finfo(dtype).eps * 10
         fine = Counted(lambda t: objective_and_gradient(t, xd, yd, count, **options))
         theta, value = refine(fine, theta, dtype, tolerance=precise, maxiter=6)
+        theta, value = _smoothed_out_where_wide(
+            lambda t: float(fine(np.asarray(t, dtype))[0]), theta, value, limits
+        )
         start_value = float(
             objective_and_gradient(np.asarray(best, dtype), xd, yd, count, **options)[0]
         )
@@ -140,7 +149,7 @@ ONE_PROGRAM_ROWS = 2**10
 
 
 def _search_one_program(
-    x, y, count, thetas, dtype, options, progress, weights=None
+    x, y, count, thetas, dtype, options, progress, weights=None, limits=None
 ) -> BandwidthSelection:
     """The exact search of a small problem with one program: the grid, then L-BFGS."""
     options = {**options, "weights": _cast(weights, dtype)}
@@ -159,7 +168,16 @@ def _search_one_program(
             if progress and (i + 1) % _CHUNK == 0:
                 progress((i + 1) // _CHUNK, len(GRID) // _CHUNK + 1)
         best = best_candidate(thetas, objectives, options["method"])
-        theta, value = refine(evaluate, best, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14)
+        theta, value = _from_both(
+            lambda start: refine(
+                evaluate, start, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14
+            ),
+            best, thetas, objectives,
+        )  # fmt: skip
+        if limits is not None:
+            theta, value = _smoothed_out_where_wide(
+                lambda t: float(evaluate(t)[0]), theta, value, limits
+            )
         start_value = float(np.nanmin(np.where(np.isfinite(objectives), objectives, np.nan)))
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value
@@ -288,6 +306,28 @@ def criterion_curve(
             **options,
         )
         return np.asarray(values, dtype=float)
+
+
+def _from_both(local_search, best, thetas, objectives):
+    """:func:`attnpool.bandwidth.search.best_of` in several columns (one column's grid
+    already covers its line)."""
+    if thetas.shape[1] == 1:
+        return local_search(best)
+    return best_of(local_search, thetas, objectives, GRID)
+
+
+def _smoothed_out_where_wide(objective, theta, value, limits):
+    """``(θ, objective)`` with the columns the descent left wide (beyond their ``wide``
+    limit, where the gradient has all but vanished) tried at their ``flat`` limit —
+    smoothed out (:func:`attnpool.bandwidth.search.smoothed_out`) — kept where lower."""
+    wide, flat = limits
+    theta = np.asarray(theta, np.float64)
+    rising = np.isfinite(flat) & (theta >= wide)
+    if not rising.any():
+        return theta, value
+    trial = np.where(rising, flat, theta)
+    trial_value = objective(trial)
+    return (trial, trial_value) if trial_value <= value else (theta, value)
 
 
 def _cast(weights, dtype):

@@ -64,8 +64,10 @@ def criterion(
     ``binned`` (a :class:`~attnpool.methods.binned.BinnedPlan`) evaluates CV on the
     binned approximation instead.
     ``count``: rows from this one on are padding (:mod:`attnpool._shapes`), left out.
-    ``weights (n,)``: positive observation weights — each row counts ``w_i`` times, as
-    that many repeated rows would (:mod:`attnpool.observation_weights`).
+    ``weights (n,)``: positive observation weights — each row counts ``w_i`` times in
+    the fits and in the mean of the squared residuals; leave-one-out leaves a row out
+    whole, and AICc's penalty counts rows (its trace each row's whole self-influence),
+    so that scaling every weight changes nothing (:mod:`attnpool.observation_weights`).
     """
     real = jnp.arange(x.shape[0])[:, None] < (x.shape[0] if count is None else count)
     counts = real[:, 0].astype(x.dtype)
@@ -90,10 +92,14 @@ def criterion(
     fit, hat = hat_diagonal(
         x, y, bandwidth, model, block_size=block_size, count=count, weights=weights
     )
+    # a row's self-influence is its whole weight's (w_i times one copy's); the penalty
+    # counts rows, not Σ w: else weights (or repeated rows) let interpolation, tr H = the
+    # rows, pass for n − 2 free of it, and AICc fell without end as h → 0
     trace = jnp.sum(counts * jnp.where(real[:, 0], hat, 0.0))
+    rows = jnp.sum(real[:, 0].astype(x.dtype))
     sigma2 = mean((y - fit) ** 2)
-    denominator = 1 - (trace + 2) / n
-    value = jnp.log(sigma2) + (1 + trace / n) / denominator
+    denominator = 1 - (trace + 2) / rows
+    value = jnp.log(sigma2) + (1 + trace / rows) / denominator
     return jnp.where((denominator > 0) & jnp.isfinite(value), value, jnp.inf)
 
 

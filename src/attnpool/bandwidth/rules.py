@@ -18,6 +18,7 @@ from .._typing import ArrayLike, KernelSpec
 from .._units import power_of_two_above
 from .._validation import check_choice, check_points
 from ..local_model import model_for
+from ..observation_weights import check_weights
 
 CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
@@ -43,8 +44,14 @@ def rule_of_thumb(
             f"kernel: rules of thumb need a kernel with finite variance and roughness; "
             f"{record.name!r} has variance {record.variance}"
         )
-    w = None if weights is None else np.asarray(weights, dtype=float)
+    w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), float)
     n, q = x.shape[0] if w is None else float(np.sum(w)), len(model.continuous)
+    if w is not None and not n >= 2:
+        raise ValueError(
+            f"weights: a rule of thumb counts row i as w_i observations (n = Σ w); received "
+            f"weights summing to {n:.4g}, which is less than two (scale relative weights "
+            "by the number of rows)"
+        )
     bandwidth = np.full(x.shape[1], CATEGORICAL_START)
     if q == 0:
         return bandwidth
@@ -53,7 +60,7 @@ def rule_of_thumb(
     centre = columns.min(axis=0) / 2 + columns.max(axis=0) / 2
     unit = power_of_two_above(np.max(np.abs(columns - centre), axis=0))
     columns = (columns - centre) / unit
-    sigma = _spread(columns, w) if n > 1 else np.zeros(q)
+    sigma = _spread(columns, w) if n > 1 and x.shape[0] > 1 else np.zeros(q)
     if method == "silverman":
         iqr = np.subtract(*_percentiles(columns, [75, 25], w)) / 1.349
         sigma = np.where(iqr > 0, np.minimum(sigma, iqr), sigma)

@@ -30,6 +30,7 @@ __all__ = [
     "BandwidthSelection",
     "bandwidth_of",
     "best_candidate",
+    "best_of",
     "categorical_upper",
     "finite_or_largest",
     "host_search",
@@ -37,6 +38,7 @@ __all__ = [
     "minimize_bounded",
     "minimize_lbfgs",
     "minimize_smooth",
+    "rule_point",
     "select_on_host",
     "smoothed_out",
     "to_theta",
@@ -197,21 +199,30 @@ def host_search(
         # with the exact gradient, the first step is one grid step long: the grid's
         # best point is within one of the optimum along its line
         exact = value_and_gradient is not None
-        theta, value = minimize_smooth(
-            objective, best, limits=limits, value_and_gradient=value_and_gradient,
-            ftol=EXACT_GRADIENT_FTOL if exact else 1e-12, first_step=step if exact else 0.5,
-            curvature=_line_curvature(thetas, objectives, best) if exact else None,
-        )  # fmt: skip
+
+        def descend(start):
+            return minimize_smooth(
+                objective, start, limits=limits, value_and_gradient=value_and_gradient,
+                ftol=EXACT_GRADIENT_FTOL if exact else 1e-12, first_step=step if exact else 0.5,
+                curvature=_line_curvature(thetas, objectives, start) if exact else None,
+            )  # fmt: skip
+
+        theta, value = best_of(descend, thetas, objectives, grid)
     else:
         from scipy import optimize  # 0.5 s to import: only for compact kernels
 
-        found = optimize.minimize(
-            lambda t: finite_or_largest(objective(t)),
-            best,
-            method="Nelder-Mead",
-            options={"xatol": xatol, "fatol": 0.0, "initial_simplex": initial_simplex(best, step)},
-        )
-        theta, value = found.x, float(found.fun)
+        def simplex(start):
+            found = optimize.minimize(
+                lambda t: finite_or_largest(objective(t)),
+                start,
+                method="Nelder-Mead",
+                options={
+                    "xatol": xatol, "fatol": 0.0, "initial_simplex": initial_simplex(start, step)
+                },
+            )  # fmt: skip
+            return found.x, float(found.fun)
+
+        theta, value = best_of(simplex, thetas, objectives, grid)
     if grid_objective is None:
         best_value = float(np.nanmin(objectives))
     elif thetas.shape[1] > 1 and smooth:
@@ -223,6 +234,35 @@ def host_search(
     if progress:
         progress(2, 2)
     return theta, value, on_grid
+
+
+def rule_point(thetas, grid) -> np.ndarray:
+    """``θ`` at the rule of thumb itself — multiplier 1 on the grid's line (``thetas``
+    move linearly with the grid's index)."""
+    at = float(np.log(1.0 / grid[0]) / np.log(grid[1] / grid[0]))
+    return np.asarray(thetas[0] + (thetas[1] - thetas[0]) * at, np.float64)
+
+
+def best_of(local_search, thetas, objectives, grid) -> tuple[np.ndarray, float]:
+    """``(θ, objective)``: the lower of ``local_search(start) → (θ, objective)`` from the
+    grid's best point and from the rule of thumb (several columns; ``thetas (k, d)`` the
+    grid, ``objectives (k,)`` its values, ``grid`` its multipliers). The grid varies
+    every bandwidth by one factor: a descent from its best point can settle in a basin of
+    small bandwidths (each column narrow) that a descent from the rule of thumb — a local
+    search as statsmodels runs it — passes by; a global search keeps whichever is lower.
+    Where the grid's objective rises steadily from its best point to the rule, both
+    descents start in one basin along the line, and one is run."""
+    finite = np.where(np.isfinite(objectives), objectives, np.inf)
+    at_best = int(np.argmin(finite))
+    theta, value = local_search(thetas[at_best])
+    at_rule = float(np.log(1.0 / grid[0]) / np.log(grid[1] / grid[0]))
+    ahead = np.arange(at_best, min(int(np.ceil(at_rule)), len(finite) - 1) + 1)
+    if at_rule < at_best:
+        ahead = np.arange(at_best, max(int(np.floor(at_rule)), 0) - 1, -1)
+    if np.all(np.diff(finite[ahead]) >= 0):  # one basin along the line
+        return theta, value
+    other, other_value = local_search(rule_point(thetas, grid))
+    return (other, other_value) if other_value < value else (theta, value)
 
 
 #: Grid steps tried below the grid's smallest bandwidth while the criterion still falls

@@ -15,7 +15,7 @@ from ..edges import has_edge
 from ..engines import numpy_engine
 from ..local_model import LocalModel, model_for
 from ..methods.options import LEAVE_ONE_OUT_METHODS
-from ..observation_weights import positive_rows
+from ..observation_weights import merged_rows, positive_rows
 from .rules import rule_of_thumb
 from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
 
@@ -86,11 +86,15 @@ def _search(
 def _checked_training_data(
     x: Any, y: Any, kernel: Any, var_type: Any, degree: Any, weights: Any = None
 ) -> Any:
-    """``(x (n, d), y (n, p), model, weights)`` checked for a search: at least 3 rows (of
-    positive weight: rows of weight 0 are dropped; ``weights`` None or positive)."""
+    """``(x (n, d), y (n, p), model, weights)`` checked for a search: at least 3 distinct
+    rows (of positive weight: rows of weight 0 are dropped; identical rows merged into
+    one of their total weight; ``weights`` None or positive)."""
     x = check_points(x, "X")
     y, _ = check_values(y, x.shape[0])
     x, y, weights = positive_rows(x, y, weights)
+    # identical rows are one observation of their total weight: leave-one-out leaves
+    # them out together (with them, CV chose bandwidths near 0 — each row its own twin)
+    x, y, weights = merged_rows(x, y, weights)
     if x.shape[0] < 3:
         of = "" if weights is None else " of positive weight"
         raise ValueError(
@@ -136,11 +140,12 @@ def select_bandwidth(
         ``"stream"`` with streamed key blocks.
     weights : array of shape (n,), optional
         Observation weights ``w_i ≥ 0``: each row counts as ``w_i`` copies — in the fits,
-        in the criterion (CV leaves one copy out; AICc's ``n`` is ``Σ w``) and in the
-        rules of thumb — so integer weights select what the repeated rows select
-        (:mod:`attnpool.observation_weights`). Rows of weight 0 are left out. Weighted
-        searches run on the exact engines (``pooling`` ``"auto"``, ``"dense"`` or
-        ``"stream"``).
+        in the criterion (CV leaves a row out whole, with every row identical to it;
+        AICc's penalty counts rows) and in the rules of thumb — so integer weights select
+        what the repeated rows select (:mod:`attnpool.observation_weights`). Rows of
+        weight 0 are left out. Weighted searches, and searches of data with repeated
+        rows (merged into weights), run on the exact engines (``pooling`` ``"auto"``,
+        ``"dense"`` or ``"stream"``).
 
     Returns
     -------

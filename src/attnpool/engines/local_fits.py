@@ -52,7 +52,7 @@ def _block_function(
     follows each query's ``d`` coordinates in its row. ``hard``: the zero-temperature
     state of ``[key, y]`` rows — each query's reference, its heaviest key. ``weights``:
     the keys' positive observation weights, multiplying their kernel weights (leaving one
-    out, one copy of the point: :mod:`attnpool.observation_weights`)."""
+    out, the whole row: :mod:`attnpool.observation_weights`)."""
     d = len(model.var_type)
 
     def block(q, q_ids, k, k_ids, v):
@@ -62,14 +62,8 @@ def _block_function(
         # as log offsets they were lost beside log weights of ~1e15 (tiny bandwidths)
         if weights is not None and not hard:
             factors = jnp.broadcast_to(weights[k_ids][None, :], logw.shape)
-        if exclude_self:
-            kept = None
-            if factors is not None:  # the own pair keeps w_i − 1 copies, if any
-                remaining = jnp.maximum(weights[q_ids] - 1.0, 0.0)[:, None]
-                own = q_ids[:, None] == k_ids[None, :]
-                factors = jnp.where(own, remaining, factors)
-                kept = jnp.where(remaining > 0, logw, -jnp.inf)
-            logw = mask_own_pairs(logw, q_ids, k_ids, kept)
+        if exclude_self:  # the whole row, all of its weight
+            logw = mask_own_pairs(logw, q_ids, k_ids)
         if hard:
             return hard_block_state(logw, v)
         known = None if max_log is None else max_log[q_ids]
@@ -261,7 +255,7 @@ def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=
     """Leave-one-out residuals ``y_i − ĝ₋ᵢ(x_i)`` (traceable); NaN where no neighbour is left.
 
     ``count``: rows from this one on are padding (their residuals mean nothing).
-    ``weights``: observation weights (one copy of each point left out).
+    ``weights``: observation weights (each point left out whole).
     """
     fit, _, _, _ = local_fit(
         x, y, x, bandwidth, model, exclude_self=True, block_size=block_size, key_count=count,

@@ -187,8 +187,8 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=No
     """Weighted means of the responses per query, the empty-row mask and, for degree 1,
     the weighted mean offset ``μ`` (``(n, d)``, in bandwidths; else None). Degree 1
     returns the local moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
-    ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out (one copy of
-    it, with observation weights ``key_weights``: :mod:`attnpool.observation_weights`).
+    ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out (all of its
+    weight, with observation weights ``key_weights``: :mod:`attnpool.observation_weights`).
 
     Offsets are ``(k − q) / h`` of the rows as given, the difference first: scaled first,
     two keys equally far from a query at a tiny bandwidth were no longer tied (scaled
@@ -206,15 +206,8 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=No
     if key_weights is not None:
         factors = np.broadcast_to(key_weights[None, :], log_w.shape).copy()
     if self_offset is not None:
-        own = np.arange(queries.shape[0])
-        if factors is None:
-            log_w[own, self_offset + own] = -np.inf
-        else:  # the own pair keeps w_i − 1 copies, if any
-            remaining = np.maximum(key_weights[self_offset + own] - 1.0, 0.0)
-            factors[own, self_offset + own] = remaining
-            log_w[own, self_offset + own] = np.where(
-                remaining > 0, log_w[own, self_offset + own], -np.inf
-            )
+        own = np.arange(queries.shape[0])  # the whole row, all of its weight
+        log_w[own, self_offset + own] = -np.inf
     top = np.max(log_w, axis=1)
     empty = ~(top > -np.inf)
     w = np.exp(np.subtract(log_w, np.where(empty, 0.0, top)[:, None], out=log_w), out=log_w)
@@ -294,8 +287,8 @@ def _nearest_mean(queries, keys, y, h, w=None):
 def loo_objective(x, y, model: LocalModel, weights=None):
     """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
     ``inf`` where some point has no neighbour left. With positive observation ``weights``
-    (NumPy only) one copy of each point is left out and its squared residual counts
-    ``w_i`` times (:mod:`attnpool.observation_weights`).
+    (NumPy only) each point is left out whole and its squared residual counts ``w_i``
+    times (:mod:`attnpool.observation_weights`).
 
     With the Gaussian and at least :data:`NATIVE_MIN_WORK` (one column) or
     :data:`NATIVE_MIN_WORK_SEVERAL`, or once the loop is built, the sums run on the

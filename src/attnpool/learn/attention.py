@@ -17,7 +17,6 @@ from ..engines.programs import mask_own_pairs, pool_state
 from ..methods import normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
-from ..observation_weights import leave_one_copy_out
 from ..state import block_state, finalize
 from .models import AttentionModel, Params
 
@@ -39,8 +38,8 @@ def learned_pool(
     ``queries (n, d)``, ``keys (m, d)``, ``values (m, p)``, already standardised.
     ``leave_out (n,)``: for each query, the index of a key to exclude (its own row, for
     leave-one-out), or ``-1`` for none. ``weights (m,)``: the keys' positive observation
-    weights, ``log w`` added to their log weights (one copy of a left-out key is left
-    out: :mod:`attnpool.observation_weights`).
+    weights, ``log w`` added to their log weights (a left-out key is left out whole:
+    :mod:`attnpool.observation_weights`).
     """
     embedded_queries = model.embed_queries(params, queries)
     embedded_keys = model.embed_keys(params, keys)
@@ -51,8 +50,7 @@ def learned_pool(
             log_w = log_w + jnp.log(weights)[key_ids][None, :]
         if leave_out is not None:
             own = leave_out[query_ids]
-            kept = None if weights is None else log_w + leave_one_copy_out(weights)[own][:, None]
-            log_w = mask_own_pairs(log_w, own, key_ids, kept)
+            log_w = mask_own_pairs(log_w, own, key_ids)  # the whole row
         return block_state(log_w, value_rows)
 
     n, m = queries.shape[0], keys.shape[0]

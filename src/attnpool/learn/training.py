@@ -27,7 +27,7 @@ from .._optional import require
 from .._progress import ProgressBar
 from .._typing import ArrayLike
 from .._validation import check_choice, check_points, check_positive_int
-from ..observation_weights import positive_rows
+from ..observation_weights import merged_rows, positive_rows
 from .attention import learned_pool, learned_weights
 from .data import Standardisation, split, training_data
 from .models import AttentionModel, Params, get_model
@@ -232,9 +232,10 @@ def fit_attention(
     weights : array of shape (n,), optional
         Observation weights of the training points (:mod:`attnpool.observation_weights`):
         each point's kernel weight as a key times ``w_i``, its loss counted ``w_i`` times,
-        one copy left out under ``"loo_mse"``, and the standardisation weighted — what
-        the repeated rows give, for integer weights and full batches (the models' initial
-        parameters count rows). Rows of weight 0 are left out.
+        each row left out whole under ``"loo_mse"`` (identical rows merged into one of
+        their total weight first), and the standardisation weighted — what the repeated
+        rows give, for integer weights and full batches (the models' initial parameters
+        count rows). Rows of weight 0 are left out.
 
     Returns
     -------
@@ -254,6 +255,9 @@ def fit_attention(
     patience = check_positive_int(patience, "patience")
     x, y, flat = training_data(X, y)
     x, y, weights = positive_rows(x, y, weights)
+    # identical rows are one observation of their total weight: leave-one-out leaves
+    # them out together (observation_weights)
+    x, y, weights = merged_rows(x, y, weights)
     x, y, x_val, y_val, weights, val_weights = split(x, y, validation, seed, weights)
     if loss == "loo_mse" and x.shape[0] < 2:
         raise ValueError(
