@@ -215,8 +215,8 @@ def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
         ("x,y\n1,2\n2,3\n3,4\n", ["--degree", "3"], "degree: expected 0"),
         ("x,y\n1,2\n2,3\n3,4\n", ["--interval", "95"], "--interval: expected a level"),
         (
-            "x,y\n1,2\n2,3\n3,4\n",
-            ["--x", "y", "--plot", "PLOT"],
+            "x,y,z\n1,2,0\n2,3,1\n3,4,0\n",
+            ["--x", "z", "--plot", "PLOT"],
             "--plot: a fit plot needs exactly one --x column",
         ),
     ],

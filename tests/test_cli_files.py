@@ -4,6 +4,7 @@ import io
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -183,3 +184,101 @@ def test_ctrl_c_exits_130_and_leaves_nothing_half_written(tmp_path):
     visible = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(seen))  # less terminal codes
     assert visible.endswith("\nattnpool: interrupted\n")
     assert not out.exists() or all(not p.name.startswith(".") for p in out.iterdir())
+
+
+def test_output_into_a_character_device_or_a_fifo_writes_into_it(data, capsys):
+    fifo = data / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    code, err = run_cli(capsys, *FIT, "--out", str(fifo))
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still a FIFO, not a regular file
+    assert received[0].startswith(b"x,y_predicted")
+    null = "/dev/null"
+    code, err = run_cli(capsys, *FIT, "--out", null)
+    assert code == 0, err
+    assert stat.S_ISCHR(os.stat(null).st_mode)
+
+
+def test_an_output_keeps_the_mode_of_the_file_it_replaces_and_a_link_stays(data, capsys):
+    (data / "private.csv").write_text("old\n")
+    os.chmod(data / "private.csv", 0o600)
+    os.symlink("private.csv", data / "link.csv")
+    assert run_cli(capsys, *FIT, "--out", "private.csv")[0] == 0
+    assert stat.S_IMODE(os.stat(data / "private.csv").st_mode) == 0o600
+    assert run_cli(capsys, *FIT, "--out", "link.csv")[0] == 0
+    assert (data / "link.csv").is_symlink()
+    assert (data / "private.csv").read_text().startswith("x,y_predicted")
+
+
+def test_a_socket_is_refused_and_stays(data, capsys):
+    import socket
+
+    path = data / "sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        code, err = run_cli(capsys, *FIT, "--out", str(path))
+        assert code == 2
+        assert "special file" in err
+        assert stat.S_ISSOCK(os.stat(path).st_mode)
+
+
+def test_a_plot_to_standard_output_is_refused(data, capsys):
+    before = contents(data)
+    code, err = run_cli(capsys, *FIT, "--plot", "-")
+    assert code == 2
+    assert "--plot" in err and "'-'" in err
+    assert contents(data) == before
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("income,age\n1,2\n40,100,20\n3,4\n5,6\n", "row 2 has 3 fields; the header has 2"),
+        ("age,age,income\n1,2,3\n2,3,4\n3,4,5\n", "names 'age' more than once"),
+    ],
+)
+def test_malformed_rows_and_duplicated_names_are_data_errors(data, capsys, table, message):
+    (data / "bad.csv").write_text(table)
+    code, err = run_cli(capsys, "fit", "bad.csv", "--x", "age", "--y", "income")
+    assert code == 65
+    assert message in err
+
+
+def test_a_constant_input_column_is_a_data_error(data, capsys):
+    (data / "flat.csv").write_text("x,y\n" + "".join(f"1,{i}\n" for i in range(6)))
+    code, err = run_cli(capsys, "fit", "flat.csv", "--x", "x", "--y", "y")
+    assert code == 65
+    assert "'x' hold one value" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fit", "data.csv", "--x", "y", "--y", "y"], "--y: column 'y' is named as --x too"),
+        (["fit", "data.csv", "--x", "x", "--x", "x", "--y", "y"], "column 'x' is named twice"),
+        (["density", "data.csv", "--x", "x", "--given", "x"], "--given: column 'x' is named"),
+    ],
+)
+def test_a_column_in_two_roles_is_a_usage_error(data, capsys, args, message):
+    code, err = run_cli(capsys, *args)
+    assert code == 2
+    assert message in err
+
+
+def test_ctrl_c_while_the_command_line_is_imported_exits_130_without_a_traceback():
+    # the interrupt arrives while attnpool.__main__ imports the command line
+    script = (
+        "import attnpool._optional as optional\n"
+        "def interrupted(*args, **kwargs):\n"
+        "    raise KeyboardInterrupt\n"
+        "optional.require = interrupted\n"
+        "from attnpool.__main__ import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 130
+    assert done.stderr == "attnpool: interrupted\n"

@@ -1,14 +1,17 @@
 """File output: whole files or nothing, never over an input.
 
 Everything a command writes is rendered to bytes first; each file is then written to a
-temporary file in the target folder and renamed, with the permissions the user's umask
-gives a new file.
+temporary file in the target folder and renamed, with the permissions of the file it
+replaces (the user's umask for a new one). Character devices and FIFOs are written
+into, never replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,24 +23,57 @@ def atomic_write(path: str | os.PathLike, content: bytes | Callable[[BinaryIO], 
 
     Either the file at ``path`` is complete or it is untouched: nothing
     half-written is ever left, also when ``write`` raises or the process is interrupted.
+    An existing file keeps its permissions (and, where this process may set them, its
+    owner); a link is followed, and the file it names replaced. A character device or a
+    FIFO (``/dev/null``, ``/dev/stdout``, a named pipe) is written into, never replaced;
+    other special files (sockets, block devices) are refused.
     """
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path}: expected a file name; received an existing directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    target = Path(os.path.realpath(path))
+    try:
+        status = target.stat()
+    except FileNotFoundError:
+        status = None
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        if stat.S_ISCHR(status.st_mode) or stat.S_ISFIFO(status.st_mode):
+            with open(target, "wb") as stream:  # (opening a device does not replace it)
+                _write(stream, content)
+            return path
+        raise ValueError(
+            f"{path}: expected a regular file, a character device or a FIFO; received "
+            "another kind of special file (nothing was written)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(handle, "wb") as stream:
-            if callable(content):
-                content(stream)
-            else:
-                stream.write(content)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
-        os.replace(temporary, path)
+            _write(stream, content)
+        if status is None:
+            os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
+        else:
+            os.chmod(temporary, stat.S_IMODE(status.st_mode))
+            if hasattr(os, "chown") and (status.st_uid, status.st_gid) != (
+                os.getuid(),
+                os.getgid(),
+            ):
+                with contextlib.suppress(OSError):  # (only where this process may)
+                    os.chown(temporary, status.st_uid, status.st_gid)
+        os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
     return path
+
+
+def _write(stream: BinaryIO, content: bytes | Callable[[BinaryIO], None]) -> None:
+    if callable(content):
+        content(stream)
+    else:
+        stream.write(content)
 
 
 def _umask() -> int:
@@ -63,6 +99,15 @@ def figure_bytes(figure, path: str | os.PathLike, *, dpi: int = 100) -> bytes:
             f"{path}: the figure cannot be drawn: {' '.join(str(error).split())}"
         ) from None
     return buffer.getvalue()
+
+
+def check_picture_path(option: str, path: object) -> None:
+    """Refuse ``-`` as a picture's path: standard output holds the command's table."""
+    if path is not None and str(path) == "-":
+        raise ValueError(
+            f"{option}: expected a picture file name (.png, .svg, .pdf, …); received '-' "
+            "(standard output is for the table)"
+        )
 
 
 def check_distinct(

@@ -243,9 +243,10 @@ def fit(
 
       attnpool fit data.csv --x age --y income --bandwidth-type adaptive_nn --bandwidth 30
     """
-    from .._files import atomic_write, check_distinct
+    from .._files import atomic_write, check_distinct, check_picture_path
     from .table import STDIO, fit_table
 
+    check_picture_path("--plot", plot)
     check_distinct(
         {"DATA": data, "--predict": predict},
         {"--out": out, "--plot": plot},
@@ -332,10 +333,11 @@ def density(
 
       attnpool density data.csv --x income --x region --var-type cu --bandwidth cv_ls
     """
-    from .._files import atomic_write, check_distinct
+    from .._files import atomic_write, check_distinct, check_picture_path
     from .densities import check_plottable, density_table
     from .table import STDIO
 
+    check_picture_path("--plot", plot)
     check_distinct({"DATA": data}, {"--out": out, "--plot": plot}, skip=STDIO)
     if plot is not None:
         check_plottable(x, given or (), var_type, given_var_type)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._files import atomic_write
-from .table import STDIO, DataError, parse_bandwidth, read_columns, rendered
+from .table import STDIO, DataError, check_roles, parse_bandwidth, read_columns, rendered
 
 __all__ = ["DensityTable", "density_table"]
 
@@ -132,6 +132,7 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
 
     if not columns:
         raise ValueError("--x: expected at least one column; received none")
+    check_roles({"--x": columns, "--given": given})
     table, _ = read_columns(data, [*columns, *given], dropna=dropna, sep=sep)
     if len(table) < 3:
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")

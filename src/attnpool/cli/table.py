@@ -144,11 +144,22 @@ def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
             f"{path}: no column named {', '.join(map(repr, missing))}; "
             f"the columns are {', '.join(map(repr, header))}"
         )
+    repeated = sorted({c for c in columns if header.count(c) > 1})
+    if repeated:
+        raise DataError(
+            f"{path}: the header names {', '.join(map(repr, repeated))} more than once; "
+            "rename the columns so that each name is one column"
+        )
     index = [header.index(c) for c in columns]
     values, missing_rows = [], []
     for row_number, row in enumerate(reader, start=1):
         if not any(cell.strip() for cell in row):
             continue
+        if len(row) > len(header) and any(cell.strip() for cell in row[len(header) :]):
+            raise DataError(
+                f"{path}: row {row_number} has {len(row)} fields; the header has "
+                f"{len(header)} (a separator inside a value, or a misaligned row?)"
+            )
         cells = [row[i].strip() if i < len(row) else "" for i in index]
         numbers = []
         for cell, name in zip(cells, columns, strict=True):
@@ -298,6 +309,30 @@ def rendered(figure, path: str | os.PathLike) -> bytes:
         plt.close(figure)
 
 
+def check_roles(roles: dict[str, Sequence[str]]) -> None:
+    """Refuse a column named twice, in one option or in two (``{option: columns}``)."""
+    seen: dict[str, str] = {}
+    for option, columns in roles.items():
+        for column in columns:
+            if column in seen:
+                where = "twice" if seen[column] == option else f"as {seen[column]} too"
+                raise ValueError(
+                    f"{option}: column {column!r} is named {where}; each column takes one role"
+                )
+            seen[column] = option
+
+
+def check_varying(path, columns: Sequence[str], x: np.ndarray) -> None:
+    """A :class:`DataError` for an input column with one value only (nothing to smooth)."""
+    constant = [c for c, j in zip(columns, range(x.shape[1]), strict=True)
+                if x.shape[0] and np.all(x[:, j] == x[0, j])]  # fmt: skip
+    if constant:
+        raise DataError(
+            f"{path}: column(s) {', '.join(map(repr, constant))} hold one value in every "
+            "used row; an input column must vary"
+        )
+
+
 def parse_bandwidth(text: str, selectors: Sequence[str] = SELECTORS):
     """One of ``selectors`` (the regressions' ``cv|aicc|scott|silverman`` by default) or
     comma-separated positive numbers (one: a number)."""
@@ -353,6 +388,7 @@ def fit_table(
         )
     if not x_columns:
         raise ValueError("--x: expected at least one input column; received none")
+    check_roles({"--x": x_columns, "--y": [y_column]})
     if plot and len(x_columns) != 1:
         raise ValueError(
             f"--plot: a fit plot needs exactly one --x column; received {len(x_columns)}"
@@ -363,6 +399,7 @@ def fit_table(
     if len(table) < 3:
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x_train, y_train = table[:, :-1], table[:, -1]
+    check_varying(data, x_columns, x_train)
     chosen = parse_bandwidth(bandwidth) if isinstance(bandwidth, str) else bandwidth
     options = {
         "kernel": kernel,
