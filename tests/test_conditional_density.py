@@ -18,6 +18,7 @@ from attnpool import (
     select_conditional_bandwidth,
 )
 from attnpool.conditional import conditional_criterion
+from sklearn_checks import scikit_learn_checks
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +182,34 @@ def test_vanishing_x_bandwidths_take_the_nearest_key_limit():
         got = conditional_density(x, y, qx + 50, qy, bandwidth=0.1, y_bandwidth=0.1,
                                   kernel="epanechnikov-product")  # fmt: skip
     assert np.all(np.isnan(got))
+
+
+@scikit_learn_checks(
+    [ConditionalDensity(bandwidth="normal_reference")],
+    # score_samples(X, y) scores pairs, not rows of X alone: these checks call it with X
+    # only; the same properties on (X, y) are
+    # test_scores_are_invariant_to_the_order_and_subsets_of_the_rows
+    replaced={
+        ("ConditionalDensity", "check_methods_sample_order_invariance"),
+        ("ConditionalDensity", "check_methods_subset_invariance"),
+        ("ConditionalDensity", "check_array_api_input"),
+    },
+)
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_scores_are_invariant_to_the_order_and_subsets_of_the_rows():
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=(40, 2)), rng.normal(size=40)
+    model = ConditionalDensity(bandwidth="normal_reference").fit(x, y)
+    queries, targets = rng.normal(size=(25, 2)), rng.normal(size=25)
+    whole = model.score_samples(queries, targets)
+    order = rng.permutation(25)
+    np.testing.assert_allclose(model.score_samples(queries[order], targets[order]), whole[order])
+    for part in (slice(0, 7), slice(7, 25)):
+        np.testing.assert_allclose(model.score_samples(queries[part], targets[part]), whole[part])
+    np.testing.assert_allclose(model.cdf(queries[order], targets[order]),
+                               model.cdf(queries, targets)[order])  # fmt: skip
+    with pytest.raises(ValueError, match="X has 3 features, but ConditionalDensity is expecting 2"):
+        model.score(rng.normal(size=(5, 3)), rng.normal(size=5))

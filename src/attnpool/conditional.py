@@ -328,7 +328,7 @@ def select_conditional_bandwidth(
     if x.shape[0] < 3 or y.shape[0] != x.shape[0]:
         raise ValueError(
             f"x, y: bandwidth selection needs at least 3 rows, as many of y as of x; "
-            f"received {x.shape[0]} and {y.shape[0]}"
+            f"received n_samples={x.shape[0]} and {y.shape[0]}"
         )
     both = np.hstack([x, y])
     var_type = (x_var_type or "c" * x.shape[1]) + (y_var_type or "c" * y.shape[1])

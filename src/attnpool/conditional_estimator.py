@@ -8,9 +8,8 @@ from typing import Any, Self
 
 import numpy as np
 
-from ._estimator_api import BaseEstimator, check_is_fitted
+from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from ._typing import ArrayLike, Bandwidth, KernelSpec
-from ._validation import check_points
 from .conditional import (
     conditional_cdf,
     conditional_log_density,
@@ -58,8 +57,8 @@ class ConditionalDensity(BaseEstimator):
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Keep the sample (``X (n, d)``, ``y (n,) | (n, e)``) and choose the bandwidths."""
-        x = np.asarray(check_points(X, "X"), np.float64)
-        yy = np.asarray(check_points(y, "y"), np.float64)
+        x, yy = validate_data(self, X, y, multi_output=True, y_numeric=True)
+        yy = yy.reshape(yy.shape[0], -1)
         d = x.shape[1]
         if isinstance(self.bandwidth, str):
             found = select_conditional_bandwidth(
@@ -76,8 +75,8 @@ class ConditionalDensity(BaseEstimator):
                 )
             self.criterion_ = math.nan
         self.bandwidth_, self.y_bandwidth_ = h[:d], h[d:]
-        self.X_train_, self.y_train_, self.n_features_in_ = x, yy, d
-        self.score_samples(x[:1], yy[:1])  # the checks
+        self.X_train_, self.y_train_ = x, yy
+        conditional_log_density(x, yy, x[:1], yy[:1], **self._options())  # the checks
         return self
 
     def _options(self) -> dict[str, Any]:
@@ -87,7 +86,7 @@ class ConditionalDensity(BaseEstimator):
 
     def score_samples(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         """``log f̂(y_i | X_i)``, ``(n,)``."""
-        check_is_fitted(self)
+        X, y = self._checked(X, y)
         return conditional_log_density(self.X_train_, self.y_train_, X, y, **self._options())
 
     def pdf(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
@@ -96,8 +95,15 @@ class ConditionalDensity(BaseEstimator):
 
     def cdf(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         """``F̂(y_i | X_i)``, ``(n,)``."""
-        check_is_fitted(self)
+        X, y = self._checked(X, y)
         return conditional_cdf(self.X_train_, self.y_train_, X, y, **self._options())
+
+    def _checked(self, X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """``(X (k, d), y (k, e))`` of new rows, checked against the fit (feature count and
+        names, as scikit-learn checks them)."""
+        check_is_fitted(self)
+        X, yy = validate_data(self, X, y, reset=False, multi_output=True, y_numeric=True)
+        return X, yy.reshape(yy.shape[0], -1)
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """The log likelihood ``Σ_i log f̂(y_i | X_i)``."""
