@@ -16,6 +16,7 @@ from scipy import optimize
 from attnpool import (
     LocalLinear,
     NadarayaWatson,
+    TiedDataWarning,
     aicc_curve,
     censoring_weights,
     cv_curve,
@@ -24,7 +25,7 @@ from attnpool import (
 )
 from attnpool.bandwidth.resolution import bandwidth_floor, resolution
 from attnpool.density_criteria import least_squares_criterion, loo_log_density
-from attnpool.density_estimator import TiedDataWarning, select_density_bandwidth
+from attnpool.density_estimator import select_density_bandwidth
 from attnpool.plug_in import isj_bandwidth
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "NadarayaWatsonClassifier",
     "PoolingState",
     "SignificanceTest",
+    "TiedDataWarning",
     "TopK",
     "__version__",
     "aicc_curve",
@@ -83,6 +84,7 @@ _NAMES = {
     "significance_test": "significance",
     "censoring_weights": "censoring",
     "KernelDensity": "density_estimator",
+    "TiedDataWarning": "density_estimator",
     "select_density_bandwidth": "density_estimator",
     "kernel_density": "density",
     "kernel_cdf": "distribution",
@@ -103,7 +105,7 @@ if TYPE_CHECKING:
     from .conditional import conditional_cdf, conditional_density, select_conditional_bandwidth
     from .conditional_estimator import ConditionalDensity
     from .density import kernel_density, log_density
-    from .density_estimator import KernelDensity, select_density_bandwidth
+    from .density_estimator import KernelDensity, TiedDataWarning, select_density_bandwidth
     from .distribution import kernel_cdf
     from .empty_policy import EmptyNeighbourhoodWarning
     from .estimator import LocalLinear, NadarayaWatson

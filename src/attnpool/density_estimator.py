@@ -43,6 +43,7 @@ from .observation_weights import positive_rows
 __all__ = [
     "DENSITY_SELECTORS",
     "KernelDensity",
+    "TiedDataWarning",
     "least_squares_criterion",
     "loo_log_density",
     "select_density_bandwidth",
