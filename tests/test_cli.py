@@ -146,7 +146,7 @@ def test_fit_selects_by_cv_writes_predictions_and_a_plot(tmp_path, sine_csv):
     assert f"x = {selection.bandwidth[0]:.6g}" in result.stdout
     assert f"leave-one-out CV error (mean squared): {selection.objective:.6g}" in result.stdout
     header, table = read_csv(tmp_path / "p.csv")
-    assert header == ["x", "y_predicted"]
+    assert header == ["x", "y_predicted", "row"]
     np.testing.assert_allclose(table[:, 0], data.x_train)  # same row order
     np.testing.assert_allclose(
         table[:, 1],
@@ -165,7 +165,7 @@ def test_fit_with_an_interval_adds_band_columns_and_draws_the_band(tmp_path, sin
     result = attnpool_cli(*args, "--out", str(out), "--plot", str(plot))
     assert result.returncode == 0, result.stderr
     header, table = read_csv(out)
-    assert header == ["x", "y_predicted", "y_lower", "y_upper"]
+    assert header == ["x", "y_predicted", "y_lower", "y_upper", "row"]
     band = attnpool.confidence_band(
         data.x_train, data.y_train, data.x_train, bandwidth=0.3, level=0.9
     )
@@ -188,7 +188,7 @@ def test_fit_with_queries_fixed_bandwidth_and_local_linear(tmp_path, sine_csv):
     result = attnpool_cli(*args)
     assert result.returncode == 0, result.stderr
     header, table = read_csv(tmp_path / "p.csv")
-    assert header == ["x", "z", "y_predicted"]
+    assert header == ["x", "z", "y_predicted", "row"]
     x2 = np.column_stack([data.x_train, 2 * data.x_train])
     expected = attnpool.local_regression(
         x2, data.y_train, [[0.5, 1.0], [2.5, 5.0]], bandwidth=[0.3, 0.6], degree=1
@@ -340,12 +340,12 @@ def test_fit_takes_var_type_and_method_as_the_estimators_do(tmp_path):
     np.testing.assert_allclose(table[:, 2], model.predict(np.c_[x, group]), rtol=1e-10)
     result = attnpool_cli(
         "fit", str(data), "--x", "x", "--y", "y", "--kernel", "epanechnikov",
-        "--method", "sparse", "--out", str(out),
+        "--method", "sparse", "--out", str(out), "--force",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     model = attnpool.NadarayaWatson("epanechnikov", method="sparse").fit(x[:, None], y)
     np.testing.assert_allclose(read_csv(out)[1][:, 1], model.predict(x[:, None]), rtol=1e-10)
-    result = attnpool_cli(*args, "--method", "sparse", "--out", str(out))
+    result = attnpool_cli(*args, "--method", "sparse", "--out", str(out), "--force")
     assert result.returncode == 2 and "method: 'sparse' pools local-constant fits" in result.stderr
 
 
@@ -365,7 +365,7 @@ def test_fit_takes_neighbour_bandwidths_and_higher_order_kernels(tmp_path):
     model = attnpool.NadarayaWatson(bandwidth_type="adaptive_nn").fit(x[:, None], y)
     assert f"adaptive_nn (cv): x = {model.bandwidth_[0]}" in result.stdout
     np.testing.assert_allclose(read_csv(out)[1][:, 1], model.predict(x[:, None]), rtol=1e-12)
-    result = attnpool_cli(*base, "--kernel", "gaussian-order4", "--degree", "1")
+    result = attnpool_cli(*base, "--kernel", "gaussian-order4", "--degree", "1", "--force")
     assert result.returncode == 0, result.stderr
     model = attnpool.LocalLinear("gaussian-order4").fit(x[:, None], y)
     np.testing.assert_allclose(read_csv(out)[1][:, 1], model.predict(x[:, None]), rtol=1e-10)

@@ -31,7 +31,7 @@ def test_density_and_plot(table, tmp_path):
     model = KernelDensity(bandwidth="cv_ml").fit(income[:, None])
     assert f"income = {model.bandwidth_[0]:.6g}" in result.stdout
     header, values = read_csv(out)
-    assert header == ["income", "density"]
+    assert header == ["income", "density", "row"]
     np.testing.assert_allclose(
         values[:, 1], np.exp(model.score_samples(income[:, None])), rtol=1e-10
     )
@@ -50,6 +50,7 @@ def test_density_and_plot(table, tmp_path):
         "3,0.1",
         "--out",
         str(out),
+        "--force",
     )
     assert result.returncode == 0, result.stderr
     model = KernelDensity(bandwidth=[3, 0.1], var_type="cu").fit(np.c_[income, region])
@@ -78,7 +79,7 @@ def test_conditional_density_and_plot(table, tmp_path):
     assert result.returncode == 0, result.stderr
     model = ConditionalDensity(bandwidth=[4, 2.5]).fit(age[:, None], income)
     header, values = read_csv(out)
-    assert header == ["income", "age", "conditional_density"]
+    assert header == ["income", "age", "conditional_density", "row"]
     np.testing.assert_allclose(values[:, 2], model.pdf(age[:, None], income), rtol=1e-10)
     with Image.open(picture) as image:
         image.verify()
@@ -95,7 +96,7 @@ def test_conditional_density_and_plot(table, tmp_path):
         "-",
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("income,region,conditional_density\n")
+    assert result.stdout.startswith("income,region,conditional_density,row\n")
 
 
 def test_errors_are_one_line_and_write_nothing(table, tmp_path):

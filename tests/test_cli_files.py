@@ -207,9 +207,9 @@ def test_an_output_keeps_the_mode_of_the_file_it_replaces_and_a_link_stays(data,
     (data / "private.csv").write_text("old\n")
     os.chmod(data / "private.csv", 0o600)
     os.symlink("private.csv", data / "link.csv")
-    assert run_cli(capsys, *FIT, "--out", "private.csv")[0] == 0
+    assert run_cli(capsys, *FIT, "--out", "private.csv", "--force")[0] == 0
     assert stat.S_IMODE(os.stat(data / "private.csv").st_mode) == 0o600
-    assert run_cli(capsys, *FIT, "--out", "link.csv")[0] == 0
+    assert run_cli(capsys, *FIT, "--out", "link.csv", "--force")[0] == 0
     assert (data / "link.csv").is_symlink()
     assert (data / "private.csv").read_text().startswith("x,y_predicted")
 
@@ -282,3 +282,87 @@ def test_ctrl_c_while_the_command_line_is_imported_exits_130_without_a_traceback
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 130
     assert done.stderr == "attnpool: interrupted\n"
+
+
+def test_an_existing_output_is_never_replaced_without_force(data, capsys):
+    (data / "predictions.csv").write_text("mine\n")
+    before = contents(data)
+    for extra in ([], ["--plot", "predictions.csv", "--out", "p.csv"]):
+        code, err = run_cli(capsys, "fit", "data.csv", "--x", "x", "--y", "y", *extra)
+        assert code == 2
+        assert "predictions.csv exists; pass --force to replace it" in err
+        assert contents(data) == before  # nothing written, not even the other output
+    code, err = run_cli(capsys, *FIT, "--out", "predictions.csv", "--force")
+    assert code == 0, err
+    assert (data / "predictions.csv").read_text().startswith("x,y_predicted,row\n")
+    (data / "densities.csv").write_text("mine\n")
+    code, err = run_cli(capsys, "density", "data.csv", "--x", "x")
+    assert code == 2 and "densities.csv exists" in err
+    assert (data / "densities.csv").read_text() == "mine\n"
+
+
+def test_predictions_carry_each_data_rows_number_across_dropna(data, capsys):
+    (data / "gaps.csv").write_text("x,y\n1,2\n2,3\n\n3,5\n4,\n5,7\n6,8\n")
+    code, err = run_cli(capsys, "fit", "gaps.csv", "--x", "x", "--y", "y", "--bandwidth", "0.5",
+                        "--dropna", "--out", "gaps-out.csv")  # fmt: skip
+    assert code == 0, err
+    lines = (data / "gaps-out.csv").read_text().splitlines()
+    assert lines[0] == "x,y_predicted,row"
+    # data rows counted from 1 as pandas reads them (a blank line is no row); 4 is dropped
+    assert [line.split(",")[-1] for line in lines[1:]] == ["1", "2", "3", "5", "6"]
+    assert [float(line.split(",")[0]) for line in lines[1:]] == [1, 2, 3, 5, 6]
+
+
+def test_the_librarys_warnings_are_one_line_naming_the_option(data, capsys):
+    (data / "queries.csv").write_text("x\n1\n9\n")
+    args = ["fit", "data.csv", "--x", "x", "--y", "y", "--kernel", "epanechnikov",
+            "--bandwidth", "0.3", "--predict", "queries.csv", "--out", "-"]  # fmt: skip
+    code, err = run_cli(capsys, *args)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "warning" in line]
+    assert warning == [
+        "attnpool: warning: 1 of 2 queries have no key within the 'epanechnikov' kernel's "
+        "support; their result is NaN (pass --empty nearest to use the nearest key)"
+    ]
+    code = main([*args, "--empty", "nearest"])
+    captured = capsys.readouterr()
+    assert code == 0 and "warning" not in captured.err
+    assert captured.out.splitlines()[2].startswith("9.0,")  # the nearest key's value
+    assert "nan" not in captured.out
+
+
+def test_help_short_option_main_commands_first_and_the_kernels_each_takes(capsys):
+    from attnpool.cli import DENSITY_KERNEL_NAMES, KERNEL_NAMES
+    from attnpool.density import log_density
+    from attnpool.kernels import names
+
+    assert main(["-h"]) == 0
+    listing = capsys.readouterr().out
+    order = [listing.index(f" {name} ") for name in ("fit", "density", "demo", "study")]
+    assert order == sorted(order)
+    assert main(["fit", "-h"]) == 0 and "--force" in capsys.readouterr().out
+    assert "dot" not in KERNEL_NAMES
+    for name in names():  # the density command lists exactly the kernels it takes
+        try:
+            log_density(np.arange(5.0), [1.0], kernel=name, bandwidth=1.0)
+        except ValueError:
+            assert name not in DENSITY_KERNEL_NAMES
+        else:
+            assert name in DENSITY_KERNEL_NAMES
+    assert main(["density", "-h"]) == 0
+    help_words = [w.strip(".,") for w in capsys.readouterr().out.replace("│", " ").split()]
+    assert all(name in help_words for name in DENSITY_KERNEL_NAMES)
+    assert "gaussian-order4" not in help_words and "constant" not in help_words
+
+
+def test_a_column_that_does_not_matter_shows_as_smoothed_out(data, capsys):
+    rng = np.random.default_rng(0)
+    x, z = np.linspace(0, 5, 60).tolist(), rng.uniform(0, 1, 60).tolist()
+    rows = "".join(f"{a!r},{b!r},{float(np.sin(a))!r}\n" for a, b in zip(x, z, strict=True))
+    (data / "extra.csv").write_text("x,z,y\n" + rows)
+    code = main(["fit", "extra.csv", "--x", "x", "--x", "z", "--y", "y", "--out", "-"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = captured.err.splitlines()[1]
+    assert "z = smoothed out (" in summary and "the fit ignores it" in summary
+    assert "x = smoothed out" not in summary

@@ -101,6 +101,30 @@ def figure_bytes(figure, path: str | os.PathLike, *, dpi: int = 100) -> bytes:
     return buffer.getvalue()
 
 
+def check_outputs(
+    inputs: Mapping[str, object],
+    outputs: Mapping[str, object],
+    *,
+    force: bool,
+    skip: str | None = None,
+) -> None:
+    """Before any work: a picture's path is a file (``--plot``), no output is an input or
+    another output (:func:`check_distinct`), and none replaces an existing regular file
+    unless ``force`` (devices and FIFOs are written into, never replaced)."""
+    check_picture_path("--plot", outputs.get("--plot"))
+    check_distinct(inputs, outputs, skip=skip)
+    if force:
+        return
+    for option, path in outputs.items():
+        if path is None or (skip is not None and str(path) == skip):
+            continue
+        if os.path.isfile(path):  # (a link to a file too)
+            raise ValueError(
+                f"{option}: {path} exists; pass --force to replace it, or name another "
+                "file (nothing was written)"
+            )
+
+
 def check_picture_path(option: str, path: object) -> None:
     """Refuse ``-`` as a picture's path: standard output holds the command's table."""
     if path is not None and str(path) == "-":

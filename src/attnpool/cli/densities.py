@@ -13,7 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._files import atomic_write
-from .table import STDIO, DataError, check_roles, parse_bandwidth, read_columns, rendered
+from .table import (
+    STDIO,
+    DataError,
+    check_roles,
+    parse_bandwidth,
+    read_columns,
+    rendered,
+    shown_width,
+)
 
 __all__ = ["DensityTable", "density_table"]
 
@@ -32,6 +40,8 @@ class DensityTable:
     conditions: np.ndarray
     values: np.ndarray
     model: object
+    #: Each value's data row in the table (counted from 1, blank lines not counted).
+    rows: np.ndarray | None = None
 
     @property
     def label(self) -> str:
@@ -46,8 +56,13 @@ class DensityTable:
         else:
             widths = list(self.model.bandwidth_)
         names = [*self.columns, *self.given]
+        data = np.column_stack([self.x, self.conditions]).T
         lines.append(
-            "bandwidth: " + ", ".join(f"{c} = {h:.6g}" for c, h in zip(names, widths, strict=True))
+            "bandwidth: "
+            + ", ".join(
+                f"{c} = {shown_width(h, column)}"
+                for c, h, column in zip(names, widths, data, strict=True)
+            )
         )
         return "\n".join(lines)
 
@@ -55,9 +70,11 @@ class DensityTable:
         """CSV of the columns and the density at each row: a file (atomically) or ``-``."""
         text = io.StringIO()
         writer = csv.writer(text, lineterminator="\n")
-        writer.writerow([*self.columns, *self.given, self.label])
-        for row in np.column_stack([self.x, self.conditions, self.values]):
-            writer.writerow([repr(float(v)) for v in row])
+        writer.writerow([*self.columns, *self.given, self.label, "row"])
+        rows = np.arange(1, len(self.values) + 1) if self.rows is None else self.rows
+        for row, number in zip(np.column_stack([self.x, self.conditions, self.values]), rows,
+                               strict=True):  # fmt: skip
+            writer.writerow([*(repr(float(v)) for v in row), int(number)])
         if str(path) == STDIO:
             sys.stdout.write(text.getvalue())
             return "standard output"
@@ -133,7 +150,7 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
     if not columns:
         raise ValueError("--x: expected at least one column; received none")
     check_roles({"--x": columns, "--given": given})
-    table, _ = read_columns(data, [*columns, *given], dropna=dropna, sep=sep)
+    table, rows = read_columns(data, [*columns, *given], dropna=dropna, sep=sep)
     if len(table) < 3:
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x, conditions = table[:, : len(columns)], table[:, len(columns) :]
@@ -158,4 +175,4 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
         model = ConditionalDensity(kernel, chosen, x_var_type=given_var_type,
                                    y_var_type=var_type).fit(conditions, x)  # fmt: skip
         values = model.pdf(conditions, x)
-    return DensityTable(list(columns), list(given), x, conditions, values, model)
+    return DensityTable(list(columns), list(given), x, conditions, values, model, rows)

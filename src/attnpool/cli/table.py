@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .._files import atomic_write, figure_bytes
+from .._validation import check_choice
 from ..bandwidth import SELECTORS
 from ..estimation import fitted_bandwidth
 from ..estimation import predict as estimation_predict
@@ -210,11 +211,15 @@ class TableFit:
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
     bandwidth_type: str = "fixed"
+    #: Each query's data row in its table (counted from 1, blank lines not counted): what
+    #: joins the predictions back to the input after ``--dropna``.
+    rows: np.ndarray | None = None
 
     def summary(self) -> str:
         """What was chosen, in a few lines."""
         widths = ", ".join(
-            f"{c} = {h:.6g}" for c, h in zip(self.x_columns, self.bandwidth, strict=True)
+            f"{c} = {shown_width(h, column)}"
+            for c, h, column in zip(self.x_columns, self.bandwidth, self.x_train.T, strict=True)
         )
         what = "bandwidth" if self.bandwidth_type == "fixed" else self.bandwidth_type
         lines = [
@@ -239,9 +244,10 @@ class TableFit:
         if self.interval is not None:
             header += [f"{self.y_column}_lower", f"{self.y_column}_upper"]
             columns += [self.lower, self.upper]
-        writer.writerow(header)
-        for row, values in zip(self.x_query, np.column_stack(columns), strict=True):
-            writer.writerow([repr(float(v)) for v in (*row, *values)])
+        writer.writerow([*header, "row"])
+        rows = np.arange(1, len(self.x_query) + 1) if self.rows is None else self.rows
+        for row, values, number in zip(self.x_query, np.column_stack(columns), rows, strict=True):
+            writer.writerow([*(repr(float(v)) for v in (*row, *values)), int(number)])
         if str(path) == STDIO:
             sys.stdout.write(text.getvalue())
             sys.stdout.flush()
@@ -309,6 +315,18 @@ def rendered(figure, path: str | os.PathLike) -> bytes:
         plt.close(figure)
 
 
+def shown_width(h: float, column: np.ndarray) -> str:
+    """A fitted bandwidth as the summary shows it: "smoothed out" where it spans the column
+    a million times over (half :data:`attnpool.bandwidth.search.SMOOTHED_OUT` half-widths
+    and more — where a search leaves a column that does not matter), else its value."""
+    from ..bandwidth.search import SMOOTHED_OUT
+
+    half = float(np.max(column) - np.min(column)) / 2 if column.size else 0.0
+    if half > 0 and h >= SMOOTHED_OUT * half / 2:
+        return f"smoothed out ({h:.3g}, {h / half:.3g} half-widths: the fit ignores it)"
+    return f"{h:.6g}"
+
+
 def check_roles(roles: dict[str, Sequence[str]]) -> None:
     """Refuse a column named twice, in one option or in two (``{option: columns}``)."""
     seen: dict[str, str] = {}
@@ -366,6 +384,7 @@ def fit_table(
     var_type: str | None = None,
     method: str = "auto",
     bandwidth_type: str = "fixed",
+    empty: str = "nan",
 ) -> TableFit:
     """Fit ``y_column`` on ``x_columns`` of the table ``data``; predict at ``predict`` (or
     the data). Tables as :func:`read_columns` reads them (``sep`` the separator);
@@ -376,6 +395,7 @@ def fit_table(
     ``plot=True`` checks up front that a fit plot can be drawn (one input column);
     ``interval`` (a level such as 0.95) adds a pointwise asymptotic confidence band.
     """
+    check_choice(empty, "--empty", ("nan", "nearest"))
     if interval is not None and is_pair_fit(kernel, bandwidth_type):
         raise ValueError(
             f"--interval: confidence bands are for fixed bandwidths and non-negative kernels; "
@@ -395,7 +415,7 @@ def fit_table(
         )
     if str(data) == STDIO and predict is not None and str(predict) == STDIO:
         raise ValueError("--predict: standard input holds DATA already; name a file")
-    table, _ = read_columns(data, [*x_columns, y_column], dropna=dropna, sep=sep)
+    table, rows = read_columns(data, [*x_columns, y_column], dropna=dropna, sep=sep)
     if len(table) < 3:
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x_train, y_train = table[:, :-1], table[:, -1]
@@ -405,7 +425,7 @@ def fit_table(
         "kernel": kernel,
         "degree": degree,
         "var_type": var_type,
-        "empty": "nan",
+        "empty": empty,
         "block_size": None,
         "method": method,
         "estimator": "LocalLinear" if degree == 1 else "NadarayaWatson",
@@ -416,10 +436,10 @@ def fit_table(
     )
     selected = isinstance(chosen, str)
     objective = next(iter(scores.values()), math.nan)
-    x_query = (
-        x_train
+    x_query, query_rows = (
+        (x_train, rows)
         if predict is None
-        else read_columns(predict, list(x_columns), dropna=dropna, sep=sep)[0]
+        else read_columns(predict, list(x_columns), dropna=dropna, sep=sep)
     )
     prediction = estimation_predict(x_train, y_train, x_query, bandwidth=widths, **options)
     result = TableFit(
@@ -437,6 +457,7 @@ def fit_table(
         interval,
         var_type,
         bandwidth_type=bandwidth_type,
+        rows=query_rows,
     )
     if interval is not None:
         band = result._band(x_query)
