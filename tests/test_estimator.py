@@ -8,6 +8,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from attnpool import (
+    EmptyNeighbourhoodWarning,
     LocalLinear,
     NadarayaWatson,
     NadarayaWatsonClassifier,
@@ -134,7 +135,7 @@ def test_mixed_variable_types():
 @pytest.mark.parametrize(
     ("estimator", "pattern"),
     [
-        (NadarayaWatson(bandwidth="aic"), "bandwidth: expected one of 'cv', 'aicc'"),
+        (NadarayaWatson(bandwidth="cv_ml"), "bandwidth: expected one of 'cv', 'aicc'"),
         (NadarayaWatson(bandwidth=-1.0), "bandwidth: expected positive finite"),
         (NadarayaWatson(kernel="nope"), "kernel: unknown kernel 'nope'"),
         (NadarayaWatson(var_type="cc"), "var_type: expected a string of 1 letters"),
@@ -192,3 +193,30 @@ def test_score_is_scikit_learns_r2_and_accuracy():
     assert classifier.score(x, labels, sample_weight=weights) == pytest.approx(
         accuracy_score(labels, classifier.predict(x), sample_weight=weights), rel=1e-12
     )
+
+
+def test_statsmodels_names_for_the_criteria_are_taken():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, (60, 1))
+    y = np.sin(X[:, 0]) + rng.normal(0, 0.2, 60)
+    plain, alias = NadarayaWatson().fit(X, y), NadarayaWatson(bandwidth="cv_ls").fit(X, y)
+    np.testing.assert_array_equal(alias.bandwidth_, plain.bandwidth_)
+    assert alias.cv_score_ == plain.cv_score_
+    aicc = LocalLinear(bandwidth="aicc").fit(X, y)
+    np.testing.assert_array_equal(
+        LocalLinear(bandwidth="aic").fit(X, y).bandwidth_, aicc.bandwidth_
+    )
+    np.testing.assert_array_equal(
+        select_bandwidth(X, y, method="cv_ls").bandwidth, plain.bandwidth_
+    )
+
+
+def test_searches_over_compact_kernels_score_finite_and_warn_at_the_users_line():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, (60, 1))
+    y = np.sin(X[:, 0]) + rng.normal(0, 0.2, 60)
+    grid = {"bandwidth": [0.02, 0.1, 1.0]}
+    with pytest.warns(EmptyNeighbourhoodWarning) as caught:
+        search = GridSearchCV(NadarayaWatson(kernel="epanechnikov"), grid, cv=3).fit(X, y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert {record.filename for record in caught} == {__file__}  # this line, not the library's

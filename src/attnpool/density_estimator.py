@@ -68,8 +68,11 @@ class KernelDensity(BaseEstimator):
         A distance kernel of finite integral (:mod:`attnpool.kernels`; radial in several
         dimensions, or a ``-product`` kernel).
     bandwidth : float, array of shape (n_features,), "scott", "silverman", "normal_reference",
-        "cv_ml" or "cv_ls" (likelihood or least-squares cross-validation,
-        :func:`select_density_bandwidth`)
+        "cv_ml", "cv_ls" or "isj", default="scott"
+        Numbers, a rule of thumb of the data (Scott's by default, as statsmodels'
+        ``KDEUnivariate`` and SciPy's ``gaussian_kde``: a fixed 1.0 flattened
+        Old Faithful's two modes), or likelihood or least-squares cross-validation
+        (:func:`select_density_bandwidth`), as the command line's ``density`` defaults to.
     var_type : str, optional
         One letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered (as
         statsmodels' ``KDEMultivariate``); a categorical column's bandwidth is its ``λ``.
@@ -91,7 +94,7 @@ class KernelDensity(BaseEstimator):
     def __init__(
         self,
         kernel: KernelSpec = "gaussian",
-        bandwidth: Bandwidth = 1.0,
+        bandwidth: Bandwidth = "scott",
         *,
         var_type: str | None = None,
         method: MethodSpec = "auto",

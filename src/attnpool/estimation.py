@@ -21,8 +21,9 @@ import numpy as np
 
 from . import pair_regression
 from ._validation import check_bandwidth, check_choice
-from .bandwidth import SELECTORS, select_bandwidth
-from .empty_policy import EMPTY_POLICIES, check_empty, report_empty
+from .bandwidth import select_bandwidth
+from .bandwidth.selection import canonical_selector
+from .empty_policy import EMPTY_POLICIES, check_empty, report_empty, takes_nearest
 from .engines import numpy_engine
 from .local_model import model_for
 
@@ -86,6 +87,8 @@ def fitted_bandwidth(
     kernels, ``bandwidth_type`` by neighbours) get theirs from
     :func:`attnpool.pair_regression.fitted_setting` (numbers of neighbours, for those)."""
     check_choice(empty, "empty", EMPTY_POLICIES)
+    if isinstance(bandwidth, str):
+        bandwidth = canonical_selector(bandwidth)
     if pair_regression.is_pair_fit(kernel, bandwidth_type):
         return pair_regression.fitted_setting(
             x, y, bandwidth=bandwidth, weights=weights, kernel=kernel, degree=degree,
@@ -96,7 +99,6 @@ def fitted_bandwidth(
     )
     if not isinstance(bandwidth, str):
         return np.array(check_bandwidth(bandwidth, x.shape[1]), dtype=float), {}
-    check_choice(bandwidth, "bandwidth", SELECTORS)
     selection = select_bandwidth(
         x,
         y,
@@ -174,7 +176,7 @@ def _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights=None
     compiled path calls: :func:`attention_pool` (local constant, where an unbounded
     kernel takes the nearest-key limit) or :func:`local_regression`."""
     pooling = model.degree == 0
-    nearest = empty == "nearest" or (pooling and not model.kernel.compact)
+    nearest = takes_nearest(empty) or (pooling and not model.kernel.compact)
     y = y_train.reshape(y_train.shape[0], -1)
     fit, _, empty_rows = numpy_engine.local_fit(
         x_train, y, x, bandwidth, model, nearest=nearest, weights=weights
@@ -182,5 +184,5 @@ def _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights=None
     if pooling:
         report_empty(model.kernel, empty, empty_rows, stacklevel=5)
     else:
-        check_empty(empty, empty_rows)
+        check_empty(empty, empty_rows, model.kernel)
     return fit[:, 0] if y_train.ndim == 1 else fit

@@ -49,7 +49,7 @@ class _LocalRegression(MultiOutputRegressor):
         bandwidth: Bandwidth = "cv",
         *,
         var_type: str | None = None,
-        empty: str = "nan",
+        empty: str = "warn",
         block_size: int | None = None,
         method: MethodSpec = "auto",
         bandwidth_type: str = "fixed",
@@ -285,11 +285,17 @@ class NadarayaWatson(_LocalRegression):
     bandwidth : {"cv", "aicc", "scott", "silverman"}, float or array of shape (n_features,)
         A selector or fixed bandwidths (``λ ∈ [0, 1)`` for categorical columns); with
         nearest-neighbour bandwidths, ``"cv"`` or the numbers of neighbours ``k``.
+        statsmodels' names ``"cv_ls"`` and ``"aic"`` are taken for ``"cv"`` and
+        ``"aicc"`` (the same criteria).
     var_type : str, optional
         One letter per column: ``c`` continuous, ``o`` ordered, ``u`` unordered
         (as statsmodels). Default: all continuous.
-    empty : {"nan", "nearest", "raise"}
-        What a query with no training point inside a compact kernel's support gets.
+    empty : {"warn", "nearest", "nan", "raise"}, default="warn"
+        What a query with no training point inside a compact kernel's support gets:
+        its nearest training point's response, with one
+        :class:`~attnpool.EmptyNeighbourhoodWarning` per call counting such queries
+        (``"warn"``: predictions stay finite, as scikit-learn's scorers need), the same
+        silently (``"nearest"``), NaN with that warning (``"nan"``), or an error.
     block_size : int, optional
         Stream the training points in blocks of this size.
     method : str, Binned or TopK, default="auto"

@@ -323,13 +323,13 @@ def estimator_prediction(
 ):  # fmt: skip
     """An estimator's pair-fit predictions (and slopes) at ``x``, shaped like ``y_train``,
     with the ``empty`` policy of its other fits."""
-    from .empty_policy import report_empty
+    from .empty_policy import report_empty, takes_nearest
 
     kernel = _kernels.get(kernel)
     y = y_train.reshape(y_train.shape[0], -1)
     fit, slopes, empty_rows = predict(
         x_train, y, x, kernel=kernel, setting=setting, bandwidth_type=bandwidth_type,
-        degree=degree, weights=weights, nearest=empty == "nearest" or not kernel.compact,
+        degree=degree, weights=weights, nearest=takes_nearest(empty) or not kernel.compact,
         return_slopes=True,
     )  # fmt: skip
     report_empty(kernel, empty, empty_rows, stacklevel=4)

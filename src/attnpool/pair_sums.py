@@ -241,7 +241,7 @@ def pool(q, k, v, h, *, kernel: _kernels.Kernel, method, empty: str, mask, weigh
     ``h (d,)`` with a higher-order kernel: ``(n, p)`` in the values' precision, NumPy or
     JAX as ``v`` is."""
     from ._validation import is_jax, is_traced
-    from .empty_policy import report_empty
+    from .empty_policy import report_empty, takes_nearest
     from .methods.options import resolve
     from .observation_weights import check_weights
 
@@ -263,7 +263,7 @@ def pool(q, k, v, h, *, kernel: _kernels.Kernel, method, empty: str, mask, weigh
     w = None if weights is None else np.asarray(check_weights(weights, k.shape[0]), np.float64)
     fit, _, empty_rows = local_fit(
         np.asarray(k), np.asarray(v), np.asarray(q), kernel=kernel, bandwidth=np.asarray(h),
-        weights=w, nearest=empty == "nearest" or not kernel.compact,
+        weights=w, nearest=takes_nearest(empty) or not kernel.compact,
     )  # fmt: skip
     report_empty(kernel, empty, empty_rows, stacklevel=4)
     dtype = v.dtype if np.dtype(v.dtype).kind == "f" else np.float64

@@ -28,6 +28,7 @@ from .empty_policy import (
     EmptyNeighbourhoodWarning,
     report_empty,
     report_keyless,
+    takes_nearest,
 )
 from .methods.options import DENSE_MAX_PAIRS, Binned, TopK, resolve
 
@@ -143,10 +144,11 @@ def attention_pool(
     return_weights : bool
         Also return the ``(n, m)`` weight matrix (built densely; at most
         :data:`MAX_WEIGHT_ENTRIES` entries).
-    empty : {"nan", "nearest", "raise"}
+    empty : {"nan", "nearest", "warn", "raise"}
         What a query with no key inside a compact kernel's support gets: NaN
         (with one :class:`EmptyNeighbourhoodWarning` saying how many), the
-        value of the nearest key, or a ``ValueError``.
+        value of the nearest key (silently, or with that warning: ``"warn"``), or a
+        ``ValueError``.
     block_size : int, optional
         Stream the keys in blocks of this many rows. By default keys are
         streamed (in blocks of 2048) once ``n·m`` exceeds :data:`DENSE_MAX_PAIRS`,
@@ -233,7 +235,7 @@ def attention_pool(
             empty=empty, block_size=block_size, method=method,
         )  # fmt: skip
     allowed, keyless = _checked_mask(mask, n, m, empty)
-    nearest = empty == "nearest" or not kernel.compact
+    nearest = takes_nearest(empty) or not kernel.compact
     if (
         allowed is None
         and resolve(method)[0] == "auto"
@@ -382,7 +384,7 @@ def attention_weights(
     empty = check_choice(empty, "empty", EMPTY_POLICIES)
     _check_weight_size(q.shape[0], k.shape[0])
     allowed, keyless = _checked_mask(mask, q.shape[0], k.shape[0], empty)
-    nearest = empty == "nearest" or not kernel.compact
+    nearest = takes_nearest(empty) or not kernel.compact
 
     def compute(q: Any, k: Any, h: Any) -> Any:
         from .engines.programs import weights_core

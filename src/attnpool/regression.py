@@ -41,7 +41,7 @@ import numpy as np
 from . import kernels
 from ._typing import Array, ArrayLike, Bandwidth, KernelSpec
 from ._validation import check_bandwidth, check_choice, check_points, check_values, numpy_dtype
-from .empty_policy import EMPTY_POLICIES, check_empty
+from .empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
 from .engines import numpy_engine
 from .local_model import LocalModel, model_for
 from .observation_weights import positive_rows
@@ -236,7 +236,7 @@ def local_regression(
     if block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1]):
         # small: no program to build (computed in float64, returned in the inputs' type)
         fit, slopes, empty_rows = numpy_engine.local_fit(
-            x, y, q, h, model, nearest=empty == "nearest", weights=weights
+            x, y, q, h, model, nearest=takes_nearest(empty), weights=weights
         )
         fit, slopes = fit.astype(dtype), slopes.astype(dtype)
     else:
@@ -250,13 +250,13 @@ def local_regression(
                 np.asarray(q, dtype),
                 np.asarray(h, dtype),
                 model,
-                nearest=empty == "nearest",
+                nearest=takes_nearest(empty),
                 block_size=block_size,
                 weights=None if weights is None else np.asarray(weights, dtype),
             )
             fit, slopes = np.asarray(fit), np.asarray(slopes)
             empty_rows = np.asarray(empty_rows)
-    check_empty(empty, empty_rows)
+    check_empty(empty, empty_rows, model.kernel)
     if flat:
         fit, slopes = fit[:, 0], slopes[..., 0]
     return (fit, slopes) if return_slopes else fit
@@ -313,7 +313,7 @@ def local_constant_slopes(
                 kernel=kernel,
                 bandwidth=h,
                 block_size=block_size,
-                empty="nearest" if empty == "nearest" else "nan",
+                empty="nearest" if takes_nearest(empty) else "nan",
                 weights=weights,
             )
 
@@ -356,10 +356,10 @@ def weight_matrix(
             np.asarray(q, dtype),
             np.asarray(h, dtype),
             model=model,
-            nearest=empty == "nearest",
+            nearest=takes_nearest(empty),
         )
         matrix, empty_rows = np.asarray(matrix), np.asarray(empty_rows)
-    check_empty(empty, empty_rows)
+    check_empty(empty, empty_rows, model.kernel)
     if weights is not None:
         matrix = matrix * np.asarray(weights, matrix.dtype)[None, :]
         matrix = matrix / matrix.sum(axis=1, keepdims=True)

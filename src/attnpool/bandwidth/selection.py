@@ -23,13 +23,27 @@ __all__ = [
     "NUMPY_SEARCH_XATOL",
     "POOLINGS",
     "SELECTORS",
+    "SELECTOR_ALIASES",
     "aicc_curve",
+    "canonical_selector",
     "cv_curve",
     "select_bandwidth",
 ]
 
 #: How a bandwidth is chosen (``method=``): two criteria, then two rules of thumb.
 SELECTORS = ("cv", "aicc", "scott", "silverman")
+#: statsmodels' names for the same criteria (``KernelReg(bw="cv_ls" | "aic")``: least-
+#: squares leave-one-out CV, and Hurvich, Simonoff & Tsai's AICc).
+SELECTOR_ALIASES = {"cv_ls": "cv", "aic": "aicc"}
+
+
+def canonical_selector(name: str, argument: str = "bandwidth") -> str:
+    """``name`` among :data:`SELECTORS`, statsmodels' aliases taken; else a ``ValueError``
+    naming ``argument``."""
+    check_choice(name, argument, (*SELECTORS, *SELECTOR_ALIASES))
+    return SELECTOR_ALIASES.get(name, name)
+
+
 #: How the search pools (``pooling=``): ``auto`` — the host (NumPy or the C loop) for
 #: small searches and Gaussian ones in several columns, binned for one continuous
 #: column and n ≥ BINNED_MIN_ROWS, exact otherwise — or a method with leave-one-out
@@ -157,7 +171,7 @@ def select_bandwidth(
         half-width, where its kernel weighs all its rows equally to 2e-12 (Gaussian
         searches in several columns; the others report where their search stopped).
     """
-    check_choice(method, "method", SELECTORS)
+    method = canonical_selector(method, "method")
     check_choice(pooling, "pooling", POOLINGS)
     x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)

@@ -154,7 +154,7 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
     if len(table) < 3:
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x, conditions = table[:, : len(columns)], table[:, len(columns) :]
-    chosen = parse_bandwidth(bandwidth, _SELECTORS) if isinstance(bandwidth, str) else bandwidth
+    chosen = parse_bandwidth(bandwidth, _SELECTORS, {}) if isinstance(bandwidth, str) else bandwidth
     searched = isinstance(chosen, str) and chosen in ("cv_ml", "cv_ls")
     if not given:
         if searched:

@@ -14,7 +14,7 @@ import math
 import os
 import sys
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import numpy as np
 from .._files import atomic_write, figure_bytes
 from .._validation import check_choice
 from ..bandwidth import SELECTORS
+from ..bandwidth.selection import SELECTOR_ALIASES
 from ..estimation import fitted_bandwidth
 from ..estimation import predict as estimation_predict
 from ..pair_regression import is_pair_fit
@@ -351,17 +352,25 @@ def check_varying(path, columns: Sequence[str], x: np.ndarray) -> None:
         )
 
 
-def parse_bandwidth(text: str, selectors: Sequence[str] = SELECTORS):
-    """One of ``selectors`` (the regressions' ``cv|aicc|scott|silverman`` by default) or
-    comma-separated positive numbers (one: a number)."""
+def parse_bandwidth(
+    text: str,
+    selectors: Sequence[str] = SELECTORS,
+    aliases: Mapping[str, str] = SELECTOR_ALIASES,
+):
+    """One of ``selectors`` (the regressions' ``cv|aicc|scott|silverman`` by default), an
+    alias of one (statsmodels' ``cv_ls`` and ``aic`` by default), or comma-separated
+    positive numbers (one: a number)."""
     text = text.strip()
+    if text in aliases:
+        return aliases[text]
     if text in selectors:
         return text
     try:
         values = [float(part) for part in text.split(",")]
     except ValueError:
         raise ValueError(
-            f"--bandwidth: expected one of {', '.join(selectors)} or positive numbers separated "
+            f"--bandwidth: expected one of {', '.join([*selectors, *aliases])} or positive "
+            "numbers separated "
             f"by commas; received {text!r}"
         ) from None
     return values[0] if len(values) == 1 else values
