@@ -114,3 +114,41 @@ def test_dot_kernel_is_softmax_attention_with_temperature():
 
 def test_kernel_records_are_reexported():
     assert attnpool.Kernel is Kernel
+
+
+def test_the_textbooks_kernels_pasted_as_printed():
+    # d2l's chapter: nadaraya_watson(x_train, y_train, x_val, kernel), its kernels of the
+    # signed distance written with jax.numpy (its "epanechikov" is the triangle)
+    import jax.numpy as jnp
+
+    from attnpool import datasets, nadaraya_watson
+    from attnpool.engines import numpy_engine
+    from attnpool.local_model import model_for
+
+    def gaussian(x):
+        return jnp.exp(-(x**2) / 2)
+
+    def boxcar(x):
+        return jnp.abs(x) < 1.0
+
+    def constant(x):
+        return 1.0 + 0 * x
+
+    def epanechikov(x):
+        return jnp.maximum(1 - jnp.abs(x), jnp.zeros_like(x))
+
+    data = datasets.sine_data(n=40, seed=0)
+    x_train, y_train, x_val = data.x_train, data.y_train, data.x_val
+    for function, name in [(gaussian, "gaussian"), (boxcar, "boxcar"),
+                           (constant, "constant"), (epanechikov, "triangular")]:  # fmt: skip
+        y_hat = nadaraya_watson(x_train, y_train, x_val, function)  # the fourth argument
+        want = nadaraya_watson(x_train, y_train, x_val, kernel=name, empty="nearest")
+        np.testing.assert_allclose(y_hat, want, rtol=1e-13, err_msg=name)
+        # summed on the host: no pooling program for each new Python function
+        model = model_for(x_train[:, None], kernel=function)
+        assert numpy_engine.serves(model, x_val.size, x_train.size, 1)
+        profile = model.kernel.log_profile(np.array([0.25, 4.0]))
+        assert isinstance(profile, np.ndarray) and profile.dtype == np.float64
+    _, weights = nadaraya_watson(x_train, y_train, x_val, gaussian, return_weights=True)
+    assert weights.shape == (x_val.size, x_train.size)  # queries × keys: the book's transposed
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0)

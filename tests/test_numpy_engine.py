@@ -96,8 +96,14 @@ def test_large_fits_go_to_the_compiled_engines():
     rows = int(np.sqrt(numpy_engine.NUMPY_MAX_WORK / 9)) + 1
     assert not numpy_engine.serves(model, rows, rows, 1)
     assert not numpy_engine.serves(model_for(np.zeros((1, 2)), var_type="cu"), 10, 10, 1)
+    # a callable's kernel takes NumPy too (host=True): small fits are summed here, with no
+    # pooling program per new function; a record whose profile takes only JAX is not
     custom = kernels.Kernel.from_function(lambda u: 1 / (1 + u**2), name="cauchy-test")
-    assert not numpy_engine.serves(model_for(np.zeros((1, 1)), kernel=custom), 10, 10, 1)
+    assert custom.host and numpy_engine.serves(
+        model_for(np.zeros((1, 1)), kernel=custom), 10, 10, 1
+    )
+    jax_only = kernels.Kernel("jax-only", custom.log_profile)
+    assert not numpy_engine.serves(model_for(np.zeros((1, 1)), kernel=jax_only), 10, 10, 1)
 
 
 @pytest.mark.parametrize("estimator", [NadarayaWatson, LocalLinear])

@@ -85,8 +85,8 @@ def nadaraya_watson(
     x_train: ArrayLike,
     y_train: ArrayLike,
     x_query: ArrayLike,
-    *,
     kernel: KernelSpec = "gaussian",
+    *,
     bandwidth: Bandwidth = 1.0,
     return_weights: Literal[False] = False,
     **options: Any,
@@ -98,8 +98,8 @@ def nadaraya_watson(
     x_train: ArrayLike,
     y_train: ArrayLike,
     x_query: ArrayLike,
-    *,
     kernel: KernelSpec = "gaussian",
+    *,
     bandwidth: Bandwidth = 1.0,
     return_weights: Literal[True],
     **options: Any,
@@ -111,8 +111,8 @@ def nadaraya_watson(
     x_train: ArrayLike,
     y_train: ArrayLike,
     x_query: ArrayLike,
-    *,
     kernel: KernelSpec = "gaussian",
+    *,
     bandwidth: Bandwidth = 1.0,
     return_weights: bool = False,
     **options: Any,
@@ -123,8 +123,8 @@ def nadaraya_watson(
     x_train: ArrayLike,
     y_train: ArrayLike,
     x_query: ArrayLike,
-    *,
     kernel: KernelSpec = "gaussian",
+    *,
     bandwidth: Bandwidth = 1.0,
     return_weights: bool = False,
     **options: Any,
@@ -135,6 +135,13 @@ def nadaraya_watson(
 
     ``options`` are those of :func:`attnpool.attention_pool` (``empty``, ``block_size``,
     ``return_weights``, ``method``, ``mask``, ``weights`` — the observations' weights).
+    ``kernel`` may come fourth, as in the textbook's ``nadaraya_watson(x_train,
+    y_train, x_val, kernel)``: a name, a :class:`~attnpool.Kernel`, or a Python function
+    ``K(u)`` of the scaled distance ``u ≥ 0`` written with ``jax.numpy`` (on small NumPy
+    data it is evaluated by one small program of its own, ~0.1 s the first time, not a
+    pooling program per function). The weights (``return_weights=True``) are ``(n_query,
+    n_train)``, each *row* summing to 1 — the transpose of the textbook's
+    ``attention_w``, whose columns are the queries.
 
     >>> import numpy as np
     >>> x = np.linspace(0, 1, 5); y = 3 * x

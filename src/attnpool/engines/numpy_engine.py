@@ -65,7 +65,8 @@ def serves(model: LocalModel, queries: int, rows: int, outputs: int) -> bool:
     """Whether this engine takes a fit of ``queries`` × ``rows`` pairs for ``model``."""
     continuous = set(model.var_type) == {"c"}
     small = queries * rows * _width(model, outputs) <= NUMPY_MAX_WORK
-    return kernels.is_builtin(model.kernel) and continuous and small
+    takes_numpy = kernels.is_builtin(model.kernel) or model.kernel.host
+    return takes_numpy and continuous and small
 
 
 def searches(model: LocalModel, rows: int, outputs: int, *, weighted: bool = False) -> bool:
@@ -93,8 +94,9 @@ def pool_if_served(q, k, v, h, kernel: kernels.Kernel, *, nearest: bool):
     """``(pooled (n, p), empty (n,))`` of a small pool on NumPy float64 (or integer)
     arrays, no program and no JAX (the textbook's 40 points pool in milliseconds); None
     where this engine does not serve it: JAX arrays, float32 or narrower data (which
-    compute in their own precision, compiled), the ``dot`` kernel, a kernel of the
-    user's, more than :data:`NUMPY_MAX_WORK` pairs × columns."""
+    compute in their own precision, compiled), the ``dot`` kernel, a kernel record of
+    the user's whose profile takes only JAX arrays (a callable's takes NumPy too), more
+    than :data:`NUMPY_MAX_WORK` pairs × columns."""
     if not all(isinstance(a, np.ndarray) for a in (q, k, v, h)) or q.shape[0] == 0:
         return None
     if numpy_dtype(q, k, v) != np.float64 or kernel.similarity != "distance":
