@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+from attnpool import local_regression
 from attnpool._progress import ProgressBar
 from attnpool.cli import main
 
@@ -366,3 +367,25 @@ def test_a_column_that_does_not_matter_shows_as_smoothed_out(data, capsys):
     summary = captured.err.splitlines()[1]
     assert "z = smoothed out (" in summary and "the fit ignores it" in summary
     assert "x = smoothed out" not in summary
+
+
+def test_var_type_u_and_o_take_text_levels(data, capsys):
+    (data / "cars.csv").write_text(
+        "hp,trans,mpg\n110,manual,21\n93,auto,22.8\n175,manual,18.7\n105,auto,18.1\n"
+        "245,manual,14.3\n62,auto,24.4\n95,auto,22.8\n123,manual,19.2\n"
+    )
+    (data / "new.csv").write_text("hp,trans\n100,auto\n150,manual\n")
+    args = ["fit", "cars.csv", "--x", "hp", "--x", "trans", "--var-type", "cu", "--y", "mpg",
+            "--bandwidth", "40,0.1", "--out", "-"]  # fmt: skip
+    assert main([*args, "--predict", "new.csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    x = np.array([[110, 1], [93, 0], [175, 1], [105, 0], [245, 1], [62, 0], [95, 0], [123, 1.0]])
+    y = np.array([21, 22.8, 18.7, 18.1, 14.3, 24.4, 22.8, 19.2])
+    want = local_regression(x, y, [[100, 0], [150, 1]], bandwidth=[40, 0.1], var_type="cu")
+    got = [float(line.split(",")[2]) for line in lines[1:]]
+    np.testing.assert_allclose(got, want, rtol=1e-12)  # levels sorted: auto 0, manual 1
+    (data / "odd.csv").write_text("hp,trans\n100,cvt\n")
+    code, err = run_cli(capsys, *args, "--predict", "odd.csv")
+    assert code == 65 and "the level 'cvt', which the fit's data do not" in err
+    code, err = run_cli(capsys, "fit", "cars.csv", "--x", "trans", "--y", "mpg")
+    assert code == 65 and "column 'trans': expected a number; received 'manual'" in err

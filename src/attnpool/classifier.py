@@ -7,7 +7,13 @@ from typing import Any, Self
 import numpy as np
 
 from . import kernels
-from ._estimator_api import BaseEstimator, ClassifierMixin, check_is_fitted, validate_data
+from ._estimator_api import (
+    BaseEstimator,
+    ClassifierMixin,
+    check_is_fitted,
+    fitted_var_type,
+    validate_data,
+)
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray
 from .estimator import NadarayaWatson
 
@@ -57,7 +63,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         self._regressor = NadarayaWatson(
             self.kernel,
             self.bandwidth,
-            var_type=self.var_type,
+            var_type=fitted_var_type(self, self.var_type),
             empty=self.empty,
             block_size=self.block_size,
             method=self.method,

@@ -16,7 +16,7 @@ from typing import Any, Self
 import numpy as np
 
 from . import kernels as _kernels
-from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
+from ._estimator_api import BaseEstimator, check_is_fitted, fitted_var_type, validate_data
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._validation import check_bandwidth, check_choice, check_points
 from .bandwidth.resolution import bandwidth_floor
@@ -124,20 +124,20 @@ class KernelDensity(BaseEstimator):
                         "samples; pass a rule ('scott', 'silverman') or numbers"
                     )
                 found = select_density_bandwidth(
-                    X, method=self.bandwidth, kernel=self.kernel, var_type=self.var_type,
-                    weights=weights,
+                    X, method=self.bandwidth, kernel=self.kernel,
+                    var_type=fitted_var_type(self, self.var_type), weights=weights,
                 )  # fmt: skip
                 self.bandwidth_ = found.bandwidth
             else:
                 self.bandwidth_ = rule_of_thumb(
                     X, method=self.bandwidth, kernel=self.kernel, weights=weights,
-                    var_type=self.var_type,
+                    var_type=fitted_var_type(self, self.var_type),
                 )  # fmt: skip
         else:
             self.bandwidth_ = np.asarray(check_bandwidth(self.bandwidth, X.shape[1]), float)
         self.X_train_, self._weights = X, weights
         log_density(X[:1], X[:1], kernel=self.kernel, bandwidth=self.bandwidth_,
-                    var_type=self.var_type)  # the checks  # fmt: skip
+                    var_type=fitted_var_type(self, self.var_type))  # the checks  # fmt: skip
         return self
 
     def score_samples(self, X: ArrayLike) -> np.ndarray:
@@ -146,7 +146,8 @@ class KernelDensity(BaseEstimator):
         X = validate_data(self, X, reset=False)
         return log_density(
             self.X_train_, X, kernel=self.kernel, bandwidth=self.bandwidth_,
-            weights=self._weights, var_type=self.var_type, method=self.method,
+            weights=self._weights, var_type=fitted_var_type(self, self.var_type),
+            method=self.method,
         )  # fmt: skip
 
     def score(self, X: ArrayLike, y: ArrayLike | None = None) -> float:
@@ -158,10 +159,10 @@ class KernelDensity(BaseEstimator):
         plus the kernel's noise — a normal of standard deviation ``h`` (Gaussian), or a
         point uniform in the ball of radius ``h`` (boxcar)."""
         check_is_fitted(self)
-        if self.var_type is not None and set(self.var_type) != {"c"}:
+        var_type = fitted_var_type(self, self.var_type)
+        if var_type is not None and set(var_type) != {"c"}:
             raise ValueError(
-                f"var_type: sample draws from continuous estimates; received "
-                f"var_type={self.var_type!r}"
+                f"var_type: sample draws from continuous estimates; received var_type={var_type!r}"
             )
         record = _kernels.for_dimensions(_kernels.get(self.kernel), self.n_features_in_)
         if not _kernels.is_builtin(record, ("gaussian", "boxcar")):

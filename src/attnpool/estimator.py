@@ -29,6 +29,7 @@ from ._estimator_api import (
     check_is_fitted,
     check_numeric_targets,
     coefficient_of_determination,
+    fitted_var_type,
     is_dask,
     validate_data,
 )
@@ -66,7 +67,7 @@ class _LocalRegression(MultiOutputRegressor):
         return {
             "kernel": self.kernel,
             "degree": self._degree,
-            "var_type": self.var_type,
+            "var_type": fitted_var_type(self, self.var_type),
             "empty": self.empty,
             "block_size": self.block_size,
             "method": self.method,
@@ -139,7 +140,7 @@ class _LocalRegression(MultiOutputRegressor):
         return FitSummary(
             estimator=type(self).__name__,
             n_samples=int(np.shape(self.X_train_)[0]),
-            var_type=self.var_type or "c" * self.n_features_in_,
+            var_type=fitted_var_type(self, self.var_type) or "c" * self.n_features_in_,
             kernel=str(kernel),
             bandwidth=np.asarray(self.bandwidth_, dtype=float),
             chosen_by=self._chosen_by,
@@ -151,8 +152,8 @@ class _LocalRegression(MultiOutputRegressor):
         )
 
     def _fitted_training_values(self) -> Any:
-        if getattr(self, "_in_sample", None) is None:
-            self._in_sample = np.asarray(self.predict(self.X_train_))
+        if getattr(self, "_in_sample", None) is None:  # (rows of numbers: no names to check)
+            self._in_sample = np.asarray(self._predicted(self.X_train_))
         return self._in_sample
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any = None) -> Self:
@@ -214,6 +215,10 @@ class _LocalRegression(MultiOutputRegressor):
                 weights=self._weights,
             )
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._predicted(X, return_std)
+
+    def _predicted(self, X: np.ndarray, return_std: bool = False) -> Any:
+        """:meth:`predict` of validated rows ``X (n, d)``."""
         if return_std:
             pair_regression.refuse(self.kernel, self.bandwidth_type, "return_std")
         fit = estimation.predict(
@@ -268,7 +273,7 @@ class _LocalRegression(MultiOutputRegressor):
             kernel=self.kernel,
             bandwidth=self.bandwidth_,
             degree=self._degree,
-            var_type=self.var_type,
+            var_type=fitted_var_type(self, self.var_type),
             **options,
         )
 
@@ -338,10 +343,11 @@ class NadarayaWatson(_LocalRegression):
         check_is_fitted(self)
         pair_regression.refuse(self.kernel, self.bandwidth_type, "marginal_effects")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        if self.var_type and set(self.var_type) != {"c"}:
+        var_type = fitted_var_type(self, self.var_type)
+        if var_type and set(var_type) != {"c"}:
             raise ValueError(
                 "var_type: the local-constant fit's marginal effects are derivatives, "
-                f"defined for continuous columns ('c'); received var_type={self.var_type!r} "
+                f"defined for continuous columns ('c'); received var_type={var_type!r} "
                 "(LocalLinear gives slopes for every column)"
             )
         from .regression import local_constant_slopes
@@ -372,7 +378,7 @@ class NadarayaWatson(_LocalRegression):
             X,
             kernel=self.kernel,
             bandwidth=self.bandwidth_,
-            var_type=self.var_type,
+            var_type=fitted_var_type(self, self.var_type),
             empty=self.empty,
             weights=self._weights,
         )
@@ -399,7 +405,8 @@ class LocalLinear(_LocalRegression):
             return np.asarray(pair_regression.estimator_prediction(
                 self.X_train_, self.y_train_, X, setting=self.bandwidth_, empty=self.empty,
                 weights=self._weights, return_slopes=True, kernel=self.kernel, degree=1,
-                bandwidth_type=self.bandwidth_type, var_type=self.var_type, method=self.method,
+                bandwidth_type=self.bandwidth_type, method=self.method,
+                var_type=fitted_var_type(self, self.var_type),
             ))  # fmt: skip
         from .regression import local_regression
 
@@ -410,7 +417,7 @@ class LocalLinear(_LocalRegression):
             kernel=self.kernel,
             bandwidth=self.bandwidth_,
             degree=1,
-            var_type=self.var_type,
+            var_type=fitted_var_type(self, self.var_type),
             empty=self.empty,
             block_size=self.block_size,
             return_slopes=True,

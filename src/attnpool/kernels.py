@@ -203,7 +203,8 @@ class _HostProfile:
     (0.6–0.8 s for the textbook's 40 × 100 points)."""
 
     def __init__(self, traced: Callable[[Any], Any]) -> None:
-        self.traced, self.program = traced, None
+        self.traced = traced
+        self.program: Callable[[Any], Any] | None = None
 
     def __call__(self, r2: Any) -> np.ndarray:
         import jax
@@ -216,7 +217,8 @@ class _HostProfile:
         with precision_scope(np.float64):
             if self.program is None:
                 self.program = jax.jit(self.traced)
-            found = np.array(self.program(padded), np.float64)  # (writable: shifted after)
+            program = self.program
+            found = np.array(program(padded), np.float64)  # (writable: shifted after)
         return found[: flat.size].reshape(np.shape(r2))
 
 

@@ -150,7 +150,13 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
     if not columns:
         raise ValueError("--x: expected at least one column; received none")
     check_roles({"--x": columns, "--given": given})
-    table, rows = read_columns(data, [*columns, *given], dropna=dropna, sep=sep)
+    letters = (var_type or "c" * len(columns)) + (given_var_type or "c" * len(given))
+    level_columns = {
+        c: None for c, t in zip([*columns, *given], letters, strict=False) if t in "ou"
+    }
+    table, rows, _ = read_columns(
+        data, [*columns, *given], dropna=dropna, sep=sep, levels=level_columns
+    )
     if len(table) < 3:
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x, conditions = table[:, : len(columns)], table[:, len(columns) :]

@@ -52,8 +52,15 @@ def read_columns(
     *,
     dropna: bool = False,
     sep: str | None = None,
+    levels: Mapping[str, tuple[str, ...] | None] | None = None,
 ):
-    """Numeric columns of a table with a header row: ``(array (n, k), kept row indices)``.
+    """Numeric columns of a table with a header row: ``(array (n, k), kept row indices,
+    levels)`` — ``levels`` each level column's (``{name: levels}``, those read as text).
+
+    ``levels``: the columns that may hold text (categorical ones, ``var_type`` ``o`` or
+    ``u``), each with the levels to read it by (a fit's) or None to find them. Such a
+    column of numbers stays numbers; one with text becomes its cells' positions among
+    the levels — their sorted distinct values — which :func:`text_levels` gives.
 
     ``path``: a file, or ``"-"`` for standard input. Text tables are UTF-8 with the
     separator ``sep`` (a character, or ``tab``/``space``/…; detected among ``, TAB ; |``
@@ -69,7 +76,7 @@ def read_columns(
         except (OSError, EOFError, zlib.error) as error:
             raise DataError(f"{name}: a gzip file that does not decompress: {error}") from None
     if raw[:4] == b"PAR1":
-        return _read_rows(name, _parquet_rows(name, raw), columns, dropna)
+        return _read_rows(name, _parquet_rows(name, raw), columns, dropna, levels or {})
     if raw[:4] == b"PK\x03\x04":
         raise DataError(
             f"{name}: a ZIP archive (an Excel workbook?); expected a CSV, TSV or Parquet "
@@ -84,7 +91,7 @@ def read_columns(
         ) from None
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=_separator(sep, text, name))
     try:
-        return _read_rows(name, reader, columns, dropna)
+        return _read_rows(name, reader, columns, dropna, levels or {})
     except csv.Error as error:  # a field over the csv module's size limit
         raise DataError(f"{name}: line {reader.line_num}: {error}") from None
 
@@ -135,7 +142,7 @@ def _parquet_rows(name: str, raw: bytes):
     yield from (list(row) for row in zip(*cells, strict=True))
 
 
-def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
+def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool, levels: Mapping):
     header = next(reader, None)
     if not header:
         raise DataError(f"{path}: expected a header row of column names; the file is empty")
@@ -163,7 +170,7 @@ def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
                 f"{len(header)} (a separator inside a value, or a misaligned row?)"
             )
         cells = [row[i].strip() if i < len(row) else "" for i in index]
-        numbers = []
+        numbers: list[float | str] = []
         for cell, name in zip(cells, columns, strict=True):
             if cell.lower() in _MISSING:
                 numbers.append(math.nan)
@@ -171,14 +178,17 @@ def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
             try:
                 numbers.append(float(cell))
             except ValueError:
+                if name in levels:  # a level: its text, positioned below
+                    numbers.append(cell)
+                    continue
                 raise DataError(
                     f"{path}: row {row_number}, column {name!r}: expected a number; "
                     f"received {cell!r}"
                 ) from None
-        if any(math.isnan(v) or math.isinf(v) for v in numbers):
+        if any(isinstance(v, float) and (math.isnan(v) or math.isinf(v)) for v in numbers):
             missing_rows.append(row_number)
         values.append(numbers)
-    data = np.array(values, dtype=float).reshape(-1, len(columns))
+    data, found = _positioned(path, values, columns, levels)
     rows = np.arange(1, len(data) + 1)
     if missing_rows and not dropna:
         shown = ", ".join(map(str, missing_rows[:5])) + (", …" if len(missing_rows) > 5 else "")
@@ -189,7 +199,47 @@ def _read_rows(path: str, reader, columns: Sequence[str], dropna: bool):
     if missing_rows:
         keep = np.all(np.isfinite(data), axis=1)
         data, rows = data[keep], rows[keep]
-    return data, rows
+    return data, rows, found
+
+
+def _positioned(path: str, values: list, columns: Sequence[str], levels: Mapping):
+    """``(n, k)`` numbers of the rows' cells — a level column holding text as its cells'
+    positions among its levels (given, or its sorted distinct values) — and those levels
+    (``{name: levels}``)."""
+    table = np.empty((len(values), len(columns)))
+    found: dict[str, tuple[str, ...]] = {}
+    for j, name in enumerate(columns):
+        column = [row[j] for row in values]
+        text = [v for v in column if isinstance(v, str)]
+        if name not in levels or (not text and levels[name] is None):
+            table[:, j] = column
+            continue
+        known = found[name] = levels[name] or text_levels(column)
+        position = {level: i for i, level in enumerate(known)}
+        for i, cell in enumerate(column):
+            key = cell if isinstance(cell, str) else _as_text(cell)
+            if isinstance(cell, float) and math.isnan(cell):
+                table[i, j] = math.nan
+            elif key in position:
+                table[i, j] = position[key]
+            else:
+                raise DataError(
+                    f"{path}: column {name!r} has the level {key!r}, which the fit's data do "
+                    f"not; its levels are {list(known)!r}"
+                )
+    return table, found
+
+
+def text_levels(column: Sequence) -> tuple[str, ...]:
+    """A level column's levels: its distinct cells as text, sorted (numbers as written)."""
+    cells = {c if isinstance(c, str) else _as_text(c) for c in column
+             if isinstance(c, str) or not math.isnan(c)}  # fmt: skip
+    return tuple(sorted(cells))
+
+
+def _as_text(value: float) -> str:
+    """A number read from a level column, as the text it would be among the levels."""
+    return repr(int(value)) if float(value).is_integer() else repr(value)
 
 
 @dataclass
@@ -424,7 +474,10 @@ def fit_table(
         )
     if str(data) == STDIO and predict is not None and str(predict) == STDIO:
         raise ValueError("--predict: standard input holds DATA already; name a file")
-    table, rows = read_columns(data, [*x_columns, y_column], dropna=dropna, sep=sep)
+    level_columns = {c: None for c, t in zip(x_columns, var_type or "", strict=False) if t in "ou"}
+    table, rows, found = read_columns(
+        data, [*x_columns, y_column], dropna=dropna, sep=sep, levels=level_columns
+    )
     if len(table) < 3:
         raise DataError(f"{data}: expected at least 3 complete rows; received {len(table)}")
     x_train, y_train = table[:, :-1], table[:, -1]
@@ -448,7 +501,13 @@ def fit_table(
     x_query, query_rows = (
         (x_train, rows)
         if predict is None
-        else read_columns(predict, list(x_columns), dropna=dropna, sep=sep)
+        else read_columns(
+            predict,
+            list(x_columns),
+            dropna=dropna,
+            sep=sep,
+            levels=found,  # the fit's levels; a column of numbers there takes numbers
+        )[:2]
     )
     prediction = estimation_predict(x_train, y_train, x_query, bandwidth=widths, **options)
     result = TableFit(
