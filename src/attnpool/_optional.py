@@ -17,6 +17,7 @@ EXTRAS = {
     "matplotlib": "plot",
     "typer": "cli",
     "optax": "learn",
+    "tqdm": "learn",
     "dask": "dask",
     "zarr": "dask",
     "sklearn": "sklearn",

@@ -1,7 +1,7 @@
 """The command line's progress on stderr, drawn by rich: a bar with an ETA at a
 terminal, only a final line when stderr is not one (a log, a pipe), nothing with
 ``--quiet``. Quick work (under a second) stays silent; Ctrl-C sticks as with
-:class:`attnpool._progress.ProgressBar`, and an error starts on its own line."""
+:class:`attnpool._progress.Interruptible`, and an error starts on its own line."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from .._progress import ProgressBar
+from .._progress import Interruptible
 
 __all__ = ["CommandProgress"]
 
 
-class CommandProgress(ProgressBar):
-    """Callable ``(done, total, note="")`` and context manager, as ``ProgressBar``."""
+class CommandProgress(Interruptible):
+    """Callable ``(done, total, note="")`` and context manager, as ``Interruptible``."""
 
     def __init__(self, label: str, *, quiet: bool = False, console: Console | None = None):
         super().__init__(label)

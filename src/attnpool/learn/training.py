@@ -228,7 +228,8 @@ def fit_attention(
         Stop after this many steps without a better validation
         error (with ``validation`` only; ``None`` never stops early).
     progress : bool or callable ``(done, total, note)``
-        A bar on stderr with the loss.
+        ``True``: tqdm's bar (``tqdm.auto``: a widget in a notebook, text on stderr
+        elsewhere) with the loss, once training has taken a second; or your callback.
     weights : array of shape (n,), optional
         Observation weights of the training points (:mod:`attnpool.observation_weights`):
         each point's kernel weight as a key times ``w_i``, its loss counted ``w_i`` times,
