@@ -95,7 +95,7 @@ K2 = np.zeros((5, 2))
         (
             {"empty": "zero"},
             ValueError,
-            r"empty: expected one of 'nan', 'nearest', 'raise'; received 'zero'",
+            r"empty: expected one of 'nan', 'nearest', 'warn', 'raise'; received 'zero'",
         ),
         (
             {"block_size": 0},

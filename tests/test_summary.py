@@ -175,7 +175,8 @@ def test_local_constant_marginal_effects_follow_the_empty_policy():
     y = np.array([0.0, 1.0, 4.0, 9.0])
     far = np.array([[5.0], [0.5]])  # no point within the support of the first
     with pytest.warns(EmptyNeighbourhoodWarning, match="1 of 2 queries"):
-        nan = NadarayaWatson("epanechnikov", bandwidth=1.5).fit(x, y).marginal_effects(far)
+        model = NadarayaWatson("epanechnikov", bandwidth=1.5, empty="nan").fit(x, y)
+        nan = model.marginal_effects(far)
     assert np.isnan(nan[0, 0]) and np.isfinite(nan[1, 0])
     nearest = NadarayaWatson("epanechnikov", bandwidth=1.5, empty="nearest").fit(x, y)
     slopes = nearest.marginal_effects(far)
