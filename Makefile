@@ -50,7 +50,7 @@ $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-dev
 
 # The site: warnings are errors; then every internal link and image is checked.
 docs: $(VENV)/.installed-docs
-	rm -rf docs/_build docs/api/generated docs/auto_examples
+	rm -rf docs/_build docs/api/generated docs/auto_examples docs/sg_execution_times.rst
 	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
 	$(BIN)/python docs/check_links.py docs/_build/html
 

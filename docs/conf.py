@@ -23,6 +23,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax from the package, into _static: no CDN
+    "sphinx_copybutton",
     "sphinx.ext.intersphinx",
     "numpydoc",
     "myst_parser",
@@ -60,7 +62,14 @@ sphinx_gallery_conf = {
     "reset_modules": ("matplotlib",),
     "show_memory": False,
     "show_signature": False,
+    # the timing page loads jQuery and DataTables from a CDN: the site stays offline
+    "write_computation_times": False,
 }
+
+# Copy buttons that leave the prompts and the output behind.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
 
 # Offline builds: no inventories are fetched; the mapping names what links would go to.
 intersphinx_mapping: dict[str, tuple[str, str | None]] = {}

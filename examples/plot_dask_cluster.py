@@ -15,6 +15,7 @@ from dask.distributed import Client, LocalCluster
 
 import attnpool
 from attnpool import distributed
+from attnpool.plotting import plot_fit
 
 cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
 client = Client(cluster)
@@ -38,8 +39,25 @@ print(f"largest difference from the one-machine result: {np.max(np.abs(result - 
 # The estimators take Dask arrays too: leave-one-out CV over the sharded training set
 # (each point's own pair masked by its global row number), then predictions as a Dask
 # array.
-model = attnpool.NadarayaWatson().fit(keys[:20_000, None].rechunk((5_000, 1)), values[:20_000])
+model = attnpool.NadarayaWatson().fit(keys[:5_000, None].rechunk((1_250, 1)), values[:5_000])
 print(f"bandwidth {model.bandwidth_[0]:.4f}, CV score {model.cv_score_:.4f}")
+fitted = model.predict(da.from_array(queries[:, None], chunks=(250, 1))).compute()
+
+# %%
+# The sharded pool, the one-machine pool and the cross-validated fit over a sample of
+# the data:
+plot_fit(
+    x[:2_000],
+    y[:2_000],
+    queries,
+    {
+        "Dask, h = 0.05": result,
+        "one machine, h = 0.05": local,
+        f"Dask CV, h = {model.bandwidth_[0]:.3f}": fitted,
+    },
+    truth=attnpool.datasets.sine_truth(queries),
+    title="200,000 keys in 8 chunks on two workers",
+)
 
 client.close()
 cluster.close()

@@ -389,3 +389,15 @@ def test_var_type_u_and_o_take_text_levels(data, capsys):
     assert code == 65 and "the level 'cvt', which the fit's data do not" in err
     code, err = run_cli(capsys, "fit", "cars.csv", "--x", "trans", "--y", "mpg")
     assert code == 65 and "column 'trans': expected a number; received 'manual'" in err
+
+
+def test_the_demo_writes_at_a_chosen_resolution_and_format(data, capsys):
+    assert main(["demo", "--out", "svg", "--format", "svg"]) == 0
+    assert sorted(p.name for p in (data / "svg").iterdir()) == [
+        "fit.svg", "heatmaps.svg", "kernels.svg", "lookup.svg"
+    ]  # fmt: skip
+    assert (data / "svg" / "fit.svg").read_text().lstrip().startswith("<?xml")
+    assert main(["demo", "--out", "png", "--dpi", "60"]) == 0
+    small = (data / "png" / "fit.png").read_bytes()
+    width = int.from_bytes(small[16:20], "big")  # the PNG header's width
+    assert width == 6 * 60  # 6 inches at 60 dots per inch

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from attnpool import attention_weights, datasets, nadaraya_watson
-from attnpool.plotting import plot_fit, plot_history, plot_kernels, show_heatmaps
+from attnpool.plotting import plot_density, plot_fit, plot_history, plot_kernels, show_heatmaps
 
 
 def panels(fig):
@@ -123,3 +123,46 @@ def test_plot_history_draws_each_curve_and_the_reference():
     assert ax.get_yscale() == "log"
     with pytest.raises(ValueError, match=r"histories\['a'\]: expected a non-empty 1-D array"):
         plot_history({"a": []})
+
+
+def test_figures_are_pyplots_and_draw_into_a_given_axes():
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    x = pd.Series(np.linspace(0, 5, 30), name="age")
+    y = pd.Series(np.sin(x), name="income")
+    grid = np.linspace(0, 5, 50)
+    fig = plot_fit(x, y, grid, {"fit": np.sin(grid)})
+    assert fig.number in plt.get_fignums()  # plt.show() and sphinx-gallery see it
+    ax = fig.axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("age", "income")  # the data's names
+    plt.close(fig)
+    outer, axes = plt.subplots(1, 2)
+    drawn = plot_fit(x.to_numpy(), y.to_numpy(), grid, {"fit": np.sin(grid)}, ax=axes[1],
+                     xlabel="hours", ylabel="pay")  # fmt: skip
+    assert drawn is outer and axes[1].get_xlabel() == "hours" and len(axes[0].lines) == 0
+    assert axes[1].get_legend() is not None
+    plot_density(grid, np.exp(-grid), ax=axes[0])
+    assert axes[0].get_ylabel() == "density"
+    plt.close(outer)
+
+
+def test_the_kernels_fits_carry_a_legend_and_heatmaps_may_keep_their_own_scales():
+    import matplotlib.pyplot as plt
+
+    grid = np.linspace(0, 5, 50)
+    fits = {name: np.sin(grid) for name in ("gaussian", "boxcar")}
+    fig = plot_kernels(("gaussian", "boxcar"), fits=fits, x_grid=grid,
+                       data=(grid, np.sin(grid)), truth=np.sin(grid))  # fmt: skip
+    bottom_left = fig.axes[2]
+    labels = [t.get_text() for t in bottom_left.get_legend().get_texts()]
+    assert labels == ["data", "truth", "fit"]
+    plt.close(fig)
+    weights = np.stack([np.eye(4) * 0.9 + 0.01, np.full((4, 4), 0.25) + np.eye(4) * 1e-3])
+    shared = show_heatmaps(weights)
+    own = show_heatmaps(weights, shared_scale=False)
+    assert len(shared.axes) == 3 and len(own.axes) == 4  # one colorbar, or one per panel
+    scales = [image.norm.vmax for ax in own.axes[:2] for image in ax.images]
+    assert scales[1] == pytest.approx(0.251)  # the nearly uniform panel on its own scale
+    plt.close(shared)
+    plt.close(own)

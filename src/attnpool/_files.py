@@ -98,6 +98,10 @@ def figure_bytes(figure, path: str | os.PathLike, *, dpi: int = 100) -> bytes:
         raise ValueError(
             f"{path}: the figure cannot be drawn: {' '.join(str(error).split())}"
         ) from None
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)  # rendered: pyplot lets go of it (a command makes many)
     return buffer.getvalue()
 
 

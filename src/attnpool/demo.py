@@ -273,8 +273,11 @@ def run_learn_demo(
     return result
 
 
-def save_figures(figures: dict, out: str | os.PathLike, *, dpi: int = 90) -> list[Path]:
-    """Write each figure to ``out/NAME``, all rendered before the first file is written.
+def save_figures(
+    figures: dict, out: str | os.PathLike, *, dpi: int = 150, format: str = "png"
+) -> list[Path]:
+    """Write each figure to ``out/NAME`` (``NAME`` with the suffix of ``format``: png,
+    svg, pdf, …) at ``dpi``, all rendered before the first file is written.
 
     Each file is written atomically (a temporary file, then a rename): a figure that
     cannot be drawn leaves no file behind, and none is ever half-written.
@@ -282,6 +285,8 @@ def save_figures(figures: dict, out: str | os.PathLike, *, dpi: int = 90) -> lis
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"out: expected a directory; received {str(out)!r}, which is a file")
-    images = {name: figure_bytes(figure, out / name, dpi=dpi) for name, figure in figures.items()}
+    named = {str(Path(name).with_suffix("." + format.lower().lstrip("."))): figure
+             for name, figure in figures.items()}  # fmt: skip
+    images = {name: figure_bytes(figure, out / name, dpi=dpi) for name, figure in named.items()}
     out.mkdir(parents=True, exist_ok=True)
     return [atomic_write(out / name, image) for name, image in images.items()]

@@ -1,8 +1,11 @@
 """Pictures of attention: weight heatmaps, fits against the truth, kernel shapes.
 
-Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot
-state, no rcParams changes) and returns it; ``fig.savefig(path)`` writes it.
-Heatmaps put queries on rows (y axis) and keys on columns (x axis).
+Every function returns its :class:`matplotlib.figure.Figure`: a pyplot figure of its
+own (``plt.show()`` shows it, notebooks and sphinx-gallery capture it;
+``fig.savefig(path)`` writes it), or, given ``ax=``, the figure of that Axes, drawn
+into. No rcParams change. Axes are labelled from the data's names where they have
+them (a pandas Series), and panels with several curves carry a legend. Heatmaps put
+queries on rows (y axis) and keys on columns (x axis).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from ._optional import require
 from ._typing import ArrayLike
 
 require("matplotlib", "attnpool.plotting")
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
@@ -32,6 +36,28 @@ __all__ = [
 ]
 
 
+def new_figure(figsize: tuple[float, float] | None) -> Figure:
+    """A pyplot-managed figure (``plt.show()``, notebooks and sphinx-gallery see it)."""
+    import matplotlib.pyplot as plt
+
+    figure: Figure = plt.figure(figsize=figsize, layout="constrained")
+    return figure
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float] | None) -> tuple[Figure, Axes]:
+    """``(figure, axes)``: a new figure's one Axes, or ``ax`` and its figure."""
+    if ax is None:
+        fig = new_figure(figsize)
+        return fig, fig.subplots()
+    return ax.figure, ax
+
+
+def _name(data: Any, default: str) -> str:
+    """A label from the data's own name (a pandas Series'), else ``default``."""
+    name = getattr(data, "name", None)
+    return str(name) if isinstance(name, str) and name else default
+
+
 def show_heatmaps(
     matrices: ArrayLike,
     xlabel: str = "Keys",
@@ -40,8 +66,9 @@ def show_heatmaps(
     *,
     figsize: tuple[float, float] | None = None,
     cmap: str = "Reds",
+    shared_scale: bool = True,
 ) -> Figure:
-    """Heatmaps of attention weights on one shared colour scale.
+    """Heatmaps of attention weights, on one shared colour scale or each on its own.
 
     Parameters
     ----------
@@ -58,12 +85,15 @@ def show_heatmaps(
         Defaults to about 2.5 inches per panel.
     cmap : str
         A matplotlib colormap name.
+    shared_scale : bool, default True
+        One colour scale (the minimum and maximum over all panels) and one colorbar for
+        every panel, so that the panels compare; False: each panel its own scale and
+        colorbar (a wide bandwidth's nearly uniform weights then show their pattern).
 
     Returns
     -------
     matplotlib.figure.Figure
-        With one colorbar whose scale (the minimum and maximum over all panels)
-        is used by every panel. NaN entries (empty neighbourhoods) are left blank.
+        NaN entries (empty neighbourhoods) are left blank.
 
     >>> import numpy as np
     >>> fig = show_heatmaps(np.eye(10))
@@ -83,22 +113,30 @@ def show_heatmaps(
     grid = grid.reshape((1,) * (4 - grid.ndim) + grid.shape)
     rows, cols = grid.shape[:2]
     labels = _panel_titles(titles, rows, cols)
-    finite = grid[np.isfinite(grid)]
-    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    norm = Normalize(vmin=low, vmax=high if high > low else low + 1.0)
-
-    fig = Figure(figsize=figsize or (2.5 * cols + 1.0, 2.5 * rows), layout="constrained")
+    norm = _scale(grid)
+    fig = new_figure(figsize or (2.5 * cols + 1.0, 2.5 * rows))
     axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
     for (i, j), ax in np.ndenumerate(axes):
-        image = ax.imshow(grid[i, j], cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+        own = norm if shared_scale else _scale(grid[i, j])
+        image = ax.imshow(grid[i, j], cmap=cmap, norm=own, aspect="auto", interpolation="nearest")
+        if not shared_scale:
+            fig.colorbar(image, ax=ax, shrink=0.8)
         if i == rows - 1:
             ax.set_xlabel(xlabel)
         if j == 0:
             ax.set_ylabel(ylabel)
         if labels is not None:
             ax.set_title(labels[i][j])
-    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    if shared_scale:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
     return fig
+
+
+def _scale(values: np.ndarray) -> Normalize:
+    """The colour scale of ``values``' finite entries (0–1 where there are none)."""
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    return Normalize(vmin=low, vmax=high if high > low else low + 1.0)
 
 
 def _panel_titles(titles: Any, rows: int, cols: int) -> Any:
@@ -132,6 +170,9 @@ def plot_fit(
     truth: ArrayLike | None = None,
     bands: Mapping[str, tuple[Any, ...]] | None = None,
     title: str | None = None,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    ax: Axes | None = None,
     figsize: tuple[float, float] = (6.0, 4.0),
 ) -> Figure:
     """Training points, the true function and several estimates on ``x_grid``.
@@ -139,10 +180,12 @@ def plot_fit(
     ``estimates`` maps a legend label (say ``"h = 0.5"``) to predictions of
     shape ``(len(x_grid),)``; ``truth`` is the true function on the grid;
     ``bands`` maps a label to ``(lower, upper)`` on the grid, drawn shaded.
+    ``xlabel``/``ylabel``: default to the data's names (pandas Series), else "x"/"y".
+    ``ax``: draw into these Axes (their figure is returned).
     """
+    xlabel, ylabel = xlabel or _name(x_train, "x"), ylabel or _name(y_train, "y")
     x_grid = np.asarray(x_grid)
-    fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _axes(ax, figsize)
     ax.plot(x_train, y_train, "o", color="0.5", alpha=0.6, markersize=4, label="data")
     if truth is not None:
         ax.plot(x_grid, truth, "k--", linewidth=1.5, label="truth")
@@ -161,8 +204,8 @@ def plot_fit(
                 f"received {np.shape(lower)} and {np.shape(upper)}"
             )
         ax.fill_between(x_grid, lower, upper, alpha=0.25, label=label)
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
     ax.legend(fontsize="small")
@@ -178,11 +221,12 @@ def plot_density(
     truth: ArrayLike | None = None,
     xlabel: str = "x",
     title: str | None = None,
+    ax: Axes | None = None,
     figsize: tuple[float, float] = (6.0, 4.0),
 ) -> Figure:
     """A density estimate on ``x_grid`` with a rug of the ``sample`` under it, a shaded
     pointwise ``band`` ``(lower, upper)`` and the ``truth``, all optional (arrays of
-    ``x_grid``'s shape)."""
+    ``x_grid``'s shape); ``ax``: draw into these Axes."""
     x_grid = np.asarray(x_grid, float)
     given: dict[str, tuple[Any, ...]] = {
         "density": (density,),
@@ -195,8 +239,7 @@ def plot_density(
                 f"{name}: expected arrays of x_grid's shape {x_grid.shape}; received "
                 f"{[np.shape(a) for a in arrays]}"
             )
-    fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _axes(ax, figsize)
     if band is not None:
         ax.fill_between(x_grid, *band, alpha=0.25, color="C0", label="pointwise band")
     if truth is not None:
@@ -224,6 +267,7 @@ def plot_conditional_density(
     ylabel: str = "y",
     title: str | None = None,
     cmap: str = "viridis",
+    ax: Axes | None = None,
     figsize: tuple[float, float] = (6.5, 4.5),
 ) -> Figure:
     """``f̂(y | x)`` as a heatmap: ``density (len(y_grid), len(x_grid))``, one column per
@@ -236,8 +280,7 @@ def plot_conditional_density(
             f"density: expected shape (len(y_grid), len(x_grid)) = {(y_grid.size, x_grid.size)}; "
             f"received {density.shape}"
         )
-    fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _axes(ax, figsize)
     image = ax.pcolormesh(x_grid, y_grid, density, cmap=cmap, shading="auto")
     fig.colorbar(image, ax=ax, label="f̂(y | x)")
     if sample is not None:
@@ -259,6 +302,7 @@ def plot_history(
     reference: tuple[str, float] | None = None,
     ylabel: str = "loss",
     title: str | None = None,
+    ax: Axes | None = None,
     figsize: tuple[float, float] = (6.0, 4.0),
 ) -> Figure:
     """Loss curves against the training step, on a log scale.
@@ -266,8 +310,7 @@ def plot_history(
     ``histories`` maps a label to the loss at each step; ``reference`` is a
     ``(label, value)`` drawn as a horizontal line (say, the cross-validated optimum).
     """
-    fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _axes(ax, figsize)
     for label, history in histories.items():
         history = np.asarray(history, dtype=float)
         if history.ndim != 1 or history.size == 0:
@@ -292,12 +335,12 @@ def plot_rates(
     *,
     references: Mapping[str, tuple[Any, ...]] | None = None,
     title: str = "Mean squared error against the sample size",
+    ax: Axes | None = None,
     figsize: tuple[float, float] = (6.5, 4.5),
 ) -> Figure:
     """Log–log MSE against n: ``curves`` and dashed ``references`` map a label to
     ``(sizes, mse)``."""
-    fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _axes(ax, figsize)
     for label, (sizes, mse) in curves.items():
         ax.loglog(sizes, mse, "o-", markersize=4, linewidth=1.5, label=label)
     for label, (sizes, mse) in (references or {}).items():
@@ -315,11 +358,11 @@ def plot_mse_curves(
     *,
     xlabel: str = "kernel standard deviation s (h = s / σ_K)",
     title: str = "Bandwidth matters more than the kernel's shape",
+    ax: Axes | None = None,
     figsize: tuple[float, float] = (6.5, 4.5),
 ) -> Figure:
     """Validation MSE against a common bandwidth scale, one curve per kernel (log–log)."""
-    fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _axes(ax, figsize)
     for label, mse in curves.items():
         ax.loglog(scales, mse, linewidth=1.6, label=label)
     ax.set_xlabel(xlabel)
@@ -354,7 +397,7 @@ def plot_kernels(
     """
     records = [_kernels.get(k) for k in kernels]
     rows = 1 if fits is None else 2
-    fig = Figure(figsize=figsize or (2.6 * len(records), 2.4 * rows), layout="constrained")
+    fig = new_figure(figsize or (2.6 * len(records), 2.4 * rows))
     axes = fig.subplots(rows, len(records), squeeze=False)
     u = np.linspace(-2.5, 2.5, 501)
     for j, kernel in enumerate(records):
@@ -375,11 +418,13 @@ def plot_kernels(
             )
         ax = axes[1, j]
         if data is not None:
-            ax.plot(*data, "o", color="0.5", alpha=0.5, markersize=3)
+            ax.plot(*data, "o", color="0.5", alpha=0.5, markersize=3, label="data")
         if truth is not None:
-            ax.plot(x_grid, truth, "k--", linewidth=1)
-        ax.plot(x_grid, fits[kernel.name], color="C0")
+            ax.plot(x_grid, truth, "k--", linewidth=1, label="truth")
+        ax.plot(x_grid, fits[kernel.name], color="C0", label=fit_label)
         ax.set_xlabel("x")
         if j == 0:
             ax.set_ylabel(fit_label)
+            if data is not None or truth is not None:
+                ax.legend(fontsize="x-small")  # (the same three curves in every panel)
     return fig

@@ -287,6 +287,10 @@ def demo(
     html: Annotated[
         bool, typer.Option("--html", help="Also write report.html (interactive, offline).")
     ] = False,
+    dpi: Annotated[int, typer.Option("--dpi", min=30, help="The pictures' resolution.")] = 150,
+    picture_format: Annotated[
+        str, typer.Option("--format", help="The pictures' format: png, svg, pdf, …")
+    ] = "png",
 ) -> None:
     """The classic example: 40 noisy points, fits, heatmaps, kernels, exact lookup."""
     from ..demo import run_demo, save_figures
@@ -301,7 +305,7 @@ def demo(
         from ..report import build_report
 
         page = build_report(result)
-    written = save_figures(result.figures, out)
+    written = save_figures(result.figures, out, dpi=dpi, format=picture_format)
     if page is not None:
         from .._files import atomic_write
 

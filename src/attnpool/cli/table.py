@@ -332,6 +332,8 @@ class TableFit:
             {label: curve},
             bands=bands,
             title=f"{self.y_column} against {self.x_columns[0]}",
+            xlabel=self.x_columns[0],
+            ylabel=self.y_column,
         )
 
     def _band(self, x_query):
