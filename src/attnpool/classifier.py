@@ -27,6 +27,21 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
     The bandwidth selectors minimise the leave-one-out Brier score (squared
     error of the one-hot labels). Parameters as :class:`NadarayaWatson`;
     ``empty`` defaults to ``"nearest"`` so every query gets a class.
+
+    References
+    ----------
+    Hall, P., Racine, J. & Li, Q. (2004). Cross-validation and the estimation of
+    conditional probability densities. *JASA* 99(468), 1015–1026 (np's ``npconmode``).
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> X = data.x_train[:, None]
+    >>> labels = (data.y_train > 3).astype(int)
+    >>> model = attnpool.NadarayaWatsonClassifier(bandwidth=0.5).fit(X, labels)
+    >>> model.predict([[0.5], [2.0]]), model.predict_proba([[2.0]]).round(2)
+    (array([0, 1]), array([[0.11, 0.89]]))
     """
 
     def __init__(

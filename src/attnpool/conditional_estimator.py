@@ -40,6 +40,22 @@ class ConditionalDensity(BaseEstimator):
         ``y``'s
     criterion_ : float
         The cross-validation criterion (NaN for given or rule bandwidths)
+
+    References
+    ----------
+    Hall, P., Racine, J. & Li, Q. (2004). Cross-validation and the estimation of
+    conditional probability densities. *JASA* 99(468), 1015–1026.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> X = data.x_train[:, None]
+    >>> model = attnpool.ConditionalDensity(bandwidth="normal_reference").fit(X, data.y_train)
+    >>> model.bandwidth_.round(3), model.y_bandwidth_.round(3)
+    (array([0.735]), array([0.49]))
+    >>> model.pdf([[2.0]], [3.5]).round(3)                      # f̂(y = 3.5 | x = 2)
+    array([0.476])
     """
 
     def __init__(

@@ -87,6 +87,23 @@ class KernelDensity(BaseEstimator):
     ``score_samples`` gives log densities (``−inf`` outside a compact kernel's reach),
     ``score`` their sum — the likelihood ``GridSearchCV`` maximises — and ``sample``
     draws from the estimate (Gaussian and boxcar kernels).
+
+    References
+    ----------
+    Rosenblatt, M. (1956). Remarks on some nonparametric estimates of a density
+    function. *Annals of Mathematical Statistics* 27(3), 832–837. Parzen, E. (1962). On
+    estimation of a probability density function and mode. *Annals of Mathematical
+    Statistics* 33(3), 1065–1076. Li, Q. & Racine, J. (2007). *Nonparametric
+    Econometrics*, chapters 1–4. Princeton University Press.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> X = data.x_train[:, None]
+    >>> density = attnpool.KernelDensity(bandwidth="cv_ml").fit(X)
+    >>> density.bandwidth_.round(3), density.score_samples([[2.5]]).round(3)
+    (array([0.201]), array([-1.33]))
     """
 
     n_features_in_: int
@@ -203,7 +220,23 @@ def select_density_bandwidth(
     criterion). ``"isj"``: the improved Sheather–Jones plug-in of one continuous column
     (:func:`attnpool.plug_in.isj_bandwidth`; ``weights`` taken), converted to other kernels
     by their canonical bandwidths. ``progress``: called ``(done, total)`` as the search's
-    grid and its refinement finish."""
+    grid and its refinement finish.
+
+    References
+    ----------
+    Hall, P. (1987). On Kullback–Leibler loss and density estimation. *Annals of
+    Statistics* 15(4), 1491–1519. Rudemo, M. (1982). Empirical choice of histograms and
+    kernel density estimators. *Scandinavian Journal of Statistics* 9(2), 65–78. Botev,
+    Z. I., Grotowski, J. F. & Kroese, D. P. (2010). Kernel density estimation via
+    diffusion. *Annals of Statistics* 38(5), 2916–2957.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.select_density_bandwidth(data.x_train, method="cv_ml").bandwidth.round(3)
+    array([0.201])
+    """
     check_choice(method, "method", DENSITY_SELECTORS)
     x = np.asarray(check_points(X, "X"), np.float64)
     if x.shape[0] < 3:

@@ -31,7 +31,20 @@ def kernel_cdf(
     ``-product`` kernels (a radial kernel's distribution function is no product).
     ``var_type`` (``c``, ``o``, ``u`` per column): a categorical column's factor is its
     kernel summed over the levels up to ``x`` (:mod:`attnpool.mixed_kernels`; unordered
-    levels in their sorted order, as np and statsmodels take them)."""
+    levels in their sorted order, as np and statsmodels take them).
+
+    References
+    ----------
+    Li, Q. & Racine, J. (2008). Nonparametric estimation of conditional CDF and quantile
+    functions with mixed categorical and continuous data. *JBES* 26(4), 423–434.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.kernel_cdf(data.x_train, [2.5], bandwidth=0.5).round(4)
+    array([0.4409])
+    """
     from .engines.numpy_engine import NUMPY_CHUNK_PAIRS
 
     x = np.asarray(check_points(x_train, "x_train"), np.float64)

@@ -331,6 +331,26 @@ class NadarayaWatson(_LocalRegression):
     --------
     summary : The attributes with the data, the kernel and the method.
     marginal_effects : The fit's gradient.
+    LocalLinear : Less bias at the boundaries.
+
+    References
+    ----------
+    Nadaraya, E. A. (1964). On estimating regression. *Theory of Probability & Its
+    Applications* 9(1), 141–142. Watson, G. S. (1964). Smooth regression analysis.
+    *Sankhyā A* 26(4), 359–372. Racine, J. & Li, Q. (2004). Nonparametric estimation of
+    regression functions with both categorical and continuous data. *Journal of
+    Econometrics* 119(1), 99–130.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> X = data.x_train[:, None]
+    >>> model = attnpool.NadarayaWatson().fit(X, data.y_train)    # bandwidth by CV
+    >>> model.bandwidth_.round(3), round(model.cv_score_, 3)
+    (array([0.255]), 0.269)
+    >>> model.predict([[2.0]]).round(3)
+    array([3.784])
     """
 
     _degree = 0
@@ -390,6 +410,24 @@ class LocalLinear(_LocalRegression):
     Less bias than Nadaraya–Watson at the boundaries and where the inputs are
     unevenly spread; reproduces linear functions exactly. Parameters and
     attributes as :class:`NadarayaWatson`.
+
+    References
+    ----------
+    Fan, J. & Gijbels, I. (1996). *Local Polynomial Modelling and Its Applications*.
+    Chapman & Hall. Hurvich, C. M., Simonoff, J. S. & Tsai, C.-L. (1998). Smoothing
+    parameter selection in nonparametric regression using an improved Akaike
+    information criterion. *JRSS B* 60(2), 271–293.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> X = data.x_train[:, None]
+    >>> model = attnpool.LocalLinear(bandwidth="aicc").fit(X, data.y_train)
+    >>> model.bandwidth_.round(3), model.predict([[2.0]]).round(3)
+    (array([0.38]), array([3.652]))
+    >>> model.marginal_effects([[2.0]]).round(2)                 # the local slope
+    array([[0.31]])
     """
 
     _degree = 1

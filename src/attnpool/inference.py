@@ -119,6 +119,11 @@ def confidence_band(
     >>> band = confidence_band(x, y, [2.5], bandwidth=0.3)
     >>> bool(band.lower[0] < band.fit[0] < band.upper[0])
     True
+
+    References
+    ----------
+    Fan, J. & Gijbels, I. (1996). *Local Polynomial Modelling and Its Applications*,
+    section 4.4. Chapman & Hall.
     """
     check_choice(method, "method", BAND_METHODS)
     check_choice(bootstrap, "bootstrap", BOOTSTRAPS)

@@ -214,6 +214,12 @@ def attention_pool(
     array([20.])
     >>> attention_pool(np.zeros(2), keys, values, kernel="constant", mask=np.array([1, 2]))
     array([10., 15.])
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2, "Attention pooling by similarity". Milakov, M. & Gimelshein, N. (2018).
+    Online normalizer calculation for softmax. arXiv:1805.02867 (the merged state).
     """
     kernel = _kernels.get(kernel)
     empty = check_choice(empty, "empty", EMPTY_POLICIES)

@@ -233,6 +233,19 @@ def local_regression(
     empty gets NaN, the nearest training response, or an error). ``weights (n,)``:
     observation weights of the training rows (:mod:`attnpool.observation_weights`; each
     key's kernel weight times ``w_i``, rows of weight 0 left out).
+
+    References
+    ----------
+    Fan, J. & Gijbels, I. (1996). *Local Polynomial Modelling and Its Applications*.
+    Chapman & Hall.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.local_regression(data.x_train, data.y_train, [2.0], bandwidth=0.5,
+    ...                           degree=1).round(3)
+    array([3.553])
     """
     check_choice(empty, "empty", EMPTY_POLICIES)
     x, y, q, h, model, flat = validated(

@@ -34,7 +34,24 @@ def rule_of_thumb(
 ) -> np.ndarray:
     """Scott's or Silverman's bandwidth for each column of ``x (n, d)``; with positive
     observation ``weights (n,)``, those of the sample that repeats row ``i`` ``w_i`` times
-    (``n = Σ w``, weighted spread and quartiles)."""
+    (``n = Σ w``, weighted spread and quartiles).
+
+    References
+    ----------
+    Scott, D. W. (1992). *Multivariate Density Estimation*. Wiley. Silverman, B. W.
+    (1986). *Density Estimation for Statistics and Data Analysis*. Chapman & Hall.
+    Marron, J. S. & Nolan, D. (1988). Canonical kernels for density estimation.
+    *Statistics & Probability Letters* 7(3), 195–199.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.rule_of_thumb(data.x_train).round(3)
+    array([0.639])
+    >>> attnpool.rule_of_thumb(data.x_train, method="silverman").round(3)
+    array([0.543])
+    """
     check_choice(method, "method", ("scott", "silverman"))
     x = np.asarray(check_points(x, "x"), dtype=float)
     model = model_for(x, kernel=kernel, var_type=var_type)
