@@ -49,7 +49,9 @@ def _axes(ax: Axes | None, figsize: tuple[float, float] | None) -> tuple[Figure,
     if ax is None:
         fig = new_figure(figsize)
         return fig, fig.subplots()
-    return ax.figure, ax
+    figure = ax.get_figure(root=True)  # (a subfigure's Axes: the whole figure)
+    assert isinstance(figure, Figure)
+    return figure, ax
 
 
 def _name(data: Any, default: str) -> str:
