@@ -35,7 +35,20 @@ __all__ = ["censoring_weights"]
 
 def censoring_weights(y: ArrayLike, censored: ArrayLike) -> np.ndarray:
     """Kaplan–Meier (Stute) weights times ``n``, ``(n,)``, of responses ``y (n,)`` whose
-    rows ``censored (n,)`` (booleans) are right-censored, in the rows' own order."""
+    rows ``censored (n,)`` (booleans) are right-censored, in the rows' own order.
+
+    References
+    ----------
+    Stute, W. (1993). Consistent estimation under random censorship when covariables
+    are present. *Journal of Multivariate Analysis* 45(1), 89–103.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnpool import censoring_weights
+    >>> censoring_weights(np.array([3.0, 1.0, 2.0, 4.0]), np.array([False, False, True, False]))
+    array([1.5, 1. , 0. , 1.5])
+    """
     values, flat = check_values(y, np.shape(y)[0] if np.ndim(y) else 0)
     if not flat:
         raise ValueError(f"y: expected one response per row, shape (n,); received {np.shape(y)}")

@@ -147,6 +147,12 @@ def nadaraya_watson(
     >>> x = np.linspace(0, 1, 5); y = 3 * x
     >>> nadaraya_watson(x, y, np.array([0.5]), bandwidth=0.2).round(6)
     array([1.5])
+
+    References
+    ----------
+    Nadaraya, E. A. (1964). *Theory of Probability & Its Applications* 9(1), 141–142.
+    Watson, G. S. (1964). *Sankhyā A* 26(4), 359–372. Zhang, A., Lipton, Z. C., Li, M.
+    & Smola, A. J. (2023). *Dive into Deep Learning*, chapter 11.2.
     """
     from .pooling import attention_pool
 

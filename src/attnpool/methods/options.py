@@ -131,6 +131,14 @@ class Binned:
     few nodes (6.6 per bandwidth at 1e-3 in one dimension, 8.7 in two); queries on a
     regular grid (a plotting grid) are summed from each key's moments about its
     nearest node, to the order the tolerance needs, on a grid no finer than theirs.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.attention_pool([2.0], data.x_train, data.y_train, bandwidth=0.5,
+    ...                         method=attnpool.Binned(tolerance=1e-4)).round(3)
+    array([3.576])
     """
 
     grid_size: int | tuple[int, ...] | None = None
@@ -142,7 +150,16 @@ class Binned:
 class TopK:
     """Each query pools its ``k`` nearest keys; a query whose left-out weight
     could exceed ``tolerance`` of its total (see :mod:`attnpool.methods.topk`)
-    is an error. ``tolerance=None`` skips the check."""
+    is an error. ``tolerance=None`` skips the check.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.attention_pool([2.0], data.x_train, data.y_train, bandwidth=0.1,
+    ...                         method=attnpool.TopK(k=20)).round(3)
+    array([3.886])
+    """
 
     k: int = 64
     tolerance: float | None = 1e-3
