@@ -7,7 +7,7 @@ JAX out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
@@ -24,6 +24,8 @@ __all__ = [
     "Array",
     "ArrayLike",
     "Bandwidth",
+    "HostArrayLike",
+    "HostBandwidth",
     "KernelSpec",
     "MethodSpec",
     "NDArray",
@@ -33,6 +35,11 @@ __all__ = [
 ArrayLike: TypeAlias = npt.ArrayLike
 NDArray: TypeAlias = npt.NDArray[Any]
 Array: TypeAlias = "np.ndarray[Any, Any] | jax.Array"
+#: What the functions take when no JAX array is among the inputs — NumPy arrays, nested
+#: sequences, scalars: they then return NumPy arrays (the overloads say so).
+HostArrayLike: TypeAlias = "np.ndarray[Any, Any] | Sequence[Any] | float | np.generic"
+#: A bandwidth with no JAX array in it.
+HostBandwidth: TypeAlias = "float | str | np.ndarray[Any, Any] | Sequence[Any] | np.generic"
 #: An estimator's predictions: NumPy, or Dask for an estimator fitted on Dask arrays.
 Predictions: TypeAlias = "np.ndarray[Any, Any] | dask.array.Array"
 #: A bandwidth: a number, one per column, or a selector's name.

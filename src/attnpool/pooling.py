@@ -13,7 +13,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from . import kernels as _kernels
-from ._typing import Array, ArrayLike, Bandwidth
+from ._typing import Array, ArrayLike, Bandwidth, HostArrayLike, HostBandwidth, NDArray
 from ._validation import (
     check_bandwidth,
     check_choice,
@@ -51,6 +51,57 @@ MAX_WEIGHT_ENTRIES = 2**26
 
 KernelLike = str | _kernels.Kernel | Callable[..., Any]
 MethodLike = str | Binned | TopK
+
+
+@overload
+def attention_pool(
+    queries: HostArrayLike,
+    keys: HostArrayLike,
+    values: HostArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: HostBandwidth = 1.0,
+    return_weights: Literal[False] = False,
+    empty: str = "nan",
+    block_size: int | None = None,
+    method: MethodLike = "auto",
+    mask: HostArrayLike | None = None,
+    weights: HostArrayLike | None = None,
+) -> NDArray: ...
+
+
+@overload
+def attention_pool(
+    queries: HostArrayLike,
+    keys: HostArrayLike,
+    values: HostArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: HostBandwidth = 1.0,
+    return_weights: Literal[True],
+    empty: str = "nan",
+    block_size: int | None = None,
+    method: MethodLike = "auto",
+    mask: HostArrayLike | None = None,
+    weights: HostArrayLike | None = None,
+) -> tuple[NDArray, NDArray]: ...
+
+
+@overload
+def attention_pool(
+    queries: HostArrayLike,
+    keys: HostArrayLike,
+    values: HostArrayLike,
+    *,
+    kernel: KernelLike = "gaussian",
+    bandwidth: HostBandwidth = 1.0,
+    return_weights: bool = False,
+    empty: str = "nan",
+    block_size: int | None = None,
+    method: MethodLike = "auto",
+    mask: HostArrayLike | None = None,
+    weights: HostArrayLike | None = None,
+) -> NDArray | tuple[NDArray, NDArray]: ...
 
 
 @overload

@@ -39,7 +39,15 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from . import kernels
-from ._typing import Array, ArrayLike, Bandwidth, KernelSpec
+from ._typing import (
+    Array,
+    ArrayLike,
+    Bandwidth,
+    HostArrayLike,
+    HostBandwidth,
+    KernelSpec,
+    NDArray,
+)
 from ._validation import check_bandwidth, check_choice, check_points, check_values, numpy_dtype
 from .empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
 from .engines import numpy_engine
@@ -78,6 +86,45 @@ def validated(
                 f"must lie in [0, 1); received {h[j]}"
             )
     return x, y, q, h, model, flat
+
+
+@overload
+def nadaraya_watson(
+    x_train: HostArrayLike,
+    y_train: HostArrayLike,
+    x_query: HostArrayLike,
+    kernel: KernelSpec = "gaussian",
+    *,
+    bandwidth: HostBandwidth = 1.0,
+    return_weights: Literal[False] = False,
+    **options: Any,
+) -> NDArray: ...
+
+
+@overload
+def nadaraya_watson(
+    x_train: HostArrayLike,
+    y_train: HostArrayLike,
+    x_query: HostArrayLike,
+    kernel: KernelSpec = "gaussian",
+    *,
+    bandwidth: HostBandwidth = 1.0,
+    return_weights: Literal[True],
+    **options: Any,
+) -> tuple[NDArray, NDArray]: ...
+
+
+@overload
+def nadaraya_watson(
+    x_train: HostArrayLike,
+    y_train: HostArrayLike,
+    x_query: HostArrayLike,
+    kernel: KernelSpec = "gaussian",
+    *,
+    bandwidth: HostBandwidth = 1.0,
+    return_weights: bool = False,
+    **options: Any,
+) -> NDArray | tuple[NDArray, NDArray]: ...
 
 
 @overload
@@ -160,6 +207,57 @@ def nadaraya_watson(
         x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth,
         return_weights=return_weights, **options,
     )  # fmt: skip
+
+
+@overload
+def local_regression(
+    x_train: HostArrayLike,
+    y_train: HostArrayLike,
+    x_query: HostArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: HostBandwidth = 1.0,
+    degree: int = 0,
+    var_type: str | None = None,
+    empty: str = "nan",
+    block_size: int | None = None,
+    return_slopes: Literal[False] = False,
+    weights: HostArrayLike | None = None,
+) -> NDArray: ...
+
+
+@overload
+def local_regression(
+    x_train: HostArrayLike,
+    y_train: HostArrayLike,
+    x_query: HostArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: HostBandwidth = 1.0,
+    degree: int = 0,
+    var_type: str | None = None,
+    empty: str = "nan",
+    block_size: int | None = None,
+    return_slopes: Literal[True],
+    weights: HostArrayLike | None = None,
+) -> tuple[NDArray, NDArray]: ...
+
+
+@overload
+def local_regression(
+    x_train: HostArrayLike,
+    y_train: HostArrayLike,
+    x_query: HostArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: HostBandwidth = 1.0,
+    degree: int = 0,
+    var_type: str | None = None,
+    empty: str = "nan",
+    block_size: int | None = None,
+    return_slopes: bool = False,
+    weights: HostArrayLike | None = None,
+) -> NDArray | tuple[NDArray, NDArray]: ...
 
 
 @overload
