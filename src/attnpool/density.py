@@ -250,6 +250,12 @@ def _mixed_log_density(
 def kernel_density(x_train: ArrayLike, x_query: ArrayLike, **options: Any) -> np.ndarray:
     """The density ``f̂`` at ``x_query``: ``exp`` of :func:`log_density` (same options).
 
+
+    References
+    ----------
+    Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*.
+    Chapman & Hall.
+
     Examples
     --------
     >>> import attnpool

@@ -360,7 +360,19 @@ FLOOR_REACHED = 1.001
 
 class TiedDataWarning(UserWarning):
     """A density search stopped at the floor that tied values set
-    (:mod:`attnpool.bandwidth.resolution`): its criterion has no optimum above it."""
+    (:mod:`attnpool.bandwidth.resolution`): its criterion has no optimum above it.
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, attnpool
+    >>> rng = np.random.default_rng(3)
+    >>> x = np.r_[np.zeros(40), rng.integers(-30, 30, 60) * 1.2]   # many ties
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = attnpool.select_density_bandwidth(x, method="cv_ls")
+    >>> caught[0].category.__name__
+    'TiedDataWarning'
+    """
 
 
 #: The logit beyond which a categorical column's ``λ`` is tried at its edge, and that

@@ -54,7 +54,17 @@ def takes_nearest(empty: str) -> bool:
 
 class EmptyNeighbourhoodWarning(RuntimeWarning):
     """Some queries had no key inside a compact kernel's support, or a mask left them
-    none (their result is NaN)."""
+    none (their result is NaN).
+
+    Examples
+    --------
+    >>> import warnings, attnpool
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = attnpool.attention_pool([9.0], [0.0, 1.0], [1.0, 2.0], kernel="boxcar")
+    >>> caught[0].category.__name__
+    'EmptyNeighbourhoodWarning'
+    """
 
 
 class _Support(Protocol):

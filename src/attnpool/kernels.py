@@ -109,6 +109,17 @@ class Kernel:
         ``log_profile`` also takes NumPy arrays, in float64, and returns NumPy (a
         callable's kernel, :meth:`from_function`): small NumPy problems are then summed
         on the host with no program to build for each new function.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.kernels.get("epanechnikov").support              # zero beyond |u| = 1
+    1.0
+    >>> cauchy = attnpool.Kernel.from_function(lambda u: 1 / (1 + u**2), name="cauchy")
+    >>> attnpool.nadaraya_watson(data.x_train, data.y_train, [2.0], cauchy,
+    ...                          bandwidth=0.5).round(3)
+    array([3.347])
     """
 
     name: str

@@ -42,6 +42,21 @@ class LearnedAttentionRegressor(MultiOutputRegressor):
     history_ : ndarray
         The training loss at each step
     n_features_in_ : int
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2 (the learned bandwidth). Vaswani, A. et al. (2017). Attention is all
+    you need. *NeurIPS* (dot-product scores).
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> model = attnpool.LearnedAttentionRegressor(steps=50).fit(data.x_train[:, None],
+    ...                                                         data.y_train)
+    >>> model.predict([[2.0]]).round(2)
+    array([3.78])
     """
 
     def __init__(

@@ -430,6 +430,11 @@ def attention_weights(
     array([[1., 0., 0.],
            [0., 1., 0.],
            [0., 0., 1.]])
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2 (its ``attention_w`` is this matrix transposed: keys × queries).
     """
     q, k, _, h, _ = _check_inputs(queries, keys, None, bandwidth)
     if weights is not None:  # the weights of a pool of zeros (in the keys' precision)

@@ -68,6 +68,15 @@ class SignificanceTest:
     kind : {"continuous", "categorical"}
     null_statistics : ndarray (n_boot,)
         The statistic of each bootstrap replicate
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> model = attnpool.LocalLinear(bandwidth=0.4).fit(data.x_train[:, None], data.y_train)
+    >>> found = attnpool.significance_test(model, 0, n_boot=99)
+    >>> found.p_value, found.stars
+    (0.01, '**')
     """
 
     statistic: float
@@ -128,6 +137,12 @@ def significance_test(
     0.01
     >>> significance_test(model, 1, n_boot=99).p_value > 0.1     # x₁ does not
     True
+
+    References
+    ----------
+    Racine, J. (1997). Consistent significance testing for nonparametric regression.
+    *JBES* 15(3), 369–378. Racine, J., Hart, J. & Li, Q. (2006). *Econometric Reviews*
+    25(4), 523–544.
     """
     from ._estimator_api import check_is_fitted
     from .pair_regression import refuse

@@ -57,6 +57,22 @@ class PoolingState(NamedTuple):
         ``s = Σ exp(l_i − m)``.
     weighted_values : (n, p) array
         ``t = Σ exp(l_i − m) v_i``.
+
+    References
+    ----------
+    Milakov, M. & Gimelshein, N. (2018). Online normalizer calculation for softmax.
+    arXiv:1805.02867. Dao, T. et al. (2022). FlashAttention. *NeurIPS*.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from attnpool.state import block_state, finalize, merge
+    >>> values = jnp.array([[10.0], [20.0]])
+    >>> whole = block_state(jnp.log(jnp.array([[1.0, 3.0]])), values)
+    >>> left = block_state(jnp.log(jnp.array([[1.0]])), values[:1])
+    >>> right = block_state(jnp.log(jnp.array([[3.0]])), values[1:])
+    >>> float(finalize(whole)[0][0, 0]), float(finalize(merge(left, right))[0][0, 0])
+    (17.5, 17.5)
     """
 
     max_log: jnp.ndarray

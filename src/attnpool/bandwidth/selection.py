@@ -226,6 +226,12 @@ def cv_curve(
     ``(k, d)``. Returns ``(k,)`` objectives; ``inf`` where some point has no neighbour.
     ``weights``: observation weights, as :func:`select_bandwidth` takes them.
 
+
+    References
+    ----------
+    Härdle, W., Hall, P. & Marron, J. S. (1988). How far are automatically chosen
+    regression smoothing parameters from their optimum? *JASA* 83(401), 86–95.
+
     Examples
     --------
     >>> import attnpool

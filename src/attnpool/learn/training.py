@@ -248,6 +248,12 @@ def fit_attention(
     >>> fit = fit_attention("bandwidth", data.x_train, data.y_train, steps=100)
     >>> bool(fit.history[-1] < fit.history[0])
     True
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2. Bahdanau, D., Cho, K. & Bengio, Y. (2015). Neural machine translation
+    by jointly learning to align and translate. *ICLR* (additive scores).
     """
     model = get_model(model)
     check_choice(loss, "loss", LOSSES)

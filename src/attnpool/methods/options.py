@@ -132,6 +132,12 @@ class Binned:
     regular grid (a plotting grid) are summed from each key's moments about its
     nearest node, to the order the tolerance needs, on a grid no finer than theirs.
 
+
+    References
+    ----------
+    Wand, M. P. (1994). Fast computation of multivariate kernel estimators. *Journal of
+    Computational and Graphical Statistics* 3(4), 433–445.
+
     Examples
     --------
     >>> import attnpool
