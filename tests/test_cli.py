@@ -390,7 +390,7 @@ def test_help_lists_the_kernels_and_gives_examples():
 
 
 def test_study_lists_its_choices():
-    from attnpool.cli import STUDY_NAMES
+    from attnpool.cli.demos import STUDY_NAMES
     from attnpool.studies import STUDIES
 
     assert STUDY_NAMES == tuple(STUDIES)
