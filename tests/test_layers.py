@@ -55,6 +55,7 @@ ABOVE = {
     "inference",
     "learn",
     "learned",
+    "fit_parts",
     "pair_regression",
     "plotting",
     "plug_in",
@@ -64,6 +65,7 @@ ABOVE = {
     "significance",
     "studies",
     "summary",
+    "weighted_pool",
 }
 
 

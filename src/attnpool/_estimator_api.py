@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Self, overload
 
 import numpy as np
 
+from ._frames import levels_applied
+
 if TYPE_CHECKING:
     from ._typing import ArrayLike
 
@@ -225,7 +227,7 @@ def validate_data(
     """
     name = type(estimator).__name__
     _check_feature_names(estimator, X, reset)
-    X = _levels_applied(estimator, X, reset)
+    X = levels_applied(estimator, X, reset)
     X = _as_matrix(X, name, dtype)
     if reset:
         estimator.n_features_in_ = X.shape[1]
@@ -245,39 +247,6 @@ def validate_data(
             f"[{X.shape[0]}, {y.shape[0]}]"
         )
     return X, y
-
-
-def _levels_applied(estimator, X, reset: bool):
-    """A table's text and categorical columns as their levels' positions
-    (:mod:`attnpool._frames`): found at the fit (kept as ``_levels``, and the ``var_type``
-    letters they imply as ``_frame_var_type``), applied to new rows."""
-    from ._frames import encode, has_levels, is_frame
-
-    if reset:
-        estimator.__dict__.pop("_levels", None)
-        estimator.__dict__.pop("_frame_var_type", None)
-        if not has_levels(X):
-            return X
-        found = encode(X)
-        estimator._levels, estimator._frame_var_type = found.levels, found.var_type
-        return found.values
-    levels = getattr(estimator, "_levels", None)
-    return encode(X, levels).values if levels is not None and is_frame(X) else X
-
-
-def fitted_var_type(estimator, given: str | None) -> str | None:
-    """The ``var_type`` a fit uses: ``given``, else the letters a table's columns imply
-    (None: all continuous). A text or categorical column given ``c`` is an error."""
-    inferred = getattr(estimator, "_frame_var_type", None)
-    if given is None or inferred is None:
-        return given if given is not None else inferred
-    wrong = [j for j, (a, b) in enumerate(zip(given, inferred, strict=False)) if a == "c" != b]
-    if wrong:
-        raise ValueError(
-            f"var_type: column(s) {wrong} hold levels (text or categories), not numbers; "
-            f"received var_type={given!r} (their letters: 'o' ordered, 'u' unordered)"
-        )
-    return given
 
 
 def _as_matrix(X, name: str, dtype) -> np.ndarray:

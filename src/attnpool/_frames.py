@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Encoded", "encode", "is_frame"]
+__all__ = ["Encoded", "encode", "fitted_var_type", "is_frame", "levels_applied"]
 
 
 class Encoded(NamedTuple):
@@ -99,3 +99,34 @@ def _column_levels(column: Any) -> tuple[Any, ...]:
     if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in distinct):
         raise ValueError(f"X: column {str(column.name)!r} has missing values")
     return tuple(sorted(distinct, key=lambda v: (str(type(v)), v)))
+
+
+def levels_applied(estimator, X, reset: bool):
+    """A table's text and categorical columns as their levels' positions
+    : found at the fit (kept as ``_levels``, and the ``var_type``
+    letters they imply as ``_frame_var_type``), applied to new rows."""
+    if reset:
+        estimator.__dict__.pop("_levels", None)
+        estimator.__dict__.pop("_frame_var_type", None)
+        if not has_levels(X):
+            return X
+        found = encode(X)
+        estimator._levels, estimator._frame_var_type = found.levels, found.var_type
+        return found.values
+    levels = getattr(estimator, "_levels", None)
+    return encode(X, levels).values if levels is not None and is_frame(X) else X
+
+
+def fitted_var_type(estimator, given: str | None) -> str | None:
+    """The ``var_type`` a fit uses: ``given``, else the letters a table's columns imply
+    (None: all continuous). A text or categorical column given ``c`` is an error."""
+    inferred = getattr(estimator, "_frame_var_type", None)
+    if given is None or inferred is None:
+        return given if given is not None else inferred
+    wrong = [j for j, (a, b) in enumerate(zip(given, inferred, strict=False)) if a == "c" != b]
+    if wrong:
+        raise ValueError(
+            f"var_type: column(s) {wrong} hold levels (text or categories), not numbers; "
+            f"received var_type={given!r} (their letters: 'o' ordered, 'u' unordered)"
+        )
+    return given

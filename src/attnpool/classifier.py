@@ -11,9 +11,9 @@ from ._estimator_api import (
     BaseEstimator,
     ClassifierMixin,
     check_is_fitted,
-    fitted_var_type,
     validate_data,
 )
+from ._frames import fitted_var_type
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray
 from .estimator import NadarayaWatson
 

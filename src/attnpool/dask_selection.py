@@ -4,11 +4,13 @@ every candidate bandwidth in one pass of the tree-reduced pooling state of
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .distributed import as_rows, finish_states, merged_states, prepare_arrays
 
-__all__ = ["cv_objectives", "select_bandwidth"]
+__all__ = ["cv_objectives", "fit_on_dask", "select_bandwidth"]
 
 
 def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chunk_rows=None):
@@ -75,3 +77,41 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
         True,
         len(objectives),
     )
+
+
+def fit_on_dask(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
+    """A regressor's ``fit`` (``estimator``) on Dask arrays: the training data kept lazy, the
+    bandwidth by :func:`select_bandwidth` here (fixed bandwidths only with
+    ``sample_weight``)."""
+    from . import distributed
+    from ._validation import check_bandwidth
+
+    if estimator._degree != 0 or (estimator.var_type and set(estimator.var_type) != {"c"}):
+        raise ValueError(
+            f"X: Dask inputs are supported by NadarayaWatson on continuous columns; "
+            f"received a Dask array for {type(estimator).__name__}(var_type={estimator.var_type!r})"
+        )
+    X = distributed.as_rows(X, "X")
+    estimator.n_features_in_ = X.shape[1]
+    if sample_weight is not None and isinstance(estimator.bandwidth, str):
+        raise ValueError(
+            f"sample_weight: with Dask inputs the weighted fit takes fixed bandwidths; "
+            f"received bandwidth={estimator.bandwidth!r} (select it on a NumPy sample, or "
+            "fit without weights)"
+        )
+    if estimator.bandwidth == "cv":
+        selection = select_bandwidth(X, y, kernel=estimator.kernel)
+        estimator.bandwidth_, estimator.cv_score_ = selection.bandwidth, selection.objective
+    elif isinstance(estimator.bandwidth, str):
+        raise ValueError(
+            "bandwidth: with Dask inputs expected 'cv' or numbers; received "
+            f"{estimator.bandwidth!r}"
+        )
+    else:
+        estimator.bandwidth_ = np.array(
+            check_bandwidth(estimator.bandwidth, X.shape[1]), dtype=float
+        )
+    estimator.X_train_, estimator.y_train_, estimator._weights = X, y, sample_weight
+    estimator._chosen_by = estimator.bandwidth if isinstance(estimator.bandwidth, str) else "fixed"
+    estimator._in_sample = None
+    return estimator

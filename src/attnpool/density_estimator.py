@@ -16,7 +16,8 @@ from typing import Any, Self
 import numpy as np
 
 from . import kernels as _kernels
-from ._estimator_api import BaseEstimator, check_is_fitted, fitted_var_type, validate_data
+from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
+from ._frames import fitted_var_type
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from ._validation import check_bandwidth, check_choice, check_points
 from .bandwidth.resolution import bandwidth_floor

@@ -28,21 +28,20 @@ from ._estimator_api import (
     MultiOutputRegressor,
     check_is_fitted,
     check_numeric_targets,
-    coefficient_of_determination,
-    fitted_var_type,
     is_dask,
     validate_data,
 )
+from ._frames import fitted_var_type
 from ._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray, Predictions
-from ._validation import check_bandwidth
 from .observation_weights import positive_rows
-from .summary import FitSummary, r_squared
+from .summary import FitSummary, r_squared, summarised
 
 __all__ = ["LocalLinear", "NadarayaWatson"]
 
 
 class _LocalRegression(MultiOutputRegressor):
     _degree = 0
+    n_features_in_: int
 
     def __init__(
         self,
@@ -101,7 +100,10 @@ class _LocalRegression(MultiOutputRegressor):
                     "X: Dask inputs take fixed bandwidths and non-negative kernels; received "
                     f"kernel={self.kernel!r}, bandwidth_type={self.bandwidth_type!r}"
                 )
-            return self._fit_dask(X, y, sample_weight)
+            from .dask_selection import fit_on_dask
+
+            fit_on_dask(self, X, y, sample_weight)
+            return self
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
         X, y, weights = positive_rows(X, y, sample_weight, name="sample_weight")
@@ -130,63 +132,12 @@ class _LocalRegression(MultiOutputRegressor):
         scikit-learn's, of the in-sample fit), the data, kernel and method; ``print`` it
         for a table."""
         check_is_fitted(self)
-        fitted = self._fitted_training_values()
-        criterion = getattr(
-            self, {"cv": "cv_score_", "aicc": "aicc_"}.get(self._chosen_by, ""), None
-        )
-        kernel = (
-            self.kernel if isinstance(self.kernel, str) else getattr(self.kernel, "name", "custom")
-        )
-        return FitSummary(
-            estimator=type(self).__name__,
-            n_samples=int(np.shape(self.X_train_)[0]),
-            var_type=fitted_var_type(self, self.var_type) or "c" * self.n_features_in_,
-            kernel=str(kernel),
-            bandwidth=np.asarray(self.bandwidth_, dtype=float),
-            chosen_by=self._chosen_by,
-            criterion=None if criterion is None else float(criterion),
-            r_squared=r_squared(self.y_train_, fitted, self._weights),
-            score=coefficient_of_determination(self.y_train_, fitted, self._weights),
-            method=str(getattr(self.method, "name", self.method)),
-            bandwidth_type=self.bandwidth_type,
-        )
+        return summarised(self, fitted_var_type(self, self.var_type))
 
     def _fitted_training_values(self) -> Any:
         if getattr(self, "_in_sample", None) is None:  # (rows of numbers: no names to check)
             self._in_sample = np.asarray(self._predicted(self.X_train_))
         return self._in_sample
-
-    def _fit_dask(self, X: Any, y: Any, sample_weight: Any = None) -> Self:
-        """Keep Dask training data lazy; the bandwidth by :mod:`attnpool.dask_selection`
-        (fixed bandwidths only with ``sample_weight``)."""
-        from . import dask_selection, distributed
-
-        if self._degree != 0 or (self.var_type and set(self.var_type) != {"c"}):
-            raise ValueError(
-                f"X: Dask inputs are supported by NadarayaWatson on continuous columns; "
-                f"received a Dask array for {type(self).__name__}(var_type={self.var_type!r})"
-            )
-        X = distributed.as_rows(X, "X")
-        self.n_features_in_ = X.shape[1]
-        if sample_weight is not None and isinstance(self.bandwidth, str):
-            raise ValueError(
-                f"sample_weight: with Dask inputs the weighted fit takes fixed bandwidths; "
-                f"received bandwidth={self.bandwidth!r} (select it on a NumPy sample, or "
-                "fit without weights)"
-            )
-        if self.bandwidth == "cv":
-            selection = dask_selection.select_bandwidth(X, y, kernel=self.kernel)
-            self.bandwidth_, self.cv_score_ = selection.bandwidth, selection.objective
-        elif isinstance(self.bandwidth, str):
-            raise ValueError(
-                f"bandwidth: with Dask inputs expected 'cv' or numbers; received {self.bandwidth!r}"
-            )
-        else:
-            self.bandwidth_ = np.array(check_bandwidth(self.bandwidth, X.shape[1]), dtype=float)
-        self.X_train_, self.y_train_, self._weights = X, y, sample_weight
-        self._chosen_by = self.bandwidth if isinstance(self.bandwidth, str) else "fixed"
-        self._in_sample = None
-        return self
 
     @overload
     def predict(self, X: ArrayLike, return_std: Literal[False] = False) -> Predictions: ...
@@ -358,7 +309,7 @@ class NadarayaWatson(_LocalRegression):
     def marginal_effects(self, X: ArrayLike) -> NDArray:
         """The gradient of the fit at ``X``: ``(n, n_features)`` or ``(n, n_features,
         n_outputs)`` — exact derivatives of the Nadaraya–Watson fit with the kernel's own
-        derivative (:func:`attnpool.regression.local_constant_slopes`); continuous columns.
+        derivative (:func:`attnpool.fit_parts.local_constant_slopes`); continuous columns.
         """
         check_is_fitted(self)
         pair_regression.refuse(self.kernel, self.bandwidth_type, "marginal_effects")
@@ -370,7 +321,7 @@ class NadarayaWatson(_LocalRegression):
                 f"defined for continuous columns ('c'); received var_type={var_type!r} "
                 "(LocalLinear gives slopes for every column)"
             )
-        from .regression import local_constant_slopes
+        from .fit_parts import local_constant_slopes
 
         return np.asarray(
             local_constant_slopes(
@@ -391,7 +342,7 @@ class NadarayaWatson(_LocalRegression):
         check_is_fitted(self)
         pair_regression.refuse(self.kernel, self.bandwidth_type, "attention_weights")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        from .regression import weight_matrix
+        from .fit_parts import weight_matrix
 
         return weight_matrix(
             self.X_train_,

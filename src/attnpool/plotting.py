@@ -21,8 +21,9 @@ from ._typing import ArrayLike
 
 require("matplotlib", "attnpool.plotting")
 from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+from ._figures import axes_for, colour_scale, data_name, new_figure  # noqa: E402
 
 __all__ = [
     "plot_conditional_density",
@@ -34,30 +35,6 @@ __all__ = [
     "plot_rates",
     "show_heatmaps",
 ]
-
-
-def new_figure(figsize: tuple[float, float] | None) -> Figure:
-    """A pyplot-managed figure (``plt.show()``, notebooks and sphinx-gallery see it)."""
-    import matplotlib.pyplot as plt
-
-    figure: Figure = plt.figure(figsize=figsize, layout="constrained")
-    return figure
-
-
-def _axes(ax: Axes | None, figsize: tuple[float, float] | None) -> tuple[Figure, Axes]:
-    """``(figure, axes)``: a new figure's one Axes, or ``ax`` and its figure."""
-    if ax is None:
-        fig = new_figure(figsize)
-        return fig, fig.subplots()
-    figure = ax.get_figure(root=True)  # (a subfigure's Axes: the whole figure)
-    assert isinstance(figure, Figure)
-    return figure, ax
-
-
-def _name(data: Any, default: str) -> str:
-    """A label from the data's own name (a pandas Series'), else ``default``."""
-    name = getattr(data, "name", None)
-    return str(name) if isinstance(name, str) and name else default
 
 
 def show_heatmaps(
@@ -115,11 +92,11 @@ def show_heatmaps(
     grid = grid.reshape((1,) * (4 - grid.ndim) + grid.shape)
     rows, cols = grid.shape[:2]
     labels = _panel_titles(titles, rows, cols)
-    norm = _scale(grid)
+    norm = colour_scale(grid)
     fig = new_figure(figsize or (2.5 * cols + 1.0, 2.5 * rows))
     axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
     for (i, j), ax in np.ndenumerate(axes):
-        own = norm if shared_scale else _scale(grid[i, j])
+        own = norm if shared_scale else colour_scale(grid[i, j])
         image = ax.imshow(grid[i, j], cmap=cmap, norm=own, aspect="auto", interpolation="nearest")
         if not shared_scale:
             fig.colorbar(image, ax=ax, shrink=0.8)
@@ -132,13 +109,6 @@ def show_heatmaps(
     if shared_scale:
         fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
     return fig
-
-
-def _scale(values: np.ndarray) -> Normalize:
-    """The colour scale of ``values``' finite entries (0–1 where there are none)."""
-    finite = values[np.isfinite(values)]
-    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    return Normalize(vmin=low, vmax=high if high > low else low + 1.0)
 
 
 def _panel_titles(titles: Any, rows: int, cols: int) -> Any:
@@ -185,9 +155,9 @@ def plot_fit(
     ``xlabel``/``ylabel``: default to the data's names (pandas Series), else "x"/"y".
     ``ax``: draw into these Axes (their figure is returned).
     """
-    xlabel, ylabel = xlabel or _name(x_train, "x"), ylabel or _name(y_train, "y")
+    xlabel, ylabel = xlabel or data_name(x_train, "x"), ylabel or data_name(y_train, "y")
     x_grid = np.asarray(x_grid)
-    fig, ax = _axes(ax, figsize)
+    fig, ax = axes_for(ax, figsize)
     ax.plot(x_train, y_train, "o", color="0.5", alpha=0.6, markersize=4, label="data")
     if truth is not None:
         ax.plot(x_grid, truth, "k--", linewidth=1.5, label="truth")
@@ -241,7 +211,7 @@ def plot_density(
                 f"{name}: expected arrays of x_grid's shape {x_grid.shape}; received "
                 f"{[np.shape(a) for a in arrays]}"
             )
-    fig, ax = _axes(ax, figsize)
+    fig, ax = axes_for(ax, figsize)
     if band is not None:
         ax.fill_between(x_grid, *band, alpha=0.25, color="C0", label="pointwise band")
     if truth is not None:
@@ -282,7 +252,7 @@ def plot_conditional_density(
             f"density: expected shape (len(y_grid), len(x_grid)) = {(y_grid.size, x_grid.size)}; "
             f"received {density.shape}"
         )
-    fig, ax = _axes(ax, figsize)
+    fig, ax = axes_for(ax, figsize)
     image = ax.pcolormesh(x_grid, y_grid, density, cmap=cmap, shading="auto")
     fig.colorbar(image, ax=ax, label="f̂(y | x)")
     if sample is not None:
@@ -312,7 +282,7 @@ def plot_history(
     ``histories`` maps a label to the loss at each step; ``reference`` is a
     ``(label, value)`` drawn as a horizontal line (say, the cross-validated optimum).
     """
-    fig, ax = _axes(ax, figsize)
+    fig, ax = axes_for(ax, figsize)
     for label, history in histories.items():
         history = np.asarray(history, dtype=float)
         if history.ndim != 1 or history.size == 0:
@@ -342,7 +312,7 @@ def plot_rates(
 ) -> Figure:
     """Log–log MSE against n: ``curves`` and dashed ``references`` map a label to
     ``(sizes, mse)``."""
-    fig, ax = _axes(ax, figsize)
+    fig, ax = axes_for(ax, figsize)
     for label, (sizes, mse) in curves.items():
         ax.loglog(sizes, mse, "o-", markersize=4, linewidth=1.5, label=label)
     for label, (sizes, mse) in (references or {}).items():
@@ -364,7 +334,7 @@ def plot_mse_curves(
     figsize: tuple[float, float] = (6.5, 4.5),
 ) -> Figure:
     """Validation MSE against a common bandwidth scale, one curve per kernel (log–log)."""
-    fig, ax = _axes(ax, figsize)
+    fig, ax = axes_for(ax, figsize)
     for label, mse in curves.items():
         ax.loglog(scales, mse, linewidth=1.6, label=label)
     ax.set_xlabel(xlabel)

@@ -6,7 +6,6 @@ weights are ``(n_queries, n_keys)``; the output keeps the values' trailing shape
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any, Literal, overload
 
@@ -41,10 +40,6 @@ __all__ = [
     "attention_pool",
     "attention_weights",
 ]
-
-#: Methods whose error bound holds for unweighted pools only: they refuse ``weights``
-#: (divided by a small weighted sum, their bounded error would grow).
-UNWEIGHTED_METHODS = ("binned", "topk")
 
 #: Largest weight matrix (entries) that ``return_weights``/``attention_weights`` will build.
 MAX_WEIGHT_ENTRIES = 2**26
@@ -85,23 +80,6 @@ def attention_pool(
     mask: HostArrayLike | None = None,
     weights: HostArrayLike | None = None,
 ) -> tuple[NDArray, NDArray]: ...
-
-
-@overload
-def attention_pool(
-    queries: HostArrayLike,
-    keys: HostArrayLike,
-    values: HostArrayLike,
-    *,
-    kernel: KernelLike = "gaussian",
-    bandwidth: HostBandwidth = 1.0,
-    return_weights: bool = False,
-    empty: str = "nan",
-    block_size: int | None = None,
-    method: MethodLike = "auto",
-    mask: HostArrayLike | None = None,
-    weights: HostArrayLike | None = None,
-) -> NDArray | tuple[NDArray, NDArray]: ...
 
 
 @overload
@@ -287,9 +265,11 @@ def attention_pool(
     if return_weights:
         _check_weight_size(n, m)
     if weights is not None:
-        return _weighted_pool(
-            q, k, v, weights, flat, mask, kernel=kernel, bandwidth=h, return_weights=return_weights,
-            empty=empty, block_size=block_size, method=method,
+        from .weighted_pool import weighted_pool
+
+        return weighted_pool(
+            attention_pool, q, k, v, weights, flat, mask, kernel=kernel, bandwidth=h,
+            return_weights=return_weights, empty=empty, block_size=block_size, method=method,
         )  # fmt: skip
     allowed, keyless = _checked_mask(mask, n, m, empty)
     nearest = takes_nearest(empty) or not kernel.compact
@@ -341,71 +321,6 @@ def attention_pool(
     if flat:
         pooled = pooled[:, 0]
     return (pooled, weights) if return_weights else pooled
-
-
-def _weighted_pool(
-    q: Any,
-    k: Any,
-    v: Any,
-    weights: Any,
-    flat: Any,
-    mask: Any,
-    *,
-    return_weights: Any,
-    **options: Any,
-) -> Any:
-    """:func:`attention_pool` with observation weights: the pool of ``[w, w·v]`` divided
-    (:mod:`attnpool.observation_weights`); keys of weight 0 dropped (concrete weights) or
-    masked (traced ones)."""
-    from .methods.options import exact_engine
-    from .observation_weights import (
-        augmented,
-        check_weights,
-        divided,
-        positive_keys,
-        refuse_wide_span,
-        too_wide_to_truncate,
-    )
-
-    name = resolve(options["method"])[0]
-    if name in UNWEIGHTED_METHODS:
-        raise ValueError(
-            f"weights: method {name!r} bounds its error for unweighted pools only; with "
-            "observation weights use an exact method ('auto', 'dense', 'stream', 'sparse', "
-            "'fgt', 'native') or 'fused'"
-        )
-    dtype = np.float32 if v.dtype.kind == "f" and v.dtype.itemsize <= 4 else np.float64
-    w = check_weights(weights, k.shape[0], dtype)
-    k, w, mask, kept = positive_keys(k, w, mask, q.shape[0])
-    refuse_wide_span(name, w)
-    if name == "auto" and too_wide_to_truncate(w):  # no truncating method under "auto"
-        options = {**options, "method": exact_engine(q.shape[0] * k.shape[0])}
-    with warnings.catch_warnings(record=True) as caught:  # to be reported at the caller's
-        warnings.simplefilter("always")
-        result = attention_pool(
-            q, k, augmented(v if kept is None else v[kept], w), mask=mask,
-            return_weights=return_weights, **options,
-        )  # fmt: skip
-    for warning in caught:
-        warnings.warn(warning.message, warning.category, stacklevel=3)
-    pooled = divided(result[0] if return_weights else result)
-    if flat:
-        pooled = pooled[:, 0]
-    if not return_weights:
-        return pooled
-    shares = result[1] * w[None, :].astype(result[1].dtype)
-    shares = shares / shares.sum(axis=1, keepdims=True)
-    if kept is not None:  # the dropped keys' columns: 0
-        if isinstance(shares, np.ndarray):
-            full: Any = np.zeros((shares.shape[0], kept.shape[0]), shares.dtype)
-            full[:, kept] = shares
-        else:
-            import jax.numpy as jnp
-
-            full = jnp.zeros((shares.shape[0], kept.shape[0]), shares.dtype)
-            full = full.at[:, np.flatnonzero(kept)].set(shares)
-        shares = full
-    return pooled, shares
 
 
 def attention_weights(

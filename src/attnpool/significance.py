@@ -243,7 +243,8 @@ class _Fit:
 
     def mean_squared_effect(self, responses: Any, tested: Any) -> np.ndarray:
         """``λ (k,)``: the mean over the rows of the tested columns' squared marginal effects."""
-        from .regression import local_constant_slopes, local_regression
+        from .fit_parts import local_constant_slopes
+        from .regression import local_regression
 
         if self.options["degree"] == 1:
             _, slopes = local_regression(

@@ -17,10 +17,11 @@ Method                   auto
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["FitSummary", "r_squared"]
+__all__ = ["FitSummary", "r_squared", "summarised"]
 
 
 def r_squared(y, fitted, weights=None) -> np.ndarray:
@@ -108,3 +109,28 @@ class FitSummary:
         lines = [title, "=" * max(len(title), width + 20)]
         lines += [f"{name:<{width}}  {value}" for name, value in rows]
         return "\n".join(lines)
+
+
+def summarised(model: Any, var_type: str | None) -> FitSummary:
+    """The :class:`FitSummary` of a fitted regressor ``model`` (its data, bandwidths, the
+    criterion that chose them, R² of its in-sample fit) whose columns are ``var_type``."""
+    from ._estimator_api import coefficient_of_determination
+
+    fitted = model._fitted_training_values()
+    criterion = getattr(model, {"cv": "cv_score_", "aicc": "aicc_"}.get(model._chosen_by, ""), None)
+    kernel = (
+        model.kernel if isinstance(model.kernel, str) else getattr(model.kernel, "name", "custom")
+    )
+    return FitSummary(
+        estimator=type(model).__name__,
+        n_samples=int(np.shape(model.X_train_)[0]),
+        var_type=var_type or "c" * model.n_features_in_,
+        kernel=str(kernel),
+        bandwidth=np.asarray(model.bandwidth_, dtype=float),
+        chosen_by=model._chosen_by,
+        criterion=None if criterion is None else float(criterion),
+        r_squared=r_squared(model.y_train_, fitted, model._weights),
+        score=coefficient_of_determination(model.y_train_, fitted, model._weights),
+        method=str(getattr(model.method, "name", model.method)),
+        bandwidth_type=model.bandwidth_type,
+    )

@@ -17,7 +17,6 @@ from typing import Annotated
 
 import typer
 
-from .. import __version__
 from .._optional import MissingDependencyError
 from ..kernels import get, names
 from .progress import CommandProgress
@@ -37,30 +36,7 @@ DENSITY_KERNEL_NAMES = tuple(
     name for name in KERNEL_NAMES if get(name).base is None and name != "constant"
 )
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-    help="attnpool — attention as differentiable lookup: attention pooling and "
-    "Nadaraya–Watson kernel regression.",
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"attnpool {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
-    ] = False,
-) -> None:
-    """attnpool — attention as differentiable lookup."""
+from .app import app  # noqa: E402  (the commands below register on it)
 
 
 @app.command()

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from . import app
+from .app import app
 from .progress import CommandProgress
 
 #: The studies ``study`` runs (:data:`attnpool.studies.STUDIES`, not imported for --help).
