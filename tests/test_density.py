@@ -415,12 +415,3 @@ def test_large_gaussian_densities_in_several_columns_are_exact(d, offset):
     want = (logsumexp(-0.5 * np.sum(u * u, axis=2) + np.log(w / w.sum()), axis=1)
             - 0.5 * d * np.log(2 * np.pi) - np.sum(np.log(h)))  # fmt: skip
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
-
-
-def test_the_default_bandwidth_is_scotts_rule_of_the_data():
-    from attnpool import rule_of_thumb
-
-    x = np.random.default_rng(3).normal(0, 5, (200, 2))
-    model = KernelDensity().fit(x)
-    np.testing.assert_allclose(model.bandwidth_, rule_of_thumb(x))
-    assert KernelDensity().get_params()["bandwidth"] == "scott"
