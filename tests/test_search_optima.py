@@ -274,3 +274,23 @@ def test_the_default_bandwidth_is_scotts_rule_of_the_data():
     model = KernelDensity().fit(x)
     np.testing.assert_allclose(model.bandwidth_, rule_of_thumb(x))
     assert KernelDensity().get_params()["bandwidth"] == "scott"
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+def test_large_one_column_searches_with_weights_or_repeats_stay_binned_and_exact(degree):
+    # from 1000 rows one column searches on a binned grid; weights (and repeated rows,
+    # merged into weights) multiply the binned features, the own term goes whole
+    rng = np.random.default_rng(9)
+    x = rng.uniform(0, 5, 3000)
+    y = np.sin(x) + rng.normal(0, 0.3, x.size)
+    rows = np.r_[np.arange(3000), np.arange(300)]  # 10 % of the rows twice
+    repeated = select_bandwidth(x[rows], y[rows], degree=degree)
+    counts = np.bincount(rows, minlength=3000).astype(float)
+    weighted = select_bandwidth(x, y, degree=degree, weights=counts)
+    exact = select_bandwidth(x, y, degree=degree, weights=counts, pooling="dense")
+    np.testing.assert_allclose(repeated.bandwidth, weighted.bandwidth, rtol=1e-9)
+    np.testing.assert_allclose(weighted.bandwidth, exact.bandwidth, rtol=1e-4)
+    assert weighted.exact and weighted.objective == pytest.approx(exact.objective, rel=1e-8)
+    grid = np.geomspace(0.5, 2, 41) * weighted.bandwidth[0]
+    curve = cv_curve(x, y, grid, degree=degree, weights=counts)
+    assert weighted.objective <= np.min(curve) * (1 + 1e-8)

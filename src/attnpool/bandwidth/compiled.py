@@ -66,17 +66,16 @@ def search(
     ``weights`` the exact compiled search (the binned and host sums take none)."""
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     options = {"model": model, "method": method, "block_size": block_size}
-    if weights is not None and pooling not in ("auto", "dense", "stream"):
+    if weights is not None and pooling not in ("auto", "dense", "stream", "binned"):
         raise ValueError(
             f"pooling: {pooling!r} has no weighted leave-one-out sums; with weights (or "
             "repeated rows, which a search merges into weights) the search runs on the "
-            "exact engines: pooling='auto', 'dense' or 'stream'"
+            "exact engines or binned: pooling='auto', 'dense', 'stream' or 'binned'"
         )
     binnable = (
         method == "cv"
         and model.var_type == "c"
         and kernels.is_builtin(model.kernel, BINNED_KERNELS)
-        and weights is None
     )
     if pooling == "binned" and not binnable:
         raise ValueError(
@@ -85,7 +84,7 @@ def search(
             f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
         )
     if pooling == "binned" or (pooling == "auto" and binnable and x.shape[0] >= BINNED_MIN_ROWS):
-        return _select_binned(x, y, model, thetas, dtype, options, progress)
+        return _select_binned(x, y, model, thetas, dtype, options, progress, weights)
     if pooling != "auto" and TRAITS[pooling].leave_one_out == "host":
         return _select_by_host_sums(x, y, model, thetas, method, pooling, options, progress)
     if pooling == "stream" and block_size is None:
@@ -189,13 +188,17 @@ def _search_one_program(
     )
 
 
-def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSelection:
+def _select_binned(
+    x, y, model, thetas, dtype, options, progress, weights=None
+) -> BandwidthSelection:
     """CV for one continuous column: grid and L-BFGS on the binned objective.
 
     With 16 grid nodes per bandwidth the binned objective's optimum lies within about
     1e-5 (relative) of the exact one; the reported objective is exact (``fgt`` for the
     Gaussian from ``n² ≥`` :data:`EXPANSION_OBJECTIVE_MIN_PAIRS`, all pairs up to
     :data:`EXACT_OBJECTIVE_MAX_PAIRS`, sparse for compact kernels above), else binned.
+    ``weights``: observation weights (or merged repeated rows), multiplying each row's
+    binned features; the reported objective is then the exact weighted one.
     """
     candidates = np.exp(thetas[:, 0])
     grid = binned.grid_for(x[:, :1], float(candidates.min()))
@@ -204,7 +207,8 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     if x.shape[0] <= MAX_ROWS:  # rows and grid padded to buckets (padding bins nothing)
         plan, count = binned.BinnedPlan.bucketed(grid, reach), np.int32(x.shape[0])
         xb, yb = padded(x, y, size=bucket(x.shape[0]))
-    approximate = {**options, "binned": plan}
+    wb = None if weights is None else np.asarray(pad_rows(weights, xb.shape[0]), np.float64)
+    approximate = {**options, "binned": plan, "weights": wb}
     with precision_scope(np.float64):
         xb, yb = np.asarray(xb, np.float64), np.asarray(yb, np.float64)
         # candidates at once, as many as keep the batched (candidates, n) arrays small
@@ -233,7 +237,7 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     if progress:
         progress(2, 3)
     bandwidth = bandwidth_of(theta, model, dtype)
-    value, exact = _reported_objective(x, y, theta, bandwidth, model, dtype, options)
+    value, exact = _reported_objective(x, y, theta, bandwidth, model, dtype, options, weights)
     if value is None:
         with precision_scope(np.float64):
             value = float(objective(np.asarray(theta, np.float64), xb, yb, count, **approximate))
@@ -244,9 +248,10 @@ def _select_binned(x, y, model, thetas, dtype, options, progress) -> BandwidthSe
     return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), exact, evaluations)
 
 
-def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, options):
-    """``(objective, True)`` computed exactly where a way applies, else ``(None, False)``."""
-    pairs, local_constant = x.shape[0] ** 2, model.degree == 0
+def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, options, weights=None):
+    """``(objective, True)`` computed exactly where a way applies, else ``(None, False)``
+    (with ``weights``, by all pairs only: the host methods' sums take none)."""
+    pairs, local_constant = x.shape[0] ** 2, model.degree == 0 and weights is None
     if local_constant and fgt.supports(model.kernel) and pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS:
         value = leave_one_out.cv_objective("fgt", x, y, model.kernel)(np.asarray(theta))
         if value is not None:
@@ -258,9 +263,12 @@ def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, option
         if x.shape[0] <= MAX_ROWS:
             count = np.int32(x.shape[0])
             x, y = padded(x, y, size=bucket(x.shape[0]))
+            weights = None if weights is None else pad_rows(weights, x.shape[0])
         with precision_scope(dtype):
             t, xd, yd = (np.asarray(a, dtype) for a in (theta, x, y))
-            return float(objective(t, xd, yd, count, **options)), True
+            return float(
+                objective(t, xd, yd, count, **options, weights=_cast(weights, dtype))
+            ), True
     return None, False
 
 

@@ -85,7 +85,7 @@ def criterion(
             )
         else:
             residuals = binned_loo_residuals(
-                x, y, bandwidth, model, binned.grid, binned.reach, count=count
+                x, y, bandwidth, model, binned.grid, binned.reach, count=count, weights=weights
             )
         residuals = jnp.where(real, residuals, 0.0)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
@@ -157,14 +157,16 @@ def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=Non
 
 
 def binned_loo_residuals(
-    x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...], count=None
+    x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...], count=None, weights=None
 ):
     """Leave-one-out residuals of a 1-D continuous fit on a binned grid (traceable).
 
     ``x (n, 1)``, ``y (n, p)``; an approximation whose error falls as ``(Δ/h)²``
     (see :mod:`attnpool.methods.binned`), used to search bandwidths fast. Degree 1
     bins the moments of ``x`` about the grid's centre and recentres them at each point.
-    Rows from ``count`` on are padding and bin nothing.
+    Rows from ``count`` on are padding and bin nothing. ``weights (n,)``: observation
+    weights, multiplying each row's features — its own term, taken away, is then its
+    whole weight's (a row left out whole).
     """
     from ..methods import binned
 
@@ -179,6 +181,8 @@ def binned_loo_residuals(
         )
     if count is not None:
         features = jnp.where(jnp.arange(x.shape[0])[:, None] < count, features, 0.0)
+    if weights is not None:
+        features = features * weights[:, None]
     moments = binned.leave_one_out_sums(x[:, :1], features, h, model.kernel, grid, reach)
     p = y.shape[1]
     if model.degree == 0:

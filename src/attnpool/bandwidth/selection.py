@@ -158,8 +158,9 @@ def select_bandwidth(
         AICc's penalty counts rows) and in the rules of thumb — so integer weights select
         what the repeated rows select (:mod:`attnpool.observation_weights`). Rows of
         weight 0 are left out. Weighted searches, and searches of data with repeated
-        rows (merged into weights), run on the exact engines (``pooling`` ``"auto"``,
-        ``"dense"`` or ``"stream"``).
+        rows (merged into weights), run on the exact engines or, for one continuous
+        column, binned (``pooling`` ``"auto"``, ``"dense"``, ``"stream"`` or
+        ``"binned"``).
 
     Returns
     -------
