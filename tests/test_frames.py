@@ -10,7 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnpool import KernelDensity, LocalLinear, NadarayaWatson, NadarayaWatsonClassifier
+from attnpool import (
+    ConditionalDensity,
+    KernelDensity,
+    LocalLinear,
+    NadarayaWatson,
+    NadarayaWatsonClassifier,
+)
 from attnpool._frames import encode
 
 
@@ -93,3 +99,27 @@ def test_densities_and_classes_of_frames(cars):
     want = KernelDensity(bandwidth=[20.0, 0.1, 0.1, 0.2], var_type="cuuo").fit(numbers)
     np.testing.assert_allclose(got, want.score_samples(numbers[:5]), rtol=1e-12)
     assert set(labels) <= {"auto", "manual"}
+
+
+def test_a_conditional_density_of_frames_is_that_of_their_levels(cars):
+    frame, y, numbers = cars
+    x_frame, y_frame = frame[["hp", "size"]], frame.trans  # f̂(transmission | hp, size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = ConditionalDensity(bandwidth="normal_reference").fit(x_frame, y_frame)
+        got = model.pdf(x_frame.iloc[:6], y_frame.iloc[:6])
+        searched = ConditionalDensity().fit(x_frame, y_frame)
+    reference = ConditionalDensity(
+        bandwidth="normal_reference", x_var_type="co", y_var_type="u"
+    ).fit(numbers[:, [0, 3]], numbers[:, 1])
+    np.testing.assert_allclose(model.bandwidth_, reference.bandwidth_, rtol=1e-12)
+    np.testing.assert_allclose(got, reference.pdf(numbers[:6, [0, 3]], numbers[:6, 1]), rtol=1e-12)
+    # the two levels' probabilities at one x sum to 1 (a conditional distribution of y)
+    both = pd.Series(["auto", "manual"], dtype=object)
+    x_twice = pd.concat([x_frame.iloc[[0]]] * 2, ignore_index=True)
+    assert searched.pdf(x_twice, both).sum() == pytest.approx(1.0, abs=1e-12)
+    with pytest.raises(ValueError, match=r"column 'trans' has the level 'cvt'"):
+        model.pdf(x_frame.iloc[:1], pd.Series(["cvt"], name="trans"))
+    # numbers for y: a continuous y's density, as before (var_type 'c')
+    cont = ConditionalDensity(bandwidth="normal_reference").fit(x_frame, pd.Series(y, name="y"))
+    assert cont.y_bandwidth_.shape == (1,) and cont.y_bandwidth_[0] > 0.1

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Encoded", "encode", "fitted_var_type", "is_frame", "levels_applied"]
+__all__ = ["Encoded", "as_table", "encode", "fitted_var_type", "is_frame", "levels_applied"]
 
 
 class Encoded(NamedTuple):
@@ -101,26 +101,43 @@ def _column_levels(column: Any) -> tuple[Any, ...]:
     return tuple(sorted(distinct, key=lambda v: (str(type(v)), v)))
 
 
-def levels_applied(estimator, X, reset: bool):
-    """A table's text and categorical columns as their levels' positions
-    : found at the fit (kept as ``_levels``, and the ``var_type``
-    letters they imply as ``_frame_var_type``), applied to new rows."""
+#: Where an estimator keeps a table's levels and the letters they imply: its inputs'
+#: (``X``) or its targets (a conditional density's ``y``).
+_KEPT = {"X": ("_levels", "_frame_var_type"), "y": ("_y_levels", "_y_frame_var_type")}
+
+
+def as_table(data: Any) -> Any:
+    """A pandas ``Series`` as a one-column table; anything else as it is."""
+    if getattr(data, "ndim", 0) == 1 and hasattr(data, "to_frame") and hasattr(data, "dtype"):
+        return data.to_frame()
+    return data
+
+
+def levels_applied(estimator, X, reset: bool, role: str = "X"):
+    """A table's text and categorical columns as their levels' positions: found at the
+    fit (kept on the estimator, with the ``var_type`` letters they imply), applied to new
+    rows. ``role``: ``"X"``, the inputs, or ``"y"``, the targets of a conditional
+    density (a ``Series`` is then a one-column table)."""
+    levels_name, letters_name = _KEPT[role]
+    table = as_table(X) if role == "y" else X
     if reset:
-        estimator.__dict__.pop("_levels", None)
-        estimator.__dict__.pop("_frame_var_type", None)
-        if not has_levels(X):
+        estimator.__dict__.pop(levels_name, None)
+        estimator.__dict__.pop(letters_name, None)
+        if not has_levels(table):
             return X
-        found = encode(X)
-        estimator._levels, estimator._frame_var_type = found.levels, found.var_type
+        found = encode(table)
+        setattr(estimator, levels_name, found.levels)
+        setattr(estimator, letters_name, found.var_type)
         return found.values
-    levels = getattr(estimator, "_levels", None)
-    return encode(X, levels).values if levels is not None and is_frame(X) else X
+    levels = getattr(estimator, levels_name, None)
+    return encode(table, levels).values if levels is not None and is_frame(table) else X
 
 
-def fitted_var_type(estimator, given: str | None) -> str | None:
+def fitted_var_type(estimator, given: str | None, role: str = "X") -> str | None:
     """The ``var_type`` a fit uses: ``given``, else the letters a table's columns imply
-    (None: all continuous). A text or categorical column given ``c`` is an error."""
-    inferred = getattr(estimator, "_frame_var_type", None)
+    (None: all continuous). A text or categorical column given ``c`` is an error.
+    ``role`` as :func:`levels_applied` takes it."""
+    inferred = getattr(estimator, _KEPT[role][1], None)
     if given is None or inferred is None:
         return given if given is not None else inferred
     wrong = [j for j, (a, b) in enumerate(zip(given, inferred, strict=False)) if a == "c" != b]

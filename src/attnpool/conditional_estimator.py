@@ -9,6 +9,7 @@ from typing import Any, Self
 import numpy as np
 
 from ._estimator_api import BaseEstimator, check_is_fitted, validate_data
+from ._frames import fitted_var_type, levels_applied
 from ._typing import ArrayLike, Bandwidth, KernelSpec
 from .conditional import (
     conditional_cdf,
@@ -72,14 +73,23 @@ class ConditionalDensity(BaseEstimator):
         self.y_var_type = y_var_type
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
-        """Keep the sample (``X (n, d)``, ``y (n,) | (n, e)``) and choose the bandwidths."""
+        """Keep the sample (``X (n, d)``, ``y (n,) | (n, e)``) and choose the bandwidths.
+
+        Data frames as the regressors take them (text and categorical columns are
+        levels, their ``var_type`` letters inferred), for ``y`` too (a ``Series`` or a
+        ``DataFrame``)."""
+        y = levels_applied(self, y, reset=True, role="y")
         x, yy = validate_data(self, X, y, multi_output=True, y_numeric=True)
         yy = yy.reshape(yy.shape[0], -1)
         d = x.shape[1]
+        self._var_types = (
+            fitted_var_type(self, self.x_var_type),
+            fitted_var_type(self, self.y_var_type, "y"),
+        )
         if isinstance(self.bandwidth, str):
             found = select_conditional_bandwidth(
-                x, yy, method=self.bandwidth, kernel=self.kernel, x_var_type=self.x_var_type,
-                y_var_type=self.y_var_type,
+                x, yy, method=self.bandwidth, kernel=self.kernel, x_var_type=self._var_types[0],
+                y_var_type=self._var_types[1],
             )  # fmt: skip
             h, self.criterion_ = found.bandwidth, found.objective
         else:
@@ -97,8 +107,8 @@ class ConditionalDensity(BaseEstimator):
 
     def _options(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth_, "y_bandwidth": self.y_bandwidth_,
-                "kernel": self.kernel, "x_var_type": self.x_var_type,
-                "y_var_type": self.y_var_type}  # fmt: skip
+                "kernel": self.kernel, "x_var_type": self._var_types[0],
+                "y_var_type": self._var_types[1]}  # fmt: skip
 
     def score_samples(self, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         """``log f̂(y_i | X_i)``, ``(n,)``."""
@@ -118,6 +128,7 @@ class ConditionalDensity(BaseEstimator):
         """``(X (k, d), y (k, e))`` of new rows, checked against the fit (feature count and
         names, as scikit-learn checks them)."""
         check_is_fitted(self)
+        y = levels_applied(self, y, reset=False, role="y")
         X, yy = validate_data(self, X, y, reset=False, multi_output=True, y_numeric=True)
         return X, yy.reshape(yy.shape[0], -1)
 
