@@ -48,11 +48,13 @@ $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-dev
 	$(BIN)/python -m pip install -q -e '.[dev,docs]'
 	touch $@
 
-# The site: warnings are errors; then every internal link and image is checked.
+# The site: warnings are errors; then every internal link and image is checked, and the
+# pages are looked at in headless Chromium, offline (figures drawn, maths typeset).
 docs: $(VENV)/.installed-docs
 	rm -rf docs/_build docs/api/generated docs/auto_examples docs/sg_execution_times.rst
 	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
 	$(BIN)/python docs/check_links.py docs/_build/html
+	$(BIN)/python docs/check_pages.py docs/_build/html
 
 # The README's pictures.
 docs-images: $(VENV)/.installed-dev

@@ -38,8 +38,10 @@ plot_fit(
     y,
     grid[:, 0],
     {"Nadaraya–Watson": constant.predict(grid), "local linear": linear.predict(grid)},
-    bands={"local linear": (lower, upper)},
-    title="mcycle: acceleration (g) against time (ms)",
+    bands={"local linear, 95 % band": (lower, upper)},
+    title="mcycle: a crash test dummy's head acceleration",
+    xlabel="time after impact (ms)",
+    ylabel="acceleration (g)",
 )
 
 # %%

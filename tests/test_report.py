@@ -1,8 +1,6 @@
 """The HTML report, opened in a real headless Chromium (Debian's package) by Playwright."""
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -10,37 +8,16 @@ import pytest
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
+from browser import CHROMIUM_ARGS, chromium_executable
+
 # These tests share one worker (the page is built once).
 pytestmark = pytest.mark.xdist_group("report")
-
-# Chromium must not try to reach the network (the machine's network is closed).
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _install_chromium() -> None:
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    # another process installing (a second test worker, say) holds dpkg's lock: wait for it
-    apt = ["apt-get", "-o", "DPkg::Lock::Timeout=600", "-q"]
-    install = [*apt, "install", "-y", "chromium"]
-    if subprocess.run(install, env=env, capture_output=True).returncode != 0:
-        subprocess.run([*apt, "update"], env=env, capture_output=True)
-        subprocess.run(install, env=env, capture_output=True)
 
 
 @pytest.fixture(scope="session")
 def chromium_path():
     """Debian's Chromium, installed by this set-up when the machine lacks it."""
-    if shutil.which("chromium") is None:
-        _install_chromium()
-    path = shutil.which("chromium")
+    path = chromium_executable()
     if path is None:
         pytest.fail("the report tests need Chromium; 'apt-get install chromium' did not provide it")
     return path
