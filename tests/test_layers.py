@@ -22,6 +22,7 @@ ENGINE_LAYER = {
     "geometry",
     "kernel_calculus",
     "kernel_profiles",
+    "kernel_record",
     "kernels",
     "local_model",
     "masks",

@@ -185,5 +185,10 @@ def count_programs() -> ProgramCount:
     ...     _ = attnpool.attention_pool([0.5], [0.0, 1.0], [1.0, 2.0], block_size=13)
     >>> count.traced > 0
     True
+
+    References
+    ----------
+    JAX documentation, "Persistent compilation cache" and ``jax.monitoring`` (the events
+    counted).
     """
     return ProgramCount()

@@ -283,7 +283,36 @@ def density_band(
     small-bandwidth approximation (``f̂ R(K) / (n h)`` overstates it by the ``f̂² / n``
     it drops, a quarter at ``h = 0.3`` on a standard normal). The bias is not bounded, as
     by no such band; the lower end is clipped at 0. ``var_type`` as
-    :func:`log_density` takes it."""
+    :func:`log_density` takes it.
+
+    Parameters
+    ----------
+    x_train : array (n,) or (n, d)
+    x_query : array (k,) or (k, d)
+    kernel, bandwidth, weights, var_type
+        As :func:`attnpool.kernel_density`.
+    level : float in (0, 1)
+
+    Returns
+    -------
+    lower, upper : ndarray (k,)
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> from attnpool.density import density_band
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # x uniform on [0, 5]
+    >>> lower, upper = density_band(data.x_train, [2.5], bandwidth=0.4)
+    >>> lower.round(3), upper.round(3)     # around the estimate 0.215
+    (array([0.139]), array([0.292]))
+
+    References
+    ----------
+    Wand, M. P. & Jones, M. C. (1995). *Kernel Smoothing*, section 2.5 (the estimate's
+    variance). Hall, P. (1992). Effect of bias estimation on coverage accuracy of
+    bootstrap confidence intervals for a probability density. *Annals of Statistics*
+    20(2), 675–694 (why the bias is left out).
+    """
     from scipy import stats
 
     from .mixed_kernels import log_sums

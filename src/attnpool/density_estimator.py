@@ -373,6 +373,11 @@ class TiedDataWarning(UserWarning):
     ...     _ = attnpool.select_density_bandwidth(x, method="cv_ls")
     >>> caught[0].category.__name__
     'TiedDataWarning'
+
+    References
+    ----------
+    Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*,
+    section 3.4.3 (least-squares cross-validation degenerates on discretised data).
     """
 
 

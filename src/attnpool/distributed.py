@@ -130,7 +130,33 @@ def merged_states(
     weighted: bool = False,
 ) -> da.Array:
     """The merged states, lazily: ``(n, 1, K, p + 2)`` (twice ``p + 2`` with ``nearest``);
-    ``weighted``: the values are ``[w, w·v]`` (see :func:`state_task`)."""
+    ``weighted``: the values are ``[w, w·v]`` (see :func:`state_task`).
+
+    Each task computes the log-domain state of one query chunk over one key chunk; the
+    states of a query chunk are merged along the keys by a tree reduction
+    (``split_every`` at a time). ``bandwidths (K, d)``: ``K`` bandwidths at once.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, attnpool
+    >>> from attnpool import distributed, kernels
+    >>> q = da.from_array(np.linspace(0, 1, 4)[:, None], chunks=2)     # 2 query chunks
+    >>> k = da.from_array(np.linspace(0, 1, 6)[:, None], chunks=3)     # 2 key chunks
+    >>> v = da.from_array(np.arange(6.0)[:, None], chunks=3)
+    >>> states = distributed.merged_states(q, k, v, np.array([[0.5]]), kernels.get("gaussian"),
+    ...                                    False, None, ("queries", "keys", "values"))
+    >>> states.shape, states.chunks[0]            # lazy: one merged state per query chunk
+    ((4, 1, 1, 3), (2, 2))
+    >>> distributed.finish_states(states.compute())[:, 0, 0].round(4)
+    array([1.5846, 2.1768, 2.8232, 3.4154])
+
+    References
+    ----------
+    Milakov, M. & Gimelshein, N. (2018). Online normalizer calculation for softmax.
+    arXiv:1805.02867 (the mergeable state). Rocklin, M. (2015). Dask: parallel
+    computation with blocked algorithms and task scheduling. *Proceedings of the 14th
+    Python in Science Conference*, 130–136.
+    """
     n_bandwidths, p = bandwidths.shape[0], values.shape[1]
     dtype = np.result_type(queries.dtype, keys.dtype, values.dtype, np.float32)
     arrays = [queries, "ia", keys, "ja", values, "jb"]
@@ -235,6 +261,26 @@ def attention_pool(
     limit) takes the same limit for distance kernels (each task also keeps the nearest
     keys of the rows it leaves without weight) and raises for ``similarity="dot"``; NaN
     or infinite inputs raise ``ValueError`` at ``compute()``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, attnpool
+    >>> from attnpool import distributed, kernels
+    >>> q = da.from_array(np.linspace(0, 1, 4)[:, None], chunks=2)     # 2 query chunks
+    >>> k = da.from_array(np.linspace(0, 1, 6)[:, None], chunks=3)     # 2 key chunks
+    >>> v = da.from_array(np.arange(6.0)[:, None], chunks=3)
+    >>> distributed.attention_pool(q, k, v[:, 0], bandwidth=0.5).compute().round(4)
+    array([1.5846, 2.1768, 2.8232, 3.4154])
+    >>> attnpool.attention_pool(np.linspace(0, 1, 4), np.linspace(0, 1, 6), np.arange(6.0),
+    ...                         bandwidth=0.5).round(4)                # the same numbers
+    array([1.5846, 2.1768, 2.8232, 3.4154])
+
+    References
+    ----------
+    Milakov, M. & Gimelshein, N. (2018). Online normalizer calculation for softmax.
+    arXiv:1805.02867 (the mergeable state). Rocklin, M. (2015). Dask: parallel
+    computation with blocked algorithms and task scheduling. *Proceedings of the 14th
+    Python in Science Conference*, 130–136.
     """
     check_positive_int(split_every, "split_every")
     rows, key_rows, value_rows, h, record, flat = prepare_arrays(

@@ -213,6 +213,40 @@ def finish_states(
     With ``nearest`` such rows (an unbounded kernel's distances overflowed) take the
     nearest keys' values from the second half of the state, as the local path does.
     With ``bandwidth`` (kernels without that state) they are an error.
+
+    Parameters
+    ----------
+    packed : ndarray (n, 1, K, p + 2), or twice ``p + 2`` with ``nearest``
+        Merged states (:func:`attnpool.distributed.merged_states`, computed).
+    bandwidth : ndarray, optional
+    nearest : bool
+
+    Returns
+    -------
+    ndarray (n, K, p)
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, attnpool
+    >>> from attnpool import distributed, kernels
+    >>> q = da.from_array(np.linspace(0, 1, 4)[:, None], chunks=2)     # 2 query chunks
+    >>> k = da.from_array(np.linspace(0, 1, 6)[:, None], chunks=3)     # 2 key chunks
+    >>> v = da.from_array(np.arange(6.0)[:, None], chunks=3)
+    >>> states = distributed.merged_states(q, k, v, np.array([[0.5], [2.0]]),
+    ...                                    kernels.get("gaussian"), False, None,
+    ...                                    ("queries", "keys", "values"))
+    >>> distributed.finish_states(states.compute())[:, :, 0].round(3)   # two bandwidths
+    array([[1.585, 2.428],
+           [2.177, 2.476],
+           [2.823, 2.524],
+           [3.415, 2.572]])
+
+    References
+    ----------
+    Milakov, M. & Gimelshein, N. (2018). Online normalizer calculation for softmax.
+    arXiv:1805.02867 (the mergeable state). Rocklin, M. (2015). Dask: parallel
+    computation with blocked algorithms and task scheduling. *Proceedings of the 14th
+    Python in Science Conference*, 130–136.
     """
     parts = np.split(packed[:, 0], 2, axis=-1) if nearest else [packed[:, 0]]
     with precision_scope(packed.dtype):

@@ -64,6 +64,11 @@ class EmptyNeighbourhoodWarning(RuntimeWarning):
     ...     _ = attnpool.attention_pool([9.0], [0.0, 1.0], [1.0, 2.0], kernel="boxcar")
     >>> caught[0].category.__name__
     'EmptyNeighbourhoodWarning'
+
+    References
+    ----------
+    Wand, M. P. & Jones, M. C. (1995). *Kernel Smoothing*, section 5.2 (the local
+    constant fit is undefined where the kernel weights sum to zero).
     """
 
 

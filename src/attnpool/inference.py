@@ -65,7 +65,29 @@ BOOTSTRAPS = ("wild", "residual")
 
 
 class ConfidenceBand(NamedTuple):
-    """Fit, standard error and a pointwise band; each ``(n,)`` or ``(n, p)`` like ``y``."""
+    """Fit, standard error and a pointwise band; each ``(n,)`` or ``(n, p)`` like ``y``.
+
+    Attributes
+    ----------
+    fit, std, lower, upper : ndarray
+        The estimate, its standard error and the band ``fit ∓ z std`` (asymptotic) or the
+        bootstrap's percentile-t limits.
+    level : float
+    method : str
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> band = attnpool.confidence_band(data.x_train, data.y_train, [2.0], bandwidth=0.4)
+    >>> band.level, bool(band.lower[0] < band.fit[0] < band.upper[0])
+    (0.95, True)
+
+    References
+    ----------
+    Fan, J. & Gijbels, I. (1996). *Local Polynomial Modelling and Its Applications*,
+    section 4.4. Chapman & Hall.
+    """
 
     fit: np.ndarray
     std: np.ndarray
@@ -114,6 +136,8 @@ def confidence_band(
     -------
     ConfidenceBand
 
+    Examples
+    --------
     >>> import numpy as np
     >>> x = np.linspace(0, 5, 200); y = np.sin(x) + 0.1 * np.cos(40 * x)
     >>> band = confidence_band(x, y, [2.5], bandwidth=0.3)

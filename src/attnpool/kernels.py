@@ -51,196 +51,50 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
-from typing import Any, Literal
-
-import numpy as np
+from typing import Any
 
 from . import kernel_profiles as profiles
+from .kernel_record import Kernel
 
 __all__ = ["Kernel", "get", "higher_order", "names", "register"]
-
-#: ``log K`` of the squared scaled distance, elementwise (JAX-traceable).
-LogProfile = Callable[[Any], Any]
 
 #: Dimensions from which the Gaussian's log weights are formed as matrix products,
 #: ``q·k − |k|²/2`` (below it, by coordinate differences).
 MATMUL_MIN_DIM = 3
 
 
-@dataclass(frozen=True)
-class Kernel:
-    """A kernel for attention pooling.
-
-    Attributes
-    ----------
-    name : str
-        Registry name.
-    log_profile : callable
-        ``log K`` as a function of the squared scaled distance ``r2 >= 0``
-        (elementwise, traceable by JAX); ``-inf`` where the kernel is zero. For
-        ``similarity="dot"`` it receives the score ``q·k / h`` instead.
-    support : float
-        Radius of the support in scaled units (``inf`` for unbounded kernels).
-    variance : float or None
-        ``∫ u² K(u) du`` of the normalised one-dimensional kernel.
-    roughness : float or None
-        ``R(K) = ∫ K(u)² du`` of the normalised one-dimensional kernel.
-    log_norm : float
-        Log of the constant that normalises the one-dimensional kernel.
-    similarity : {"distance", "dot"}
-        Whether the kernel acts on the scaled distance or on the scaled dot product.
-    quadratic : float or None
-        Set when ``log K(r2) = quadratic · r2`` exactly (the Gaussian: −1/2). Such a
-        kernel's log weights are a matrix product, the fast form in many dimensions.
-    product : bool
-        A product kernel: ``log K = Σ_j log_profile(u_j²)`` over the coordinates (the
-        one-dimensional kernel in each), not ``log_profile(Σ_j u_j²)``.
-    order : int
-        The kernel's order ``ν``: its first nonzero moment past ``∫K`` is ``∫ u^ν K``
-        (2 for every non-negative kernel).
-    polynomial : tuple of float
-        A higher-order kernel's ``P`` (coefficients of ``1, u², u⁴, …``): ``K_ν(u) =
-        P(u²) K(u)`` with ``K`` the record ``base``, in one dimension (a product over
-        the coordinates in several). Empty for ordinary kernels.
-    base : Kernel or None
-        The non-negative kernel a higher-order kernel multiplies.
-    host : bool
-        ``log_profile`` also takes NumPy arrays, in float64, and returns NumPy (a
-        callable's kernel, :meth:`from_function`): small NumPy problems are then summed
-        on the host with no program to build for each new function.
-
-    Examples
-    --------
-    >>> import attnpool
-    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
-    >>> attnpool.kernels.get("epanechnikov").support              # zero beyond |u| = 1
-    1.0
-    >>> cauchy = attnpool.Kernel.from_function(lambda u: 1 / (1 + u**2), name="cauchy")
-    >>> attnpool.nadaraya_watson(data.x_train, data.y_train, [2.0], cauchy,
-    ...                          bandwidth=0.5).round(3)
-    array([3.347])
-    """
-
-    name: str
-    log_profile: LogProfile
-    support: float = math.inf
-    variance: float | None = None
-    roughness: float | None = None
-    log_norm: float = 0.0
-    similarity: Literal["distance", "dot"] = "distance"
-    quadratic: float | None = None
-    product: bool = False
-    order: int = 2
-    polynomial: tuple[float, ...] = ()
-    base: Kernel | None = None
-    host: bool = False
-
-    @property
-    def doc(self) -> str:
-        """The kernel's formula and the meaning of its bandwidth."""
-        return (self.log_profile.__doc__ or "").strip()
-
-    @property
-    def compact(self) -> bool:
-        """True when the kernel is zero beyond a finite radius."""
-        return math.isfinite(self.support)
-
-    def __call__(self, u: np.ndarray) -> np.ndarray:
-        """Evaluate the normalised one-dimensional kernel ``K(u)`` (for plots).
-
-        For ``dot`` the argument is the score and the profile is ``exp(score)``; a
-        higher-order kernel is signed.
-        """
-        import jax.numpy as jnp
-
-        from ._interop import precision_scope
-
-        u = np.asarray(u, dtype=np.float64)
-        if self.base is not None:
-            return np.asarray(
-                self.base(u) * np.polynomial.polynomial.polyval(u**2, self.polynomial)
-            )
-        arg = u if self.similarity == "dot" else u**2
-        with precision_scope(np.float64):
-            log_k = np.asarray(self.log_profile(jnp.asarray(arg)))
-        return np.asarray(np.exp(self.log_norm + log_k))
-
-    @classmethod
-    def from_function(
-        cls, function: Callable[..., Any], *, name: str | None = None, support: float = math.inf
-    ) -> Kernel:
-        """Wrap ``function(u) -> K(u) >= 0`` of the scaled distance ``u >= 0``.
-
-        ``function`` must be traceable by JAX (use ``jax.numpy``). It is probed
-        once on ``u ∈ [0, 10]``: a negative or NaN value raises ``ValueError``.
-
-        >>> import jax.numpy as jnp
-        >>> k = Kernel.from_function(lambda u: 1 / (1 + u**2), name="cauchy")
-        >>> float(k.log_profile(jnp.asarray(1.0)))  # log(1 / (1 + 1))
-        -0.693...
-        """
-        import jax.numpy as jnp
-
-        label = str(name or getattr(function, "__name__", "custom"))
-        probe = np.asarray(function(jnp.linspace(0.0, 10.0, 201)))
-        if probe.shape != (201,) or not np.all(probe >= 0):
-            raise ValueError(
-                f"kernel: a callable kernel must map the scaled distance u >= 0 elementwise to "
-                f"K(u) >= 0; {label!r} returned shape {probe.shape} with values in "
-                f"[{np.nanmin(probe) if probe.size else 'none'}, "
-                f"{np.nanmax(probe) if probe.size else 'none'}] (NaN present: "
-                f"{bool(np.isnan(probe).any())})"
-            )
-
-        def traced(r2: Any) -> Any:
-            return jnp.log(function(profiles.safe_sqrt(r2)))
-
-        on_host = _HostProfile(traced)
-
-        def log_profile(r2: Any) -> Any:
-            if isinstance(r2, np.ndarray | np.generic):  # host sums: float64, NumPy out
-                return on_host(r2)
-            return traced(r2)
-
-        log_profile.__doc__ = function.__doc__ or f"User kernel {label!r}: K(u) = {label}(u)."
-        return cls(label, log_profile, support=support, host=True)
-
-
-class _HostProfile:
-    """A callable's log profile on NumPy arrays: one small jitted program of the profile
-    alone (elementwise, float64, on sizes padded to powers of two), so that a new Python
-    kernel on small NumPy data costs ~0.05 s, not a whole pooling program's compilation
-    (0.6–0.8 s for the textbook's 40 × 100 points)."""
-
-    def __init__(self, traced: Callable[[Any], Any]) -> None:
-        self.traced = traced
-        self.program: Callable[[Any], Any] | None = None
-
-    def __call__(self, r2: Any) -> np.ndarray:
-        import jax
-
-        from ._interop import precision_scope
-
-        flat = np.asarray(r2, np.float64).reshape(-1)
-        padded = np.zeros(max(HOST_PROFILE_MIN_SIZE, 1 << max(flat.size - 1, 0).bit_length()))
-        padded[: flat.size] = flat
-        with precision_scope(np.float64):
-            if self.program is None:
-                self.program = jax.jit(self.traced)
-            program = self.program
-            found = np.array(program(padded), np.float64)  # (writable: shifted after)
-        return found[: flat.size].reshape(np.shape(r2))
-
-
-#: The smallest padded size of :class:`_HostProfile`'s programs.
-HOST_PROFILE_MIN_SIZE = 1024
-
 _REGISTRY: dict[str, Kernel] = {}
 
 
 def register(kernel: Kernel, *, overwrite: bool = False) -> Kernel:
-    """Add ``kernel`` to the registry under ``kernel.name`` and return it."""
+    """Add ``kernel`` to the registry under ``kernel.name`` and return it.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The record; its ``name`` is then accepted wherever a kernel name is.
+    overwrite : bool, default=False
+        Replace a record already registered under that name (a built-in name then
+        means the user's kernel, which no method treats as built in).
+
+    Returns
+    -------
+    Kernel
+        ``kernel``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from attnpool import kernels
+    >>> cauchy = kernels.Kernel.from_function(lambda u: 1 / (1 + u**2), name="my-cauchy")
+    >>> kernels.register(cauchy).name in kernels.names()
+    True
+
+    References
+    ----------
+    Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*,
+    section 3.3 (what makes a function a kernel).
+    """
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel: expected a Kernel record; received {type(kernel).__name__}")
     if kernel.name in _REGISTRY and not overwrite:
@@ -252,7 +106,24 @@ def register(kernel: Kernel, *, overwrite: bool = False) -> Kernel:
 
 
 def names() -> list[str]:
-    """Names of the registered kernels, in registration order."""
+    """Names of the registered kernels, in registration order.
+
+    Returns
+    -------
+    list of str
+        The built-in kernels first (the table of :mod:`attnpool.kernels`), then those
+        added by :func:`register`.
+
+    Examples
+    --------
+    >>> from attnpool import kernels
+    >>> kernels.names()[:5]
+    ['gaussian', 'boxcar', 'constant', 'triangular', 'epanechnikov']
+
+    References
+    ----------
+    Wand, M. P. & Jones, M. C. (1995). *Kernel Smoothing*, table 2.1.
+    """
     return list(_REGISTRY)
 
 
@@ -303,7 +174,31 @@ def for_dimensions(kernel: Kernel, d: int) -> Kernel:
 
 
 def get(kernel: str | Kernel | Callable[..., Any]) -> Kernel:
-    """Resolve a kernel name, a ``Kernel`` record or a callable ``K(u)`` to a record."""
+    """Resolve a kernel name, a ``Kernel`` record or a callable ``K(u)`` to a record.
+
+    Parameters
+    ----------
+    kernel : str, Kernel or callable
+        A registered name (:func:`names`), a record (returned as it is), or a function
+        ``K(u) >= 0`` of the scaled distance written with ``jax.numpy``
+        (:meth:`Kernel.from_function`; one record per function).
+
+    Returns
+    -------
+    Kernel
+
+    Examples
+    --------
+    >>> from attnpool import kernels
+    >>> epanechnikov = kernels.get("epanechnikov")
+    >>> epanechnikov.support, round(epanechnikov.variance, 3), round(epanechnikov.roughness, 3)
+    (1.0, 0.2, 0.6)
+
+    References
+    ----------
+    Wand, M. P. & Jones, M. C. (1995). *Kernel Smoothing*, chapter 2.7 (``μ₂(K)`` is
+    ``variance``, ``R(K)`` is ``roughness``).
+    """
     if isinstance(kernel, Kernel):
         return kernel
     if isinstance(kernel, str):
@@ -359,9 +254,30 @@ def higher_order(kernel: str | Kernel, order: int) -> Kernel:
     ``O(h²)`` where the function is smooth. Gaussian or Epanechnikov, order 2 (the kernel
     itself), 4, 6 or 8; products of one-dimensional kernels in several dimensions.
 
+    Parameters
+    ----------
+    kernel : str or Kernel
+        ``"gaussian"`` or ``"epanechnikov"``.
+    order : {2, 4, 6, 8}
+        The order ``ν``.
+
+    Returns
+    -------
+    Kernel
+        The registered record ``"{kernel}-order{order}"`` (the kernel itself for 2).
+
+    Examples
+    --------
     >>> k = higher_order("gaussian", 4)   # (3 − u²)/2 · φ(u)
     >>> k.name, k.polynomial
     ('gaussian-order4', (1.5, -0.5))
+
+    References
+    ----------
+    Gasser, T., Müller, H.-G. & Mammitzsch, V. (1985). Kernels for nonparametric curve
+    estimation. *JRSS B* 47(2), 238–252. Hayfield, T. & Racine, J. S. (2008).
+    Nonparametric econometrics: the np package. *Journal of Statistical Software*
+    27(5) (``ckerorder``).
     """
     record = get(kernel)
     orders = HIGHER_ORDERS.get(record.name, ())

@@ -340,6 +340,8 @@ def attention_weights(
     nearest key (``"nearest"``, ties shared), or raise (``"raise"``); masked keys have
     weight 0.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> attention_weights(np.arange(3.0), np.arange(3.0), kernel="boxcar", bandwidth=0.5)
     array([[1., 0., 0.],

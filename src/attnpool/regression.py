@@ -174,6 +174,8 @@ def nadaraya_watson(
     n_train)``, each *row* summing to 1 — the transpose of the textbook's
     ``attention_w``, whose columns are the queries.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> x = np.linspace(0, 1, 5); y = 3 * x
     >>> nadaraya_watson(x, y, np.array([0.5]), bandwidth=0.2).round(6)

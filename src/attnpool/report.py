@@ -93,7 +93,24 @@ def _png(figure: Figure) -> str:
 
 
 def build_report(demo: DemoResult | None = None, *, seed: int = 0) -> str:
-    """The report as one HTML string (runs the demo first unless one is given)."""
+    """The report as one HTML string (runs the demo first unless one is given).
+
+    One self-contained page: the demo's table and figures (PNG data URIs) and a slider
+    that redraws the attention weights and the fit for each bandwidth, with no script
+    or stylesheet from the network.
+
+    Examples
+    --------
+    >>> from attnpool import report
+    >>> page = report.build_report()
+    >>> page.startswith("<!DOCTYPE html>"), "https://" in page
+    (True, False)
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2 (the figures it shows, here with a bandwidth slider).
+    """
     demo = demo if demo is not None else run_demo(seed=seed)
     payload = json.dumps(interactive_data(demo), separators=(",", ":"))
     payload = payload.replace("</", "<\\/")  # nothing in the JSON may close the script
@@ -113,7 +130,21 @@ def build_report(demo: DemoResult | None = None, *, seed: int = 0) -> str:
 def write_report(
     path: str | os.PathLike[str], demo: DemoResult | None = None, *, seed: int = 0
 ) -> Path:
-    """Write :func:`build_report` to ``path`` atomically."""
+    """Write :func:`build_report` to ``path`` atomically.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from attnpool import report
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> report.write_report(folder / "report.html").name
+    'report.html'
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2 (the figures it shows, here with a bandwidth slider).
+    """
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"out: expected an HTML file name; received the directory {str(path)!r}")

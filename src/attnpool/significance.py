@@ -77,6 +77,13 @@ class SignificanceTest:
     >>> found = attnpool.significance_test(model, 0, n_boot=99)
     >>> found.p_value, found.stars
     (0.01, '**')
+
+    References
+    ----------
+    Racine, J. (1997). Consistent significance testing for nonparametric regression.
+    *JBES* 15(3), 369–378. Hayfield, T. & Racine, J. S. (2008). Nonparametric
+    econometrics: the np package. *Journal of Statistical Software* 27(5) (``npsigtest``
+    and its significance codes).
     """
 
     statistic: float
@@ -129,6 +136,8 @@ def significance_test(
     -------
     SignificanceTest
 
+    Examples
+    --------
     >>> import numpy as np, attnpool
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(0, 1, (150, 2)); y = np.sin(6 * X[:, 0]) + rng.normal(0, 0.3, 150)

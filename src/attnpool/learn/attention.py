@@ -40,6 +40,24 @@ def learned_pool(
     leave-one-out), or ``-1`` for none. ``weights (m,)``: the keys' positive observation
     weights, ``log w`` added to their log weights (a left-out key is left out whole:
     :mod:`attnpool.observation_weights`).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, attnpool
+    >>> from attnpool import learn
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> fit = attnpool.fit_attention("bandwidth", data.x_train, data.y_train, steps=60)
+    >>> keys = jnp.asarray(fit.standardisation(fit.x_train))      # standardised inputs
+    >>> pooled, empty = learn.learned_pool(fit.model, fit.params, keys[:2], keys,
+    ...                                    jnp.asarray(fit.y_train))
+    >>> pooled.round(3).tolist(), empty.tolist()      # each point from all 80
+    ([[0.436], [0.544]], [False, False])
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2. Rabe, M. N. & Staats, C. (2021). Self-attention does not need O(n²)
+    memory. arXiv:2112.05682 (the streamed log-domain state).
     """
     embedded_queries = model.embed_queries(params, queries)
     embedded_keys = model.embed_keys(params, keys)
@@ -75,7 +93,24 @@ def learned_weights(
     weights: jax.Array | None = None,
 ) -> jax.Array:
     """``(n, m)`` attention weights of a learned model (rows sum to 1); ``weights``: the
-    keys' positive observation weights."""
+    keys' positive observation weights.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, attnpool
+    >>> from attnpool import learn
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> fit = attnpool.fit_attention("bandwidth", data.x_train, data.y_train, steps=60)
+    >>> keys = jnp.asarray(fit.standardisation(fit.x_train))      # standardised inputs
+    >>> alpha = learn.learned_weights(fit.model, fit.params, keys[:2], keys)
+    >>> alpha.shape, alpha.sum(axis=1).round(6).tolist()
+    ((2, 80), [1.0, 1.0])
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2 (its weights are this matrix transposed: keys × queries).
+    """
     log_w = model.log_weights(
         params, model.embed_queries(params, queries), model.embed_keys(params, keys)
     )

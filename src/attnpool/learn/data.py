@@ -16,7 +16,24 @@ __all__ = ["Standardisation", "as_targets", "split", "training_data"]
 
 @dataclass(frozen=True)
 class Standardisation:
-    """``x ↦ (x − centre) / scale``, from the training inputs."""
+    """``x ↦ (x − centre) / scale``, from the training inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnpool.learn import Standardisation
+    >>> x = np.array([[1.0, 10.0], [3.0, 30.0]])
+    >>> Standardisation.of(x, shared=False)(x)
+    array([[-1., -1.],
+           [ 1.,  1.]])
+    >>> Standardisation.of(x, shared=True).scale.round(3)   # one scale: the mean variance's
+    array([7.106, 7.106])
+
+    References
+    ----------
+    Hastie, T., Tibshirani, R. & Friedman, J. (2009). *The Elements of Statistical
+    Learning*, 2nd ed., section 6.1.1 (standardising inputs before a radial kernel).
+    """
 
     centre: np.ndarray
     scale: np.ndarray

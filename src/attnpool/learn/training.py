@@ -66,6 +66,21 @@ class AttentionFit:
     stopped_early : bool
     weights : ndarray (m,) or None
         The training points' observation weights
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> fit = attnpool.fit_attention("bandwidth", data.x_train, data.y_train, steps=60)
+    >>> fit.history.shape, fit.predict([2.0]).round(3)
+    ((60,), array([3.784]))
+    >>> fit.attention_weights([2.0]).shape                # (queries, training points)
+    (1, 80)
+
+    References
+    ----------
+    Zhang, A., Lipton, Z. C., Li, M. & Smola, A. J. (2023). *Dive into Deep Learning*,
+    chapter 11.2.
     """
 
     model: AttentionModel
@@ -242,6 +257,8 @@ def fit_attention(
     -------
     AttentionFit
 
+    Examples
+    --------
     >>> import numpy as np
     >>> from attnpool.datasets import sine_data
     >>> data = sine_data()

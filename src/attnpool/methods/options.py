@@ -165,6 +165,11 @@ class TopK:
     >>> attnpool.attention_pool([2.0], data.x_train, data.y_train, bandwidth=0.1,
     ...                         method=attnpool.TopK(k=20)).round(3)
     array([3.886])
+
+    References
+    ----------
+    Johnson, J., Douze, M. & Jégou, H. (2021). Billion-scale similarity search with
+    GPUs. *IEEE Transactions on Big Data* 7(3), 535–547 (k-nearest-key attention).
     """
 
     k: int = 64
