@@ -13,7 +13,7 @@ from attnpool.engines.native_search import (
     estimate_rows,
     gradient_loop_built,
 )
-from attnpool.engines.numpy_engine import loo_objective
+from attnpool.engines.numpy_search import loo_objective
 from attnpool.local_model import model_for
 
 

@@ -19,7 +19,7 @@ from attnpool import (
     local_regression,
     select_bandwidth,
 )
-from attnpool.engines import numpy_engine
+from attnpool.engines import numpy_engine, numpy_search
 from attnpool.local_model import model_for
 from attnpool.methods import native
 from reference import long_double_local_linear, stable_gaussian_pool
@@ -60,7 +60,7 @@ def test_predictions_equal_the_compiled_engines(kernel, degree, d):
 def test_leave_one_out_objective_equals_the_compiled_one(kernel, degree, d):
     x, y = _data(60, d, seed=2)
     bandwidths = np.geomspace(0.3, 3.0, 5)
-    objective = numpy_engine.loo_objective(x, y, model_for(x, kernel=kernel, degree=degree))
+    objective = numpy_search.loo_objective(x, y, model_for(x, kernel=kernel, degree=degree))
     got = [objective(np.full(d, np.log(h))) for h in bandwidths]
     want = cv_curve(x, y, bandwidths, kernel=kernel, degree=degree)
     np.testing.assert_allclose(got, want, rtol=1e-11)  # inf where a point is alone
@@ -91,11 +91,17 @@ def test_small_fits_in_one_column_build_no_program():
     assert (count.traced, count.built) == (0, 0)
 
 
-def test_large_fits_go_to_the_compiled_engines():
-    model = model_for(np.zeros((1, 2)), degree=1)
+def test_large_fits_go_to_the_compiled_engines(native_cache):
+    model = model_for(np.zeros((1, 2)), kernel="epanechnikov", degree=1)
     rows = int(np.sqrt(numpy_engine.NUMPY_MAX_WORK / 9)) + 1
     assert not numpy_engine.serves(model, rows, rows, 1)
-    assert not numpy_engine.serves(model_for(np.zeros((1, 2)), var_type="cu"), 10, 10, 1)
+    # the Gaussian's: on the native loop once it is built (never built for a prediction)
+    gaussian = model_for(np.zeros((1, 2)), degree=1)
+    assert not numpy_engine.serves(gaussian, rows, rows, 1)
+    native.native_sums(np.zeros((1, 2)), np.zeros((1, 2)), np.zeros((1, 1)), np.ones(2))
+    assert numpy_engine.serves(gaussian, rows, rows, 1)
+    assert not numpy_engine.serves(gaussian, rows, rows, 1, weighted=True)
+    assert numpy_engine.serves(model_for(np.zeros((1, 2)), var_type="cu"), 10, 10, 1)
     # a callable's kernel takes NumPy too (host=True): small fits are summed here, with no
     # pooling program per new function; a record whose profile takes only JAX is not
     custom = kernels.Kernel.from_function(lambda u: 1 / (1 + u**2), name="cauchy-test")
@@ -190,8 +196,8 @@ def test_the_native_leave_one_out_objective_is_the_textbook_one(d):
     x = x + 1.7e9 * (d == 2)  # far from the origin
     y = y * np.array([1.0, 1e150])  # and a huge column beside a small one
     bandwidths = np.concatenate([np.geomspace(0.05, 5.0, 7), [1e-4]])
-    assert numpy_engine._native_serves(model_for(x), *y.shape)
-    objective = numpy_engine.loo_objective(x, y, model_for(x))
+    assert numpy_search.native_serves(model_for(x), *y.shape)
+    objective = numpy_search.loo_objective(x, y, model_for(x))
     got = [objective(np.full(d, np.log(h))) for h in bandwidths]
     want = []
     for h in bandwidths:  # the textbook formula, own pair removed
@@ -215,8 +221,8 @@ def test_the_native_local_linear_objective_equals_the_compiled_one(d, smallest):
     x = x + 1.7e9 * (d == 2)
     bandwidths = np.geomspace(smallest, 5.0, 7)
     model = model_for(x, degree=1)
-    assert numpy_engine._native_serves(model, *y.shape)
-    objective = numpy_engine.loo_objective(x, y, model)
+    assert numpy_search.native_serves(model, *y.shape)
+    objective = numpy_search.loo_objective(x, y, model)
     got = [objective(np.full(d, np.log(h))) for h in bandwidths]
     want = cv_curve(x, y, bandwidths, degree=1)
     np.testing.assert_allclose(got, want, rtol=1e-10)
@@ -226,7 +232,7 @@ def test_the_native_local_linear_objective_equals_the_compiled_one(d, smallest):
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_the_native_search_finds_the_compiled_searchs_optimum(d, degree):
     x, y = _data(300, d, seed=6)
-    assert numpy_engine.searches(model_for(x, degree=degree), 300, 2)
+    assert numpy_search.searches(model_for(x, degree=degree), 300, 2)
     with attnpool.count_programs() as count:
         fast = select_bandwidth(x, y, degree=degree)
     assert count.traced == 0
@@ -283,3 +289,25 @@ def test_large_gaussian_predictions_run_on_the_loop_once_it_is_built(native_cach
     assert calls
     np.testing.assert_allclose(on_numpy, reference, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(on_the_loop, reference, rtol=1e-12, atol=1e-12)
+
+
+def test_large_numpy_predictions_build_no_program(native_cache):
+    # a NumPy predict a host backend serves stays NumPy: Nadaraya–Watson by a host method
+    # (its sums come back as NumPy), local linear by the loop's moments once it is built;
+    # each new query count costs no program. Both equal the textbook formula in float64.
+    x, y = _data(20_000, 1, seed=12)
+    h = np.array([0.05])
+    queries = [np.random.default_rng(13).uniform(-0.5, 5.5, (k, 1)) for k in (700, 900, 1100)]
+    native.native_sums(x[:2], x[:2], y[:2, :1], 1 / h)  # the one-column, one-response loop
+    native.native_sums(x[:2], x[:2], y[:2], 1 / h)  # and two responses
+    constant = NadarayaWatson(bandwidth=h).fit(x, y)
+    linear = LocalLinear(bandwidth=h).fit(x, y[:, 0])
+    constant.predict(queries[0][:5]), linear.predict(queries[0][:5])  # modules loaded
+    with attnpool.count_programs() as count:
+        pooled = [constant.predict(q) for q in queries]
+        fitted = [linear.predict(q) for q in queries]
+    assert (count.traced, count.compiled) == (0, 0)
+    for q, found in zip(queries, pooled, strict=True):
+        np.testing.assert_allclose(found, stable_gaussian_pool(q, x, y, h), rtol=1e-9, atol=1e-9)
+    reference = long_double_local_linear(x[:, 0], y[:, 0], queries[0][:200, 0], "gaussian", h[0])
+    np.testing.assert_allclose(fitted[0][:200], reference, rtol=1e-9, atol=1e-9)

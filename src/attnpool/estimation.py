@@ -146,7 +146,9 @@ def predict(
     )
     model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
     outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
-    small = numpy_engine.serves(model, x.shape[0], x_train.shape[0], outputs)
+    small = numpy_engine.serves(
+        model, x.shape[0], x_train.shape[0], outputs, weighted=weights is not None
+    )
     if name == "auto" and block_size is None and small:
         return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
     common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}

@@ -12,6 +12,7 @@ continuous columns centred on the training points' midrange, then divided by ``h
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -21,6 +22,9 @@ from . import kernels as _kernels
 __all__ = [
     "VAR_TYPES",
     "LocalModel",
+    "bandwidth_of",
+    "categorical_upper",
+    "log_categorical",
     "log_weights",
     "model_for",
     "prepare",
@@ -113,6 +117,45 @@ def relative(x, bandwidth, centre, model: LocalModel):
     return jnp.concatenate(parts, axis=1)
 
 
+def log_categorical(a, b, lam, kind: str, count: int, xp=np):
+    """``log L(a, b)`` of one categorical column, broadcast over ``a`` and ``b`` (NumPy,
+    or ``jax.numpy`` as ``xp``): Wang–van Ryzin's ``1 − λ`` on the diagonal and
+    ``(1 − λ) λ^|a − b| / 2`` off it for an ordered column (``kind`` ``"o"``),
+    Aitchison–Aitken's ``1 − λ`` and ``λ / (c − 1)`` for an unordered one of ``count``
+    levels."""
+    same = a == b
+    if kind == "o":
+        distance = xp.where(same, 1.0, xp.abs(a - b))
+        other = math.log(0.5) + xp.log1p(-lam) + distance * xp.log(lam)
+    else:
+        other = xp.log(lam) - math.log(max(count - 1, 1))
+    return xp.where(same, xp.log1p(-lam), other)
+
+
+def categorical_upper(model: LocalModel) -> np.ndarray:
+    """Largest meaningful λ per categorical column (Aitchison–Aitken: (c − 1)/c)."""
+    return np.array(
+        [
+            1.0 if model.var_type[j] == "o" else (model.levels[j] - 1) / max(model.levels[j], 1)
+            for j in model.categorical
+        ]
+    )
+
+
+def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
+    """``θ → h`` on the host (:func:`attnpool.bandwidth.criteria.to_bandwidth` traces it), computed
+    in ``dtype`` and returned in float64: no eager JAX operation, each of which would
+    build a program."""
+    theta = np.asarray(theta, dtype)
+    h = np.zeros(theta.shape, dtype)
+    cont, cat = list(model.continuous), list(model.categorical)
+    h[cont] = np.exp(theta[cont])
+    if cat:
+        with np.errstate(over="ignore"):  # a very negative logit: λ = 0
+            h[cat] = categorical_upper(model).astype(dtype) / (1 + np.exp(-theta[cat]))
+    return h.astype(float)
+
+
 def log_weights(q, k, lambdas, model: LocalModel):
     """``(nq, nk)`` product-kernel log weights of prepared rows."""
     import jax.numpy as jnp
@@ -125,15 +168,9 @@ def log_weights(q, k, lambdas, model: LocalModel):
     else:
         logw = jnp.zeros((q.shape[0], k.shape[0]), q.dtype)
     for position, column in enumerate(model.categorical):
-        lam = lambdas[position]
         a, b = q[:, n_cont + position][:, None], k[:, n_cont + position][None, :]
-        same = a == b
-        if model.var_type[column] == "o":
-            distance = jnp.where(same, 1.0, jnp.abs(a - b))
-            other = jnp.log(0.5) + jnp.log1p(-lam) + distance * jnp.log(lam)
-        else:
-            other = jnp.log(lam) - jnp.log(max(model.levels[column] - 1, 1))
-        logw = logw + jnp.where(same, jnp.log1p(-lam), other)
+        kind, count = model.var_type[column], model.levels[column]
+        logw = logw + log_categorical(a, b, lambdas[position], kind, count, jnp)
     return logw
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from . import kernels as _kernels
 from .edges import edge_log_profile, has_edge
 from .kernel_calculus import kernel_integrals, log_kernel_cdf
+from .local_model import log_categorical
 
 __all__ = ["MixedColumns", "log_pair_terms", "log_sums"]
 
@@ -45,15 +46,10 @@ class MixedColumns:
 
 
 def _log_categorical(a, b, lam: float, kind: str, count: int):
-    """``log L(a, b)`` of one categorical column, broadcast over ``a`` and ``b``."""
-    same = a == b
+    """``log L(a, b)`` of one categorical column (:func:`attnpool.local_model.log_categorical`),
+    ``λ = 0`` giving ``−inf`` off the diagonal without a warning."""
     with np.errstate(divide="ignore"):
-        if kind == "u":
-            other = math.log(lam) - math.log(max(count - 1, 1)) if lam > 0 else -math.inf
-        else:
-            other = (math.log(0.5) + math.log1p(-lam) + np.abs(a - b) * math.log(lam)
-                     if lam > 0 else -np.inf)  # fmt: skip
-        return np.where(same, math.log1p(-lam), other)
+        return log_categorical(a, b, lam, kind, count)
 
 
 def _log_level_sum(a, b, lam, kind, levels, *, convolution: bool):

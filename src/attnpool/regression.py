@@ -326,7 +326,10 @@ def local_regression(
     )
     x, y, weights = positive_rows(x, y, weights)
     dtype = numpy_dtype(x, y, q)
-    if block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1]):
+    weighted = weights is not None
+    if block_size is None and numpy_engine.serves(
+        model, q.shape[0], x.shape[0], y.shape[1], weighted=weighted
+    ):
         # small: no program to build (computed in float64, returned in the inputs' type)
         fit, slopes, empty_rows = numpy_engine.local_fit(
             x, y, q, h, model, nearest=takes_nearest(empty), weights=weights

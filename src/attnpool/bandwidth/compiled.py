@@ -296,8 +296,8 @@ def _select_by_host_sums(x, y, model: LocalModel, thetas, method, pooling, optio
         return value
 
     if has_edge(model.kernel):  # the objective jumps as keys enter a support
-        return select_on_host(cv, thetas, progress, smooth=False)
-    return select_on_host(cv, thetas, progress, limits=smoothed_out(x, model))
+        return select_on_host(cv, thetas, progress, model, smooth=False)
+    return select_on_host(cv, thetas, progress, model, limits=smoothed_out(x, model))
 
 
 def criterion_curve(

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..local_model import LocalModel
+from ..local_model import LocalModel, bandwidth_of, categorical_upper
 from .minimizers import (
     finite_or_largest,
     initial_simplex,
@@ -90,30 +90,6 @@ class Counted:
     def __call__(self, *args: Any) -> Any:
         self.calls += 1
         return self.function(*args)
-
-
-def categorical_upper(model: LocalModel) -> np.ndarray:
-    """Largest meaningful λ per categorical column (Aitchison–Aitken: (c − 1)/c)."""
-    return np.array(
-        [
-            1.0 if model.var_type[j] == "o" else (model.levels[j] - 1) / max(model.levels[j], 1)
-            for j in model.categorical
-        ]
-    )
-
-
-def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
-    """``θ → h`` on the host (:func:`attnpool.bandwidth.criteria.to_bandwidth` traces it), computed
-    in ``dtype`` and returned in float64: no eager JAX operation, each of which would
-    build a program."""
-    theta = np.asarray(theta, dtype)
-    h = np.zeros(theta.shape, dtype)
-    cont, cat = list(model.continuous), list(model.categorical)
-    h[cont] = np.exp(theta[cont])
-    if cat:
-        with np.errstate(over="ignore"):  # a very negative logit: λ = 0
-            h[cat] = categorical_upper(model).astype(dtype) / (1 + np.exp(-theta[cat]))
-    return h.astype(float)
 
 
 def smoothed_out(x, model: LocalModel) -> tuple[np.ndarray, np.ndarray]:
@@ -317,9 +293,10 @@ def _bracket(thetas, objectives, best: float, step: float, at_best) -> tuple | N
     return (best, (low, middle, high)) if low >= middle and high >= middle else None
 
 
-def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection:
+def select_on_host(objective, thetas, progress, model=None, **options) -> BandwidthSelection:
     """CV by an objective ``θ → float`` computed on the host (no gradient; ``options`` as
-    :func:`attnpool.bandwidth.search.host_search`)."""
+    :func:`attnpool.bandwidth.search.host_search`); ``model``: the bandwidths' model, whose
+    categorical columns' ``θ`` are logits (None: log-bandwidths only)."""
     counted = Counted(objective)
     exact_gradient = getattr(objective, "value_and_gradient", None)
     estimate = getattr(objective, "estimate", None)
@@ -331,4 +308,5 @@ def select_on_host(objective, thetas, progress, **options) -> BandwidthSelection
         options = {**options, "grid_objective": estimate}
     theta, value, objectives = host_search(counted, thetas, GRID, progress, **options)
     calls = counted.calls + sum(f.calls for f in (exact_gradient, estimate) if f is not None)
-    return BandwidthSelection(np.exp(theta), value, "cv", (GRID, objectives), True, calls)
+    bandwidth = np.exp(theta) if model is None else bandwidth_of(theta, model)
+    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), True, calls)

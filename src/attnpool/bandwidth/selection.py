@@ -12,7 +12,7 @@ from .._typing import ArrayLike, KernelSpec
 from .._units import SearchUnits
 from .._validation import check_choice, check_points, check_values
 from ..edges import has_edge
-from ..engines import numpy_engine
+from ..engines import numpy_search
 from ..local_model import LocalModel, model_for
 from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..observation_weights import merged_rows, positive_rows
@@ -78,16 +78,17 @@ def _search(
     cont = list(model.continuous)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
-    small = block_size is None and numpy_engine.searches(
+    small = block_size is None and numpy_search.searches(
         model, *y.shape, weighted=weights is not None
     )
     if pooling == "auto" and method == "cv" and small:
-        objective = numpy_engine.loo_objective(x, y, model, weights)
+        objective = numpy_search.loo_objective(x, y, model, weights)
         smooth = not has_edge(model.kernel)
         return select_on_host(
             objective,
             thetas,
             progress,
+            model,
             xatol=NUMPY_SEARCH_XATOL,
             smooth=smooth,
             limits=smoothed_out(x, model),

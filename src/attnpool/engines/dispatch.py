@@ -1,6 +1,9 @@
-"""The one call pooling makes once a method is chosen: the method's engine."""
+"""The one call pooling makes once a method is chosen: the method's engine (a host
+method's sums of NumPy arrays come back as NumPy, with no program built to move them)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..kernels import Kernel
 from ..methods.options import HOST_METHODS
@@ -26,8 +29,6 @@ def pool_on_engine(
     blocks of ``block_size`` (:mod:`.programs`). ``allowed``: a key mask
     (:mod:`attnpool.masks`)."""
     if method in HOST_METHODS:
-        import jax.numpy as jnp
-
         from .host_methods import pool_host
 
         pooled, empty_rows = pool_host(
@@ -41,6 +42,10 @@ def pool_on_engine(
             nearest=nearest,
             allowed=allowed,
         )
+        if isinstance(q, np.ndarray):  # NumPy stays NumPy: no program to move it
+            return pooled, empty_rows
+        import jax.numpy as jnp
+
         return jnp.asarray(pooled), jnp.asarray(empty_rows)
     import jax
     import jax.numpy as jnp

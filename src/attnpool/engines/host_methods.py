@@ -4,8 +4,8 @@ concrete arrays.
 They compute kernel sums in float64 (NumPy/SciPy/JAX; ``native`` in the inputs'
 precision); rows they cannot settle — binned rows whose error bound exceeds the
 tolerance, ``fgt`` rows far from every key, overflowed or (under ``empty="nearest"``)
-empty rows — are pooled again by the exact streamed core of :mod:`attnpool.pooling`,
-for those rows only.
+empty rows — are pooled again exactly, for those rows only: on the NumPy engine (float64
+data, no program) or by the exact streamed core.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
+from ..kernels import is_builtin
+from ..local_model import model_for
 from ..methods.options import TopK, exact_engine
+from .numpy_engine import NUMPY_MAX_WORK, local_fit
 
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
@@ -92,23 +95,27 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
     exact |= empty_rows & nearest
     rows = np.flatnonzero(exact)
-    if rows.size:
-        from ..methods.stream import KEY_BLOCK
-        from .programs import pool_core
-
-        redo, redo_empty = pool_core(
-            edges[0][rows],  # the inputs, uncentred: exact ties in them stay ties
-            edges[1],
-            v,
-            h,
-            kernel=kernel,
-            method=exact_engine(rows.size * k.shape[0]),
-            key_block=KEY_BLOCK,
-            nearest=nearest,
-        )
+    if rows.size:  # the inputs, uncentred: exact ties in them stay ties
+        redo, redo_empty = _pool_exactly(edges[0][rows], edges[1], v, h, kernel, nearest)
         pooled[rows], empty_rows[rows] = np.asarray(redo), np.asarray(redo_empty)
     pooled = np.where(empty_rows[:, None] & ~nearest, np.nan, pooled)
     return pooled.astype(dtype, copy=False), empty_rows
+
+
+def _pool_exactly(q, k, v, h, kernel, nearest):
+    """The exact pool of the rows a host method left: float64 data with a kernel whose
+    profile takes NumPy on the NumPy engine, up to :data:`.numpy_engine.NUMPY_MAX_WORK`
+    pairs (no program), else the exact engines."""
+    host = kernel.similarity == "distance" and (is_builtin(kernel) or kernel.host)
+    if host and q.dtype == np.float64 and q.shape[0] * k.shape[0] <= NUMPY_MAX_WORK:
+        fit, _, empty_rows = local_fit(k, v, q, h, model_for(k, kernel=kernel), nearest=nearest)
+        return fit, empty_rows
+    from ..methods.stream import KEY_BLOCK
+    from .programs import pool_core
+
+    method = exact_engine(q.shape[0] * k.shape[0])
+    return pool_core(q, k, v, h, kernel=kernel, method=method, key_block=KEY_BLOCK,
+                     nearest=nearest)  # fmt: skip
 
 
 def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):

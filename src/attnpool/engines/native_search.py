@@ -25,7 +25,13 @@ import numpy as np
 from .._units import midrange, value_unit
 from ..local_model import LocalModel, solve_moments
 
-__all__ = ["ESTIMATE_MIN_ROWS", "NativeObjective", "estimate_rows", "gradient_loop_built"]
+__all__ = [
+    "ESTIMATE_MIN_ROWS",
+    "NativeObjective",
+    "estimate_rows",
+    "gradient_loop_built",
+    "local_linear_of_moments",
+]
 
 #: Points from which a search of several columns ranks its grid by the estimate.
 ESTIMATE_MIN_ROWS = 2**14
@@ -125,29 +131,37 @@ class NativeObjective:
     def _local_linear(self, h: np.ndarray, rows: int | None) -> np.ndarray | None:
         """Leave-one-out local linear fits of the first ``rows`` points from the loop's
         moments about each row's heaviest key, or None for a row without one."""
-        x, y = self.x, self.scaled
-        queries = x[:rows]
-        n, d = queries.shape
-        p = y.shape[1]
+        queries = self.x[:rows]
         moments, ref = self.native.native_moments(
-            queries, x, y, 1.0 / h, exclude_self=True, ordered=True
+            queries, self.x, self.scaled, 1.0 / h, exclude_self=True, ordered=True
         )
-        if np.any(ref < 0):
-            return None
-        total = moments[:, :1]
-        cross = moments[:, 1 + d + d * d + p :].reshape(n, p, d).transpose(0, 2, 1)
-        means = np.concatenate(
-            [
-                moments[:, 1 + d + d * d : 1 + d + d * d + p],
-                moments[:, 1 : 1 + d + d * d],
-                cross.reshape(n, d * p),
-            ],
-            axis=1,
-        )
-        means /= total
-        offset = (x[ref] - queries) / h  # from each query to its reference key, in bandwidths
-        fit, _, _ = solve_moments(means, d, p, 1, offset)
-        return np.asarray(fit + y[ref])
+        found = local_linear_of_moments(moments, ref, queries, self.x, self.scaled, h)
+        return None if found is None else found[0]
+
+
+def local_linear_of_moments(moments, ref, queries, keys, y, h):
+    """``(fit (n, p), slopes (n, d, p))`` of local linear fits at ``queries (n, d)`` from
+    :func:`attnpool.methods.native.native_moments` of ``keys``, ``y`` at bandwidths ``h``
+    (about each row's heaviest key ``ref``, slopes in the inputs' units), or None where a
+    row has no reference key."""
+    if np.any(ref < 0):
+        return None
+    n, d = queries.shape
+    p = y.shape[1]
+    total = moments[:, :1]
+    cross = moments[:, 1 + d + d * d + p :].reshape(n, p, d).transpose(0, 2, 1)
+    means = np.concatenate(
+        [
+            moments[:, 1 + d + d * d : 1 + d + d * d + p],
+            moments[:, 1 : 1 + d + d * d],
+            cross.reshape(n, d * p),
+        ],
+        axis=1,
+    )
+    means /= total
+    offset = (keys[ref] - queries) / h  # from each query to its reference key, in bandwidths
+    fit, slopes, _ = solve_moments(means, d, p, 1, offset)
+    return np.asarray(fit + y[ref]), np.asarray(slopes) / h[None, :, None]
 
 
 def _search_order(points: np.ndarray, rows: int | None) -> np.ndarray:

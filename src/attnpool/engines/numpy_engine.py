@@ -15,9 +15,10 @@ response of its nearest training points (ties averaged), from differences weight
 columns near the float limit are divided by a power of two before they are summed
 (:func:`attnpool._units.value_unit`, as pooling does), so huge ones do not overflow.
 
-It serves continuous columns with a built-in kernel (profiles in NumPy), the rest going
-to the compiled engines. Gaussian leave-one-out sums run on the ``native`` C loop where
-a compiler is there (:func:`loo_objective`): such searches stay here in several columns.
+It serves built-in kernels (profiles in NumPy) and a callable's, on continuous and
+categorical columns (ordered and unordered, as :mod:`attnpool.local_model` weighs them),
+the rest going to the compiled engines. Its leave-one-out
+searches are in :mod:`.numpy_search`.
 """
 
 from __future__ import annotations
@@ -28,64 +29,55 @@ from .. import kernels
 from .._units import midrange, value_unit
 from .._validation import check_bandwidth_representable, numpy_dtype
 from ..edges import edge_log_profile, has_edge
-from ..local_model import LocalModel, model_for, solve_moments
+from ..local_model import (
+    LocalModel,
+    log_categorical,
+    model_for,
+    solve_moments,
+)
 from ..observation_weights import augmented
 
 __all__ = [
-    "NATIVE_MIN_WORK",
-    "NATIVE_MIN_WORK_SEVERAL",
     "NATIVE_POOL_MIN_PAIRS",
-    "NATIVE_SEARCH_MAX_WORK",
     "NUMPY_MAX_WORK",
-    "NUMPY_SEARCH_MAX_WORK",
-    "NUMPY_SEARCH_MAX_WORK_SEVERAL",
     "gaussian_slopes",
     "local_fit",
-    "loo_objective",
     "pool_if_served",
-    "searches",
     "serves",
+    "work_width",
 ]
 
 #: Largest pairs × features (one per response, local moments for degree 1) the NumPy
 #: engine takes: its time per evaluation there is ~10 ms on two cores, so a search of a
 #: few dozen evaluations costs less than building and loading its programs.
 NUMPY_MAX_WORK = 2**22
-#: Largest rows² × features the NumPy engine's CV search takes (one column): ~45
-#: evaluations at up to ~50 ms, still cheaper than importing JAX and building programs.
-NUMPY_SEARCH_MAX_WORK = 2**21
-#: The same in several columns: L-BFGS's 25–450 evaluations of ~1–10 ms at most,
-#: still less than JAX and a program.
-NUMPY_SEARCH_MAX_WORK_SEVERAL = 2**19
 #: Pairs evaluated at once (memory: a few arrays of this many float64 numbers).
 NUMPY_CHUNK_PAIRS = 2**18
 
 
-def serves(model: LocalModel, queries: int, rows: int, outputs: int) -> bool:
-    """Whether this engine takes a fit of ``queries`` × ``rows`` pairs for ``model``."""
-    continuous = set(model.var_type) == {"c"}
-    small = queries * rows * _width(model, outputs) <= NUMPY_MAX_WORK
+def serves(
+    model: LocalModel, queries: int, rows: int, outputs: int, *, weighted: bool = False
+) -> bool:
+    """Whether this engine takes a fit of ``queries`` × ``rows`` pairs for ``model``: in
+    NumPy up to :data:`NUMPY_MAX_WORK`, and a Gaussian local linear fit (unweighted) at
+    any size once the ``native`` loop that sums its moments is built."""
+    small = queries * rows * work_width(model, outputs) <= NUMPY_MAX_WORK
     takes_numpy = kernels.is_builtin(model.kernel) or model.kernel.host
-    return takes_numpy and continuous and small
+    return takes_numpy and (small or _native_moments_serve(model, outputs, weighted))
 
 
-def searches(model: LocalModel, rows: int, outputs: int, *, weighted: bool = False) -> bool:
-    """Whether the host runs the CV search of ``rows`` training points: with the Gaussian
-    on the compiled C loop (:func:`loo_objective`) at any size in several columns (the
-    compiled search sums every pair there too, ~2× slower a pair, and needs JAX and its
-    programs) and up to :data:`NATIVE_SEARCH_MAX_WORK` in one (beyond, the compiled
-    search bins); else NumPy up to :data:`NUMPY_SEARCH_MAX_WORK` rows² × features in
-    one column, where bounded Brent needs ~30 evaluations, and
-    :data:`NUMPY_SEARCH_MAX_WORK_SEVERAL` in several, where L-BFGS on forward
-    differences needs 25–450. Weighted searches (observation weights) run in NumPy only."""
-    if not weighted and _native_serves(model, rows, outputs):
-        several = len(model.var_type) > 1
-        return several or rows * rows * _evaluations(model) <= NATIVE_SEARCH_MAX_WORK
-    limit = NUMPY_SEARCH_MAX_WORK if len(model.var_type) == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
-    return serves(model, rows, rows, outputs) and rows * rows * _width(model, outputs) <= limit
+def _native_moments_serve(model: LocalModel, outputs: int, weighted: bool) -> bool:
+    """Whether the built ``native`` loop sums this local linear fit's moments."""
+    gaussian = kernels.is_gaussian(model.kernel) and set(model.var_type) == {"c"}
+    if model.degree != 1 or weighted or not gaussian:
+        return False
+    from ..methods import native
+
+    return outputs <= native.MAX_VALUES and native.ready(True, len(model.var_type), outputs)
 
 
-def _width(model: LocalModel, outputs: int) -> int:
+def work_width(model: LocalModel, outputs: int) -> int:
+    """Features summed per pair: one per response, local linear's moments for degree 1."""
     d = len(model.var_type)
     return outputs if model.degree == 0 else (1 + d) ** 2 * outputs
 
@@ -128,9 +120,9 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
     scale = value_unit(y)  # columns near the float limit in power-of-two units
     y = y / scale
     d, p = x.shape[1], y.shape[1]
-    pooled = None if exclude_self else _native_pool(x, y, q, h, model, w)
-    if pooled is not None:
-        return pooled * scale, np.zeros((q.shape[0], d, p)), np.zeros(q.shape[0], bool)
+    found = None if exclude_self else _native_fit(x, y, q, h, model, w)
+    if found is not None:
+        return found[0] * scale, found[1] * scale, np.zeros(q.shape[0], bool)
     fit, slopes = np.empty((q.shape[0], p)), np.empty((q.shape[0], d, p))
     empty = np.empty(q.shape[0], bool)
     rows_per_chunk = max(1, NUMPY_CHUNK_PAIRS // max(1, x.shape[0]))
@@ -140,14 +132,14 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
             q[rows], x, h, y, model, start if exclude_self else None, w
         )
         fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree, mean_offset)
-    slopes = slopes / h[None, :, None]
+    slopes = slopes / _units(h, model)[None, :, None]
     if exclude_self:
         fit[empty] = np.nan
     else:
         fallback = ~np.all(np.isfinite(fit), axis=1) & ~empty
         fallback |= empty & nearest
         if np.any(fallback):
-            fit[fallback] = _nearest_mean(q[fallback], x, y, h, w)
+            fit[fallback] = _nearest_mean(q[fallback], x, y, h, w, model)
         if not nearest:
             fit[empty] = np.nan
     return fit * scale, slopes * scale, empty
@@ -159,14 +151,18 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
 NATIVE_POOL_MIN_PAIRS = 2**18
 
 
-def _native_pool(x, y, q, h, model: LocalModel, w=None):
-    """Nadaraya–Watson fits ``(k, p)`` on the ``native`` loop, or None where it does not
-    serve: not the Gaussian on continuous columns, fewer than
-    :data:`NATIVE_POOL_MIN_PAIRS`, the loop not built (no build here), coordinates
-    beyond ``native.MAX_SCALED`` bandwidths of the keys' midrange, or a sum not
-    finite (NumPy then takes the call, nearest-key limit included)."""
+def _native_fit(x, y, q, h, model: LocalModel, w=None):
+    """``(fit (k, p), slopes (k, d, p))`` on the ``native`` loop — Nadaraya–Watson's pooled
+    responses (slopes 0, as the NumPy path gives them), or local linear's fit from the
+    loop's moments (unweighted) — or None where it does not serve: not the Gaussian on
+    continuous columns, fewer than :data:`NATIVE_POOL_MIN_PAIRS`, the loop not built (no
+    build here), coordinates beyond ``native.MAX_SCALED`` bandwidths of the keys'
+    midrange, or a sum not finite (NumPy then takes the call, nearest-key limit
+    included)."""
     gaussian = kernels.is_gaussian(model.kernel) and set(model.var_type) == {"c"}
-    if model.degree != 0 or not gaussian or q.shape[0] * x.shape[0] < NATIVE_POOL_MIN_PAIRS:
+    if not gaussian or q.shape[0] * x.shape[0] < NATIVE_POOL_MIN_PAIRS:
+        return None
+    if model.degree == 1 and w is not None:
         return None
     from ..methods import native
 
@@ -177,12 +173,19 @@ def _native_pool(x, y, q, h, model: LocalModel, w=None):
     reach = np.maximum(np.max(np.abs(keys), axis=0), np.max(np.abs(queries), axis=0))
     if np.any(reach / h > native.MAX_SCALED):
         return None
+    if model.degree == 1:
+        from .native_search import local_linear_of_moments
+
+        moments, ref = native.native_moments(queries, keys, y, 1.0 / h)
+        found = local_linear_of_moments(moments, ref, queries, keys, y, h)
+        return found if found is not None and np.all(np.isfinite(found[0])) else None
     if w is None:
         sums = native.native_sums(queries, keys, y, 1.0 / h)
     else:  # the sums of [w, w·y] (:mod:`attnpool.observation_weights`)
         sums = native.native_sums(queries, keys, augmented(y, w), 1.0 / h)[:, 1:]
     pooled = sums[:, 1:] / sums[:, :1]
-    return pooled if np.all(np.isfinite(pooled)) else None
+    return (pooled, np.zeros((*pooled.shape[:1], x.shape[1], y.shape[1]))) if np.all(
+        np.isfinite(pooled)) else None  # fmt: skip
 
 
 def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=None):
@@ -195,15 +198,24 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=No
     Offsets are ``(k − q) / h`` of the rows as given, the difference first: scaled first,
     two keys equally far from a query at a tiny bandwidth were no longer tied (scaled
     coordinates round at ``eps·|x / h|``), and a compact kernel's edge could be decided
-    otherwise than on the other paths."""
-    offsets = [(keys[None, :, a] - queries[:, a, None]) / h[a] for a in range(h.shape[0])]
-    if has_edge(model.kernel):  # the support's edge decided exactly, as on every path
-        log_w = edge_log_profile(offsets, model.kernel)
+    otherwise than on the other paths. Categorical columns add their kernels' log weights
+    (:func:`attnpool.local_model.log_categorical`, ``λ`` their bandwidth) and enter a
+    local linear fit by their codes' differences, as on the compiled engines."""
+    units = _units(h, model)
+    offsets = [(keys[None, :, a] - queries[:, a, None]) / units[a] for a in range(h.shape[0])]
+    continuous = [offsets[a] for a in model.continuous]
+    if not continuous:
+        log_w = np.zeros((queries.shape[0], keys.shape[0]))
+    elif has_edge(model.kernel):  # the support's edge decided exactly, as on every path
+        log_w = edge_log_profile(continuous, model.kernel)
     else:
-        r2 = offsets[0] * offsets[0]
-        for offset in offsets[1:]:
+        r2 = continuous[0] * continuous[0]
+        for offset in continuous[1:]:
             r2 += offset * offset
         log_w = model.kernel.log_profile(r2)
+    for a in model.categorical:
+        kind, count = model.var_type[a], model.levels[a]
+        log_w = log_w + log_categorical(queries[:, a, None], keys[None, :, a], h[a], kind, count)
     factors = None  # observation weights multiply after the shift (see local_fits)
     if key_weights is not None:
         factors = np.broadcast_to(key_weights[None, :], log_w.shape).copy()
@@ -271,10 +283,21 @@ def gaussian_slopes(x_train, y_train, x_query, bandwidth, weights=None):
     return slopes
 
 
-def _nearest_mean(queries, keys, y, h, w=None):
+def _units(h, model: LocalModel):
+    """Each column's unit: its bandwidth for a continuous column, 1 for a categorical
+    one (its codes' differences)."""
+    return np.where(np.array([t == "c" for t in model.var_type]), h, 1.0)
+
+
+def _nearest_mean(queries, keys, y, h, w=None, model: LocalModel | None = None):
     """Mean response of each query's nearest keys (ties averaged, in proportion to the
-    observation weights ``w`` if given), from differences weighted by ``min h / h_j ≤ 1``."""
-    factor = np.min(h) / h
+    observation weights ``w`` if given), from differences weighted by ``min h / h_j ≤ 1``
+    (over the continuous columns; a categorical column's codes as they are, as the
+    compiled engines measure it)."""
+    continuous = np.ones(len(h), bool) if model is None else np.array(
+        [t == "c" for t in model.var_type])  # fmt: skip
+    smallest = np.min(h[continuous]) if continuous.any() else 1.0
+    factor = np.where(continuous, smallest / np.where(continuous, h, 1.0), 1.0)
     differences = [(queries[:, j, None] - keys[None, :, j]) * factor[j] for j in range(len(h))]
     # each row in units of its largest difference: squares of 1e200 would overflow
     largest = np.max([np.max(np.abs(u), axis=1) for u in differences], axis=0)
@@ -284,104 +307,3 @@ def _nearest_mean(queries, keys, y, h, w=None):
     if w is not None:
         closest *= w[None, :]
     return closest @ y / closest.sum(axis=1, keepdims=True)
-
-
-def loo_objective(x, y, model: LocalModel, weights=None):
-    """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
-    ``inf`` where some point has no neighbour left. With positive observation ``weights``
-    (NumPy only) each point is left out whole and its squared residual counts ``w_i``
-    times (:mod:`attnpool.observation_weights`).
-
-    With the Gaussian and at least :data:`NATIVE_MIN_WORK` (one column) or
-    :data:`NATIVE_MIN_WORK_SEVERAL`, or once the loop is built, the sums run on the
-    compiled loop of the ``native`` method where a C compiler is there (each row's own
-    pair masked inside the loop; ~10–20× NumPy's speed), on rows centred on their
-    midrange: Nadaraya–Watson's weighted responses, local linear's moments about each
-    row's heaviest key (as the compiled engines take them). An evaluation it cannot
-    settle (scaled coordinates beyond ``native.MAX_SCALED``, where their differences
-    would lose digits, or a sum not finite) runs in NumPy.
-    """
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    native = None
-    if weights is None and _native_serves(model, *y.shape):
-        from .native_search import NativeObjective
-
-        native = NativeObjective(x, y, model)
-
-    def objective(theta) -> float:
-        value = None if native is None else native.value(np.exp(theta))
-        if value is None:
-            fit, _, _ = local_fit(x, y, x, np.exp(theta), model, exclude_self=True, weights=weights)
-            value = _mean_square(y - fit, weights)
-        return value
-
-    if native is not None and native.gradients:
-
-        def value_and_gradient(theta):
-            found = native.value_and_gradient(np.exp(theta))
-            return found if found is not None else (objective(theta), None)
-
-        objective.value_and_gradient = value_and_gradient
-    if native is not None and native.estimates:
-
-        def estimate(theta) -> float:
-            found = native.value(np.exp(theta), estimate=True)
-            return objective(theta) if found is None else found
-
-        objective.estimate = estimate
-    return objective
-
-
-#: Fewest pairs × expected evaluations for which a leave-one-out search of one column
-#: builds the compiled loop (below, NumPy's ~0.1 s beats building it, ~1 s; once built,
-#: any size runs there): Nadaraya–Watson from n = 324, local linear from 187.
-NATIVE_MIN_WORK = 2**22
-#: The same in several columns, where NumPy's evaluations cost more and a search takes
-#: more of them (Nadaraya–Watson from n = 133 in two columns and 94 in five; local
-#: linear from 77 and 54): a new data size then costs ~0.01 s, not 0.1–0.2 s.
-NATIVE_MIN_WORK_SEVERAL = 2**20
-#: Most pairs × expected evaluations (:func:`_evaluations`) a host search of one column
-#: takes on the compiled loop: ~0.2 s at ~1.5 ns a pair on two cores (n ≤ 1832 for
-#: Nadaraya–Watson, 1057 for local linear). Beyond, the compiled search on a binned
-#: grid wins once its programs are in the cache: at n = 5000 it took 0.07 s a search in
-#: a warm process where the host's took 1.4 s (2^30 here made that the steady state,
-#: 44× statsmodels instead of 563×), and a first fit with a warm cache costs JAX's
-#: import, ~1 s, more.
-NATIVE_SEARCH_MAX_WORK = 2**27
-
-
-def _native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
-    """Whether leave-one-out sums of ``rows`` points run on the ``native`` loop: the
-    Gaussian, continuous columns, a C compiler (and for local linear, whose moments it
-    sums for up to ``MAX_VALUES`` responses at once, no more responses); from
-    :data:`NATIVE_MIN_WORK` (:data:`NATIVE_MIN_WORK_SEVERAL` in several columns), or at
-    any size once the loop is in the cache."""
-    if not kernels.is_gaussian(model.kernel) or set(model.var_type) != {"c"}:
-        return False
-    from ..methods import native
-
-    if model.degree == 1 and outputs > native.MAX_VALUES:
-        return False
-    variant = (True, len(model.var_type), min(outputs, native.MAX_VALUES))
-    if native.ready(*variant):
-        return True
-    least = NATIVE_MIN_WORK if len(model.var_type) == 1 else NATIVE_MIN_WORK_SEVERAL
-    return rows**2 * _evaluations(model) >= least and native.available(*variant)
-
-
-def _evaluations(model: LocalModel) -> int:
-    """Objective evaluations a host search is expected to take, the grid's included
-    (Brent's ~40 in one column; L-BFGS's on forward differences in several, measured:
-    Nadaraya–Watson 25–110 in two to five columns, local linear 25–450), tripled for
-    local linear, whose evaluations also cost more: a unit of its cost."""
-    d = len(model.var_type)
-    return (40 if d == 1 else 20 * (d + 1)) * (1 + 2 * model.degree)
-
-
-def _mean_square(residuals, weights=None) -> float:
-    """The mean of ``residuals (n, p)`` squared, rows weighted by ``weights (n,)``."""
-    if not np.all(np.isfinite(residuals)):
-        return np.inf
-    if weights is None:
-        return float(np.mean(residuals**2))
-    return float(weights @ np.mean(residuals**2, axis=1) / np.sum(weights))
