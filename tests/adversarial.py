@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from attnpool import Binned, TopK, attention_pool, kernels
 from attnpool.engines import numpy_engine
-from attnpool.local_model import model_for
+from attnpool.sums.local_model import model_for
 from oracle import exact_pool, magnitude, rounding_bound, value_range
 
 N, M = 6, 19

@@ -123,7 +123,7 @@ def test_scikit_learn_estimator_checks(estimator, check):
 
 @pytest.mark.parametrize("d, n", [(1, 200), (2, 150)])
 def test_likelihood_cross_validation_reaches_statsmodels_optimum(d, n):
-    from attnpool.density_estimator import loo_log_density, select_density_bandwidth
+    from attnpool.density.estimator import loo_log_density, select_density_bandwidth
 
     x = np.random.default_rng(40 + d).normal(size=(n, d)) * np.array([1.0, 2.0])[:d]
     ours = select_density_bandwidth(x, method="cv_ml")
@@ -147,7 +147,7 @@ def test_likelihood_cross_validation_reaches_statsmodels_optimum(d, n):
 
 
 def test_normal_reference_is_statsmodels():
-    from attnpool.density_estimator import select_density_bandwidth
+    from attnpool.density.estimator import select_density_bandwidth
 
     x = np.random.default_rng(50).normal(size=(120, 2))
     np.testing.assert_allclose(
@@ -240,7 +240,7 @@ def test_leave_one_out_densities_by_expansions_equal_the_pairs(bandwidth):
     # points (whose sum over the others is tiny) are summed pair by pair
     from scipy.special import logsumexp
 
-    from attnpool.density_criteria import EXPANSION_MIN_ROWS, loo_log_density
+    from attnpool.density.criteria import EXPANSION_MIN_ROWS, loo_log_density
 
     n = EXPANSION_MIN_ROWS + 500
     x = np.random.default_rng(90).normal(size=(n, 1))
@@ -339,7 +339,7 @@ def test_host_methods_far_from_the_origin(bandwidth):
     from scipy.special import logsumexp
 
     from attnpool import Binned
-    from attnpool.density_estimator import loo_log_density
+    from attnpool.density.estimator import loo_log_density
 
     rng = np.random.default_rng(3)
     x = 1.7e9 + rng.normal(size=(3000, 1))
@@ -402,7 +402,7 @@ def test_large_gaussian_densities_in_several_columns_are_exact(d, offset):
     # compiled loop on a CPU: the textbook's log density in float64, weights, a far query
     from scipy.special import logsumexp
 
-    from attnpool.density_methods import HOST_PAIRS
+    from attnpool.density.methods import HOST_PAIRS
 
     rng = np.random.default_rng(d)
     x = rng.normal(size=(2500, d)) + offset

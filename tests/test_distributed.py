@@ -12,8 +12,9 @@ import pytest
 from distributed import Client, LocalCluster
 
 import attnpool
-from attnpool import NadarayaWatson, attention_pool, dask_selection, datasets
+from attnpool import NadarayaWatson, attention_pool, datasets
 from attnpool import distributed as dist
+from attnpool.distributed import selection as dask_selection
 from reference import nearest_values
 
 # These tests share one worker (one cluster per run, and the first test runs before it exists).

@@ -68,3 +68,30 @@ def test_small_pooling_and_searches_in_several_columns_import_no_jax():
         "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
     )
     assert _printed(code) == "[]"
+
+
+def test_the_public_surface_is_one_table():
+    # __all__ is the table's names; the imports type checkers read bind each of them to
+    # the object the table loads (so the two cannot drift apart)
+    import ast
+    import importlib
+    from pathlib import Path
+
+    import attnpool
+
+    table = attnpool._NAMES
+    assert set(attnpool.__all__) == set(table) | {"datasets", "kernels", "__version__"}
+    source = Path(attnpool.__file__).read_text()
+    checked = next(
+        node for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+    )  # fmt: skip
+    bound = {}
+    for node in checked.body:
+        module = importlib.import_module("." * node.level + (node.module or ""), "attnpool")
+        for alias in node.names:
+            assert alias.asname == alias.name  # an explicit re-export
+            bound[alias.name] = getattr(module, alias.name)
+    assert set(bound) == set(table) | {"datasets", "kernels"}
+    for name, value in bound.items():
+        assert getattr(attnpool, name) is value, name

@@ -1,4 +1,4 @@
-"""Standard errors and confidence bands (attnpool.inference) and their use in estimators."""
+"""Standard errors and confidence bands (attnpool.inference.bands) and their use in estimators."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnpool import LocalLinear, NadarayaWatson, confidence_band, datasets, kernels
-from attnpool.inference import kernel_integrals
+from attnpool.inference.bands import kernel_integrals
 from reference import reference_weights
 
 GRID = np.linspace(0.5, 4.5, 41)  # away from the boundaries of [0, 5]

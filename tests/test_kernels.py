@@ -123,7 +123,7 @@ def test_the_textbooks_kernels_pasted_as_printed():
 
     from attnpool import datasets, nadaraya_watson
     from attnpool.engines import numpy_engine
-    from attnpool.local_model import model_for
+    from attnpool.sums.local_model import model_for
 
     def gaussian(x):
         return jnp.exp(-(x**2) / 2)

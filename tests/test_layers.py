@@ -15,58 +15,23 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "attnpool"
 
 #: The engines, the methods and what they stand on: kernels, geometry, the pooling state.
-ENGINE_LAYER = {
-    "edges",
-    "empty_policy",
-    "engines",
-    "geometry",
-    "kernel_calculus",
-    "kernel_profiles",
-    "kernel_record",
-    "kernels",
-    "local_model",
-    "masks",
-    "mixed_kernels",
-    "observation_weights",
-    "pair_sums",
-    "state",
-}
-#: The public layers above them: pooling and regression, bandwidth selection, the
-#: estimators, inference, Dask, learned attention, pictures and the command line.
+ENGINE_LAYER = {"engines", "kernels", "sums"}
+#: The public layers above them: pooling and regression, bandwidth selection, densities,
+#: inference, Dask, learned attention, pictures and the command line.
 ABOVE = {
     "bandwidth",
-    "censoring",
-    "classifier",
     "cli",
-    "conditional",
-    "conditional_estimator",
-    "dask_selection",
     "datasets",
-    "density",
-    "density_criteria",
-    "density_estimator",
-    "density_methods",
-    "density_programs",
-    "distribution",
     "demo",
+    "density",
     "distributed",
-    "distributed_tasks",
-    "estimation",
-    "estimator",
     "inference",
     "learn",
-    "learned",
-    "fit_parts",
-    "pair_regression",
     "plotting",
-    "plug_in",
     "pooling",
     "regression",
     "report",
-    "significance",
     "studies",
-    "summary",
-    "weighted_pool",
 }
 
 

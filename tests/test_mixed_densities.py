@@ -12,12 +12,12 @@ import pytest
 from statsmodels.nonparametric.kernel_density import KDEMultivariate
 
 from attnpool import kernel_density, log_density
-from attnpool.density_estimator import (
+from attnpool.density.distribution import kernel_cdf
+from attnpool.density.estimator import (
     least_squares_criterion,
     loo_log_density,
     select_density_bandwidth,
 )
-from attnpool.distribution import kernel_cdf
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from attnpool.engines.native_search import (
     gradient_loop_built,
 )
 from attnpool.engines.numpy_search import loo_objective
-from attnpool.local_model import model_for
+from attnpool.sums.local_model import model_for
 
 
 def data(n, d, p=1, offset=0.0, seed=0):

@@ -9,7 +9,7 @@ import pytest
 from sklearn.base import clone
 
 from attnpool import LocalLinear, NadarayaWatson, kernels
-from attnpool.pair_regression import cv_score, neighbour_distances
+from attnpool.regression.pairs import cv_score, neighbour_distances
 
 LD = np.longdouble
 

@@ -20,8 +20,8 @@ from attnpool import (
     select_bandwidth,
 )
 from attnpool.engines import numpy_engine, numpy_search
-from attnpool.local_model import model_for
 from attnpool.methods import native
+from attnpool.sums.local_model import model_for
 from reference import long_double_local_linear, stable_gaussian_pool
 
 DISTANCE_KERNELS = [k for k in kernels.names() if k != "dot" and kernels.get(k).base is None]

@@ -12,7 +12,7 @@ import pytest
 
 from attnpool import local_regression, select_bandwidth
 from attnpool.engines import numpy_engine
-from attnpool.local_model import model_for
+from attnpool.sums.local_model import model_for
 
 
 def _mixed(n, var_type, seed=0):

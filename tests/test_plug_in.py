@@ -9,7 +9,7 @@ import pytest
 from scipy import optimize, stats
 
 from attnpool import KernelDensity, select_density_bandwidth
-from attnpool.plug_in import GRID_POINTS, PADDING, isj_bandwidth
+from attnpool.bandwidth.plug_in import GRID_POINTS, PADDING, isj_bandwidth
 
 
 @pytest.mark.parametrize("n", [10_000, 100_000])

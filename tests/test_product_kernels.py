@@ -20,7 +20,7 @@ from attnpool import (
     kernels,
     local_regression,
 )
-from attnpool.inference import kernel_integrals
+from attnpool.inference.bands import kernel_integrals
 
 
 def _statsmodels_style(profile):

@@ -24,10 +24,10 @@ from attnpool import (
     rule_of_thumb,
     select_bandwidth,
 )
+from attnpool.bandwidth.plug_in import isj_bandwidth
 from attnpool.bandwidth.resolution import bandwidth_floor, resolution
-from attnpool.density_criteria import least_squares_criterion, loo_log_density
-from attnpool.density_estimator import select_density_bandwidth
-from attnpool.plug_in import isj_bandwidth
+from attnpool.density.criteria import least_squares_criterion, loo_log_density
+from attnpool.density.estimator import select_density_bandwidth
 
 
 def three_columns(seed=21):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from attnpool import LocalLinear, NadarayaWatson, significance_test
-from attnpool.significance import _Fit
+from attnpool.inference.significance import _Fit
 
 
 def statsmodels_continuous_data():

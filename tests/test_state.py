@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from attnpool.state import (
+from attnpool.sums.state import (
     PoolingState,
     block_state,
     empty_state,

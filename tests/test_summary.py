@@ -18,7 +18,7 @@ from attnpool import (
     nadaraya_watson,
     select_bandwidth,
 )
-from attnpool.summary import r_squared
+from attnpool.regression.summary import r_squared
 
 
 @pytest.fixture(autouse=True)
@@ -194,7 +194,7 @@ def test_local_constant_marginal_effects_need_continuous_columns():
 def test_gaussian_slopes_in_numpy_equal_the_programs():
     # small Gaussian fits differentiate in NumPy (no program); the compiled forward mode
     # (block_size forces it) is the reference, with observation weights too
-    from attnpool.fit_parts import local_constant_slopes
+    from attnpool.regression.fit_parts import local_constant_slopes
 
     rng = np.random.default_rng(21)
     x, y = rng.uniform(0, 5, (150, 2)), rng.normal(size=(150, 2))

@@ -18,106 +18,85 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "Binned",
-    "ConditionalDensity",
-    "EmptyNeighbourhoodWarning",
-    "Kernel",
-    "KernelDensity",
-    "LearnedAttentionRegressor",
-    "LocalLinear",
-    "NadarayaWatson",
-    "NadarayaWatsonClassifier",
-    "PoolingState",
-    "SignificanceTest",
-    "TiedDataWarning",
-    "TopK",
-    "__version__",
-    "aicc_curve",
-    "attention_pool",
-    "attention_weights",
-    "censoring_weights",
-    "conditional_cdf",
-    "conditional_density",
-    "confidence_band",
-    "count_programs",
-    "cv_curve",
-    "datasets",
-    "fit_attention",
-    "kernel_cdf",
-    "kernel_density",
-    "kernels",
-    "local_regression",
-    "log_density",
-    "nadaraya_watson",
-    "rule_of_thumb",
-    "select_bandwidth",
-    "select_conditional_bandwidth",
-    "select_density_bandwidth",
-    "significance_test",
-]
-
-# Every module loads on first access (PEP 562): `import attnpool` imports neither
-# JAX nor SciPy, so the command line answers --help at once.
-_MODULES = {"cli", "datasets", "demo", "estimator", "inference", "kernels", "learn", "plotting"}
+# The one table of the public surface: each name and the module it lives in, loaded on
+# first access (PEP 562): `import attnpool` imports neither JAX nor SciPy, so the command
+# line answers --help at once. The imports for type checkers below bind the same names
+# (a test holds them to this table).
+_MODULES = {"cli", "datasets", "demo", "inference", "kernels", "learn", "plotting"}
 _NAMES = {
     "Binned": "methods.options",
     "TopK": "methods.options",
-    "EmptyNeighbourhoodWarning": "empty_policy",
+    "EmptyNeighbourhoodWarning": "sums.empty_policy",
     "attention_pool": "pooling",
     "attention_weights": "pooling",
     "nadaraya_watson": "regression",
     "Kernel": "kernels",
-    "PoolingState": "state",
+    "PoolingState": "sums.state",
     "local_regression": "regression",
     "aicc_curve": "bandwidth",
     "cv_curve": "bandwidth",
     "rule_of_thumb": "bandwidth",
     "select_bandwidth": "bandwidth",
-    "NadarayaWatson": "estimator",
-    "LocalLinear": "estimator",
-    "NadarayaWatsonClassifier": "classifier",
-    "LearnedAttentionRegressor": "learned",
+    "NadarayaWatson": "regression.estimator",
+    "LocalLinear": "regression.estimator",
+    "NadarayaWatsonClassifier": "regression.classifier",
+    "LearnedAttentionRegressor": "regression.learned",
     "fit_attention": "learn",
     "confidence_band": "inference",
     "count_programs": "_cache",
-    "significance_test": "significance",
-    "censoring_weights": "censoring",
-    "KernelDensity": "density_estimator",
-    "TiedDataWarning": "density_estimator",
-    "select_density_bandwidth": "density_estimator",
+    "significance_test": "inference.significance",
+    "censoring_weights": "regression.censoring",
+    "KernelDensity": "density.estimator",
+    "TiedDataWarning": "density.estimator",
+    "select_density_bandwidth": "density.estimator",
     "kernel_density": "density",
-    "kernel_cdf": "distribution",
-    "conditional_density": "conditional",
-    "conditional_cdf": "conditional",
-    "ConditionalDensity": "conditional_estimator",
-    "select_conditional_bandwidth": "conditional",
+    "kernel_cdf": "density.distribution",
+    "conditional_density": "density.conditional",
+    "conditional_cdf": "density.conditional",
+    "ConditionalDensity": "density.conditional_estimator",
+    "select_conditional_bandwidth": "density.conditional",
     "log_density": "density",
-    "SignificanceTest": "significance",
+    "SignificanceTest": "inference.significance",
 }
+#: The public surface: the table's names, the modules above and the version.
+__all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
 
 if TYPE_CHECKING:
-    from . import datasets, kernels
-    from ._cache import count_programs
-    from .bandwidth import aicc_curve, cv_curve, rule_of_thumb, select_bandwidth
-    from .censoring import censoring_weights
-    from .classifier import NadarayaWatsonClassifier
-    from .conditional import conditional_cdf, conditional_density, select_conditional_bandwidth
-    from .conditional_estimator import ConditionalDensity
-    from .density import kernel_density, log_density
-    from .density_estimator import KernelDensity, TiedDataWarning, select_density_bandwidth
-    from .distribution import kernel_cdf
-    from .empty_policy import EmptyNeighbourhoodWarning
-    from .estimator import LocalLinear, NadarayaWatson
-    from .inference import confidence_band
-    from .kernels import Kernel
-    from .learn import fit_attention
-    from .learned import LearnedAttentionRegressor
-    from .methods.options import Binned, TopK
-    from .pooling import attention_pool, attention_weights
-    from .regression import local_regression, nadaraya_watson
-    from .significance import SignificanceTest, significance_test
-    from .state import PoolingState
+    from . import datasets as datasets
+    from . import kernels as kernels
+    from ._cache import count_programs as count_programs
+    from .bandwidth import aicc_curve as aicc_curve
+    from .bandwidth import cv_curve as cv_curve
+    from .bandwidth import rule_of_thumb as rule_of_thumb
+    from .bandwidth import select_bandwidth as select_bandwidth
+    from .density import kernel_density as kernel_density
+    from .density import log_density as log_density
+    from .density.conditional import conditional_cdf as conditional_cdf
+    from .density.conditional import conditional_density as conditional_density
+    from .density.conditional import select_conditional_bandwidth as select_conditional_bandwidth
+    from .density.conditional_estimator import ConditionalDensity as ConditionalDensity
+    from .density.distribution import kernel_cdf as kernel_cdf
+    from .density.estimator import KernelDensity as KernelDensity
+    from .density.estimator import TiedDataWarning as TiedDataWarning
+    from .density.estimator import select_density_bandwidth as select_density_bandwidth
+    from .inference.bands import confidence_band as confidence_band
+    from .inference.significance import SignificanceTest as SignificanceTest
+    from .inference.significance import significance_test as significance_test
+    from .kernels import Kernel as Kernel
+    from .learn import fit_attention as fit_attention
+    from .methods.options import Binned as Binned
+    from .methods.options import TopK as TopK
+    from .pooling import attention_pool as attention_pool
+    from .pooling import attention_weights as attention_weights
+    from .regression import local_regression as local_regression
+    from .regression import nadaraya_watson as nadaraya_watson
+    from .regression.censoring import censoring_weights as censoring_weights
+    from .regression.classifier import NadarayaWatsonClassifier as NadarayaWatsonClassifier
+    from .regression.estimator import LocalLinear as LocalLinear
+    from .regression.estimator import NadarayaWatson as NadarayaWatson
+    from .regression.learned import LearnedAttentionRegressor as LearnedAttentionRegressor
+    from .sums.empty_policy import EmptyNeighbourhoodWarning as EmptyNeighbourhoodWarning
+    from .sums.state import PoolingState as PoolingState
 
 
 def __getattr__(name: str) -> Any:

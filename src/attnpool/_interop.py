@@ -20,7 +20,7 @@ import numpy as np
 from ._cache import enable_compilation_cache
 from ._units import value_unit
 from ._validation import check_bandwidth_representable, is_jax, is_traced, numpy_dtype
-from .empty_policy import report_empty
+from .sums.empty_policy import report_empty
 
 enable_compilation_cache()  # a second process loads its programs instead of compiling
 

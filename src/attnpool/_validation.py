@@ -188,7 +188,7 @@ def check_bandwidth_representable(original, dtype) -> None:
 
 
 def check_mask(mask, n: int, m: int):
-    """``mask`` as the engines take it (:mod:`attnpool.masks`): None, a boolean ``(n, m)``
+    """``mask`` as the engines take it (:mod:`attnpool.sums.masks`): None, a boolean ``(n, m)``
     matrix (or ``(1, m)``: the same keys for every query), or ``(n,)`` integer valid
     lengths (a scalar is every query's), each in ``[0, m]`` when concrete; else a
     ``ValueError`` naming what is accepted."""

@@ -53,11 +53,7 @@ if TYPE_CHECKING:
     from .selection import NUMPY_SEARCH_XATOL as NUMPY_SEARCH_XATOL
     from .selection import POOLINGS as POOLINGS
     from .selection import SELECTORS as SELECTORS
-    from .selection import (
-        aicc_curve,
-        cv_curve,
-        select_bandwidth,
-    )
+    from .selection import aicc_curve, cv_curve, select_bandwidth
 
 
 def __getattr__(name: str) -> Any:

@@ -20,19 +20,13 @@ import numpy as np
 from .. import kernels
 from .._interop import compute_dtype, precision_scope
 from .._shapes import MAX_ROWS, bucket, pad_rows, padded
-from ..edges import has_edge
-from ..local_model import LocalModel
+from ..kernels.edges import has_edge
 from ..methods import binned, fgt, sparse
 from ..methods.options import TRAITS, refusal
 from ..methods.stream import KEY_BLOCK
+from ..sums.local_model import LocalModel
 from . import leave_one_out
-from .criteria import (
-    curve_objectives,
-    grid_objectives,
-    objective,
-    objective_and_gradient,
-    refine,
-)
+from .criteria import curve_objectives, grid_objectives, objective, objective_and_gradient, refine
 from .search import (
     GRID,
     BandwidthSelection,

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..engines.local_fits import hat_diagonal, loo_residuals
-from ..local_model import LocalModel
+from ..sums.local_model import LocalModel
 from .search import GRID, bandwidth_of, best_candidate, categorical_upper, minimize_lbfgs, to_theta
 
 __all__ = [
@@ -67,7 +67,7 @@ def criterion(
     ``weights (n,)``: positive observation weights — each row counts ``w_i`` times in
     the fits and in the mean of the squared residuals; leave-one-out leaves a row out
     whole, and AICc's penalty counts rows (its trace each row's whole self-influence),
-    so that scaling every weight changes nothing (:mod:`attnpool.observation_weights`).
+    so that scaling every weight changes nothing (:mod:`attnpool.sums.observation_weights`).
     """
     real = jnp.arange(x.shape[0])[:, None] < (x.shape[0] if count is None else count)
     counts = real[:, 0].astype(x.dtype)

@@ -17,8 +17,8 @@ from .. import kernels
 from .._typing import ArrayLike, KernelSpec
 from .._units import power_of_two_above
 from .._validation import check_choice, check_points
-from ..local_model import model_for
-from ..observation_weights import check_weights
+from ..sums.local_model import model_for
+from ..sums.observation_weights import check_weights
 
 CATEGORICAL_START = 0.1
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2

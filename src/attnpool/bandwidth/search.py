@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..local_model import LocalModel, bandwidth_of, categorical_upper
+from ..sums.local_model import LocalModel, bandwidth_of, categorical_upper
 from .minimizers import (
     finite_or_largest,
     initial_simplex,

@@ -11,11 +11,11 @@ import numpy as np
 from .._typing import ArrayLike, KernelSpec
 from .._units import SearchUnits
 from .._validation import check_choice, check_points, check_values
-from ..edges import has_edge
 from ..engines import numpy_search
-from ..local_model import LocalModel, model_for
+from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS
-from ..observation_weights import merged_rows, positive_rows
+from ..sums.local_model import LocalModel, model_for
+from ..sums.observation_weights import merged_rows, positive_rows
 from .rules import rule_of_thumb
 from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
 
@@ -157,7 +157,7 @@ def select_bandwidth(
         Observation weights ``w_i ≥ 0``: each row counts as ``w_i`` copies — in the fits,
         in the criterion (CV leaves a row out whole, with every row identical to it;
         AICc's penalty counts rows) and in the rules of thumb — so integer weights select
-        what the repeated rows select (:mod:`attnpool.observation_weights`). Rows of
+        what the repeated rows select (:mod:`attnpool.sums.observation_weights`). Rows of
         weight 0 are left out. Weighted searches, and searches of data with repeated
         rows (merged into weights), run on the exact engines or, for one continuous
         column, binned (``pooling`` ``"auto"``, ``"dense"``, ``"stream"`` or

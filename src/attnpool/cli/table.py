@@ -21,9 +21,9 @@ from .._files import atomic_write, figure_bytes
 from .._validation import check_choice
 from ..bandwidth import SELECTORS
 from ..bandwidth.selection import SELECTOR_ALIASES
-from ..estimation import fitted_bandwidth
-from ..estimation import predict as estimation_predict
-from ..pair_regression import is_pair_fit
+from ..regression.estimation import fitted_bandwidth
+from ..regression.estimation import predict as estimation_predict
+from ..regression.pairs import is_pair_fit
 from .reading import STDIO, DataError, read_columns
 
 __all__ = ["STDIO", "DataError", "TableFit", "fit_table", "read_columns"]
@@ -124,7 +124,7 @@ class TableFit:
         )
 
     def _band(self, x_query):
-        from ..inference import confidence_band
+        from ..inference.bands import confidence_band
 
         return confidence_band(
             self.x_train,

@@ -27,7 +27,7 @@ def pool_on_engine(
     ``weights`` — of checked 2-D inputs by ``method``: a host method
     (:mod:`.host_methods`), the dense weight program, or the pooling program with key
     blocks of ``block_size`` (:mod:`.programs`). ``allowed``: a key mask
-    (:mod:`attnpool.masks`)."""
+    (:mod:`attnpool.sums.masks`)."""
     if method in HOST_METHODS:
         from .host_methods import pool_host
 

@@ -14,15 +14,15 @@ import numpy as np
 
 from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from ..kernels import is_builtin
-from ..local_model import model_for
 from ..methods.options import TopK, exact_engine
+from ..sums.local_model import model_for
 from .numpy_engine import NUMPY_MAX_WORK, local_fit
 
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     """Pooled values ``(n, p)`` in the inputs' dtype and the empty-row mask, NumPy arrays,
     by a host method (``sparse``, ``fgt``, ``native``, ``binned``, ``topk``); rows it
-    cannot settle — and rows a mask ``allowed`` (:mod:`attnpool.masks`) keeps from some
+    cannot settle — and rows a mask ``allowed`` (:mod:`attnpool.sums.masks`) keeps from some
     key — are pooled exactly by the streamed core (JAX imported only then)."""
     from ..methods import native
 
@@ -54,7 +54,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         return tuple(np.asarray(a) for a in found)
     if method == "topk":
         from ..methods import topk
-        from ..state import finalize
+        from ..sums.state import finalize
 
         state, left_out = topk.topk_state(
             np.asarray(q, np.float64) * factor,
@@ -121,8 +121,8 @@ def _pool_exactly(q, k, v, h, kernel, nearest):
 def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
     """A host method's pool under a key mask: the rows it does not restrict by the method,
     the others by the exact engine with the mask."""
-    from ..masks import every_key_allowed
     from ..methods.stream import KEY_BLOCK
+    from ..sums.masks import every_key_allowed
     from .programs import pool_core
 
     allowed = np.asarray(allowed)

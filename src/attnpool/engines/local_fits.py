@@ -2,7 +2,7 @@
 
 Degree 0 pools the responses; degree 1 pools the local moments ``[y, δ, δδᵀ, δy]``
 about each query's heaviest key with the same pooling state and solves them at each query
-(:func:`attnpool.local_model.solve_moments`). Leave-one-out fits mask each point's own
+(:func:`attnpool.sums.local_model.solve_moments`). Leave-one-out fits mask each point's own
 pair inside the blocks; the hat diagonal is ``α_ii`` (degree 0) or
 ``α_ii (1 + μ₁ᵀ C⁻¹ μ₁)`` (degree 1). The formulas are in :mod:`attnpool.regression`.
 """
@@ -17,13 +17,13 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
-from ..geometry import key_centre
-from ..local_model import LocalModel, log_weights, prepare, relative, solve_moments
 from ..methods import dense_weights, normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
-from ..observation_weights import augmented, divided
-from ..state import block_state, finalize, hard_block_state
+from ..sums.geometry import key_centre
+from ..sums.local_model import LocalModel, log_weights, prepare, relative, solve_moments
+from ..sums.observation_weights import augmented, divided
+from ..sums.state import block_state, finalize, hard_block_state
 from .programs import (
     kernel_block,
     mask_own_pairs,
@@ -52,7 +52,7 @@ def _block_function(
     follows each query's ``d`` coordinates in its row. ``hard``: the zero-temperature
     state of ``[key, y]`` rows — each query's reference, its heaviest key. ``weights``:
     the keys' positive observation weights, multiplying their kernel weights (leaving one
-    out, the whole row: :mod:`attnpool.observation_weights`)."""
+    out, the whole row: :mod:`attnpool.sums.observation_weights`)."""
     d = len(model.var_type)
 
     def block(q, q_ids, k, k_ids, v):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._units import midrange, value_unit
-from ..local_model import LocalModel, solve_moments
+from ..sums.local_model import LocalModel, solve_moments
 
 __all__ = [
     "ESTIMATE_MIN_ROWS",

@@ -6,7 +6,7 @@ n = 500 is milliseconds in NumPy): up to :data:`NUMPY_MAX_WORK` pair-features th
 estimators' predictions, small CV searches and pooling of NumPy float64 arrays run here,
 in float64: offsets ``(k − q) / h`` from the unscaled rows (the
 difference first, so keys equally far from a query stay tied at any bandwidth, and a
-compact kernel's edge is decided by :func:`attnpool.edges.inside_exactly`, as on every
+compact kernel's edge is decided by :func:`attnpool.kernels.edges.inside_exactly`, as on every
 path); log weights ``log K(r²)`` shifted by each row's largest; the local moments; the
 local linear solve with unit diagonal and a relative ridge. A row with no weight
 (``−inf`` log weights everywhere) is empty, and under ``nearest`` takes the mean
@@ -16,7 +16,7 @@ columns near the float limit are divided by a power of two before they are summe
 (:func:`attnpool._units.value_unit`, as pooling does), so huge ones do not overflow.
 
 It serves built-in kernels (profiles in NumPy) and a callable's, on continuous and
-categorical columns (ordered and unordered, as :mod:`attnpool.local_model` weighs them),
+categorical columns (ordered and unordered, as :mod:`attnpool.sums.local_model` weighs them),
 the rest going to the compiled engines. Its leave-one-out
 searches are in :mod:`.numpy_search`.
 """
@@ -28,14 +28,9 @@ import numpy as np
 from .. import kernels
 from .._units import midrange, value_unit
 from .._validation import check_bandwidth_representable, numpy_dtype
-from ..edges import edge_log_profile, has_edge
-from ..local_model import (
-    LocalModel,
-    log_categorical,
-    model_for,
-    solve_moments,
-)
-from ..observation_weights import augmented
+from ..kernels.edges import edge_log_profile, has_edge
+from ..sums.local_model import LocalModel, log_categorical, model_for, solve_moments
+from ..sums.observation_weights import augmented
 
 __all__ = [
     "NATIVE_POOL_MIN_PAIRS",
@@ -106,7 +101,7 @@ def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclud
     """``fit (k, p)``, ``slopes (k, d, p)`` in the inputs' units and the empty-row mask
     ``(k,)``, as :func:`attnpool.engines.local_fits.local_fit` (``exclude_self``: leave-one-out,
     ``x_query`` is ``x_train``; an empty row is NaN there; ``weights``: positive observation
-    weights, :mod:`attnpool.observation_weights`)."""
+    weights, :mod:`attnpool.sums.observation_weights`)."""
     x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
     h = np.asarray(bandwidth, np.float64)
     w = None if weights is None else np.asarray(weights, np.float64)
@@ -181,7 +176,7 @@ def _native_fit(x, y, q, h, model: LocalModel, w=None):
         return found if found is not None and np.all(np.isfinite(found[0])) else None
     if w is None:
         sums = native.native_sums(queries, keys, y, 1.0 / h)
-    else:  # the sums of [w, w·y] (:mod:`attnpool.observation_weights`)
+    else:  # the sums of [w, w·y] (:mod:`attnpool.sums.observation_weights`)
         sums = native.native_sums(queries, keys, augmented(y, w), 1.0 / h)[:, 1:]
     pooled = sums[:, 1:] / sums[:, :1]
     return (pooled, np.zeros((*pooled.shape[:1], x.shape[1], y.shape[1]))) if np.all(
@@ -193,13 +188,13 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=No
     the weighted mean offset ``μ`` (``(n, d)``, in bandwidths; else None). Degree 1
     returns the local moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
     ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out (all of its
-    weight, with observation weights ``key_weights``: :mod:`attnpool.observation_weights`).
+    weight, with observation weights ``key_weights``: :mod:`attnpool.sums.observation_weights`).
 
     Offsets are ``(k − q) / h`` of the rows as given, the difference first: scaled first,
     two keys equally far from a query at a tiny bandwidth were no longer tied (scaled
     coordinates round at ``eps·|x / h|``), and a compact kernel's edge could be decided
     otherwise than on the other paths. Categorical columns add their kernels' log weights
-    (:func:`attnpool.local_model.log_categorical`, ``λ`` their bandwidth) and enter a
+    (:func:`attnpool.sums.local_model.log_categorical`, ``λ`` their bandwidth) and enter a
     local linear fit by their codes' differences, as on the compiled engines."""
     units = _units(h, model)
     offsets = [(keys[None, :, a] - queries[:, a, None]) / units[a] for a in range(h.shape[0])]

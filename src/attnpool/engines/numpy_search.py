@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from ..local_model import LocalModel, bandwidth_of
+from ..sums.local_model import LocalModel, bandwidth_of
 from .numpy_engine import local_fit, serves, work_width
 
 __all__ = [
@@ -50,7 +50,7 @@ def loo_objective(x, y, model: LocalModel, weights=None):
     """``θ (d,) → float``: the leave-one-out CV objective at bandwidths ``exp(θ)``,
     ``inf`` where some point has no neighbour left. With positive observation ``weights``
     (NumPy only) each point is left out whole and its squared residual counts ``w_i``
-    times (:mod:`attnpool.observation_weights`).
+    times (:mod:`attnpool.sums.observation_weights`).
 
     With the Gaussian and at least :data:`NATIVE_MIN_WORK` (one column) or
     :data:`NATIVE_MIN_WORK_SEVERAL`, or once the loop is built, the sums run on the

@@ -19,17 +19,17 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
-from ..geometry import (
+from ..methods import dense_state, dense_weights, fused, stream_state
+from ..methods.options import exact_engine
+from ..sums.geometry import (
     MATMUL_MIN_DIM,
     block_coordinates,
     block_log_weights,
     closeness,
     scale_coordinates,
 )
-from ..masks import allowed_block, keyless_rows, mask_keys, padded_mask
-from ..methods import dense_state, dense_weights, fused, stream_state
-from ..methods.options import exact_engine
-from ..state import block_state, finalize, hard_block_state
+from ..sums.masks import allowed_block, keyless_rows, mask_keys, padded_mask
+from ..sums.state import block_state, finalize, hard_block_state
 
 __all__ = [
     "FUSED_KEY_BLOCK",
@@ -61,7 +61,7 @@ def kernel_block(
     ``max_log (n,)``: each query's largest log weight, if known (see :func:`nearest_log_weight`).
     ``streamed``: the block runs inside the streamed scan (distances by column).
     ``key_count``: keys from this row on are padding (see :mod:`attnpool._shapes`).
-    ``divisor``: the rows are unscaled (see :func:`attnpool.geometry.block_coordinates`).
+    ``divisor``: the rows are unscaled (see :func:`attnpool.sums.geometry.block_coordinates`).
     ``allowed``: the keys each query may attend (see :func:`mask_keys`).
     """
 

@@ -17,7 +17,7 @@ from ..engines.programs import mask_own_pairs, pool_state
 from ..methods import normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
-from ..state import block_state, finalize
+from ..sums.state import block_state, finalize
 from .models import AttentionModel, Params
 
 __all__ = ["learned_pool", "learned_weights"]
@@ -39,7 +39,7 @@ def learned_pool(
     ``leave_out (n,)``: for each query, the index of a key to exclude (its own row, for
     leave-one-out), or ``-1`` for none. ``weights (m,)``: the keys' positive observation
     weights, ``log w`` added to their log weights (a left-out key is left out whole:
-    :mod:`attnpool.observation_weights`).
+    :mod:`attnpool.sums.observation_weights`).
 
     Examples
     --------

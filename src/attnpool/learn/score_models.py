@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._typing import ArrayLike
-from ..geometry import closeness
+from ..sums.geometry import closeness
 from .model_base import AttentionModel, Params, learnable_kernel, sample_size, scott_factor
 
 __all__ = ["AdaptiveBandwidth", "AdditiveScore", "DotProductScore"]

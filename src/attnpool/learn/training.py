@@ -27,7 +27,7 @@ from .._optional import require
 from .._progress import ProgressBar
 from .._typing import ArrayLike
 from .._validation import check_choice, check_points, check_positive_int
-from ..observation_weights import merged_rows, positive_rows
+from ..sums.observation_weights import merged_rows, positive_rows
 from .attention import learned_pool, learned_weights
 from .data import Standardisation, split, training_data
 from .models import AttentionModel, Params, get_model
@@ -246,7 +246,7 @@ def fit_attention(
         ``True``: tqdm's bar (``tqdm.auto``: a widget in a notebook, text on stderr
         elsewhere) with the loss, once training has taken a second; or your callback.
     weights : array of shape (n,), optional
-        Observation weights of the training points (:mod:`attnpool.observation_weights`):
+        Observation weights of the training points (:mod:`attnpool.sums.observation_weights`):
         each point's kernel weight as a key times ``w_i``, its loss counted ``w_i`` times,
         each row left out whole under ``"loo_mse"`` (identical rows merged into one of
         their total weight first), and the standardisation weighted — what the repeated

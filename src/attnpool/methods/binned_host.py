@@ -32,12 +32,7 @@ from .binned import (
 )
 from .binned import interpolate as at_corners
 from .binned_bound import kernel_tail, nodes_for, pair_error_bound
-from .binned_gaussian import (
-    QUERIES_PER_NODE,
-    aligned_grid,
-    gaussian_sums,
-    lattice,
-)
+from .binned_gaussian import QUERIES_PER_NODE, aligned_grid, gaussian_sums, lattice
 from .binned_gaussian import nodes_for as gaussian_nodes_for
 from .binned_taylor import LINEAR_COLUMNS, taylor_sums
 from .binned_taylor import plan as taylor_plan

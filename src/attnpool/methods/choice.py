@@ -38,8 +38,8 @@ import numpy as np
 
 from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._validation import is_traced
-from ..geometry import MATMUL_MIN_DIM
 from ..kernels import Kernel
+from ..sums.geometry import MATMUL_MIN_DIM
 from . import fgt, fused, native, sparse
 from .options import TRAITS, exact_engine, refusal, resolve
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from ..geometry import block_log_weights, closeness
 from ..kernels import Kernel
-from ..state import PoolingState
+from ..sums.geometry import block_log_weights, closeness
+from ..sums.state import PoolingState
 
 #: ``(query_rows, query_ids, key_rows, key_ids, value_rows) -> PoolingState`` of one block.
 BlockFunction = Callable[..., PoolingState]
@@ -44,7 +44,7 @@ def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False, divisor=
 
     ``hard=True`` gives the zero-temperature weights: uniform over the closest keys.
     Empty rows are all zero. ``divisor``: unscaled coordinates (see
-    :func:`attnpool.geometry.block_coordinates`). ``allowed (n, m)``: the keys each
+    :func:`attnpool.sums.geometry.block_coordinates`). ``allowed (n, m)``: the keys each
     query may attend (the others get no weight).
     """
     if hard:

@@ -10,7 +10,7 @@ fit that form exactly:
   cancels when the weights are normalised.
 
 The softmax's log-sum-exp (``return_residual=True``) makes each block a
-:class:`~attnpool.state.PoolingState` (``m = lse, s = 1, t = output``), so the
+:class:`~attnpool.sums.state.PoolingState` (``m = lse, s = 1, t = output``), so the
 fused block streams and merges like any other. The Gaussian's matrix-product
 form cancels on uncentred data: coordinates are centred on the keys' mean
 first, and the error still grows as ``eps · (extent / h)²``.
@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels import Kernel
-from ..masks import allowed_block
-from ..state import PoolingState
+from ..sums.masks import allowed_block
+from ..sums.state import PoolingState
 
 #: Kernels with an exact fused form.
 FUSED_KERNELS = frozenset(["gaussian", "dot"])
@@ -52,7 +52,7 @@ def centred(queries, keys, kernel: Kernel):
 
 def fused_block(kernel: Kernel, allowed=None):
     """Block function ``(query_rows, query_ids, key_rows, key_ids, value_rows) -> PoolingState``;
-    ``allowed``: the keys each query may attend (:mod:`attnpool.masks`), passed to the
+    ``allowed``: the keys each query may attend (:mod:`attnpool.sums.masks`), passed to the
     fused kernel as its mask (a query with no allowed key in the block has no weight)."""
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):

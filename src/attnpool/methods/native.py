@@ -21,7 +21,7 @@ machinery builds ``expansions.c``, the one- and two-dimensional methods' host lo
 
 Log weights: ``d ≤ 2`` by differences, ``−|q − k|²/2``; ``d ≥ 3`` in the matrix-product
 form ``q·k − |k|²/2`` on coordinates centred on the keys' mean, like the streamed path
-(:mod:`attnpool.geometry`).
+(:mod:`attnpool.sums.geometry`).
 
 Far keys are passed over. Where a query's reach — the distance beyond which a Gaussian
 weight is below ``2^−48`` of a row's sum — leaves out enough keys for that to pay

@@ -19,8 +19,8 @@ from functools import partial
 
 import numpy as np
 
-from ..edges import inside_exactly, support_edge
 from ..kernels import Kernel
+from ..kernels.edges import inside_exactly, support_edge
 from .prefix_sums import QUERY_CHUNK, prefix_sums, split_kernel
 
 #: Query–key pairs evaluated at once (memory ``O(PAIR_BUDGET)``).
@@ -100,7 +100,7 @@ def _offsets(queries, keys, bandwidth):
 def inside_support(queries, keys, bandwidth, kernel: Kernel) -> np.ndarray:
     """Whether each pair of rows ``queries (P, d)``, ``keys (P, d)`` (unscaled) is inside the
     support, decided from ``u_j = (q_j − k_j) / h_j`` in the inputs' precision by
-    :func:`attnpool.edges.inside_exactly` — as the exact engines decide it."""
+    :func:`attnpool.kernels.edges.inside_exactly` — as the exact engines decide it."""
     dtype = np.result_type(queries, keys, np.float32)
     bandwidth = np.broadcast_to(np.asarray(bandwidth, dtype), queries.shape[-1:])
     us = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..state import PoolingState, empty_state, merge
+from ..sums.state import PoolingState, empty_state, merge
 from .dense import BlockFunction
 
 QUERY_BLOCK = 1024

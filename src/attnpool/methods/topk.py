@@ -22,7 +22,7 @@ import numpy as np
 
 from .._interop import precision_scope
 from ..kernels import Kernel, is_monotone
-from ..state import PoolingState, block_state
+from ..sums.state import PoolingState, block_state
 
 #: Queries whose neighbours are gathered at once.
 QUERY_CHUNK = 2**15

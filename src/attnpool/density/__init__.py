@@ -1,0 +1,334 @@
+"""Kernel density estimates on the pooling engines: attention pooling's denominator.
+
+.. math:: \\hat f(x) = \\frac{1}{\\sum_i w_i} \\sum_i w_i \\,
+          \\frac{K((x - x_i) / h)}{\\prod_j h_j \\int K}
+
+(``w_i = 1`` without observation weights). ``Σ_i w_i K(u_i)`` is the pooling state of
+the values ``w`` — ``m + log t`` in the log domain — on the exact engines (dense or
+streamed key blocks, a compact kernel's edge decided as pooling decides it), so a
+density far from the data is a finite log density, not 0 or ``log 0``. ``∫K`` is over
+``ℝ^d``: radial kernels by radial quadrature, product kernels the one-dimensional
+integral to the power ``d`` (:func:`kernel_integrals`). The estimator and the bandwidth
+selectors are in :mod:`attnpool.density.estimator`, distribution functions in
+:mod:`attnpool.density.distribution`.
+
+>>> import numpy as np
+>>> from attnpool.density import kernel_density
+>>> kernel_density(np.zeros(1), np.array([0.0, 1.0]), bandwidth=1.0).round(4)  # φ(0), φ(1)
+array([0.3989, 0.242 ])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import kernels as _kernels
+from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
+from .._units import column_extremes, remember_extremes, remembering_extremes, rows_less
+from .._validation import check_bandwidth, check_points, is_jax, numpy_dtype
+from ..kernels.calculus import kernel_integrals
+
+if TYPE_CHECKING:
+    from ..kernels.mixed import MixedColumns
+from ..sums.observation_weights import check_weights
+
+__all__ = [
+    "density_band",
+    "kernel_density",
+    "kernel_integrals",
+    "log_density",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """:func:`attnpool.density.programs.log_kernel_sums`, imported (with JAX) when asked
+    for: the host methods that most densities take need no JAX."""
+    if name == "log_kernel_sums":
+        from .programs import log_kernel_sums
+
+        return log_kernel_sums
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: How :func:`log_density` sums: ``"auto"`` (exact: NumPy pairs for small problems, the
+#: ``fgt`` expansions for a Gaussian column of many points, else the compiled engines),
+#: ``"dense"``/``"stream"`` (the compiled engines), ``"fgt"`` (the Gaussian in one column),
+#: ``"sparse"`` (compact radial kernels: only the keys inside the support; prefix sums in
+#: one column, a KD-tree above; exact), ``"native"`` (the Gaussian by the compiled C loop,
+#: every core, any dimension; exact), ``"binned"`` or a :class:`~attnpool.Binned` record
+#: (``d ≤ 2``: relative error of each density at most its ``tolerance``, rows the bound
+#: cannot settle summed exactly). ``"auto"`` takes ``"sparse"`` for a compact kernel in
+#: one column beyond :data:`attnpool.density.methods.HOST_PAIRS` pairs, and ``"native"``
+#: for the Gaussian in several columns there (on a CPU, where its loop builds).
+DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "native", "binned")
+
+
+def log_density(
+    x_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    weights: ArrayLike | None = None,
+    var_type: str | None = None,
+    method: MethodSpec = "auto",
+) -> np.ndarray:
+    """``log f̂`` at ``x_query (k,) | (k, d)`` of the sample ``x_train (n,) | (n, d)``:
+    ``(k,)`` in float64 (the inputs' precision if narrower), ``−inf`` where a compact
+    kernel covers no training point. ``weights (n,)``: observation weights.
+    ``var_type``: one letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered
+    (statsmodels' ``KDEMultivariate``; :mod:`attnpool.kernels.mixed`): a categorical
+    column's bandwidth is its ``λ ∈ [0, 1)``. ``method``: one of :data:`DENSITY_METHODS`
+    (continuous columns).
+
+    References
+    ----------
+    Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*.
+    Chapman & Hall. Aitchison, J. & Aitken, C. G. G. (1976). Multivariate binary
+    discrimination by the kernel method. *Biometrika* 63(3), 413–420.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.log_density(data.x_train, [2.5], bandwidth=0.5).round(4)
+    array([-1.5889])
+    """
+    with remembering_extremes():  # the checks and grids reduce each array once
+        return _log_density(x_train, x_query, kernel, bandwidth, weights, var_type, method)
+
+
+def _log_density(
+    x_train: Any, x_query: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any,
+    method: Any,
+) -> np.ndarray:  # fmt: skip
+    from ..methods.options import Binned
+
+    name = method.name if isinstance(method, Binned) else method
+    if name not in DENSITY_METHODS:
+        raise ValueError(
+            f"method: expected one of {', '.join(map(repr, DENSITY_METHODS))} or a Binned "
+            f"record; received {method!r}"
+        )
+    record = _kernels.get(kernel)
+    x = check_points(x_train, "x_train")
+    if x.shape[0] == 0:
+        raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
+    q = check_points(x_query, "x_query", dims=x.shape[1])
+    if var_type is not None and set(var_type) != {"c"}:
+        if name != "auto":
+            raise ValueError(
+                f"method: mixed data (var_type={var_type!r}) are summed pair by pair, by "
+                f"'auto'; received {name!r}"
+            )
+        return _mixed_log_density(x, q, record, bandwidth, weights, var_type)
+    record = _kernels.for_dimensions(record, x.shape[1])
+    first = kernel_integrals(record, x.shape[1])[0] if record.similarity == "distance" else 0.0
+    if not (0 < first < math.inf):
+        raise ValueError(
+            f"kernel: a density needs a distance kernel of finite integral; received "
+            f"{record.name!r}"
+        )
+    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
+    dtype = numpy_dtype(x, q)
+    w = None if weights is None else check_weights(weights, x.shape[0], dtype)
+    if w is not None and not is_jax(w) and not np.all(w > 0):
+        x, w = x[w > 0], w[w > 0]  # weight 0 counts nowhere: never a row's nearest key
+    total = x.shape[0] if w is None else float(np.sum(w))
+    constant = math.log(total) + float(np.sum(np.log(h))) + math.log(first)
+    n, m = q.shape[0], x.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    host = not (is_jax(x) or is_jax(q))
+    if host and name in ("auto", "fgt", "sparse", "native", "binned"):
+        found = _host_log_density(x, q, record, h, w, method)
+        if found is not None:  # no program to build
+            return np.asarray(found - math.log(total))
+    elif name in ("fgt", "sparse", "native", "binned"):
+        raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
+    # the compiled engines (JAX is imported here, not for the host methods above)
+    from .._interop import precision_scope
+    from .._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
+    from .programs import log_density_program
+
+    count = None
+    keys = np.asarray(x, dtype)
+    if m <= MAX_ROWS:  # rows padded to their buckets: a program per bucket, not per size
+        count = np.int32(m)
+        keys = pad_rows(keys, bucket(m))
+        w = None if w is None else padded(np.asarray(w, dtype), size=bucket(m))[0]
+    with precision_scope(dtype):
+        result = log_density_program(
+            keys, pad_rows(np.asarray(q, dtype), query_bucket(n)), np.asarray(h, dtype),
+            None if w is None else np.asarray(w, dtype), count, np.asarray(constant, dtype),
+            kernel=record, method=None if name == "auto" else name,
+        )  # fmt: skip
+    return np.asarray(result, np.float64)[:n]
+
+
+def _host_log_density(
+    x: Any, q: Any, record: Any, h: Any, w: Any, method: Any
+) -> np.ndarray | None:
+    """The unnormalised log sums of :func:`log_density` by the host methods (NumPy arrays),
+    or None where ``"auto"`` takes the compiled engines."""
+    from ..methods.options import Binned
+    from .methods import host_log_sums, method_log_sums
+
+    x64, q64 = centred_on_keys(np.asarray(x, np.float64), np.asarray(q, np.float64))
+    w64 = None if w is None else np.asarray(w, np.float64)
+    if method == "auto":
+        found = host_log_sums(x64, q64, record, h, w64)
+        return None if found is None else np.asarray(found)
+    name = method.name if isinstance(method, Binned) else method
+    options = method if isinstance(method, Binned) else Binned()
+
+    def exact(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        return log_density(keys, queries, kernel=record, bandwidth=h)  # rows "auto" sums
+
+    return np.asarray(method_log_sums(x64, q64, record, h, w64, name, options, exact))
+
+
+#: A sample whose midrange is within this fraction of its half-range counts as centred.
+CENTRED = 1 / 64
+
+
+def centred_on_keys(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, queries)`` less the keys' midrange (a density is translation invariant):
+    the host methods scale coordinates by ``1/h``, and data far from the origin (Unix
+    times) would lose their low digits scaled first. Keys already about the origin (their
+    midrange within :data:`CENTRED` of their half-range) are left as they are: their
+    coordinates are at most that much larger, and 10⁶ of them are not copied."""
+    low, high = column_extremes(keys)
+    centre = low / 2 + high / 2
+    if np.all(np.abs(centre) <= CENTRED * (high / 2 - low / 2)):
+        return keys, queries
+    centred = rows_less(keys, centre)
+    remember_extremes(centred, low - centre, high - centre)  # rounding is monotone
+    return centred, queries - centre
+
+
+def mixed_columns(
+    x: np.ndarray, kernel: KernelSpec, bandwidth: Bandwidth, var_type: str
+) -> tuple[MixedColumns, np.ndarray]:
+    """``(columns, h)``: the :class:`~attnpool.kernels.mixed.MixedColumns` of the sample
+    ``x (n, d)`` and its checked bandwidths (``λ < 1`` for categorical columns)."""
+    from ..kernels.mixed import MixedColumns
+    from ..regression import validated
+    from ..sums.local_model import model_for
+
+    model_for(x, kernel=kernel, var_type=var_type)  # the letters
+    h = validated(x, x[:, 0], None, bandwidth, kernel, var_type, 0)[3]
+    columns = MixedColumns(np.asarray(x, np.float64), var_type, kernel)
+    if (
+        columns.continuous
+        and not 0 < kernel_integrals(columns.kernel, len(columns.continuous))[0] < math.inf
+    ):
+        raise ValueError(
+            f"kernel: a density needs a distance kernel of finite integral; received "
+            f"{columns.kernel.name!r}"
+        )
+    return columns, h
+
+
+def _mixed_log_density(
+    x: Any, q: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any
+) -> np.ndarray:
+    from ..kernels.mixed import log_sums
+
+    x, q = np.asarray(x, np.float64), np.asarray(q, np.float64)
+    columns, h = mixed_columns(x, kernel, bandwidth, var_type)
+    w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), np.float64)
+    if w is not None and not np.all(w > 0):  # (after the columns: their levels count all rows)
+        x, w = x[w > 0], w[w > 0]
+    total = x.shape[0] if w is None else float(np.sum(w))
+    return np.asarray(log_sums([(q, x, h, columns, "density")], weights=w)) - math.log(total)
+
+
+def kernel_density(x_train: ArrayLike, x_query: ArrayLike, **options: Any) -> np.ndarray:
+    """The density ``f̂`` at ``x_query``: ``exp`` of :func:`log_density` (same options).
+
+
+    References
+    ----------
+    Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*.
+    Chapman & Hall.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.kernel_density(data.x_train, [2.5], bandwidth=0.5).round(4)
+    array([0.2041])
+    """
+    return np.asarray(np.exp(log_density(x_train, x_query, **options)))
+
+
+def density_band(
+    x_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    kernel: KernelSpec = "gaussian",
+    bandwidth: Bandwidth = 1.0,
+    level: float = 0.95,
+    weights: ArrayLike | None = None,
+    var_type: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A pointwise ``level`` band of the density at ``x_query``: ``f̂ ± z s``, ``s²`` the
+    variance of the mean of the i.i.d. terms ``K_h(x − X_i)`` estimated from them,
+    ``(mean(K_h²) − f̂²) / n_e`` (``n_e = (Σw)² / Σw²``, the effective sample size; the
+    weighted means with observation weights) — the estimate's own spread, with no
+    small-bandwidth approximation (``f̂ R(K) / (n h)`` overstates it by the ``f̂² / n``
+    it drops, a quarter at ``h = 0.3`` on a standard normal). The bias is not bounded, as
+    by no such band; the lower end is clipped at 0. ``var_type`` as
+    :func:`log_density` takes it.
+
+    Parameters
+    ----------
+    x_train : array (n,) or (n, d)
+    x_query : array (k,) or (k, d)
+    kernel, bandwidth, weights, var_type
+        As :func:`attnpool.kernel_density`.
+    level : float in (0, 1)
+
+    Returns
+    -------
+    lower, upper : ndarray (k,)
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> from attnpool.density import density_band
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # x uniform on [0, 5]
+    >>> lower, upper = density_band(data.x_train, [2.5], bandwidth=0.4)
+    >>> lower.round(3), upper.round(3)     # around the estimate 0.215
+    (array([0.139]), array([0.292]))
+
+    References
+    ----------
+    Wand, M. P. & Jones, M. C. (1995). *Kernel Smoothing*, section 2.5 (the estimate's
+    variance). Hall, P. (1992). Effect of bias estimation on coverage accuracy of
+    bootstrap confidence intervals for a probability density. *Annals of Statistics*
+    20(2), 675–694 (why the bias is left out).
+    """
+    from scipy import stats
+
+    from ..kernels.mixed import log_sums
+
+    if not 0 < level < 1:
+        raise ValueError(f"level: expected a number strictly between 0 and 1; received {level!r}")
+    x = np.asarray(check_points(x_train, "x_train"), np.float64)
+    q = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
+    columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
+    w = np.ones(x.shape[0]) if weights is None else np.asarray(
+        check_weights(weights, x.shape[0]), np.float64)  # fmt: skip
+    share = w / np.sum(w)
+    term = (q, x, h, columns, "density")
+    density = np.exp(log_sums([term], weights=share))
+    second = np.exp(log_sums([term, term], weights=share))
+    effective = 1.0 / np.sum(share**2)
+    spread = np.sqrt(np.maximum(second - density**2, 0.0) / effective)
+    z = stats.norm.ppf(0.5 + level / 2)
+    return np.maximum(density - z * spread, 0.0), density + z * spread

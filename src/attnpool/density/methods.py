@@ -1,0 +1,205 @@
+"""How :func:`attnpool.density.log_density` sums on the host, method by method: NumPy
+pairs for small problems, and in one column the ``fgt`` expansions (the Gaussian) and
+the ``sparse`` support windows (compact kernels), all exact; ``native`` (the Gaussian,
+any dimension, exact) and ``binned`` (``d ≤ 2``, each density within a relative
+tolerance, the rows its bound cannot settle summed exactly over the keys within their
+reach). Each returns ``log Σ_i w_i K_h(q − x_i)`` normalised by ``Π h`` and ``∫K``, not
+by the weights' total."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import kernels as _kernels
+from ..kernels.calculus import kernel_integrals
+
+#: Pairs up to which a density is summed in NumPy (no program to build: a first call
+#: costs no compilation); beyond, on the compiled engines.
+HOST_PAIRS = 2**22
+#: Pairs from which a Gaussian column is summed by the ``fgt`` expansions once their
+#: compiled loop is built (a NumPy pair costs about as much as an expansion's term).
+EXPANSION_MIN_PAIRS = 2**14
+
+
+def expansions_pay(pairs: int) -> bool:
+    """Whether the ``fgt`` expansions sum ``pairs`` Gaussian pairs of one column faster
+    than NumPy: from :data:`HOST_PAIRS`, or from :data:`EXPANSION_MIN_PAIRS` where their
+    compiled loop is already built (a first small call compiles nothing)."""
+    from ..methods import native
+
+    return pairs > HOST_PAIRS or (pairs >= EXPANSION_MIN_PAIRS and native.expansions_ready())
+
+
+def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
+    """``log Σ_i w_i K_h(q − x_i)`` (normalised) on the host, or None where the compiled
+    engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs (a Gaussian column
+    by the expansions where :func:`expansions_pay`); beyond, in one column, the ``fgt``
+    expansions for the Gaussian (O(n + m); rows they leave unsettled by
+    pairs) and the support's windows for a compact kernel (``sparse``); in several
+    columns the Gaussian by the compiled loop (``native``, passing over far keys) where
+    it builds, on a CPU."""
+    from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
+    from ..kernels.mixed import MixedColumns, log_sums
+    from ..sums.observation_weights import too_wide_to_truncate
+
+    n, m = q.shape[0], x.shape[0]
+    columns = MixedColumns(x, "c" * x.shape[1], record)
+    small = n * m <= HOST_PAIRS
+    truncating = not too_wide_to_truncate(w)  # (fgt and native)
+    gaussian = x.shape[1] == 1 and _kernels.is_gaussian(record) and truncating
+    if small and not (gaussian and expansions_pay(n * m)):
+        return log_sums([(q, x, h, columns, "density")], weights=w)
+    in_range = x.shape[1] == 1 and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
+    if in_range and gaussian:
+        return _expansion_log_sums(x, q, h, w, columns)
+    if small:  # beyond the expansions' range: pairs still cost less than a program
+        return log_sums([(q, x, h, columns, "density")], weights=w)
+    if in_range and record.compact and _kernels.is_builtin(record):
+        return _sparse_log_sums(x, q, record, h, w)
+    if x.shape[1] >= 2 and truncating and native_serves(record, q, x, h):
+        return _native_log_sums(x, q, record, h, w)
+    return None
+
+
+def native_serves(record: Any, q: Any, x: Any, h: Any) -> bool:
+    """Whether the compiled C loop sums this Gaussian density (as ``"auto"`` pools on a
+    CPU): its loop builds here and the data lie within the host methods' range."""
+    from .._backend import computes_on_cpu
+    from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
+    from ..methods import native
+
+    return (
+        _kernels.is_gaussian(record)
+        and computes_on_cpu()
+        and native.available()
+        and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
+    )
+
+
+def _sparse_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
+    """Normalised log sums of a compact kernel over the keys inside its support only
+    (:func:`attnpool.methods.sparse.sparse_sums`, exact): ``−inf`` where none is."""
+    from ..methods.sparse import sparse_sums
+
+    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
+    sums = sparse_sums(q, x, values, 1.0 / h, record, edges=(q, x, h))
+    top = float(np.asarray(record.log_profile(np.zeros(()))))  # the sums are in K(0)
+    integral = kernel_integrals(record, x.shape[1])[0]
+    with np.errstate(divide="ignore"):
+        return np.log(sums[:, 1]) + top - math.log(integral) - float(np.sum(np.log(h)))
+
+
+def _expansion_log_sums(x: Any, q: Any, h: Any, w: Any, columns: Any) -> Any:
+    """Gaussian log sums of one column by the ``fgt`` expansions, the rows they leave
+    unsettled (far from every key) pair by pair over the keys within their reach
+    (:func:`attnpool.methods.fgt.reach`: the rest weigh less than 1e-14 of each row)."""
+    from ..kernels.mixed import log_sums
+    from ..methods import fgt
+
+    values = np.ones((x.shape[0], 0)) if w is None else w[:, None]  # (the counts: column 0)
+    sums, settled, nearest2 = fgt.expansion_sums(q, x, values, 1.0 / h[0], return_nearest=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(sums[:, -1]) - 0.5 * nearest2 - math.log(math.sqrt(2 * math.pi) * h[0])
+    again = np.flatnonzero(~settled | ~np.isfinite(out))
+    if again.size:
+        count = x.shape[0] if w is None else float(np.sum(w) / np.min(w))
+        radii = h[0] * fgt.reach(nearest2[again], count)
+        near = fgt.keys_within(x[:, 0], q[again, 0], radii)
+        out[again] = log_sums([(q[again], x[near], h, columns, "density")],
+                              weights=None if w is None else w[near])  # fmt: skip
+    return out
+
+
+def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
+    """Normalised Gaussian log sums by the compiled C loop: ``ln 2 · (shift + log2 Σ)``."""
+    from ..methods import native
+
+    reason = native.refusal(record, x.shape[1])
+    if reason:
+        raise ValueError(f"method: {reason}")
+    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
+    scale = 1.0 / h
+    sums, shift = native.native_sums(q, x, values, scale, return_shift=True)
+    with np.errstate(divide="ignore"):
+        out = math.log(2.0) * shift + np.log(sums[:, 1])
+    d = x.shape[1]
+    return out - 0.5 * d * math.log(2 * math.pi) - float(np.sum(np.log(h)))
+
+
+def method_log_sums(
+    x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any, exact: Any
+) -> Any:
+    """``method="fgt"``, ``"sparse"``, ``"native"`` or ``"binned"``: refused where the
+    method cannot serve, else its sums, the rows it leaves unsettled summed exactly
+    (``exact(keys, queries)``: their normalised log densities, as ``"auto"`` sums them)."""
+    from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
+    from ..kernels.mixed import MixedColumns
+    from ..methods import sparse
+    from ..methods.binned import refusal
+    from ..sums.observation_weights import refuse_wide_span
+
+    d = x.shape[1]
+    refuse_wide_span(name, w)
+    if extent_in_bandwidths(q, x, h) > HOST_MAX_EXTENT:
+        raise ValueError(
+            f"method: {name!r} takes data within 2^40 bandwidths of its centre; use 'auto'"
+        )
+    columns = MixedColumns(x, "c" * d, record)
+    if name == "fgt":
+        if not (_kernels.is_gaussian(record) and d == 1):
+            raise ValueError(
+                f"method: 'fgt' sums the Gaussian in one column; received {record.name!r} in {d}"
+            )
+        return _expansion_log_sums(x, q, h, w, columns)
+    if name == "sparse":
+        reason = sparse.refusal(record, d)
+        if reason:
+            raise ValueError(f"method: {reason}")
+        return _sparse_log_sums(x, q, record, h, w)
+    if name == "native":
+        return _native_log_sums(x, q, record, h, w)
+    reason = refusal(record, d)
+    if reason or w is not None:
+        raise ValueError(f"method: {reason or 'binned densities are for unweighted samples'}")
+    return _binned_log_sums(x, q, record, h, options, exact)
+
+
+def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: Any) -> Any:
+    """Normalised log sums by binning (:mod:`attnpool.methods.binned_host`): each density
+    within ``options.tolerance`` of itself, or summed exactly over the keys within its
+    reach (:mod:`attnpool.methods.binned_near`)."""
+    from ..methods.binned_host import binned_sums, plan_grid
+    from ..methods.binned_near import keys_near, near_log_sums
+
+    d, scale = x.shape[1], 1.0 / h
+    plan = plan_grid(q, x, scale, record, options.grid_size, options.tolerance)
+    grid, reach, hopeless = plan.grid, plan.reach, plan.hopeless
+    top = float(np.asarray(record.log_profile(np.zeros(()))))
+    constant = top - math.log(kernel_integrals(record, d)[0]) - float(np.sum(np.log(h)))
+    if hopeless:
+        return exact(x, q) + math.log(x.shape[0])
+    # one column finds the keys near a row without each key's cell (8 bytes a key)
+    sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=d == 2,
+                                       correct_queries=plan.correct_queries,
+                                       order=plan.order)  # fmt: skip
+    weight = sums[:, 0]
+    settled = (weight > 0) & (error <= options.tolerance * weight)
+    with np.errstate(divide="ignore", invalid="ignore"):  # unsettled rows: redone below
+        out = np.log(weight) + constant
+    again = np.flatnonzero(~settled)
+    if again.size:  # exactly, over the keys that can matter to them
+        least = weight[again] - error[again]  # the exact sum is at least this
+        rows = q[again] * scale
+        summed = near_log_sums(rows, record, binning, x.shape[0], least, x, scale)
+        if summed is not None:
+            out[again] = summed + constant
+            return out
+        near = keys_near(rows, record, binning, x.shape[0], least, x, scale)
+        out[again] = -np.inf
+        if near.size:
+            found = exact(x[near], q[again])
+            out[again] = found + math.log(near.size)
+    return out

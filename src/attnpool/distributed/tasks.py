@@ -1,0 +1,271 @@
+"""What a Dask task of :mod:`attnpool.distributed` computes, on NumPy chunks.
+
+:func:`state_task`: the pooling states ``(m, s, t)`` of one query chunk over one key chunk,
+packed side by side in one array (with the nearest keys' state where the chunk leaves a
+row without weight); :func:`combine`: their exact merge along the key chunks (the
+tree reduction's step); :func:`finish_states`: ``t / s``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._interop import precision_scope
+from ..engines.programs import kernel_block, mask_own_pairs, pool_state
+from ..kernels.edges import has_edge
+from ..methods.options import exact_engine
+from ..methods.stream import KEY_BLOCK
+from ..sums.geometry import block_log_weights, key_centre
+from ..sums.observation_weights import chunk_of_positive_weight
+from ..sums.state import PoolingState, block_state, finalize, merge_stacked
+
+__all__ = [
+    "chunk_nearest",
+    "chunk_state",
+    "combine",
+    "finish_states",
+    "identity",
+    "nearest_factor",
+    "pack",
+    "state_task",
+    "unpack",
+]
+
+
+def pack(state: PoolingState) -> np.ndarray:
+    """``(..., p + 2)``: ``m``, ``s`` and ``t`` side by side (one array per task)."""
+    return np.concatenate(
+        [
+            np.asarray(state.max_log)[..., None],
+            np.asarray(state.weight_sum)[..., None],
+            np.asarray(state.weighted_values),
+        ],
+        axis=-1,
+    )
+
+
+def unpack(packed: Any) -> PoolingState:
+    return PoolingState(packed[..., 0], packed[..., 1], packed[..., 2:])
+
+
+@partial(jax.jit, static_argnames=("kernel", "key_block", "leave_one_out"))
+def chunk_state(
+    queries: Any,
+    query_ids: Any,
+    keys: Any,
+    key_ids: Any,
+    values: Any,
+    bandwidths: Any,
+    *,
+    kernel: Any,
+    key_block: Any,
+    leave_one_out: Any,
+) -> Any:
+    """States ``(n_i, K, ·)`` of one query chunk over one key chunk, for ``K`` bandwidths.
+
+    Coordinates are centred on the query chunk before they are scaled (data far from
+    the origin keep their digits; the same centre for every key chunk, so log weights
+    defined up to a per-query constant stay comparable across chunks).
+    """
+    differences = has_edge(kernel)
+    if kernel.similarity == "distance" and not differences:
+        centre = key_centre(queries)
+        queries, keys = queries - centre, keys - centre
+
+    def one(h: Any) -> Any:
+        q = queries if differences else queries / h
+        k = keys if kernel.similarity == "dot" or differences else keys / h
+
+        def block(
+            query_rows: Any, query_pos: Any, key_rows: Any, key_pos: Any, value_rows: Any
+        ) -> Any:
+            divisor = h if differences else None
+            log_w = block_log_weights(query_rows, key_rows, kernel, divisor=divisor)
+            if leave_one_out:
+                log_w = mask_own_pairs(log_w, query_ids[query_pos], key_ids[key_pos])
+            return block_state(log_w, value_rows)
+
+        n, m = q.shape[0], k.shape[0]
+        method = exact_engine(n * m)
+        return pool_state(block, q, k, values, method=method, key_block=key_block)
+
+    states = jax.vmap(one)(bandwidths)  # leaves (K, n_i, ...)
+    return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 0, 1), states)
+
+
+def state_task(
+    queries: Any,
+    keys: Any,
+    values: Any,
+    *extra: Any,
+    bandwidths: Any,
+    kernel: Any,
+    names: Any,
+    leave_one_out: Any,
+    nearest: Any,
+    weighted: Any,
+) -> Any:
+    """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk.
+
+    ``extra``: the global row numbers of queries and keys (``leave_one_out``).
+    ``nearest``: rows this chunk leaves without weight also get the nearest-key state,
+    ``p + 2`` more columns. ``weighted``: the values are ``[w, w·v]``
+    (:func:`attnpool.sums.observation_weights.dask_augmented`). Non-finite inputs are found
+    here, as the chunks are read: a ``ValueError`` at ``compute()``, never a silent NaN."""
+    for chunk, name in zip((queries, keys, values), names, strict=True):
+        if not np.all(np.isfinite(chunk)):
+            raise ValueError(
+                f"{name}: expected finite numbers; a chunk of {chunk.shape[0]} rows holds "
+                "NaN or infinite values"
+            )
+    dtype = np.result_type(queries, keys, values, np.float32)
+    if weighted:  # (no leave-one-out: the Dask search takes no weights)
+        keys, values = chunk_of_positive_weight(keys, values)
+        if keys.shape[0] == 0:  # the empty state: m = −inf, s = 0, t = 0
+            empty = np.zeros((queries.shape[0], 1, len(bandwidths), values.shape[1] + 2), dtype)
+            empty[..., 0] = -np.inf
+            return np.concatenate([empty, empty], axis=-1) if nearest else empty
+    with precision_scope(dtype):
+        state = chunk_state(
+            jnp.asarray(queries, dtype),
+            jnp.asarray(extra[0][:, 0]) if leave_one_out else None,
+            jnp.asarray(keys, dtype),
+            jnp.asarray(extra[1][:, 0]) if leave_one_out else None,
+            jnp.asarray(values, dtype),
+            jnp.asarray(bandwidths, dtype),
+            kernel=kernel,
+            key_block=KEY_BLOCK,
+            leave_one_out=leave_one_out,
+        )
+        packed = pack(state)
+        if nearest:
+            closest = np.zeros_like(packed)  # the empty state: m = −inf, s = 0, t = 0
+            closest[..., 0] = -np.inf
+            if np.any(packed[..., 1] == 0):
+                factor = nearest_factor(queries, bandwidths[0])
+                hard = chunk_nearest(
+                    *(jnp.asarray(a, dtype) for a in (queries, keys, values, factor)),
+                    kernel=kernel,
+                    key_block=KEY_BLOCK,
+                )
+                closest = pack(hard)[:, None]
+            packed = np.concatenate([packed, closest], axis=-1)
+        return packed[:, None]
+
+
+def nearest_factor(queries: Any, bandwidth: Any) -> np.ndarray:
+    """``(d,)``: ``min h / h`` times the power of two that brings the query chunk's
+    coordinates about its centre to at most 1/2 (its magnitude if they are all equal).
+
+    One unit for every key chunk of a query chunk, so the nearest-key states compare
+    across chunks; it depends on the queries alone, so no task waits for a pass over the
+    keys. A key more than ``2^500`` of that unit away has an infinite distance (the
+    nearest key is never that far unless all are), and keys within ``2^-500`` of it tie.
+    """
+    queries = np.asarray(queries, np.float64)
+    factor = bandwidth.min() / bandwidth
+    centre = queries.min(axis=0) * 0.5 + queries.max(axis=0) * 0.5
+    reach = np.max(np.abs(queries - centre) * factor)
+    if not reach > 0:
+        reach = np.max(np.abs(queries) * factor)
+    return np.asarray(factor * (2.0 ** -(np.frexp(reach)[1] + 1) if 0 < reach < np.inf else 1.0))
+
+
+@partial(jax.jit, static_argnames=("kernel", "key_block"))
+def chunk_nearest(
+    queries: Any, keys: Any, values: Any, factor: Any, *, kernel: Any, key_block: Any
+) -> Any:
+    """The nearest-key (zero-temperature) state of one query chunk over one key chunk,
+    coordinates about the query chunk's centre times ``factor``."""
+    centre = key_centre(queries)
+    q, k = (queries - centre) * factor, (keys - centre) * factor
+    method = exact_engine(q.shape[0] * k.shape[0])
+    block = kernel_block(kernel, hard=True)
+    return pool_state(block, q, k, values, method=method, key_block=key_block, hard=True)
+
+
+def identity(x: Any, axis: Any, keepdims: Any) -> Any:
+    return x
+
+
+def combine(x: Any, axis: Any, keepdims: Any, nearest: Any = False) -> Any:
+    """Merge the states stacked along the key-chunk axis (exact log-sum-exp; the
+    nearest-key states, if any, by the zero-temperature merge)."""
+    with precision_scope(x.dtype):
+        parts = np.split(np.asarray(x), 2, axis=-1) if nearest else [x]
+        merged = [
+            pack(merge_stacked(unpack(jnp.asarray(part)), axis=axis[0], hard=hard))
+            for part, hard in zip(parts, (False, True), strict=False)
+        ]
+        return np.concatenate(merged, axis=-1)[:, None]
+
+
+def finish_states(
+    packed: np.ndarray, bandwidth: np.ndarray | None = None, nearest: bool = False
+) -> np.ndarray:
+    """``t / s`` per query and bandwidth; NaN where no key had weight.
+
+    With ``nearest`` such rows (an unbounded kernel's distances overflowed) take the
+    nearest keys' values from the second half of the state, as the local path does.
+    With ``bandwidth`` (kernels without that state) they are an error.
+
+    Parameters
+    ----------
+    packed : ndarray (n, 1, K, p + 2), or twice ``p + 2`` with ``nearest``
+        Merged states (:func:`attnpool.distributed.merged_states`, computed).
+    bandwidth : ndarray, optional
+    nearest : bool
+
+    Returns
+    -------
+    ndarray (n, K, p)
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, attnpool
+    >>> from attnpool import distributed, kernels
+    >>> q = da.from_array(np.linspace(0, 1, 4)[:, None], chunks=2)     # 2 query chunks
+    >>> k = da.from_array(np.linspace(0, 1, 6)[:, None], chunks=3)     # 2 key chunks
+    >>> v = da.from_array(np.arange(6.0)[:, None], chunks=3)
+    >>> states = distributed.merged_states(q, k, v, np.array([[0.5], [2.0]]),
+    ...                                    kernels.get("gaussian"), False, None,
+    ...                                    ("queries", "keys", "values"))
+    >>> distributed.finish_states(states.compute())[:, :, 0].round(3)   # two bandwidths
+    array([[1.585, 2.428],
+           [2.177, 2.476],
+           [2.823, 2.524],
+           [3.415, 2.572]])
+
+    References
+    ----------
+    Milakov, M. & Gimelshein, N. (2018). Online normalizer calculation for softmax.
+    arXiv:1805.02867 (the mergeable state). Rocklin, M. (2015). Dask: parallel
+    computation with blocked algorithms and task scheduling. *Proceedings of the 14th
+    Python in Science Conference*, 130–136.
+    """
+    parts = np.split(packed[:, 0], 2, axis=-1) if nearest else [packed[:, 0]]
+    with precision_scope(packed.dtype):
+        pooled_state, empty_state = finalize(unpack(jnp.asarray(parts[0])))
+        pooled, empty = np.asarray(pooled_state), np.asarray(empty_state)
+        if nearest:
+            closest, keyless = finalize(unpack(jnp.asarray(parts[1])))
+            if np.any(keyless & np.asarray(empty)):  # no key at all: every weight was zero
+                raise ValueError("weights: expected some positive weight; received only zeros")
+            pooled = np.where(empty[..., None], np.asarray(closest), pooled)
+            empty = np.zeros_like(empty)
+    failed = ~np.all(np.isfinite(pooled), axis=-1) & ~empty
+    if bandwidth is not None:
+        failed |= empty
+    if failed.any():
+        shown = [] if bandwidth is None else np.ravel(bandwidth).tolist()
+        raise ValueError(
+            f"bandwidth: {shown} is too small for Dask pooling: the "
+            f"scaled distances or scores of {int(failed.any(axis=1).sum())} queries overflow; "
+            "pool them with attnpool.attention_pool, which takes the nearest-key limit"
+        )
+    return np.asarray(np.where(empty[..., None], np.nan, pooled))  # (n_i, K, p)

@@ -1,0 +1,78 @@
+"""Integrals of the kernels: ``∫K`` and ``∫K²`` over ``ℝ^d`` (the constants of densities
+and bands) and the one-dimensional kernels' distribution functions."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from .. import kernels as _kernels
+
+__all__ = ["CDF_KERNELS", "kernel_integrals", "log_kernel_cdf"]
+
+
+@lru_cache(maxsize=64)
+def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
+    """``(∫K, ∫K²)`` over ``ℝ^d`` of the radial kernel ``K(‖u‖)``, unnormalised.
+
+    By radial quadrature, ``∫ g(‖u‖) du = S_{d−1} ∫₀^∞ g(r) r^{d−1} dr`` with the
+    sphere's area ``S_{d−1} = 2π^{d/2} / Γ(d/2)``. A product kernel's integrals are the
+    one-dimensional ones to the power ``d``.
+
+    >>> a, b = kernel_integrals(_kernels.get("gaussian"), 1)   # √(2π), √π
+    >>> round(a, 6), round(b, 6)
+    (2.506628, 1.772454)
+    """
+    if kernel.product and d > 1:
+        first, second = kernel_integrals(kernel, 1)
+        return first**d, second**d
+    if _kernels.is_gaussian(kernel):  # exp(−r²/2): (2π)^{d/2} and π^{d/2}
+        return (2 * math.pi) ** (d / 2), math.pi ** (d / 2)
+    import jax.numpy as jnp
+    from scipy import integrate, special
+
+    from .._interop import precision_scope
+
+    sphere = 2 * math.pi ** (d / 2) / special.gamma(d / 2)
+
+    def profile(r):
+        with precision_scope(np.float64):
+            return float(np.exp(kernel.log_profile(jnp.asarray(r * r, jnp.float64))))
+
+    upper = kernel.support if kernel.compact else np.inf
+    first = integrate.quad(lambda r: profile(r) * r ** (d - 1), 0, upper, limit=200)[0]
+    second = integrate.quad(lambda r: profile(r) ** 2 * r ** (d - 1), 0, upper, limit=200)[0]
+    return float(sphere * first), float(sphere * second)
+
+
+def log_kernel_cdf(name: str, u: np.ndarray) -> np.ndarray:
+    """``log G(u)``, ``G`` the distribution function of the normalised one-dimensional
+    kernel ``name`` (elementwise, float64; ``−inf`` where it is 0)."""
+    from scipy import special
+
+    if name == "gaussian":
+        return special.log_ndtr(u)
+    if name == "laplacian":
+        return np.where(u < 0, u - math.log(2), np.log1p(-0.5 * np.exp(-np.abs(u))))
+    c = np.clip(u, -1.0, 1.0)
+    a = np.abs(c)
+    if name == "boxcar":
+        g = (c + 1) / 2
+    elif name == "triangular":
+        g = np.where(c < 0, (1 + c) ** 2 / 2, 1 - (1 - c) ** 2 / 2)
+    elif name == "epanechnikov":
+        g = (2 + 3 * c - c**3) / 4
+    elif name == "tricube":  # ∫₀^a 70/81 (1 − t³)³ dt, by symmetry
+        half = 70 / 81 * (a - 3 * a**4 / 4 + 3 * a**7 / 7 - a**10 / 10)
+        g = 0.5 + np.sign(c) * half
+    else:  # cosine
+        g = (1 + np.sin(np.pi * c / 2)) / 2
+    with np.errstate(divide="ignore"):
+        return np.log(np.clip(g, 0.0, 1.0))
+
+
+#: Kernels whose distribution functions :func:`kernel_cdf` knows (one dimension, and in
+#: several as products — the Gaussian's product is itself).
+CDF_KERNELS = ("gaussian", "boxcar", "triangular", "epanechnikov", "tricube", "cosine", "laplacian")

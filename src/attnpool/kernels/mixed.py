@@ -1,0 +1,143 @@
+"""Densities of mixed data in NumPy: the product kernel of continuous and categorical
+columns, its convolution and its distribution function, pair by pair in the log domain.
+
+Continuous columns take the density's kernel (radial over them, or a product), scaled by
+``h``; categorical ones the kernels statsmodels and R's np use, each a probability over
+the column's levels (the values observed in the training sample):
+
+- unordered (``"u"``), Aitchison–Aitken: ``1 − λ`` for the same level, ``λ / (c − 1)``
+  for each of the ``c − 1`` others;
+- ordered (``"o"``), Wang–van Ryzin: ``1 − λ`` for the same level, ``(1 − λ)/2 ·
+  λ^|a − b|`` otherwise.
+
+The *convolution* ``Σ_l L(l, a) L(l, b)`` (the Gaussian's: ``φ(Δ / √2h) / √2h``) sums
+over the levels, as least-squares cross-validation's ``∫ f̂²`` needs; the *distribution*
+of a categorical column sums the kernel over the levels ``l ≤ x`` (for unordered columns
+too, in the levels' sorted order, as np and statsmodels do).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import kernels as _kernels
+from ..sums.local_model import log_categorical
+from .calculus import kernel_integrals, log_kernel_cdf
+from .edges import edge_log_profile, has_edge
+
+__all__ = ["MixedColumns", "log_pair_terms", "log_sums"]
+
+#: Pairs per chunk of rows.
+_CHUNK_PAIRS = 2**21
+
+
+class MixedColumns:
+    """The columns of a mixed sample: ``var_type``, each categorical column's levels and
+    the continuous kernel (resolved for the number of continuous columns)."""
+
+    def __init__(self, x_train: np.ndarray, var_type: str, kernel):
+        self.var_type = var_type
+        self.continuous = [c for c, t in enumerate(var_type) if t == "c"]
+        self.categorical = [c for c, t in enumerate(var_type) if t != "c"]
+        self.levels = {c: np.unique(x_train[:, c]) for c in self.categorical}
+        self.kernel = _kernels.for_dimensions(_kernels.get(kernel), len(self.continuous))
+
+
+def _log_categorical(a, b, lam: float, kind: str, count: int):
+    """``log L(a, b)`` of one categorical column
+    (:func:`attnpool.sums.local_model.log_categorical`), ``λ = 0`` giving ``−inf`` off the
+    diagonal without a warning."""
+    with np.errstate(divide="ignore"):
+        return log_categorical(a, b, lam, kind, count)
+
+
+def _log_level_sum(a, b, lam, kind, levels, *, convolution: bool):
+    """``log Σ_l L(l, a) L(l, b)`` (``convolution``) or ``log Σ_{l ≤ a} L(l, b)`` over the
+    levels ``l``, for ``a (n, 1)`` and ``b (1, m)``: a table over the distinct values of
+    ``a`` and of ``b`` (a few levels), gathered for every pair."""
+    a_values, a_at = np.unique(a, return_inverse=True)
+    b_values, b_at = np.unique(b, return_inverse=True)
+    table = _log_level_table(a_values[:, None], b_values[None, :], lam, kind, levels,
+                             convolution=convolution)  # fmt: skip
+    return table[a_at.reshape(a.shape), b_at.reshape(b.shape)]
+
+
+def _log_level_table(a, b, lam, kind, levels, *, convolution: bool):
+    """:func:`_log_level_sum` term by term, for ``a (n, 1)`` and ``b (1, m)``."""
+    count = levels.size
+    terms = []
+    for level in levels:
+        if convolution:
+            terms.append(_log_categorical(level, a, lam, kind, count)
+                         + _log_categorical(level, b, lam, kind, count))  # fmt: skip
+        else:
+            below = np.where(level <= a, 0.0, -np.inf)
+            terms.append(below + _log_categorical(level, b, lam, kind, count))
+    stacked = np.stack(np.broadcast_arrays(*terms))
+    top = np.max(stacked, axis=0)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.sum(np.exp(stacked - safe), axis=0))
+
+
+def log_pair_terms(q, k, bandwidth, columns: MixedColumns, form: str = "density"):
+    """``(n, m)``: the log of each pair's normalised kernel (``form="density"``), of its
+    convolution (``"convolution"``, Gaussian continuous columns) or of its distribution
+    function (``"cdf"``, continuous columns by :func:`attnpool.density.distribution` 's
+    one-dimensional ones) — summed over the columns."""
+    h = np.asarray(bandwidth, np.float64)
+    cont = columns.continuous
+    total = np.zeros((q.shape[0], k.shape[0]))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if cont and form == "cdf":
+            name = columns.kernel.name.removesuffix("-product")
+            for c in cont:
+                total = total + log_kernel_cdf(name, (q[:, c, None] - k[None, :, c]) / h[c])
+        elif cont:
+            scale = math.sqrt(2.0) if form == "convolution" else 1.0
+            us = [(q[:, c, None] - k[None, :, c]) / (scale * h[c]) for c in cont]
+            if has_edge(columns.kernel):
+                log_k = edge_log_profile(us, columns.kernel)
+            else:
+                log_k = np.asarray(columns.kernel.log_profile(sum(u * u for u in us)), float)
+            integral = kernel_integrals(columns.kernel, len(cont))[0]
+            log_norm = math.log(integral) + sum(math.log(scale * h[c]) for c in cont)
+            total = total + log_k - log_norm
+        for c in columns.categorical:
+            a, b, lam = q[:, c, None], k[None, :, c], float(h[c])
+            kind, levels = columns.var_type[c], columns.levels[c]
+            if form == "density":
+                total = total + _log_categorical(a, b, lam, kind, levels.size)
+            else:
+                total = total + _log_level_sum(a, b, lam, kind, levels,
+                                               convolution=form == "convolution")  # fmt: skip
+    return total
+
+
+def log_sums(parts, *, leave_out=False, weights=None):
+    """``(n,)``: ``log Σ_j ω_j Π_parts T(q_i, k_j)`` of the terms of :func:`log_pair_terms`
+    of each part ``(q (n, ·), k (m, ·), bandwidth, columns, form)`` (a conditional
+    distribution multiplies the distribution of ``y``'s columns by the density of
+    ``x``'s), in chunks of rows; ``leave_out``: ``q`` is ``k`` and each row leaves its own
+    pair out (True), or the index of the key each row leaves out (an ``(n,)`` array);
+    ``weights (m,)``: positive ``ω`` (None: ones), multiplying after the row's
+    shift (as ``log ω`` they would round away beside the log terms of a tiny bandwidth)."""
+    n, m = parts[0][0].shape[0], parts[0][1].shape[0]
+    out = np.empty(n)
+    step = max(1, _CHUNK_PAIRS // max(m, 1))
+    for start in range(0, n, step):
+        rows = np.arange(start, min(start + step, n))
+        terms = sum(log_pair_terms(q[rows], k, h, columns, form)
+                    for q, k, h, columns, form in parts)  # fmt: skip
+        if leave_out is not False:
+            own = rows if leave_out is True else np.asarray(leave_out)[rows]
+            terms[np.arange(rows.size), own] = -np.inf
+        top = np.max(terms, axis=1)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        shares = np.exp(terms - safe[:, None])
+        with np.errstate(divide="ignore"):
+            sums = shares.sum(axis=1) if weights is None else shares @ weights
+            out[rows] = safe + np.log(sums)
+    return out

@@ -1,0 +1,190 @@
+"""What the regressors compute, path included: their bandwidth and their predictions.
+
+:class:`attnpool.NadarayaWatson` and :class:`attnpool.LocalLinear` validate their input
+and call :func:`fitted_bandwidth` and :func:`predict`; the choice of path lives here.
+Predictions run on
+
+- the NumPy engine (:mod:`attnpool.engines.numpy_engine`) for small fits with
+  ``method="auto"``, with the empty policy of the function the compiled path calls;
+- :func:`attnpool.local_regression` for local linear fits, categorical columns and the
+  exact methods (``"dense"``, ``"stream"``);
+- :func:`attnpool.attention_pool` otherwise — local constant fits of continuous columns,
+  where its faster methods (``fgt``, ``native``, ``binned``, ``sparse``, ``topk``)
+  serve;
+- the pair engine (:mod:`attnpool.regression.pairs`) for higher-order kernels and
+  bandwidths by nearest neighbours.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_bandwidth, check_choice
+from ..bandwidth import select_bandwidth
+from ..bandwidth.selection import canonical_selector
+from ..engines import numpy_engine
+from ..sums.empty_policy import EMPTY_POLICIES, check_empty, report_empty, takes_nearest
+from ..sums.local_model import model_for
+from . import pairs as pair_regression
+
+__all__ = ["EXACT_ENGINES", "fitted_bandwidth", "method_name", "predict"]
+
+#: Methods every local fit runs on; the others pool (local constant, continuous columns).
+EXACT_ENGINES = ("auto", "dense", "stream")
+
+
+def method_name(method, x, *, kernel, var_type, degree: int, estimator: str) -> str:
+    """The pooling method's name, checked against the fit it has to serve: a method
+    other than :data:`EXACT_ENGINES` needs a local-constant fit of continuous columns."""
+    if isinstance(method, str) and method == "auto":
+        return "auto"
+    from ..methods.options import resolve
+
+    name, _ = resolve(method)
+    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
+    if name not in EXACT_ENGINES and not (degree == 0 and set(model.var_type) == {"c"}):
+        raise ValueError(
+            f"method: {name!r} pools local-constant fits of continuous columns; this "
+            f"{estimator} has degree={degree} and var_type={model.var_type!r}; accepted "
+            f"here: {', '.join(map(repr, EXACT_ENGINES))}"
+        )
+    return name
+
+
+def _search_pooling(name: str, d: int, weights=None) -> str:
+    """The CV search's pooling: the method's own leave-one-out sums where it declares
+    them (:class:`attnpool.methods.options.Traits`; the binned search takes one
+    column), else ``"auto"`` — which weighted searches take (no method has weighted
+    leave-one-out sums of its own)."""
+    from ..methods.options import TRAITS
+
+    if name == "auto" or (name == "binned" and d > 1) or weights is not None:
+        return "auto"
+    return TRAITS[name].search
+
+
+def fitted_bandwidth(
+    x,
+    y,
+    *,
+    bandwidth,
+    kernel,
+    degree: int,
+    var_type,
+    empty,
+    block_size,
+    method,
+    estimator: str,
+    progress=None,
+    weights=None,
+    bandwidth_type: str = "fixed",
+) -> tuple[np.ndarray, dict[str, float]]:
+    """``(bandwidth (d,), scores)``: fixed bandwidths checked, or those a selector
+    (:data:`attnpool.bandwidth.SELECTORS`) chooses, with the criterion's value as
+    ``{"cv_score_": …}`` or ``{"aicc_": …}`` (the estimator's attribute names);
+    ``progress`` and ``weights`` (positive observation weights) as
+    :func:`attnpool.select_bandwidth` takes them. Fits by the pair engine (higher-order
+    kernels, ``bandwidth_type`` by neighbours) get theirs from
+    :func:`attnpool.regression.pairs.fitted_setting` (numbers of neighbours, for those)."""
+    check_choice(empty, "empty", EMPTY_POLICIES)
+    if isinstance(bandwidth, str):
+        bandwidth = canonical_selector(bandwidth)
+    if pair_regression.is_pair_fit(kernel, bandwidth_type):
+        return pair_regression.fitted_setting(
+            x, y, bandwidth=bandwidth, weights=weights, kernel=kernel, degree=degree,
+            bandwidth_type=bandwidth_type, var_type=var_type, method=method,
+        )  # fmt: skip
+    name = method_name(
+        method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
+    )
+    if not isinstance(bandwidth, str):
+        return np.array(check_bandwidth(bandwidth, x.shape[1]), dtype=float), {}
+    selection = select_bandwidth(
+        x,
+        y,
+        method=bandwidth,
+        kernel=kernel,
+        degree=degree,
+        var_type=var_type,
+        block_size=block_size,
+        pooling=_search_pooling(name, x.shape[1], weights) if bandwidth == "cv" else "auto",
+        progress=progress,
+        weights=weights,
+    )
+    scores = {"cv": {"cv_score_": selection.objective}, "aicc": {"aicc_": selection.objective}}
+    return selection.bandwidth, scores.get(bandwidth, {})
+
+
+def predict(
+    x_train,
+    y_train,
+    x,
+    *,
+    kernel,
+    bandwidth,
+    degree: int,
+    var_type,
+    empty,
+    block_size,
+    method,
+    estimator: str,
+    weights=None,
+    bandwidth_type: str = "fixed",
+):
+    """The fitted regression function at ``x (m, d)``: ``(m,)`` or ``(m, p)`` like
+    ``y_train``, by the path that serves the fit (module docstring); ``weights``: the
+    training rows' positive observation weights; ``bandwidth`` the numbers of neighbours
+    of a ``bandwidth_type`` by neighbours."""
+    if pair_regression.is_pair_fit(kernel, bandwidth_type):
+        return pair_regression.estimator_prediction(
+            x_train, y_train, x, setting=bandwidth, empty=empty, weights=weights,
+            kernel=kernel, bandwidth_type=bandwidth_type, degree=degree, var_type=var_type,
+            method=method,
+        )  # fmt: skip
+    name = method_name(
+        method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
+    )
+    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
+    outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
+    small = numpy_engine.serves(
+        model, x.shape[0], x_train.shape[0], outputs, weighted=weights is not None
+    )
+    if name == "auto" and block_size is None and small:
+        return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
+    common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}
+    local_constant = degree == 0 and set(model.var_type) == {"c"}
+    if name in EXACT_ENGINES and not (name == "auto" and local_constant):
+        from ..methods.stream import KEY_BLOCK
+        from . import local_regression
+
+        if name == "stream" and block_size is None:
+            block_size = KEY_BLOCK
+        return local_regression(
+            x_train,
+            y_train,
+            x,
+            degree=degree,
+            var_type=var_type,
+            block_size=block_size,
+            **common,
+        )
+    from ..pooling import attention_pool
+
+    return attention_pool(x, x_train, y_train, method=method, block_size=block_size, **common)
+
+
+def _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights=None):
+    """Predictions by the NumPy engine, with the empty policy of the function the
+    compiled path calls: :func:`attention_pool` (local constant, where an unbounded
+    kernel takes the nearest-key limit) or :func:`local_regression`."""
+    pooling = model.degree == 0
+    nearest = takes_nearest(empty) or (pooling and not model.kernel.compact)
+    y = y_train.reshape(y_train.shape[0], -1)
+    fit, _, empty_rows = numpy_engine.local_fit(
+        x_train, y, x, bandwidth, model, nearest=nearest, weights=weights
+    )
+    if pooling:
+        report_empty(model.kernel, empty, empty_rows, stacklevel=5)
+    else:
+        check_empty(empty, empty_rows, model.kernel)
+    return fit[:, 0] if y_train.ndim == 1 else fit

@@ -1,0 +1,149 @@
+"""What a query whose neighbourhood is empty gets (``empty=``), the same in every path.
+
+A compact kernel can leave a query with no key inside its support: ``"nan"`` gives
+NaN and one :class:`EmptyNeighbourhoodWarning`, ``"nearest"`` the nearest key's value,
+``"warn"`` the nearest key's value and one warning counting those queries (the
+estimators' default: their predictions stay finite, as scikit-learn's scorers need),
+``"raise"`` a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from typing import Protocol
+
+import numpy as np
+
+__all__ = [
+    "EMPTY_POLICIES",
+    "EmptyNeighbourhoodWarning",
+    "check_empty",
+    "report_empty",
+    "report_keyless",
+    "takes_nearest",
+]
+
+EMPTY_POLICIES = ("nan", "nearest", "warn", "raise")
+
+
+#: Where a warning is not the user's line: this package, and the libraries that call an
+#: estimator on the user's behalf (scikit-learn's searches and scorers, joblib).
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # attnpool/
+_NOT_USERS = (_PACKAGE + os.sep, f"{os.sep}sklearn{os.sep}", f"{os.sep}joblib{os.sep}")
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` at which a warning issued by the caller of this function points
+    at the user's line: the first frame outside this package (and outside scikit-learn
+    and joblib, which call estimators for the user), however deep the call."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and (
+        frame.f_code.co_filename.startswith(_NOT_USERS[0])
+        or any(part in frame.f_code.co_filename for part in _NOT_USERS[1:])
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def takes_nearest(empty: str) -> bool:
+    """Whether the policy ``empty`` gives an empty row its nearest key's value."""
+    return empty in ("nearest", "warn")
+
+
+class EmptyNeighbourhoodWarning(RuntimeWarning):
+    """Some queries had no key inside a compact kernel's support, or a mask left them
+    none (their result is NaN).
+
+    Examples
+    --------
+    >>> import warnings, attnpool
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = attnpool.attention_pool([9.0], [0.0, 1.0], [1.0, 2.0], kernel="boxcar")
+    >>> caught[0].category.__name__
+    'EmptyNeighbourhoodWarning'
+
+    References
+    ----------
+    Wand, M. P. & Jones, M. C. (1995). *Kernel Smoothing*, section 5.2 (the local
+    constant fit is undefined where the kernel weights sum to zero).
+    """
+
+
+class _Support(Protocol):
+    """What the policy reads of a kernel record."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def compact(self) -> bool: ...
+
+
+def report_empty(
+    kernel: _Support, empty: str, empty_rows: np.ndarray, *, stacklevel: int = 3
+) -> None:
+    """The ``empty`` policy for the rows of a compact kernel that no key reached: one
+    :class:`EmptyNeighbourhoodWarning` (``"nan"``) or a ``ValueError`` (``"raise"``)."""
+    n_empty = int(np.sum(empty_rows))
+    if not (kernel.compact and empty != "nearest" and n_empty):
+        return
+    n = len(empty_rows)
+    if empty == "warn":
+        _warn_nearest(n_empty, n, kernel.name)
+        return
+    if empty == "raise":
+        raise ValueError(
+            f"empty: {n_empty} of {n} queries have no key within the {kernel.name!r} "
+            "kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
+        )
+    warnings.warn(
+        f"{n_empty} of {n} queries have no key within the {kernel.name!r} kernel's "
+        "support; their result is NaN (pass empty='nearest' to use the nearest key)",
+        EmptyNeighbourhoodWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
+def report_keyless(empty: str, keyless: int, n: int, *, stacklevel: int = 3) -> None:
+    """The ``empty`` policy for ``keyless`` queries of ``n`` whose every key a mask
+    hides: there is no key to pool, nor a nearest one, so their result is NaN with one
+    :class:`EmptyNeighbourhoodWarning` (``"nan"``, ``"nearest"``), or a ``ValueError``
+    (``"raise"``)."""
+    if not keyless:
+        return
+    if empty == "raise":
+        raise ValueError(
+            f"mask: {keyless} of {n} queries have every key masked; allow each query a key "
+            "or pass empty='nan'"
+        )
+    warnings.warn(
+        f"{keyless} of {n} queries have every key masked; their result is NaN",
+        EmptyNeighbourhoodWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def _warn_nearest(n_empty: int, n: int, name: str) -> None:
+    warnings.warn(
+        f"{n_empty} of {n} queries have no key within the {name!r} kernel's support; they "
+        "take their nearest key's value (pass empty='nearest' to accept that silently, "
+        "or empty='nan')",
+        EmptyNeighbourhoodWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
+def check_empty(empty: str, empty_rows: np.ndarray, kernel: _Support | None = None) -> None:
+    """``empty="raise"``: a ``ValueError`` if some query's neighbourhood is empty;
+    ``"warn"``: one warning counting them (they took their nearest key's value)."""
+    if empty == "warn" and empty_rows.any():
+        name = "compact" if kernel is None else kernel.name
+        _warn_nearest(int(empty_rows.sum()), len(empty_rows), name)
+    if empty == "raise" and empty_rows.any():
+        raise ValueError(
+            f"empty: {int(empty_rows.sum())} of {len(empty_rows)} queries have no training point "
+            "within the kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
+        )

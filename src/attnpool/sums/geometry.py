@@ -1,0 +1,199 @@
+"""Query–key geometry: scaled coordinates, closeness of blocks, and log weights.
+
+Distance kernels see ``r2 = Σ_j ((q_j − k_j) / h_j)²``. The coordinates are
+divided by the bandwidth once, before any block is touched, so that a block
+costs one distance evaluation and one ``exp`` per query–key pair — except for
+compact kernels, whose edge decides whether a key counts at all: their blocks
+divide the differences of the unscaled inputs (:func:`block_coordinates`), so
+every path and method keeps the same keys.
+
+Two forms of the squared distance:
+
+- difference form ``Σ_j (q_j − k_j)²`` for ``d ≤ 2`` — exact, used where the
+  ``exp`` dominates anyway;
+- matmul form ``‖q‖² + ‖k‖² − 2 q·k`` for ``d ≥ 3`` — a matrix product, much
+  faster, but it cancels on uncentred data, so keys and queries are first
+  centred on the keys' mean (translation leaves distances unchanged).
+
+For a Gaussian (``log K = −r2/2``) in ``d ≥ 3`` the log weights themselves are
+one matrix product, ``[q, 1]·[k, −‖k‖²/2]`` — the query's own ``−‖q‖²/2`` is
+dropped, since a per-query constant cancels when weights are normalised over
+keys. Log weights from :func:`block_log_weights` are therefore defined up to a
+per-query constant, which the pooling state never needs.
+
+``closeness`` is ``−r2`` for distance kernels and the score ``q·k`` for ``dot``:
+larger means closer. The nearest-key limit uses it at *relative* scale
+(``h_j / min h``), where it cannot overflow even for a vanishing bandwidth.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from ..kernels import MATMUL_MIN_DIM, Kernel
+from ..kernels.edges import edge_log_profile, has_edge
+
+_HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def key_centre(keys):
+    """The keys' midrange ``(d,)``, ``min/2 + max/2`` (never overflows), without gradient.
+
+    Distances do not change under translation, but coordinates far from the origin
+    (Unix timestamps, data shifted by 1e8) lose their low digits once divided by a
+    small bandwidth: every path subtracts this centre before it scales.
+    """
+    low, high = jnp.min(keys, axis=0), jnp.max(keys, axis=0)
+    return jax.lax.stop_gradient(0.5 * low + 0.5 * high)
+
+
+def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: bool = False):
+    """Scaled ``(queries, keys)`` for a ``(d,)`` bandwidth, centred on the keys' midrange
+    (distance kernels).
+
+    ``relative=False`` divides by ``h`` (``closeness`` is then the kernel's argument).
+    ``relative=True`` gives the nearest-key geometry: coordinates times ``min h / h``
+    (which orders keys exactly as the full scaling does), then by a power of two that
+    brings the largest to at most 1, so no squared distance overflows however small the
+    bandwidth or far apart the points; below :data:`MATMUL_MIN_DIM` not centred, so that
+    the differences are the inputs' own and keys exactly as far stay tied.
+
+    Scaled coordinates carry a rounding of ``eps`` times their size, so a scaled
+    distance carries an absolute rounding of ``eps`` times the data's extent in
+    bandwidths (XLA may also contract ``(x − c)·(1/h)`` into an FMA in one fusion and
+    not in another); the methods' guarantees in the design notes state this term.
+    """
+    scale = jnp.min(bandwidth) / bandwidth if relative else 1.0 / bandwidth
+    if kernel.similarity == "dot":
+        queries = queries * scale
+        if relative:
+            queries, keys = _unit_power_of_two(queries), _unit_power_of_two(keys)
+        return queries, keys
+    if relative and keys.shape[1] < MATMUL_MIN_DIM:
+        # differences of the inputs themselves (closeness subtracts): a centre subtracted
+        # first rounds each coordinate apart, and keys exactly as far would stop tying
+        return _unit_power_of_two(queries * scale, keys * scale)
+    centre = key_centre(keys)
+    queries, keys = (queries - centre) * scale, (keys - centre) * scale
+    if relative:
+        return _unit_power_of_two(queries, keys)
+    return queries, keys
+
+
+def _unit_power_of_two(*arrays):
+    """``arrays`` times one power of two that brings their largest magnitude to ≤ 1
+    (exact: no digit changes)."""
+    largest = functools.reduce(jnp.maximum, [jnp.max(jnp.abs(a)) for a in arrays])
+    largest = jnp.where(jnp.isfinite(largest) & (largest > 0), largest, 1.0)
+    _, exponent = jnp.frexp(largest)
+    scaled = [jnp.ldexp(a, -exponent) for a in arrays]
+    return scaled[0] if len(scaled) == 1 else tuple(scaled)
+
+
+def block_coordinates(queries, keys, bandwidth, kernel: Kernel):
+    """``(queries, keys, divisor)`` as blocks take them.
+
+    A compact kernel's edge decides whether a key counts at all, so its blocks form
+    ``(q_j − k_j) / h_j`` from the unscaled inputs (``divisor = bandwidth``): one rounding
+    of the difference and one of the quotient, the same in every path and method —
+    scaled coordinates would round ``q/h`` and ``k/h`` apart, and XLA may contract
+    ``q/h − k/h`` into ``(q − k)/h`` in one fusion and not in another. Differences of
+    unscaled coordinates need no centring. Other kernels get :func:`scale_coordinates`
+    (``divisor = None``).
+    """
+    if has_edge(kernel):
+        return queries, keys, bandwidth
+    return *scale_coordinates(queries, keys, bandwidth, kernel), None
+
+
+def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
+    """``(n, b)`` closeness of scaled ``queries (n, d)`` and ``keys (b, d)``.
+
+    ``by_column`` sums one ``(n, b)`` term per coordinate instead of reducing an
+    ``(n, b, d)`` difference: inside the streamed scan only that form is vectorised
+    by XLA:CPU for d = 2 (see :func:`attnpool.methods.stream_state`). It is not the
+    default because XLA:CPU miscompiles it in float64 in the dense softmax fusion of
+    kernels with a square root (a zero distance gave uniform weights).
+
+    ``divisor (d,)``: the coordinates are unscaled, and each difference is divided by
+    it (see :func:`block_coordinates`).
+    """
+    if kernel.similarity == "dot":
+        return jnp.matmul(queries, keys.T, precision=_HIGHEST)
+    if divisor is not None:
+        r2 = 0.0
+        for u in scaled_differences(queries, keys, divisor):
+            r2 = r2 + u * u
+        return -r2
+    if queries.shape[1] < MATMUL_MIN_DIM and by_column:
+        r2 = 0.0
+        for j in range(queries.shape[1]):
+            diff = queries[:, j, None] - keys[None, :, j]
+            r2 = r2 + diff * diff
+        return -r2
+    if queries.shape[1] < MATMUL_MIN_DIM:
+        diff = queries[:, None, :] - keys[None, :, :]
+        return -jnp.sum(diff * diff, axis=-1)
+    cross = jnp.matmul(queries, keys.T, precision=_HIGHEST)
+    sq = jnp.sum(queries * queries, axis=1)[:, None] + jnp.sum(keys * keys, axis=1)[None, :]
+    return -jnp.maximum(sq - 2.0 * cross, 0.0)
+
+
+def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
+    """``(n, b)`` log weights of scaled ``queries`` over ``keys``, up to a per-query constant.
+
+    ``by_column``: as in :func:`closeness`; always for the Gaussian (``log K = c·r2``, no
+    square root, so not the miscompiled case), whose dense blocks it makes 4× faster in d = 2.
+    ``divisor``: unscaled coordinates, as in :func:`closeness` (any kernel: the exact
+    difference form, which a sum that is absolute, not relative, needs).
+    """
+    if divisor is not None and not has_edge(kernel):  # differences, no edge to decide
+        us = scaled_differences(queries, keys, divisor)
+        if kernel.product:
+            return sum(kernel.log_profile(u * u) for u in us)
+        return kernel.log_profile(sum(u * u for u in us))
+    if divisor is not None:
+        return edge_log_weights(queries, keys, divisor, kernel)
+    if kernel.product and queries.shape[1] > 1:  # Σ_j log K(u_j²)
+        return sum(
+            kernel.log_profile((queries[:, j, None] - keys[None, :, j]) ** 2)
+            for j in range(queries.shape[1])
+        )
+    if kernel.quadratic is not None and queries.shape[1] >= MATMUL_MIN_DIM:
+        c = kernel.quadratic
+        ones = jnp.ones((queries.shape[0], 1), queries.dtype)
+        key_term = c * jnp.sum(keys * keys, axis=1, keepdims=True)
+        logw = jnp.matmul(
+            jnp.concatenate([queries, ones], axis=1),
+            jnp.concatenate([(-2.0 * c) * keys, key_term], axis=1).T,
+            precision=_HIGHEST,
+        )
+        return logw
+    by_column = by_column or kernel.quadratic is not None
+    return log_weights(closeness(queries, keys, kernel, by_column=by_column), kernel)
+
+
+def scaled_differences(queries, keys, divisor) -> list:
+    """``[(q_j − k_j) / h_j]``, one ``(n, b)`` array per coordinate, of unscaled rows."""
+    divisor = jnp.broadcast_to(divisor, queries.shape[1:])
+    return [(queries[:, j, None] - keys[None, :, j]) / divisor[j] for j in range(queries.shape[1])]
+
+
+def edge_log_weights(queries, keys, divisor, kernel: Kernel):
+    """Log weights of a compact kernel from unscaled rows (see :mod:`attnpool.kernels.edges`)."""
+    return edge_log_profile(scaled_differences(queries, keys, divisor), kernel, jnp)
+
+
+def log_weights(close, kernel: Kernel):
+    """Log kernel weights from closeness.
+
+    Overflowed coordinates (a vanishing bandwidth) can make a log weight NaN or
+    ``+inf``; no per-pair guard is spent on that here: the pooled row is then not
+    finite, and :mod:`attnpool.pooling` recomputes such rows in the nearest-key limit.
+    """
+    if kernel.similarity == "dot":
+        return kernel.log_profile(close)
+    return kernel.log_profile(-close)

@@ -1,0 +1,219 @@
+"""A local regression's static description and its mixed-type product kernel.
+
+The description and its checks are plain Python (the NumPy engine needs no JAX); the
+traced functions import ``jax.numpy`` when first called.
+
+Continuous columns use the kernel of the scaled distance (radial, or a product of
+one-dimensional kernels: :mod:`attnpool.kernels`); ordered categorical
+columns Wang–van Ryzin's kernel and unordered ones Aitchison–Aitken's, each with its
+own ``λ ∈ [0, 1)``, as statsmodels and R's np do. Rows are prepared once per bandwidth:
+continuous columns centred on the training points' midrange, then divided by ``h``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import kernels as _kernels
+
+__all__ = [
+    "VAR_TYPES",
+    "LocalModel",
+    "bandwidth_of",
+    "categorical_upper",
+    "log_categorical",
+    "log_weights",
+    "model_for",
+    "prepare",
+    "relative",
+    "solve_moments",
+]
+
+VAR_TYPES = "cou"
+
+
+class LocalModel(NamedTuple):
+    """Static description of a local regression (hashable, for ``jit``)."""
+
+    kernel: _kernels.Kernel
+    var_type: str
+    levels: tuple[int, ...]
+    degree: int
+
+    @property
+    def continuous(self) -> tuple[int, ...]:
+        return tuple(j for j, t in enumerate(self.var_type) if t == "c")
+
+    @property
+    def categorical(self) -> tuple[int, ...]:
+        return tuple(j for j, t in enumerate(self.var_type) if t != "c")
+
+    @property
+    def order(self) -> np.ndarray:
+        """Column order of the prepared arrays: continuous first, then categorical."""
+        return np.array(self.continuous + self.categorical, dtype=int)
+
+
+def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalModel:
+    """Validate ``var_type``/``degree`` for training inputs ``x (n, d)`` and count levels."""
+    kernel = _kernels.get(kernel)
+    if kernel.similarity != "distance":
+        raise ValueError(f"kernel: regression needs a distance kernel; received {kernel.name!r}")
+    if kernel.base is not None:
+        kernel.log_profile(0.0)  # a higher-order kernel's: says which functions take it
+    d = x.shape[1]
+    var_type = "c" * d if var_type is None else var_type
+    if (
+        not isinstance(var_type, str)
+        or len(var_type) != d
+        or any(t not in VAR_TYPES for t in var_type)
+    ):
+        raise ValueError(
+            f"var_type: expected a string of {d} letters from 'c' (continuous), 'o' (ordered), "
+            f"'u' (unordered), one per column; received {var_type!r}"
+        )
+    if degree not in (0, 1) or isinstance(degree, bool):
+        raise ValueError(
+            f"degree: expected 0 (Nadaraya–Watson) or 1 (local linear); received {degree!r}"
+        )
+    levels = tuple(
+        int(np.unique(np.asarray(x[:, j])).size) if t == "u" else 0 for j, t in enumerate(var_type)
+    )
+    kernel = _kernels.for_dimensions(kernel, var_type.count("c"))
+    return LocalModel(kernel, var_type, levels, int(degree))
+
+
+def prepare(x, bandwidth, centre, model: LocalModel):
+    """Continuous columns centred on the training points' midrange and divided by ``h``
+    (far from the origin, x ≈ 1.7e9, scaling first would lose the low digits)."""
+    import jax.numpy as jnp
+
+    cont, cat = list(model.continuous), list(model.categorical)
+    parts = []
+    if cont:
+        parts.append((x[:, cont] - centre) / bandwidth[jnp.array(cont)])
+    if cat:
+        parts.append(x[:, cat])
+    return jnp.concatenate(parts, axis=1)
+
+
+def relative(x, bandwidth, centre, model: LocalModel):
+    """Rows prepared at bandwidths relative to the smallest continuous one, ``h / min h``
+    (≥ 1): the nearest-key geometry, which cannot overflow however small the bandwidth.
+    From the inputs themselves — rescaling rows already divided by ``h`` rounds twice, and
+    keys equally far from a query were no longer tied."""
+    import jax.numpy as jnp
+
+    cont, cat = list(model.continuous), list(model.categorical)
+    parts = []
+    if cont:
+        h = bandwidth[jnp.array(cont)]
+        parts.append((x[:, cont] - centre) * (jnp.min(h) / h))  # as scale_coordinates does
+    if cat:
+        parts.append(x[:, cat])
+    return jnp.concatenate(parts, axis=1)
+
+
+def log_categorical(a, b, lam, kind: str, count: int, xp=np):
+    """``log L(a, b)`` of one categorical column, broadcast over ``a`` and ``b`` (NumPy,
+    or ``jax.numpy`` as ``xp``): Wang–van Ryzin's ``1 − λ`` on the diagonal and
+    ``(1 − λ) λ^|a − b| / 2`` off it for an ordered column (``kind`` ``"o"``),
+    Aitchison–Aitken's ``1 − λ`` and ``λ / (c − 1)`` for an unordered one of ``count``
+    levels."""
+    same = a == b
+    if kind == "o":
+        distance = xp.where(same, 1.0, xp.abs(a - b))
+        other = math.log(0.5) + xp.log1p(-lam) + distance * xp.log(lam)
+    else:
+        other = xp.log(lam) - math.log(max(count - 1, 1))
+    return xp.where(same, xp.log1p(-lam), other)
+
+
+def categorical_upper(model: LocalModel) -> np.ndarray:
+    """Largest meaningful λ per categorical column (Aitchison–Aitken: (c − 1)/c)."""
+    return np.array(
+        [
+            1.0 if model.var_type[j] == "o" else (model.levels[j] - 1) / max(model.levels[j], 1)
+            for j in model.categorical
+        ]
+    )
+
+
+def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
+    """``θ → h`` on the host (:func:`attnpool.bandwidth.criteria.to_bandwidth` traces it), computed
+    in ``dtype`` and returned in float64: no eager JAX operation, each of which would
+    build a program."""
+    theta = np.asarray(theta, dtype)
+    h = np.zeros(theta.shape, dtype)
+    cont, cat = list(model.continuous), list(model.categorical)
+    h[cont] = np.exp(theta[cont])
+    if cat:
+        with np.errstate(over="ignore"):  # a very negative logit: λ = 0
+            h[cat] = categorical_upper(model).astype(dtype) / (1 + np.exp(-theta[cat]))
+    return h.astype(float)
+
+
+def log_weights(q, k, lambdas, model: LocalModel):
+    """``(nq, nk)`` product-kernel log weights of prepared rows."""
+    import jax.numpy as jnp
+
+    from .geometry import block_log_weights
+
+    n_cont = len(model.continuous)
+    if n_cont:
+        logw = block_log_weights(q[:, :n_cont], k[:, :n_cont], model.kernel)
+    else:
+        logw = jnp.zeros((q.shape[0], k.shape[0]), q.dtype)
+    for position, column in enumerate(model.categorical):
+        a, b = q[:, n_cont + position][:, None], k[:, n_cont + position][None, :]
+        kind, count = model.var_type[column], model.levels[column]
+        logw = logw + log_categorical(a, b, lambdas[position], kind, count, jnp)
+    return logw
+
+
+def solve_moments(means, d: int, p: int, degree: int, offset=None, signed: bool = False):
+    """Fit ``(n, p)``, slopes ``(n, d, p)`` (prepared units) and ``(M⁻¹)₁₁`` from the local
+    moments ``means (n, p [+ d + d² + d·p])`` (``[y, δ, δδᵀ, δy]``), in NumPy or JAX as
+    ``means`` is.
+
+    ``offset (n, d)``: the moments' offsets ``δ`` are taken from a reference point this
+    far from each query (the fit is still at the query); None: from the query itself.
+
+    Solved with unit diagonal (Jacobi scaling), so the ridge — 1e-12 (1e-6 in float32)
+    — is relative to each column's local spread: linear data stay exact at every
+    bandwidth (an absolute ridge shrank slopes once (spread / h)² fell near it).
+    ``signed``: moments of signed weights (higher-order kernels), whose local "variance"
+    may be negative: scaled by its magnitude, the ridge taking the diagonal's sign.
+    """
+    if isinstance(means, np.ndarray):
+        xp = np
+    else:
+        import jax.numpy as xp
+    y_bar = means[:, :p]
+    n = means.shape[0]
+    if degree == 0:
+        return y_bar, xp.zeros((n, d, p), means.dtype), xp.ones(n, means.dtype)
+    mu1 = means[:, p : p + d]
+    mu2 = means[:, p + d : p + d + d * d].reshape(n, d, d)
+    mu_dy = means[:, p + d + d * d :].reshape(n, d, p)
+    covariance = mu2 - mu1[:, :, None] * mu1[:, None, :]
+    variance = xp.diagonal(covariance, axis1=1, axis2=2)
+    if signed:
+        spread = xp.sqrt(xp.where(variance != 0, xp.abs(variance), 1.0))
+        sign = xp.where(variance < 0, -1.0, 1.0)[:, :, None]
+    else:
+        spread, sign = xp.sqrt(xp.where(variance > 0, variance, 1.0)), 1.0
+    ridge = 1e-12 if means.dtype == np.float64 else 1e-6
+    unit = covariance / (spread[:, :, None] * spread[:, None, :]) + ridge * sign * xp.eye(
+        d, dtype=means.dtype
+    )
+    moment = (mu_dy - mu1[:, :, None] * y_bar[:, None, :]) / spread[:, :, None]
+    slopes = xp.linalg.solve(unit, moment) / spread[:, :, None]
+    from_query = mu1 if offset is None else mu1 + offset
+    intercept = y_bar - xp.einsum("nd,ndp->np", from_query, slopes)
+    mean = from_query / spread
+    inverse_11 = 1.0 + xp.einsum("nd,nd->n", mean, xp.linalg.solve(unit, mean[:, :, None])[..., 0])
+    return intercept, slopes, inverse_11
