@@ -21,7 +21,7 @@ from .._files import atomic_write, figure_bytes
 from .._validation import check_choice
 from ..bandwidth import SELECTORS
 from ..bandwidth.selection import SELECTOR_ALIASES
-from ..regression.estimation import fitted_bandwidth
+from ..regression.estimation import FitOptions, fitted_bandwidth
 from ..regression.estimation import predict as estimation_predict
 from ..regression.pairs import is_pair_fit
 from .reading import STDIO, DataError, read_columns
@@ -101,12 +101,12 @@ class TableFit:
         from ..plotting import plot_fit
 
         grid = np.linspace(self.x_train.min(), self.x_train.max(), 400)
-        curve = estimation_predict(
-            self.x_train, self.y_train, grid[:, None], bandwidth=self.bandwidth,
-            kernel=self.kernel, degree=self.degree, var_type=self.var_type, empty="nearest",
-            block_size=None, method="auto", estimator="the fit plot",
-            bandwidth_type=self.bandwidth_type,
+        options = FitOptions(
+            self.kernel, self.degree, self.var_type, "nearest",
+            estimator="the fit plot", bandwidth_type=self.bandwidth_type,
         )  # fmt: skip
+        curve = estimation_predict(self.x_train, self.y_train, grid[:, None], self.bandwidth,
+                                   options)  # fmt: skip
         label = f"fit, {'h' if self.bandwidth_type == 'fixed' else 'k'} = {self.bandwidth[0]:.3g}"
         bands = None
         if self.interval is not None:
@@ -272,19 +272,9 @@ def fit_table(
     x_train, y_train = table[:, :-1], table[:, -1]
     check_varying(data, x_columns, x_train)
     chosen = parse_bandwidth(bandwidth) if isinstance(bandwidth, str) else bandwidth
-    options = {
-        "kernel": kernel,
-        "degree": degree,
-        "var_type": var_type,
-        "empty": empty,
-        "block_size": None,
-        "method": method,
-        "estimator": "LocalLinear" if degree == 1 else "NadarayaWatson",
-        "bandwidth_type": bandwidth_type,
-    }
-    widths, scores = fitted_bandwidth(
-        x_train, y_train, bandwidth=chosen, progress=progress, **options
-    )
+    estimator = "LocalLinear" if degree == 1 else "NadarayaWatson"
+    options = FitOptions(kernel, degree, var_type, empty, None, method, estimator, bandwidth_type)
+    widths, scores = fitted_bandwidth(x_train, y_train, chosen, options, progress=progress)
     selected = isinstance(chosen, str)
     objective = next(iter(scores.values()), math.nan)
     x_query, query_rows = (
@@ -298,7 +288,7 @@ def fit_table(
             levels=found,  # the fit's levels; a column of numbers there takes numbers
         )[:2]
     )
-    prediction = estimation_predict(x_train, y_train, x_query, bandwidth=widths, **options)
+    prediction = estimation_predict(x_train, y_train, x_query, widths, options)
     result = TableFit(
         list(x_columns),
         y_column,

@@ -17,6 +17,9 @@ Predictions run on
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from .._validation import check_bandwidth, check_choice
@@ -27,25 +30,43 @@ from ..sums.empty_policy import EMPTY_POLICIES, check_empty, report_empty, takes
 from ..sums.local_model import model_for
 from . import pairs as pair_regression
 
-__all__ = ["EXACT_ENGINES", "fitted_bandwidth", "method_name", "predict"]
+__all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "predict"]
 
 #: Methods every local fit runs on; the others pool (local constant, continuous columns).
 EXACT_ENGINES = ("auto", "dense", "stream")
 
 
-def method_name(method, x, *, kernel, var_type, degree: int, estimator: str) -> str:
+@dataclass(frozen=True)
+class FitOptions:
+    """How a regression is fitted, besides its data and bandwidth: one record from the
+    estimator's parameters (or the command line's), read by :func:`fitted_bandwidth`
+    and :func:`predict`. ``estimator`` names the estimator in messages; the pair engine
+    serves ``bandwidth_type`` by neighbours and higher-order kernels."""
+
+    kernel: Any = "gaussian"
+    degree: int = 0
+    var_type: str | None = None
+    empty: str = "warn"
+    block_size: int | None = None
+    method: Any = "auto"
+    estimator: str = "NadarayaWatson"
+    bandwidth_type: str = "fixed"
+
+
+def method_name(x, options: FitOptions) -> str:
     """The pooling method's name, checked against the fit it has to serve: a method
     other than :data:`EXACT_ENGINES` needs a local-constant fit of continuous columns."""
+    method, degree = options.method, options.degree
     if isinstance(method, str) and method == "auto":
         return "auto"
     from ..methods.options import resolve
 
     name, _ = resolve(method)
-    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
+    model = model_for(x, kernel=options.kernel, var_type=options.var_type, degree=degree)
     if name not in EXACT_ENGINES and not (degree == 0 and set(model.var_type) == {"c"}):
         raise ValueError(
             f"method: {name!r} pools local-constant fits of continuous columns; this "
-            f"{estimator} has degree={degree} and var_type={model.var_type!r}; accepted "
+            f"{options.estimator} has degree={degree} and var_type={model.var_type!r}; accepted "
             f"here: {', '.join(map(repr, EXACT_ENGINES))}"
         )
     return name
@@ -64,20 +85,7 @@ def _search_pooling(name: str, d: int, weights=None) -> str:
 
 
 def fitted_bandwidth(
-    x,
-    y,
-    *,
-    bandwidth,
-    kernel,
-    degree: int,
-    var_type,
-    empty,
-    block_size,
-    method,
-    estimator: str,
-    progress=None,
-    weights=None,
-    bandwidth_type: str = "fixed",
+    x, y, bandwidth, options: FitOptions, *, progress=None, weights=None
 ) -> tuple[np.ndarray, dict[str, float]]:
     """``(bandwidth (d,), scores)``: fixed bandwidths checked, or those a selector
     (:data:`attnpool.bandwidth.SELECTORS`) chooses, with the criterion's value as
@@ -86,17 +94,16 @@ def fitted_bandwidth(
     :func:`attnpool.select_bandwidth` takes them. Fits by the pair engine (higher-order
     kernels, ``bandwidth_type`` by neighbours) get theirs from
     :func:`attnpool.regression.pairs.fitted_setting` (numbers of neighbours, for those)."""
-    check_choice(empty, "empty", EMPTY_POLICIES)
+    kernel, degree, var_type = options.kernel, options.degree, options.var_type
+    check_choice(options.empty, "empty", EMPTY_POLICIES)
     if isinstance(bandwidth, str):
         bandwidth = canonical_selector(bandwidth)
-    if pair_regression.is_pair_fit(kernel, bandwidth_type):
+    if pair_regression.is_pair_fit(kernel, options.bandwidth_type):
         return pair_regression.fitted_setting(
             x, y, bandwidth=bandwidth, weights=weights, kernel=kernel, degree=degree,
-            bandwidth_type=bandwidth_type, var_type=var_type, method=method,
+            bandwidth_type=options.bandwidth_type, var_type=var_type, method=options.method,
         )  # fmt: skip
-    name = method_name(
-        method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
-    )
+    name = method_name(x, options)
     if not isinstance(bandwidth, str):
         return np.array(check_bandwidth(bandwidth, x.shape[1]), dtype=float), {}
     selection = select_bandwidth(
@@ -106,7 +113,7 @@ def fitted_bandwidth(
         kernel=kernel,
         degree=degree,
         var_type=var_type,
-        block_size=block_size,
+        block_size=options.block_size,
         pooling=_search_pooling(name, x.shape[1], weights) if bandwidth == "cv" else "auto",
         progress=progress,
         weights=weights,
@@ -115,35 +122,20 @@ def fitted_bandwidth(
     return selection.bandwidth, scores.get(bandwidth, {})
 
 
-def predict(
-    x_train,
-    y_train,
-    x,
-    *,
-    kernel,
-    bandwidth,
-    degree: int,
-    var_type,
-    empty,
-    block_size,
-    method,
-    estimator: str,
-    weights=None,
-    bandwidth_type: str = "fixed",
-):
+def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None):
     """The fitted regression function at ``x (m, d)``: ``(m,)`` or ``(m, p)`` like
     ``y_train``, by the path that serves the fit (module docstring); ``weights``: the
     training rows' positive observation weights; ``bandwidth`` the numbers of neighbours
     of a ``bandwidth_type`` by neighbours."""
-    if pair_regression.is_pair_fit(kernel, bandwidth_type):
+    kernel, degree, var_type = options.kernel, options.degree, options.var_type
+    empty, block_size, method = options.empty, options.block_size, options.method
+    if pair_regression.is_pair_fit(kernel, options.bandwidth_type):
         return pair_regression.estimator_prediction(
             x_train, y_train, x, setting=bandwidth, empty=empty, weights=weights,
-            kernel=kernel, bandwidth_type=bandwidth_type, degree=degree, var_type=var_type,
-            method=method,
+            kernel=kernel, bandwidth_type=options.bandwidth_type, degree=degree,
+            var_type=var_type, method=method,
         )  # fmt: skip
-    name = method_name(
-        method, x, kernel=kernel, var_type=var_type, degree=degree, estimator=estimator
-    )
+    name = method_name(x, options)
     model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
     outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
     small = numpy_engine.serves(

@@ -63,17 +63,11 @@ class _LocalRegression(MultiOutputRegressor):
         self.method = method
         self.bandwidth_type = bandwidth_type
 
-    def _options(self) -> dict[str, Any]:
-        return {
-            "kernel": self.kernel,
-            "degree": self._degree,
-            "var_type": fitted_var_type(self, self.var_type),
-            "empty": self.empty,
-            "block_size": self.block_size,
-            "method": self.method,
-            "estimator": type(self).__name__,
-            "bandwidth_type": self.bandwidth_type,
-        }
+    def _options(self) -> estimation.FitOptions:
+        return estimation.FitOptions(
+            self.kernel, self._degree, fitted_var_type(self, self.var_type), self.empty,
+            self.block_size, self.method, type(self).__name__, self.bandwidth_type,
+        )  # fmt: skip
 
     def _by_pairs(self) -> bool:
         return pair_regression.is_pair_fit(self.kernel, self.bandwidth_type)
@@ -109,7 +103,7 @@ class _LocalRegression(MultiOutputRegressor):
         check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
         X, y, weights = positive_rows(X, y, sample_weight, name="sample_weight")
         self.bandwidth_, scores = estimation.fitted_bandwidth(
-            X, y, bandwidth=self.bandwidth, weights=weights, **self._options()
+            X, y, self.bandwidth, self._options(), weights=weights
         )
         for name, value in scores.items():
             setattr(self, name, value)
@@ -174,12 +168,7 @@ class _LocalRegression(MultiOutputRegressor):
         if return_std:
             pair_regression.refuse(self.kernel, self.bandwidth_type, "return_std")
         fit = estimation.predict(
-            self.X_train_,
-            self.y_train_,
-            X,
-            bandwidth=self.bandwidth_,
-            weights=self._weights,
-            **self._options(),
+            self.X_train_, self.y_train_, X, self.bandwidth_, self._options(), weights=self._weights
         )
         if not return_std:
             return fit
