@@ -17,7 +17,7 @@ from attnpool import (
     conditional_density,
     select_conditional_bandwidth,
 )
-from attnpool.density.conditional import conditional_criterion
+from attnpool.density.conditional_selection import conditional_criterion
 from sklearn_checks import scikit_learn_checks
 
 

@@ -1,4 +1,5 @@
-"""Every name of the API reference carries numpydoc's Examples and References sections.
+"""Every name of the API reference carries numpydoc's sections: Parameters (where it takes
+any), Returns (a function), Examples and References.
 
 The names are read from the reference's own page (``docs/api/index.rst``), so a name
 added there is held to the same rule; the examples themselves run as doctests.
@@ -49,8 +50,22 @@ def test_the_reference_lists_the_public_names():
     )
 
 
+def _parameters(obj) -> list[str]:
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):  # a builtin's (an exception's) signature
+        return []
+    return [name for name in signature.parameters if name not in ("self", "cls")]
+
+
 @pytest.mark.parametrize("name", _documented_names())
-def test_examples_and_references(name):
-    sections = _sections(inspect.getdoc(_resolve(name)) or "")
+def test_numpydoc_sections(name):
+    obj = _resolve(name)
+    sections = _sections(inspect.getdoc(obj) or "")
     assert ">>>" in sections.get("Examples", ""), f"{name}: no Examples section with code"
     assert sections.get("References", "").strip(), f"{name}: no References section"
+    listed = sections.get("Parameters", "") + sections.get("Attributes", "")
+    for parameter in _parameters(obj):
+        assert parameter.lstrip("*") in listed, f"{name}: parameter {parameter!r} not described"
+    if inspect.isfunction(obj):
+        assert sections.get("Returns", "").strip(), f"{name}: no Returns section"

@@ -47,14 +47,14 @@ _NAMES = {
     "significance_test": "inference.significance",
     "censoring_weights": "regression.censoring",
     "KernelDensity": "density.estimator",
-    "TiedDataWarning": "density.estimator",
+    "TiedDataWarning": "bandwidth.resolution",
     "select_density_bandwidth": "density.estimator",
     "kernel_density": "density",
     "kernel_cdf": "density.distribution",
     "conditional_density": "density.conditional",
     "conditional_cdf": "density.conditional",
     "ConditionalDensity": "density.conditional_estimator",
-    "select_conditional_bandwidth": "density.conditional",
+    "select_conditional_bandwidth": "density.conditional_selection",
     "log_density": "density",
     "SignificanceTest": "inference.significance",
 }
@@ -69,15 +69,17 @@ if TYPE_CHECKING:
     from .bandwidth import cv_curve as cv_curve
     from .bandwidth import rule_of_thumb as rule_of_thumb
     from .bandwidth import select_bandwidth as select_bandwidth
+    from .bandwidth.resolution import TiedDataWarning as TiedDataWarning
     from .density import kernel_density as kernel_density
     from .density import log_density as log_density
     from .density.conditional import conditional_cdf as conditional_cdf
     from .density.conditional import conditional_density as conditional_density
-    from .density.conditional import select_conditional_bandwidth as select_conditional_bandwidth
     from .density.conditional_estimator import ConditionalDensity as ConditionalDensity
+    from .density.conditional_selection import (
+        select_conditional_bandwidth as select_conditional_bandwidth,
+    )
     from .density.distribution import kernel_cdf as kernel_cdf
     from .density.estimator import KernelDensity as KernelDensity
-    from .density.estimator import TiedDataWarning as TiedDataWarning
     from .density.estimator import select_density_bandwidth as select_density_bandwidth
     from .inference.bands import confidence_band as confidence_band
     from .inference.significance import SignificanceTest as SignificanceTest

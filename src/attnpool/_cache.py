@@ -178,6 +178,12 @@ class ProgramCount:
 def count_programs() -> ProgramCount:
     """Count the JAX programs traced, compiled and loaded from the cache in a ``with`` block.
 
+    Returns
+    -------
+    ProgramCount
+        A context manager; after the block, its ``traced``, ``compiled`` and ``loaded``
+        counts and the ``seconds`` spent building.
+
     Examples
     --------
     >>> import attnpool

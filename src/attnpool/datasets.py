@@ -14,8 +14,15 @@ __all__ = ["SineData", "sine_data", "sine_truth", "wave_data", "wave_truth"]
 class SineData(NamedTuple):
     """Noisy training sample and noise-free validation grid of ``f(x) = 2 sin x + x``.
 
-    Attributes: ``x_train (n,)`` sorted, ``y_train (n,)``, ``x_val (n_val,)``,
-    ``y_val (n_val,)`` (the truth on the grid).
+    Parameters
+    ----------
+    x_train : ndarray of shape (n,)
+        Sorted.
+    y_train : ndarray of shape (n,)
+    x_val : ndarray of shape (n_val,)
+        An even grid on ``[0, 5]``.
+    y_val : ndarray of shape (n_val,)
+        The truth on the grid.
 
     Examples
     --------
@@ -39,6 +46,14 @@ class SineData(NamedTuple):
 def sine_truth(x: ArrayLike) -> NDArray:
     """The regression function ``f(x) = 2 sin(x) + x``.
 
+    Parameters
+    ----------
+    x : array-like
+
+    Returns
+    -------
+    ndarray of x's shape
+
     Examples
     --------
     >>> import numpy as np
@@ -60,6 +75,20 @@ def sine_data(n: int = 40, noise: float = 0.5, seed: int = 0, n_val: int = 100) 
     ``x`` uniform on ``[0, 5]`` and sorted, ``y = 2 sin(x) + x + ε`` with
     ``ε ~ N(0, noise²)`` (default standard deviation 0.5), and a noise-free grid of
     ``n_val`` evenly spaced validation points on ``[0, 5]``.
+
+    Parameters
+    ----------
+    n : int
+        Training points.
+    noise : float
+        The noise's standard deviation.
+    seed : int
+    n_val : int
+        Validation grid points.
+
+    Returns
+    -------
+    SineData
 
     Examples
     --------
@@ -88,6 +117,14 @@ def sine_data(n: int = 40, noise: float = 0.5, seed: int = 0, n_val: int = 100) 
 def wave_truth(x: ArrayLike) -> NDArray:
     """``g(x) = Σ_j sin(2π x_j) / √d`` for ``x (n, d)`` — the same variance in every ``d``.
 
+    Parameters
+    ----------
+    x : array of shape (n, d)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
     Examples
     --------
     >>> import numpy as np
@@ -106,6 +143,19 @@ def wave_truth(x: ArrayLike) -> NDArray:
 
 def wave_data(n: int, d: int = 1, noise: float = 0.5, seed: int = 0) -> tuple[NDArray, NDArray]:
     """``x`` uniform on ``[0, 1]^d`` (``(n, d)``) and ``y = wave_truth(x) + N(0, noise²)``.
+
+    Parameters
+    ----------
+    n : int
+    d : int
+    noise : float
+        The noise's standard deviation.
+    seed : int
+
+    Returns
+    -------
+    x : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
 
     Examples
     --------

@@ -99,6 +99,18 @@ def build_report(demo: DemoResult | None = None, *, seed: int = 0) -> str:
     that redraws the attention weights and the fit for each bandwidth, with no script
     or stylesheet from the network.
 
+    Parameters
+    ----------
+    demo : DemoResult, optional
+        A demo already run (:func:`attnpool.demo.run_demo`).
+    seed : int
+        The demo's data, when it is run here.
+
+    Returns
+    -------
+    str
+        The whole HTML page.
+
     Examples
     --------
     >>> from attnpool import report
@@ -131,6 +143,18 @@ def write_report(
     path: str | os.PathLike[str], demo: DemoResult | None = None, *, seed: int = 0
 ) -> Path:
     """Write :func:`build_report` to ``path`` atomically.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The HTML file (written whole or not at all; never a directory).
+    demo, seed
+        As :func:`build_report` takes them.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
 
     Examples
     --------

@@ -43,6 +43,18 @@ Progress = Callable[[int, int], None] | None
 class StudyResult:
     """A study's numbers, its printed table and its figures (file name → Figure).
 
+    Parameters
+    ----------
+    name : str
+    table : str
+        The printed table.
+    numbers : dict
+        The study's numbers, by name.
+    figures : dict of str to matplotlib.figure.Figure
+        File name → figure.
+    seconds : float
+        How long the study took.
+
     Examples
     --------
     >>> from attnpool import studies
@@ -95,8 +107,37 @@ def consistency_study(
 ) -> StudyResult:
     """MSE against n for the rate bandwidth ``h = constant · n^(−1/(4+d))`` and for CV.
 
-    CV selection (exact leave-one-out; see :func:`_cv_bandwidth`) runs up to
+    CV selection (exact leave-one-out) runs up to
     ``cv_max_size`` points in ``d ≥ 2``. ``quick``: d ∈ {1, 2}, n ≤ 800, one repeat.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        Input dimensions ``d``.
+    sizes : sequence of int
+        Sample sizes ``n``.
+    cv_max_size : int
+        The largest ``n`` given a CV bandwidth in ``d ≥ 2``.
+    repeats : int
+        Data sets per ``(d, n)``.
+    constant : float
+        ``c`` of the rate bandwidth ``c · n^(−1/(4+d))``.
+    noise : float
+        The noise's standard deviation.
+    n_test : int
+        Test points, uniform on ``[0.1, 0.9]^d``.
+    seed : int
+        The random draws.
+    quick : bool
+        A short run (the docs' and the tests').
+    progress : callable ``(done, total)``, optional
+        Called as each simulated data set is done.
+
+    Returns
+    -------
+    StudyResult
+        ``numbers``: ``sizes``, the MSEs ``fixed`` and ``cv`` by ``(d, n)``, the fitted
+        ``slopes`` of log MSE against log n beside the theory's ``−4/(4+d)``.
 
     Examples
     --------
@@ -195,6 +236,29 @@ def kernel_study(
     ``scales`` are kernel standard deviations ``s``; kernel ``K`` uses ``h = s / σ_K``.
     Queries with no training point inside a compact kernel's support take the nearest.
 
+    Parameters
+    ----------
+    kernels : sequence of str
+        Kernel names.
+    scales : array, optional
+        Kernel standard deviations ``s`` (default: 24 from 0.03 to 1.5).
+    n : int
+        Training points per data set.
+    repeats : int
+        Data sets.
+    seed : int
+        The random draws.
+    quick : bool
+        A short run (the docs' and the tests').
+    progress : callable ``(done, total)``, optional
+        Called as each simulated data set is done.
+
+    Returns
+    -------
+    StudyResult
+        ``numbers``: ``scales``, ``kernels``, ``mse`` (kernels × scales) and the spreads
+        ``across_kernels`` (at each kernel's best scale) and ``across_scales``.
+
     Examples
     --------
     >>> from attnpool import studies
@@ -286,6 +350,16 @@ def run_study(
     name: str, *, quick: bool = False, seed: int = 0, progress: Progress = None
 ) -> StudyResult:
     """Run the study called ``name`` (see :data:`STUDIES`).
+
+    Parameters
+    ----------
+    name : {"consistency", "kernels"}
+    quick, seed, progress
+        As the study takes them.
+
+    Returns
+    -------
+    StudyResult
 
     Examples
     --------

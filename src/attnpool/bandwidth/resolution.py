@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["RESOLUTION_SHARE", "bandwidth_floor", "resolution"]
+__all__ = ["RESOLUTION_SHARE", "TiedDataWarning", "bandwidth_floor", "resolution"]
 
 #: The share of a column's resolution below which its bandwidth is not searched.
 RESOLUTION_SHARE = 0.5
@@ -44,3 +44,25 @@ def bandwidth_floor(x: np.ndarray) -> np.ndarray:
     """``(d,)``: the smallest bandwidth searched in each column (:data:`RESOLUTION_SHARE`
     of its :func:`resolution`; 0 where no value repeats)."""
     return RESOLUTION_SHARE * resolution(x)
+
+
+class TiedDataWarning(UserWarning):
+    """A density search stopped at the floor that tied values set
+    (this module): its criterion has no optimum above it.
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, attnpool
+    >>> rng = np.random.default_rng(3)
+    >>> x = np.r_[np.zeros(40), rng.integers(-30, 30, 60) * 1.2]   # many ties
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = attnpool.select_density_bandwidth(x, method="cv_ls")
+    >>> caught[0].category.__name__
+    'TiedDataWarning'
+
+    References
+    ----------
+    Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*,
+    section 3.4.3 (least-squares cross-validation degenerates on discretised data).
+    """

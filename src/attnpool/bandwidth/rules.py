@@ -36,6 +36,20 @@ def rule_of_thumb(
     observation ``weights (n,)``, those of the sample that repeats row ``i`` ``w_i`` times
     (``n = Σ w``, weighted spread and quartiles).
 
+    Parameters
+    ----------
+    x : array of shape (n,) or (n, d)
+    method : {"scott", "silverman"}
+    kernel : str or Kernel
+        The rule is the Gaussian's, converted by the kernels' canonical bandwidths.
+    var_type : str, optional
+        Categorical columns get their ``λ`` rule.
+    weights : array of shape (n,), optional
+
+    Returns
+    -------
+    ndarray of shape (d,)
+
     References
     ----------
     Scott, D. W. (1992). *Multivariate Density Estimation*. Wiley. Silverman, B. W.

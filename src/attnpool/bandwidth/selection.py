@@ -140,6 +140,8 @@ def select_bandwidth(
     y : array of shape (n,) or (n, p)
     method : {"cv", "aicc", "scott", "silverman"}
     kernel, degree, var_type : as in :func:`attnpool.regression.local_regression`
+    block_size : int, optional
+        Training rows per block of the compiled (streamed) searches.
     progress : callable ``(done, total)``, optional
         Called as the search advances
     pooling : {"auto", "dense", "stream", "sparse", "fgt", "native", "binned"}
@@ -228,6 +230,21 @@ def cv_curve(
     ``(k, d)``. Returns ``(k,)`` objectives; ``inf`` where some point has no neighbour.
     ``weights``: observation weights, as :func:`select_bandwidth` takes them.
 
+    Parameters
+    ----------
+    X : array of shape (n,) or (n, d)
+    y : array of shape (n,) or (n, p)
+    bandwidths : array of shape (k,) or (k, d)
+        Candidates: one bandwidth for every column, or one row per candidate.
+    kernel : str or Kernel
+    degree : {0, 1}
+    var_type : str, optional
+    block_size : int, optional
+    weights : array of shape (n,), optional
+
+    Returns
+    -------
+    ndarray of shape (k,)
 
     References
     ----------
@@ -263,6 +280,22 @@ def aicc_curve(
 
     with ``H`` the smoother matrix. Arguments and shapes as :func:`cv_curve`; ``inf``
     where the fit is not defined (``tr H ≥ n − 2``, or a point without a neighbour).
+
+    Parameters
+    ----------
+    X : array of shape (n,) or (n, d)
+    y : array of shape (n,) or (n, p)
+    bandwidths : array of shape (k,) or (k, d)
+        Candidates: one bandwidth for every column, or one row per candidate.
+    kernel : str or Kernel
+    degree : {0, 1}
+    var_type : str, optional
+    block_size : int, optional
+    weights : array of shape (n,), optional
+
+    Returns
+    -------
+    ndarray of shape (k,)
 
     References
     ----------

@@ -143,8 +143,8 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
     :func:`~attnpool.cli.table.read_columns` reads it), or their conditional density given
     the ``given`` columns, and its values at the table's rows. ``progress``: called
     ``(done, total)`` by a cross-validated bandwidth's search."""
-    from ..density.conditional import select_conditional_bandwidth
     from ..density.conditional_estimator import ConditionalDensity
+    from ..density.conditional_selection import select_conditional_bandwidth
     from ..density.estimator import KernelDensity, select_density_bandwidth
 
     if not columns:

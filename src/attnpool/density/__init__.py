@@ -84,6 +84,20 @@ def log_density(
     column's bandwidth is its ``λ ∈ [0, 1)``. ``method``: one of :data:`DENSITY_METHODS`
     (continuous columns).
 
+    Parameters
+    ----------
+    x_train : array of shape (n,) or (n, d)
+    x_query : array of shape (k,) or (k, d)
+    kernel : str or Kernel
+    bandwidth : float or array of shape (d,)
+    weights : array of shape (n,), optional
+    var_type : str, optional
+    method : str or Binned
+
+    Returns
+    -------
+    ndarray of shape (k,)
+
     References
     ----------
     Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*.
@@ -250,6 +264,16 @@ def _mixed_log_density(
 def kernel_density(x_train: ArrayLike, x_query: ArrayLike, **options: Any) -> np.ndarray:
     """The density ``f̂`` at ``x_query``: ``exp`` of :func:`log_density` (same options).
 
+    Parameters
+    ----------
+    x_train : array of shape (n,) or (n, d)
+    x_query : array of shape (k,) or (k, d)
+    **options
+        ``kernel``, ``bandwidth``, ``weights``, ``var_type``, ``method``.
+
+    Returns
+    -------
+    ndarray of shape (k,)
 
     References
     ----------

@@ -8,9 +8,9 @@ estimator: ``f̂(y | x)`` is attention pooling of ``y``'s kernel with ``x``'s we
 (``L``: the normalised product kernel of ``y``'s columns, ``G`` its distribution), for
 continuous, ordered and unordered columns on either side (statsmodels'
 ``KDEMultivariateConditional``, R np's ``npcdens``/``npcdist``), summed in the log domain
-(:mod:`attnpool.kernels.mixed`). Bandwidths by ``normal_reference`` or by
-cross-validation of the leave-one-out conditional density: ``cv_ml`` maximises
-``Σ_l log f̂₋ₗ(y_l | x_l)``; ``cv_ls`` minimises
+(:mod:`attnpool.kernels.mixed`). Bandwidths (:mod:`.conditional_selection`) by
+``normal_reference`` or by cross-validation of the leave-one-out conditional density:
+``cv_ml`` maximises ``Σ_l log f̂₋ₗ(y_l | x_l)``; ``cv_ls`` minimises
 
 .. math:: \\frac1n \\sum_l \\Big[\\int \\hat f_{-l}(y \\mid x_l)^2 dy
           - 2 \\hat f_{-l}(y_l \\mid x_l)\\Big], \\qquad
@@ -23,36 +23,30 @@ with ``w_l`` the weights ``K_h(x_l, x_i)`` of the other points and ``C`` the mat
 
 from __future__ import annotations
 
-import math
 import warnings
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import kernels as _kernels
 from .._typing import ArrayLike, Bandwidth, KernelSpec
-from .._validation import check_bandwidth, check_choice, check_points
+from .._validation import check_bandwidth, check_points
 from ..kernels.mixed import log_pair_terms, log_sums
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
 from . import log_density, mixed_columns
 
 if TYPE_CHECKING:
-    from ..bandwidth.search import BandwidthSelection
+    pass
 
 __all__ = [
-    "CONDITIONAL_SELECTORS",
     "conditional_cdf",
     "conditional_density",
     "conditional_log_density",
-    "select_conditional_bandwidth",
+    "sides",
 ]
 
-#: How :func:`select_conditional_bandwidth` chooses.
-CONDITIONAL_SELECTORS = ("cv_ml", "cv_ls", "normal_reference")
 
-
-def _sides(
+def sides(
     x: Any,
     y: Any,
     x_var_type: Any,
@@ -106,6 +100,23 @@ def conditional_density(
     ``-product`` kernel (the joint kernel is then the product of the two); ``bandwidth``
     is ``x``'s, ``y_bandwidth`` ``y``'s. Continuous columns on the exact engines; with
     categorical ones (``x_var_type``, ``y_var_type``), :func:`conditional_log_density`.
+
+    Parameters
+    ----------
+    x_train : array of shape (n,) or (n, d)
+    y_train : array of shape (n,) or (n, e)
+    x_query : array of shape (k,) or (k, d)
+    y_query : array of shape (k,) or (k, e)
+    kernel : str or Kernel
+    bandwidth : float or array of shape (d,)
+        ``x``'s.
+    y_bandwidth : float or array of shape (e,)
+        ``y``'s.
+    x_var_type, y_var_type : str, optional
+
+    Returns
+    -------
+    ndarray of shape (k,)
 
     References
     ----------
@@ -171,7 +182,7 @@ def _log_pooled(
 ) -> Any:
     """``log Σ_i K_h(x, x_i) T_b(y, y_i) − log Σ_i K_h(x, x_i)``, ``T`` the ``y_form`` of
     ``y``'s kernel (:func:`attnpool.kernels.mixed.log_pair_terms`)."""
-    x, y, (cx, hx), (cy, hy) = _sides(x_train, y_train, x_var_type, y_var_type, kernel,
+    x, y, (cx, hx), (cy, hy) = sides(x_train, y_train, x_var_type, y_var_type, kernel,
                                       bandwidth, y_bandwidth)  # fmt: skip
     qx, qy = _queries(x, y, x_query, y_query)
     joint = log_sums([(qx, x, hx, cx, "density"), (qy, y, hy, cy, y_form)])
@@ -259,6 +270,19 @@ def conditional_cdf(
     pooling ``y``'s kernel distribution functions (products over ``y``'s columns; levels
     up to ``y`` for categorical ones). Options as :func:`conditional_log_density`.
 
+    Parameters
+    ----------
+    x_train : array of shape (n,) or (n, d)
+    y_train : array of shape (n,) or (n, e)
+    x_query : array of shape (k,) or (k, d)
+    y_query : array of shape (k,) or (k, e)
+    bandwidth, y_bandwidth, kernel, x_var_type, y_var_type
+        As :func:`conditional_density` takes them.
+
+    Returns
+    -------
+    ndarray of shape (k,)
+
     References
     ----------
     Li, Q. & Racine, J. (2008). Nonparametric estimation of conditional CDF and quantile
@@ -275,110 +299,3 @@ def conditional_cdf(
     log_f = _log_pooled(x_train, y_train, x_query, y_query, "cdf", bandwidth, y_bandwidth,
                         kernel, x_var_type, y_var_type)  # fmt: skip
     return np.asarray(np.minimum(np.exp(log_f), 1.0))
-
-
-def _loo_log_conditional(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> np.ndarray:
-    joint = log_sums([(x, x, hx, cx, "density"), (y, y, hy, cy, "density")], leave_out=True)
-    marginal = log_sums([(x, x, hx, cx, "density")], leave_out=True)
-    with np.errstate(invalid="ignore"):
-        return np.asarray(joint - marginal)
-
-
-def _least_squares(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> float:
-    """The conditional ``cv_ls`` criterion (module docstring), rows of ``x``'s weights
-    shifted by their largest (each row's ratio is scale-free)."""
-    log_w = log_pair_terms(x, x, hx, cx, "density")
-    np.fill_diagonal(log_w, -np.inf)
-    top = np.max(log_w, axis=1, keepdims=True)
-    if not np.all(np.isfinite(top)):
-        return math.inf
-    w = np.exp(log_w - top)
-    log_c = log_pair_terms(y, y, hy, cy, "convolution")
-    shift = np.max(log_c)
-    square = np.einsum("lj,lj->l", w @ np.exp(log_c - shift), w) * math.exp(shift)
-    total = w.sum(axis=1)
-    own = np.einsum("lj,lj->l", w, np.exp(log_pair_terms(y, y, hy, cy, "density")))
-    return float(np.mean(square / total**2 - 2.0 * own / total))
-
-
-def conditional_criterion(
-    x: ArrayLike,
-    y: ArrayLike,
-    bandwidth: Bandwidth,
-    y_bandwidth: Bandwidth,
-    *,
-    method: str = "cv_ml",
-    kernel: KernelSpec = "gaussian",
-    x_var_type: str | None = None,
-    y_var_type: str | None = None,
-) -> float:
-    """The criterion :func:`select_conditional_bandwidth` minimises: the mean negative
-    leave-one-out log conditional density (``cv_ml``) or the least-squares criterion
-    (``cv_ls``, the Gaussian for continuous columns)."""
-    x, y, (cx, hx), (cy, hy) = _sides(x, y, x_var_type, y_var_type, kernel, bandwidth,
-                                      y_bandwidth)  # fmt: skip
-    if method == "cv_ml":
-        values = _loo_log_conditional(x, y, hx, hy, cx, cy)
-        return float(-np.mean(values)) if np.all(np.isfinite(values)) else math.inf
-    if cy.continuous and not _kernels.is_gaussian(cy.kernel):
-        raise ValueError(
-            f"kernel: cv_ls integrates f̂² by the kernel's convolution, the Gaussian's; "
-            f"received {cy.kernel.name!r} (use cv_ml)"
-        )
-    return _least_squares(x, y, hx, hy, cx, cy)
-
-
-def select_conditional_bandwidth(
-    x: ArrayLike,
-    y: ArrayLike,
-    *,
-    method: str = "cv_ml",
-    kernel: KernelSpec = "gaussian",
-    x_var_type: str | None = None,
-    y_var_type: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> BandwidthSelection:
-    """Bandwidths of :math:`\\hat f(y \\mid x)`: a
-    :class:`~attnpool.bandwidth.BandwidthSelection` whose ``bandwidth`` holds ``x``'s
-    columns, then ``y``'s. ``"normal_reference"``: statsmodels' ``1.06 σ n^(−1/(4+q))``
-    over all ``q`` columns (``λ = 0.1`` for categorical ones); ``"cv_ml"``/``"cv_ls"``:
-    the criteria of :func:`conditional_criterion`, minimised by the regressions'
-    grid-then-refine search (log-bandwidths, logits of ``λ``); ``progress``: called
-    ``(done, total)`` as the grid and the refinement finish.
-
-    References
-    ----------
-    Hall, P., Racine, J. & Li, Q. (2004). *JASA* 99(468), 1015–1026.
-
-    Examples
-    --------
-    >>> import attnpool
-    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
-    >>> found = attnpool.select_conditional_bandwidth(data.x_train, data.y_train)
-    >>> found.bandwidth.round(3)                                 # x's, then y's
-    array([0.215, 0.36 ])
-    """
-    from ..bandwidth.search import BandwidthSelection
-    from ..sums.local_model import model_for
-    from .estimator import NO_GRID, normal_reference, search
-
-    check_choice(method, "method", CONDITIONAL_SELECTORS)
-    x = np.asarray(check_points(x, "x"), np.float64)
-    y = np.asarray(check_points(y, "y"), np.float64)
-    if x.shape[0] < 3 or y.shape[0] != x.shape[0]:
-        raise ValueError(
-            f"x, y: bandwidth selection needs at least 3 rows, as many of y as of x; "
-            f"received n_samples={x.shape[0]} and {y.shape[0]}"
-        )
-    both = np.hstack([x, y])
-    var_type = (x_var_type or "c" * x.shape[1]) + (y_var_type or "c" * y.shape[1])
-    model = model_for(both, kernel=kernel, var_type=var_type)
-    if method == "normal_reference":
-        return BandwidthSelection(normal_reference(both, model), math.nan, method, NO_GRID)
-    d = x.shape[1]
-
-    def objective(h: Any) -> float:
-        return conditional_criterion(x, y, h[:d], h[d:], method=method, kernel=kernel,
-                                     x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
-
-    return search(objective, both, model, method, progress)

@@ -33,6 +33,19 @@ def kernel_cdf(
     kernel summed over the levels up to ``x`` (:mod:`attnpool.kernels.mixed`; unordered
     levels in their sorted order, as np and statsmodels take them).
 
+    Parameters
+    ----------
+    x_train : array of shape (n,) or (n, d)
+    x_query : array of shape (k,) or (k, d)
+    kernel : str or Kernel
+    bandwidth : float or array of shape (d,)
+    weights : array of shape (n,), optional
+    var_type : str, optional
+
+    Returns
+    -------
+    ndarray of shape (k,)
+
     References
     ----------
     Li, Q. & Racine, J. (2008). Nonparametric estimation of conditional CDF and quantile

@@ -20,7 +20,7 @@ from .._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from .._frames import fitted_var_type
 from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from .._validation import check_bandwidth, check_choice, check_points
-from ..bandwidth.resolution import bandwidth_floor
+from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
 from ..bandwidth.rules import CATEGORICAL_START, rule_from_spread, rule_of_thumb
 from ..bandwidth.search import (
     GRID,
@@ -39,7 +39,6 @@ from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion
 __all__ = [
     "DENSITY_SELECTORS",
     "KernelDensity",
-    "TiedDataWarning",
     "least_squares_criterion",
     "loo_log_density",
     "select_density_bandwidth",
@@ -218,6 +217,19 @@ def select_density_bandwidth(
     other kernels by their canonical bandwidths. ``progress``: called ``(done, total)`` as
     the search's grid and its refinement finish.
 
+    Parameters
+    ----------
+    X : array of shape (n,) or (n, d)
+    method : {"cv_ml", "cv_ls", "normal_reference", "isj"}
+    kernel : str or Kernel
+    var_type : str, optional
+    weights : array of shape (n,), optional
+    progress : callable ``(done, total)``, optional
+
+    Returns
+    -------
+    BandwidthSelection
+
     References
     ----------
     Hall, P. (1987). On Kullback–Leibler loss and density estimation. *Annals of
@@ -352,28 +364,6 @@ def search(
 
 #: A searched bandwidth within this factor of its column's floor has reached it.
 FLOOR_REACHED = 1.001
-
-
-class TiedDataWarning(UserWarning):
-    """A density search stopped at the floor that tied values set
-    (:mod:`attnpool.bandwidth.resolution`): its criterion has no optimum above it.
-
-    Examples
-    --------
-    >>> import warnings, numpy as np, attnpool
-    >>> rng = np.random.default_rng(3)
-    >>> x = np.r_[np.zeros(40), rng.integers(-30, 30, 60) * 1.2]   # many ties
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     _ = attnpool.select_density_bandwidth(x, method="cv_ls")
-    >>> caught[0].category.__name__
-    'TiedDataWarning'
-
-    References
-    ----------
-    Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*,
-    section 3.4.3 (least-squares cross-validation degenerates on discretised data).
-    """
 
 
 #: The logit beyond which a categorical column's ``λ`` is tried at its edge, and that

@@ -136,6 +136,25 @@ def merged_states(
     states of a query chunk are merged along the keys by a tree reduction
     (``split_every`` at a time). ``bandwidths (K, d)``: ``K`` bandwidths at once.
 
+    Parameters
+    ----------
+    queries, keys, values : dask.array.Array
+        ``(n, d)``, ``(m, d)``, ``(m, p)``, keys and values chunked alike.
+    bandwidths : ndarray of shape (K, d)
+    kernel : Kernel
+    leave_one_out : bool
+        Query ``i`` is key ``i``, left out of its own sums.
+    split_every : int or None
+    names : (str, str, str)
+        The three arrays' names in messages.
+    nearest : bool
+        Also keep each row's nearest keys (the nearest-key limit).
+    weighted : bool
+
+    Returns
+    -------
+    dask.array.Array
+
     Examples
     --------
     >>> import numpy as np, dask.array as da, attnpool
@@ -261,6 +280,11 @@ def attention_pool(
     limit) takes the same limit for distance kernels (each task also keeps the nearest
     keys of the rows it leaves without weight) and raises for ``similarity="dot"``; NaN
     or infinite inputs raise ``ValueError`` at ``compute()``.
+
+    Returns
+    -------
+    dask.array.Array
+        ``(n,)`` or ``(n, p)`` like ``values``, lazy.
 
     Examples
     --------

@@ -35,11 +35,27 @@ def learned_pool(
 ) -> tuple[jax.Array, jax.Array]:
     """``(n, p)`` pooled values ``Σ_i α(q, k_i; θ) v_i`` and the ``(n,)`` empty-row mask.
 
-    ``queries (n, d)``, ``keys (m, d)``, ``values (m, p)``, already standardised.
+    ``queries``, ``keys`` and ``values`` are already standardised.
     ``leave_out (n,)``: for each query, the index of a key to exclude (its own row, for
     leave-one-out), or ``-1`` for none. ``weights (m,)``: the keys' positive observation
     weights, ``log w`` added to their log weights (a left-out key is left out whole:
     :mod:`attnpool.sums.observation_weights`).
+
+    Parameters
+    ----------
+    model : AttentionModel
+    params : dict
+        The model's parameters (:attr:`attnpool.learn.AttentionFit.params`).
+    queries : array of shape (n, d)
+    keys : array of shape (m, d)
+    values : array of shape (m, p)
+    leave_out : int array of shape (n,), optional
+    weights : array of shape (m,), optional
+
+    Returns
+    -------
+    pooled : array of shape (n, p)
+    empty : bool array of shape (n,)
 
     Examples
     --------
@@ -94,6 +110,19 @@ def learned_weights(
 ) -> jax.Array:
     """``(n, m)`` attention weights of a learned model (rows sum to 1); ``weights``: the
     keys' positive observation weights.
+
+    Parameters
+    ----------
+    model : AttentionModel
+    params : dict
+        The model's parameters (:attr:`attnpool.learn.AttentionFit.params`).
+    queries : array of shape (n, d)
+    keys : array of shape (m, d)
+    weights : array of shape (m,), optional
+
+    Returns
+    -------
+    array of shape (n, m)
 
     Examples
     --------

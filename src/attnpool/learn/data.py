@@ -18,6 +18,14 @@ __all__ = ["Standardisation", "as_targets", "split", "training_data"]
 class Standardisation:
     """``x ↦ (x − centre) / scale``, from the training inputs.
 
+    Parameters
+    ----------
+    centre : ndarray of shape (d,)
+        The columns' (weighted) means.
+    scale : ndarray of shape (d,)
+        Their standard deviations (one shared scale with ``of(..., shared=True)``; 1 for a
+        constant column).
+
     Examples
     --------
     >>> import numpy as np

@@ -59,6 +59,13 @@ class GlobalBandwidth(_ScaledDistance):
     (the textbook writes ``w = 1/h`` multiplying the distance). ``initial``: the starting
     bandwidth in input units (default: Scott's rule).
 
+    Parameters
+    ----------
+    kernel : str
+        A distance kernel positive everywhere (``"gaussian"``, ``"laplacian"``).
+    initial : float, optional
+        The starting bandwidth in input units (Scott's rule).
+
     Examples
     --------
     >>> import attnpool
@@ -105,6 +112,13 @@ class PerDimensionBandwidth(GlobalBandwidth):
     An input that does not help predict grows a large ``h_j``: its differences stop
     mattering. ``initial``: a scalar or one bandwidth per column, in input units.
 
+    Parameters
+    ----------
+    kernel : str
+        A distance kernel positive everywhere (``"gaussian"``, ``"laplacian"``).
+    initial : float or array of shape (d,), optional
+        The starting bandwidths in input units (Scott's rule).
+
     Examples
     --------
     >>> import numpy as np
@@ -150,6 +164,13 @@ class LinearMetric(_ScaledDistance):
     A Mahalanobis metric ``(q − k)ᵀ WᵀW (q − k)`` for ``rank = d``, a learned projection
     onto ``rank`` directions below. It starts at ``I / h`` (Scott's ``h``), or at the first
     ``rank`` principal-axis rows of it.
+
+    Parameters
+    ----------
+    kernel : str
+        A distance kernel positive everywhere (``"gaussian"``, ``"laplacian"``).
+    rank : int, optional
+        Rows of ``W`` (``d`` by default): a projection onto ``rank`` directions below.
 
     Examples
     --------

@@ -53,6 +53,10 @@ _MODELS = {
 def model_names() -> list[str]:
     """Names accepted by :func:`get_model`.
 
+    Returns
+    -------
+    list of str
+
     Examples
     --------
     >>> from attnpool import learn

@@ -46,6 +46,13 @@ class AdaptiveBandwidth(AttentionModel):
 
     .. math:: a(q, k) = \\log K(\\lVert q - k \\rVert / h(q))
 
+    Parameters
+    ----------
+    kernel : str
+        A distance kernel positive everywhere (``"gaussian"``, ``"laplacian"``).
+    hidden : int
+        Units of the hidden layer of ``g``.
+
     Examples
     --------
     >>> import attnpool
@@ -103,7 +110,10 @@ class AdaptiveBandwidth(AttentionModel):
 class DotProductScore(AttentionModel):
     """Scaled dot product of learned projections, ``a(q, k) = (W_q q)·(W_k k) / √r``.
 
-    ``dim``: ``r``, the rows of ``W_q`` and ``W_k``.
+    Parameters
+    ----------
+    dim : int
+        ``r``, the rows of ``W_q`` and ``W_k``.
 
     Examples
     --------
@@ -144,7 +154,10 @@ class DotProductScore(AttentionModel):
 class AdditiveScore(AttentionModel):
     """Additive (Bahdanau) score, ``a(q, k) = vᵀ tanh(W_q q + W_k k + b)``.
 
-    ``hidden``: the length of ``v`` and of ``b``.
+    Parameters
+    ----------
+    hidden : int
+        The length of ``v`` and of ``b``.
 
     Examples
     --------

@@ -132,6 +132,12 @@ class Binned:
     regular grid (a plotting grid) are summed from each key's moments about its
     nearest node, to the order the tolerance needs, on a grid no finer than theirs.
 
+    Parameters
+    ----------
+    grid_size : int or tuple of int, optional
+        Nodes per dimension.
+    tolerance : float
+        The bound on each row's error, relative to the values' range, in ``(0, 1)``.
 
     References
     ----------
@@ -157,6 +163,13 @@ class TopK:
     """Each query pools its ``k`` nearest keys; a query whose left-out weight
     could exceed ``tolerance`` of its total (see :mod:`attnpool.methods.topk`)
     is an error. ``tolerance=None`` skips the check.
+
+    Parameters
+    ----------
+    k : int
+        Keys per query.
+    tolerance : float or None
+        The largest share of a query's weight that may be left out.
 
     Examples
     --------

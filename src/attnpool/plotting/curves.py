@@ -32,11 +32,29 @@ def plot_fit(
 ) -> Figure:
     """Training points, the true function and several estimates on ``x_grid``.
 
-    ``estimates`` maps a legend label (say ``"h = 0.5"``) to predictions of
-    shape ``(len(x_grid),)``; ``truth`` is the true function on the grid;
-    ``bands`` maps a label to ``(lower, upper)`` on the grid, drawn shaded.
-    ``xlabel``/``ylabel``: default to the data's names (pandas Series), else "x"/"y".
-    ``ax``: draw into these Axes (their figure is returned).
+    The axes are labelled with the data's names (pandas Series) unless ``xlabel`` and
+    ``ylabel`` are given, else "x" and "y".
+
+    Parameters
+    ----------
+    x_train, y_train : array of shape (n,)
+        The data, drawn as points.
+    x_grid : array of shape (k,)
+        Where the estimates are given.
+    estimates : mapping of str to array of shape (k,)
+        One curve per label.
+    truth : array of shape (k,), optional
+    bands : mapping of str to (lower, upper), optional
+        Shaded bands, each of shape (k,).
+    title, xlabel, ylabel : str, optional
+    ax : matplotlib.axes.Axes, optional
+        Draw into these Axes (their figure is returned); by default a new pyplot figure.
+    figsize : (width, height)
+        The new figure's size in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
 
     Examples
     --------
@@ -102,6 +120,26 @@ def plot_density(
     pointwise ``band`` ``(lower, upper)`` and the ``truth``, all optional (arrays of
     ``x_grid``'s shape); ``ax``: draw into these Axes.
 
+    Parameters
+    ----------
+    x_grid : array of shape (k,)
+    density : array of shape (k,)
+        The estimate on ``x_grid``.
+    sample : array of shape (n,), optional
+        Drawn as a rug under the curve.
+    band : (lower, upper), optional
+        A pointwise band, each of shape (k,) (:func:`attnpool.density.density_band`).
+    truth : array of shape (k,), optional
+    xlabel, title : str
+    ax : matplotlib.axes.Axes, optional
+        Draw into these Axes (their figure is returned); by default a new pyplot figure.
+    figsize : (width, height)
+        The new figure's size in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
     Examples
     --------
     >>> import numpy as np, attnpool
@@ -165,6 +203,27 @@ def plot_conditional_density(
     """``f̂(y | x)`` as a heatmap: ``density (len(y_grid), len(x_grid))``, one column per
     ``x``, with the conditional ``mean`` on ``x_grid`` overlaid and the ``sample``
     ``(x, y)`` as points, both optional; the colour bar is the density's own scale.
+
+    Parameters
+    ----------
+    x_grid : array of shape (k,)
+    y_grid : array of shape (l,)
+    density : array of shape (l, k)
+        ``f̂(y_grid[i] | x_grid[j])``.
+    mean : array of shape (k,), optional
+        The conditional mean on ``x_grid``.
+    sample : (x, y), optional
+    xlabel, ylabel, title : str
+    cmap : str
+        A matplotlib colormap name.
+    ax : matplotlib.axes.Axes, optional
+        Draw into these Axes (their figure is returned); by default a new pyplot figure.
+    figsize : (width, height)
+        The new figure's size in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
 
     Examples
     --------

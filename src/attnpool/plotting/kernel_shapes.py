@@ -37,6 +37,8 @@ def plot_kernels(
     truth : array on ``x_grid``, optional
     fit_label : str
         The y label of the row of fits
+    figsize : (width, height), optional
+        Inches (about 2.6 by 2.4 a panel by default)
 
     Returns
     -------

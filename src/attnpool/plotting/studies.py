@@ -30,6 +30,20 @@ def plot_history(
     ``histories`` maps a label to the loss at each step; ``reference`` is a
     ``(label, value)`` drawn as a horizontal line (say, the cross-validated optimum).
 
+    Parameters
+    ----------
+    histories : mapping of str to array of shape (steps,)
+    reference : (str, float), optional
+    ylabel, title : str
+    ax : matplotlib.axes.Axes, optional
+        Draw into these Axes (their figure is returned); by default a new pyplot figure.
+    figsize : (width, height)
+        The new figure's size in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
     Examples
     --------
     >>> import attnpool
@@ -76,6 +90,21 @@ def plot_rates(
     """Log–log MSE against n: ``curves`` and dashed ``references`` map a label to
     ``(sizes, mse)``.
 
+    Parameters
+    ----------
+    curves : mapping of str to (sizes, mse)
+    references : mapping of str to (sizes, mse), optional
+        Dashed, as rates to compare with (say ``n^(−4/5)``).
+    title : str
+    ax : matplotlib.axes.Axes, optional
+        Draw into these Axes (their figure is returned); by default a new pyplot figure.
+    figsize : (width, height)
+        The new figure's size in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
     Examples
     --------
     >>> import numpy as np, attnpool
@@ -113,6 +142,22 @@ def plot_mse_curves(
     figsize: tuple[float, float] = (6.5, 4.5),
 ) -> Figure:
     """Validation MSE against a common bandwidth scale, one curve per kernel (log–log).
+
+    Parameters
+    ----------
+    scales : array of shape (k,)
+        The common bandwidth scale (a kernel standard deviation).
+    curves : mapping of str to array of shape (k,)
+        One validation MSE curve per kernel.
+    xlabel, title : str
+    ax : matplotlib.axes.Axes, optional
+        Draw into these Axes (their figure is returned); by default a new pyplot figure.
+    figsize : (width, height)
+        The new figure's size in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
 
     Examples
     --------

@@ -166,6 +166,26 @@ def nadaraya_watson(
     n_train)``, each *row* summing to 1 — the transpose of the textbook's
     ``attention_w``, whose columns are the queries.
 
+    Parameters
+    ----------
+    x_train : array of shape (n,) or (n, d)
+    y_train : array of shape (n,) or (n, p)
+    x_query : array of shape (k,) or (k, d)
+    kernel : str, Kernel or callable
+        The textbook's fourth argument.
+    bandwidth : float or array of shape (d,)
+    return_weights : bool
+        Also return the ``(k, n)`` attention weights.
+    **options
+        ``empty``, ``block_size``, ``method``, ``mask``, ``weights``.
+
+    Returns
+    -------
+    fit : array of shape (k,) or (k, p)
+        NumPy for NumPy inputs, a JAX array for JAX inputs.
+    weights : array of shape (k, n)
+        With ``return_weights``.
+
     Examples
     --------
     >>> import numpy as np
@@ -291,13 +311,35 @@ def local_regression(
     Shapes: ``x_train (n,) | (n, d)``, ``y_train (n,) | (n, p)``, ``x_query (k,) | (k, d)``.
     Returns the fit ``(k,)`` or ``(k, p)``; with ``return_slopes`` also the
     gradient of the fit, ``(k, d)`` or ``(k, d, p)`` (statsmodels' marginal effects).
-    Small problems of continuous columns with a built-in kernel run on the NumPy engine
+    Small problems with a built-in kernel run on the NumPy engine
     (:mod:`attnpool.engines.numpy_engine`), the rest on the compiled ones (``block_size`` streams
     the training points in blocks of that size).
     ``empty`` as in :func:`attnpool.attention_pool` (a query whose neighbourhood is
     empty gets NaN, the nearest training response, or an error). ``weights (n,)``:
     observation weights of the training rows (:mod:`attnpool.sums.observation_weights`; each
     key's kernel weight times ``w_i``, rows of weight 0 left out).
+
+    Parameters
+    ----------
+    x_train : array of shape (n,) or (n, d)
+    y_train : array of shape (n,) or (n, p)
+    x_query : array of shape (k,) or (k, d)
+    kernel : str, Kernel or callable
+    bandwidth : float or array of shape (d,)
+        A categorical column's entry is its ``λ``.
+    degree : {0, 1}
+    var_type : str, optional
+        ``c``, ``o``, ``u`` per column (statsmodels' letters).
+    empty : {"nan", "nearest", "warn", "raise"}
+    block_size : int, optional
+    return_slopes : bool
+    weights : array of shape (n,), optional
+
+    Returns
+    -------
+    fit : ndarray of shape (k,) or (k, p)
+    slopes : ndarray of shape (k, d) or (k, d, p)
+        With ``return_slopes``.
 
     References
     ----------

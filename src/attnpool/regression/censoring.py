@@ -37,6 +37,17 @@ def censoring_weights(y: ArrayLike, censored: ArrayLike) -> np.ndarray:
     """Kaplan–Meier (Stute) weights times ``n``, ``(n,)``, of responses ``y (n,)`` whose
     rows ``censored (n,)`` (booleans) are right-censored, in the rows' own order.
 
+    Parameters
+    ----------
+    y : array of shape (n,)
+    censored : bool array of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        ``n`` times the Kaplan–Meier estimate's mass at each uncensored row; 0 at a
+        censored one.
+
     References
     ----------
     Stute, W. (1993). Consistent estimation under random censorship when covariables

@@ -20,8 +20,14 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
 
     ``predict_proba(x)[c] = Σ_i K_h(x − x_i) [y_i = c] / Σ_j K_h(x − x_j)``.
     The bandwidth selectors minimise the leave-one-out Brier score (squared
-    error of the one-hot labels). Parameters as :class:`NadarayaWatson`;
-    ``empty`` defaults to ``"nearest"`` so every query gets a class.
+    error of the one-hot labels). ``empty`` defaults to ``"nearest"``, so that every
+    query gets a class.
+
+    Parameters
+    ----------
+    kernel, bandwidth, var_type, block_size, method
+        As :class:`NadarayaWatson` takes them.
+    empty : {"nearest", "warn", "nan", "raise"}, default="nearest"
 
     References
     ----------

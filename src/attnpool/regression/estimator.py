@@ -350,8 +350,14 @@ class LocalLinear(_LocalRegression):
     """Local linear kernel regression: a weighted least-squares line at each query.
 
     Less bias than Nadaraya–Watson at the boundaries and where the inputs are
-    unevenly spread; reproduces linear functions exactly. Parameters and
-    attributes as :class:`NadarayaWatson`.
+    unevenly spread; reproduces linear functions exactly. Attributes as
+    :class:`NadarayaWatson`.
+
+    Parameters
+    ----------
+    kernel, bandwidth, var_type, empty, block_size, method, bandwidth_type
+        As :class:`NadarayaWatson` takes them (``bandwidth="aicc"``: the criterion
+        Hurvich, Simonoff & Tsai made for local linear fits).
 
     References
     ----------
