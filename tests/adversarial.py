@@ -25,6 +25,7 @@ from attnpool import Binned, TopK, attention_pool, kernels
 from attnpool.engines import numpy_engine
 from attnpool.sums.local_model import model_for
 from oracle import exact_pool, magnitude, rounding_bound, value_range
+from reference import COMPACT_KERNELS
 
 N, M = 6, 19
 #: Each method's documented tolerance, in units of the values' range, beyond rounding.
@@ -49,10 +50,19 @@ SUPPORTS = {
     "stream": KERNELS,
     "auto": KERNELS,
     "fused": ["gaussian", "dot"],
-    "sparse": ["boxcar", "triangular", "epanechnikov", "tricube", "cosine"],
+    "sparse": COMPACT_KERNELS,
     "fgt": ["gaussian"],
     "native": ["gaussian"],
-    "binned": ["gaussian", "epanechnikov", "triangular", "tricube", "cosine", "laplacian"],
+    "binned": [
+        "gaussian",
+        "epanechnikov",
+        "triangular",
+        "tricube",
+        "cosine",
+        "laplacian",
+        "biweight",
+        "triweight",
+    ],
     "topk": [k for k in KERNELS if k not in ("dot", "constant") and not k.endswith("-product")],
     "numpy": [k for k in KERNELS if k != "dot"],
 }

@@ -49,6 +49,10 @@ def _log_kernel(name: str, r2, edge: float = 0.0):
             log_k = np.log1p(-r2)
         elif name == "tricube":
             log_k = 3 * np.log1p(-(r * r2))
+        elif name == "biweight":
+            log_k = 2 * np.log1p(-r2)
+        elif name == "triweight":
+            log_k = 3 * np.log1p(-r2)
         elif name == "cosine":
             log_k = np.log(np.cos(LD(np.pi) / 2 * r))
         else:

@@ -12,11 +12,21 @@ KERNEL_VALUES = {
     "triangular": lambda r: np.clip(1 - r, 0, None),
     "epanechnikov": lambda r: 0.75 * np.clip(1 - r**2, 0, None),
     "tricube": lambda r: 70 / 81 * np.clip(1 - r**3, 0, None) ** 3,
+    "biweight": lambda r: 15 / 16 * np.clip(1 - r**2, 0, None) ** 2,
+    "triweight": lambda r: 35 / 32 * np.clip(1 - r**2, 0, None) ** 3,
     "laplacian": lambda r: np.exp(-r) / 2,
     "cosine": lambda r: np.where(r < 1, np.pi / 4 * np.cos(np.pi * r / 2), 0.0),
 }
 DISTANCE_KERNELS = list(KERNEL_VALUES)
-COMPACT_KERNELS = ["boxcar", "triangular", "epanechnikov", "tricube", "cosine"]
+COMPACT_KERNELS = [
+    "boxcar",
+    "triangular",
+    "epanechnikov",
+    "tricube",
+    "cosine",
+    "biweight",
+    "triweight",
+]
 
 
 def _two_d(x):

@@ -19,6 +19,8 @@ BUILT_IN = [
     "tricube",
     "laplacian",
     "cosine",
+    "biweight",
+    "triweight",
     "dot",
 ]
 

@@ -31,12 +31,15 @@ name             K(u), normalised in 1-D                  bandwidth h is
 ``tricube``      70/81 (1 − |u|³)³ for |u| < 1            the half-width
 ``laplacian``    exp(−|u|) / 2                            the scale (sd = √2 h)
 ``cosine``       π/4 cos(πu/2) for |u| < 1                the half-width
+``biweight``     15/16 (1 − u²)² for |u| < 1              the half-width
+``triweight``    35/32 (1 − u²)³ for |u| < 1              the half-width
 ``dot``          exp(q·k / h)                             the softmax temperature
 ===============  ======================================  =====================
 
 the products ``boxcar-product`` (statsmodels' and np's ``uniform``),
-``triangular-product``, ``epanechnikov-product``, ``tricube-product`` and
-``cosine-product``: ``Π_j K(u_j)``, each factor as above; and the higher-order kernels
+``triangular-product``, ``epanechnikov-product``, ``tricube-product``,
+``cosine-product``, ``biweight-product`` and ``triweight-product``: ``Π_j K(u_j)``, each
+factor as above; and the higher-order kernels
 ``gaussian-order4``, ``-order6``, ``-order8`` and ``epanechnikov-order4`` … ``-order8``
 (:func:`higher_order`, R np's ``ckerorder``), signed, products in several dimensions.
 
@@ -149,6 +152,8 @@ MONOTONE = frozenset(
         "tricube",
         "laplacian",
         "cosine",
+        "biweight",
+        "triweight",
     ]
 )
 
@@ -309,10 +314,12 @@ for _kernel in (
     Kernel("tricube", profiles.tricube, 1.0, 35 / 243, 175 / 247, math.log(70 / 81)),
     Kernel("laplacian", profiles.laplacian, math.inf, 2.0, 1 / 4, math.log(1 / 2)),
     Kernel("cosine", profiles.cosine, 1.0, 1 - 8 / _PI**2, _PI**2 / 16, math.log(_PI / 4)),
+    Kernel("biweight", profiles.biweight, 1.0, 1 / 7, 5 / 7, math.log(15 / 16)),
+    Kernel("triweight", profiles.triweight, 1.0, 1 / 9, 350 / 429, math.log(35 / 32)),
     Kernel("dot", profiles.dot, math.inf, None, None, 0.0, similarity="dot"),
 ):
     register(_kernel)
-for _name in ("boxcar", "triangular", "epanechnikov", "tricube", "cosine"):
+for _name in ("boxcar", "triangular", "epanechnikov", "tricube", "cosine", "biweight", "triweight"):
     _one = _REGISTRY[_name]
     register(
         Kernel(

@@ -67,6 +67,10 @@ def log_kernel_cdf(name: str, u: np.ndarray) -> np.ndarray:
     elif name == "tricube":  # ∫₀^a 70/81 (1 − t³)³ dt, by symmetry
         half = 70 / 81 * (a - 3 * a**4 / 4 + 3 * a**7 / 7 - a**10 / 10)
         g = 0.5 + np.sign(c) * half
+    elif name == "biweight":
+        g = 0.5 + 15 / 16 * (c - 2 * c**3 / 3 + c**5 / 5)
+    elif name == "triweight":
+        g = 0.5 + 35 / 32 * (c - c**3 + 3 * c**5 / 5 - c**7 / 7)
     else:  # cosine
         g = (1 + np.sin(np.pi * c / 2)) / 2
     with np.errstate(divide="ignore"):
@@ -75,4 +79,5 @@ def log_kernel_cdf(name: str, u: np.ndarray) -> np.ndarray:
 
 #: Kernels whose distribution functions :func:`kernel_cdf` knows (one dimension, and in
 #: several as products — the Gaussian's product is itself).
-CDF_KERNELS = ("gaussian", "boxcar", "triangular", "epanechnikov", "tricube", "cosine", "laplacian")
+CDF_KERNELS = ("gaussian", "boxcar", "triangular", "epanechnikov", "tricube", "cosine", "laplacian",
+               "biweight", "triweight")  # fmt: skip

@@ -74,6 +74,18 @@ def tricube(r2):
     return inside_ball(r2, lambda s: 3.0 * namespace(s).log1p(-(safe_sqrt(s) * s)))
 
 
+def biweight(r2):
+    """Biweight (quartic): K(u) = 15/16 (1 − u²)² for |u| < 1, else 0. The bandwidth is the
+    half-width."""
+    return inside_ball(r2, lambda s: 2.0 * namespace(s).log1p(-s))
+
+
+def triweight(r2):
+    """Triweight: K(u) = 35/32 (1 − u²)³ for |u| < 1, else 0. The bandwidth is the
+    half-width."""
+    return inside_ball(r2, lambda s: 3.0 * namespace(s).log1p(-s))
+
+
 def laplacian(r2):
     """Laplacian: K(u) = exp(−|u|) / 2. The bandwidth is the scale (standard deviation √2·h)."""
     return -safe_sqrt(r2)

@@ -35,7 +35,16 @@ NODES_PER_BANDWIDTH = 16
 MAX_NODES = 2**24
 #: Kernels smooth enough to bin (the error falls as (Δ/h)²; the boxcar's jump does not).
 SMOOTH_KERNELS = frozenset(
-    ["gaussian", "laplacian", "triangular", "epanechnikov", "tricube", "cosine"]
+    [
+        "gaussian",
+        "laplacian",
+        "triangular",
+        "epanechnikov",
+        "tricube",
+        "cosine",
+        "biweight",
+        "triweight",
+    ]
 )
 #: Largest default grid for pooling, counted with the kernel's reach on each side (the
 #: convolution's length): a larger one would be coarsened, its rows pooled exactly where
