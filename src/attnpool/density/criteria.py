@@ -27,19 +27,30 @@ __all__ = [
 
 
 def loo_log_density(
-    x: ArrayLike, bandwidth: Bandwidth, kernel: KernelSpec, var_type: str | None = None
+    x: ArrayLike,
+    bandwidth: Bandwidth,
+    kernel: KernelSpec,
+    var_type: str | None = None,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """``(n,)`` leave-one-out log densities ``log f̂₋ᵢ(xᵢ)`` of the sample ``x (n, d)`` in
     float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
     reaches. Sums in NumPy row chunks (:func:`attnpool.kernels.mixed.log_sums`, no
     program; mixed data by ``var_type``); a Gaussian sample of one column of
-    :data:`EXPANSION_MIN_ROWS` points (fewer where :func:`attnpool.density.methods.expansions_pay`)
-    by the ``fgt`` method's expansions, ``O(n)`` an evaluation (:class:`ExpandedLikelihood`)."""
+    :data:`EXPANSION_MIN_ROWS` points (fewer where
+    :func:`attnpool.density.methods.expansions_pay`) by the ``fgt`` method's expansions,
+    ``O(n)`` an evaluation (:class:`ExpandedLikelihood`). With observation ``weights
+    (n,)``, ``f̂₋ᵢ = Σ_{j≠i} w_j K_h(xᵢ − x_j) / Σ_{j≠i} w_j``: row ``i`` is left out
+    whole."""
     from ..kernels.mixed import log_sums
     from . import mixed_columns
 
     x = np.asarray(x, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
+    if weights is not None:
+        w = np.asarray(weights, np.float64)
+        sums = log_sums([(x, x, h, columns, "density")], leave_out=True, weights=w)
+        return np.asarray(sums - np.log(np.sum(w) - w))
     if by_expansions(x, columns):
         order = np.argsort(x[:, 0], kind="stable")
         out = np.empty(x.shape[0])
@@ -110,12 +121,18 @@ ESTIMATE_TOLERANCE = 1e-8
 
 
 def least_squares_criterion(
-    x: ArrayLike, bandwidth: Bandwidth, kernel: KernelSpec = "gaussian", var_type: str | None = None
+    x: ArrayLike,
+    bandwidth: Bandwidth,
+    kernel: KernelSpec = "gaussian",
+    var_type: str | None = None,
+    weights: np.ndarray | None = None,
 ) -> float:
     """Least-squares cross-validation's ``∫ f̂² − (2/n) Σ_i f̂₋ᵢ(xᵢ)`` (statsmodels' and
     np's ``cv_ls``): the integrated squared error to a constant, ``∫ f̂²`` from the
     kernels' convolutions (the Gaussian's for continuous columns, sums over the levels
-    for categorical ones: :mod:`attnpool.kernels.mixed`)."""
+    for categorical ones: :mod:`attnpool.kernels.mixed`). With observation ``weights``,
+    ``f̂`` weighs each row by ``w_i``, the mean over the rows is weighted alike and each
+    row is left out whole."""
     from ..kernels.mixed import log_sums
     from . import mixed_columns
 
@@ -126,7 +143,11 @@ def least_squares_criterion(
             f"kernel: cv_ls integrates f̂² by the kernel's convolution, the Gaussian's; "
             f"received {columns.kernel.name!r} (use cv_ml)"
         )
-    n = x.shape[0]
-    square = np.exp(log_sums([(x, x, h, columns, "convolution")]) - 2 * math.log(n)).sum()
-    loo = np.exp(log_sums([(x, x, h, columns, "density")], leave_out=True) - math.log(n - 1))
-    return float(square - 2.0 * np.mean(loo))
+    w = np.ones(x.shape[0]) if weights is None else np.asarray(weights, np.float64)
+    total = float(np.sum(w))
+    pairs = log_sums([(x, x, h, columns, "convolution")], weights=None if weights is None else w)
+    square = float(w @ np.exp(pairs - 2 * math.log(total)))
+    own = log_sums([(x, x, h, columns, "density")], leave_out=True,
+                   weights=None if weights is None else w)  # fmt: skip
+    loo = np.exp(own - np.log(total - w))
+    return float(square - 2.0 * (w @ loo) / total)

@@ -32,7 +32,7 @@ from ..bandwidth.search import (
 )
 from ..kernels.mixed import MixedColumns
 from ..sums.local_model import model_for
-from ..sums.observation_weights import positive_rows
+from ..sums.observation_weights import merged_rows, positive_rows
 from . import log_density
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
 
@@ -130,11 +130,6 @@ class KernelDensity(BaseEstimator):
                     f"X: a bandwidth rule needs at least 2 samples; received n_samples={X.shape[0]}"
                 )
             if self.bandwidth in DENSITY_SELECTORS:
-                if weights is not None and self.bandwidth != "isj":
-                    raise ValueError(
-                        f"sample_weight: bandwidth={self.bandwidth!r} selects for unweighted "
-                        "samples; pass a rule ('scott', 'silverman') or numbers"
-                    )
                 found = select_density_bandwidth(
                     X, method=self.bandwidth, kernel=self.kernel,
                     var_type=fitted_var_type(self, self.var_type), weights=weights,
@@ -224,6 +219,9 @@ def select_density_bandwidth(
     kernel : str or Kernel
     var_type : str, optional
     weights : array of shape (n,), optional
+        Observation weights: the rule of thumb is that of the sample repeating row ``i``
+        ``w_i`` times; cross-validation leaves each row out whole (identical rows merged
+        into one of their total weight first) and weighs its terms by ``w_i``.
     progress : callable ``(done, total)``, optional
 
     Returns
@@ -247,17 +245,13 @@ def select_density_bandwidth(
     """
     check_choice(method, "method", DENSITY_SELECTORS)
     x = np.asarray(check_points(X, "X"), np.float64)
+    x, _, weights = positive_rows(x, x[:, :1], weights)  # rows of weight 0 are not in it
     if x.shape[0] < 3:
         raise ValueError(
             f"X: bandwidth selection needs at least 3 rows; received n_samples={x.shape[0]}"
         )
     model = model_for(x, kernel=kernel, var_type=var_type)
     cont = list(model.continuous)
-    if weights is not None and method != "isj":
-        raise ValueError(
-            f"weights: {method!r} selects for unweighted samples; received weights (use "
-            "'isj', a rule of thumb or numbers)"
-        )
     if method == "isj":
         from ..bandwidth.plug_in import isj_bandwidth
 
@@ -272,20 +266,26 @@ def select_density_bandwidth(
         h = isj_bandwidth(x[:, 0], weights) * ratio
         return BandwidthSelection(h, math.nan, method, NO_GRID)
     if method == "normal_reference":
-        return BandwidthSelection(normal_reference(x, model), math.nan, method, NO_GRID)
+        return BandwidthSelection(normal_reference(x, model, weights), math.nan, method, NO_GRID)
+    if weights is not None:  # identical rows are one observation, left out together
+        x, _, weights = merged_rows(x, x[:, :1], weights)
+        model = model_for(x, kernel=kernel, var_type=var_type)
 
     columns = MixedColumns(x, model.var_type, model.kernel)
     # (validated once: the search keeps h positive and finite)
-    by_fgt = method == "cv_ml" and by_expansions(x, columns)
+    by_fgt = method == "cv_ml" and weights is None and by_expansions(x, columns)
     expanded = ExpandedLikelihood(x) if by_fgt else None
+    share = None if weights is None else weights / np.sum(weights)
 
     def objective(h: Any) -> float:
         if method == "cv_ls":
-            return least_squares_criterion(x, h, kernel, var_type)
+            return least_squares_criterion(x, h, kernel, var_type, weights)
         if expanded is not None:
             return expanded(h)
-        values = loo_log_density(x, h, kernel, var_type)
-        return float(-np.mean(values)) if np.all(np.isfinite(values)) else np.inf
+        values = loo_log_density(x, h, kernel, var_type, weights)
+        if not np.all(np.isfinite(values)):
+            return np.inf
+        return float(-np.mean(values) if share is None else -(share @ values))
 
     estimate = None if expanded is None else expanded.estimate
     return search(objective, x, model, method, progress, grid_objective=estimate)
@@ -295,14 +295,19 @@ def select_density_bandwidth(
 NO_GRID = (np.array([]), np.array([]))
 
 
-def normal_reference(x: np.ndarray, model: Any) -> np.ndarray:
+def normal_reference(x: np.ndarray, model: Any, weights: Any = None) -> np.ndarray:
     """statsmodels' ``normal_reference``: ``1.06 σ n^(−1/(4+q))`` for each continuous column
     of ``x (n, q)`` (``σ`` with ``ddof=0``; ``q`` counts every column), converted to the
-    model's kernel by the canonical bandwidths; ``λ = 0.1`` for categorical columns."""
+    model's kernel by the canonical bandwidths; ``λ = 0.1`` for categorical columns. With
+    observation ``weights``, the sample that repeats row ``i`` ``w_i`` times: ``n = Σ w``,
+    the weighted ``σ``."""
     cont = list(model.continuous)
-    scale = rule_from_spread(np.ones(x.shape[1]), x.shape[0], model.kernel) / 1.059
+    n = x.shape[0] if weights is None else float(np.sum(weights))
+    scale = rule_from_spread(np.ones(x.shape[1]), n, model.kernel) / 1.059
+    mean = np.average(x, axis=0, weights=weights)
+    spread = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=weights))
     start = np.full(x.shape[1], CATEGORICAL_START)
-    start[cont] = (1.06 * np.std(x, axis=0) * scale)[cont]
+    start[cont] = (1.06 * spread * scale)[cont]
     return start
 
 

@@ -1,0 +1,101 @@
+"""Density bandwidths of weighted samples: likelihood and least-squares cross-validation
+with observation weights, each row left out whole, held to brute force on the sample
+that repeats each row ``w_i`` times (its copies left out together), and statsmodels'
+``normal_reference`` of that repeated sample."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import attnpool
+from attnpool.density.criteria import least_squares_criterion, loo_log_density
+
+
+def _sample(seed=0, n=120):
+    rng = np.random.default_rng(seed)
+    x = np.r_[rng.normal(0, 1, n // 2), rng.normal(3, 0.6, n - n // 2)][:, None]
+    w = rng.integers(1, 5, n).astype(float)
+    return x, w
+
+
+def _brute_loo(x, w, h):
+    """log f̂₋ᵢ(xᵢ) of the repeated sample, row i's copies all left out (float64 loops)."""
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        others = np.arange(x.shape[0]) != i
+        k = stats.norm.pdf((x[i, 0] - x[others, 0]) / h) / h
+        out[i] = np.log(np.sum(w[others] * k) / np.sum(w[others]))
+    return out
+
+
+def _brute_ls(x, w, h):
+    """∫ f̂² − 2 Σ (w_i/W) f̂₋ᵢ(xᵢ) of the repeated sample, the Gaussian's convolution."""
+    total = w.sum()
+    diff = x[:, 0][:, None] - x[:, 0][None, :]
+    square = w @ (stats.norm.pdf(diff / (np.sqrt(2) * h)) / (np.sqrt(2) * h)) @ w / total**2
+    loo = np.exp(_brute_loo(x, w, h))
+    return square - 2 * (w @ loo) / total
+
+
+def test_weighted_criteria_equal_brute_force():
+    x, w = _sample()
+    for h in (0.15, 0.4, 1.1):
+        np.testing.assert_allclose(loo_log_density(x, h, "gaussian", weights=w),
+                                   _brute_loo(x, w, h), rtol=1e-12)  # fmt: skip
+        assert least_squares_criterion(x, h, "gaussian", weights=w) == pytest.approx(
+            _brute_ls(x, w, h), rel=1e-11
+        )
+
+
+@pytest.mark.parametrize("method", ["cv_ml", "cv_ls"])
+def test_weighted_searches_find_the_brute_force_optimum(method):
+    x, w = _sample(seed=1)
+    found = attnpool.select_density_bandwidth(x, method=method, weights=w)
+    grid = found.bandwidth[0] * np.geomspace(0.8, 1.25, 61)
+    if method == "cv_ml":
+        values = [-(w @ _brute_loo(x, w, h)) / w.sum() for h in grid]
+    else:
+        values = [_brute_ls(x, w, h) for h in grid]
+    assert found.objective <= min(values) + 1e-12  # nothing on the grid is lower
+    assert abs(np.log(grid[int(np.argmin(values))] / found.bandwidth[0])) <= np.log(1.25) / 30
+
+
+@pytest.mark.parametrize("method", ["cv_ml", "cv_ls"])
+def test_weights_are_relative_and_repeated_rows_are_one_observation(method):
+    # a common factor changes nothing; rows repeated with their weight split among the
+    # copies select what the merged row selects (identical rows are left out together)
+    x, w = _sample(seed=2)
+    one = attnpool.select_density_bandwidth(x, method=method, weights=w)
+    scaled = attnpool.select_density_bandwidth(x, method=method, weights=3.5 * w)
+    np.testing.assert_allclose(scaled.bandwidth, one.bandwidth, rtol=1e-9)
+    split = attnpool.select_density_bandwidth(np.r_[x, x], method=method, weights=np.r_[w, w] / 2)
+    np.testing.assert_allclose(split.bandwidth, one.bandwidth, rtol=1e-9)
+    plain = attnpool.select_density_bandwidth(x, method=method)
+    constant = attnpool.select_density_bandwidth(x, method=method, weights=np.full(len(x), 2.0))
+    np.testing.assert_allclose(constant.bandwidth, plain.bandwidth, rtol=1e-6)
+
+
+def test_normal_reference_is_statsmodels_of_the_repeated_sample():
+    from statsmodels.nonparametric.kernel_density import KDEMultivariate
+
+    x, w = _sample(seed=3)
+    repeated = np.repeat(x[:, 0], w.astype(int))
+    found = attnpool.select_density_bandwidth(x, method="normal_reference", weights=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # (pandas, inside statsmodels)
+        theirs = KDEMultivariate(repeated, var_type="c", bw="normal_reference").bw
+    np.testing.assert_allclose(found.bandwidth, theirs, rtol=1e-12)
+
+
+def test_kernel_density_with_sample_weight_selects_by_cross_validation():
+    x, w = _sample(seed=4)
+    model = attnpool.KernelDensity(bandwidth="cv_ml").fit(x, sample_weight=w)
+    found = attnpool.select_density_bandwidth(x, method="cv_ml", weights=w)
+    np.testing.assert_allclose(model.bandwidth_, found.bandwidth)
+    # zero weights leave rows out
+    with_zeros = attnpool.KernelDensity(bandwidth="cv_ml").fit(
+        np.r_[x, [[50.0]]], sample_weight=np.r_[w, 0.0]
+    )
+    np.testing.assert_allclose(with_zeros.bandwidth_, found.bandwidth, rtol=1e-12)
