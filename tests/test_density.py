@@ -123,7 +123,7 @@ def test_scikit_learn_estimator_checks(estimator, check):
 
 @pytest.mark.parametrize("d, n", [(1, 200), (2, 150)])
 def test_likelihood_cross_validation_reaches_statsmodels_optimum(d, n):
-    from attnpool.density.estimator import loo_log_density, select_density_bandwidth
+    from attnpool.density.selection import loo_log_density, select_density_bandwidth
 
     x = np.random.default_rng(40 + d).normal(size=(n, d)) * np.array([1.0, 2.0])[:d]
     ours = select_density_bandwidth(x, method="cv_ml")
@@ -147,7 +147,7 @@ def test_likelihood_cross_validation_reaches_statsmodels_optimum(d, n):
 
 
 def test_normal_reference_is_statsmodels():
-    from attnpool.density.estimator import select_density_bandwidth
+    from attnpool.density.selection import select_density_bandwidth
 
     x = np.random.default_rng(50).normal(size=(120, 2))
     np.testing.assert_allclose(
@@ -339,7 +339,7 @@ def test_host_methods_far_from_the_origin(bandwidth):
     from scipy.special import logsumexp
 
     from attnpool import Binned
-    from attnpool.density.estimator import loo_log_density
+    from attnpool.density.selection import loo_log_density
 
     rng = np.random.default_rng(3)
     x = 1.7e9 + rng.normal(size=(3000, 1))

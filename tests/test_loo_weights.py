@@ -16,7 +16,7 @@ from attnpool.bandwidth import rule_of_thumb
 from attnpool.bandwidth.search import _bracket
 from attnpool.density import centred_on_keys
 from attnpool.density.criteria import ESTIMATE_TOLERANCE, loo_log_density
-from attnpool.density.estimator import select_density_bandwidth
+from attnpool.density.selection import select_density_bandwidth
 from attnpool.methods import fgt
 from attnpool.methods.loo_weights import leave_one_out_log_weights
 

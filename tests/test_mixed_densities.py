@@ -13,7 +13,7 @@ from statsmodels.nonparametric.kernel_density import KDEMultivariate
 
 from attnpool import kernel_density, log_density
 from attnpool.density.distribution import kernel_cdf
-from attnpool.density.estimator import (
+from attnpool.density.selection import (
     least_squares_criterion,
     loo_log_density,
     select_density_bandwidth,

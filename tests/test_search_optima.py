@@ -27,7 +27,7 @@ from attnpool import (
 from attnpool.bandwidth.plug_in import isj_bandwidth
 from attnpool.bandwidth.resolution import bandwidth_floor, resolution
 from attnpool.density.criteria import least_squares_criterion, loo_log_density
-from attnpool.density.estimator import select_density_bandwidth
+from attnpool.density.selection import select_density_bandwidth
 
 
 def three_columns(seed=21):

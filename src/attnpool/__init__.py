@@ -48,7 +48,7 @@ _NAMES = {
     "censoring_weights": "regression.censoring",
     "KernelDensity": "density.estimator",
     "TiedDataWarning": "bandwidth.resolution",
-    "select_density_bandwidth": "density.estimator",
+    "select_density_bandwidth": "density.selection",
     "kernel_density": "density",
     "kernel_cdf": "density.distribution",
     "conditional_density": "density.conditional",
@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     )
     from .density.distribution import kernel_cdf as kernel_cdf
     from .density.estimator import KernelDensity as KernelDensity
-    from .density.estimator import select_density_bandwidth as select_density_bandwidth
+    from .density.selection import select_density_bandwidth as select_density_bandwidth
     from .inference.bands import confidence_band as confidence_band
     from .inference.significance import SignificanceTest as SignificanceTest
     from .inference.significance import significance_test as significance_test

@@ -145,7 +145,8 @@ def density_table(data, columns: Sequence[str], *, given: Sequence[str] = (), ba
     ``(done, total)`` by a cross-validated bandwidth's search."""
     from ..density.conditional_estimator import ConditionalDensity
     from ..density.conditional_selection import select_conditional_bandwidth
-    from ..density.estimator import KernelDensity, select_density_bandwidth
+    from ..density.estimator import KernelDensity
+    from ..density.selection import select_density_bandwidth
 
     if not columns:
         raise ValueError("--x: expected at least one column; received none")

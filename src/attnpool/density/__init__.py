@@ -8,8 +8,9 @@ the values ``w`` — ``m + log t`` in the log domain — on the exact engines (d
 streamed key blocks, a compact kernel's edge decided as pooling decides it), so a
 density far from the data is a finite log density, not 0 or ``log 0``. ``∫K`` is over
 ``ℝ^d``: radial kernels by radial quadrature, product kernels the one-dimensional
-integral to the power ``d`` (:func:`kernel_integrals`). The estimator and the bandwidth
-selectors are in :mod:`attnpool.density.estimator`, distribution functions in
+integral to the power ``d`` (:func:`kernel_integrals`). The estimator is in
+:mod:`attnpool.density.estimator`, the bandwidth selectors in
+:mod:`attnpool.density.selection`, distribution functions in
 :mod:`attnpool.density.distribution`.
 
 >>> import numpy as np

@@ -121,7 +121,7 @@ def select_conditional_bandwidth(
     """
     from ..bandwidth.search import BandwidthSelection
     from ..sums.local_model import model_for
-    from .estimator import NO_GRID, normal_reference, search
+    from .selection import NO_GRID, normal_reference, search
 
     check_choice(method, "method", CONDITIONAL_SELECTORS)
     x = np.asarray(check_points(x, "x"), np.float64)

@@ -58,8 +58,6 @@ def kernel_cdf(
     >>> attnpool.kernel_cdf(data.x_train, [2.5], bandwidth=0.5).round(4)
     array([0.4409])
     """
-    from ..engines.numpy_engine import NUMPY_CHUNK_PAIRS
-
     x = np.asarray(check_points(x_train, "x_train"), np.float64)
     if x.shape[0] == 0:
         raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
@@ -84,8 +82,18 @@ def kernel_cdf(
         sums = log_sums([(q, x, h, columns, "cdf")], weights=w / w.sum())
         return np.asarray(np.minimum(np.exp(sums), 1.0))
     h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
+    return np.asarray(np.minimum(np.exp(log_cdf(x, q, name, h, np.asarray(w, np.float64))), 1.0))
+
+
+def log_cdf(x: np.ndarray, q: np.ndarray, name: str, h: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``log F̂`` ``(k,)`` at ``q (k, d)`` of continuous columns ``x (n, d)`` with the
+    one-dimensional kernel ``name``'s distribution function (a product over the
+    columns) and positive weights ``w (n,)``: shifted by each row's largest term, so
+    that a tail far below the float range keeps its logarithm."""
+    from ..engines.numpy_engine import NUMPY_CHUNK_PAIRS
+
     with np.errstate(divide="ignore"):  # a weight of 0: a log weight of −inf
-        log_w = np.log(np.asarray(w, np.float64) / np.sum(w))
+        log_w = np.log(w / np.sum(w))
     result = np.empty(q.shape[0])
     step = max(1, NUMPY_CHUNK_PAIRS // x.shape[0])
     with np.errstate(divide="ignore"):
@@ -97,5 +105,5 @@ def kernel_cdf(
             )
             top = np.max(log_g, axis=1)
             safe = np.where(np.isfinite(top), top, 0.0)
-            result[rows] = np.exp(safe) * np.sum(np.exp(log_g - safe[:, None]), axis=1)
-    return np.minimum(result, 1.0)
+            result[rows] = safe + np.log(np.sum(np.exp(log_g - safe[:, None]), axis=1))
+    return result

@@ -1,0 +1,245 @@
+"""Bandwidths of kernel densities: statsmodels' ``normal_reference`` rule, the improved
+Sheather–Jones plug-in, or cross-validation — likelihood (``cv_ml``), maximising
+``Σ_i log f̂₋ᵢ(xᵢ)`` (:func:`loo_log_density`), or least squares (``cv_ls``) — by the
+regressions' global grid-then-refine search."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._typing import ArrayLike, KernelSpec
+from .._validation import check_choice, check_points
+from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
+from ..bandwidth.rules import CATEGORICAL_START, rule_from_spread, rule_of_thumb
+from ..bandwidth.search import (
+    GRID,
+    BandwidthSelection,
+    Counted,
+    bandwidth_of,
+    host_search,
+    to_theta,
+)
+from ..kernels.mixed import MixedColumns
+from ..sums.local_model import model_for
+from ..sums.observation_weights import merged_rows, positive_rows
+from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
+
+__all__ = [
+    "DENSITY_SELECTORS",
+    "least_squares_criterion",
+    "loo_log_density",
+    "select_density_bandwidth",
+]
+
+#: How :func:`select_density_bandwidth` chooses (``KernelDensity(bandwidth=…)`` too).
+DENSITY_SELECTORS = ("cv_ml", "cv_ls", "normal_reference", "isj")
+
+
+def select_density_bandwidth(
+    X: ArrayLike,
+    *,
+    method: str = "cv_ml",
+    kernel: KernelSpec = "gaussian",
+    var_type: str | None = None,
+    weights: ArrayLike | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> BandwidthSelection:
+    """The bandwidth ``(d,)`` of a kernel density estimate of ``X (n,) | (n, d)``:
+    ``"normal_reference"`` (statsmodels': ``1.06 σ n^(−1/(4+d))``, ``σ`` with ``ddof=0``,
+    converted to other kernels by their canonical bandwidths; categorical columns
+    ``λ = 0.1``), ``"cv_ml"``, likelihood cross-validation — the bandwidth that maximises
+    ``Σ_i log f̂₋ᵢ(xᵢ)`` (:func:`loo_log_density`) —, or ``"cv_ls"``, least squares
+    (:func:`least_squares_criterion`), by the regression searches' global
+    grid-then-refine search on log-bandwidths (logits of ``λ`` for the categorical columns
+    of ``var_type``). Returns a :class:`~attnpool.bandwidth.BandwidthSelection`
+    (``objective``: the mean negative leave-one-out log density, or the least-squares
+    criterion). ``"isj"``: the improved Sheather–Jones plug-in of one continuous column
+    (:func:`attnpool.bandwidth.plug_in.isj_bandwidth`; ``weights`` taken), converted to
+    other kernels by their canonical bandwidths. ``progress``: called ``(done, total)`` as
+    the search's grid and its refinement finish.
+
+    Parameters
+    ----------
+    X : array of shape (n,) or (n, d)
+    method : {"cv_ml", "cv_ls", "normal_reference", "isj"}
+    kernel : str or Kernel
+    var_type : str, optional
+    weights : array of shape (n,), optional
+        Observation weights: the rule of thumb is that of the sample repeating row ``i``
+        ``w_i`` times; cross-validation leaves each row out whole (identical rows merged
+        into one of their total weight first) and weighs its terms by ``w_i``.
+    progress : callable ``(done, total)``, optional
+
+    Returns
+    -------
+    BandwidthSelection
+
+    References
+    ----------
+    Hall, P. (1987). On Kullback–Leibler loss and density estimation. *Annals of
+    Statistics* 15(4), 1491–1519. Rudemo, M. (1982). Empirical choice of histograms and
+    kernel density estimators. *Scandinavian Journal of Statistics* 9(2), 65–78. Botev,
+    Z. I., Grotowski, J. F. & Kroese, D. P. (2010). Kernel density estimation via
+    diffusion. *Annals of Statistics* 38(5), 2916–2957.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.select_density_bandwidth(data.x_train, method="cv_ml").bandwidth.round(3)
+    array([0.201])
+    """
+    check_choice(method, "method", DENSITY_SELECTORS)
+    x = np.asarray(check_points(X, "X"), np.float64)
+    x, _, weights = positive_rows(x, x[:, :1], weights)  # rows of weight 0 are not in it
+    if x.shape[0] < 3:
+        raise ValueError(
+            f"X: bandwidth selection needs at least 3 rows; received n_samples={x.shape[0]}"
+        )
+    model = model_for(x, kernel=kernel, var_type=var_type)
+    cont = list(model.continuous)
+    if method == "isj":
+        from ..bandwidth.plug_in import isj_bandwidth
+
+        if x.shape[1] != 1 or cont != [0]:
+            raise ValueError(
+                f"method: 'isj' takes one continuous column; received {x.shape[1]} column(s) "
+                f"of var_type {model.var_type!r}"
+            )
+        ratio = rule_from_spread(np.ones(1), 1, kernel) / rule_from_spread(
+            np.ones(1), 1, "gaussian"
+        )
+        h = isj_bandwidth(x[:, 0], weights) * ratio
+        return BandwidthSelection(h, math.nan, method, NO_GRID)
+    if method == "normal_reference":
+        return BandwidthSelection(normal_reference(x, model, weights), math.nan, method, NO_GRID)
+    if weights is not None:  # identical rows are one observation, left out together
+        x, _, weights = merged_rows(x, x[:, :1], weights)
+        model = model_for(x, kernel=kernel, var_type=var_type)
+
+    columns = MixedColumns(x, model.var_type, model.kernel)
+    # (validated once: the search keeps h positive and finite)
+    by_fgt = method == "cv_ml" and weights is None and by_expansions(x, columns)
+    expanded = ExpandedLikelihood(x) if by_fgt else None
+    share = None if weights is None else weights / np.sum(weights)
+
+    def objective(h: Any) -> float:
+        if method == "cv_ls":
+            return least_squares_criterion(x, h, kernel, var_type, weights)
+        if expanded is not None:
+            return expanded(h)
+        values = loo_log_density(x, h, kernel, var_type, weights)
+        if not np.all(np.isfinite(values)):
+            return np.inf
+        return float(-np.mean(values) if share is None else -(share @ values))
+
+    estimate = None if expanded is None else expanded.estimate
+    return search(objective, x, model, method, progress, grid_objective=estimate)
+
+
+#: The ``grid`` of a selection without a search.
+NO_GRID = (np.array([]), np.array([]))
+
+
+def normal_reference(x: np.ndarray, model: Any, weights: Any = None) -> np.ndarray:
+    """statsmodels' ``normal_reference``: ``1.06 σ n^(−1/(4+q))`` for each continuous column
+    of ``x (n, q)`` (``σ`` with ``ddof=0``; ``q`` counts every column), converted to the
+    model's kernel by the canonical bandwidths; ``λ = 0.1`` for categorical columns. With
+    observation ``weights``, the sample that repeats row ``i`` ``w_i`` times: ``n = Σ w``,
+    the weighted ``σ``."""
+    cont = list(model.continuous)
+    n = x.shape[0] if weights is None else float(np.sum(weights))
+    scale = rule_from_spread(np.ones(x.shape[1]), n, model.kernel) / 1.059
+    mean = np.average(x, axis=0, weights=weights)
+    spread = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=weights))
+    start = np.full(x.shape[1], CATEGORICAL_START)
+    start[cont] = (1.06 * spread * scale)[cont]
+    return start
+
+
+def search(
+    objective: Callable[[np.ndarray], float],
+    x: np.ndarray,
+    model: Any,
+    method: str,
+    progress: Callable[[int, int], None] | None = None,
+    grid_objective: Callable[[np.ndarray], float] | None = None,
+) -> BandwidthSelection:
+    """The bandwidths of ``x (n, q)``'s columns minimising ``objective(h)``: the
+    regressions' grid of multiples of Scott's rule (log-bandwidths; categorical columns
+    along the same line as logits, in the grid's steps about ``λ = 0.1``), refined by
+    the host search. ``grid_objective``: an estimate of ``objective`` that ranks the grid
+    (:func:`attnpool.bandwidth.search.host_search`). A
+    :class:`~attnpool.bandwidth.BandwidthSelection`."""
+
+    start = rule_of_thumb(x, method="scott", kernel=model.kernel, var_type=model.var_type)
+    floor = np.zeros(x.shape[1])
+    floor[list(model.continuous)] = bandwidth_floor(x[:, list(model.continuous)])
+    # three quarters of the grid at least above the floor
+    start = np.maximum(start, floor / GRID[len(GRID) // 4])
+    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
+    thetas[:, list(model.continuous)] += np.log(GRID)[:, None]
+    step = math.log(GRID[1] / GRID[0])
+    line = step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2)
+    thetas[:, list(model.categorical)] += line[:, None]
+
+    def above_floor(criterion: Callable[[np.ndarray], float]) -> Callable[[np.ndarray], float]:
+        # below half the resolution of tied values, a criterion only sees the ties
+        def bounded(theta: np.ndarray) -> float:
+            h = bandwidth_of(theta, model)
+            return math.inf if np.any(h < floor) else criterion(h)
+
+        return bounded
+
+    counted = Counted(above_floor(objective))
+    estimated = None if grid_objective is None else Counted(above_floor(grid_objective))
+    theta, value, objectives = host_search(
+        counted, thetas, GRID, progress,
+        smooth=not model.kernel.compact, grid_objective=estimated,
+    )  # fmt: skip
+    theta, value = _categorical_edges(counted, theta, value, model)
+    calls = counted.calls + (0 if estimated is None else estimated.calls)
+    bandwidth = bandwidth_of(theta, model)
+    on_floor = np.flatnonzero((floor > 0) & (bandwidth <= floor * FLOOR_REACHED))
+    if on_floor.size:
+        warnings.warn(
+            f"bandwidth: the {method} criterion still falls at half the resolution of the "
+            f"tied values of column(s) {on_floor.tolist()} (bandwidth "
+            f"{', '.join(f'{h:.4g}' for h in bandwidth[on_floor])}): that is the search's "
+            "floor, not an optimum; with so many ties prefer 'normal_reference' or 'cv_ml'",
+            TiedDataWarning,
+            stacklevel=3,
+        )
+    return BandwidthSelection(bandwidth, value, method, (GRID, objectives), True, calls)
+
+
+#: A searched bandwidth within this factor of its column's floor has reached it.
+FLOOR_REACHED = 1.001
+
+
+#: The logit beyond which a categorical column's ``λ`` is tried at its edge, and that
+#: edge's: ``λ`` within ``2e-16`` of 0 or of its largest value (bandwidths stay positive).
+EDGE_LOGIT, EDGE = 15.0, 36.0
+
+
+def _categorical_edges(
+    objective: Callable[[np.ndarray], float], theta: np.ndarray, value: float, model: Any
+) -> tuple[np.ndarray, float]:
+    """``(θ, objective)`` with each categorical column the search drove beyond
+    :data:`EDGE_LOGIT` tried at that edge (:data:`EDGE`) — ``λ → 0`` (the column splits
+    the data) or its largest value (the column is ignored), which logits approach only
+    slowly, the criterion flat to ~1e-9 there — and kept there where the criterion is no
+    larger."""
+    for column in model.categorical:
+        if abs(theta[column]) > EDGE_LOGIT:
+            trial = theta.copy()
+            trial[column] = math.copysign(EDGE, theta[column])
+            at_edge = objective(trial)
+            if at_edge <= value:
+                theta, value = trial, at_edge
+    return theta, value
