@@ -19,8 +19,11 @@ from .._units import power_of_two_above
 from .._validation import check_choice, check_points
 from ..sums.local_model import model_for
 from ..sums.observation_weights import check_weights
+from .peer_rules import PEER_RULES, peer_rule
 
 CATEGORICAL_START = 0.1
+#: Every rule :func:`rule_of_thumb` takes: attnpool's and the peers' (:mod:`.peer_rules`).
+RULES = ("scott", "silverman", *PEER_RULES)
 _GAUSSIAN_CANONICAL = (1 / (2 * np.sqrt(np.pi))) ** 0.2
 
 
@@ -39,9 +42,13 @@ def rule_of_thumb(
     Parameters
     ----------
     x : array of shape (n,) or (n, d)
-    method : {"scott", "silverman"}
+    method : {"scott", "silverman"} or a peer's rule
+        attnpool's rules, or a name of :data:`attnpool.bandwidth.peer_rules.PEER_RULES`
+        (R's ``"bw.nrd0"``, SciPy's ``"scipy.scott"``, scikit-learn's ``"sklearn.scott"``,
+        statsmodels' ``"statsmodels.normal_reference"``, …): that peer's number.
     kernel : str or Kernel
-        The rule is the Gaussian's, converted by the kernels' canonical bandwidths.
+        attnpool's rules are the Gaussian's, converted by the kernels' canonical
+        bandwidths; a peer's rule is converted as the peer does.
     var_type : str, optional
         Categorical columns get their ``λ`` rule.
     weights : array of shape (n,), optional
@@ -66,7 +73,15 @@ def rule_of_thumb(
     >>> attnpool.rule_of_thumb(data.x_train, method="silverman").round(3)
     array([0.543])
     """
-    check_choice(method, "method", ("scott", "silverman"))
+    check_choice(method, "method", RULES)
+    if method in PEER_RULES:
+        if weights is not None or (var_type is not None and set(var_type) != {"c"}):
+            raise ValueError(
+                f"method: {method!r} is a peer's rule for unweighted continuous columns; "
+                f"received weights={'given' if weights is not None else None} and "
+                f"var_type={var_type!r} (use 'scott' or 'silverman')"
+            )
+        return peer_rule(x, method, kernel)
     x = np.asarray(check_points(x, "x"), dtype=float)
     model = model_for(x, kernel=kernel, var_type=var_type)
     record: kernels.Kernel = model.kernel

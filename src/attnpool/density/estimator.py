@@ -13,7 +13,7 @@ from .._estimator_api import BaseEstimator, check_is_fitted, validate_data
 from .._frames import fitted_var_type
 from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from .._validation import check_bandwidth, check_choice
-from ..bandwidth.rules import rule_of_thumb
+from ..bandwidth.rules import RULES, rule_of_thumb
 from ..sums.observation_weights import positive_rows
 from . import log_density
 from .distribution import kernel_cdf
@@ -42,7 +42,10 @@ class KernelDensity(BaseEstimator):
         Numbers, a rule of thumb of the data (Scott's by default, as statsmodels'
         ``KDEUnivariate`` and SciPy's ``gaussian_kde``: a fixed 1.0 flattened
         Old Faithful's two modes), or likelihood or least-squares cross-validation
-        (:func:`select_density_bandwidth`), as the command line's ``density`` defaults to.
+        (:func:`select_density_bandwidth`), as the command line's ``density`` defaults to;
+        or a peer's rule by name, giving that peer's number (R's ``"bw.nrd0"``,
+        ``"scipy.scott"``, ``"sklearn.silverman"``, …:
+        :mod:`attnpool.bandwidth.peer_rules`).
     var_type : str, optional
         One letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered (as
         statsmodels' ``KDEMultivariate``); a categorical column's bandwidth is its ``λ``.
@@ -101,7 +104,7 @@ class KernelDensity(BaseEstimator):
         X = validate_data(self, X, requires_y=False)
         X, _, weights = positive_rows(X, X[:, :1], sample_weight, name="sample_weight")
         if isinstance(self.bandwidth, str):
-            check_choice(self.bandwidth, "bandwidth", ("scott", "silverman", *DENSITY_SELECTORS))
+            check_choice(self.bandwidth, "bandwidth", (*RULES, *DENSITY_SELECTORS))
             if X.shape[0] < 2:
                 raise ValueError(
                     f"X: a bandwidth rule needs at least 2 samples; received n_samples={X.shape[0]}"
