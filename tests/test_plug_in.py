@@ -63,6 +63,34 @@ def test_kdepy_s_isj_is_ours_but_for_its_scaling():
     assert improved_sheather_jones(x[:, None]) < 0.6 * isj_bandwidth(x)  # the fault
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_kdepy_convention_reproduces_kdepy(seed):
+    from KDEpy.bw_selection import improved_sheather_jones
+
+    rng = np.random.default_rng(seed)
+    x = np.r_[rng.normal(0, 1, 400), rng.normal(5, 0.3, 150)] * 10.0**seed  # its units matter
+    w = rng.uniform(0.5, 2.0, x.size)
+    assert isj_bandwidth(x, convention="kdepy") == pytest.approx(
+        improved_sheather_jones(x[:, None]), rel=1e-11
+    )
+    assert isj_bandwidth(x, w, convention="kdepy") == pytest.approx(
+        improved_sheather_jones(x[:, None], weights=w), rel=1e-11
+    )
+    with pytest.raises(ValueError, match=r"convention: expected one of 'botev', 'kdepy'"):
+        isj_bandwidth(x, convention="matlab")
+
+
+def test_the_fixed_point_is_botevs():
+    # Botev's MATLAB code's values of the fixed-point function (as KDEpy's tests quote
+    # them): t − ξγ^[7](t) at t = 0.01, N = 50 and at t = 0.07, N = 25, with k² = a² = 1…
+    from attnpool.bandwidth.plug_in import _fixed_point
+
+    ints = np.arange(1, 51, dtype=float)
+    assert _fixed_point(0.01, 50, ints, ints) == pytest.approx(0.0099076220293967618515, rel=1e-14)
+    ints = np.arange(1, 11, dtype=float)
+    assert _fixed_point(0.07, 25, ints, ints) == pytest.approx(0.068342291525717486795, rel=1e-14)
+
+
 def test_weights_invariances_estimator_and_errors():
     rng = np.random.default_rng(3)
     x = rng.gamma(2.0, size=3000)
