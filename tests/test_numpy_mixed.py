@@ -120,3 +120,17 @@ def test_a_small_mixed_fit_imports_no_jax(tmp_path):
     np.testing.assert_allclose(
         found[2:], local_regression(X, y, X[:5], bandwidth=found[:2], var_type="cu",
                                     block_size=64), rtol=1e-10)  # fmt: skip
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+def test_the_nearest_key_limit_of_mixed_rows_is_the_compiled_engines(degree):
+    # queries beyond every key's support: the nearest keys' mean, the continuous columns
+    # in units of the smallest bandwidth and the codes as they are, as compiled
+    x, y = _mixed(200, "cu", seed=5)
+    queries = np.array([[9.0, 1.0], [-4.0, 2.0], [2.5, 0.0]])
+    h = np.array([0.3, 0.2])
+    model = model_for(x, kernel="epanechnikov", var_type="cu", degree=degree)
+    got = numpy_engine.local_fit(x, y, queries, h, model, nearest=True)[0]
+    want = local_regression(x, y, queries, kernel="epanechnikov", bandwidth=h, var_type="cu",
+                            degree=degree, empty="nearest", block_size=64)  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=1e-12)
