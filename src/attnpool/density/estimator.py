@@ -4,7 +4,8 @@ interface over :func:`attnpool.density.log_density`, its bandwidths chosen by
 
 from __future__ import annotations
 
-from typing import Self
+from collections.abc import Callable
+from typing import Any, Self
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from .._frames import fitted_var_type
 from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from .._validation import check_bandwidth, check_choice
 from ..bandwidth.rules import RULES, rule_of_thumb
+from ..kernels import standard_deviation as kernel_standard_deviation
 from ..sums.observation_weights import positive_rows
 from . import log_density
 from .distribution import kernel_cdf
@@ -45,12 +47,18 @@ class KernelDensity(BaseEstimator):
         (:func:`select_density_bandwidth`), as the command line's ``density`` defaults to;
         or a peer's rule by name, giving that peer's number (R's ``"bw.nrd0"``,
         ``"scipy.scott"``, ``"sklearn.silverman"``, …:
-        :mod:`attnpool.bandwidth.peer_rules`).
+        :mod:`attnpool.bandwidth.peer_rules`); or a callable ``bandwidth(X)`` returning
+        numbers.
     var_type : str, optional
         One letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered (as
         statsmodels' ``KDEMultivariate``); a categorical column's bandwidth is its ``λ``.
     method : str or Binned, default="auto"
         How ``score_samples`` sums (:data:`attnpool.density.DENSITY_METHODS`).
+    bandwidth_kind : {"kernel", "sd"}, default="kernel"
+        What numbers (given or returned by a callable) mean for continuous columns: the
+        kernel's own parameter (the Gaussian's standard deviation, a compact kernel's
+        half-width), or the kernel's standard deviation (R's ``density`` and KDEpy's
+        convention: an Epanechnikov's half-width is √5 times it).
 
     Attributes
     ----------
@@ -86,15 +94,17 @@ class KernelDensity(BaseEstimator):
     def __init__(
         self,
         kernel: KernelSpec = "gaussian",
-        bandwidth: Bandwidth = "scott",
+        bandwidth: Bandwidth | Callable[[np.ndarray], Any] = "scott",
         *,
         var_type: str | None = None,
         method: MethodSpec = "auto",
+        bandwidth_kind: str = "kernel",
     ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.var_type = var_type
         self.method = method
+        self.bandwidth_kind = bandwidth_kind
 
     def fit(
         self, X: ArrayLike, y: ArrayLike | None = None, sample_weight: ArrayLike | None = None
@@ -121,7 +131,14 @@ class KernelDensity(BaseEstimator):
                     var_type=fitted_var_type(self, self.var_type),
                 )  # fmt: skip
         else:
-            self.bandwidth_ = np.asarray(check_bandwidth(self.bandwidth, X.shape[1]), float)
+            given = self.bandwidth(X) if callable(self.bandwidth) else self.bandwidth
+            check_choice(self.bandwidth_kind, "bandwidth_kind", ("kernel", "sd"))
+            h = np.asarray(check_bandwidth(given, X.shape[1]), float)
+            if self.bandwidth_kind == "sd":  # the kernel's standard deviation, R's and KDEpy's
+                var_type = fitted_var_type(self, self.var_type) or "c" * X.shape[1]
+                continuous = np.array([t == "c" for t in var_type])
+                h = np.where(continuous, h / kernel_standard_deviation(self.kernel), h)
+            self.bandwidth_ = h
         self.X_train_, self._weights = X, weights
         log_density(X[:1], X[:1], kernel=self.kernel, bandwidth=self.bandwidth_,
                     var_type=fitted_var_type(self, self.var_type))  # the checks  # fmt: skip

@@ -59,7 +59,7 @@ from typing import Any
 from . import profiles as profiles
 from .record import Kernel
 
-__all__ = ["Kernel", "get", "higher_order", "names", "register"]
+__all__ = ["Kernel", "get", "higher_order", "names", "register", "standard_deviation"]
 
 #: Dimensions from which the Gaussian's log weights are formed as matrix products,
 #: ``q·k − |k|²/2`` (below it, by coordinate differences).
@@ -176,6 +176,39 @@ def for_dimensions(kernel: Kernel, d: int) -> Kernel:
     if kernel.product and d <= 1 and is_builtin(kernel):
         return _BUILTIN[kernel.name.removesuffix("-product")]
     return kernel
+
+
+def standard_deviation(kernel: str | Kernel | Callable[..., Any]) -> float:
+    """The standard deviation ``√μ₂(K)`` of ``kernel`` at bandwidth 1 (one dimension): a
+    bandwidth given as the kernel's standard deviation ``s`` (R's and KDEpy's
+    convention) is attnpool's ``h = s / standard_deviation(kernel)``.
+
+    Parameters
+    ----------
+    kernel : str or Kernel
+        A kernel of finite variance.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from attnpool import kernels
+    >>> kernels.standard_deviation("gaussian"), round(kernels.standard_deviation("epanechnikov"), 4)
+    (1.0, 0.4472)
+
+    References
+    ----------
+    Wand, M. P. & Jones, M. C. (1995). *Kernel Smoothing*, section 2.7.
+    """
+    record = get(kernel)
+    if not (record.variance and math.isfinite(record.variance)):
+        raise ValueError(
+            f"kernel: a standard deviation needs a kernel of finite variance; received "
+            f"{record.name!r}"
+        )
+    return math.sqrt(record.variance)
 
 
 def get(kernel: str | Kernel | Callable[..., Any]) -> Kernel:
