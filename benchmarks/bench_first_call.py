@@ -153,6 +153,7 @@ def commands() -> None:
                 "y",
                 "--out",
                 str(work / "fit.csv"),
+                "--force",  # the second (cached) run writes over the first's predictions
             ],
         }
         for label, arguments in cases.items():
