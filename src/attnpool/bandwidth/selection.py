@@ -278,20 +278,13 @@ def aicc_curve(
     .. math:: \\log \\hat\\sigma^2 + \\frac{1 + \\operatorname{tr} H / n}
               {1 - (\\operatorname{tr} H + 2) / n}
 
-    with ``H`` the smoother matrix. Arguments and shapes as :func:`cv_curve`; ``inf``
-    where the fit is not defined (``tr H ≥ n − 2``, or a point without a neighbour).
+    with ``H`` the smoother matrix; ``inf`` where the fit is not defined (``tr H ≥ n − 2``,
+    or a point without a neighbour).
 
     Parameters
     ----------
-    X : array of shape (n,) or (n, d)
-    y : array of shape (n,) or (n, p)
-    bandwidths : array of shape (k,) or (k, d)
-        Candidates: one bandwidth for every column, or one row per candidate.
-    kernel : str or Kernel
-    degree : {0, 1}
-    var_type : str, optional
-    block_size : int, optional
-    weights : array of shape (n,), optional
+    X, y, bandwidths, kernel, degree, var_type, block_size, weights
+        As :func:`cv_curve` takes them.
 
     Returns
     -------
