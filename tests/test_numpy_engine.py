@@ -311,3 +311,21 @@ def test_large_numpy_predictions_build_no_program(native_cache):
         np.testing.assert_allclose(found, stable_gaussian_pool(q, x, y, h), rtol=1e-9, atol=1e-9)
     reference = long_double_local_linear(x[:, 0], y[:, 0], queries[0][:200, 0], "gaussian", h[0])
     np.testing.assert_allclose(fitted[0][:200], reference, rtol=1e-9, atol=1e-9)
+
+
+def test_local_linear_on_the_loop_keeps_a_weight_near_the_float_limit(native_cache):
+    # h = 1e-6 on 4000 points: a query's second key weighs e^(−708) of its first, near
+    # the float limit; the loop's moments (relative to the heaviest key) keep it and meet
+    # the long-double fit, where XLA's flushed it (1.2e-3 off)
+    rng = np.random.default_rng(0)
+    for _ in range(2):  # (the draws of the case found)
+        rng.uniform(0, 5, (4000, 1)), rng.normal(0, 0.1, 4000), rng.uniform(-0.5, 5.5, (300, 1))
+    x = rng.uniform(0, 5, (4000, 1))
+    y = np.sin(x[:, 0]) + rng.normal(0, 0.1, 4000)
+    q = rng.uniform(-0.5, 5.5, (300, 1))[287:288]
+    native.native_sums(x[:2], x[:2], y[:2, None], np.ones(1))  # the one-column loop, built
+    model = LocalLinear(bandwidth=1e-6).fit(x, y)
+    assert numpy_engine.serves(model_for(x, degree=1), 300, 4000, 1)
+    fitted = model.predict(np.repeat(q, 300, axis=0))[0]  # 300 queries: on the loop
+    want = long_double_local_linear(x[:, 0], y, q[:, 0], "gaussian", 1e-6)[0]
+    assert fitted == pytest.approx(want, rel=1e-12)
