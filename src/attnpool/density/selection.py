@@ -24,6 +24,7 @@ from ..bandwidth.search import (
     host_search,
     to_theta,
 )
+from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import MixedColumns
 from ..sums.local_model import model_for
 from ..sums.observation_weights import merged_rows, positive_rows
@@ -48,6 +49,7 @@ def select_density_bandwidth(
     var_type: str | None = None,
     weights: ArrayLike | None = None,
     progress: Callable[[int, int], None] | None = None,
+    subsample: Subsampled | None = None,
 ) -> BandwidthSelection:
     """The bandwidth ``(d,)`` of a kernel density estimate of ``X (n,) | (n, d)``:
     ``"normal_reference"`` (statsmodels': ``1.06 σ n^(−1/(4+d))``, ``σ`` with ``ddof=0``,
@@ -74,6 +76,9 @@ def select_density_bandwidth(
         ``w_i`` times; cross-validation leaves each row out whole (identical rows merged
         into one of their total weight first) and weighs its terms by ``w_i``.
     progress : callable ``(done, total)``, optional
+    subsample : Subsampled, optional
+        Select on blocks of rows and scale up, as statsmodels' ``efficient=True``
+        (:mod:`attnpool.bandwidth.subsample`; unweighted samples).
 
     Returns
     -------
@@ -103,6 +108,17 @@ def select_density_bandwidth(
         )
     model = model_for(x, kernel=kernel, var_type=var_type)
     cont = list(model.continuous)
+    if subsample is not None:
+        if weights is not None:
+            raise ValueError("subsample: selects on unweighted samples; received weights")
+
+        def on_rows(rows: np.ndarray) -> np.ndarray:
+            found = select_density_bandwidth(x[rows], method=method, kernel=kernel,
+                                             var_type=model.var_type)  # fmt: skip
+            return np.asarray(found.bandwidth)
+
+        h = subsampled_bandwidth(on_rows, x, model.var_type, subsample)
+        return BandwidthSelection(h, math.nan, method, NO_GRID)
     if method == "isj":
         from ..bandwidth.plug_in import isj_bandwidth
 
