@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from statsmodels.nonparametric.kernel_density import EstimatorSettings, KDEMultivariate
 
-from attnpool import select_density_bandwidth
+from attnpool import select_bandwidth, select_density_bandwidth
 from attnpool.bandwidth.subsample import Subsampled
 
 
@@ -43,3 +43,43 @@ def test_random_blocks_the_mean_and_the_errors():
         select_density_bandwidth(x, subsample=Subsampled(n_sub=2))
     with pytest.raises(ValueError, match=r"subsample: selects on unweighted samples"):
         select_density_bandwidth(x, weights=np.ones(400), subsample=Subsampled())
+
+
+@pytest.mark.parametrize("degree, reg_type", [(0, "lc"), (1, "ll")])
+def test_subsampled_regression_bandwidths_are_statsmodels_efficient(degree, reg_type):
+    from statsmodels.nonparametric.kernel_regression import KernelReg
+
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 5, (520, 1))
+    y = np.sin(x[:, 0]) + 0.2 * x[:, 0] + rng.normal(0, 0.3, 520)
+    found = select_bandwidth(x, y, degree=degree, subsample=Subsampled(n_sub=50))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = KernelReg(y, x, "c", reg_type=reg_type, bw="cv_ls",
+                           defaults=EstimatorSettings(efficient=True, n_sub=50))  # fmt: skip
+    np.testing.assert_allclose(found.bandwidth, theirs.bw, rtol=2e-3)
+
+
+def test_subsampled_scaling_in_several_columns():
+    # statsmodels' scaling written out: each block's bandwidths over its dispersion
+    # (min(sd, IQR/1.349) with mquantiles' quartiles) times n_sub^(−1/(q+4)), the median
+    # factor times the whole sample's (the blocks' searches in two columns reach flat
+    # optima that statsmodels' fmin finds elsewhere: the blocks are searched here alike)
+    from scipy.stats import mstats
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 5, (430, 2))
+    y = np.sin(x[:, 0]) + 0.5 * np.cos(x[:, 1]) + rng.normal(0, 0.3, 430)
+
+    def dispersion(part):
+        q1, q3 = mstats.mquantiles(part, [0.25, 0.75], axis=0)
+        return np.minimum(part.std(axis=0), (q3 - q1) / 1.349)
+
+    blocks = [np.arange(s, min(s + 100, 430)) for s in range(0, 430, 100)]
+    factors = [
+        select_bandwidth(x[rows], y[rows]).bandwidth / (dispersion(x[rows]) * 100 ** (-1 / 6))
+        for rows in blocks
+    ]
+    want = np.median(factors, axis=0) * dispersion(x) * 430 ** (-1 / 6)
+    found = select_bandwidth(x, y, subsample=Subsampled(n_sub=100))
+    np.testing.assert_allclose(found.bandwidth, want, rtol=1e-12)

@@ -18,6 +18,7 @@ from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import merged_rows, positive_rows
 from .rules import rule_of_thumb
 from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
+from .subsample import Subsampled, subsampled_bandwidth
 
 __all__ = [
     "NUMPY_SEARCH_XATOL",
@@ -131,6 +132,7 @@ def select_bandwidth(
     progress: Callable[[int, int], None] | None = None,
     pooling: str = "auto",
     weights: ArrayLike | None = None,
+    subsample: Subsampled | None = None,
 ) -> BandwidthSelection:
     """Choose the bandwidth of a local constant (``degree=0``) or local linear fit.
 
@@ -164,6 +166,9 @@ def select_bandwidth(
         rows (merged into weights), run on the exact engines or, for one continuous
         column, binned (``pooling`` ``"auto"``, ``"dense"``, ``"stream"`` or
         ``"binned"``).
+    subsample : Subsampled, optional
+        Select on blocks of rows and scale up, as statsmodels' ``efficient=True``
+        (:mod:`attnpool.bandwidth.subsample`; unweighted samples; no ``objective``).
 
     Returns
     -------
@@ -193,6 +198,8 @@ def select_bandwidth(
     """
     method = canonical_selector(method, "method")
     check_choice(pooling, "pooling", POOLINGS)
+    if subsample is not None:
+        return _subsampled(X, y, subsample, method, kernel, degree, var_type, pooling, weights)
     x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
     found = _search(
@@ -211,6 +218,26 @@ def select_bandwidth(
         grid=(grid, units.objective(objectives, method)),
     )
     return selection
+
+
+def _subsampled(X, y, settings, method, kernel, degree, var_type, pooling, weights):
+    """:func:`select_bandwidth` on blocks of the rows as given, scaled up
+    (:func:`attnpool.bandwidth.subsample.subsampled_bandwidth`)."""
+    if weights is not None:
+        raise ValueError("subsample: selects on unweighted samples; received weights")
+    x = np.asarray(check_points(X, "X"), np.float64)
+    values, _ = check_values(y, x.shape[0])
+    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
+
+    def on_rows(rows: np.ndarray) -> np.ndarray:
+        found = select_bandwidth(
+            x[rows], values[rows], method=method, kernel=kernel, degree=degree,
+            var_type=model.var_type, pooling=pooling,
+        )  # fmt: skip
+        return np.asarray(found.bandwidth)
+
+    h = subsampled_bandwidth(on_rows, x, model.var_type, settings)
+    return BandwidthSelection(h, float("nan"), method, (np.array([]), np.array([])))
 
 
 def cv_curve(
