@@ -134,7 +134,7 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
         fallback = ~np.all(np.isfinite(fit), axis=1) & ~empty
         fallback |= empty & nearest
         if np.any(fallback):
-            fit[fallback] = _nearest_mean(q[fallback], x, y, h, w, model)
+            fit[fallback] = _nearest_mean(q[fallback], x, y, h, model, w)
         if not nearest:
             fit[empty] = np.nan
     return fit * scale, slopes * scale, empty
@@ -281,18 +281,21 @@ def gaussian_slopes(x_train, y_train, x_query, bandwidth, weights=None):
 def _units(h, model: LocalModel):
     """Each column's unit: its bandwidth for a continuous column, 1 for a categorical
     one (its codes' differences)."""
-    return np.where(np.array([t == "c" for t in model.var_type]), h, 1.0)
+    return np.where(_continuous(model), h, 1.0)
 
 
-def _nearest_mean(queries, keys, y, h, w=None, model: LocalModel | None = None):
+def _continuous(model: LocalModel) -> np.ndarray:
+    return np.array([t == "c" for t in model.var_type])
+
+
+def _nearest_mean(queries, keys, y, h, model: LocalModel, w=None):
     """Mean response of each query's nearest keys (ties averaged, in proportion to the
     observation weights ``w`` if given), from differences weighted by ``min h / h_j ≤ 1``
-    (over the continuous columns; a categorical column's codes as they are, as the
+    over the continuous columns (a categorical column's codes as they are, as the
     compiled engines measure it)."""
-    continuous = np.ones(len(h), bool) if model is None else np.array(
-        [t == "c" for t in model.var_type])  # fmt: skip
+    continuous = _continuous(model)
     smallest = np.min(h[continuous]) if continuous.any() else 1.0
-    factor = np.where(continuous, smallest / np.where(continuous, h, 1.0), 1.0)
+    factor = np.where(continuous, smallest / _units(h, model), 1.0)
     differences = [(queries[:, j, None] - keys[None, :, j]) * factor[j] for j in range(len(h))]
     # each row in units of its largest difference: squares of 1e200 would overflow
     largest = np.max([np.max(np.abs(u), axis=1) for u in differences], axis=0)
