@@ -31,6 +31,7 @@ ABOVE = {
     "pooling",
     "regression",
     "report",
+    "smoothers",
     "studies",
 }
 

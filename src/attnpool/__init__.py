@@ -57,6 +57,9 @@ _NAMES = {
     "select_conditional_bandwidth": "density.conditional_selection",
     "log_density": "density",
     "SignificanceTest": "inference.significance",
+    "lowess": "smoothers",
+    "r_lowess": "smoothers",
+    "LowessCurve": "smoothers",
 }
 #: The public surface: the table's names, the modules above and the version.
 __all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
@@ -97,6 +100,9 @@ if TYPE_CHECKING:
     from .regression.estimator import LocalLinear as LocalLinear
     from .regression.estimator import NadarayaWatson as NadarayaWatson
     from .regression.learned import LearnedAttentionRegressor as LearnedAttentionRegressor
+    from .smoothers import LowessCurve as LowessCurve
+    from .smoothers import lowess as lowess
+    from .smoothers import r_lowess as r_lowess
     from .sums.empty_policy import EmptyNeighbourhoodWarning as EmptyNeighbourhoodWarning
     from .sums.state import PoolingState as PoolingState
 
