@@ -60,6 +60,7 @@ _NAMES = {
     "lowess": "smoothers",
     "r_lowess": "smoothers",
     "LowessCurve": "smoothers",
+    "Loess": "smoothers.loess",
 }
 #: The public surface: the table's names, the modules above and the version.
 __all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
     from .smoothers import LowessCurve as LowessCurve
     from .smoothers import lowess as lowess
     from .smoothers import r_lowess as r_lowess
+    from .smoothers.loess import Loess as Loess
     from .sums.empty_policy import EmptyNeighbourhoodWarning as EmptyNeighbourhoodWarning
     from .sums.state import PoolingState as PoolingState
 

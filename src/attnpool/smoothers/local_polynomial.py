@@ -1,0 +1,193 @@
+"""Local polynomial fits on nearest-neighbour windows, as ``loess`` computes them.
+
+At a query ``q`` with radius ``ρ`` the fit is weighted least squares of ``y`` on the
+monomials of ``u = (x − q) / ρ`` up to ``degree`` (for degree 2: ``1, u_j, u_j²,
+u_j u_k``), with weights ``w_i K(‖u_i‖)``; the fitted value is the intercept. As in
+Cleveland, Grosse & Shyu's code the design's columns are scaled to unit norm and the
+system solved by its singular values, those below ``100 ε`` of the largest dropped (a
+pseudo-inverse where the neighbours cannot carry the polynomial). The value is linear
+in ``y``: :func:`local_fit` returns each fit's row of the operator ``L`` (``ŷ = L y``)
+over its neighbours, which the statistics (``tr L``, ``δ₁``, ``δ₂``) and standard errors
+are made of.
+
+In one column, with a kernel that is a polynomial in ``|u|`` and no operator wanted,
+:func:`window_fit` takes the moments from running sums
+(:func:`attnpool.engines.window_sums.polynomial_window_sums`) instead, and solves the
+small normal equations; rows it cannot vouch for are fitted by :func:`local_fit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels
+from ..engines.window_sums import polynomial_window_sums
+from .windows import CHUNK_ENTRIES
+
+__all__ = ["POLYNOMIAL_KERNELS", "LocalFit", "design", "local_fit", "window_fit"]
+
+#: Kernels that are polynomials in ``|u|`` on ``[0, 1)``: ``(power, coefficient)``.
+POLYNOMIAL_KERNELS = {
+    "tricube": ((0, 1.0), (3, -3.0), (6, 3.0), (9, -1.0)),
+    "epanechnikov": ((0, 1.0), (2, -1.0)),
+    "biweight": ((0, 1.0), (2, -2.0), (4, 1.0)),
+    "triweight": ((0, 1.0), (2, -3.0), (4, 3.0), (6, -1.0)),
+    "triangular": ((0, 1.0), (1, -1.0)),
+    "boxcar": ((0, 1.0),),
+}
+#: Singular values below this share of the largest are dropped (the pseudo-inverse).
+SINGULAR = 100 * np.finfo(float).eps
+#: Designs whose Gram matrix has a smaller eigenvalue ratio are solved by SVD.
+GRAM_CONDITION = 1e-5
+#: A window's normal equations with a larger condition number are refitted by SVD.
+WINDOW_CONDITION = 1e8
+
+
+def design(u: np.ndarray, degree: int) -> np.ndarray:
+    """The monomials of ``u`` (shape (..., d)) up to ``degree``, in ``loess``'s order:
+    ``1``, each ``u_j``, then for each ``j`` its square and its products with the later
+    columns. Shape (..., p)."""
+    columns = [np.ones(u.shape[:-1])]
+    d = u.shape[-1]
+    if degree >= 1:
+        columns += [u[..., j] for j in range(d)]
+    if degree >= 2:
+        columns += [u[..., j] * u[..., k] for j in range(d) for k in range(j, d)]
+    return np.stack(columns, axis=-1)
+
+
+def kernel_weights(kernel: kernels.Kernel, u2: np.ndarray) -> np.ndarray:
+    """``K(‖u‖)`` from the squared scaled distance, zero from the radius on (the tricube
+    as ``loess`` writes it: ``(1 − (√u²)³)³``)."""
+    if kernel.name == "tricube":
+        root = np.sqrt(u2)
+        return np.where(u2 < 1.0, (1.0 - root**3) ** 3, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(u2 < 1.0, np.exp(kernel.log_profile(u2)), 0.0)
+
+
+@dataclass(frozen=True)
+class LocalFit:
+    """Fits at a chunk of queries and their rows of the operator ``L``.
+
+    Attributes
+    ----------
+    rows : slice
+        The chunk's queries.
+    neighbours : ndarray of int, shape (c, width)
+        Rows of ``X`` each query's fit uses (padding repeats a row with zero weight).
+    operator : ndarray, shape (c, width)
+        ``L`` over those neighbours: ``fit = operator · y[neighbours]``.
+    fits : ndarray, shape (c,)
+    """
+
+    rows: slice
+    neighbours: np.ndarray
+    operator: np.ndarray
+    fits: np.ndarray
+
+
+def local_fit(
+    X: np.ndarray,
+    y: np.ndarray,
+    weights: np.ndarray,
+    queries: np.ndarray,
+    radius: np.ndarray,
+    degree: int,
+    kernel: kernels.Kernel,
+) -> Iterator[LocalFit]:
+    """The local polynomial fits at ``queries`` (shape (m, d), scaled like ``X``), chunk
+    by chunk, each with its operator rows. ``weights`` (shape (n,)) multiply the
+    kernel's; ``radius`` (shape (m,)) from :func:`.neighbourhoods.radii`."""
+    d = X.shape[1]
+    order, lo, hi = _candidates(X, queries, radius)
+    width = int((hi - lo).max(initial=1))
+    p = design(np.zeros((1, d)), degree).shape[-1]
+    step = max(1, CHUNK_ENTRIES // max(width * p, 1))
+    for start in range(0, queries.shape[0], step):
+        rows = slice(start, min(start + step, queries.shape[0]))
+        widest = max(int((hi[rows] - lo[rows]).max()), 1)
+        slots = lo[rows, None] + np.arange(widest)
+        inside = slots < hi[rows, None]
+        neighbours = order[np.minimum(slots, order.shape[0] - 1)]
+        u = (X[neighbours] - queries[rows, None, :]) / radius[rows, None, None]
+        u2 = np.sum(u * u, axis=-1)
+        root = np.sqrt(np.where(inside, weights[neighbours] * kernel_weights(kernel, u2), 0.0))
+        operator = _intercept_rows(root[..., None] * design(u, degree)) * root
+        yield LocalFit(rows, neighbours, operator, np.sum(operator * y[neighbours], axis=1))
+
+
+def _candidates(X, queries, radius):
+    """Rows that may lie inside each query's radius, as runs ``order[lo:hi]``: a window
+    of the sorted column in one dimension, all rows otherwise (the radius decides)."""
+    if X.shape[1] == 1:
+        order = np.argsort(X[:, 0], kind="stable")
+        keys = X[order, 0]
+        lo = np.searchsorted(keys, queries[:, 0] - radius, side="left")
+        hi = np.searchsorted(keys, queries[:, 0] + radius, side="right")
+        return order, lo, hi
+    from scipy.spatial import cKDTree
+
+    found = cKDTree(X).query_ball_point(queries, radius * (1 + 1e-12), return_sorted=False)
+    counts = np.array([len(f) for f in found], dtype=np.int64)
+    order = np.concatenate([np.asarray(f, dtype=np.int64) for f in found] + [np.zeros(1, np.int64)])
+    hi = np.cumsum(counts)
+    return order, hi - counts, hi
+
+
+def _intercept_rows(basis: np.ndarray) -> np.ndarray:
+    """The first row of the pseudo-inverse of each weighted design (c, width, p), after
+    scaling its columns to unit norm: shape (c, width). Well-conditioned designs (their
+    Gram matrix's eigenvalues within :data:`GRAM_CONDITION` of each other, so that no
+    singular value is dropped and the normal equations lose no digit that matters) are
+    solved through the small Gram matrix; the others by the singular values."""
+    norms = np.sqrt(np.sum(basis * basis, axis=1))
+    norms = np.where(norms > 0, norms, 1.0)
+    unit = basis / norms[:, None, :]
+    gram = np.matmul(unit.transpose(0, 2, 1), unit)
+    values, vectors = np.linalg.eigh(gram)
+    good = values[:, 0] > GRAM_CONDITION * values[:, -1]
+    out = np.empty(basis.shape[:2])
+    if good.any():
+        inverse_first = np.einsum("cij,cj->ci", vectors[good], vectors[good, 0, :] / values[good])
+        out[good] = np.einsum("cwp,cp->cw", unit[good], inverse_first)
+    if not good.all():
+        left, singular, right = np.linalg.svd(unit[~good], full_matrices=False)
+        keep = singular > SINGULAR * singular[:, :1]
+        scale = np.where(keep, right[:, :, 0] / np.where(keep, singular, 1.0), 0.0)
+        out[~good] = np.einsum("cwj,cj->cw", left, scale)
+    return out / norms[:, :1]
+
+
+def window_fit(
+    keys: np.ndarray,
+    y: np.ndarray,
+    weights: np.ndarray,
+    queries: np.ndarray,
+    radius: np.ndarray,
+    degree: int,
+    profile: tuple[tuple[int, float], ...],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fits at sorted ``queries`` on sorted one-column ``keys`` from running moments, and
+    the rows to refit directly (a radius of zero, ill-conditioned normal equations)."""
+    usable = np.isfinite(radius) & (radius > 0)
+    safe = np.where(usable, radius, 1.0)
+    lo = np.searchsorted(keys, queries - safe, side="right")
+    hi = np.searchsorted(keys, queries + safe, side="left")
+    s, t = polynomial_window_sums(
+        keys, weights, y, queries, safe, lo, hi, profile, 2 * degree, degree
+    )
+    gram = s[:, np.add.outer(np.arange(degree + 1), np.arange(degree + 1))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.sqrt(np.abs(np.diagonal(gram, axis1=1, axis2=2)))
+        scaled = gram / (scale[:, :, None] * scale[:, None, :])
+        condition = np.linalg.cond(np.where(np.isfinite(scaled), scaled, 0.0))
+    good = usable & np.isfinite(condition) & (condition < WINDOW_CONDITION)
+    fits = np.zeros(queries.shape[0])
+    if good.any():
+        solved = np.linalg.solve(scaled[good], (t[good] / scale[good])[..., None])[..., 0]
+        fits[good] = solved[:, 0] / scale[good, 0]
+    return fits, ~good

@@ -1,0 +1,273 @@
+"""``Loess``: R's ``loess`` as a scikit-learn estimator, exact (``surface = "direct"``)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Self
+
+import numpy as np
+
+from .. import kernels
+from .._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
+from .._typing import ArrayLike
+from ..sums.observation_weights import positive_rows
+from .local_polynomial import local_fit
+from .loess_fit import fit_loess, fits_at
+from .neighbourhoods import radii, trimmed_scale
+from .span_selection import CRITERIA, select_span
+
+__all__ = ["Loess"]
+
+_FAMILIES = ("gaussian", "symmetric")
+
+
+class Loess(RegressorMixin, BaseEstimator):
+    """Local polynomial regression on nearest neighbours (Cleveland's LOESS), as R's
+    ``loess`` computes it with ``surface = "direct"`` and ``statistics = "exact"``.
+
+    At each point a polynomial of ``degree`` in the predictors is fitted by weighted
+    least squares to its ``⌊span · n⌋`` nearest neighbours, weighted by the tricube of
+    the distance in units of the farthest one's (by ``sample_weight`` too, and by the
+    bisquare of the residuals in ``iterations`` fits for the ``"symmetric"`` family).
+    With several predictors each is first divided by its 10%-trimmed standard deviation.
+    The fit is linear in ``y``, ``ŷ = L y``; its statistics give the standard errors and
+    ``t`` intervals of R's ``predict.loess(se = TRUE)``.
+
+    Parameters
+    ----------
+    span : float or {"gcv", "aicc", "cv"}
+        The share of the points in each neighbourhood (above 1: all of them, the radius
+        times ``√span``), or a criterion to choose it by over ``spans``: generalised CV
+        ``n Σ w r² / (n − tr L)²``, Hurvich, Simonoff & Tsai's AICc, or leave-one-out CV
+        ``Σ (rᵢ / (1 − Lᵢᵢ))²``.
+    degree : {0, 1, 2}
+        Of the local polynomial (2: squares and cross products included).
+    family : {"gaussian", "symmetric"}
+        Least squares, or ``iterations`` fits reweighted by the bisquare of the residuals
+        (robust to outliers).
+    kernel : str
+        Any compact kernel of :mod:`attnpool.kernels` (tricube, R's, the default).
+    normalize : bool
+        Divide each of several predictors by its 10%-trimmed standard deviation.
+    iterations : int
+        Fits of the ``"symmetric"`` family (R's ``loess.control(iterations = 4)``).
+    spans : array_like, optional
+        The spans a criterion chooses among (default 0.1, 0.15, …, 1).
+
+    Attributes
+    ----------
+    span_ : float
+        The span used.
+    fitted_values_, residuals_ : ndarray of shape (n_samples,)
+    robustness_weights_ : ndarray of shape (n_samples,)
+        The bisquare weights of the last fit (ones for ``"gaussian"``).
+    trace_hat_, one_delta_, two_delta_ : float
+        ``tr L``, ``δ₁ = tr (I − L)ᵀ(I − L)``, ``δ₂ = tr ((I − L)ᵀ(I − L))²``.
+    enp_ : float
+        The equivalent number of parameters, ``δ₁ + 2 tr L − n`` (R's ``enp``).
+    residual_scale_ : float
+        ``s = √(Σ w r² / δ₁)`` (pseudovalues' residuals for ``"symmetric"``).
+    df_ : float
+        ``δ₁² / δ₂``, the degrees of freedom of the intervals.
+    divisor_ : ndarray of shape (n_features,)
+        What each predictor was divided by.
+    criterion_ : ndarray or None
+        The criterion at each of ``spans`` when a span was chosen.
+
+    References
+    ----------
+    Cleveland, W. S. & Devlin, S. J. (1988). Locally weighted regression: an approach to
+    regression analysis by local fitting. *JASA* 83, 596–610. Cleveland, W. S., Grosse,
+    E. & Shyu, W. M. (1992). Local regression models. In *Statistical Models in S*, ch. 8.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpool
+    >>> x = np.linspace(0.0, 6.0, 60)
+    >>> model = attnpool.Loess(span=0.5).fit(x[:, None], np.sin(x))
+    >>> fit, se = model.predict([[3.0]], return_std=True)
+    >>> bool(abs(fit[0] - np.sin(3.0)) < 1e-3), round(model.enp_, 2)
+    (True, 6.32)
+    """
+
+    def __init__(
+        self,
+        span: float | str = 0.75,
+        degree: int = 2,
+        family: str = "gaussian",
+        kernel: str = "tricube",
+        normalize: bool = True,
+        iterations: int = 4,
+        spans: ArrayLike | None = None,
+    ) -> None:
+        self.span = span
+        self.degree = degree
+        self.family = family
+        self.kernel = kernel
+        self.normalize = normalize
+        self.iterations = iterations
+        self.spans = spans
+
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
+        """Fit at every row of ``X`` (shape (n, d)) to ``y`` (shape (n,)).
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+        sample_weight : array_like of shape (n_samples,), optional
+            Prior weights (R's ``weights``: ``y_i`` has variance ``σ² / w_i``); rows of
+            weight 0 are left out. They are not frequencies: a neighbourhood counts
+            rows, so a weight of 2 is not a repeated row.
+
+        Returns
+        -------
+        Loess
+            The fitted estimator.
+        """
+        self._check_parameters()
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        X, y, weights = positive_rows(X, y[:, None], sample_weight, name="sample_weight")
+        y = y[:, 0]
+        if y.shape[0] < 2:
+            raise ValueError(f"Loess needs at least 2 samples; got n_samples = {y.shape[0]}")
+        prior = np.ones(y.shape[0]) if weights is None else np.asarray(weights, float)
+        d = X.shape[1]
+        self.divisor_ = trimmed_scale(X) if self.normalize and d > 1 else np.ones(d)
+        scaled = X / self.divisor_
+        kernel = self._kernel()
+        iterations = 1 if self.family == "gaussian" else int(self.iterations)
+        self.criterion_ = None
+        if isinstance(self.span, str):
+            spans = (
+                np.linspace(0.1, 1.0, 19) if self.spans is None else np.asarray(self.spans, float)
+            )
+            self.span_, self.criterion_ = select_span(
+                scaled, y, prior, spans, self.degree, kernel, self.span
+            )
+        else:
+            self.span_ = float(self.span)
+        radius = radii(scaled, scaled, self.span_)
+        result = fit_loess(scaled, y, prior, radius, self.degree, kernel, iterations)
+        self._scaled, self._y, self._prior = scaled, y, prior
+        self.fitted_values_ = result.fitted
+        self.residuals_ = result.residuals
+        self.robustness_weights_ = result.robust
+        self.trace_hat_ = result.trace_hat
+        self.one_delta_ = result.one_delta
+        self.two_delta_ = result.two_delta
+        self.enp_ = result.enp
+        self.residual_scale_ = result.residual_scale
+        self.df_ = result.df
+        if result.interpolates:
+            warnings.warn(
+                f"Loess interpolates the data (span={self.span_!r} leaves each point fewer "
+                "neighbours than the polynomial has terms): no residual scale, so no "
+                "standard errors or intervals; take a larger span for them",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def predict(self, X: ArrayLike, return_std: bool = False) -> Any:
+        """The fit at the rows of ``X`` (shape (m, d)), and with ``return_std`` its
+        standard error ``s √(Σⱼ Lᵢⱼ² / wⱼ)`` (R's ``se.fit``).
+
+        Parameters
+        ----------
+        X : array_like of shape (m, n_features)
+        return_std : bool
+            Return ``(fit, se)`` instead of the fit alone.
+
+        Returns
+        -------
+        ndarray of shape (m,), or a pair of them
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        queries = X / self.divisor_
+        radius = radii(self._scaled, queries, self.span_)
+        weights = self._prior * self.robustness_weights_
+        kernel = self._kernel()
+        if not return_std:
+            return fits_at(self._scaled, self._y, weights, queries, radius, self.degree, kernel)
+        if not np.isfinite(self.residual_scale_):
+            raise ValueError(
+                "return_std: this fit interpolates the data and has no residual scale; "
+                "fit with a larger span"
+            )
+        fits, spread = np.empty(queries.shape[0]), np.empty(queries.shape[0])
+        for part in local_fit(self._scaled, self._y, weights, queries, radius, self.degree, kernel):
+            fits[part.rows] = part.fits
+            spread[part.rows] = np.sum(part.operator**2 / self._prior[part.neighbours], axis=1)
+        return fits, self.residual_scale_ * np.sqrt(spread)
+
+    def predict_interval(self, X: ArrayLike, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Pointwise ``t`` intervals ``fit ± t_{df} se`` at ``level`` (R's
+        ``predict(se = TRUE)`` with ``qt((1 + level) / 2, df)``).
+
+        Parameters
+        ----------
+        X : array_like of shape (m, n_features)
+        level : float
+            Coverage, in (0, 1).
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (m,)
+        """
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"level must lie in (0, 1); got {level!r}")
+        from scipy.stats import t
+
+        fits, se = self.predict(X, return_std=True)
+        half = t.ppf((1.0 + level) / 2.0, self.df_) * se
+        return fits - half, fits + half
+
+    def summary(self) -> str:
+        """R's ``print(summary(loess(…)))``: the fit's size, span, degree, family,
+        equivalent number of parameters, residual scale and trace of the smoother."""
+        check_is_fitted(self)
+        label = (
+            "Residual Standard Error" if self.family == "gaussian" else "Residual Scale Estimate"
+        )
+        lines = [
+            f"Number of Observations: {self._y.shape[0]}",
+            f"Equivalent Number of Parameters: {self.enp_:.2f}",
+            f"{label}: {self.residual_scale_:.4g}",
+            f"Trace of smoother matrix: {self.trace_hat_:.2f}  (exact)",
+            "",
+            "Control settings:",
+            f"  span     :  {self.span_:.4g}",
+            f"  degree   :  {self.degree}",
+            f"  family   :  {self.family}" + (
+                f"   iterations = {self.iterations}" if self.family == "symmetric" else ""
+            ),
+            "  surface  :  direct",
+            f"  normalize:  {bool(self.normalize)}",
+        ]  # fmt: skip
+        return "\n".join(lines)
+
+    def _kernel(self) -> kernels.Kernel:
+        kernel = kernels.get(self.kernel)
+        if not np.isfinite(kernel.support) or kernel.similarity != "distance":
+            raise ValueError(
+                f"kernel must be a compact distance kernel (tricube, epanechnikov, …); got "
+                f"{self.kernel!r}"
+            )
+        return kernel
+
+    def _check_parameters(self) -> None:
+        if self.degree not in (0, 1, 2) or isinstance(self.degree, bool):
+            raise ValueError(f"degree must be 0, 1 or 2; got {self.degree!r}")
+        if self.family not in _FAMILIES:
+            raise ValueError(f"family must be one of {_FAMILIES}; got {self.family!r}")
+        if isinstance(self.span, str):
+            if self.span not in CRITERIA:
+                raise ValueError(
+                    f"span must be a number > 0 or one of {CRITERIA}; got {self.span!r}"
+                )
+        elif not (isinstance(self.span, (int, float)) and np.isfinite(self.span) and self.span > 0):
+            raise ValueError(f"span must be a number > 0 or one of {CRITERIA}; got {self.span!r}")
+        if not isinstance(self.iterations, (int, np.integer)) or self.iterations < 1:
+            raise ValueError(f"iterations must be a whole number ≥ 1; got {self.iterations!r}")

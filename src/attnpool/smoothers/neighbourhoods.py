@@ -1,0 +1,75 @@
+"""LOESS neighbourhoods: the scaled predictors, the neighbour count and each query's radius.
+
+As in Cleveland, Grosse & Shyu's ``loess`` (R's ``loess``, netlib's ``dloess``): with
+several predictors each is divided by its 10%-trimmed standard deviation (``normalize``),
+a query's neighbours are its ``q = ⌊n · span⌋`` nearest points in Euclidean distance,
+and its radius is the distance to the farthest of them, times ``√span`` for a span above
+one (every point is then a neighbour). A point at the radius itself has weight zero, so
+only the points strictly inside it enter a fit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .windows import first_index
+
+__all__ = ["neighbour_count", "radii", "trimmed_scale"]
+
+
+def trimmed_scale(X: np.ndarray) -> np.ndarray:
+    """Each column's standard deviation (``n − 1``) over its sorted values less the
+    ``⌈0.1 n⌉`` smallest and largest: R's ``loess`` divisor. Shape (d,). Where fewer
+    than two values remain, or they are all equal, the whole column's; 1 for a constant
+    column (its distances are all zero, whatever it is divided by)."""
+    n = X.shape[0]
+    trim = math.ceil(0.1 * n)
+    kept = np.sort(X, axis=0)[trim : n - trim]
+    scale = np.sqrt(np.var(kept, axis=0, ddof=1)) if kept.shape[0] >= 2 else np.zeros(X.shape[1])
+    whole = np.sqrt(np.var(X, axis=0, ddof=1)) if n >= 2 else np.zeros(X.shape[1])
+    scale = np.where(scale > 0, scale, whole)
+    return np.where(scale > 0, scale, 1.0)
+
+
+def neighbour_count(span: float, n: int) -> int:
+    """``q = ⌊n · min(span, 1)⌋``, the neighbours of each query."""
+    q = math.floor(n * min(span, 1.0))
+    if q < 1:
+        raise ValueError(f"span={span!r} leaves no neighbours among {n} rows (span · n < 1)")
+    return q
+
+
+def radii(X: np.ndarray, queries: np.ndarray, span: float) -> np.ndarray:
+    """Each query's radius: the distance to its ``q``-th nearest row of ``X`` (shape
+    (n, d), scaled), times ``√span`` above one. Shape (m,)."""
+    n, d = X.shape
+    q = neighbour_count(span, n)
+    if d == 1:
+        radius = _sorted_radii(np.sort(X[:, 0]), queries[:, 0], q)
+    else:
+        from scipy.spatial import cKDTree
+
+        distances, _ = cKDTree(X).query(queries, k=[q])
+        radius = distances[:, 0]
+    if not np.all(radius > 0):
+        where = queries[int(np.flatnonzero(~(radius > 0))[0])]
+        raise ValueError(
+            f"span={span!r} is too small: the {q} nearest rows to {where.tolist()} all lie "
+            f"on it (ties), leaving no neighbourhood; take a larger span"
+        )
+    return radius * math.sqrt(max(span, 1.0))
+
+
+def _sorted_radii(keys: np.ndarray, queries: np.ndarray, q: int) -> np.ndarray:
+    """The ``q``-th smallest ``|x − query|`` on sorted keys: the window of ``q`` keys
+    that no shift to the right narrows, found by bisection for every query at once."""
+    n = keys.shape[0]
+
+    def settled(rows, start):  # moving right would not bring a nearer key in
+        return ~(queries[rows] - keys[start] > keys[start + q] - queries[rows])
+
+    count = queries.shape[0]
+    starts = first_index(settled, np.zeros(count, np.int64), np.full(count, n - q))
+    return np.fmax(queries - keys[starts], keys[starts + q - 1] - queries)

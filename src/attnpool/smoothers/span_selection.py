@@ -1,0 +1,64 @@
+"""The LOESS span chosen from the data, by a criterion of the fit's operator ``L``.
+
+For each candidate span the fit at every point is computed with its row of ``L``; the
+criteria are those of the local regression literature for linear smoothers:
+
+- ``"gcv"``: generalised cross-validation, ``n Σ wᵢ rᵢ² / (n − tr L)²`` (Craven & Wahba);
+- ``"aicc"``: ``log σ̂² + 1 + 2 (tr L + 1) / (n − tr L − 2)``, ``σ̂² = Σ wᵢ rᵢ² / Σ wᵢ``
+  (Hurvich, Simonoff & Tsai 1998);
+- ``"cv"``: leave-one-out cross-validation, ``Σ wᵢ (rᵢ / (1 − Lᵢᵢ))² / Σ wᵢ`` (exact for
+  a linear smoother: the fit without point ``i`` is ``(ŷᵢ − Lᵢᵢ yᵢ) / (1 − Lᵢᵢ)``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import Kernel
+from .local_polynomial import local_fit
+from .neighbourhoods import radii
+
+__all__ = ["CRITERIA", "select_span"]
+
+CRITERIA = ("gcv", "aicc", "cv")
+
+
+def select_span(
+    X: np.ndarray,
+    y: np.ndarray,
+    prior: np.ndarray,
+    spans: np.ndarray,
+    degree: int,
+    kernel: Kernel,
+    criterion: str,
+) -> tuple[float, np.ndarray]:
+    """The span of ``spans`` with the smallest ``criterion`` (the largest among equals),
+    and the criterion at each. ``X`` scaled, shape (n, d); ``prior`` the weights."""
+    spans = np.asarray(spans, dtype=float)
+    if spans.ndim != 1 or spans.size == 0 or not np.all(np.isfinite(spans) & (spans > 0)):
+        raise ValueError(f"spans must be positive finite numbers; got {spans!r}")
+    values = np.array([_criterion(X, y, prior, span, degree, kernel, criterion) for span in spans])
+    if not np.isfinite(values).any():
+        raise ValueError(f"the {criterion} criterion is not finite at any of the spans {spans}")
+    best = np.flatnonzero(values == np.nanmin(values))
+    return float(spans[best[np.argmax(spans[best])]]), values
+
+
+def _criterion(X, y, prior, span, degree, kernel, criterion) -> float:
+    n = X.shape[0]
+    fitted, own = np.empty(n), np.empty(n)
+    for part in local_fit(X, y, prior, X, radii(X, X, span), degree, kernel):
+        fitted[part.rows] = part.fits
+        mine = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]
+        own[part.rows] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
+    residuals = y - fitted
+    trace = float(own.sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if criterion == "gcv":
+            return float(n * np.sum(prior * residuals**2) / (n - trace) ** 2)
+        if criterion == "aicc":
+            scale = np.sum(prior * residuals**2) / np.sum(prior)
+            if n - trace - 2 <= 0:
+                return float("inf")
+            return float(np.log(scale) + 1 + 2 * (trace + 1) / (n - trace - 2))
+        return float(np.sum(prior * (residuals / (1 - own)) ** 2) / np.sum(prior))

@@ -1,0 +1,228 @@
+"""Loess held to netlib's loess (scikit-misc: Cleveland, Grosse & Shyu's code, the one R's
+``loess`` runs) with ``surface="direct"`` and ``statistics="exact"``, and to the textbook
+weighted least squares.
+
+scikit-misc reads a two-dimensional ``x`` in column-major order whatever its layout
+(``_netlib`` passes it so), counts ``iterations`` after the first fit (R counts all
+fits: R's 4 are its 3), and its standard errors weigh neither by the prior weights as R's
+``predict.loess`` does (``Σ L² / w``) nor by the robustness weights; those are held to
+the textbook instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from skmisc.loess import loess as netlib_loess
+
+import attnpool
+from attnpool.smoothers.local_polynomial import design
+from sklearn_checks import scikit_learn_checks
+
+
+def _netlib(X, y, weights=None, iterations=None, **options):
+    X = np.asarray(X, float).reshape(len(y), -1)
+    model = netlib_loess(
+        X.T.flatten().reshape(X.shape), y, weights=weights, surface="direct",
+        statistics="exact", **options,
+    )  # fmt: skip
+    if iterations is not None:
+        model.control.iterations = iterations
+    model.fit()
+    return model
+
+
+def _data(d, n=300, seed=0, heavy=False):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 10.0, (n, d))
+    X[:, 0] *= 3.0  # unequal scales: normalisation matters
+    noise = rng.standard_t(3, n) if heavy else rng.normal(size=n)
+    return X, np.sin(X).sum(axis=1) + 0.3 * noise
+
+
+def _close(actual, expected, tolerance=1e-10):
+    expected = np.asarray(expected, dtype=float)
+    scale = max(float(np.max(np.abs(expected))), 1.0)
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=tolerance * scale)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("degree", [0, 1, 2])
+@pytest.mark.parametrize("span", [0.2, 0.75])
+def test_netlib_numbers(d, degree, span):
+    X, y = _data(d)
+    theirs = _netlib(X, y, span=span, degree=degree)
+    ours = attnpool.Loess(span=span, degree=degree).fit(X, y)
+    out = theirs.outputs
+    _close(ours.fitted_values_, out.fitted_values)
+    for name in ("enp", "one_delta", "two_delta", "trace_hat"):
+        _close(getattr(ours, name + "_"), getattr(out, name))
+    _close(ours.residual_scale_, out.residual_scale)
+    queries = X[:7] + 0.05
+    predicted = theirs.predict(queries.T.flatten().reshape(queries.shape), stderror=True)
+    fits, se = ours.predict(queries, return_std=True)
+    _close(fits, predicted.values)
+    _close(se, predicted.stderr)
+    _close(ours.df_, predicted.df)
+    _close(ours.predict(queries), predicted.values)
+
+
+def test_normalisation_off_and_sample_weights():
+    X, y = _data(2)
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, y.size)
+    theirs = _netlib(X, y, weights=weights, span=0.4, degree=2, normalize=False)
+    ours = attnpool.Loess(span=0.4, normalize=False).fit(X, y, sample_weight=weights)
+    _close(ours.fitted_values_, theirs.outputs.fitted_values)
+    _close(ours.residual_scale_, theirs.outputs.residual_scale)
+    np.testing.assert_array_equal(ours.divisor_, [1.0, 1.0])
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_symmetric_family(d):
+    X, y = _data(d, heavy=True)
+    theirs = _netlib(X, y, span=0.5, degree=1, family="symmetric", iterations=3)
+    ours = attnpool.Loess(span=0.5, degree=1, family="symmetric", iterations=4).fit(X, y)
+    _close(ours.fitted_values_, theirs.outputs.fitted_values)
+    _close(ours.robustness_weights_, theirs.outputs.robust)
+    _close(ours.residual_scale_, theirs.outputs.residual_scale)
+    _close(ours.enp_, theirs.outputs.enp)
+
+
+def _textbook_se(X, y, weights, query, span, degree, scale):
+    """R's ``se.fit`` at one query by the formulas: WLS on the ``⌊span n⌋`` nearest rows
+    with tricube × ``weights``, ``Var ŷ = s² Σⱼ ℓⱼ² / wⱼ`` for prior weights ``wⱼ``."""
+    distance = np.sqrt(np.sum((X - query) ** 2, axis=1))
+    radius = np.sort(distance)[int(np.floor(span * y.size)) - 1]
+    kernel = np.where(distance < radius, (1 - (distance / radius) ** 3) ** 3, 0.0)
+    B = design((X - query) / radius, degree)
+    gram = B.T @ (kernel[:, None] * weights[:, None] * B)
+    row = np.linalg.solve(gram, B.T * kernel * weights)[0]
+    return row @ y, scale
+
+
+def test_standard_errors_with_prior_weights_as_r():
+    X, y = _data(1)
+    prior = np.random.default_rng(2).uniform(0.5, 2.0, y.size)
+    model = attnpool.Loess(span=0.4, degree=2).fit(X, y, sample_weight=prior)
+    query = np.array([[7.5]])
+    fit, se = model.predict(query, return_std=True)
+    distance = np.abs(X[:, 0] - 7.5)
+    radius = np.sort(distance)[int(np.floor(0.4 * y.size)) - 1]
+    kernel = np.where(distance < radius, (1 - (distance / radius) ** 3) ** 3, 0.0) * prior
+    B = design((X - 7.5) / radius, 2)
+    row = np.linalg.solve(B.T @ (kernel[:, None] * B), B.T * kernel)[0]
+    _close(fit, [row @ y])
+    _close(se, [model.residual_scale_ * np.sqrt(np.sum(row**2 / prior))])
+
+
+def test_reproduces_polynomials_of_its_degree():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-3, 3, (200, 2))
+    quadratic = 1 + X[:, 0] - 2 * X[:, 1] + 0.5 * X[:, 0] * X[:, 1] + X[:, 1] ** 2
+    model = attnpool.Loess(span=0.3, degree=2).fit(X, quadratic)
+    _close(model.fitted_values_, quadratic, 1e-12)
+    linear = 3 - X[:, 0]
+    _close(attnpool.Loess(span=0.2, degree=1).fit(X, linear).predict(X[:9] / 2), 3 - X[:9, 0] / 2)
+
+
+def test_ties_and_offsets():
+    rng = np.random.default_rng(5)
+    x = np.round(rng.uniform(0, 10, 400), 1)  # ~4 rows at each value
+    y = np.sin(x) + rng.normal(size=400)
+    theirs = _netlib(x, y, span=0.3, degree=2)
+    _close(attnpool.Loess(span=0.3).fit(x[:, None], y).fitted_values_, theirs.outputs.fitted_values)
+    shifted = attnpool.Loess(span=0.3).fit(x[:, None] + 1e6, y)
+    _close(shifted.fitted_values_, theirs.outputs.fitted_values, 1e-7)
+    with pytest.raises(ValueError, match=r"span=0\.005 is too small: the 2 nearest rows"):
+        attnpool.Loess(span=0.005).fit(x[:, None], y)
+
+
+def test_running_moments_equal_direct_fits():
+    X, y = _data(1, n=3000)
+    model = attnpool.Loess(span=0.3, degree=2).fit(X, y)
+    queries = np.linspace(-1.0, 31.0, 2000)[:, None]  # n × m above the running-moment work
+    direct, _ = model.predict(queries, return_std=True)
+    _close(model.predict(queries), direct, 1e-11)
+
+
+@pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
+def test_span_selection_criteria(criterion):
+    X, y = _data(1, n=150)
+    spans = np.array([0.2, 0.35, 0.5, 0.8])
+    model = attnpool.Loess(span=criterion, spans=spans, degree=1).fit(X, y)
+    n = y.size
+    expected = []
+    for span in spans:
+        out = _netlib(X, y, span=span, degree=1).outputs
+        residuals, trace = y - out.fitted_values, out.trace_hat
+        if criterion == "gcv":
+            expected.append(n * np.sum(residuals**2) / (n - trace) ** 2)
+        elif criterion == "aicc":
+            expected.append(np.log(np.mean(residuals**2)) + 1 + 2 * (trace + 1) / (n - trace - 2))
+        else:
+            expected.append(np.mean((residuals / (1 - out.diagonal)) ** 2))
+    _close(model.criterion_, expected)
+    assert model.span_ == spans[int(np.argmin(expected))]
+
+
+def test_intervals_and_summary():
+    X, y = _data(1)
+    model = attnpool.Loess(span=0.5).fit(X, y)
+    fit, se = model.predict(X[:4], return_std=True)
+    lower, upper = model.predict_interval(X[:4], level=0.9)
+    from scipy.stats import t
+
+    _close(upper - fit, t.ppf(0.95, model.df_) * se)
+    _close(fit - lower, t.ppf(0.95, model.df_) * se)
+    text = model.summary()
+    assert "Number of Observations: 300" in text
+    assert f"Equivalent Number of Parameters: {model.enp_:.2f}" in text
+    assert "Residual Standard Error" in text
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"degree": 3}, "degree must be 0, 1 or 2; got 3"),
+        ({"family": "huber"}, "family must be one of"),
+        ({"span": 0.0}, "span must be a number > 0 or one of"),
+        ({"span": "bic"}, "span must be a number > 0 or one of"),
+        ({"kernel": "gaussian"}, "kernel must be a compact distance kernel"),
+        ({"iterations": 0}, "iterations must be a whole number ≥ 1"),
+    ],
+)
+def test_bad_parameters_are_named(options, message):
+    X, y = _data(1, n=50)
+    with pytest.raises(ValueError, match=message):
+        attnpool.Loess(**options).fit(X, y)
+
+
+def test_bad_level_is_named():
+    X, y = _data(1, n=50)
+    with pytest.raises(ValueError, match=r"level must lie in \(0, 1\); got 1\.5"):
+        attnpool.Loess().fit(X, y).predict_interval(X[:2], level=1.5)
+
+
+def test_prior_weights_are_not_frequencies():
+    # a neighbourhood counts rows (R's definition), so the check that weight 2 equals a
+    # repeated row does not apply; what holds: weight 0 is a removed row, and weights
+    # matter only relative to each other
+    X, y = _data(2, n=120)
+    weights = np.random.default_rng(3).uniform(0.5, 2.0, y.size)
+    weights[::10] = 0.0
+    kept = weights > 0
+    weighted = attnpool.Loess(span=0.5).fit(X, y, sample_weight=weights)
+    removed = attnpool.Loess(span=0.5).fit(X[kept], y[kept], sample_weight=weights[kept])
+    scaled = attnpool.Loess(span=0.5).fit(X, y, sample_weight=7.0 * weights)
+    _close(weighted.predict(X), removed.predict(X), 1e-12)
+    _close(scaled.predict(X), weighted.predict(X), 1e-12)
+    _close(scaled.predict(X[:5], return_std=True)[1], weighted.predict(X[:5], return_std=True)[1])
+
+
+@scikit_learn_checks(
+    [attnpool.Loess()],
+    # test_prior_weights_are_not_frequencies holds what prior weights promise instead
+    replaced={("Loess", "check_sample_weight_equivalence_on_dense_data")},
+)
+def test_scikit_learn_protocol(estimator, check):
+    check(estimator)
