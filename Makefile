@@ -43,6 +43,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_first_call.py
 	$(BIN)/python benchmarks/bench_density.py
 	$(BIN)/python benchmarks/bench_cv_several.py
+	$(BIN)/python benchmarks/bench_lowess.py
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-dev
 	$(BIN)/python -m pip install -q -e '.[dev,docs]'

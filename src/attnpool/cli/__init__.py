@@ -56,7 +56,13 @@ def fit(
     bandwidth: Annotated[
         str, typer.Option("--bandwidth", help="cv, aicc, scott, silverman or numbers a,b,…")
     ] = "cv",
-    degree: Annotated[int, typer.Option("--degree", help="0 Nadaraya–Watson, 1 local linear.")] = 0,
+    degree: Annotated[
+        int | None,
+        typer.Option(
+            "--degree",
+            help="0 Nadaraya–Watson (default), 1 local linear; with --span 0, 1 or 2 (default).",
+        ),
+    ] = None,
     predict: Annotated[Path | None, typer.Option("--predict", help="CSV of query points.")] = None,
     out: Annotated[
         Path, typer.Option("--out", help="Predictions CSV; - writes standard output.")
@@ -101,6 +107,22 @@ def fit(
             "(the nearest key's value).",
         ),
     ] = "nan",
+    span: Annotated[
+        str | None,
+        typer.Option(
+            "--span",
+            help="LOESS (R's loess) with this span: a number, or gcv, aicc or cv to choose it.",
+        ),
+    ] = None,
+    lowess: Annotated[
+        bool,
+        typer.Option(
+            "--lowess", help="LOWESS (statsmodels' lowess) of one --x, frac = --span (default 2/3)."
+        ),
+    ] = False,
+    family: Annotated[
+        str, typer.Option("--family", help="With --span: gaussian, or symmetric (robust).")
+    ] = "gaussian",
     force: Annotated[
         bool, typer.Option("--force", "-f", help="Replace output files that exist.")
     ] = False,
@@ -119,6 +141,10 @@ def fit(
       zcat data.csv.gz | attnpool fit - --x age --y income --out - > fit.csv
 
       attnpool fit data.csv --x age --y income --bandwidth-type adaptive_nn --bandwidth 30
+
+      attnpool fit data.csv --x age --y income --span gcv --interval 0.95 --plot loess.png
+
+      attnpool fit data.csv --x age --y income --lowess --span 0.3
     """
     from .._files import atomic_write, check_outputs
     from .table import STDIO, fit_table
@@ -127,25 +153,34 @@ def fit(
         {"DATA": data, "--predict": predict}, {"--out": out, "--plot": plot}, force=force,
         skip=STDIO,
     )  # fmt: skip
-    with CommandProgress("choosing the bandwidth", quiet=quiet) as progress:
-        result = fit_table(
-            data,
-            x,
-            y,
-            kernel=kernel,
-            bandwidth=bandwidth,
-            degree=degree,
-            predict=predict,
-            dropna=dropna,
-            plot=plot is not None,
-            interval=interval,
-            progress=progress,
-            sep=sep,
-            var_type=var_type,
-            method=method,
-            bandwidth_type=bandwidth_type,
-            empty=empty,
-        )
+    if span is not None or lowess:
+        from .smoothing import check_span_options, smooth_table
+
+        check_span_options(kernel, bandwidth, var_type, method, bandwidth_type, empty)
+        with CommandProgress("smoothing", quiet=quiet):
+            result = smooth_table(data, x, y, span=span, lowess=lowess, degree=degree,
+                                  family=family, predict=predict, dropna=dropna,
+                                  plot=plot is not None, interval=interval, sep=sep)  # fmt: skip
+    else:
+        with CommandProgress("choosing the bandwidth", quiet=quiet) as progress:
+            result = fit_table(
+                data,
+                x,
+                y,
+                kernel=kernel,
+                bandwidth=bandwidth,
+                degree=0 if degree is None else degree,
+                predict=predict,
+                dropna=dropna,
+                plot=plot is not None,
+                interval=interval,
+                progress=progress,
+                sep=sep,
+                var_type=var_type,
+                method=method,
+                bandwidth_type=bandwidth_type,
+                empty=empty,
+            )
     image = result.plot_image(plot) if plot is not None else None  # before any file is written
     to_stderr = str(out) == STDIO  # standard output holds the predictions only
     typer.echo(result.summary(), err=to_stderr)
