@@ -226,3 +226,19 @@ def test_prior_weights_are_not_frequencies():
 )
 def test_scikit_learn_protocol(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("kept", [10**9, 10])
+def test_two_delta_estimated_beyond_the_exact_size(monkeypatch, kept):
+    # beyond EXACT_STATISTICS rows δ₂ is Hutchinson's estimate (the operator's rows kept in
+    # memory, or recomputed past KEPT_ENTRIES); δ₁ and tr L stay exact
+    from attnpool.smoothers import loess_fit
+
+    X, y = _data(2, n=600)
+    exact = attnpool.Loess(span=0.3).fit(X, y)
+    monkeypatch.setattr(loess_fit, "EXACT_STATISTICS", 100)
+    monkeypatch.setattr(loess_fit, "KEPT_ENTRIES", kept)
+    estimated = attnpool.Loess(span=0.3).fit(X, y)
+    assert estimated.one_delta_ == pytest.approx(exact.one_delta_, rel=1e-12)
+    assert estimated.trace_hat_ == pytest.approx(exact.trace_hat_, rel=1e-12)
+    assert estimated.two_delta_ == pytest.approx(exact.two_delta_, rel=0.02)

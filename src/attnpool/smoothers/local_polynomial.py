@@ -103,16 +103,8 @@ def local_fit(
     by chunk, each with its operator rows. ``weights`` (shape (n,)) multiply the
     kernel's; ``radius`` (shape (m,)) from :func:`.neighbourhoods.radii`."""
     d = X.shape[1]
-    order, lo, hi = _candidates(X, queries, radius)
-    width = int((hi - lo).max(initial=1))
     p = design(np.zeros((1, d)), degree).shape[-1]
-    step = max(1, CHUNK_ENTRIES // max(width * p, 1))
-    for start in range(0, queries.shape[0], step):
-        rows = slice(start, min(start + step, queries.shape[0]))
-        widest = max(int((hi[rows] - lo[rows]).max()), 1)
-        slots = lo[rows, None] + np.arange(widest)
-        inside = slots < hi[rows, None]
-        neighbours = order[np.minimum(slots, order.shape[0] - 1)]
+    for rows, neighbours, inside in _neighbour_chunks(X, queries, radius, p):
         u = (X[neighbours] - queries[rows, None, :]) / radius[rows, None, None]
         u2 = np.sum(u * u, axis=-1)
         root = np.sqrt(np.where(inside, weights[neighbours] * kernel_weights(kernel, u2), 0.0))
@@ -120,22 +112,39 @@ def local_fit(
         yield LocalFit(rows, neighbours, operator, np.sum(operator * y[neighbours], axis=1))
 
 
-def _candidates(X, queries, radius):
-    """Rows that may lie inside each query's radius, as runs ``order[lo:hi]``: a window
-    of the sorted column in one dimension, all rows otherwise (the radius decides)."""
+def _neighbour_chunks(X, queries, radius, p):
+    """Chunks of queries with the rows within their radius: ``(rows, neighbours,
+    inside)``, ``neighbours`` (c, width) padded with a row marked outside. In one column
+    a window of the sorted rows; otherwise the k-d tree's nearest rows up to the most any
+    query has within its radius."""
+    n, count = X.shape[0], queries.shape[0]
     if X.shape[1] == 1:
         order = np.argsort(X[:, 0], kind="stable")
         keys = X[order, 0]
         lo = np.searchsorted(keys, queries[:, 0] - radius, side="left")
         hi = np.searchsorted(keys, queries[:, 0] + radius, side="right")
-        return order, lo, hi
+        step = max(1, CHUNK_ENTRIES // max(int((hi - lo).max(initial=1)) * p, 1))
+        for start in range(0, count, step):
+            rows = slice(start, min(start + step, count))
+            slots = lo[rows, None] + np.arange(max(int((hi[rows] - lo[rows]).max()), 1))
+            yield rows, order[np.minimum(slots, n - 1)], slots < hi[rows, None]
+        return
     from scipy.spatial import cKDTree
 
-    found = cKDTree(X).query_ball_point(queries, radius * (1 + 1e-12), return_sorted=False)
-    counts = np.array([len(f) for f in found], dtype=np.int64)
-    order = np.concatenate([np.asarray(f, dtype=np.int64) for f in found] + [np.zeros(1, np.int64)])
-    hi = np.cumsum(counts)
-    return order, hi - counts, hi
+    tree = cKDTree(X)
+    reach = radius * (1 + 1e-12)
+    within = tree.query_ball_point(queries, reach, return_length=True, workers=-1)
+    widest = max(int(within.max()), 1)
+    step = max(1, CHUNK_ENTRIES // (widest * p))
+    for start in range(0, count, step):
+        rows = slice(start, min(start + step, count))
+        bound = float(reach[rows].max())
+        distance, found = tree.query(
+            queries[rows], k=widest, distance_upper_bound=bound, workers=-1
+        )
+        shape = (rows.stop - rows.start, widest)
+        distance, found = np.reshape(distance, shape), np.reshape(found, shape)
+        yield rows, np.minimum(found, n - 1), (found < n) & (distance <= reach[rows, None])
 
 
 def _intercept_rows(basis: np.ndarray) -> np.ndarray:

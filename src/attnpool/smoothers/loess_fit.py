@@ -24,6 +24,8 @@ __all__ = ["LoessResult", "fit_loess", "fits_at", "pseudovalues", "robustness_we
 EXACT_STATISTICS = 4000
 #: Random sign vectors of the δ₂ estimate beyond that.
 PROBES = 64
+#: Entries of the operator kept in memory for δ₂'s estimate (recomputed beyond).
+KEPT_ENTRIES = 3 * 10**7
 #: Queries × neighbours from which one-column fits take running moments.
 WINDOW_WORK = 2**20
 
@@ -136,13 +138,19 @@ def _statistics(X, y, prior, radius, degree, kernel):
     fitted = np.empty(n)
     trace = squares = 0.0
     dense = np.eye(n) if n <= EXACT_STATISTICS else None
+    kept: list | None = None if dense is not None else []
     for part in local_fit(X, y, prior, X, radius, degree, kernel):
         fitted[part.rows] = part.fits
         own = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]
         trace += float(np.sum(part.operator[own]))
         squares += float(np.sum(part.operator**2))
+        matrix = _chunk_matrix(part, n)
         if dense is not None:
-            dense[part.rows] -= _chunk_matrix(part, n).toarray()
+            dense[part.rows] -= matrix.toarray()
+        elif kept is not None:
+            kept.append((part.rows, matrix))
+            if sum(chunk.nnz for _, chunk in kept) > KEPT_ENTRIES:
+                kept = None  # recomputed in two passes instead
     one_delta = n - 2.0 * trace + squares
     if dense is not None:
         from scipy.linalg.blas import dsyrk
@@ -150,7 +158,9 @@ def _statistics(X, y, prior, radius, degree, kernel):
         upper = np.triu(dsyrk(1.0, dense))  # (I − L)(I − L)ᵀ, its upper triangle
         two_delta = float(2.0 * np.sum(upper**2) - np.sum(np.diagonal(upper) ** 2))
     else:
-        two_delta = _estimated_two_delta(X, y, prior, radius, degree, kernel)
+        if kept is None:
+            kept = _Rows(X, y, prior, radius, degree, kernel)
+        two_delta = _estimated_two_delta(n, kept)
     return trace, one_delta, two_delta, fitted
 
 
@@ -163,16 +173,28 @@ def _chunk_matrix(part, n):
     return csr_matrix((part.operator.ravel(), part.neighbours.ravel(), pointers), shape=(count, n))
 
 
-def _estimated_two_delta(X, y, prior, radius, degree, kernel) -> float:
+class _Rows:
+    """The operator's rows recomputed chunk by chunk, each time they are iterated."""
+
+    def __init__(self, X, y, prior, radius, degree, kernel):
+        self.arguments = (X, y, prior, X, radius, degree, kernel)
+
+    def __iter__(self):
+        n = self.arguments[0].shape[0]
+        for part in local_fit(*self.arguments):
+            yield part.rows, _chunk_matrix(part, n)
+
+
+def _estimated_two_delta(n, rows) -> float:
     """``tr (A Aᵀ)² = E ‖A Aᵀ z‖²`` over random signs ``z`` (``A = I − L``), from two
-    passes over the operator's rows; fixed seed, :data:`PROBES` vectors."""
-    n = X.shape[0]
+    passes over the operator's rows (``(slice, sparse chunk)`` pairs); fixed seed,
+    :data:`PROBES` vectors."""
     probes = np.random.default_rng(0).choice([-1.0, 1.0], size=(n, PROBES))
     transposed = probes.copy()  # Aᵀ z = z − Lᵀ z
-    for part in local_fit(X, y, prior, X, radius, degree, kernel):
-        transposed -= _chunk_matrix(part, n).T @ probes[part.rows]
+    for where, matrix in rows:
+        transposed -= matrix.T @ probes[where]
     total = 0.0
-    for part in local_fit(X, y, prior, X, radius, degree, kernel):
-        applied = transposed[part.rows] - _chunk_matrix(part, n) @ transposed
+    for where, matrix in rows:
+        applied = transposed[where] - matrix @ transposed
         total += float(np.sum(applied**2))
     return total / PROBES

@@ -51,7 +51,7 @@ def radii(X: np.ndarray, queries: np.ndarray, span: float) -> np.ndarray:
     else:
         from scipy.spatial import cKDTree
 
-        distances, _ = cKDTree(X).query(queries, k=[q])
+        distances, _ = cKDTree(X).query(queries, k=[q], workers=-1)
         radius = distances[:, 0]
     if not np.all(radius > 0):
         where = queries[int(np.flatnonzero(~(radius > 0))[0])]
