@@ -137,6 +137,22 @@ def test_ties_and_offsets():
         attnpool.Loess(span=0.005).fit(x[:, None], y)
 
 
+@pytest.mark.parametrize("family", ["gaussian", "symmetric"])
+def test_constant_response_and_outliers(family):
+    rng = np.random.default_rng(6)
+    x = rng.uniform(0, 10, (300, 1))
+    constant = attnpool.Loess(span=0.3, family=family).fit(x, np.full(300, 3.0))
+    np.testing.assert_array_equal(constant.fitted_values_, 3.0)
+    np.testing.assert_array_equal(constant.predict(x[:5] + 0.1), 3.0)
+    y = np.sin(x[:, 0])
+    spoiled = y.copy()
+    spoiled[::20] += 30.0
+    clean = attnpool.Loess(span=0.3).fit(x, y).predict(x)
+    fitted = attnpool.Loess(span=0.3, family=family).fit(x, spoiled).predict(x)
+    assert np.abs(fitted - clean).max() < (0.1 if family == "symmetric" else 5.0)
+    assert np.abs(fitted - clean).max() > (0.0 if family == "symmetric" else 1.0)
+
+
 def test_running_moments_equal_direct_fits():
     X, y = _data(1, n=3000)
     model = attnpool.Loess(span=0.3, degree=2).fit(X, y)
@@ -163,6 +179,17 @@ def test_span_selection_criteria(criterion):
             expected.append(np.mean((residuals / (1 - out.diagonal)) ** 2))
     _close(model.criterion_, expected)
     assert model.span_ == spans[int(np.argmin(expected))]
+
+
+def test_neighbours_instead_of_a_span():
+    X, y = _data(1, n=100)
+    by_count = attnpool.Loess(neighbours=29).fit(X, y)  # ⌊100 · 0.29⌋ would be 28
+    theirs = _netlib(X, y, span=0.295)  # ⌊100 · 0.295⌋ = 29
+    assert by_count.span_ == 0.29
+    _close(by_count.fitted_values_, theirs.outputs.fitted_values)
+    _close(by_count.predict(X[:5] + 0.1), theirs.predict(X[:5, 0] + 0.1).values)
+    with pytest.raises(ValueError, match="neighbours must be a whole number from 1 to"):
+        attnpool.Loess(neighbours=0).fit(X, y)
 
 
 def test_intervals_and_summary():

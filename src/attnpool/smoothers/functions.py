@@ -17,7 +17,27 @@ _MISSING = ("none", "drop", "raise")
 
 
 class LowessCurve(NamedTuple):
-    """R's ``lowess`` result: the sorted ``x`` and the smooth at each."""
+    """R's ``lowess`` result (its list of ``x`` and ``y``): the sorted ``x`` and the
+    smooth at each, as :func:`r_lowess` returns them.
+
+    Attributes
+    ----------
+    x : ndarray of shape (n,)
+        The points, sorted (ties in their input order).
+    y : ndarray of shape (n,)
+        The smooth at each.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpool
+    >>> curve = attnpool.r_lowess([3.0, 1.0, 2.0], [6.0, 2.0, 4.0])
+    >>> curve.x, curve.y
+    (array([1., 2., 3.]), array([2., 4., 6.]))
+
+    References
+    ----------
+    R: ``stats::lowess`` returns ``list(x = , y = )``.
+    """
 
     x: np.ndarray
     y: np.ndarray

@@ -53,6 +53,9 @@ class Loess(RegressorMixin, BaseEstimator):
         Fits of the ``"symmetric"`` family (R's ``loess.control(iterations = 4)``).
     spans : array_like, optional
         The spans a criterion chooses among (default 0.1, 0.15, …, 1).
+    neighbours : int, optional
+        The neighbours of each fit, ``k``, instead of ``span`` (``span_`` is then
+        ``k / n``).
 
     Attributes
     ----------
@@ -99,6 +102,7 @@ class Loess(RegressorMixin, BaseEstimator):
         normalize: bool = True,
         iterations: int = 4,
         spans: ArrayLike | None = None,
+        neighbours: int | None = None,
     ) -> None:
         self.span = span
         self.degree = degree
@@ -107,6 +111,7 @@ class Loess(RegressorMixin, BaseEstimator):
         self.normalize = normalize
         self.iterations = iterations
         self.spans = spans
+        self.neighbours = neighbours
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Fit at every row of ``X`` (shape (n, d)) to ``y`` (shape (n,)).
@@ -138,7 +143,16 @@ class Loess(RegressorMixin, BaseEstimator):
         kernel = self._kernel()
         iterations = 1 if self.family == "gaussian" else int(self.iterations)
         self.criterion_ = None
-        if isinstance(self.span, str):
+        if self.neighbours is not None:
+            if not (
+                isinstance(self.neighbours, (int, np.integer)) and 1 <= self.neighbours <= y.size
+            ):
+                raise ValueError(
+                    f"neighbours must be a whole number from 1 to n_samples = {y.size}; got "
+                    f"{self.neighbours!r}"
+                )
+            self.span_ = int(self.neighbours) / y.size
+        elif isinstance(self.span, str):
             spans = (
                 np.linspace(0.1, 1.0, 19) if self.spans is None else np.asarray(self.spans, float)
             )
@@ -147,10 +161,12 @@ class Loess(RegressorMixin, BaseEstimator):
             )
         else:
             self.span_ = float(self.span)
-        radius = radii(scaled, scaled, self.span_)
-        result = fit_loess(scaled, y, prior, radius, self.degree, kernel, iterations)
-        self._scaled, self._y, self._prior = scaled, y, prior
-        self.fitted_values_ = result.fitted
+        radius = radii(scaled, scaled, self.span_, self.neighbours)
+        # the fit is equivariant to a shift of y: centred, a constant y is fitted exactly
+        self._level = float(np.median(y))
+        self._scaled, self._y, self._prior = scaled, y - self._level, prior
+        result = fit_loess(scaled, self._y, prior, radius, self.degree, kernel, iterations)
+        self.fitted_values_ = result.fitted + self._level
         self.residuals_ = result.residuals
         self.robustness_weights_ = result.robust
         self.trace_hat_ = result.trace_hat
@@ -186,11 +202,12 @@ class Loess(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         queries = X / self.divisor_
-        radius = radii(self._scaled, queries, self.span_)
+        radius = radii(self._scaled, queries, self.span_, self.neighbours)
         weights = self._prior * self.robustness_weights_
         kernel = self._kernel()
         if not return_std:
-            return fits_at(self._scaled, self._y, weights, queries, radius, self.degree, kernel)
+            fits = fits_at(self._scaled, self._y, weights, queries, radius, self.degree, kernel)
+            return fits + self._level
         if not np.isfinite(self.residual_scale_):
             raise ValueError(
                 "return_std: this fit interpolates the data and has no residual scale; "
@@ -200,7 +217,7 @@ class Loess(RegressorMixin, BaseEstimator):
         for part in local_fit(self._scaled, self._y, weights, queries, radius, self.degree, kernel):
             fits[part.rows] = part.fits
             spread[part.rows] = np.sum(part.operator**2 / self._prior[part.neighbours], axis=1)
-        return fits, self.residual_scale_ * np.sqrt(spread)
+        return fits + self._level, self.residual_scale_ * np.sqrt(spread)
 
     def predict_interval(self, X: ArrayLike, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
         """Pointwise ``t`` intervals ``fit ± t_{df} se`` at ``level`` (R's

@@ -41,11 +41,12 @@ def neighbour_count(span: float, n: int) -> int:
     return q
 
 
-def radii(X: np.ndarray, queries: np.ndarray, span: float) -> np.ndarray:
+def radii(X: np.ndarray, queries: np.ndarray, span: float, count: int | None = None) -> np.ndarray:
     """Each query's radius: the distance to its ``q``-th nearest row of ``X`` (shape
-    (n, d), scaled), times ``√span`` above one. Shape (m,)."""
+    (n, d), scaled), times ``√span`` above one; ``q`` is ``count`` where given. Shape
+    (m,)."""
     n, d = X.shape
-    q = neighbour_count(span, n)
+    q = neighbour_count(span, n) if count is None else count
     if d == 1:
         radius = _sorted_radii(np.sort(X[:, 0]), queries[:, 0], q)
     else:
