@@ -5,9 +5,10 @@ LOWESS and LOESS on the motorcycle data
 ``mcycle`` (R's MASS package, from Silverman 1985): a crash test dummy's head
 acceleration against the time after impact, 133 points with repeated times. R's
 ``lowess(mcycle, f = 0.1)`` is the smooth statsmodels' tests hold their ``lowess`` to;
-``attnpool.r_lowess`` gives R's numbers, ``attnpool.lowess`` statsmodels' (they differ
-in the rules for ties at a window's edge), and ``Loess`` is R's ``loess`` with standard
-errors, here with its span chosen by generalised cross-validation.
+``attnpool.r_lowess`` gives R's numbers, ``attnpool.lowess`` statsmodels' (their rules
+differ where ties meet a window's edge or a weight its radius), and ``Loess`` is R's
+``loess`` with standard errors, here with its span chosen by generalised
+cross-validation.
 """
 
 import numpy as np
@@ -22,7 +23,8 @@ y = mcycle["accel"].to_numpy(float)
 
 # %%
 # R's ``lowess`` (``f = 0.1``, three robustness iterations, ``delta`` 1% of the range)
-# and statsmodels' with the same settings: a few 1e-7 apart, from their rules for ties.
+# and statsmodels' with the same settings: on these data their rules give the same
+# curve to rounding.
 r_curve = attnpool.r_lowess(x, y, f=0.1)
 statsmodels_curve = attnpool.lowess(y, x, frac=0.1, delta=0.01 * np.ptp(x))
 print(f"R and statsmodels differ by {np.abs(r_curve.y - statsmodels_curve[:, 1]).max():.1e} g")
