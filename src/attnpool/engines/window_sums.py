@@ -82,8 +82,9 @@ def polynomial_window_sums(
         Sorted ascending, finite.
     weights : ndarray, shape (n,)
         Observation weights ``w_j``.
-    values : ndarray, shape (n,), or None
-        The responses ``y_j`` (``None`` when ``value_moments`` is ``-1``).
+    values : ndarray, shape (n,) or (n, c), or None
+        The responses ``y_j`` (``None`` when ``value_moments`` is ``-1``); ``c``
+        columns give ``c`` sets of ``T``.
     queries : ndarray, shape (q,)
         Sorted ascending.
     radius : ndarray, shape (q,)
@@ -98,13 +99,16 @@ def polynomial_window_sums(
     Returns
     -------
     S, T : ndarray
-        Float64 moments in units of each query's radius.
+        Float64 moments in units of each query's radius; ``T`` of shape (q,
+        value_moments + 1) or, for ``c`` columns of values, (q, value_moments + 1, c).
     """
     n_queries = queries.shape[0]
     reach = max(exponent for exponent, _ in profile)
     depths = (reach + moments, reach + value_moments if values is not None else -1)
+    columns = None if values is None else (values if values.ndim == 2 else values[:, None])
+    count = 0 if columns is None else columns.shape[1]
     s_out = np.zeros((n_queries, moments + 1))
-    t_out = np.zeros((n_queries, value_moments + 1))
+    t_out = np.zeros((n_queries, value_moments + 1, count))
     for start, stop in _segments(keys, queries, radius, lo, hi):
         rows = slice(start, stop)
         first, last = int(lo[rows].min()), int(hi[rows].max())
@@ -115,16 +119,24 @@ def polynomial_window_sums(
         bounds = (lo[rows] - first, split - first, hi[rows] - first)
         shift = (anchor - queries[rows]) / unit
         ratio = unit / radius[rows]
-        sides = _side_moments(weights, values, first, last, scaled, bounds, depths)
-        for chunk in range(0, stop - start, CHUNK):
-            part = slice(chunk, min(chunk + CHUNK, stop - start))
+        sides = _side_moments(weights, columns, first, last, scaled, bounds, depths)
+        step = max(CHUNK // max(count, 1), 256)  # the combined moments of a chunk in memory
+        for chunk in range(0, stop - start, step):
+            part = slice(chunk, min(chunk + step, stop - start))
             moved = _taylor_shift(sides[..., part], shift[part]) * _powers(ratio[part], depths[0])
-            for which, output, highest in ((0, s_out, moments), (1, t_out, value_moments)):
+            out_rows = slice(start + part.start, start + part.stop)
+            for which in range(1 + count):
+                highest = moments if which == 0 else value_moments
                 total = np.zeros((highest + 1, part.stop - part.start))
                 for exponent, coefficient in profile:
                     signed = moved[1, which] + (-1.0) ** exponent * moved[0, which]
                     total += coefficient * signed[exponent : exponent + highest + 1]
-                output[start + part.start : start + part.stop] += total.T
+                if which == 0:
+                    s_out[out_rows] += total.T
+                else:
+                    t_out[out_rows, :, which - 1] += total.T
+    if values is not None and values.ndim == 1:
+        return s_out, t_out[:, :, 0]
     return s_out, t_out
 
 
@@ -148,20 +160,28 @@ def _powers(base: np.ndarray, depth: int) -> np.ndarray:
     return out
 
 
-def _side_moments(weights, values, first, last, scaled, bounds, depths):
-    """``Σ w z^i`` (``[:, 0]``) and ``Σ w y z^i`` (``[:, 1]``) for ``i = 0 … depths``
-    over each query's keys left of it (``[0]``) and right of it (``[1]``), from running
-    sums: shape (2, 2, depths[0] + 1, queries), the rows of ``y`` beyond its depth zero."""
+def _side_moments(weights, columns, first, last, scaled, bounds, depths):
+    """``Σ w z^i`` (``[:, 0]``) and ``Σ w y z^i`` for each column of values (``[:, 1:]``),
+    ``i = 0 … depths``, over each query's keys left of it (``[0]``) and right of it
+    (``[1]``), from running sums: shape (2, 1 + c, depths[0] + 1, queries), the rows of
+    the values beyond their depth zero."""
     lo, split, hi = bounds
     depth, value_depth = depths
-    out = np.zeros((2, 2, depth + 1, lo.shape[0]))
+    count = 0 if columns is None else columns.shape[1]
+    out = np.zeros((2, 1 + count, depth + 1, lo.shape[0]))
     term = np.array(weights[first:last], dtype=float)
     for power in range(depth + 1):
-        columns = [term] if power > value_depth else [term, term * values[first:last]]
-        for which, column in enumerate(columns):
-            sums = running_sums(column)
-            out[0, which, power] = sums[split] - sums[lo]
-            out[1, which, power] = sums[hi] - sums[split]
+        sums = running_sums(term)
+        out[0, 0, power] = sums[split] - sums[lo]
+        out[1, 0, power] = sums[hi] - sums[split]
+        if power <= value_depth:
+            block = columns[first:last]
+            if count == 1:
+                weighted = running_sums(term * block[:, 0])[None]
+            else:
+                weighted = running_sums(np.ascontiguousarray((term[:, None] * block).T))
+            out[0, 1:, power] = weighted[:, split] - weighted[:, lo]
+            out[1, 1:, power] = weighted[:, hi] - weighted[:, split]
         term = term * scaled
     return out
 

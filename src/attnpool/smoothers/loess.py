@@ -11,10 +11,11 @@ from .. import kernels
 from .._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
 from .._typing import ArrayLike
 from ..sums.observation_weights import positive_rows
-from .local_polynomial import local_fit
-from .loess_fit import fit_loess, fits_at
+from .local_polynomial import POLYNOMIAL_KERNELS, local_fit
+from .loess_fit import fit_loess, fits_at, windowed
 from .neighbourhoods import radii, trimmed_scale
 from .span_selection import CRITERIA, select_span
+from .window_statistics import window_standard_errors
 
 __all__ = ["Loess"]
 
@@ -214,9 +215,18 @@ class Loess(RegressorMixin, BaseEstimator):
                 "fit with a larger span"
             )
         fits, spread = np.empty(queries.shape[0]), np.empty(queries.shape[0])
-        for part in local_fit(self._scaled, self._y, weights, queries, radius, self.degree, kernel):
-            fits[part.rows] = part.fits
-            spread[part.rows] = np.sum(part.operator**2 / self._prior[part.neighbours], axis=1)
+        if windowed(self._scaled, kernel, self._scaled.shape[0] * queries.shape[0]):
+            keys = np.argsort(self._scaled[:, 0], kind="stable")
+            at = np.argsort(queries[:, 0], kind="stable")
+            fits[at], spread[at] = window_standard_errors(
+                self._scaled[keys, 0], self._y[keys], weights[keys], self._prior[keys],
+                queries[at, 0], radius[at], self.degree, POLYNOMIAL_KERNELS[kernel.name],
+            )  # fmt: skip
+        else:
+            for part in local_fit(self._scaled, self._y, weights, queries, radius, self.degree,
+                                  kernel):  # fmt: skip
+                fits[part.rows] = part.fits
+                spread[part.rows] = np.sum(part.operator**2 / self._prior[part.neighbours], axis=1)
         return fits + self._level, self.residual_scale_ * np.sqrt(spread)
 
     def predict_interval(self, X: ArrayLike, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,9 @@ and ``δ₂ = tr ((I − L)ᵀ(I − L))²``; the residual scale is ``s = √(Σ
 (pseudovalues' residuals for the symmetric family), the equivalent number of
 parameters ``δ₁ + 2 tr L − n``, and the ``t`` intervals have ``δ₁² / δ₂`` degrees of
 freedom. ``δ₂`` needs ``(I − L)(I − L)ᵀ``: formed exactly up to
-:data:`EXACT_STATISTICS` rows, estimated beyond by Hutchinson's trace estimator.
+:data:`EXACT_STATISTICS` rows; beyond, all but its small part ``tr E²`` is exact and that
+part is estimated from the smooths of random sign vectors
+(:func:`.window_statistics.two_delta`).
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .local_polynomial import POLYNOMIAL_KERNELS, local_fit, window_fit
+from .window_statistics import PROBES, two_delta, window_statistics
 
-__all__ = ["LoessResult", "fit_loess", "fits_at", "pseudovalues", "robustness_weights"]
+__all__ = [
+    "LoessResult",
+    "fit_loess",
+    "fits_at",
+    "pseudovalues",
+    "robustness_weights",
+    "windowed",
+]
 
 #: Rows up to which δ₂ is computed exactly (a dense n × n product).
 EXACT_STATISTICS = 4000
-#: Random sign vectors of the δ₂ estimate beyond that.
-PROBES = 64
-#: Entries of the operator kept in memory for δ₂'s estimate (recomputed beyond).
-KEPT_ENTRIES = 3 * 10**7
 #: Queries × neighbours from which one-column fits take running moments.
 WINDOW_WORK = 2**20
 
@@ -90,8 +96,7 @@ def fits_at(X, y, weights, queries, radius, degree, kernel, *, moments=True) -> 
     """Local polynomial fits at ``queries`` (no operator): from running moments in one
     column with a polynomial kernel and enough work to pay for them (the rows they
     cannot vouch for refitted directly), directly otherwise."""
-    polynomial = kernel.name in POLYNOMIAL_KERNELS and X.shape[1] == 1
-    if moments and polynomial and X.shape[0] * queries.shape[0] > WINDOW_WORK:
+    if moments and windowed(X, kernel, X.shape[0] * queries.shape[0]):
         order = np.argsort(X[:, 0], kind="stable")
         at = np.argsort(queries[:, 0], kind="stable")
         profile = POLYNOMIAL_KERNELS[kernel.name]
@@ -113,10 +118,28 @@ def fits_at(X, y, weights, queries, radius, degree, kernel, *, moments=True) -> 
     return out
 
 
+def windowed(X, kernel, work) -> bool:
+    """Whether a problem of ``work`` queries × rows in ``X`` takes its moments from
+    running sums: one column, a polynomial kernel, enough work to pay for them."""
+    return X.shape[1] == 1 and kernel.name in POLYNOMIAL_KERNELS and work > WINDOW_WORK
+
+
 def fit_loess(X, y, prior, radius, degree, kernel, iterations) -> LoessResult:
     """LOESS at the rows of ``X`` (scaled): ``iterations`` fits (1: the gaussian family),
-    each after the first weighted by the robustness of the one before."""
-    trace, one_delta, two_delta, first = _statistics(X, y, prior, radius, degree, kernel)
+    each after the first weighted by the robustness of the one before. Beyond
+    :data:`EXACT_STATISTICS` rows in one column with a polynomial kernel, the statistics
+    come from running moments (:mod:`.window_statistics`)."""
+    n = X.shape[0]
+    if n > EXACT_STATISTICS and windowed(X, kernel, n * n):
+        order = np.argsort(X[:, 0], kind="stable")
+        profile = POLYNOMIAL_KERNELS[kernel.name]
+        found = window_statistics(X[order, 0], y[order], prior[order], radius[order], degree,
+                                  profile)  # fmt: skip
+        first = np.empty(n)
+        first[order] = found[0]
+        trace, one_delta, two_delta = found[1:]
+    else:
+        trace, one_delta, two_delta, first = _statistics(X, y, prior, radius, degree, kernel)
     fitted, robust = first, np.ones_like(y)
     for _ in range(1, iterations):
         robust = robustness_weights(y - fitted)
@@ -133,35 +156,33 @@ def fit_loess(X, y, prior, radius, degree, kernel, iterations) -> LoessResult:
 
 def _statistics(X, y, prior, radius, degree, kernel):
     """``tr L``, ``δ₁``, ``δ₂`` and the fits of the first iteration, from the operator's
-    rows (``δ₂`` exact up to :data:`EXACT_STATISTICS` rows)."""
+    rows: ``δ₂`` exactly up to :data:`EXACT_STATISTICS` rows, beyond from the smooths of
+    random sign vectors (:func:`.window_statistics.two_delta`)."""
     n = X.shape[0]
     fitted = np.empty(n)
     trace = squares = 0.0
     dense = np.eye(n) if n <= EXACT_STATISTICS else None
-    kept: list | None = None if dense is not None else []
+    probes = (
+        None if dense is not None else np.random.default_rng(0).choice([-1.0, 1.0], (n, PROBES))
+    )
+    smoothed = None if probes is None else np.empty_like(probes)
     for part in local_fit(X, y, prior, X, radius, degree, kernel):
         fitted[part.rows] = part.fits
         own = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]
         trace += float(np.sum(part.operator[own]))
         squares += float(np.sum(part.operator**2))
-        matrix = _chunk_matrix(part, n)
         if dense is not None:
-            dense[part.rows] -= matrix.toarray()
-        elif kept is not None:
-            kept.append((part.rows, matrix))
-            if sum(chunk.nnz for _, chunk in kept) > KEPT_ENTRIES:
-                kept = None  # recomputed in two passes instead
+            dense[part.rows] -= _chunk_matrix(part, n).toarray()
+        else:
+            smoothed[part.rows] = np.einsum("cw,cwp->cp", part.operator, probes[part.neighbours])
     one_delta = n - 2.0 * trace + squares
-    if dense is not None:
-        from scipy.linalg.blas import dsyrk
+    if dense is None:
+        return trace, one_delta, two_delta(trace, squares, probes, smoothed), fitted
+    from scipy.linalg.blas import dsyrk
 
-        upper = np.triu(dsyrk(1.0, dense))  # (I − L)(I − L)ᵀ, its upper triangle
-        two_delta = float(2.0 * np.sum(upper**2) - np.sum(np.diagonal(upper) ** 2))
-    else:
-        if kept is None:
-            kept = _Rows(X, y, prior, radius, degree, kernel)
-        two_delta = _estimated_two_delta(n, kept)
-    return trace, one_delta, two_delta, fitted
+    upper = np.triu(dsyrk(1.0, dense))  # (I − L)(I − L)ᵀ, its upper triangle
+    product_squares = float(2.0 * np.sum(upper**2) - np.sum(np.diagonal(upper) ** 2))
+    return trace, one_delta, product_squares, fitted
 
 
 def _chunk_matrix(part, n):
@@ -171,30 +192,3 @@ def _chunk_matrix(part, n):
     count, width = part.neighbours.shape
     pointers = np.arange(0, count * width + 1, width)
     return csr_matrix((part.operator.ravel(), part.neighbours.ravel(), pointers), shape=(count, n))
-
-
-class _Rows:
-    """The operator's rows recomputed chunk by chunk, each time they are iterated."""
-
-    def __init__(self, X, y, prior, radius, degree, kernel):
-        self.arguments = (X, y, prior, X, radius, degree, kernel)
-
-    def __iter__(self):
-        n = self.arguments[0].shape[0]
-        for part in local_fit(*self.arguments):
-            yield part.rows, _chunk_matrix(part, n)
-
-
-def _estimated_two_delta(n, rows) -> float:
-    """``tr (A Aᵀ)² = E ‖A Aᵀ z‖²`` over random signs ``z`` (``A = I − L``), from two
-    passes over the operator's rows (``(slice, sparse chunk)`` pairs); fixed seed,
-    :data:`PROBES` vectors."""
-    probes = np.random.default_rng(0).choice([-1.0, 1.0], size=(n, PROBES))
-    transposed = probes.copy()  # Aᵀ z = z − Lᵀ z
-    for where, matrix in rows:
-        transposed -= matrix.T @ probes[where]
-    total = 0.0
-    for where, matrix in rows:
-        applied = transposed[where] - matrix @ transposed
-        total += float(np.sum(applied**2))
-    return total / PROBES
