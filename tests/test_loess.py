@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skmisc.loess import loess as netlib_loess
 
 import attnpool
@@ -275,3 +277,21 @@ def test_statistics_beyond_the_exact_size(monkeypatch, d):
     for ours, theirs in zip(estimated.predict(queries, return_std=True),
                             exact.predict(queries, return_std=True), strict=True):  # fmt: skip
         _close(ours, theirs, 1e-8)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    scales=st.tuples(st.floats(1e-3, 1e3), st.floats(1e-3, 1e3)),
+    shift=st.floats(-1e3, 1e3),
+    slope=st.floats(-10.0, 10.0),
+)
+def test_property_equivariance(seed, scales, shift, slope):
+    # normalised columns: a fit does not see each column's units or origin; y enters
+    # linearly
+    rng = np.random.default_rng(seed)
+    X, y = rng.uniform(0.0, 1.0, (150, 2)), rng.normal(size=150)
+    base = attnpool.Loess(span=0.4).fit(X, y)
+    moved = attnpool.Loess(span=0.4).fit(X * np.array(scales) + shift, slope * y + shift)
+    _close(moved.fitted_values_, slope * base.fitted_values_ + shift, 1e-8)
+    assert moved.enp_ == pytest.approx(base.enp_, rel=1e-8)

@@ -16,6 +16,8 @@ import pandas as pd
 import pytest
 import statsmodels.nonparametric._smoothers_lowess as statsmodels_cython
 import statsmodels.nonparametric.tests as statsmodels_tests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from statsmodels.nonparametric.smoothers_lowess import lowess as statsmodels_lowess
 
 import attnpool
@@ -333,3 +335,47 @@ def test_lowess_loads_no_jax():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    points=st.lists(st.integers(0, 40), min_size=3, max_size=60),
+    seed=st.integers(0, 10**6),
+    frac=st.floats(0.05, 1.0),
+    delta=st.sampled_from([0.0, 0.5, 3.0]),
+)
+def test_property_statsmodels_first_fit(points, seed, frac, delta):
+    # integers make ties and spans smaller than them; it=0 is free of the robustness
+    # weights' rounding-level chaos, which the iteration test above handles
+    x = np.array(points, dtype=float) / 4.0
+    y = np.random.default_rng(seed).normal(size=x.size)
+    with np.errstate(invalid="ignore"):
+        theirs = statsmodels_lowess(y, x, frac=frac, it=0, delta=delta)
+    _close(attnpool.lowess(y, x, frac=frac, it=0, delta=delta), theirs, 1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    scale=st.floats(1e-3, 1e3),
+    shift=st.floats(-1e4, 1e4),
+    slope=st.floats(-10.0, 10.0),
+)
+def test_property_equivariance(seed, scale, shift, slope):
+    rng = np.random.default_rng(seed)
+    x, y = rng.uniform(0.0, 1.0, 200), rng.normal(size=200)
+    base = attnpool.r_lowess(x, y, f=0.3).y
+    moved = attnpool.r_lowess(scale * x + shift, slope * y + shift, f=0.3).y
+    _close(moved, slope * base + shift, 1e-8)
+    fit = attnpool.lowess(y, x, frac=0.3)[:, 1]
+    _close(attnpool.lowess(slope * y + shift, x, frac=0.3)[:, 1], slope * fit + shift, 1e-9)
+
+
+def test_tiny_inputs_and_missing_none():
+    np.testing.assert_array_equal(attnpool.lowess([2.0], [1.0]), [[1.0, 2.0]])
+    np.testing.assert_array_equal(attnpool.r_lowess([1.0], [2.0]).y, [2.0])
+    _close(attnpool.lowess([1.0, 3.0], [0.0, 1.0]), statsmodels_lowess([1.0, 3.0], [0.0, 1.0]))
+    with pytest.raises(ValueError, match="missing='none'"):
+        attnpool.lowess([1.0, np.nan, 2.0], [0.0, 1.0, 2.0], missing="none")
+    series = pd.Series(np.arange(20.0))
+    _close(attnpool.lowess(series, series), statsmodels_lowess(series, series))
