@@ -88,12 +88,15 @@ class Rules:
         return fits + level
 
     def window_starts(self, keys, queries, k) -> np.ndarray:
+        """Index of the first of each query's ``k`` keys (shape (q,))."""
         raise NotImplementedError
 
     def direct(self, keys, values, robustness, queries, starts, k, fallback) -> np.ndarray:
+        """Fits weighing every key of every window as the peer's loop does."""
         raise NotImplementedError
 
     def fast(self, keys, values, robustness, queries, starts, k):
+        """``(fits, redo)``: fits from the window sums, and the rows to fit directly."""
         raise NotImplementedError
 
     def robustness(self, values: np.ndarray, fits: np.ndarray) -> np.ndarray | None:
