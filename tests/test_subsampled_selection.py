@@ -83,3 +83,24 @@ def test_subsampled_scaling_in_several_columns():
     want = np.median(factors, axis=0) * dispersion(x) * 430 ** (-1 / 6)
     found = select_bandwidth(x, y, subsample=Subsampled(n_sub=100))
     np.testing.assert_allclose(found.bandwidth, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("method, rtol", [("normal_reference", 1e-12), ("cv_ml", 3e-3)])
+@pytest.mark.parametrize("only", [False, True])
+def test_subsampled_conditional_bandwidths_are_statsmodels_efficient(method, rtol, only):
+    from statsmodels.nonparametric.kernel_density import KDEMultivariateConditional
+
+    from attnpool import select_conditional_bandwidth
+
+    rng = np.random.default_rng(6)
+    x = rng.uniform(0, 5, 520)  # 520: a last, shorter block
+    y = np.sin(x) + rng.normal(0, 0.4, 520)
+    settings = {"n_sub": 60, "return_only_bw": only}
+    found = select_conditional_bandwidth(x, y, method=method, subsample=Subsampled(**settings))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = KDEMultivariateConditional(
+            endog=[y], exog=[x], dep_type="c", indep_type="c", bw=method,
+            defaults=EstimatorSettings(efficient=True, **settings),
+        ).bw  # fmt: skip
+    np.testing.assert_allclose(found.bandwidth, theirs[::-1], rtol=rtol)  # x's, then y's

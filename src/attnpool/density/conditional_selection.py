@@ -13,6 +13,7 @@ import numpy as np
 from .. import kernels as _kernels
 from .._typing import ArrayLike, Bandwidth, KernelSpec
 from .._validation import check_choice, check_points
+from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import log_pair_terms, log_sums
 from .conditional import sides
 
@@ -85,6 +86,7 @@ def select_conditional_bandwidth(
     x_var_type: str | None = None,
     y_var_type: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    subsample: Subsampled | None = None,
 ) -> BandwidthSelection:
     """Bandwidths of :math:`\\hat f(y \\mid x)`: a
     :class:`~attnpool.bandwidth.BandwidthSelection` whose ``bandwidth`` holds ``x``'s
@@ -102,6 +104,10 @@ def select_conditional_bandwidth(
     kernel : str or Kernel
     x_var_type, y_var_type : str, optional
     progress : callable ``(done, total)``, optional
+    subsample : Subsampled, optional
+        Select on blocks of rows and scale up, as statsmodels' ``efficient=True``
+        (:mod:`attnpool.bandwidth.subsample`): the scaling counts the continuous columns of
+        ``x`` and ``y`` together, as statsmodels' conditional estimator does.
 
     Returns
     -------
@@ -134,9 +140,20 @@ def select_conditional_bandwidth(
     both = np.hstack([x, y])
     var_type = (x_var_type or "c" * x.shape[1]) + (y_var_type or "c" * y.shape[1])
     model = model_for(both, kernel=kernel, var_type=var_type)
-    if method == "normal_reference":
+    if method == "normal_reference" and subsample is None:
         return BandwidthSelection(normal_reference(both, model), math.nan, method, NO_GRID)
     d = x.shape[1]
+    if subsample is not None:
+
+        def on_rows(rows: np.ndarray) -> np.ndarray:
+            found = select_conditional_bandwidth(
+                x[rows], y[rows], method=method, kernel=kernel, x_var_type=x_var_type,
+                y_var_type=y_var_type,
+            )  # fmt: skip
+            return np.asarray(found.bandwidth)
+
+        h = subsampled_bandwidth(on_rows, both, var_type, subsample)
+        return BandwidthSelection(h, math.nan, method, NO_GRID)
 
     def objective(h: Any) -> float:
         return conditional_criterion(x, y, h[:d], h[d:], method=method, kernel=kernel,
