@@ -61,6 +61,7 @@ _NAMES = {
     "r_lowess": "smoothers",
     "LowessCurve": "smoothers",
     "Loess": "smoothers.loess",
+    "show_config": "_config",
 }
 #: The public surface: the table's names, the modules above and the version.
 __all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from . import datasets as datasets
     from . import kernels as kernels
     from ._cache import count_programs as count_programs
+    from ._config import show_config as show_config
     from .bandwidth import aicc_curve as aicc_curve
     from .bandwidth import cv_curve as cv_curve
     from .bandwidth import rule_of_thumb as rule_of_thumb

@@ -115,9 +115,23 @@ def _compile_error(
                 RuntimeWarning,
                 stacklevel=3,
             )
+        elif compiler_name not in _told_missing:  # no compiler at all: say so once
+            _told_missing.add(compiler_name)
+            warnings.warn(
+                f"attnpool's compiled loops are unavailable: {reason}. The XLA forms are "
+                "used instead, at a cost: a first fit compiles JAX programs (seconds, not "
+                "~0.1 s), and large sums run several times slower. attnpool.show_config() "
+                "tells what runs here.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         return reason
     _failures.pop(key, None)
     return None
+
+
+#: Missing compilers this process has warned about (once each).
+_told_missing: set[str] = set()
 
 
 def _failure_key(compiler_name: str, expansions: bool) -> str:
