@@ -117,5 +117,5 @@ def _jax() -> dict[str, Any]:
     return {
         "backend": jax.default_backend(),
         "devices": [str(device) for device in jax.devices()],
-        "float64 enabled globally": bool(jax.config.read("jax_enable_x64")),
+        "float64 enabled globally": bool(getattr(jax.config, "jax_enable_x64", False)),
     }
