@@ -200,8 +200,11 @@ def _host_log_density(
     name = method.name if isinstance(method, Binned) else method
     options = method if isinstance(method, Binned) else Binned()
 
-    def exact(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
-        return log_density(keys, queries, kernel=record, bandwidth=h)  # rows "auto" sums
+    def exact(
+        keys: np.ndarray, queries: np.ndarray, weights: np.ndarray | None = None
+    ) -> np.ndarray:
+        # the rows "auto" sums
+        return log_density(keys, queries, kernel=record, bandwidth=h, weights=weights)
 
     return np.asarray(method_log_sums(x64, q64, record, h, w64, name, options, exact))
 

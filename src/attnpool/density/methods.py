@@ -162,29 +162,38 @@ def method_log_sums(
     if name == "native":
         return _native_log_sums(x, q, record, h, w)
     reason = refusal(record, d)
-    if reason or w is not None:
-        raise ValueError(f"method: {reason or 'binned densities are for unweighted samples'}")
-    return _binned_log_sums(x, q, record, h, options, exact)
+    if reason:
+        raise ValueError(f"method: {reason}")
+    if w is None:
+        return _binned_log_sums(x, q, record, h, options, exact, None)
+    kept = w > 0
+    x, w = x[kept], w[kept]
+    # in units of the smallest weight, whose key weighs at least K(r) in a row's sum (the
+    # reach of the rows binning leaves assumes it)
+    smallest = float(np.min(w))
+    return _binned_log_sums(x, q, record, h, options, exact, w / smallest) + math.log(smallest)
 
 
-def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: Any) -> Any:
+def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: Any, w: Any) -> Any:
     """Normalised log sums by binning (:mod:`attnpool.methods.binned_host`): each density
     within ``options.tolerance`` of itself, or summed exactly over the keys within its
-    reach (:mod:`attnpool.methods.binned_near`)."""
+    reach (:mod:`attnpool.methods.binned_near`). ``w``: the keys' weights, at least 1, or
+    None."""
     from ..methods.binned_host import binned_sums, plan_grid
     from ..methods.binned_near import keys_near, near_log_sums
 
     d, scale = x.shape[1], 1.0 / h
+    total = x.shape[0] if w is None else float(np.sum(w))
     plan = plan_grid(q, x, scale, record, options.grid_size, options.tolerance)
     grid, reach, hopeless = plan.grid, plan.reach, plan.hopeless
     top = float(np.asarray(record.log_profile(np.zeros(()))))
     constant = top - math.log(kernel_integrals(record, d)[0]) - float(np.sum(np.log(h)))
     if hopeless:
-        return exact(x, q) + math.log(x.shape[0])
+        return exact(x, q, w) + math.log(total)
     # one column finds the keys near a row without each key's cell (8 bytes a key)
     sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=d == 2,
                                        correct_queries=plan.correct_queries,
-                                       order=plan.order)  # fmt: skip
+                                       order=plan.order, weights=w)  # fmt: skip
     weight = sums[:, 0]
     settled = (weight > 0) & (error <= options.tolerance * weight)
     with np.errstate(divide="ignore", invalid="ignore"):  # unsettled rows: redone below
@@ -193,13 +202,16 @@ def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: A
     if again.size:  # exactly, over the keys that can matter to them
         least = weight[again] - error[again]  # the exact sum is at least this
         rows = q[again] * scale
-        summed = near_log_sums(rows, record, binning, x.shape[0], least, x, scale)
-        if summed is not None:
-            out[again] = summed + constant
-            return out
-        near = keys_near(rows, record, binning, x.shape[0], least, x, scale)
+        if w is None:  # the compiled pass sums unweighted keys
+            summed = near_log_sums(rows, record, binning, total, least, x, scale)
+            if summed is not None:
+                out[again] = summed + constant
+                return out
+        near = keys_near(rows, record, binning, total, least, x, scale)
         out[again] = -np.inf
         if near.size:
-            found = exact(x[near], q[again])
-            out[again] = found + math.log(near.size)
+            near_w = None if w is None else w[near]
+            found = exact(x[near], q[again], near_w)
+            count = near.size if near_w is None else float(np.sum(near_w))
+            out[again] = found + math.log(count)
     return out

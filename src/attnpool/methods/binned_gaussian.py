@@ -37,7 +37,15 @@ from typing import Any
 import numpy as np
 
 from .binned import corners, interpolate
-from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points, second_moments
+from .binning import (
+    FFT_ROUNDING,
+    QUERY_CHUNK,
+    Binning,
+    bin_points,
+    counted_features,
+    key_total,
+    second_moments,
+)
 
 #: Half-width of a pair's box about a node offset it weighs, in spacings.
 BOX = 2
@@ -276,6 +284,7 @@ def gaussian_sums(
     values: Any = None,
     cells: bool = False,
     correct_queries: bool | None = None,
+    weights: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, Any]:
     """:func:`.binned_host.binned_sums` for the Gaussian, corrected to third order:
     ``(sums (n, 1 + p), error (n,), binning)``, ``sums`` the ``[Σ_j K_ij, Σ_j K_ij v_j] /
@@ -287,7 +296,7 @@ def gaussian_sums(
     d, m = len(grid.size), keys.shape[0]
     spacing, size = np.asarray(grid.spacing, np.float64), grid.size
     scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
-    features = None if values is None else np.c_[np.ones(m), values]
+    features = counted_features(m, values, weights)
     f = 1 if features is None else features.shape[1]
     binned, where = bin_points(keys, scale, grid, features, cells=cells, moments=True)
 
@@ -360,5 +369,5 @@ def gaussian_sums(
         norms.append(0.5 * (second + (place[j] if corrected else 0) * norm) * curvature_norm)
     norms.append(norm * sum(c * np.prod([np.sum(t) for t in tables]) for c, tables in terms))
     rounding = FFT_ROUNDING * np.log2(np.prod(lengths)) * float(np.sum(norms))
-    error = bounded + outside(spacing, kernel_spans, size) * m + rounding
+    error = bounded + outside(spacing, kernel_spans, size) * key_total(m, weights) + rounding
     return sums, error, Binning(grid, binned[..., :1], where)

@@ -36,7 +36,7 @@ from .binned_gaussian import QUERIES_PER_NODE, aligned_grid, gaussian_sums, latt
 from .binned_gaussian import nodes_for as gaussian_nodes_for
 from .binned_taylor import LINEAR_COLUMNS, taylor_sums
 from .binned_taylor import plan as taylor_plan
-from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points
+from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points, counted_features, key_total
 
 
 def interpolate(values, scaled, grid):
@@ -67,6 +67,7 @@ def binned_sums(
     cells=False,
     correct_queries=None,
     order=None,
+    weights=None,
 ):
     """``(sums (n, 1 + p), error (n,), binning)``: ``[Σ_j K_ij, Σ_j K_ij v_j] / K(0)`` by
     binning, a bound on ``Σ_j |error of K_ij|`` per query (the pair bound convolved with
@@ -75,18 +76,18 @@ def binned_sums(
     key's cell. The Gaussian's sums are corrected to third order
     (:func:`.binned_gaussian.gaussian_sums`, with ``correct_queries``); with an ``order``,
     the queries are on the grid's nodes and the keys' moments to that order sum them
-    (:func:`.binned_taylor.taylor_sums`)."""
+    (:func:`.binned_taylor.taylor_sums`). ``weights (m,)``: each key counted by its weight
+    (``Σ_j w_j K_ij`` and the bounds in weights; None: by one)."""
     if order is not None:
-        return taylor_sums(queries, keys, scale, grid, reach, order, values, cells)
+        return taylor_sums(queries, keys, scale, grid, reach, order, values, cells, weights)
     size = tuple(grid_bucket(s) for s in grid.size)  # a few FFT lengths, not one per size
     grid = type(grid)(grid.start, grid.spacing, size)
     reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
     if kernels.is_gaussian(kernel):
-        return gaussian_sums(queries, keys, scale, grid, reach, values, cells, correct_queries)
+        return gaussian_sums(queries, keys, scale, grid, reach, values, cells, correct_queries,
+                             weights)  # fmt: skip
     bound, outside = pair_error_bound(kernel, grid.spacing, size, reach)
-    features = None
-    if values is not None:
-        features = np.concatenate([np.ones((keys.shape[0], 1)), values], axis=1)
+    features = counted_features(keys.shape[0], values, weights)
     binned, where = bin_points(keys, scale, grid, features, cells=cells)
     weights = kernel_on_grid(kernel, grid, reach)
     counts = binned[..., :1]
@@ -100,7 +101,7 @@ def binned_sums(
         * float(np.sqrt(np.sum(counts**2)))
         * (float(np.sum(weights)) + float(np.sum(bound)))
     )
-    error = sums[:, -1] + outside * keys.shape[0] + rounding
+    error = sums[:, -1] + outside * key_total(keys.shape[0], weights) + rounding
     return sums[:, :-1], error, Binning(grid, counts, where)
 
 

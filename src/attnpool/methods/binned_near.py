@@ -33,8 +33,9 @@ NEAR_BLOCKS = 2**16
 SUM_CELL_ROWS, MAX_SUM_CELL = 4, 16
 
 
-def row_reach(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None):
-    """``(reach (k,), blocks, factor)``: the distance (scaled) beyond which ``m`` keys
+def row_reach(scaled_rows, kernel: Kernel, binning: Binning, m: float, least=None):
+    """``(reach (k,), blocks, factor)``: the distance (scaled) beyond which ``m`` keys (with
+    observation weights: their total in units of the smallest)
     weigh at most ``fgt.TOLERANCE`` of each row's sum, for rows ``(k, d)`` in scaled
     coordinates; the occupied ``blocks`` of ``factor`` nodes a side searched for the
     nearest key. A row's sum is at least ``least`` (a lower bound in ``K(0)`` units
@@ -66,7 +67,7 @@ def row_reach(scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None)
 
 
 def keys_near(
-    scaled_rows, kernel: Kernel, binning: Binning, m: int, least=None, keys=None, scale=None
+    scaled_rows, kernel: Kernel, binning: Binning, m: float, least=None, keys=None, scale=None
 ) -> np.ndarray:
     """Indices of the keys that can weigh more than ``fgt.TOLERANCE`` of a row's sum,
     for rows ``(k, d)`` in scaled coordinates — a superset: those within
@@ -88,7 +89,7 @@ def keys_near(
 
 
 def near_log_sums(
-    scaled_rows, kernel: Kernel, binning: Binning, m: int, least, keys, scale
+    scaled_rows, kernel: Kernel, binning: Binning, m: float, least, keys, scale
 ) -> np.ndarray | None:
     """``(k,)`` each row's ``log Σ_j K_ij / K(0)`` over every key within its
     :func:`row_reach`, exact to rounding (``−inf`` where none is), in one compiled pass:

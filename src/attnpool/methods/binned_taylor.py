@@ -28,7 +28,7 @@ import numpy as np
 from .._units import column_extremes
 from . import fgt, native
 from .binned_gaussian import derivative, fast_length, hermite_maxima
-from .binning import FFT_ROUNDING, Binning
+from .binning import FFT_ROUNDING, Binning, counted_features, key_total
 from .threads import cores, thread_pool
 
 #: The unit roundoff of float64 (half its machine epsilon).
@@ -137,6 +137,7 @@ def taylor_sums(
     order: int,
     values: Any = None,
     cells: bool = False,
+    weights: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, Binning]:
     """:func:`.binned_host.binned_sums` for the Gaussian at queries on ``grid``'s nodes:
     ``(sums (n, 1 + p), error (n,), binning)``, the sums ``[Σ_j K_ij, Σ_j K_ij v_j] / K(0)``
@@ -146,7 +147,7 @@ def taylor_sums(
     d, m = len(grid.size), keys.shape[0]
     spacing, size = np.asarray(grid.spacing, np.float64), np.asarray(grid.size)
     scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
-    features = None if values is None else np.c_[np.ones(m), values]
+    features = counted_features(m, values, weights)
     f = 1 if features is None else features.shape[1]
     alphas = moment_orders(order, d)
     kept = len(alphas) - (order + 2 if d == 2 else 1)
@@ -187,7 +188,7 @@ def taylor_sums(
     # keys beyond the reach along some axis: each weighs at most φ at half a node less
     cut = [(w + 0.5) * h - e for w, h, e, s in zip(spans, spacing, off, size, strict=True)
            if w < s - 1]  # fmt: skip
-    left_out = m * math.exp(-0.5 * max(min(cut), 0.0) ** 2) if cut else 0.0
+    left_out = key_total(m, weights) * math.exp(-0.5 * max(min(cut), 0.0) ** 2) if cut else 0.0
     error = at[:, f] + left_out + rounding
     found = None if beside is None else (beside, *band)
     return at[:, :f], error, Binning(grid, binned[..., :1], where, found)

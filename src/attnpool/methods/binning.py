@@ -84,3 +84,17 @@ def second_moments(scaled: Any, grid: Any) -> Any:
     left = np.clip(np.floor(position), 0, np.asarray(grid.size) - 2)
     fraction = position - left
     return fraction * (1.0 - fraction) * spacing**2
+
+
+def counted_features(m: int, values: Any, weights: Any) -> np.ndarray | None:
+    """The columns binned: each key's count (its weight, or one) and its values; None
+    for unweighted counts alone."""
+    if values is None and weights is None:
+        return None
+    count = np.ones((m, 1)) if weights is None else np.asarray(weights, np.float64)[:, None]
+    return count if values is None else np.concatenate([count, values], axis=1)
+
+
+def key_total(m: int, weights: Any) -> float:
+    """The keys' total count: ``m``, or their weights' sum."""
+    return float(m) if weights is None else float(np.sum(weights))
