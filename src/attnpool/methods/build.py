@@ -20,6 +20,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import warnings
 from pathlib import Path
 
 from .._cache import is_private, private_directory, processor_fingerprint
@@ -35,6 +36,25 @@ def compiler() -> str:
 def compiler_found(compiler_name: str) -> bool:
     """Whether the compiler's program is on the PATH."""
     return shutil.which((shlex.split(compiler_name) or [""])[0]) is not None
+
+
+#: Missing compilers this process has warned about (once each).
+_told_missing: set[str] = set()
+
+
+def tell_missing_compiler(compiler_name: str, reason: str) -> None:
+    """Warn, once per process and compiler, that no compiler builds the loops, and what
+    falling back to their XLA forms costs."""
+    if compiler_name in _told_missing:
+        return
+    _told_missing.add(compiler_name)
+    warnings.warn(
+        f"attnpool's compiled loops are unavailable: {reason}. The XLA forms are used "
+        "instead, at a cost: a first fit compiles JAX programs (seconds, not ~0.1 s), and "
+        "large sums run several times slower. attnpool.show_config() tells what runs here.",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 def build(compiler_name: str, source: Path, defines: list[str]) -> Path:

@@ -48,7 +48,7 @@ import numpy as np
 
 from .._units import column_extremes
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
-from .build import build, cached, compiler, compiler_found
+from .build import build, cached, compiler, compiler_found, tell_missing_compiler
 from .native_layout import CHUNK, LOG2E, Layout
 from .native_signatures import RETURNS_STATUS, SIGNATURES
 from .threads import cores, start_threads, thread_pool
@@ -115,23 +115,11 @@ def _compile_error(
                 RuntimeWarning,
                 stacklevel=3,
             )
-        elif compiler_name not in _told_missing:  # no compiler at all: say so once
-            _told_missing.add(compiler_name)
-            warnings.warn(
-                f"attnpool's compiled loops are unavailable: {reason}. The XLA forms are "
-                "used instead, at a cost: a first fit compiles JAX programs (seconds, not "
-                "~0.1 s), and large sums run several times slower. attnpool.show_config() "
-                "tells what runs here.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
+        else:
+            tell_missing_compiler(compiler_name, reason)
         return reason
     _failures.pop(key, None)
     return None
-
-
-#: Missing compilers this process has warned about (once each).
-_told_missing: set[str] = set()
 
 
 def _failure_key(compiler_name: str, expansions: bool) -> str:
