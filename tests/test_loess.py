@@ -295,3 +295,17 @@ def test_property_equivariance(seed, scales, shift, slope):
     moved = attnpool.Loess(span=0.4).fit(X * np.array(scales) + shift, slope * y + shift)
     _close(moved.fitted_values_, slope * base.fitted_values_ + shift, 1e-8)
     assert moved.enp_ == pytest.approx(base.enp_, rel=1e-8)
+
+
+def test_span_criteria_from_running_moments(monkeypatch):
+    # in one column the fits and Lᵢᵢ the criteria need come from running moments
+    from attnpool.smoothers import loess_fit
+
+    X, y = _data(1, n=400)
+    spans = np.array([0.2, 0.4, 0.7])
+    for criterion in ("gcv", "aicc", "cv"):
+        direct = attnpool.Loess(span=criterion, spans=spans).fit(X, y).criterion_
+        with monkeypatch.context() as patched:
+            patched.setattr(loess_fit, "WINDOW_WORK", 100)
+            windowed = attnpool.Loess(span=criterion, spans=spans).fit(X, y).criterion_
+        _close(windowed, direct, 1e-10)

@@ -154,9 +154,7 @@ class Loess(RegressorMixin, BaseEstimator):
                 )
             self.span_ = int(self.neighbours) / y.size
         elif isinstance(self.span, str):
-            spans = (
-                np.linspace(0.1, 1.0, 19) if self.spans is None else np.asarray(self.spans, float)
-            )
+            spans = np.arange(2, 21) / 20 if self.spans is None else np.asarray(self.spans, float)
             self.span_, self.criterion_ = select_span(
                 scaled, y, prior, spans, self.degree, kernel, self.span
             )

@@ -15,8 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import Kernel
-from .local_polynomial import local_fit
+from .local_polynomial import POLYNOMIAL_KERNELS, local_fit
+from .loess_fit import windowed
 from .neighbourhoods import radii
+from .window_statistics import window_leverage
 
 __all__ = ["CRITERIA", "select_span"]
 
@@ -47,10 +49,17 @@ def select_span(
 def _criterion(X, y, prior, span, degree, kernel, criterion) -> float:
     n = X.shape[0]
     fitted, own = np.empty(n), np.empty(n)
-    for part in local_fit(X, y, prior, X, radii(X, X, span), degree, kernel):
-        fitted[part.rows] = part.fits
-        mine = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]
-        own[part.rows] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
+    radius = radii(X, X, span)
+    if windowed(X, kernel, n * n):  # one column: the fits and Lᵢᵢ from running moments
+        order = np.argsort(X[:, 0], kind="stable")
+        found = window_leverage(X[order, 0], y[order], prior[order], radius[order], degree,
+                                POLYNOMIAL_KERNELS[kernel.name])  # fmt: skip
+        fitted[order], own[order] = found
+    else:
+        for part in local_fit(X, y, prior, X, radius, degree, kernel):
+            fitted[part.rows] = part.fits
+            mine = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]
+            own[part.rows] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
     residuals = y - fitted
     trace = float(own.sum())
     with np.errstate(divide="ignore", invalid="ignore"):

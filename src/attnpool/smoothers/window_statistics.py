@@ -27,7 +27,14 @@ import numpy as np
 from ..engines.window_sums import polynomial_window_sums
 from .local_polynomial import WINDOW_CONDITION, local_fit
 
-__all__ = ["PROBES", "squared", "two_delta", "window_standard_errors", "window_statistics"]
+__all__ = [
+    "PROBES",
+    "squared",
+    "two_delta",
+    "window_leverage",
+    "window_standard_errors",
+    "window_statistics",
+]
 
 #: Random sign vectors whose smooths estimate δ₂ (every pair of them is a sample).
 PROBES = 16
@@ -99,6 +106,24 @@ def window_statistics(keys, y, prior, radius, degree, profile):
     trace, total = float(own.sum()), float(squares.sum())
     one_delta = n - 2.0 * trace + total
     return smoothed[:, 0], trace, one_delta, two_delta(trace, total, probes, smoothed[:, 1:])
+
+
+def window_leverage(keys, y, prior, radius, degree, profile):
+    """Fits at the sorted one-column ``keys`` themselves and each point's weight on
+    itself, ``Lᵢᵢ``: ``(fits, own)``, what the span criteria need."""
+    lo, hi = _windows(keys, keys, radius)
+    s, t = polynomial_window_sums(keys, prior, y, keys, radius, lo, hi, profile, 2 * degree,
+                                  degree)  # fmt: skip
+    a, redo = _solved(s, degree)
+    fits, own = np.einsum("qi,qi->q", a, t), prior * a[:, 0]
+    if redo.any():
+        rows = np.flatnonzero(redo)
+        for part in local_fit(keys[:, None], y, prior, keys[rows, None], radius[rows], degree,
+                              _kernel(profile)):  # fmt: skip
+            where = rows[part.rows]
+            fits[where] = part.fits
+            own[where] = np.sum(np.where(part.neighbours == where[:, None], part.operator, 0.0), 1)
+    return fits, own
 
 
 def two_delta(trace: float, squares: float, probes: np.ndarray, smoothed: np.ndarray) -> float:
