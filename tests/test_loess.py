@@ -309,3 +309,24 @@ def test_span_criteria_from_running_moments(monkeypatch):
             patched.setattr(loess_fit, "WINDOW_WORK", 100)
             windowed = attnpool.Loess(span=criterion, spans=spans).fit(X, y).criterion_
         _close(windowed, direct, 1e-10)
+
+
+def test_predictions_of_dask_queries_block_by_block():
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    X, y = _data(2, n=400)
+    model = attnpool.Loess(span=0.3).fit(X, y)
+    queries = np.random.default_rng(9).uniform(0.0, 10.0, (1000, 2)) * [3.0, 1.0]
+    lazy = da.from_array(queries, chunks=(250, 1))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False) as cluster:
+        with Client(cluster):
+            fits = model.predict(lazy)
+            pair = model.predict(lazy, return_std=True)
+            assert isinstance(fits, da.Array) and fits.chunks == ((250,) * 4,)
+            _close(fits.compute(), model.predict(queries), 1e-13)
+            expected = model.predict(queries, return_std=True)
+            for lazy_part, part in zip(pair, expected, strict=True):
+                _close(lazy_part.compute(), part, 1e-13)
+    with pytest.raises(ValueError, match=r"X: expected a Dask array of shape \(m, 2\)"):
+        model.predict(da.zeros((5, 3)))

@@ -8,7 +8,13 @@ from typing import Any, Self
 import numpy as np
 
 from .. import kernels
-from .._estimator_api import BaseEstimator, RegressorMixin, check_is_fitted, validate_data
+from .._estimator_api import (
+    BaseEstimator,
+    RegressorMixin,
+    check_is_fitted,
+    is_dask,
+    validate_data,
+)
 from .._typing import ArrayLike
 from ..sums.observation_weights import positive_rows
 from .local_polynomial import POLYNOMIAL_KERNELS, local_fit
@@ -191,14 +197,18 @@ class Loess(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array_like of shape (m, n_features)
+            A Dask array is predicted block by block of rows, lazily (the fitted data
+            travel with each task).
         return_std : bool
             Return ``(fit, se)`` instead of the fit alone.
 
         Returns
         -------
-        ndarray of shape (m,), or a pair of them
+        ndarray of shape (m,), or a pair of them (Dask arrays for a Dask ``X``)
         """
         check_is_fitted(self)
+        if is_dask(X):
+            return self._predict_blocks(X, return_std)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         queries = X / self.divisor_
         radius = radii(self._scaled, queries, self.span_, self.neighbours)
@@ -226,6 +236,23 @@ class Loess(RegressorMixin, BaseEstimator):
                 fits[part.rows] = part.fits
                 spread[part.rows] = np.sum(part.operator**2 / self._prior[part.neighbours], axis=1)
         return fits + self._level, self.residual_scale_ * np.sqrt(spread)
+
+    def _predict_blocks(self, X: Any, return_std: bool) -> Any:
+        """:meth:`predict` of a Dask array, each block of rows a task."""
+        columns = self._scaled.shape[1]
+        if X.ndim != 2 or X.shape[1] != columns:
+            raise ValueError(
+                f"X: expected a Dask array of shape (m, {columns}); received shape {X.shape}"
+            )
+        rows = X.rechunk({1: -1})
+        if not return_std:
+            return rows.map_blocks(self.predict, dtype=np.float64, drop_axis=1)
+
+        def block(part: np.ndarray) -> np.ndarray:
+            return np.column_stack(self.predict(part, return_std=True))
+
+        both = rows.map_blocks(block, dtype=np.float64, chunks=(rows.chunks[0], (2,)))
+        return both[:, 0], both[:, 1]
 
     def predict_interval(self, X: ArrayLike, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
         """Pointwise ``t`` intervals ``fit ± t_{df} se`` at ``level`` (R's
