@@ -330,3 +330,15 @@ def test_predictions_of_dask_queries_block_by_block():
                 _close(lazy_part.compute(), part, 1e-13)
     with pytest.raises(ValueError, match=r"X: expected a Dask array of shape \(m, 2\)"):
         model.predict(da.zeros((5, 3)))
+
+
+def test_spans_above_one_tend_to_the_global_polynomial():
+    # above one every point is a neighbour and the radius grows by √span (R's rule): at a
+    # huge span the tricube weighs all points alike, and the fit is least squares' own
+    X, y = _data(1, n=200)
+    far = attnpool.Loess(span=1e12, degree=2).fit(X, y)
+    coefficients = np.polyfit(X[:, 0], y, 2)
+    _close(far.fitted_values_, np.polyval(coefficients, X[:, 0]), 1e-9)
+    assert far.enp_ == pytest.approx(3.0, rel=1e-6)  # δ₁ + 2 tr L − n of a projection
+    wide = attnpool.Loess(span=1.5).fit(X, y)
+    assert wide.span_ == 1.5 and np.all(np.isfinite(wide.fitted_values_))
