@@ -174,7 +174,7 @@ def _statistics(X, y, prior, radius, degree, kernel):
         if dense is not None:
             dense[part.rows] -= _chunk_matrix(part, n).toarray()
         else:
-            smoothed[part.rows] = np.einsum("cw,cwp->cp", part.operator, probes[part.neighbours])
+            smoothed[part.rows] = _chunk_matrix(part, n) @ probes
     one_delta = n - 2.0 * trace + squares
     if dense is None:
         return trace, one_delta, two_delta(trace, squares, probes, smoothed), fitted
