@@ -27,7 +27,15 @@ from .. import kernels
 from ..engines.window_sums import polynomial_window_sums
 from .windows import CHUNK_ENTRIES
 
-__all__ = ["POLYNOMIAL_KERNELS", "LocalFit", "design", "local_fit", "window_fit"]
+__all__ = [
+    "POLYNOMIAL_KERNELS",
+    "LocalFit",
+    "design",
+    "gram_solution",
+    "local_fit",
+    "window_fit",
+    "windows_within",
+]
 
 #: Kernels that are polynomials in ``|u|`` on ``[0, 1)``: ``(power, coefficient)``.
 POLYNOMIAL_KERNELS = {
@@ -171,6 +179,34 @@ def _intercept_rows(basis: np.ndarray) -> np.ndarray:
     return out / norms[:, :1]
 
 
+def windows_within(keys, queries, radius):
+    """``(lo, hi)``: the sorted keys strictly within each query's radius (those on it
+    weigh nothing), ``keys[lo:hi]``."""
+    lo = np.searchsorted(keys, queries - radius, side="right")
+    hi = np.searchsorted(keys, queries + radius, side="left")
+    return lo, hi
+
+
+def gram_solution(s: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """``a = G⁻¹ e₀`` from each query's moments ``s`` (q, 2·degree + 1), ``G_jk = s_(j+k)``
+    (so that the fit is ``aᵀ T``), solved with ``G`` scaled to a unit diagonal; and the rows
+    whose scaled ``G`` has a condition number beyond :data:`WINDOW_CONDITION` (their ``a``
+    zero), to be fitted directly."""
+    gram = s[:, np.add.outer(np.arange(degree + 1), np.arange(degree + 1))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.sqrt(np.abs(np.diagonal(gram, axis1=1, axis2=2)))
+        scaled = gram / (scale[:, :, None] * scale[:, None, :])
+        scaled = np.where(np.isfinite(scaled), scaled, 0.0)
+        condition = np.linalg.cond(scaled)
+    good = np.isfinite(condition) & (condition < WINDOW_CONDITION)
+    a = np.zeros((s.shape[0], degree + 1))
+    if good.any():
+        unit = np.zeros((int(good.sum()), degree + 1, 1))
+        unit[:, 0, 0] = 1.0 / scale[good, 0]
+        a[good] = np.linalg.solve(scaled[good], unit)[..., 0] / scale[good]
+    return a, ~good
+
+
 def window_fit(
     keys: np.ndarray,
     y: np.ndarray,
@@ -178,25 +214,16 @@ def window_fit(
     queries: np.ndarray,
     radius: np.ndarray,
     degree: int,
-    profile: tuple[tuple[int, float], ...],
+    kernel: kernels.Kernel,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fits at sorted ``queries`` on sorted one-column ``keys`` from running moments, and
     the rows to refit directly (a radius of zero, ill-conditioned normal equations)."""
     usable = np.isfinite(radius) & (radius > 0)
     safe = np.where(usable, radius, 1.0)
-    lo = np.searchsorted(keys, queries - safe, side="right")
-    hi = np.searchsorted(keys, queries + safe, side="left")
+    lo, hi = windows_within(keys, queries, safe)
     s, t = polynomial_window_sums(
-        keys, weights, y, queries, safe, lo, hi, profile, 2 * degree, degree
-    )
-    gram = s[:, np.add.outer(np.arange(degree + 1), np.arange(degree + 1))]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.sqrt(np.abs(np.diagonal(gram, axis1=1, axis2=2)))
-        scaled = gram / (scale[:, :, None] * scale[:, None, :])
-        condition = np.linalg.cond(np.where(np.isfinite(scaled), scaled, 0.0))
-    good = usable & np.isfinite(condition) & (condition < WINDOW_CONDITION)
-    fits = np.zeros(queries.shape[0])
-    if good.any():
-        solved = np.linalg.solve(scaled[good], (t[good] / scale[good])[..., None])[..., 0]
-        fits[good] = solved[:, 0] / scale[good, 0]
-    return fits, ~good
+        keys, weights, y, queries, safe, lo, hi, POLYNOMIAL_KERNELS[kernel.name], 2 * degree,
+        degree,
+    )  # fmt: skip
+    a, ill = gram_solution(s, degree)
+    return np.einsum("qi,qi->q", a, t), ~usable | ill

@@ -17,7 +17,7 @@ from .._estimator_api import (
 )
 from .._typing import ArrayLike
 from ..sums.observation_weights import positive_rows
-from .local_polynomial import POLYNOMIAL_KERNELS, local_fit
+from .local_polynomial import local_fit
 from .loess_fit import fit_loess, fits_at, windowed
 from .neighbourhoods import radii, trimmed_scale
 from .span_selection import CRITERIA, select_span
@@ -228,7 +228,7 @@ class Loess(RegressorMixin, BaseEstimator):
             at = np.argsort(queries[:, 0], kind="stable")
             fits[at], spread[at] = window_standard_errors(
                 self._scaled[keys, 0], self._y[keys], weights[keys], self._prior[keys],
-                queries[at, 0], radius[at], self.degree, POLYNOMIAL_KERNELS[kernel.name],
+                queries[at, 0], radius[at], self.degree, kernel,
             )  # fmt: skip
         else:
             for part in local_fit(self._scaled, self._y, weights, queries, radius, self.degree,

@@ -99,10 +99,8 @@ def fits_at(X, y, weights, queries, radius, degree, kernel, *, moments=True) -> 
     if moments and windowed(X, kernel, X.shape[0] * queries.shape[0]):
         order = np.argsort(X[:, 0], kind="stable")
         at = np.argsort(queries[:, 0], kind="stable")
-        profile = POLYNOMIAL_KERNELS[kernel.name]
-        keys, sorted_queries = X[order, 0], queries[at, 0]
         found, redo = window_fit(
-            keys, y[order], weights[order], sorted_queries, radius[at], degree, profile
+            X[order, 0], y[order], weights[order], queries[at, 0], radius[at], degree, kernel
         )
         fits = np.empty(queries.shape[0])
         fits[at] = found
@@ -132,9 +130,8 @@ def fit_loess(X, y, prior, radius, degree, kernel, iterations) -> LoessResult:
     n = X.shape[0]
     if n > EXACT_STATISTICS and windowed(X, kernel, n * n):
         order = np.argsort(X[:, 0], kind="stable")
-        profile = POLYNOMIAL_KERNELS[kernel.name]
         found = window_statistics(X[order, 0], y[order], prior[order], radius[order], degree,
-                                  profile)  # fmt: skip
+                                  kernel)  # fmt: skip
         first = np.empty(n)
         first[order] = found[0]
         trace, one_delta, two_delta = found[1:]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import Kernel
-from .local_polynomial import POLYNOMIAL_KERNELS, local_fit
+from .local_polynomial import local_fit
 from .loess_fit import windowed
 from .neighbourhoods import radii
 from .window_statistics import window_leverage
@@ -53,7 +53,7 @@ def _criterion(X, y, prior, span, degree, kernel, criterion) -> float:
     if windowed(X, kernel, n * n):  # one column: the fits and Lᵢᵢ from running moments
         order = np.argsort(X[:, 0], kind="stable")
         found = window_leverage(X[order, 0], y[order], prior[order], radius[order], degree,
-                                POLYNOMIAL_KERNELS[kernel.name])  # fmt: skip
+                                kernel)  # fmt: skip
         fitted[order], own[order] = found
     else:
         for part in local_fit(X, y, prior, X, radius, degree, kernel):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engines.window_sums import polynomial_window_sums
-from .local_polynomial import WINDOW_CONDITION, local_fit
+from .local_polynomial import POLYNOMIAL_KERNELS, gram_solution, local_fit, windows_within
 
 __all__ = [
     "PROBES",
@@ -49,46 +49,23 @@ def squared(profile):
     return tuple(sorted(terms.items()))
 
 
-def _windows(keys, queries, radius):
-    lo = np.searchsorted(keys, queries - radius, side="right")
-    hi = np.searchsorted(keys, queries + radius, side="left")
-    return lo, hi
-
-
-def _solved(s, degree):
-    """``a = G⁻¹ e₀`` for each query's moments ``s`` (q, 2·degree + 1), and the rows whose
-    scaled ``G`` has a condition number beyond :data:`WINDOW_CONDITION`."""
-    gram = s[:, np.add.outer(np.arange(degree + 1), np.arange(degree + 1))]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.sqrt(np.abs(np.diagonal(gram, axis1=1, axis2=2)))
-        scaled = gram / (scale[:, :, None] * scale[:, None, :])
-        scaled = np.where(np.isfinite(scaled), scaled, 0.0)
-        condition = np.linalg.cond(scaled)
-    good = np.isfinite(condition) & (condition < WINDOW_CONDITION)
-    a = np.zeros((s.shape[0], degree + 1))
-    if good.any():
-        unit = np.zeros((int(good.sum()), degree + 1, 1))
-        unit[:, 0, 0] = 1.0 / scale[good, 0]
-        a[good] = np.linalg.solve(scaled[good], unit)[..., 0] / scale[good]
-    return a, ~good
-
-
 def _quadratic(a, h, degree):
     """``aᵀ H a`` with ``H`` from the moments ``h`` (q, 2·degree + 1)."""
     matrix = h[:, np.add.outer(np.arange(degree + 1), np.arange(degree + 1))]
     return np.einsum("qi,qij,qj->q", a, matrix, a)
 
 
-def window_statistics(keys, y, prior, radius, degree, profile):
+def window_statistics(keys, y, prior, radius, degree, kernel):
     """Fits at the sorted one-column ``keys`` themselves and ``tr L``, ``δ₁``, ``δ₂``:
     ``(fits, trace, one_delta, two_delta)``."""
     n = keys.shape[0]
-    lo, hi = _windows(keys, keys, radius)
+    profile = POLYNOMIAL_KERNELS[kernel.name]
+    lo, hi = windows_within(keys, keys, radius)
     probes = np.random.default_rng(0).choice([-1.0, 1.0], size=(n, PROBES))
     values = np.column_stack([y, probes])
     s, t = polynomial_window_sums(keys, prior, values, keys, radius, lo, hi, profile,
                                   2 * degree, degree)  # fmt: skip
-    a, redo = _solved(s, degree)
+    a, redo = gram_solution(s, degree)
     smoothed = np.einsum("qi,qic->qc", a, t)  # L [y, probes]
     own = prior * a[:, 0]  # K(0) = 1
     h, _ = polynomial_window_sums(keys, prior**2, None, keys, radius, lo, hi, squared(profile),
@@ -97,7 +74,7 @@ def window_statistics(keys, y, prior, radius, degree, profile):
     if redo.any():
         rows = np.flatnonzero(redo)
         for part in local_fit(keys[:, None], y, prior, keys[rows, None], radius[rows],
-                              degree, _kernel(profile)):  # fmt: skip
+                              degree, kernel):  # fmt: skip
             where = rows[part.rows]
             smoothed[where] = np.einsum("cw,cwk->ck", part.operator, values[part.neighbours])
             mine = part.neighbours == where[:, None]
@@ -108,18 +85,19 @@ def window_statistics(keys, y, prior, radius, degree, profile):
     return smoothed[:, 0], trace, one_delta, two_delta(trace, total, probes, smoothed[:, 1:])
 
 
-def window_leverage(keys, y, prior, radius, degree, profile):
+def window_leverage(keys, y, prior, radius, degree, kernel):
     """Fits at the sorted one-column ``keys`` themselves and each point's weight on
     itself, ``Lᵢᵢ``: ``(fits, own)``, what the span criteria need."""
-    lo, hi = _windows(keys, keys, radius)
+    profile = POLYNOMIAL_KERNELS[kernel.name]
+    lo, hi = windows_within(keys, keys, radius)
     s, t = polynomial_window_sums(keys, prior, y, keys, radius, lo, hi, profile, 2 * degree,
                                   degree)  # fmt: skip
-    a, redo = _solved(s, degree)
+    a, redo = gram_solution(s, degree)
     fits, own = np.einsum("qi,qi->q", a, t), prior * a[:, 0]
     if redo.any():
         rows = np.flatnonzero(redo)
         for part in local_fit(keys[:, None], y, prior, keys[rows, None], radius[rows], degree,
-                              _kernel(profile)):  # fmt: skip
+                              kernel):  # fmt: skip
             where = rows[part.rows]
             fits[where] = part.fits
             own[where] = np.sum(np.where(part.neighbours == where[:, None], part.operator, 0.0), 1)
@@ -136,13 +114,14 @@ def two_delta(trace: float, squares: float, probes: np.ndarray, smoothed: np.nda
     return n - 2.0 * (2.0 * trace - squares) + float(np.mean(samples**2))
 
 
-def window_standard_errors(keys, y, weights, variance_weights, queries, radius, degree, profile):
+def window_standard_errors(keys, y, weights, variance_weights, queries, radius, degree, kernel):
     """Fits at sorted ``queries`` and ``Σⱼ Lⱼ² / vⱼ`` for each (``weights`` those of the
     fit, ``variance_weights`` the ``v``): ``(fits, spread)``."""
-    lo, hi = _windows(keys, queries, radius)
+    profile = POLYNOMIAL_KERNELS[kernel.name]
+    lo, hi = windows_within(keys, queries, radius)
     s, t = polynomial_window_sums(keys, weights, y, queries, radius, lo, hi, profile,
                                   2 * degree, degree)  # fmt: skip
-    a, redo = _solved(s, degree)
+    a, redo = gram_solution(s, degree)
     fits = np.einsum("qi,qi->q", a, t)
     h, _ = polynomial_window_sums(keys, weights**2 / variance_weights, None, queries, radius,
                                   lo, hi, squared(profile), 2 * degree)  # fmt: skip
@@ -150,19 +129,8 @@ def window_standard_errors(keys, y, weights, variance_weights, queries, radius, 
     if redo.any():
         rows = np.flatnonzero(redo)
         for part in local_fit(keys[:, None], y, weights, queries[rows, None], radius[rows],
-                              degree, _kernel(profile)):  # fmt: skip
+                              degree, kernel):  # fmt: skip
             where = rows[part.rows]
             fits[where] = part.fits
             spread[where] = np.sum(part.operator**2 / variance_weights[part.neighbours], axis=1)
     return fits, spread
-
-
-def _kernel(profile):
-    """The registered kernel whose polynomial ``profile`` is."""
-    from .. import kernels
-    from .local_polynomial import POLYNOMIAL_KERNELS
-
-    name = next(
-        name for name, known in POLYNOMIAL_KERNELS.items() if tuple(known) == tuple(profile)
-    )
-    return kernels.get(name)
