@@ -260,14 +260,16 @@ def test_scikit_learn_protocol(estimator, check):
 @pytest.mark.parametrize("d", [1, 2])
 def test_statistics_beyond_the_exact_size(monkeypatch, d):
     # beyond EXACT_STATISTICS rows δ₂'s small part is estimated from random signs (δ₁ and
-    # tr L stay exact); in one column everything comes from running moments
-    from attnpool.smoothers import loess_fit
+    # tr L stay exact); everything comes from moments: running sums in one column, the
+    # compiled loop (radii included) in two
+    from attnpool.smoothers import loess_fit, neighbourhoods, operator_rows
 
     X, y = _data(d, n=1200)
     weights = np.random.default_rng(7).uniform(0.5, 2.0, y.size)
     exact = attnpool.Loess(span=0.3).fit(X, y, sample_weight=weights)
     monkeypatch.setattr(loess_fit, "EXACT_STATISTICS", 100)
-    monkeypatch.setattr(loess_fit, "WINDOW_WORK", 100)
+    monkeypatch.setattr(operator_rows, "MOMENT_WORK", 100)
+    monkeypatch.setattr(neighbourhoods, "NEIGHBOUR_WORK", 100)
     estimated = attnpool.Loess(span=0.3).fit(X, y, sample_weight=weights)
     _close(estimated.fitted_values_, exact.fitted_values_)
     assert estimated.one_delta_ == pytest.approx(exact.one_delta_, rel=1e-10)
@@ -297,16 +299,18 @@ def test_property_equivariance(seed, scales, shift, slope):
     assert moved.enp_ == pytest.approx(base.enp_, rel=1e-8)
 
 
-def test_span_criteria_from_running_moments(monkeypatch):
-    # in one column the fits and Lᵢᵢ the criteria need come from running moments
-    from attnpool.smoothers import loess_fit
+@pytest.mark.parametrize("d", [1, 2])
+def test_span_criteria_from_moments(monkeypatch, d):
+    # the fits and Lᵢᵢ the criteria need come from moments (running sums in one column,
+    # the compiled loop in two)
+    from attnpool.smoothers import operator_rows
 
-    X, y = _data(1, n=400)
+    X, y = _data(d, n=400)
     spans = np.array([0.2, 0.4, 0.7])
     for criterion in ("gcv", "aicc", "cv"):
         direct = attnpool.Loess(span=criterion, spans=spans).fit(X, y).criterion_
         with monkeypatch.context() as patched:
-            patched.setattr(loess_fit, "WINDOW_WORK", 100)
+            patched.setattr(operator_rows, "MOMENT_WORK", 100)
             windowed = attnpool.Loess(span=criterion, spans=spans).fit(X, y).criterion_
         _close(windowed, direct, 1e-10)
 

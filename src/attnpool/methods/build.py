@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .._cache import is_private, private_directory, processor_fingerprint
 
-FLAGS = ("-O3", "-ffp-contract=fast", "-shared", "-fPIC")
+FLAGS = ("-O3", "-ffp-contract=fast", "-fno-math-errno", "-shared", "-fPIC")
 
 
 def compiler() -> str:

@@ -846,3 +846,364 @@ int gaussian_reach(const double *rows, isize k, const long long *source, const l
     free(marks);
     return 0;
 }
+
+/* loess (smoothers/neighbour_sums.py): each query's keys within its radius, in d >= 2
+   columns: the radius itself (the distance to the count-th nearest key), and the sums of a
+   local polynomial fit over those keys.
+
+   The keys come by column (column t: keys[t * n .. t * n + n - 1]) and lie in strips:
+   sorted by their first coordinate, cut into runs of consecutive keys (strip s: rows
+   start[s] .. start[s+1] - 1, first coordinates within [low[s], high[s]]), each run
+   sorted by its second coordinate. A query's keys within r are among those of the strips
+   that meet [q0 - r, q0 + r] whose second coordinate lies in [q1 - r, q1 + r]: a few
+   ranges of consecutive rows, processed NEIGHBOUR_BATCH keys at a time as vectors. */
+
+struct strips {
+    const double *keys;
+    isize n, d, count;
+    const isize *start;
+    const double *low, *high;
+};
+
+/* first row of [lo, hi) whose second coordinate is >= v (above: > v) */
+static isize second_at_least(const double *second, isize lo, isize hi, double v, int above)
+{
+    while (lo < hi) {
+        isize mid = lo + (hi - lo) / 2;
+        if (above ? second[mid] <= v : second[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* the ranges of rows [lo, hi) that may hold keys within r of q, into ranges; how many */
+static isize candidate_ranges(const struct strips *k, const double *q, double r, isize *ranges)
+{
+    double box = r * (1.0 + 1e-12);
+    const double *second = k->keys + k->n;
+    isize got = 0;
+    for (isize s = 0; s < k->count; s++) {
+        if (k->high[s] < q[0] - box || k->low[s] > q[0] + box)
+            continue;
+        isize lo = second_at_least(second, k->start[s], k->start[s + 1], q[1] - box, 0);
+        isize hi = second_at_least(second, lo, k->start[s + 1], q[1] + box, 1);
+        if (lo < hi)
+            ranges[2 * got] = lo, ranges[2 * got + 1] = hi, got++;
+    }
+    return got;
+}
+
+/* squared distances from q of the rows lo .. lo + size - 1, into out */
+static void squared_distances(const struct strips *k, const double *q, isize lo, isize size,
+                              double *out)
+{
+    for (isize j = 0; j < size; j++)
+        out[j] = 0.0;
+    for (isize t = 0; t < k->d; t++) {
+        const double *column = k->keys + t * k->n + lo;
+        double at = q[t];
+        for (isize j = 0; j < size; j++) {
+            double e = column[j] - at;
+            out[j] += e * e;
+        }
+    }
+}
+
+/* the k-th smallest (k from 0) of a[0 .. n-1], the array reordered (Hoare's selection) */
+static double select_smallest(double *a, isize n, isize k)
+{
+    isize lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = a[lo + (hi - lo) / 2];
+        isize i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (a[j] > pivot)
+                j--;
+            if (i <= j) {
+                double t = a[i];
+                a[i++] = a[j];
+                a[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return a[k];
+    }
+    return a[k];
+}
+
+#define NEIGHBOUR_BATCH 64
+#define BATCH_VECTORS (NEIGHBOUR_BATCH / LANES)
+
+/* radius[i]: the distance from queries[i] (row-major, m x d) to its count-th nearest key.
+   Around a trial radius (first `guess`, then the last query's) a band [inner, outer] of
+   squared distances is counted: with fewer than count keys within outer the band moves
+   out, with count or more within inner it moves in; otherwise the radius is the
+   (count - within inner)-th smallest distance in the band, selected among the band's
+   few keys. Returns -1 where no memory. */
+int neighbour_radii(const double *keys, isize n, isize d, const isize *start,
+                    const double *low, const double *high, isize strips,
+                    const double *queries, isize m, isize count, double guess, double *radius)
+{
+    struct strips k = {keys, n, d, strips, start, low, high};
+    double *band = malloc((size_t)n * sizeof(double));
+    double *distance = malloc(NEIGHBOUR_BATCH * sizeof(double));
+    isize *ranges = malloc((size_t)(2 * strips) * sizeof(isize));
+    if (!band || !distance || !ranges) {
+        free(band), free(distance), free(ranges);
+        return -1;
+    }
+    double r = guess, spread = 0.02;
+    for (isize i = 0; i < m; i++) {
+        const double *q = queries + i * d;
+        double inner = r * (1.0 - spread), outer = r * (1.0 + spread);
+        for (;;) {
+            double inner2 = inner * inner, outer2 = outer * outer;
+            isize below = 0, within = 0, kept = 0;
+            isize parts = candidate_ranges(&k, q, outer, ranges);
+            for (isize g = 0; g < parts; g++)
+                for (isize lo = ranges[2 * g]; lo < ranges[2 * g + 1]; lo += NEIGHBOUR_BATCH) {
+                    isize size = ranges[2 * g + 1] - lo;
+                    size = size < NEIGHBOUR_BATCH ? size : NEIGHBOUR_BATCH;
+                    squared_distances(&k, q, lo, size, distance);
+                    for (isize j = 0; j < size; j++) {
+                        double s2 = distance[j];
+                        below += s2 <= inner2;
+                        within += s2 <= outer2;
+                        band[kept] = s2;
+                        kept += (s2 > inner2) & (s2 <= outer2);
+                    }
+                }
+            if (within < count) { /* too few: move out, by the ratio of counts at most */
+                double grow = within ? pow((double)count / (double)within, 1.0 / (double)d) : 2.0;
+                inner = outer, outer *= grow > 1.0 + spread ? grow * (1.0 + spread) : 1.0 + 2 * spread;
+                spread *= 2.0;
+                continue;
+            }
+            if (below >= count && inner > 0.0) { /* too many: move in */
+                outer = inner, inner *= below > count ? 1.0 - spread : 1.0 - spread / 2;
+                spread = spread * 2.0 < 0.5 ? spread * 2.0 : 0.5;
+                if (inner < outer * 1e-3)
+                    inner = 0.0;
+                continue;
+            }
+            radius[i] = below >= count ? 0.0 : sqrt(select_smallest(band, kept, count - below - 1));
+            break;
+        }
+        if (radius[i] > 0.0)
+            r = radius[i];
+        spread = 0.02;
+    }
+    free(band), free(distance), free(ranges);
+    return 0;
+}
+
+/* A batch of keys as rows of NEIGHBOUR_BATCH numbers, one a key: the monomials b of
+   u = (x - q) / r (p rows) and the kernel's weight w (0 for keys at or beyond r, and past
+   the batch's size). */
+struct batch {
+    double *basis, *weight, *distance;
+};
+
+static void fill_batch(const struct strips *k, struct batch *t, const double *weights,
+                       const double *q, double inverse, isize degree, isize power,
+                       isize exponent, isize lo, isize size)
+{
+    isize d = k->d;
+    double *u2 = t->distance, *w = t->weight;
+    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+        u2[j] = 0.0;
+    for (isize a = 0; a < d; a++) {
+        const double *column = k->keys + a * k->n + lo;
+        double *u = t->basis + (1 + a) * NEIGHBOUR_BATCH, at = q[a];
+        for (isize j = 0; j < size; j++)
+            u[j] = (column[j] - at) * inverse;
+        for (isize j = size; j < NEIGHBOUR_BATCH; j++)
+            u[j] = 0.0;
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+            u2[j] += u[j] * u[j];
+    }
+    if (power == 2)
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+            w[j] = 1.0 - u2[j];
+    else if (power == 3)
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+            w[j] = 1.0 - u2[j] * sqrt(u2[j]);
+    else
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+            w[j] = 1.0 - sqrt(u2[j]);
+    double one[NEIGHBOUR_BATCH];
+    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+        one[j] = w[j], w[j] = 1.0;
+    for (isize e = 0; e < exponent; e++)
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+            w[j] *= one[j];
+    for (isize j = 0; j < size; j++) {
+        double prior = weights[lo + j];
+        w[j] = u2[j] < 1.0 ? w[j] * prior : 0.0;
+    }
+    for (isize j = size; j < NEIGHBOUR_BATCH; j++)
+        w[j] = 0.0;
+    isize row = 1 + d;
+    for (isize a = 0; degree >= 2 && a < d; a++)
+        for (isize a2 = a; a2 < d; a2++, row++) {
+            const double *x = t->basis + (1 + a) * NEIGHBOUR_BATCH;
+            const double *y = t->basis + (1 + a2) * NEIGHBOUR_BATCH;
+            double *out = t->basis + row * NEIGHBOUR_BATCH;
+            for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+                out[j] = x[j] * y[j];
+        }
+}
+
+/* acc[r] += sum over the batch of left * right[r], r < count: four sums at a time, so
+   that their additions do not wait on each other */
+static inline void accumulate(vector *acc, const vector *left, vector *const *right, isize count)
+{
+    isize r = 0;
+    for (; r + 4 <= count; r += 4) {
+        vector s0 = acc[r], s1 = acc[r + 1], s2 = acc[r + 2], s3 = acc[r + 3];
+        const vector *a = right[r], *b = right[r + 1], *c = right[r + 2], *e = right[r + 3];
+        for (int v = 0; v < BATCH_VECTORS; v++) {
+            vector x = left[v];
+            s0 += x * a[v];
+            s1 += x * b[v];
+            s2 += x * c[v];
+            s3 += x * e[v];
+        }
+        acc[r] = s0, acc[r + 1] = s1, acc[r + 2] = s2, acc[r + 3] = s3;
+    }
+    for (; r < count; r++) { /* BATCH_VECTORS is a multiple of 4 */
+        vector s0 = acc[r], s1 = {0}, s2 = {0}, s3 = {0};
+        const vector *a = right[r];
+        for (int v = 0; v < BATCH_VECTORS; v += 4) {
+            s0 += left[v] * a[v];
+            s1 += left[v + 1] * a[v + 1];
+            s2 += left[v + 2] * a[v + 2];
+            s3 += left[v + 3] * a[v + 3];
+        }
+        acc[r] = (s0 + s1) + (s2 + s3);
+    }
+}
+
+/* For each query q (radius r, row-major m x d) and its keys x strictly within r, with b
+   the monomials of u = (x - q) / r up to `degree` in loess's order (1; u_j; u_j u_k for
+   j <= k) and w = weights[x] (1 - |u|^power)^exponent (power 1, 2 or 3) the kernel's
+   weight, either the moments (coefficients NULL)
+
+       first[q]  = sum w b b^T              (p x p)
+       second[q] = sum w b values[x]^T      (p x columns)
+
+   or, given each query's coefficients a (m x p), the operator's row l = w a.b:
+
+       first[q]  = sum l^2 square_weights[x]      (1)
+       second[q] = sum l values[x]                (columns)
+
+   values come by column (columns x n, in the keys' order). d <= 8. Returns -1 where no
+   memory. */
+int neighbour_moments(const double *keys, isize n, isize d, const isize *start,
+                      const double *low, const double *high, isize strips,
+                      const double *weights, const double *values, isize columns,
+                      const double *square_weights, const double *coefficients,
+                      isize degree, isize power, isize exponent, const double *queries,
+                      const double *radius, isize m, double *first, double *second)
+{
+    struct strips k = {keys, n, d, strips, start, low, high};
+    isize p = 1 + (degree >= 1 ? d : 0) + (degree >= 2 ? d * (d + 1) / 2 : 0);
+    int moments = coefficients == 0;
+    isize lines = p > 1 + d ? p : 1 + d; /* the monomials, or u alone (degree 0) */
+    isize rows = lines + 2 + columns + 2, sums = moments ? p * p + p * columns : 1 + columns;
+    size_t row_bytes = BATCH_VECTORS * sizeof(vector);
+    double *space = aligned_alloc(VECTOR_BYTES, (size_t)rows * row_bytes);
+    vector *acc = aligned_alloc(VECTOR_BYTES, (size_t)sums * sizeof(vector));
+    vector **right = malloc((size_t)rows * sizeof(vector *));
+    isize *ranges = malloc((size_t)(2 * strips) * sizeof(isize));
+    if (!space || !acc || !right || !ranges) {
+        free(space), free(acc), free(right), free(ranges);
+        return -1;
+    }
+    memset(space, 0, (size_t)rows * row_bytes);
+    struct batch t = {space, space + lines * NEIGHBOUR_BATCH,
+                      space + (lines + 1) * NEIGHBOUR_BATCH};
+    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+        t.basis[j] = 1.0;
+    double *value = space + (lines + 2) * NEIGHBOUR_BATCH;
+    double *row = value + columns * NEIGHBOUR_BATCH, *scaled = row + NEIGHBOUR_BATCH;
+    double *products = moments ? aligned_alloc(VECTOR_BYTES, (size_t)p * row_bytes) : 0;
+    if (moments && !products) {
+        free(space), free(acc), free(right), free(ranges);
+        return -1;
+    }
+    for (isize i = 0; i < m; i++) {
+        const double *q = queries + i * d;
+        double r = radius[i];
+        memset(acc, 0, (size_t)sums * sizeof(vector));
+        isize parts = candidate_ranges(&k, q, r, ranges);
+        for (isize g = 0; g < parts; g++)
+            for (isize lo = ranges[2 * g]; lo < ranges[2 * g + 1]; lo += NEIGHBOUR_BATCH) {
+                isize size = ranges[2 * g + 1] - lo;
+                size = size < NEIGHBOUR_BATCH ? size : NEIGHBOUR_BATCH;
+                fill_batch(&k, &t, weights, q, 1.0 / r, degree, power, exponent, lo, size);
+                for (isize c = 0; c < columns; c++) {
+                    const double *from = values + c * n + lo;
+                    for (isize j = 0; j < size; j++)
+                        value[c * NEIGHBOUR_BATCH + j] = from[j];
+                    for (isize j = size; j < NEIGHBOUR_BATCH; j++)
+                        value[c * NEIGHBOUR_BATCH + j] = 0.0;
+                }
+                if (moments) {
+                    for (isize a = 0; a < p; a++)
+                        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+                            products[a * NEIGHBOUR_BATCH + j] =
+                                t.weight[j] * t.basis[a * NEIGHBOUR_BATCH + j];
+                    for (isize a = 0; a < p; a++) {
+                        const vector *left = (const vector *)(products + a * NEIGHBOUR_BATCH);
+                        for (isize a2 = a; a2 < p; a2++)
+                            right[a2 - a] = (vector *)(t.basis + a2 * NEIGHBOUR_BATCH);
+                        accumulate(acc + a * p + a, left, right, p - a);
+                        for (isize c = 0; c < columns; c++)
+                            right[c] = (vector *)(value + c * NEIGHBOUR_BATCH);
+                        accumulate(acc + p * p + a * columns, left, right, columns);
+                    }
+                    continue;
+                }
+                const double *a = coefficients + i * p;
+                for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+                    row[j] = 0.0;
+                for (isize b = 0; b < p; b++)
+                    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+                        row[j] += a[b] * t.basis[b * NEIGHBOUR_BATCH + j];
+                for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+                    row[j] *= t.weight[j];
+                for (isize j = 0; j < size; j++)
+                    scaled[j] = row[j] * square_weights[lo + j];
+                for (isize j = size; j < NEIGHBOUR_BATCH; j++)
+                    scaled[j] = 0.0;
+                right[0] = (vector *)row;
+                accumulate(acc, (const vector *)scaled, right, 1);
+                for (isize c = 0; c < columns; c++)
+                    right[c] = (vector *)(value + c * NEIGHBOUR_BATCH);
+                accumulate(acc + 1, (const vector *)row, right, columns);
+            }
+        if (moments) {
+            double *g = first + i * p * p;
+            for (isize a = 0; a < p; a++)
+                for (isize a2 = a; a2 < p; a2++)
+                    g[a * p + a2] = g[a2 * p + a] = lane_sum(acc[a * p + a2]);
+            for (isize c = 0; c < p * columns; c++)
+                second[i * p * columns + c] = lane_sum(acc[p * p + c]);
+        } else {
+            first[i] = lane_sum(acc[0]);
+            for (isize c = 0; c < columns; c++)
+                second[i * columns + c] = lane_sum(acc[1 + c]);
+        }
+    }
+    free(space), free(acc), free(right), free(ranges), free(products);
+    return 0;
+}

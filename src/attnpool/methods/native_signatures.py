@@ -31,6 +31,13 @@ SIGNATURES = {
     + [_SIZE] * 2
     + [_POINTER],
     "taylor_bin": [_POINTER, _SIZE, _SIZE] + [_POINTER] * 5 + [_SIZE, _SIZE] + [_POINTER] * 5,
+    "neighbour_radii": [_POINTER, _SIZE, _SIZE]
+    + [_POINTER] * 3
+    + [_SIZE, _POINTER, _SIZE, _SIZE, _DOUBLE, _POINTER],
+    "neighbour_moments": [_POINTER, _SIZE, _SIZE]
+    + [_POINTER] * 3
+    + [_SIZE, _POINTER, _POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE, _SIZE]
+    + [_POINTER, _POINTER, _SIZE, _POINTER, _POINTER],
     "fgt_evaluate": [
         *[_POINTER] * 2,
         _SIZE,
@@ -45,5 +52,13 @@ SIGNATURES = {
 #: The functions that return an ``int`` status (0, or −1 where memory could not be had,
 #: and the expansions' own codes); the others return nothing.
 RETURNS_STATUS = frozenset(
-    {"fgt_coefficients", "fgt_leave_one_out", "fgt_evaluate", "separable_direct", "gaussian_reach"}
+    {
+        "fgt_coefficients",
+        "fgt_leave_one_out",
+        "fgt_evaluate",
+        "separable_direct",
+        "gaussian_reach",
+        "neighbour_radii",
+        "neighbour_moments",
+    }
 )

@@ -10,10 +10,9 @@ in ``y``: :func:`local_fit` returns each fit's row of the operator ``L`` (``ŷ =
 over its neighbours, which the statistics (``tr L``, ``δ₁``, ``δ₂``) and standard errors
 are made of.
 
-In one column, with a kernel that is a polynomial in ``|u|`` and no operator wanted,
-:func:`window_fit` takes the moments from running sums
-(:func:`attnpool.engines.window_sums.polynomial_window_sums`) instead, and solves the
-small normal equations; rows it cannot vouch for are fitted by :func:`local_fit`.
+Where the operator itself is not wanted, :mod:`.operator_rows` takes the fits and what
+the statistics need of its rows from each query's moments instead (running sums in one
+column, the compiled loop in several), solved by :func:`intercept_solution`.
 """
 
 from __future__ import annotations
@@ -24,16 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
-from ..engines.window_sums import polynomial_window_sums
 from .windows import CHUNK_ENTRIES
 
 __all__ = [
     "POLYNOMIAL_KERNELS",
     "LocalFit",
     "design",
-    "gram_solution",
+    "hankel",
+    "intercept_solution",
     "local_fit",
-    "window_fit",
     "windows_within",
 ]
 
@@ -50,8 +48,6 @@ POLYNOMIAL_KERNELS = {
 SINGULAR = 100 * np.finfo(float).eps
 #: Designs whose Gram matrix has a smaller eigenvalue ratio are solved by SVD.
 GRAM_CONDITION = 1e-5
-#: A window's normal equations with a larger condition number are refitted by SVD.
-WINDOW_CONDITION = 1e8
 
 
 def design(u: np.ndarray, degree: int) -> np.ndarray:
@@ -187,43 +183,28 @@ def windows_within(keys, queries, radius):
     return lo, hi
 
 
-def gram_solution(s: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
-    """``a = G⁻¹ e₀`` from each query's moments ``s`` (q, 2·degree + 1), ``G_jk = s_(j+k)``
-    (so that the fit is ``aᵀ T``), solved with ``G`` scaled to a unit diagonal; and the rows
-    whose scaled ``G`` has a condition number beyond :data:`WINDOW_CONDITION` (their ``a``
-    zero), to be fitted directly."""
-    gram = s[:, np.add.outer(np.arange(degree + 1), np.arange(degree + 1))]
+def intercept_solution(gram: np.ndarray, limit: float) -> tuple[np.ndarray, np.ndarray]:
+    """``a = G⁻¹ e₀`` for each query's Gram matrix ``G`` (q, p, p) of the monomials (so that
+    the fit is ``aᵀ T``), solved with ``G`` scaled to a unit diagonal; and the rows whose
+    scaled ``G`` has a condition number beyond ``limit`` (their ``a`` zero), to be fitted
+    directly (:func:`local_fit`)."""
+    p = gram.shape[-1]
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.sqrt(np.abs(np.diagonal(gram, axis1=1, axis2=2)))
         scaled = gram / (scale[:, :, None] * scale[:, None, :])
         scaled = np.where(np.isfinite(scaled), scaled, 0.0)
         condition = np.linalg.cond(scaled)
-    good = np.isfinite(condition) & (condition < WINDOW_CONDITION)
-    a = np.zeros((s.shape[0], degree + 1))
+    good = np.isfinite(condition) & (condition < limit)
+    a = np.zeros((gram.shape[0], p))
     if good.any():
-        unit = np.zeros((int(good.sum()), degree + 1, 1))
+        unit = np.zeros((int(good.sum()), p, 1))
         unit[:, 0, 0] = 1.0 / scale[good, 0]
         a[good] = np.linalg.solve(scaled[good], unit)[..., 0] / scale[good]
     return a, ~good
 
 
-def window_fit(
-    keys: np.ndarray,
-    y: np.ndarray,
-    weights: np.ndarray,
-    queries: np.ndarray,
-    radius: np.ndarray,
-    degree: int,
-    kernel: kernels.Kernel,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Fits at sorted ``queries`` on sorted one-column ``keys`` from running moments, and
-    the rows to refit directly (a radius of zero, ill-conditioned normal equations)."""
-    usable = np.isfinite(radius) & (radius > 0)
-    safe = np.where(usable, radius, 1.0)
-    lo, hi = windows_within(keys, queries, safe)
-    s, t = polynomial_window_sums(
-        keys, weights, y, queries, safe, lo, hi, POLYNOMIAL_KERNELS[kernel.name], 2 * degree,
-        degree,
-    )  # fmt: skip
-    a, ill = gram_solution(s, degree)
-    return np.einsum("qi,qi->q", a, t), ~usable | ill
+def hankel(s: np.ndarray) -> np.ndarray:
+    """The Gram matrices ``G_jk = s_(j+k)`` (q, p, p) of one column's power moments ``s``
+    (q, 2p − 1)."""
+    p = (s.shape[1] + 1) // 2
+    return s[:, np.add.outer(np.arange(p), np.arange(p))]

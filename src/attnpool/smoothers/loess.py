@@ -18,10 +18,10 @@ from .._estimator_api import (
 from .._typing import ArrayLike
 from ..sums.observation_weights import positive_rows
 from .local_polynomial import local_fit
-from .loess_fit import fit_loess, fits_at, windowed
+from .loess_fit import fit_loess, fits_at
 from .neighbourhoods import radii, trimmed_scale
+from .operator_rows import row_sums, served
 from .span_selection import CRITERIA, select_span
-from .window_statistics import window_standard_errors
 
 __all__ = ["Loess"]
 
@@ -222,19 +222,17 @@ class Loess(RegressorMixin, BaseEstimator):
                 "return_std: this fit interpolates the data and has no residual scale; "
                 "fit with a larger span"
             )
-        fits, spread = np.empty(queries.shape[0]), np.empty(queries.shape[0])
-        if windowed(self._scaled, kernel, self._scaled.shape[0] * queries.shape[0]):
-            keys = np.argsort(self._scaled[:, 0], kind="stable")
-            at = np.argsort(queries[:, 0], kind="stable")
-            fits[at], spread[at] = window_standard_errors(
-                self._scaled[keys, 0], self._y[keys], weights[keys], self._prior[keys],
-                queries[at, 0], radius[at], self.degree, kernel,
-            )  # fmt: skip
+        inverse = 1.0 / self._prior
+        if served(self._scaled, kernel, self._scaled.shape[0] * queries.shape[0]):
+            sums = row_sums(self._scaled, self._y, weights, queries, radius, self.degree, kernel,
+                            square_weights=inverse)  # fmt: skip
+            fits, spread = sums.fits, sums.spread
         else:
+            fits, spread = np.empty(queries.shape[0]), np.empty(queries.shape[0])
             for part in local_fit(self._scaled, self._y, weights, queries, radius, self.degree,
                                   kernel):  # fmt: skip
                 fits[part.rows] = part.fits
-                spread[part.rows] = np.sum(part.operator**2 / self._prior[part.neighbours], axis=1)
+                spread[part.rows] = np.sum(part.operator**2 * inverse[part.neighbours], axis=1)
         return fits + self._level, self.residual_scale_ * np.sqrt(spread)
 
     def _predict_blocks(self, X: Any, return_std: bool) -> Any:

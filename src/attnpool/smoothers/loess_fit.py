@@ -8,8 +8,11 @@ and ``δ₂ = tr ((I − L)ᵀ(I − L))²``; the residual scale is ``s = √(Σ
 parameters ``δ₁ + 2 tr L − n``, and the ``t`` intervals have ``δ₁² / δ₂`` degrees of
 freedom. ``δ₂`` needs ``(I − L)(I − L)ᵀ``: formed exactly up to
 :data:`EXACT_STATISTICS` rows; beyond, all but its small part ``tr E²`` is exact and that
-part is estimated from the smooths of random sign vectors
-(:func:`.window_statistics.two_delta`).
+part is estimated from the smooths of random sign vectors (:func:`two_delta`).
+
+Where moments serve (:func:`.operator_rows.served`: one column, or the compiled loop in
+several) nothing of ``L`` is formed beyond that size: the fits, ``tr L``, ``Σ L²`` and
+the sign vectors' smooths come from each query's moments.
 """
 
 from __future__ import annotations
@@ -18,22 +21,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .local_polynomial import POLYNOMIAL_KERNELS, local_fit, window_fit
-from .window_statistics import PROBES, two_delta, window_statistics
+from .local_polynomial import local_fit
+from .operator_rows import row_sums, served
 
 __all__ = [
+    "PROBES",
     "LoessResult",
     "fit_loess",
     "fits_at",
     "pseudovalues",
     "robustness_weights",
-    "windowed",
+    "two_delta",
 ]
 
 #: Rows up to which δ₂ is computed exactly (a dense n × n product).
 EXACT_STATISTICS = 4000
-#: Queries × neighbours from which one-column fits take running moments.
-WINDOW_WORK = 2**20
+#: Random sign vectors whose smooths estimate δ₂ beyond (every pair of them a sample).
+PROBES = 16
 
 
 @dataclass(frozen=True)
@@ -92,51 +96,30 @@ def pseudovalues(y, fitted, prior, robust) -> np.ndarray:
     return fitted + (y.shape[0] / np.sum(share)) * robust * (y - fitted)
 
 
-def fits_at(X, y, weights, queries, radius, degree, kernel, *, moments=True) -> np.ndarray:
-    """Local polynomial fits at ``queries`` (no operator): from running moments in one
-    column with a polynomial kernel and enough work to pay for them (the rows they
-    cannot vouch for refitted directly), directly otherwise."""
-    if moments and windowed(X, kernel, X.shape[0] * queries.shape[0]):
-        order = np.argsort(X[:, 0], kind="stable")
-        at = np.argsort(queries[:, 0], kind="stable")
-        found, redo = window_fit(
-            X[order, 0], y[order], weights[order], queries[at, 0], radius[at], degree, kernel
-        )
-        fits = np.empty(queries.shape[0])
-        fits[at] = found
-        if redo.any():
-            again = at[redo]
-            fits[again] = fits_at(
-                X, y, weights, queries[again], radius[again], degree, kernel, moments=False
-            )
-        return fits
+def fits_at(X, y, weights, queries, radius, degree, kernel) -> np.ndarray:
+    """Local polynomial fits at ``queries``: from moments where they serve, else from the
+    operator's rows."""
+    if served(X, kernel, X.shape[0] * queries.shape[0]):
+        return row_sums(X, y, weights, queries, radius, degree, kernel).fits
     out = np.empty(queries.shape[0])
     for part in local_fit(X, y, weights, queries, radius, degree, kernel):
         out[part.rows] = part.fits
     return out
 
 
-def windowed(X, kernel, work) -> bool:
-    """Whether a problem of ``work`` queries × rows in ``X`` takes its moments from
-    running sums: one column, a polynomial kernel, enough work to pay for them."""
-    return X.shape[1] == 1 and kernel.name in POLYNOMIAL_KERNELS and work > WINDOW_WORK
-
-
 def fit_loess(X, y, prior, radius, degree, kernel, iterations) -> LoessResult:
     """LOESS at the rows of ``X`` (scaled): ``iterations`` fits (1: the gaussian family),
-    each after the first weighted by the robustness of the one before. Beyond
-    :data:`EXACT_STATISTICS` rows in one column with a polynomial kernel, the statistics
-    come from running moments (:mod:`.window_statistics`)."""
+    each after the first weighted by the robustness of the one before."""
     n = X.shape[0]
-    if n > EXACT_STATISTICS and windowed(X, kernel, n * n):
-        order = np.argsort(X[:, 0], kind="stable")
-        found = window_statistics(X[order, 0], y[order], prior[order], radius[order], degree,
-                                  kernel)  # fmt: skip
-        first = np.empty(n)
-        first[order] = found[0]
-        trace, one_delta, two_delta = found[1:]
+    if n > EXACT_STATISTICS and served(X, kernel, n * n):
+        probes = _probes(n)
+        sums = row_sums(X, y, prior, X, radius, degree, kernel, at_rows=True,
+                        square_weights=np.ones(n), extra=probes)  # fmt: skip
+        first, trace, squares = sums.fits, float(sums.own.sum()), float(sums.spread.sum())
+        one_delta = n - 2.0 * trace + squares
+        two = two_delta(trace, squares, probes, sums.smooths)
     else:
-        trace, one_delta, two_delta, first = _statistics(X, y, prior, radius, degree, kernel)
+        trace, one_delta, two, first = _statistics(X, y, prior, radius, degree, kernel)
     fitted, robust = first, np.ones_like(y)
     for _ in range(1, iterations):
         robust = robustness_weights(y - fitted)
@@ -148,20 +131,36 @@ def fit_loess(X, y, prior, radius, degree, kernel, iterations) -> LoessResult:
         sum_squares = float(np.sum(prior * (pseudo - smooth) ** 2))
     else:
         sum_squares = float(np.sum(prior * residuals**2))
-    return LoessResult(fitted, residuals, robust, trace, one_delta, two_delta, sum_squares)
+    return LoessResult(fitted, residuals, robust, trace, one_delta, two, sum_squares)
+
+
+def two_delta(trace: float, squares: float, probes: np.ndarray, smoothed: np.ndarray) -> float:
+    """``δ₂ = tr (AᵀA)²``, ``A = I − L``, from ``tr L``, ``Σ L²``, the sign vectors
+    ``probes`` (n, P) and their smooths ``L probes``: with ``AᵀA = I − E``,
+    ``E = L + Lᵀ − LᵀL``, it is ``n − 2 tr E + tr E²``, where ``tr E = 2 tr L − Σ L²`` is
+    exact and only the small ``tr E² = E (zᵀ E w)²`` is estimated, over independent random
+    signs ``z``, ``w`` (every pair of probes): ``zᵀ E w = zᵀw − (Az)ᵀ(Aw)``."""
+    n, count = probes.shape
+    residual = probes - smoothed  # A z for each probe
+    pairs = np.triu_indices(count, k=1)
+    samples = (probes.T @ probes)[pairs] - (residual.T @ residual)[pairs]  # zᵀ E w
+    return n - 2.0 * (2.0 * trace - squares) + float(np.mean(samples**2))
+
+
+def _probes(n: int) -> np.ndarray:
+    """The :data:`PROBES` random sign vectors, shape (n, PROBES), the same every fit."""
+    return np.random.default_rng(0).choice([-1.0, 1.0], (n, PROBES))
 
 
 def _statistics(X, y, prior, radius, degree, kernel):
     """``tr L``, ``δ₁``, ``δ₂`` and the fits of the first iteration, from the operator's
     rows: ``δ₂`` exactly up to :data:`EXACT_STATISTICS` rows, beyond from the smooths of
-    random sign vectors (:func:`.window_statistics.two_delta`)."""
+    random sign vectors (:func:`two_delta`)."""
     n = X.shape[0]
     fitted = np.empty(n)
     trace = squares = 0.0
     dense = np.eye(n) if n <= EXACT_STATISTICS else None
-    probes = (
-        None if dense is not None else np.random.default_rng(0).choice([-1.0, 1.0], (n, PROBES))
-    )
+    probes = None if dense is not None else _probes(n)
     smoothed = None if probes is None else np.empty_like(probes)
     for part in local_fit(X, y, prior, X, radius, degree, kernel):
         fitted[part.rows] = part.fits

@@ -4,8 +4,9 @@ As in Cleveland, Grosse & Shyu's ``loess`` (R's ``loess``, netlib's ``dloess``):
 several predictors each is divided by its 10%-trimmed standard deviation (``normalize``),
 a query's neighbours are its ``q = ⌊n · span⌋`` nearest points in Euclidean distance,
 and its radius is the distance to the farthest of them, times ``√span`` for a span above
-one (every point is then a neighbour). A point at the radius itself has weight zero, so
-only the points strictly inside it enter a fit.
+one (every point is then a neighbour): in one column from the sorted rows, in several
+from the compiled loop (:func:`.neighbour_sums.neighbour_radii`) or a k-d tree. A point
+at the radius itself has weight zero, so only the points strictly inside it enter a fit.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ import math
 
 import numpy as np
 
+from .neighbour_sums import compiled_radii, neighbour_radii
 from .windows import first_index
 
-__all__ = ["neighbour_count", "radii", "trimmed_scale"]
+__all__ = ["NEIGHBOUR_WORK", "neighbour_count", "radii", "trimmed_scale"]
+
+#: Queries × rows from which the compiled loop finds the radii in several columns (the
+#: k-d tree below).
+NEIGHBOUR_WORK = 2**20
 
 
 def trimmed_scale(X: np.ndarray) -> np.ndarray:
@@ -49,6 +55,8 @@ def radii(X: np.ndarray, queries: np.ndarray, span: float, count: int | None = N
     q = neighbour_count(span, n) if count is None else count
     if d == 1:
         radius = _sorted_radii(np.sort(X[:, 0]), queries[:, 0], q)
+    elif n * queries.shape[0] > NEIGHBOUR_WORK and compiled_radii(X):
+        radius = neighbour_radii(X, queries, q)
     else:
         from scipy.spatial import cKDTree
 

@@ -16,9 +16,8 @@ import numpy as np
 
 from ..kernels import Kernel
 from .local_polynomial import local_fit
-from .loess_fit import windowed
 from .neighbourhoods import radii
-from .window_statistics import window_leverage
+from .operator_rows import row_sums, served
 
 __all__ = ["CRITERIA", "select_span"]
 
@@ -48,14 +47,12 @@ def select_span(
 
 def _criterion(X, y, prior, span, degree, kernel, criterion) -> float:
     n = X.shape[0]
-    fitted, own = np.empty(n), np.empty(n)
     radius = radii(X, X, span)
-    if windowed(X, kernel, n * n):  # one column: the fits and Lᵢᵢ from running moments
-        order = np.argsort(X[:, 0], kind="stable")
-        found = window_leverage(X[order, 0], y[order], prior[order], radius[order], degree,
-                                kernel)  # fmt: skip
-        fitted[order], own[order] = found
+    if served(X, kernel, n * n):  # the fits and Lᵢᵢ from moments
+        sums = row_sums(X, y, prior, X, radius, degree, kernel, at_rows=True)
+        fitted, own = sums.fits, sums.own
     else:
+        fitted, own = np.empty(n), np.empty(n)
         for part in local_fit(X, y, prior, X, radius, degree, kernel):
             fitted[part.rows] = part.fits
             mine = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]

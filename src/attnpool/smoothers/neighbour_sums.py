@@ -1,0 +1,234 @@
+"""Each query's neighbours in several columns, summed by the compiled loop.
+
+With ``d ≥ 2`` predictors a LOESS fit sums, at each query ``q`` of radius ``ρ``, over the
+keys strictly within ``ρ``: with ``u = (x − q) / ρ``, ``b`` the monomials of ``u`` up to
+the degree and ``w`` the prior weight times the kernel ``(1 − |u|^a)^e``,
+
+    G = Σ w b bᵀ,    T = Σ w b yᵀ                       (:func:`neighbour_moments`)
+
+and, in a second pass once ``a = G⁻¹ e₀`` is known, the query's row of the operator
+``lⱼ = wⱼ aᵀbⱼ``: ``Σ l² s`` (``s`` per-key weights: 1 for ``δ₁``, ``1 / prior`` for
+standard errors) and the smooths ``Σ l z`` of other columns (:func:`neighbour_rows`).
+``expansions.c`` computes them, and each query's radius (the distance to its ``k``-th
+nearest key, :func:`neighbour_radii`), over keys laid out in strips (:class:`Strips`):
+sorted by the first column, cut into runs, each run sorted by the second, so that a
+query's candidates are a few contiguous ranges. The work is the pairs within the radii
+and the box around them, in batches of keys whose sums run as vector products.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..kernels import Kernel
+from ..methods.native import address, expansion_function
+from ..methods.threads import cores, thread_pool
+
+__all__ = [
+    "KERNEL_FORMS",
+    "MAX_COLUMNS",
+    "Strips",
+    "compiled_neighbours",
+    "compiled_radii",
+    "neighbour_moments",
+    "neighbour_radii",
+    "neighbour_rows",
+    "strips",
+    "terms",
+    "typical_radius",
+]
+
+#: Kernels of the form ``(1 − |u|^power)^exponent`` on ``[0, 1)``: ``(power, exponent)``.
+KERNEL_FORMS = {
+    "tricube": (3, 3),
+    "epanechnikov": (2, 1),
+    "biweight": (2, 2),
+    "triweight": (2, 3),
+    "triangular": (1, 1),
+    "boxcar": (1, 0),
+}
+#: Most predictors the compiled loop takes.
+MAX_COLUMNS = 8
+#: Query parts per core handed to the threads (their neighbourhoods differ in size).
+PARTS_PER_CORE = 8
+
+
+@dataclass(frozen=True)
+class Strips:
+    """Keys laid out for the compiled loop.
+
+    Attributes
+    ----------
+    keys : ndarray, shape (d, n)
+        The rows, strip after strip, each strip sorted by its second column, by column.
+    order : ndarray of int, shape (n,)
+        The original row of each: ``keys = X[order]``.
+    start : ndarray of int64, shape (strips + 1,)
+        Strip ``s`` holds ``keys[start[s]:start[s + 1]]``.
+    low, high : ndarray, shape (strips,)
+        The least and greatest first coordinate of each strip.
+    """
+
+    keys: np.ndarray
+    order: np.ndarray
+    start: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+    def query_order(self, queries: np.ndarray) -> np.ndarray:
+        """An order of ``queries`` (m, d) strip by strip, then by the second column, so
+        that consecutive queries meet the same keys."""
+        strip = np.searchsorted(self.high, queries[:, 0], side="left")
+        return np.lexsort((queries[:, 1], strip))
+
+
+def terms(d: int, degree: int) -> int:
+    """Monomials of degree up to ``degree`` in ``d`` columns (loess's: no cubes)."""
+    return 1 + (d if degree >= 1 else 0) + (d * (d + 1) // 2 if degree >= 2 else 0)
+
+
+def compiled_neighbours(X: np.ndarray, kernel: Kernel) -> bool:
+    """Whether the compiled loop serves these keys (2 to :data:`MAX_COLUMNS` columns) and
+    ``kernel``, and builds here (a C compiler)."""
+    return (
+        2 <= X.shape[1] <= MAX_COLUMNS
+        and kernel.name in KERNEL_FORMS
+        and expansion_function("neighbour_moments") is not None
+    )
+
+
+def typical_radius(X: np.ndarray, count: int) -> float:
+    """The radius that holds ``count`` of the ``n`` rows of ``X`` (n, d) were they spread
+    evenly over their bounding box: where the strips' width and the radii's search
+    start."""
+    n, d = X.shape
+    extent = np.ptp(X, axis=0)
+    extent = np.where(extent > 0, extent, max(float(extent.max()), 1.0))
+    ball = math.pi ** (d / 2) / math.gamma(d / 2 + 1)
+    return float((count / n * np.prod(extent) / ball) ** (1.0 / d))
+
+
+def compiled_radii(X: np.ndarray) -> bool:
+    """Whether the compiled loop finds radii among these keys (2 to :data:`MAX_COLUMNS`
+    columns) here."""
+    return 2 <= X.shape[1] <= MAX_COLUMNS and expansion_function("neighbour_radii") is not None
+
+
+def strips(X: np.ndarray, radius: float) -> Strips:
+    """The strips for queries of about ``radius`` over the rows of ``X`` (n, d): about
+    eight to a neighbourhood's width, 32 keys each at least."""
+    n = X.shape[0]
+    width = float(np.ptp(X[:, 0]))
+    wanted = 8.0 * width / radius if radius > 0 else 1.0
+    number = int(np.clip(round(wanted), 1, max(1, n // 32)))
+    by_first = np.argsort(X[:, 0], kind="stable")
+    start = np.linspace(0, n, number + 1).astype(np.int64)
+    strip = np.repeat(np.arange(number), np.diff(start))
+    order = by_first[np.lexsort((X[by_first, 1], strip))]
+    first = X[by_first, 0]
+    return Strips(
+        np.ascontiguousarray(X[order].T), order, start, first[start[:-1]], first[start[1:] - 1]
+    )
+
+
+def neighbour_radii(X: np.ndarray, queries: np.ndarray, count: int) -> np.ndarray:
+    """The distance from each query (m, d) to its ``count``-th nearest row of ``X`` (n,
+    d). Shape (m,)."""
+    guess = typical_radius(X, count)
+    layout = strips(X, guess)
+    keys = layout.keys
+    d, n = keys.shape
+    at = layout.query_order(queries)
+    ordered = np.ascontiguousarray(queries[at], dtype=np.float64)
+    found = np.empty(at.shape[0])
+    function = expansion_function("neighbour_radii")
+
+    def task(lo: int, hi: int) -> int:
+        return function(
+            address(keys), n, d, address(layout.start), address(layout.low),
+            address(layout.high), layout.start.shape[0] - 1, address(ordered, lo), hi - lo,
+            count, guess, address(found, lo),
+        )  # fmt: skip
+
+    _run(task, at.shape[0])
+    radius = np.empty_like(found)
+    radius[at] = found
+    return radius
+
+
+def neighbour_moments(
+    layout: Strips,
+    weights: np.ndarray,
+    values: np.ndarray,
+    queries: np.ndarray,
+    radius: np.ndarray,
+    degree: int,
+    kernel: Kernel,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``G`` (m, p, p) and ``T`` (m, p, c) at ``queries`` (m, d) of ``radius`` (m,), as
+    defined above; ``weights`` (n,) and ``values`` (n, c) in ``X``'s row order."""
+    p = terms(layout.keys.shape[0], degree)
+    return _sums(layout, weights, values, None, None, queries, radius, degree, kernel,
+                 (p, p), (p, values.shape[1]))  # fmt: skip
+
+
+def neighbour_rows(
+    layout: Strips,
+    weights: np.ndarray,
+    values: np.ndarray,
+    square_weights: np.ndarray,
+    coefficients: np.ndarray,
+    queries: np.ndarray,
+    radius: np.ndarray,
+    degree: int,
+    kernel: Kernel,
+) -> tuple[np.ndarray, np.ndarray]:
+    """With each query's operator row ``lⱼ = wⱼ aᵀbⱼ`` (``a`` its ``coefficients``, (m, p)):
+    ``Σ l² s`` (m,) and ``Σ l values`` (m, c), the smooths of ``values``."""
+    spread, smooths = _sums(layout, weights, values, square_weights, coefficients, queries,
+                            radius, degree, kernel, (), (values.shape[1],))  # fmt: skip
+    return spread, smooths
+
+
+def _sums(layout, weights, values, square_weights, coefficients, queries, radius, degree,
+          kernel, first_shape, second_shape):  # fmt: skip
+    d, n = layout.keys.shape
+    power, exponent = KERNEL_FORMS[kernel.name]
+    w = np.ascontiguousarray(weights[layout.order], dtype=np.float64)
+    by_column = np.ascontiguousarray(values[layout.order].T, dtype=np.float64)
+    s = None if square_weights is None else np.ascontiguousarray(square_weights[layout.order])
+    at = layout.query_order(queries)
+    ordered = np.ascontiguousarray(queries[at], dtype=np.float64)
+    reach = np.ascontiguousarray(radius[at], dtype=np.float64)
+    a = None if coefficients is None else np.ascontiguousarray(coefficients[at])
+    m = at.shape[0]
+    first, second = np.empty((m, *first_shape)), np.empty((m, *second_shape))
+    function = expansion_function("neighbour_moments")
+
+    def task(lo: int, hi: int) -> int:
+        return function(
+            address(layout.keys), n, d, address(layout.start), address(layout.low),
+            address(layout.high), layout.start.shape[0] - 1, address(w), address(by_column),
+            by_column.shape[0], None if s is None else address(s),
+            None if a is None else address(a, lo), degree, power, exponent,
+            address(ordered, lo), address(reach, lo), hi - lo, address(first, lo),
+            address(second, lo),
+        )  # fmt: skip
+
+    _run(task, m)
+    out_first, out_second = np.empty_like(first), np.empty_like(second)
+    out_first[at], out_second[at] = first, second
+    return out_first, out_second
+
+
+def _run(task, m: int) -> None:
+    """``task(lo, hi)`` over parts of the ``m`` queries on this process's threads;
+    ``MemoryError`` where a part found no memory."""
+    parts = min(m, cores() * PARTS_PER_CORE) if cores() > 1 else 1
+    bounds = np.linspace(0, m, max(parts, 1) + 1).astype(np.int64).tolist()
+    statuses = list(thread_pool().map(task, bounds[:-1], bounds[1:]))
+    if any(status != 0 for status in statuses):
+        raise MemoryError("the neighbour sums found no memory for their buffers")
