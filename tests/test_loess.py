@@ -11,10 +11,13 @@ the textbook instead.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.base import clone
 from skmisc.loess import loess as netlib_loess
 
 import attnpool
@@ -257,25 +260,32 @@ def test_scikit_learn_protocol(estimator, check):
     check(estimator)
 
 
-@pytest.mark.parametrize("d", [1, 2])
-def test_statistics_beyond_the_exact_size(monkeypatch, d):
+@pytest.mark.parametrize(
+    "d, kernel, family",
+    [(1, "tricube", "gaussian"), (2, "tricube", "gaussian"), (2, "boxcar", "symmetric"),
+     (3, "epanechnikov", "symmetric"), (1, "boxcar", "gaussian")],
+)  # fmt: skip
+def test_statistics_beyond_the_exact_size(monkeypatch, d, kernel, family):
     # beyond EXACT_STATISTICS rows δ₂'s small part is estimated from random signs (δ₁ and
     # tr L stay exact); everything comes from moments: running sums in one column, the
-    # compiled loop (radii included) in two
+    # compiled loop (radii included) in several; a key on the radius weighs nothing on
+    # every path, the boxcar's included
     from attnpool.smoothers import loess_fit, neighbourhoods, operator_rows
 
     X, y = _data(d, n=1200)
+    X[:100] = X[100:200]  # repeated rows: keys on the radius
     weights = np.random.default_rng(7).uniform(0.5, 2.0, y.size)
-    exact = attnpool.Loess(span=0.3).fit(X, y, sample_weight=weights)
+    model = attnpool.Loess(span=0.3, kernel=kernel, family=family)
+    exact = clone(model).fit(X, y, sample_weight=weights)
     monkeypatch.setattr(loess_fit, "EXACT_STATISTICS", 100)
     monkeypatch.setattr(operator_rows, "MOMENT_WORK", 100)
     monkeypatch.setattr(neighbourhoods, "NEIGHBOUR_WORK", 100)
-    estimated = attnpool.Loess(span=0.3).fit(X, y, sample_weight=weights)
+    estimated = clone(model).fit(X, y, sample_weight=weights)
     _close(estimated.fitted_values_, exact.fitted_values_)
     assert estimated.one_delta_ == pytest.approx(exact.one_delta_, rel=1e-10)
     assert estimated.trace_hat_ == pytest.approx(exact.trace_hat_, rel=1e-10)
     assert estimated.two_delta_ == pytest.approx(exact.two_delta_, rel=5e-3)
-    queries = X[:40] + 0.01
+    queries = np.vstack([X[:40] + 0.01, X[100:120]])
     for ours, theirs in zip(estimated.predict(queries, return_std=True),
                             exact.predict(queries, return_std=True), strict=True):  # fmt: skip
         _close(ours, theirs, 1e-8)
@@ -346,3 +356,20 @@ def test_spans_above_one_tend_to_the_global_polynomial():
     assert far.enp_ == pytest.approx(3.0, rel=1e-6)  # δ₁ + 2 tr L − n of a projection
     wide = attnpool.Loess(span=1.5).fit(X, y)
     assert wide.span_ == 1.5 and np.all(np.isfinite(wide.fitted_values_))
+
+
+def test_the_same_fit_without_a_compiler(monkeypatch):
+    # several columns without a C compiler: the k-d tree and the operator rows in NumPy
+    from attnpool.smoothers import neighbourhoods, operator_rows
+
+    monkeypatch.setattr(operator_rows, "MOMENT_WORK", 100)
+    monkeypatch.setattr(neighbourhoods, "NEIGHBOUR_WORK", 100)
+    X, y = _data(2, n=500)
+    compiled = attnpool.Loess(span=0.3, family="symmetric").fit(X, y)
+    monkeypatch.setenv("CC", "no-such-cc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the missing compiler's notice
+        plain = attnpool.Loess(span=0.3, family="symmetric").fit(X, y)
+        _close(plain.predict(X[:30] + 0.1), compiled.predict(X[:30] + 0.1))
+    _close(plain.fitted_values_, compiled.fitted_values_)
+    assert plain.enp_ == pytest.approx(compiled.enp_, rel=1e-10)

@@ -851,16 +851,25 @@ int gaussian_reach(const double *rows, isize k, const long long *source, const l
    columns: the radius itself (the distance to the count-th nearest key), and the sums of a
    local polynomial fit over those keys.
 
-   The keys come by column (column t: keys[t * n .. t * n + n - 1]) and lie in strips:
-   sorted by their first coordinate, cut into runs of consecutive keys (strip s: rows
-   start[s] .. start[s+1] - 1, first coordinates within [low[s], high[s]]), each run
-   sorted by its second coordinate. A query's keys within r are among those of the strips
-   that meet [q0 - r, q0 + r] whose second coordinate lies in [q1 - r, q1 + r]: a few
-   ranges of consecutive rows, processed NEIGHBOUR_BATCH keys at a time as vectors. */
+   The keys come by column, each column `stride` numbers long (column t: keys[t * stride
+   + j]), and lie in strips: sorted by their first coordinate, cut into runs of
+   consecutive keys (strip s: rows start[s] .. start[s+1] - 1, first coordinates within
+   [low[s], high[s]]), each run sorted by its second coordinate. A query's keys within r
+   are among those of the strips that meet [q0 - r, q0 + r] whose second coordinate lies
+   within the ball's chord at the strip's nearest first coordinate: a few ranges of
+   consecutive rows, processed NEIGHBOUR_BATCH keys at a time as vectors. Every array
+   indexed by key (columns, weights, values) holds NEIGHBOUR_BATCH finite numbers past
+   its last key, so that a batch always reads whole vectors; keys past a range weigh 0. */
+
+#define NEIGHBOUR_BATCH 64
+#define BATCH_VECTORS (NEIGHBOUR_BATCH / LANES)
+/* a key is inside a radius where |u| < 1 - 1e-12 (smoothers/local_polynomial.INSIDE):
+   the farthest neighbour, on the radius, weighs nothing whatever the rounding */
+#define INSIDE2 ((1.0 - 1e-12) * (1.0 - 1e-12))
 
 struct strips {
     const double *keys;
-    isize n, d, count;
+    isize stride, d, count;
     const isize *start;
     const double *low, *high;
 };
@@ -882,33 +891,21 @@ static isize second_at_least(const double *second, isize lo, isize hi, double v,
 static isize candidate_ranges(const struct strips *k, const double *q, double r, isize *ranges)
 {
     double box = r * (1.0 + 1e-12);
-    const double *second = k->keys + k->n;
+    const double *second = k->keys + k->stride;
     isize got = 0;
     for (isize s = 0; s < k->count; s++) {
-        if (k->high[s] < q[0] - box || k->low[s] > q[0] + box)
+        double gap = k->low[s] > q[0]    ? k->low[s] - q[0]
+                     : q[0] > k->high[s] ? q[0] - k->high[s]
+                                         : 0.0;
+        if (gap > box)
             continue;
-        isize lo = second_at_least(second, k->start[s], k->start[s + 1], q[1] - box, 0);
-        isize hi = second_at_least(second, lo, k->start[s + 1], q[1] + box, 1);
+        double chord = sqrt(box * box - gap * gap) * (1.0 + 1e-12);
+        isize lo = second_at_least(second, k->start[s], k->start[s + 1], q[1] - chord, 0);
+        isize hi = second_at_least(second, lo, k->start[s + 1], q[1] + chord, 1);
         if (lo < hi)
             ranges[2 * got] = lo, ranges[2 * got + 1] = hi, got++;
     }
     return got;
-}
-
-/* squared distances from q of the rows lo .. lo + size - 1, into out */
-static void squared_distances(const struct strips *k, const double *q, isize lo, isize size,
-                              double *out)
-{
-    for (isize j = 0; j < size; j++)
-        out[j] = 0.0;
-    for (isize t = 0; t < k->d; t++) {
-        const double *column = k->keys + t * k->n + lo;
-        double at = q[t];
-        for (isize j = 0; j < size; j++) {
-            double e = column[j] - at;
-            out[j] += e * e;
-        }
-    }
 }
 
 /* the k-th smallest (k from 0) of a[0 .. n-1], the array reordered (Hoare's selection) */
@@ -939,22 +936,19 @@ static double select_smallest(double *a, isize n, isize k)
     return a[k];
 }
 
-#define NEIGHBOUR_BATCH 64
-#define BATCH_VECTORS (NEIGHBOUR_BATCH / LANES)
-
 /* radius[i]: the distance from queries[i] (row-major, m x d) to its count-th nearest key.
    Around a trial radius (first `guess`, then the last query's) a band [inner, outer] of
-   squared distances is counted: with fewer than count keys within outer the band moves
-   out, with count or more within inner it moves in; otherwise the radius is the
-   (count - within inner)-th smallest distance in the band, selected among the band's
-   few keys. Returns -1 where no memory. */
-int neighbour_radii(const double *keys, isize n, isize d, const isize *start,
+   distances is counted: with fewer than count keys within outer the band moves out, with
+   count or more within inner it moves in; otherwise the radius is the (count - within
+   inner)-th smallest distance in the band, selected among the band's few keys. Returns
+   -1 where no memory. */
+int neighbour_radii(const double *keys, isize stride, isize d, const isize *start,
                     const double *low, const double *high, isize strips,
                     const double *queries, isize m, isize count, double guess, double *radius)
 {
-    struct strips k = {keys, n, d, strips, start, low, high};
-    double *band = malloc((size_t)n * sizeof(double));
-    double *distance = malloc(NEIGHBOUR_BATCH * sizeof(double));
+    struct strips k = {keys, stride, d, strips, start, low, high};
+    double *band = malloc((size_t)stride * sizeof(double));
+    double *distance = aligned_alloc(VECTOR_BYTES, NEIGHBOUR_BATCH * sizeof(double));
     isize *ranges = malloc((size_t)(2 * strips) * sizeof(isize));
     if (!band || !distance || !ranges) {
         free(band), free(distance), free(ranges);
@@ -972,23 +966,38 @@ int neighbour_radii(const double *keys, isize n, isize d, const isize *start,
                 for (isize lo = ranges[2 * g]; lo < ranges[2 * g + 1]; lo += NEIGHBOUR_BATCH) {
                     isize size = ranges[2 * g + 1] - lo;
                     size = size < NEIGHBOUR_BATCH ? size : NEIGHBOUR_BATCH;
-                    squared_distances(&k, q, lo, size, distance);
-                    for (isize j = 0; j < size; j++) {
-                        double s2 = distance[j];
-                        below += s2 <= inner2;
-                        within += s2 <= outer2;
-                        band[kept] = s2;
-                        kept += (s2 > inner2) & (s2 <= outer2);
+                    double *restrict out = distance;
+                    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+                        out[j] = 0.0;
+                    for (isize t = 0; t < d; t++) {
+                        const double *restrict column = keys + t * stride + lo;
+                        double at = q[t];
+                        for (isize j = 0; j < NEIGHBOUR_BATCH; j++) {
+                            double e = column[j] - at;
+                            out[j] += e * e;
+                        }
                     }
+                    isize here = 0, inside = 0; /* counted as vectors; the band's few kept */
+                    for (isize j = 0; j < NEIGHBOUR_BATCH; j++) {
+                        here += (j < size) & (out[j] <= inner2);
+                        inside += (j < size) & (out[j] <= outer2);
+                    }
+                    below += here, within += inside;
+                    if (inside > here)
+                        for (isize j = 0; j < size; j++) {
+                            band[kept] = out[j];
+                            kept += (out[j] > inner2) & (out[j] <= outer2);
+                        }
                 }
             if (within < count) { /* too few: move out, by the ratio of counts at most */
                 double grow = within ? pow((double)count / (double)within, 1.0 / (double)d) : 2.0;
-                inner = outer, outer *= grow > 1.0 + spread ? grow * (1.0 + spread) : 1.0 + 2 * spread;
+                inner = outer;
+                outer *= grow > 1.0 + spread ? grow * (1.0 + spread) : 1.0 + 2.0 * spread;
                 spread *= 2.0;
                 continue;
             }
             if (below >= count && inner > 0.0) { /* too many: move in */
-                outer = inner, inner *= below > count ? 1.0 - spread : 1.0 - spread / 2;
+                outer = inner, inner *= 1.0 - spread;
                 spread = spread * 2.0 < 0.5 ? spread * 2.0 : 0.5;
                 if (inner < outer * 1e-3)
                     inner = 0.0;
@@ -1005,97 +1014,109 @@ int neighbour_radii(const double *keys, isize n, isize d, const isize *start,
     return 0;
 }
 
-/* A batch of keys as rows of NEIGHBOUR_BATCH numbers, one a key: the monomials b of
-   u = (x - q) / r (p rows) and the kernel's weight w (0 for keys at or beyond r, and past
-   the batch's size). */
-struct batch {
-    double *basis, *weight, *distance;
-};
-
-static void fill_batch(const struct strips *k, struct batch *t, const double *weights,
-                       const double *q, double inverse, isize degree, isize power,
-                       isize exponent, isize lo, isize size)
+/* The batch of keys lo .. lo + NEIGHBOUR_BATCH - 1 as rows of NEIGHBOUR_BATCH numbers:
+   the monomials b of u = (x - q) / r (row 0 the ones, then u, then the products: `basis`)
+   and the kernel's weight times the prior (`weight`: 0 for keys at or beyond INSIDE of
+   r, and from `size` on). */
+static void fill_batch(const struct strips *k, double *restrict basis, double *restrict weight,
+                       const double *restrict weights, const double *q, double inverse,
+                       isize degree, isize power, isize exponent, isize lo, isize size)
 {
     isize d = k->d;
-    double *u2 = t->distance, *w = t->weight;
-    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-        u2[j] = 0.0;
+    double u2[NEIGHBOUR_BATCH] __attribute__((aligned(64))) = {0};
     for (isize a = 0; a < d; a++) {
-        const double *column = k->keys + a * k->n + lo;
-        double *u = t->basis + (1 + a) * NEIGHBOUR_BATCH, at = q[a];
-        for (isize j = 0; j < size; j++)
+        const double *restrict column = k->keys + a * k->stride + lo;
+        double *restrict u = basis + (1 + a) * NEIGHBOUR_BATCH, at = q[a];
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++) {
             u[j] = (column[j] - at) * inverse;
-        for (isize j = size; j < NEIGHBOUR_BATCH; j++)
-            u[j] = 0.0;
-        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
             u2[j] += u[j] * u[j];
+        }
     }
+    double one[NEIGHBOUR_BATCH] __attribute__((aligned(64)));
     if (power == 2)
         for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-            w[j] = 1.0 - u2[j];
+            one[j] = 1.0 - u2[j];
     else if (power == 3)
         for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-            w[j] = 1.0 - u2[j] * sqrt(u2[j]);
+            one[j] = 1.0 - u2[j] * sqrt(u2[j]);
     else
         for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-            w[j] = 1.0 - sqrt(u2[j]);
-    double one[NEIGHBOUR_BATCH];
-    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-        one[j] = w[j], w[j] = 1.0;
-    for (isize e = 0; e < exponent; e++)
+            one[j] = 1.0 - sqrt(u2[j]);
+    if (exponent == 0)
         for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-            w[j] *= one[j];
-    for (isize j = 0; j < size; j++) {
-        double prior = weights[lo + j];
-        w[j] = u2[j] < 1.0 ? w[j] * prior : 0.0;
-    }
-    for (isize j = size; j < NEIGHBOUR_BATCH; j++)
-        w[j] = 0.0;
+            one[j] = 1.0;
+    else if (exponent == 2)
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+            one[j] *= one[j];
+    else if (exponent == 3)
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+            one[j] *= one[j] * one[j];
+    const double *restrict prior = weights + lo;
+    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+        weight[j] = (j < size) & (u2[j] < INSIDE2) ? one[j] * prior[j] : 0.0;
     isize row = 1 + d;
     for (isize a = 0; degree >= 2 && a < d; a++)
         for (isize a2 = a; a2 < d; a2++, row++) {
-            const double *x = t->basis + (1 + a) * NEIGHBOUR_BATCH;
-            const double *y = t->basis + (1 + a2) * NEIGHBOUR_BATCH;
-            double *out = t->basis + row * NEIGHBOUR_BATCH;
+            const double *restrict x = basis + (1 + a) * NEIGHBOUR_BATCH;
+            const double *restrict y = basis + (1 + a2) * NEIGHBOUR_BATCH;
+            double *restrict out = basis + row * NEIGHBOUR_BATCH;
             for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
                 out[j] = x[j] * y[j];
         }
 }
 
-/* acc[r] += sum over the batch of left * right[r], r < count: four sums at a time, so
-   that their additions do not wait on each other */
-static inline void accumulate(vector *acc, const vector *left, vector *const *right, isize count)
+/* acc[r] += sum over the batch of left * right[r], r < count, right's rows read as they
+   lie (not aligned): four sums at a time, so that their additions do not wait on each
+   other */
+static inline void accumulate(vector *acc, const double *left, const double *const *right,
+                              isize count)
 {
     isize r = 0;
     for (; r + 4 <= count; r += 4) {
         vector s0 = acc[r], s1 = acc[r + 1], s2 = acc[r + 2], s3 = acc[r + 3];
-        const vector *a = right[r], *b = right[r + 1], *c = right[r + 2], *e = right[r + 3];
-        for (int v = 0; v < BATCH_VECTORS; v++) {
-            vector x = left[v];
-            s0 += x * a[v];
-            s1 += x * b[v];
-            s2 += x * c[v];
-            s3 += x * e[v];
+        const double *a = right[r], *b = right[r + 1], *c = right[r + 2], *e = right[r + 3];
+        for (int v = 0; v < NEIGHBOUR_BATCH; v += LANES) {
+            vector x = load(left + v);
+            s0 += x * load(a + v);
+            s1 += x * load(b + v);
+            s2 += x * load(c + v);
+            s3 += x * load(e + v);
         }
         acc[r] = s0, acc[r + 1] = s1, acc[r + 2] = s2, acc[r + 3] = s3;
     }
-    for (; r < count; r++) { /* BATCH_VECTORS is a multiple of 4 */
+    for (; r < count; r++) { /* NEIGHBOUR_BATCH is a multiple of 4 LANES */
         vector s0 = acc[r], s1 = {0}, s2 = {0}, s3 = {0};
-        const vector *a = right[r];
-        for (int v = 0; v < BATCH_VECTORS; v += 4) {
-            s0 += left[v] * a[v];
-            s1 += left[v + 1] * a[v + 1];
-            s2 += left[v + 2] * a[v + 2];
-            s3 += left[v + 3] * a[v + 3];
+        const double *a = right[r];
+        for (int v = 0; v < NEIGHBOUR_BATCH; v += 4 * LANES) {
+            s0 += load(left + v) * load(a + v);
+            s1 += load(left + v + LANES) * load(a + v + LANES);
+            s2 += load(left + v + 2 * LANES) * load(a + v + 2 * LANES);
+            s3 += load(left + v + 3 * LANES) * load(a + v + 3 * LANES);
         }
         acc[r] = (s0 + s1) + (s2 + s3);
     }
 }
 
+typedef float sign_lanes __attribute__((vector_size(LANES * sizeof(float))));
+
+/* sum over the batch of row * signs, by lanes (signs read as they lie) */
+static inline vector signed_sum(const double *row, const float *signs)
+{
+    vector s0 = {0}, s1 = {0};
+    for (int v = 0; v < NEIGHBOUR_BATCH; v += 2 * LANES) {
+        sign_lanes a, b;
+        memcpy(&a, signs + v, sizeof a);
+        memcpy(&b, signs + v + LANES, sizeof b);
+        s0 += load(row + v) * __builtin_convertvector(a, vector);
+        s1 += load(row + v + LANES) * __builtin_convertvector(b, vector);
+    }
+    return s0 + s1;
+}
+
 /* For each query q (radius r, row-major m x d) and its keys x strictly within r, with b
    the monomials of u = (x - q) / r up to `degree` in loess's order (1; u_j; u_j u_k for
    j <= k) and w = weights[x] (1 - |u|^power)^exponent (power 1, 2 or 3) the kernel's
-   weight, either the moments (coefficients NULL)
+   weight (exponent 0 to 3), either the moments (coefficients NULL)
 
        first[q]  = sum w b b^T              (p x p)
        second[q] = sum w b values[x]^T      (p x columns)
@@ -1103,43 +1124,40 @@ static inline void accumulate(vector *acc, const vector *left, vector *const *ri
    or, given each query's coefficients a (m x p), the operator's row l = w a.b:
 
        first[q]  = sum l^2 square_weights[x]      (1)
-       second[q] = sum l values[x]                (columns)
+       second[q] = sum l signs[x]                 (columns)
 
-   values come by column (columns x n, in the keys' order). d <= 8. Returns -1 where no
-   memory. */
-int neighbour_moments(const double *keys, isize n, isize d, const isize *start,
+   values and signs (+1 or -1, one byte each: smoothed in bulk, they are read from memory
+   an eighth as long) come by column (columns x stride, in the keys' order). d <= 8.
+   Returns -1 where no memory. */
+int neighbour_moments(const double *keys, isize stride, isize d, const isize *start,
                       const double *low, const double *high, isize strips,
-                      const double *weights, const double *values, isize columns,
-                      const double *square_weights, const double *coefficients,
+                      const double *weights, const double *values, const float *signs,
+                      isize columns, const double *square_weights, const double *coefficients,
                       isize degree, isize power, isize exponent, const double *queries,
                       const double *radius, isize m, double *first, double *second)
 {
-    struct strips k = {keys, n, d, strips, start, low, high};
+    struct strips k = {keys, stride, d, strips, start, low, high};
     isize p = 1 + (degree >= 1 ? d : 0) + (degree >= 2 ? d * (d + 1) / 2 : 0);
     int moments = coefficients == 0;
     isize lines = p > 1 + d ? p : 1 + d; /* the monomials, or u alone (degree 0) */
-    isize rows = lines + 2 + columns + 2, sums = moments ? p * p + p * columns : 1 + columns;
-    size_t row_bytes = BATCH_VECTORS * sizeof(vector);
+    isize rows = 2 * lines + 3, sums = moments ? p * p + p * columns : 1 + columns;
+    size_t row_bytes = NEIGHBOUR_BATCH * sizeof(double);
     double *space = aligned_alloc(VECTOR_BYTES, (size_t)rows * row_bytes);
     vector *acc = aligned_alloc(VECTOR_BYTES, (size_t)sums * sizeof(vector));
-    vector **right = malloc((size_t)rows * sizeof(vector *));
+    isize pointers = lines > columns ? lines : columns;
+    const double **right = malloc((size_t)pointers * sizeof(double *));
     isize *ranges = malloc((size_t)(2 * strips) * sizeof(isize));
     if (!space || !acc || !right || !ranges) {
         free(space), free(acc), free(right), free(ranges);
         return -1;
     }
     memset(space, 0, (size_t)rows * row_bytes);
-    struct batch t = {space, space + lines * NEIGHBOUR_BATCH,
-                      space + (lines + 1) * NEIGHBOUR_BATCH};
+    /* rows: the monomials (lines), the weight, w b (lines), the operator's row, l s */
+    double *basis = space, *weight = basis + lines * NEIGHBOUR_BATCH;
+    double *products = weight + NEIGHBOUR_BATCH, *row = products + lines * NEIGHBOUR_BATCH;
+    double *scaled = row + NEIGHBOUR_BATCH;
     for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-        t.basis[j] = 1.0;
-    double *value = space + (lines + 2) * NEIGHBOUR_BATCH;
-    double *row = value + columns * NEIGHBOUR_BATCH, *scaled = row + NEIGHBOUR_BATCH;
-    double *products = moments ? aligned_alloc(VECTOR_BYTES, (size_t)p * row_bytes) : 0;
-    if (moments && !products) {
-        free(space), free(acc), free(right), free(ranges);
-        return -1;
-    }
+        basis[j] = 1.0;
     for (isize i = 0; i < m; i++) {
         const double *q = queries + i * d;
         double r = radius[i];
@@ -1149,47 +1167,46 @@ int neighbour_moments(const double *keys, isize n, isize d, const isize *start,
             for (isize lo = ranges[2 * g]; lo < ranges[2 * g + 1]; lo += NEIGHBOUR_BATCH) {
                 isize size = ranges[2 * g + 1] - lo;
                 size = size < NEIGHBOUR_BATCH ? size : NEIGHBOUR_BATCH;
-                fill_batch(&k, &t, weights, q, 1.0 / r, degree, power, exponent, lo, size);
-                for (isize c = 0; c < columns; c++) {
-                    const double *from = values + c * n + lo;
-                    for (isize j = 0; j < size; j++)
-                        value[c * NEIGHBOUR_BATCH + j] = from[j];
-                    for (isize j = size; j < NEIGHBOUR_BATCH; j++)
-                        value[c * NEIGHBOUR_BATCH + j] = 0.0;
-                }
+                fill_batch(&k, basis, weight, weights, q, 1.0 / r, degree, power, exponent, lo,
+                           size);
                 if (moments) {
-                    for (isize a = 0; a < p; a++)
-                        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-                            products[a * NEIGHBOUR_BATCH + j] =
-                                t.weight[j] * t.basis[a * NEIGHBOUR_BATCH + j];
+                    for (isize c = 0; c < columns; c++)
+                        right[c] = values + c * stride + lo;
                     for (isize a = 0; a < p; a++) {
-                        const vector *left = (const vector *)(products + a * NEIGHBOUR_BATCH);
+                        double *restrict out = products + a * NEIGHBOUR_BATCH;
+                        const double *restrict b = basis + a * NEIGHBOUR_BATCH;
+                        for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+                            out[j] = weight[j] * b[j];
+                    }
+                    for (isize a = 0; a < p; a++)
+                        accumulate(acc + p * p + a * columns, products + a * NEIGHBOUR_BATCH,
+                                   right, columns);
+                    for (isize a = 0; a < p; a++) {
+                        const double *products_a = products + a * NEIGHBOUR_BATCH;
                         for (isize a2 = a; a2 < p; a2++)
-                            right[a2 - a] = (vector *)(t.basis + a2 * NEIGHBOUR_BATCH);
-                        accumulate(acc + a * p + a, left, right, p - a);
-                        for (isize c = 0; c < columns; c++)
-                            right[c] = (vector *)(value + c * NEIGHBOUR_BATCH);
-                        accumulate(acc + p * p + a * columns, left, right, columns);
+                            right[a2 - a] = basis + a2 * NEIGHBOUR_BATCH;
+                        accumulate(acc + a * p + a, products_a, right, p - a);
                     }
                     continue;
                 }
                 const double *a = coefficients + i * p;
+                double *restrict line = row;
                 for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-                    row[j] = 0.0;
-                for (isize b = 0; b < p; b++)
+                    line[j] = a[0];
+                for (isize b = 1; b < p; b++) {
+                    const double *restrict monomial = basis + b * NEIGHBOUR_BATCH;
                     for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-                        row[j] += a[b] * t.basis[b * NEIGHBOUR_BATCH + j];
-                for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-                    row[j] *= t.weight[j];
-                for (isize j = 0; j < size; j++)
-                    scaled[j] = row[j] * square_weights[lo + j];
-                for (isize j = size; j < NEIGHBOUR_BATCH; j++)
-                    scaled[j] = 0.0;
-                right[0] = (vector *)row;
-                accumulate(acc, (const vector *)scaled, right, 1);
+                        line[j] += a[b] * monomial[j];
+                }
+                const double *restrict squares = square_weights + lo;
+                for (isize j = 0; j < NEIGHBOUR_BATCH; j++) {
+                    line[j] *= weight[j];
+                    scaled[j] = line[j] * squares[j];
+                }
                 for (isize c = 0; c < columns; c++)
-                    right[c] = (vector *)(value + c * NEIGHBOUR_BATCH);
-                accumulate(acc + 1, (const vector *)row, right, columns);
+                    acc[1 + c] += signed_sum(row, signs + c * stride + lo);
+                right[0] = row;
+                accumulate(acc, scaled, right, 1);
             }
         if (moments) {
             double *g = first + i * p * p;
@@ -1204,6 +1221,6 @@ int neighbour_moments(const double *keys, isize n, isize d, const isize *start,
                 second[i * columns + c] = lane_sum(acc[1 + c]);
         }
     }
-    free(space), free(acc), free(right), free(ranges), free(products);
+    free(space), free(acc), free(right), free(ranges);
     return 0;
 }

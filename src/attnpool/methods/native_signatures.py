@@ -36,7 +36,7 @@ SIGNATURES = {
     + [_SIZE, _POINTER, _SIZE, _SIZE, _DOUBLE, _POINTER],
     "neighbour_moments": [_POINTER, _SIZE, _SIZE]
     + [_POINTER] * 3
-    + [_SIZE, _POINTER, _POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE, _SIZE]
+    + [_SIZE, _POINTER, _POINTER, _POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE, _SIZE]
     + [_POINTER, _POINTER, _SIZE, _POINTER, _POINTER],
     "fgt_evaluate": [
         *[_POINTER] * 2,

@@ -44,6 +44,11 @@ POLYNOMIAL_KERNELS = {
     "triangular": ((0, 1.0), (1, -1.0)),
     "boxcar": ((0, 1.0),),
 }
+#: A key counts as inside a query's radius where ``|u| < INSIDE``: the farthest
+#: neighbour, on the radius itself, weighs nothing whatever the rounding of ``|u|``
+#: (which decides it for a kernel that does not vanish there, the boxcar). The compiled
+#: loop (``expansions.c``) holds the same bound.
+INSIDE = 1.0 - 1e-12
 #: Singular values below this share of the largest are dropped (the pseudo-inverse).
 SINGULAR = 100 * np.finfo(float).eps
 #: Designs whose Gram matrix has a smaller eigenvalue ratio are solved by SVD.
@@ -64,13 +69,13 @@ def design(u: np.ndarray, degree: int) -> np.ndarray:
 
 
 def kernel_weights(kernel: kernels.Kernel, u2: np.ndarray) -> np.ndarray:
-    """``K(‖u‖)`` from the squared scaled distance, zero from the radius on (the tricube
-    as ``loess`` writes it: ``(1 − (√u²)³)³``)."""
+    """``K(‖u‖)`` from the squared scaled distance, zero from :data:`INSIDE` on (the
+    tricube as ``loess`` writes it: ``(1 − (√u²)³)³``)."""
     if kernel.name == "tricube":
         root = np.sqrt(u2)
-        return np.where(u2 < 1.0, (1.0 - root**3) ** 3, 0.0)
+        return np.where(u2 < INSIDE**2, (1.0 - root**3) ** 3, 0.0)
     with np.errstate(divide="ignore"):
-        return np.where(u2 < 1.0, np.exp(kernel.log_profile(u2)), 0.0)
+        return np.where(u2 < INSIDE**2, np.exp(kernel.log_profile(u2)), 0.0)
 
 
 @dataclass(frozen=True)
@@ -176,10 +181,10 @@ def _intercept_rows(basis: np.ndarray) -> np.ndarray:
 
 
 def windows_within(keys, queries, radius):
-    """``(lo, hi)``: the sorted keys strictly within each query's radius (those on it
-    weigh nothing), ``keys[lo:hi]``."""
-    lo = np.searchsorted(keys, queries - radius, side="right")
-    hi = np.searchsorted(keys, queries + radius, side="left")
+    """``(lo, hi)``: the sorted keys within :data:`INSIDE` of each query's radius (those
+    on it weigh nothing), ``keys[lo:hi]``."""
+    lo = np.searchsorted(keys, queries - INSIDE * radius, side="right")
+    hi = np.searchsorted(keys, queries + INSIDE * radius, side="left")
     return lo, hi
 
 
@@ -193,7 +198,8 @@ def intercept_solution(gram: np.ndarray, limit: float) -> tuple[np.ndarray, np.n
         scale = np.sqrt(np.abs(np.diagonal(gram, axis1=1, axis2=2)))
         scaled = gram / (scale[:, :, None] * scale[:, None, :])
         scaled = np.where(np.isfinite(scaled), scaled, 0.0)
-        condition = np.linalg.cond(scaled)
+        size = np.abs(np.linalg.eigvalsh(scaled))  # symmetric: its singular values
+        condition = size.max(axis=-1) / size.min(axis=-1)
     good = np.isfinite(condition) & (condition < limit)
     a = np.zeros((gram.shape[0], p))
     if good.any():

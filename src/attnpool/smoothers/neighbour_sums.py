@@ -54,6 +54,8 @@ KERNEL_FORMS = {
 MAX_COLUMNS = 8
 #: Query parts per core handed to the threads (their neighbourhoods differ in size).
 PARTS_PER_CORE = 8
+#: Numbers past the last key of every array the loop reads by key (its batch).
+PAD = 64
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,9 @@ class Strips:
 
     Attributes
     ----------
-    keys : ndarray, shape (d, n)
-        The rows, strip after strip, each strip sorted by its second column, by column.
+    keys : ndarray, shape (d, n + PAD)
+        The rows, strip after strip, each strip sorted by its second column, by column
+        (zeros past the last).
     order : ndarray of int, shape (n,)
         The original row of each: ``keys = X[order]``.
     start : ndarray of int64, shape (strips + 1,)
@@ -129,9 +132,14 @@ def strips(X: np.ndarray, radius: float) -> Strips:
     strip = np.repeat(np.arange(number), np.diff(start))
     order = by_first[np.lexsort((X[by_first, 1], strip))]
     first = X[by_first, 0]
-    return Strips(
-        np.ascontiguousarray(X[order].T), order, start, first[start[:-1]], first[start[1:] - 1]
-    )
+    return Strips(_padded(X[order].T), order, start, first[start[:-1]], first[start[1:] - 1])
+
+
+def _padded(rows: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """``rows`` (..., n) with :data:`PAD` zeros after each: shape (..., n + PAD)."""
+    out = np.zeros((*rows.shape[:-1], rows.shape[-1] + PAD), dtype)
+    out[..., : rows.shape[-1]] = rows
+    return out
 
 
 def neighbour_radii(X: np.ndarray, queries: np.ndarray, count: int) -> np.ndarray:
@@ -140,7 +148,7 @@ def neighbour_radii(X: np.ndarray, queries: np.ndarray, count: int) -> np.ndarra
     guess = typical_radius(X, count)
     layout = strips(X, guess)
     keys = layout.keys
-    d, n = keys.shape
+    d, stride = keys.shape
     at = layout.query_order(queries)
     ordered = np.ascontiguousarray(queries[at], dtype=np.float64)
     found = np.empty(at.shape[0])
@@ -148,7 +156,7 @@ def neighbour_radii(X: np.ndarray, queries: np.ndarray, count: int) -> np.ndarra
 
     def task(lo: int, hi: int) -> int:
         return function(
-            address(keys), n, d, address(layout.start), address(layout.low),
+            address(keys), stride, d, address(layout.start), address(layout.low),
             address(layout.high), layout.start.shape[0] - 1, address(ordered, lo), hi - lo,
             count, guess, address(found, lo),
         )  # fmt: skip
@@ -178,7 +186,7 @@ def neighbour_moments(
 def neighbour_rows(
     layout: Strips,
     weights: np.ndarray,
-    values: np.ndarray,
+    signs: np.ndarray,
     square_weights: np.ndarray,
     coefficients: np.ndarray,
     queries: np.ndarray,
@@ -187,19 +195,22 @@ def neighbour_rows(
     kernel: Kernel,
 ) -> tuple[np.ndarray, np.ndarray]:
     """With each query's operator row ``lⱼ = wⱼ aᵀbⱼ`` (``a`` its ``coefficients``, (m, p)):
-    ``Σ l² s`` (m,) and ``Σ l values`` (m, c), the smooths of ``values``."""
-    spread, smooths = _sums(layout, weights, values, square_weights, coefficients, queries,
-                            radius, degree, kernel, (), (values.shape[1],))  # fmt: skip
-    return spread, smooths
+    ``Σ l² s`` (m,) and ``Σ l signs`` (m, c), the smooths of the sign vectors ``signs``
+    (n, c) of ±1 (read as bytes: eight times less memory to stream than numbers)."""
+    if not np.all(np.abs(signs) == 1):
+        raise ValueError("neighbour_rows smooths sign vectors: every entry must be +1 or -1")
+    return _sums(layout, weights, signs.astype(np.float32), square_weights, coefficients,
+                 queries, radius, degree, kernel, (), (signs.shape[1],))  # fmt: skip
 
 
 def _sums(layout, weights, values, square_weights, coefficients, queries, radius, degree,
           kernel, first_shape, second_shape):  # fmt: skip
-    d, n = layout.keys.shape
+    d, stride = layout.keys.shape
     power, exponent = KERNEL_FORMS[kernel.name]
-    w = np.ascontiguousarray(weights[layout.order], dtype=np.float64)
-    by_column = np.ascontiguousarray(values[layout.order].T, dtype=np.float64)
-    s = None if square_weights is None else np.ascontiguousarray(square_weights[layout.order])
+    w = _padded(weights[layout.order])
+    by_column = _padded(values[layout.order].T, values.dtype)
+    numbers, signs = (None, by_column) if values.dtype == np.float32 else (by_column, None)
+    s = None if square_weights is None else _padded(square_weights[layout.order])
     at = layout.query_order(queries)
     ordered = np.ascontiguousarray(queries[at], dtype=np.float64)
     reach = np.ascontiguousarray(radius[at], dtype=np.float64)
@@ -210,12 +221,13 @@ def _sums(layout, weights, values, square_weights, coefficients, queries, radius
 
     def task(lo: int, hi: int) -> int:
         return function(
-            address(layout.keys), n, d, address(layout.start), address(layout.low),
-            address(layout.high), layout.start.shape[0] - 1, address(w), address(by_column),
-            by_column.shape[0], None if s is None else address(s),
-            None if a is None else address(a, lo), degree, power, exponent,
-            address(ordered, lo), address(reach, lo), hi - lo, address(first, lo),
-            address(second, lo),
+            address(layout.keys), stride, d, address(layout.start), address(layout.low),
+            address(layout.high), layout.start.shape[0] - 1, address(w),
+            None if numbers is None else address(numbers),
+            None if signs is None else address(signs), by_column.shape[0],
+            None if s is None else address(s), None if a is None else address(a, lo), degree,
+            power, exponent, address(ordered, lo), address(reach, lo), hi - lo,
+            address(first, lo), address(second, lo),
         )  # fmt: skip
 
     _run(task, m)

@@ -1,0 +1,95 @@
+"""The compiled neighbourhood sums of LOESS in several columns, against brute force: each
+query's radius against a k-d tree, its moments and its operator row's sums against the
+textbook sums over every key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+from attnpool import kernels
+from attnpool.smoothers.local_polynomial import design, kernel_weights
+from attnpool.smoothers.neighbour_sums import (
+    KERNEL_FORMS,
+    compiled_neighbours,
+    neighbour_moments,
+    neighbour_radii,
+    neighbour_rows,
+    strips,
+)
+
+
+def _keys(d, n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, (n, d)) * rng.uniform(0.5, 3.0, d)
+    X[:60] = X[60:120]  # repeated rows
+    X[200:260, 0] = X[200, 0]  # ties in the first column, across strips' edges
+    X[300:360] = X[300]  # sixty copies of one row
+    return X
+
+
+def _brute(X, weights, q, radius, degree, kernel):
+    """(b, w K) over every key: the design at ``q`` and the kernel weights."""
+    u = (X - q) / radius
+    return design(u, degree), weights * kernel_weights(kernel, np.sum(u * u, axis=1))
+
+
+@pytest.mark.parametrize("d", [2, 3, 5])
+@pytest.mark.parametrize("count", [1, 7, 150, 1500])
+def test_radii_equal_a_kd_tree(d, count):
+    X = _keys(d)
+    queries = np.vstack([X[::7], X[:20] + 0.01, X.max(axis=0) + 1.0, X.min(axis=0) - 5.0])
+    expected = cKDTree(X).query(queries, k=[count])[0][:, 0]
+    np.testing.assert_allclose(neighbour_radii(X, queries, count), expected, rtol=1e-15, atol=0)
+
+
+def test_radii_where_the_nearest_keys_coincide():
+    # sixty copies of a row: its 60th nearest is at distance 0, its 61st beyond
+    X = _keys(2)
+    assert neighbour_radii(X, X[300:301], 60)[0] == 0.0
+    beyond = cKDTree(X).query(X[300:301], k=[61])[0][0, 0]
+    assert neighbour_radii(X, X[300:301], 61)[0] == beyond > 0
+
+
+@pytest.mark.parametrize("d, degree", [(2, 0), (2, 1), (2, 2), (3, 2), (4, 1), (8, 2)])
+@pytest.mark.parametrize("name", sorted(KERNEL_FORMS))
+def test_moments_and_rows_equal_brute_force(d, degree, name):
+    kernel = kernels.get(name)
+    X = _keys(d, n=900, seed=d)
+    assert compiled_neighbours(X, kernel)
+    rng = np.random.default_rng(1)
+    weights, square = rng.uniform(0.2, 3.0, X.shape[0]), rng.uniform(0.2, 3.0, X.shape[0])
+    values = rng.normal(size=(X.shape[0], 3))
+    signs = rng.choice([-1.0, 1.0], size=(X.shape[0], 5))
+    queries = np.vstack([X[:40], X[:5] + 0.003])
+    # radii halfway from the 200th distance to the next larger one: no key on a radius,
+    # where a rounding would decide whether the boxcar counts it
+    distances = np.sort(np.linalg.norm(X[None, :, :] - queries[:, None, :], axis=2), axis=1)
+    beyond = np.where(distances > distances[:, 199:200], distances, np.inf).min(axis=1)
+    radius = 0.5 * (distances[:, 199] + beyond)
+    layout = strips(X, float(np.median(radius)))
+    gram, cross = neighbour_moments(layout, weights, values, queries, radius, degree, kernel)
+    a = rng.normal(size=gram.shape[:2])
+    spread, smooths = neighbour_rows(layout, weights, signs, square, a, queries, radius,
+                                     degree, kernel)  # fmt: skip
+    for i, q in enumerate(queries):
+        b, w = _brute(X, weights, q, radius[i], degree, kernel)
+        scale = np.abs(w[:, None] * b).sum(axis=0)
+        np.testing.assert_allclose(
+            gram[i], (b * w[:, None]).T @ b, rtol=0, atol=1e-13 * scale.max()
+        )
+        np.testing.assert_allclose(cross[i], (b * w[:, None]).T @ values, rtol=0,
+                                   atol=1e-13 * scale.max() * np.abs(values).max())  # fmt: skip
+        row = w * (b @ a[i])
+        np.testing.assert_allclose(spread[i], np.sum(row**2 * square), rtol=1e-12)
+        np.testing.assert_allclose(smooths[i], row @ signs, rtol=0,
+                                   atol=1e-12 * np.abs(row).sum())  # fmt: skip
+
+
+def test_rows_take_sign_vectors_only():
+    X = np.random.default_rng(0).uniform(size=(200, 2))
+    layout = strips(X, 0.3)
+    with pytest.raises(ValueError, match=r"\+1 or -1"):
+        neighbour_rows(layout, np.ones(200), np.full((200, 1), 0.5), np.ones(200),
+                       np.zeros((3, 6)), X[:3], np.full(3, 0.3), 2, kernels.get("tricube"))  # fmt: skip
