@@ -90,6 +90,7 @@ def test_moments_and_rows_equal_brute_force(d, degree, name):
 def test_rows_take_sign_vectors_only():
     X = np.random.default_rng(0).uniform(size=(200, 2))
     layout = strips(X, 0.3)
+    halves = np.full((200, 1), 0.5)
     with pytest.raises(ValueError, match=r"\+1 or -1"):
-        neighbour_rows(layout, np.ones(200), np.full((200, 1), 0.5), np.ones(200),
-                       np.zeros((3, 6)), X[:3], np.full(3, 0.3), 2, kernels.get("tricube"))  # fmt: skip
+        neighbour_rows(layout, np.ones(200), halves, np.ones(200), np.zeros((3, 6)), X[:3],
+                       np.full(3, 0.3), 2, kernels.get("tricube"))  # fmt: skip
