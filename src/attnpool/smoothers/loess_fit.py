@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .approximate_statistics import approximate_deltas
 from .local_polynomial import local_fit
 from .operator_rows import row_sums, served
 
@@ -29,6 +30,7 @@ __all__ = [
     "LoessResult",
     "fit_loess",
     "fits_at",
+    "leverage",
     "pseudovalues",
     "robustness_weights",
     "two_delta",
@@ -90,7 +92,8 @@ def robustness_weights(residuals: np.ndarray) -> np.ndarray:
 
 def pseudovalues(y, fitted, prior, robust) -> np.ndarray:
     """Cleveland & Grosse's pseudovalues, whose smooth's residuals measure the scale of a
-    robust fit: ``ŷ + c ρ (y − ŷ)``, ``c = n / Σ √ρ (1 − w e² / (6 MAD)² · 5)``."""
+    robust fit: ``ŷ + c ρ (y − ŷ)``, ``c = n / Σ √ρ (1 − w e² / (6 MAD)² · 5)``, for the
+    prior weights ``w`` and the last fit's weights ``ρ`` (``lowesp``'s ``rwgts``)."""
     spread = float(np.median(np.abs(y - fitted) * np.sqrt(prior)))
     share = (1.0 - (y - fitted) ** 2 * prior / ((6.0 * spread) ** 2 / 5.0)) * np.sqrt(robust)
     return fitted + (y.shape[0] / np.sum(share)) * robust * (y - fitted)
@@ -107,11 +110,17 @@ def fits_at(X, y, weights, queries, radius, degree, kernel) -> np.ndarray:
     return out
 
 
-def fit_loess(X, y, prior, radius, degree, kernel, iterations) -> LoessResult:
+def fit_loess(X, y, prior, radius, degree, kernel, iterations, statistics="exact"):
     """LOESS at the rows of ``X`` (scaled): ``iterations`` fits (1: the gaussian family),
-    each after the first weighted by the robustness of the one before."""
+    each after the first weighted by the robustness of the one before. ``statistics``
+    ``"approximate"``: ``δ₁`` and ``δ₂`` from ``tr L`` by Cleveland & Grosse's formulas
+    (:func:`.approximate_statistics.approximate_deltas`)."""
     n = X.shape[0]
-    if n > EXACT_STATISTICS and served(X, kernel, n * n):
+    if statistics == "approximate":
+        first, own = leverage(X, y, prior, radius, degree, kernel)
+        trace = float(own.sum())
+        one_delta, two = approximate_deltas(trace, n, X.shape[1], degree)
+    elif n > EXACT_STATISTICS and served(X, kernel, n * n):
         probes = _probes(n)
         sums = row_sums(X, y, prior, X, radius, degree, kernel, at_rows=True,
                         square_weights=np.ones(n), extra=probes)  # fmt: skip
@@ -126,12 +135,28 @@ def fit_loess(X, y, prior, radius, degree, kernel, iterations) -> LoessResult:
         fitted = fits_at(X, y, prior * robust, X, radius, degree, kernel)
     residuals = y - fitted
     if iterations > 1:
-        pseudo = pseudovalues(y, fitted, prior, robust)
+        # R and netlib pass the last fit's weights, prior × robustness, as lowesp's rwgts
+        pseudo = pseudovalues(y, fitted, prior, prior * robust)
         smooth = fits_at(X, pseudo, prior, X, radius, degree, kernel)
         sum_squares = float(np.sum(prior * (pseudo - smooth) ** 2))
     else:
         sum_squares = float(np.sum(prior * residuals**2))
     return LoessResult(fitted, residuals, robust, trace, one_delta, two, sum_squares)
+
+
+def leverage(X, y, prior, radius, degree, kernel) -> tuple[np.ndarray, np.ndarray]:
+    """The fits at the rows of ``X`` and each row's weight on itself, ``Lᵢᵢ``: from
+    moments where they serve, else from the operator's rows."""
+    n = X.shape[0]
+    if served(X, kernel, n * n):
+        sums = row_sums(X, y, prior, X, radius, degree, kernel, at_rows=True)
+        return sums.fits, sums.own
+    fitted, own = np.empty(n), np.empty(n)
+    for part in local_fit(X, y, prior, X, radius, degree, kernel):
+        fitted[part.rows] = part.fits
+        mine = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]
+        own[part.rows] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
+    return fitted, own
 
 
 def two_delta(trace: float, squares: float, probes: np.ndarray, smoothed: np.ndarray) -> float:

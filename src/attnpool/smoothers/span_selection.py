@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import Kernel
-from .local_polynomial import local_fit
+from .loess_fit import leverage
 from .neighbourhoods import radii
-from .operator_rows import row_sums, served
 
 __all__ = ["CRITERIA", "select_span"]
 
@@ -47,16 +46,7 @@ def select_span(
 
 def _criterion(X, y, prior, span, degree, kernel, criterion) -> float:
     n = X.shape[0]
-    radius = radii(X, X, span)
-    if served(X, kernel, n * n):  # the fits and Lᵢᵢ from moments
-        sums = row_sums(X, y, prior, X, radius, degree, kernel, at_rows=True)
-        fitted, own = sums.fits, sums.own
-    else:
-        fitted, own = np.empty(n), np.empty(n)
-        for part in local_fit(X, y, prior, X, radius, degree, kernel):
-            fitted[part.rows] = part.fits
-            mine = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]
-            own[part.rows] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
+    fitted, own = leverage(X, y, prior, radii(X, X, span), degree, kernel)
     residuals = y - fitted
     trace = float(own.sum())
     with np.errstate(divide="ignore", invalid="ignore"):
