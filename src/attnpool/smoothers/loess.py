@@ -17,10 +17,8 @@ from .._estimator_api import (
 )
 from .._typing import ArrayLike
 from ..sums.observation_weights import positive_rows
-from .local_polynomial import local_fit
-from .loess_fit import fit_loess, fits_at
+from .loess_fit import fit_loess, fits_and_spread, fits_at
 from .neighbourhoods import radii, trimmed_scale
-from .operator_rows import row_sums, served
 from .span_selection import CRITERIA, select_span
 
 __all__ = ["Loess"]
@@ -239,17 +237,8 @@ class Loess(RegressorMixin, BaseEstimator):
                 "return_std: this fit interpolates the data and has no residual scale; "
                 "fit with a larger span"
             )
-        inverse = 1.0 / self._prior
-        if served(self._scaled, kernel, self._scaled.shape[0] * queries.shape[0]):
-            sums = row_sums(self._scaled, self._y, weights, queries, radius, self.degree, kernel,
-                            square_weights=inverse)  # fmt: skip
-            fits, spread = sums.fits, sums.spread
-        else:
-            fits, spread = np.empty(queries.shape[0]), np.empty(queries.shape[0])
-            for part in local_fit(self._scaled, self._y, weights, queries, radius, self.degree,
-                                  kernel):  # fmt: skip
-                fits[part.rows] = part.fits
-                spread[part.rows] = np.sum(part.operator**2 * inverse[part.neighbours], axis=1)
+        fits, spread = fits_and_spread(self._scaled, self._y, weights, self._prior, queries,
+                                       radius, self.degree, kernel)  # fmt: skip
         return fits + self._level, self.residual_scale_ * np.sqrt(spread)
 
     def _predict_blocks(self, X: Any, return_std: bool) -> Any:

@@ -29,6 +29,7 @@ __all__ = [
     "PROBES",
     "LoessResult",
     "fit_loess",
+    "fits_and_spread",
     "fits_at",
     "leverage",
     "pseudovalues",
@@ -157,6 +158,21 @@ def leverage(X, y, prior, radius, degree, kernel) -> tuple[np.ndarray, np.ndarra
         mine = part.neighbours == np.arange(part.rows.start, part.rows.stop)[:, None]
         own[part.rows] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
     return fitted, own
+
+
+def fits_and_spread(X, y, weights, prior, queries, radius, degree, kernel):
+    """The fits at ``queries`` and ``Σⱼ Lⱼ² / priorⱼ``, the square of R's standard error in
+    units of the residual scale: from moments where they serve, else from the operator's
+    rows."""
+    inverse = 1.0 / prior
+    if served(X, kernel, X.shape[0] * queries.shape[0]):
+        sums = row_sums(X, y, weights, queries, radius, degree, kernel, square_weights=inverse)
+        return sums.fits, sums.spread
+    fits, spread = np.empty(queries.shape[0]), np.empty(queries.shape[0])
+    for part in local_fit(X, y, weights, queries, radius, degree, kernel):
+        fits[part.rows] = part.fits
+        spread[part.rows] = np.sum(part.operator**2 * inverse[part.neighbours], axis=1)
+    return fits, spread
 
 
 def two_delta(trace: float, squares: float, probes: np.ndarray, smoothed: np.ndarray) -> float:
