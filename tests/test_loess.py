@@ -280,6 +280,7 @@ def test_statistics_beyond_the_exact_size(monkeypatch, d, kernel, family):
     monkeypatch.setattr(loess_fit, "EXACT_STATISTICS", 100)
     monkeypatch.setattr(operator_rows, "MOMENT_WORK", 100)
     monkeypatch.setattr(neighbourhoods, "NEIGHBOUR_WORK", 100)
+    monkeypatch.setattr(operator_rows, "GRAM_ENTRIES", 7 * 100)  # G in chunks of rows
     estimated = clone(model).fit(X, y, sample_weight=weights)
     _close(estimated.fitted_values_, exact.fitted_values_)
     assert estimated.one_delta_ == pytest.approx(exact.one_delta_, rel=1e-10)

@@ -206,6 +206,12 @@ class Loess(RegressorMixin, BaseEstimator):
         X : array_like of shape (m, n_features)
             A Dask array is predicted block by block of rows, lazily (the fitted data
             travel with each task).
+        return_std : bool
+            Return ``(fit, se)`` instead of the fit alone.
+
+        Returns
+        -------
+        ndarray of shape (m,), or a pair of them (Dask arrays for a Dask ``X``)
 
         Notes
         -----
@@ -214,12 +220,6 @@ class Loess(RegressorMixin, BaseEstimator):
         ``predict.loess`` and netlib's agree with it without prior weights; with them,
         both weight a robust fit's new points by the prior weights twice, and netlib
         leaves the robustness weights out of the standard errors.
-        return_std : bool
-            Return ``(fit, se)`` instead of the fit alone.
-
-        Returns
-        -------
-        ndarray of shape (m,), or a pair of them (Dask arrays for a Dask ``X``)
         """
         check_is_fitted(self)
         if is_dask(X):

@@ -34,7 +34,13 @@ from .local_polynomial import (
     local_fit,
     windows_within,
 )
-from .neighbour_sums import compiled_neighbours, neighbour_moments, neighbour_rows, strips
+from .neighbour_sums import (
+    compiled_neighbours,
+    neighbour_moments,
+    neighbour_rows,
+    strips,
+    terms,
+)
 
 __all__ = ["MOMENT_WORK", "RowSums", "row_sums", "served"]
 
@@ -43,6 +49,8 @@ MOMENT_WORK = 2**20
 #: Condition numbers beyond which a row is refitted from its operator row: running sums
 #: lose digits to cancellation that the direct sums of several columns do not.
 CONDITION = {"windows": 1e8, "neighbours": 1e5}
+#: Entries of the queries' Gram matrices held at once in several columns (32 MB).
+GRAM_ENTRIES = 2**22
 
 
 @dataclass(frozen=True)
@@ -154,9 +162,16 @@ def _squared(profile):
 def _neighbours(X, y, weights, queries, radius, degree, kernel, square_weights, extra):
     """Several columns: ``G`` and ``T`` from the compiled loop, then the rows' sums."""
     layout = strips(X, float(np.median(radius)))
-    gram, cross = neighbour_moments(layout, weights, y[:, None], queries, radius, degree, kernel)
-    a, redo = intercept_solution(gram, CONDITION["neighbours"])
-    fits = np.einsum("qi,qi->q", a, cross[:, :, 0])
+    m, p = queries.shape[0], terms(X.shape[1], degree)
+    a, fits, redo = np.empty((m, p)), np.empty(m), np.empty(m, dtype=bool)
+    order = layout.query_order(queries)
+    step = max(1, GRAM_ENTRIES // (p * p))
+    for start in range(0, m, step):  # neighbouring queries together, a bounded G at once
+        rows = order[start : start + step]
+        gram, cross = neighbour_moments(layout, weights, y[:, None], queries[rows],
+                                        radius[rows], degree, kernel)  # fmt: skip
+        a[rows], redo[rows] = intercept_solution(gram, CONDITION["neighbours"])
+        fits[rows] = np.einsum("qi,qi->q", a[rows], cross[:, :, 0])
     if square_weights is None and extra is None:
         return fits, a, None, None, redo
     columns = np.zeros((X.shape[0], 0)) if extra is None else extra
