@@ -36,6 +36,21 @@ def test_span_fits_loess_with_its_band_and_plot(tmp_path, table):
         assert image.format == "PNG" and image.size[0] > 200
 
 
+def test_approximate_statistics_for_the_band(tmp_path, table):
+    path, x, y = table
+    result = attnpool_cli("fit", str(path), "--x", "x", "--y", "y", "--span", "0.4",
+                          "--interval", "0.95", "--statistics", "approximate", "--out", "-",
+                          "-q")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    model = attnpool.Loess(span=0.4, statistics="approximate").fit(x[:, None], y)
+    assert f"on {model.df_:.1f} df (R's predict.loess, approximate statistics)" in result.stderr
+    values = np.array(
+        [[float(v) for v in row.split(",")] for row in result.stdout.splitlines()[1:]]
+    )
+    lower, upper = model.predict_interval(x[:, None], level=0.95)
+    np.testing.assert_allclose(values[:, 2:4], np.column_stack([lower, upper]), rtol=1e-12)
+
+
 def test_lowess_gives_statsmodels_numbers(tmp_path, table):
     path, x, y = table
     result = attnpool_cli("fit", str(path), "--x", "x", "--y", "y", "--lowess", "--span", "0.3",
@@ -54,6 +69,12 @@ def test_lowess_gives_statsmodels_numbers(tmp_path, table):
         (["--span", "abc"], "--span: expected a number > 0, gcv, aicc or cv; received 'abc'"),
         (["--lowess", "--span", "2"], "--span: expected a number in (0, 1]; received '2'"),
         (["--span", "0.5", "--family", "huber"], "--family"),
+        (
+            ["--span", "0.5", "--statistics", "fast"],
+            "--statistics: expected one of 'exact', 'approximate'; received 'fast'",
+        ),
+        (["--lowess", "--statistics", "exact"], "--statistics: LOWESS has none"),
+        (["--statistics", "exact"], "--statistics: LOESS's, with --span"),
     ],
 )
 def test_mistakes_give_one_line_and_no_file(tmp_path, table, args, message):

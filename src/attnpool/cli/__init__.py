@@ -123,6 +123,14 @@ def fit(
     family: Annotated[
         str, typer.Option("--family", help="With --span: gaussian, or symmetric (robust).")
     ] = "gaussian",
+    statistics: Annotated[
+        str | None,
+        typer.Option(
+            "--statistics",
+            help="With --span: exact (default) or approximate (R's default) δ₁, δ₂ for "
+            "--interval's degrees of freedom.",
+        ),
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", "-f", help="Replace output files that exist.")
     ] = False,
@@ -160,8 +168,12 @@ def fit(
         with CommandProgress("smoothing", quiet=quiet):
             result = smooth_table(data, x, y, span=span, lowess=lowess, degree=degree,
                                   family=family, predict=predict, dropna=dropna,
-                                  plot=plot is not None, interval=interval, sep=sep)  # fmt: skip
+                                  plot=plot is not None, interval=interval, sep=sep,
+                                  statistics=statistics)  # fmt: skip
     else:
+        if statistics is not None:
+            raise ValueError(f"--statistics: LOESS's, with --span; received {statistics!r} "
+                             "without it")  # fmt: skip
         with CommandProgress("choosing the bandwidth", quiet=quiet) as progress:
             result = fit_table(
                 data,

@@ -3,7 +3,8 @@
 
 ``--span`` fits :class:`~attnpool.Loess` (R's ``loess``: degree 2 unless ``--degree``
 says otherwise, a number or ``gcv``/``aicc``/``cv`` for the span, standard errors for
-``--interval``); ``--lowess`` smooths one column with :func:`~attnpool.lowess`
+``--interval`` on exact or, with ``--statistics approximate``, R's approximate degrees
+of freedom); ``--lowess`` smooths one column with :func:`~attnpool.lowess`
 (statsmodels' rules, three robustness iterations, ``frac`` the span, 2/3 by default).
 """
 
@@ -48,7 +49,10 @@ class SmoothFit(TableFit):
             f"equivalent number of parameters {self.objective:.2f}",
         ]
         if self.interval is not None:
-            lines.append(f"pointwise {self.interval:g} t intervals (R's predict.loess)")
+            lines.append(
+                f"pointwise {self.interval:g} t intervals on {self.model.df_:.1f} df (R's "
+                f"predict.loess, {self.model.statistics} statistics)"
+            )
         return "\n".join(lines)
 
     def figure(self):
@@ -91,10 +95,15 @@ def smooth_table(
     plot: bool = False,
     interval: float | None = None,
     sep: str | None = None,
+    statistics: str | None = None,
 ) -> SmoothFit:
     """Smooth ``y_column`` on ``x_columns`` of the table ``data`` by LOESS (or LOWESS with
     ``lowess``); predict at ``predict`` (or the data)."""
     check_choice(family, "--family", ("gaussian", "symmetric"))
+    if statistics is not None:
+        check_choice(statistics, "--statistics", ("exact", "approximate"))
+        if lowess:
+            raise ValueError("--statistics: LOWESS has none; drop --lowess for LOESS's")
     if not x_columns:
         raise ValueError("--x: expected at least one input column; received none")
     check_roles({"--x": x_columns, "--y": [y_column]})
@@ -121,7 +130,8 @@ def smooth_table(
         return SmoothFit(list(x_columns), y_column, x_train, y_train, x_query, prediction,
                          np.array([frac]), "lowess", float("nan"), 1, "tricube",
                          rows=query_rows)  # fmt: skip
-    model = Loess(span=chosen, degree=2 if degree is None else degree, family=family)
+    model = Loess(span=chosen, degree=2 if degree is None else degree, family=family,
+                  statistics=statistics or "exact")  # fmt: skip
     model.fit(x_train, y_train)
     lower = upper = None
     if interval is not None:
