@@ -10,6 +10,7 @@ from skmisc.loess import loess as netlib_loess
 
 import attnpool
 from attnpool.smoothers.local_polynomial import design
+from test_loess import _close
 
 
 def _data(d, n=300, seed=0):
@@ -27,12 +28,6 @@ def _netlib(X, y, iterations=None, **options):
         model.control.iterations = iterations
     model.fit()
     return model
-
-
-def _close(actual, expected, tolerance=1e-10):
-    expected = np.asarray(expected, dtype=float)
-    scale = max(float(np.max(np.abs(expected))), 1.0)
-    np.testing.assert_allclose(actual, expected, rtol=0, atol=tolerance * scale)
 
 
 def _same(ours, theirs, X, y, prior=None):

@@ -939,9 +939,9 @@ static double select_smallest(double *a, isize n, isize k)
 /* radius[i]: the distance from queries[i] (row-major, m x d) to its count-th nearest key.
    Around a trial radius (first `guess`, then the last query's) a band [inner, outer] of
    distances is counted: with fewer than count keys within outer the band moves out, with
-   count or more within inner it moves in; otherwise the radius is the (count - within
-   inner)-th smallest distance in the band, selected among the band's few keys. Returns
-   -1 where no memory. */
+   count or more within inner it moves in (after five moves, down to 0: coincident keys
+   end there); otherwise the radius is the (count - within inner)-th smallest distance in
+   the band, selected among the band's few keys. Returns -1 where no memory. */
 int neighbour_radii(const double *keys, isize stride, isize d, const isize *start,
                     const double *low, const double *high, isize strips,
                     const double *queries, isize m, isize count, double guess, double *radius)
@@ -996,11 +996,9 @@ int neighbour_radii(const double *keys, isize stride, isize d, const isize *star
                 spread *= 2.0;
                 continue;
             }
-            if (below >= count && inner > 0.0) { /* too many: move in */
-                outer = inner, inner *= 1.0 - spread;
+            if (below >= count && inner > 0.0) { /* too many: move in, at last to 0 */
+                outer = inner, inner = spread < 0.5 ? inner * (1.0 - spread) : 0.0;
                 spread = spread * 2.0 < 0.5 ? spread * 2.0 : 0.5;
-                if (inner < outer * 1e-3)
-                    inner = 0.0;
                 continue;
             }
             radius[i] = below >= count ? 0.0 : sqrt(select_smallest(band, kept, count - below - 1));
