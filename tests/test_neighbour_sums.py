@@ -94,3 +94,43 @@ def test_rows_take_sign_vectors_only():
     with pytest.raises(ValueError, match=r"\+1 or -1"):
         neighbour_rows(layout, np.ones(200), halves, np.ones(200), np.zeros((3, 6)), X[:3],
                        np.full(3, 0.3), 2, kernels.get("tricube"))  # fmt: skip
+
+
+def _both_paths(monkeypatch, X, y, weights=None, **options):
+    """The same Loess fit from the compiled loop and from the NumPy operator rows."""
+    import attnpool
+    from attnpool.smoothers import neighbourhoods, operator_rows
+
+    direct = attnpool.Loess(**options).fit(X, y, sample_weight=weights)
+    with monkeypatch.context() as patched:
+        patched.setattr(operator_rows, "MOMENT_WORK", 100)
+        patched.setattr(neighbourhoods, "NEIGHBOUR_WORK", 100)
+        compiled = attnpool.Loess(**options).fit(X, y, sample_weight=weights)
+        queries = X[::37] + 0.013 * np.ptp(X, axis=0)
+        pair = compiled.predict(queries, return_std=True)
+    expected = direct.predict(queries, return_std=True)
+    return compiled, direct, pair, expected
+
+
+@pytest.mark.parametrize("case", ["rounded", "offset", "weights"])
+def test_the_compiled_loop_on_hostile_data(monkeypatch, case):
+    # rounded data (ties in both columns and on the radii), huge offsets with unequal
+    # scales, weights over sixteen orders of magnitude: the loop equals the operator rows
+    rng = np.random.default_rng(11)
+    X = rng.uniform(0.0, 10.0, (900, 2))
+    y = np.sin(X[:, 0]) * X[:, 1] + rng.normal(0.0, 0.2, 900)
+    weights = None
+    if case == "rounded":
+        X = np.round(X, 0)
+    elif case == "offset":
+        X = X * [1e-4, 1e3] + [1e8, -5e6]
+    else:
+        weights = 10.0 ** rng.uniform(-8.0, 8.0, 900)
+    compiled, direct, pair, expected = _both_paths(monkeypatch, X, y, weights, span=0.2,
+                                                   family="symmetric")  # fmt: skip
+    scale = np.abs(y).max()
+    np.testing.assert_allclose(compiled.fitted_values_, direct.fitted_values_, rtol=0,
+                               atol=1e-9 * scale)  # fmt: skip
+    assert compiled.trace_hat_ == pytest.approx(direct.trace_hat_, rel=1e-9)
+    np.testing.assert_allclose(pair[0], expected[0], rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(pair[1], expected[1], rtol=1e-7)
