@@ -892,8 +892,15 @@ static isize candidate_ranges(const struct strips *k, const double *q, double r,
 {
     double box = r * (1.0 + 1e-12);
     const double *second = k->keys + k->stride;
-    isize got = 0;
-    for (isize s = 0; s < k->count; s++) {
+    isize got = 0, first = 0, past = k->count;
+    while (first < past) { /* the first strip that reaches q0 - r (strips ascend) */
+        isize mid = first + (past - first) / 2;
+        if (k->high[mid] < q[0] - box)
+            first = mid + 1;
+        else
+            past = mid;
+    }
+    for (isize s = first; s < k->count && k->low[s] <= q[0] + box; s++) {
         double gap = k->low[s] > q[0]    ? k->low[s] - q[0]
                      : q[0] > k->high[s] ? q[0] - k->high[s]
                                          : 0.0;
