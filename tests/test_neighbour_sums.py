@@ -112,21 +112,23 @@ def _both_paths(monkeypatch, X, y, weights=None, **options):
     return compiled, direct, pair, expected
 
 
-@pytest.mark.parametrize("case", ["rounded", "offset", "weights"])
+@pytest.mark.parametrize("case", ["rounded", "offset", "weights", "narrow", "wide"])
 def test_the_compiled_loop_on_hostile_data(monkeypatch, case):
     # rounded data (ties in both columns and on the radii), huge offsets with unequal
-    # scales, weights over sixteen orders of magnitude: the loop equals the operator rows
+    # scales, weights over sixteen orders of magnitude, ten neighbours for six terms (the
+    # ill-conditioned rows refitted), a span of 30 (every row, the radius stretched): the
+    # loop equals the operator rows
     rng = np.random.default_rng(11)
     X = rng.uniform(0.0, 10.0, (900, 2))
     y = np.sin(X[:, 0]) * X[:, 1] + rng.normal(0.0, 0.2, 900)
-    weights = None
+    weights, span = None, {"narrow": 0.012, "wide": 30.0}.get(case, 0.2)
     if case == "rounded":
         X = np.round(X, 0)
     elif case == "offset":
         X = X * [1e-4, 1e3] + [1e8, -5e6]
-    else:
+    elif case == "weights":
         weights = 10.0 ** rng.uniform(-8.0, 8.0, 900)
-    compiled, direct, pair, expected = _both_paths(monkeypatch, X, y, weights, span=0.2,
+    compiled, direct, pair, expected = _both_paths(monkeypatch, X, y, weights, span=span,
                                                    family="symmetric")  # fmt: skip
     scale = np.abs(y).max()
     np.testing.assert_allclose(compiled.fitted_values_, direct.fitted_values_, rtol=0,
