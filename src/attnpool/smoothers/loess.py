@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any, Self
 
 import numpy as np
@@ -17,7 +18,7 @@ from .._estimator_api import (
 )
 from .._typing import ArrayLike
 from ..sums.observation_weights import positive_rows
-from .loess_fit import fit_loess, fits_and_spread, fits_at
+from .loess_fit import LoessResult, fit_loess, fits_and_spread, fits_at
 from .neighbourhoods import radii, trimmed_scale
 from .span_selection import CRITERIA, select_span
 
@@ -144,6 +145,17 @@ class Loess(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         self._check_parameters()
+        self.criterion_ = None
+        if is_dask(X) or is_dask(y) or is_dask(sample_weight):
+            from ..distributed.loess import distributed_loess, gathered
+
+            found = distributed_loess(self, X, y, sample_weight)
+            if found is None:  # a small problem, whose exact δ₂ needs the operator
+                return self.fit(*gathered(X, y, sample_weight))
+            training, result, self._robust_parts = found
+            self._training: Any = training
+            return self._fitted(result)
+        self._training = None
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         X, y, weights = positive_rows(X, y[:, None], sample_weight, name="sample_weight")
         y = y[:, 0]
@@ -152,32 +164,42 @@ class Loess(RegressorMixin, BaseEstimator):
         prior = np.ones(y.shape[0]) if weights is None else np.asarray(weights, float)
         d = X.shape[1]
         self.divisor_ = trimmed_scale(X) if self.normalize and d > 1 else np.ones(d)
-        scaled = X / self.divisor_
+        self._origin = X.min(axis=0)
+        scaled = self._scaled_rows(X)
         kernel = self._kernel()
         iterations = 1 if self.family == "gaussian" else int(self.iterations)
-        self.criterion_ = None
-        if self.neighbours is not None:
-            if not (
-                isinstance(self.neighbours, (int, np.integer)) and 1 <= self.neighbours <= y.size
-            ):
-                raise ValueError(
-                    f"neighbours must be a whole number from 1 to n_samples = {y.size}; got "
-                    f"{self.neighbours!r}"
-                )
-            self.span_ = int(self.neighbours) / y.size
-        elif isinstance(self.span, str):
-            spans = np.arange(2, 21) / 20 if self.spans is None else np.asarray(self.spans, float)
-            self.span_, self.criterion_ = select_span(
-                scaled, y, prior, spans, self.degree, kernel, self.span
-            )
-        else:
-            self.span_ = float(self.span)
+
+        def choose(spans: np.ndarray) -> tuple[float, np.ndarray]:
+            return select_span(scaled, y, prior, spans, self.degree, kernel, str(self.span))
+
+        self._resolve_span(y.size, choose)
         radius = radii(scaled, scaled, self.span_, self.neighbours)
         # the fit is equivariant to a shift of y: centred, a constant y is fitted exactly
         self._level = float(np.median(y))
         self._scaled, self._y, self._prior = scaled, y - self._level, prior
         result = fit_loess(scaled, self._y, prior, radius, self.degree, kernel, iterations,
                            self.statistics)  # fmt: skip
+        return self._fitted(result)
+
+    def _resolve_span(
+        self, n: int, choose: Callable[[np.ndarray], tuple[float, np.ndarray]]
+    ) -> None:
+        """``span_`` from ``neighbours``, a number, or ``choose(spans)`` for a criterion
+        (which also gives ``criterion_``)."""
+        if self.neighbours is not None:
+            if not (isinstance(self.neighbours, (int, np.integer)) and 1 <= self.neighbours <= n):
+                raise ValueError(
+                    f"neighbours must be a whole number from 1 to n_samples = {n}; got "
+                    f"{self.neighbours!r}"
+                )
+            self.span_ = int(self.neighbours) / n
+        elif isinstance(self.span, str):
+            spans = np.arange(2, 21) / 20 if self.spans is None else np.asarray(self.spans, float)
+            self.span_, self.criterion_ = choose(spans)
+        else:
+            self.span_ = float(self.span)
+
+    def _fitted(self, result: LoessResult) -> Self:
         self.fitted_values_ = result.fitted + self._level
         self.residuals_ = result.residuals
         self.robustness_weights_ = result.robust
@@ -193,7 +215,7 @@ class Loess(RegressorMixin, BaseEstimator):
                 "neighbours than the polynomial has terms): no residual scale, so no "
                 "standard errors or intervals; take a larger span for them",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return self
 
@@ -222,10 +244,14 @@ class Loess(RegressorMixin, BaseEstimator):
         leaves the robustness weights out of the standard errors.
         """
         check_is_fitted(self)
+        if self._training is not None:
+            from ..distributed.loess import distributed_predict
+
+            return distributed_predict(self, X, return_std)
         if is_dask(X):
             return self._predict_blocks(X, return_std)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        queries = X / self.divisor_
+        queries = self._scaled_rows(X)
         radius = radii(self._scaled, queries, self.span_, self.neighbours)
         weights = self._prior * self.robustness_weights_
         kernel = self._kernel()
@@ -288,7 +314,7 @@ class Loess(RegressorMixin, BaseEstimator):
             "Residual Standard Error" if self.family == "gaussian" else "Residual Scale Estimate"
         )
         lines = [
-            f"Number of Observations: {self._y.shape[0]}",
+            f"Number of Observations: {self.fitted_values_.shape[0]}",
             f"Equivalent Number of Parameters: {self.enp_:.2f}",
             f"{label}: {self.residual_scale_:.4g}",
             f"Trace of smoother matrix: {self.trace_hat_:.2f}  (exact)",
@@ -303,6 +329,11 @@ class Loess(RegressorMixin, BaseEstimator):
             f"  normalize:  {bool(self.normalize)}",
         ]  # fmt: skip
         return "\n".join(lines)
+
+    def _scaled_rows(self, X: np.ndarray) -> np.ndarray:
+        """``X`` less the training rows' least values, divided by ``divisor_``: a fit
+        depends on differences only, and dividing large offsets would round them."""
+        return np.asarray((X - self._origin) / self.divisor_)
 
     def _kernel(self) -> kernels.Kernel:
         kernel = kernels.get(self.kernel)

@@ -32,6 +32,9 @@ __all__ = [
     "fits_and_spread",
     "fits_at",
     "leverage",
+    "probe_products",
+    "probe_signs",
+    "pseudo_shares",
     "pseudovalues",
     "robustness_weights",
     "two_delta",
@@ -79,12 +82,13 @@ class LoessResult:
         return float("nan") if self.interpolates else self.one_delta**2 / self.two_delta
 
 
-def robustness_weights(residuals: np.ndarray) -> np.ndarray:
+def robustness_weights(residuals: np.ndarray, middle: float | None = None) -> np.ndarray:
     """Bisquare weights of the residuals in units of six median absolute residuals: 1
     within 0.001 of that, 0 beyond 0.999 (``loess``'s ``lowesw``); all 1 where the
-    median is zero."""
+    median is zero. ``middle``: that median, where these residuals are a part of the
+    data's."""
     size = np.abs(residuals)
-    six_mad = 6.0 * float(np.median(size))
+    six_mad = 6.0 * float(np.median(size) if middle is None else middle)
     if six_mad < np.finfo(float).tiny:
         return np.ones_like(size)
     inner = (1.0 - (size / six_mad) ** 2) ** 2
@@ -94,10 +98,16 @@ def robustness_weights(residuals: np.ndarray) -> np.ndarray:
 def pseudovalues(y, fitted, prior, robust) -> np.ndarray:
     """Cleveland & Grosse's pseudovalues, whose smooth's residuals measure the scale of a
     robust fit: ``ŷ + c ρ (y − ŷ)``, ``c = n / Σ √ρ (1 − w e² / (6 MAD)² · 5)``, for the
-    prior weights ``w`` and the last fit's weights ``ρ`` (``lowesp``'s ``rwgts``)."""
+    prior weights ``w`` and the last fit's weights ``ρ`` (``lowesp``'s ``rwgts``); the
+    MAD is that of ``√w e``."""
     spread = float(np.median(np.abs(y - fitted) * np.sqrt(prior)))
-    share = (1.0 - (y - fitted) ** 2 * prior / ((6.0 * spread) ** 2 / 5.0)) * np.sqrt(robust)
+    share = pseudo_shares(y, fitted, prior, robust, spread)
     return fitted + (y.shape[0] / np.sum(share)) * robust * (y - fitted)
+
+
+def pseudo_shares(y, fitted, prior, robust, spread) -> np.ndarray:
+    """Each row's term ``√ρ (1 − w e² / (6 MAD)² · 5)`` of the pseudovalues' ``c``."""
+    return (1.0 - (y - fitted) ** 2 * prior / ((6.0 * spread) ** 2 / 5.0)) * np.sqrt(robust)
 
 
 def fits_at(X, y, weights, queries, radius, degree, kernel) -> np.ndarray:
@@ -122,12 +132,12 @@ def fit_loess(X, y, prior, radius, degree, kernel, iterations, statistics="exact
         trace = float(own.sum())
         one_delta, two = approximate_deltas(trace, n, X.shape[1], degree)
     elif n > EXACT_STATISTICS and served(X, kernel, n * n):
-        probes = _probes(n)
+        probes = probe_signs(0, n)
         sums = row_sums(X, y, prior, X, radius, degree, kernel, at_rows=True,
                         square_weights=np.ones(n), extra=probes)  # fmt: skip
         first, trace, squares = sums.fits, float(sums.own.sum()), float(sums.spread.sum())
         one_delta = n - 2.0 * trace + squares
-        two = two_delta(trace, squares, probes, sums.smooths)
+        two = two_delta(trace, squares, n, probe_products(probes, sums.smooths))
     else:
         trace, one_delta, two, first = _statistics(X, y, prior, radius, degree, kernel)
     fitted, robust = first, np.ones_like(y)
@@ -175,22 +185,39 @@ def fits_and_spread(X, y, weights, prior, queries, radius, degree, kernel):
     return fits, spread
 
 
-def two_delta(trace: float, squares: float, probes: np.ndarray, smoothed: np.ndarray) -> float:
-    """``δ₂ = tr (AᵀA)²``, ``A = I − L``, from ``tr L``, ``Σ L²``, the sign vectors
-    ``probes`` (n, P) and their smooths ``L probes``: with ``AᵀA = I − E``,
+def two_delta(trace: float, squares: float, n: int, products: tuple) -> float:
+    """``δ₂ = tr (AᵀA)²``, ``A = I − L``, from ``tr L``, ``Σ L²`` and the
+    :func:`probe_products` of the sign vectors: with ``AᵀA = I − E``,
     ``E = L + Lᵀ − LᵀL``, it is ``n − 2 tr E + tr E²``, where ``tr E = 2 tr L − Σ L²`` is
     exact and only the small ``tr E² = E (zᵀ E w)²`` is estimated, over independent random
     signs ``z``, ``w`` (every pair of probes): ``zᵀ E w = zᵀw − (Az)ᵀ(Aw)``."""
-    n, count = probes.shape
-    residual = probes - smoothed  # A z for each probe
-    pairs = np.triu_indices(count, k=1)
-    samples = (probes.T @ probes)[pairs] - (residual.T @ residual)[pairs]  # zᵀ E w
+    plain, residual = products
+    pairs = np.triu_indices(plain.shape[0], k=1)
+    samples = plain[pairs] - residual[pairs]  # zᵀ E w
     return n - 2.0 * (2.0 * trace - squares) + float(np.mean(samples**2))
 
 
-def _probes(n: int) -> np.ndarray:
-    """The :data:`PROBES` random sign vectors, shape (n, PROBES), the same every fit."""
-    return np.random.default_rng(0).choice([-1.0, 1.0], (n, PROBES))
+def probe_products(probes: np.ndarray, smoothed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(ZᵀZ, (AZ)ᵀ(AZ))`` (P, P) of sign vectors ``Z`` (rows, P) and their smooths
+    ``LZ``: sums over rows, so those of the parts of a data set add up."""
+    residual = probes - smoothed  # A z for each probe
+    return probes.T @ probes, residual.T @ residual
+
+
+#: SplitMix64's constants: a row's signs are bits of a hash of its index.
+_MIX = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+
+
+def probe_signs(start: int, stop: int) -> np.ndarray:
+    """The :data:`PROBES` random signs of rows ``start`` to ``stop``, shape
+    (stop − start, PROBES): the top bit of SplitMix64 of each (row, probe), so that
+    a row has the same signs whichever block of the data holds it."""
+    index = np.arange(start, stop, dtype=np.uint64)[:, None] * np.uint64(PROBES)
+    z = index + np.arange(PROBES, dtype=np.uint64) + np.uint64(_MIX[0])
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(_MIX[1])
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(_MIX[2])
+    z ^= z >> np.uint64(31)
+    return np.where(z >> np.uint64(63), 1.0, -1.0)
 
 
 def _statistics(X, y, prior, radius, degree, kernel):
@@ -201,7 +228,7 @@ def _statistics(X, y, prior, radius, degree, kernel):
     fitted = np.empty(n)
     trace = squares = 0.0
     dense = np.eye(n) if n <= EXACT_STATISTICS else None
-    probes = None if dense is not None else _probes(n)
+    probes = None if dense is not None else probe_signs(0, n)
     smoothed = None if probes is None else np.empty_like(probes)
     for part in local_fit(X, y, prior, X, radius, degree, kernel):
         fitted[part.rows] = part.fits
@@ -214,7 +241,8 @@ def _statistics(X, y, prior, radius, degree, kernel):
             smoothed[part.rows] = _chunk_matrix(part, n) @ probes
     one_delta = n - 2.0 * trace + squares
     if dense is None:
-        return trace, one_delta, two_delta(trace, squares, probes, smoothed), fitted
+        two = two_delta(trace, squares, n, probe_products(probes, smoothed))
+        return trace, one_delta, two, fitted
     from scipy.linalg.blas import dsyrk
 
     upper = np.triu(dsyrk(1.0, dense))  # (I − L)(I − L)ᵀ, its upper triangle

@@ -32,9 +32,12 @@ def trimmed_scale(X: np.ndarray) -> np.ndarray:
     column (its distances are all zero, whatever it is divided by)."""
     n = X.shape[0]
     trim = math.ceil(0.1 * n)
-    kept = np.sort(X, axis=0)[trim : n - trim]
-    scale = np.sqrt(np.var(kept, axis=0, ddof=1)) if kept.shape[0] >= 2 else np.zeros(X.shape[1])
-    whole = np.sqrt(np.var(X, axis=0, ddof=1)) if n >= 2 else np.zeros(X.shape[1])
+    ordered = np.sort(X, axis=0)
+    kept = ordered[trim : n - trim]
+    # each column less its least value: a sum of large equal offsets would lose the spread
+    scale = (np.sqrt(np.var(kept - kept[:1], axis=0, ddof=1)) if kept.shape[0] >= 2
+             else np.zeros(X.shape[1]))  # fmt: skip
+    whole = np.sqrt(np.var(X - ordered[:1], axis=0, ddof=1)) if n >= 2 else np.zeros(X.shape[1])
     scale = np.where(scale > 0, scale, whole)
     return np.where(scale > 0, scale, 1.0)
 

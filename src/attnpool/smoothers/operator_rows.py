@@ -9,14 +9,18 @@ the fit's weights on the data are ``Lⱼ = wⱼ Kⱼ bⱼᵀ a`` with ``a = G⁻
 - ``Σⱼ Lⱼ² sⱼ`` is ``aᵀ H a`` with ``H = Σ w² K² s b bᵀ``: ``δ₁`` (``s = 1``) and R's
   standard errors (``s`` the reciprocal prior weights).
 
-Two engines give them. In one column, with a kernel that is a polynomial in ``|u|``,
-running sums of powers (:func:`attnpool.engines.window_sums.polynomial_window_sums`)
-give ``G``, ``T`` and ``H`` in ``O(n log n)``, the kernel squared being a polynomial too.
-In two to eight columns the compiled loop (:mod:`.neighbour_sums`) sums ``G`` and ``T``
-over each neighbourhood, then ``Σ l² s`` and the smooths in a second pass with ``a``.
-Rows whose small systems are too ill-conditioned for either (the sums' rounding, or a
-neighbourhood that cannot carry the polynomial) are computed from their operator rows by
-:func:`.local_polynomial.local_fit`, whose pseudo-inverse is ``loess``'s.
+``G``, ``T`` and, given ``a``, ``Σ l² s`` and ``Σ l z`` are sums over the keys: an engine
+(:func:`key_engine`) holds one set of keys and returns them for any queries, so that the
+sums over a whole data set are those over its parts added (as Dask's fit adds them,
+:mod:`attnpool.distributed.loess`). Three engines give them. In one column, with a
+kernel that is a polynomial in ``|u|``, running sums of powers
+(:func:`attnpool.engines.window_sums.polynomial_window_sums`) in ``O(n log n)``, the
+kernel squared being a polynomial too. In two to eight columns the compiled loop
+(:mod:`.neighbour_sums`) over each neighbourhood. Any other kernel or width: every pair
+in bounded tiles. Rows whose small systems are too ill-conditioned for the sums (their
+rounding, or a neighbourhood that cannot carry the polynomial) are computed from their
+operator rows by :func:`.local_polynomial.local_fit` (:func:`refit`), whose
+pseudo-inverse is ``loess``'s.
 """
 
 from __future__ import annotations
@@ -29,31 +33,25 @@ from ..engines.window_sums import polynomial_window_sums
 from ..kernels import Kernel
 from .local_polynomial import (
     POLYNOMIAL_KERNELS,
+    design,
     hankel,
     intercept_solution,
+    kernel_weights,
     local_fit,
     windows_within,
 )
-from .neighbour_sums import (
-    compiled_neighbours,
-    neighbour_moments,
-    neighbour_rows,
-    strips,
-    terms,
-)
+from .neighbour_sums import compiled_neighbours, neighbour_moments, neighbour_rows, strips, terms
+from .windows import CHUNK_ENTRIES
 
-__all__ = ["MOMENT_WORK", "RowSums", "row_sums", "served"]
+__all__ = ["MOMENT_WORK", "RowSums", "key_engine", "refit", "row_sums", "served"]
 
 #: Queries × rows from which the moments pay for themselves.
 MOMENT_WORK = 2**20
-#: Condition numbers beyond which a row is refitted from its operator row: running sums
-#: lose digits to cancellation that the direct sums of several columns do not.
-CONDITION = {"windows": 1e8, "neighbours": 1e5}
-#: Entries of the queries' Gram matrices held at once in several columns (32 MB).
+#: Entries of the queries' Gram matrices held at once (32 MB).
 GRAM_ENTRIES = 2**22
 
 
-@dataclass(frozen=True)
+@dataclass
 class RowSums:
     """Sums over each query's row of the operator ``L``.
 
@@ -85,6 +83,137 @@ def served(X: np.ndarray, kernel: Kernel, work: int) -> bool:
     return compiled_neighbours(X, kernel)
 
 
+class WindowEngine:
+    """One column and a kernel polynomial in ``|u|``: running sums over the sorted keys.
+    Their cancellation costs digits that direct sums do not, hence the looser bound on
+    the systems' condition numbers."""
+
+    condition = 1e8
+
+    def __init__(self, X: np.ndarray, weights: np.ndarray, kernel: Kernel) -> None:
+        self.order = np.argsort(X[:, 0], kind="stable")
+        self.keys, self.weights = X[self.order, 0], weights[self.order]
+        self.profile = POLYNOMIAL_KERNELS[kernel.name]
+
+    def query_order(self, queries: np.ndarray) -> np.ndarray:
+        return np.argsort(queries[:, 0], kind="stable")
+
+    def _windows(self, queries, radius, weights, values, profile, moments, value_moments):
+        at = self.query_order(queries)
+        ordered, reach = queries[at, 0], radius[at]
+        lo, hi = windows_within(self.keys, ordered, reach)
+        s, t = polynomial_window_sums(self.keys, weights, values, ordered, reach, lo, hi,
+                                      profile, moments, value_moments)  # fmt: skip
+        found_s, found_t = np.empty_like(s), np.empty_like(t)
+        found_s[at], found_t[at] = s, t
+        return found_s, found_t
+
+    def moments(self, values, queries, radius, degree):
+        """``G`` (m, p, p) and ``T`` (m, p, c) of ``values`` (n, c)."""
+        s, t = self._windows(queries, radius, self.weights, values[self.order], self.profile,
+                             2 * degree, degree)  # fmt: skip
+        return hankel(s), t
+
+    def rows(self, columns, squares, a, queries, radius, degree):
+        """``Σ l² s`` (m,) and the smooths ``Σ l z`` (m, c) of ``columns`` (n, c)."""
+        squared = self.weights**2 * squares[self.order]
+        h, t = self._windows(queries, radius, squared, None, _squared(self.profile),
+                             2 * degree, -1)  # fmt: skip
+        spread = np.einsum("qi,qij,qj->q", a, hankel(h), a)
+        if columns.shape[1] == 0:
+            return spread, np.zeros((a.shape[0], 0))
+        _, t = self._windows(queries, radius, self.weights, columns[self.order], self.profile,
+                             degree, degree)  # fmt: skip
+        return spread, np.einsum("qi,qic->qc", a, t)
+
+
+def _squared(profile):
+    """The profile of ``K²`` from that of ``K`` (products of the ``|u|`` powers)."""
+    terms: dict[int, float] = {}
+    for e1, c1 in profile:
+        for e2, c2 in profile:
+            terms[e1 + e2] = terms.get(e1 + e2, 0.0) + c1 * c2
+    return tuple(sorted(terms.items()))
+
+
+class NeighbourEngine:
+    """Two to eight columns: the compiled loop over each neighbourhood (the smoothed
+    ``columns`` of its second pass must be signs, ±1)."""
+
+    condition = 1e5
+
+    def __init__(self, X, weights, kernel, radius_hint):
+        self.layout = strips(X, radius_hint)
+        self.weights, self.kernel = weights, kernel
+
+    def query_order(self, queries: np.ndarray) -> np.ndarray:
+        return self.layout.query_order(queries)
+
+    def moments(self, values, queries, radius, degree):
+        return neighbour_moments(self.layout, self.weights, values, queries, radius, degree,
+                                 self.kernel)  # fmt: skip
+
+    def rows(self, columns, squares, a, queries, radius, degree):
+        return neighbour_rows(self.layout, self.weights, columns, squares, a, queries, radius,
+                              degree, self.kernel)  # fmt: skip
+
+
+class PairEngine:
+    """Any kernel and width: every query–key pair, in tiles of bounded size."""
+
+    condition = 1e5
+
+    def __init__(self, X, weights, kernel):
+        self.X, self.weights, self.kernel = X, weights, kernel
+
+    def query_order(self, queries: np.ndarray) -> np.ndarray:
+        return np.arange(queries.shape[0])
+
+    def _tiles(self, queries, radius, degree):
+        """``(rows, w K, b)`` for tiles of queries: (c, n) and (c, n, p)."""
+        n, d = self.X.shape
+        step = max(1, CHUNK_ENTRIES // max(n * terms(d, degree), 1))
+        for start in range(0, queries.shape[0], step):
+            rows = slice(start, start + step)
+            u = (self.X[None] - queries[rows, None, :]) / radius[rows, None, None]
+            weighted = self.weights * kernel_weights(self.kernel, np.sum(u * u, axis=-1))
+            yield rows, weighted, design(u, degree)
+
+    def moments(self, values, queries, radius, degree):
+        m, p = queries.shape[0], terms(self.X.shape[1], degree)
+        gram, cross = np.empty((m, p, p)), np.empty((m, p, values.shape[1]))
+        for rows, weighted, basis in self._tiles(queries, radius, degree):
+            gram[rows] = np.einsum("cn,cnp,cnr->cpr", weighted, basis, basis)
+            cross[rows] = np.einsum("cn,cnp,nk->cpk", weighted, basis, values)
+        return gram, cross
+
+    def rows(self, columns, squares, a, queries, radius, degree):
+        spread = np.empty(queries.shape[0])
+        smooths = np.empty((queries.shape[0], columns.shape[1]))
+        for rows, weighted, basis in self._tiles(queries, radius, degree):
+            operator = weighted * np.einsum("cnp,cp->cn", basis, a[rows])
+            spread[rows] = np.sum(operator**2 * squares, axis=1)
+            smooths[rows] = operator @ columns
+        return spread, smooths
+
+
+def key_engine(X: np.ndarray, weights: np.ndarray, kernel: Kernel, radius_hint: float):
+    """The engine for the keys ``X`` (n, d) with ``weights`` (n,): running sums, the
+    compiled loop, or every pair. ``radius_hint``: a typical query radius."""
+    if X.shape[1] == 1 and kernel.name in POLYNOMIAL_KERNELS:
+        return WindowEngine(X, weights, kernel)
+    if compiled_neighbours(X, kernel):
+        return NeighbourEngine(X, weights, kernel, radius_hint)
+    return PairEngine(X, weights, kernel)
+
+
+def query_chunks(order: np.ndarray, p: int):
+    """``order`` cut into runs whose Gram matrices (p × p each) hold
+    :data:`GRAM_ENTRIES` numbers."""
+    step = max(1, GRAM_ENTRIES // (p * p))
+    return [order[start : start + step] for start in range(0, order.shape[0], step)]
+
+
 def row_sums(
     X: np.ndarray,
     y: np.ndarray,
@@ -100,83 +229,42 @@ def row_sums(
 ) -> RowSums:
     """The fits at ``queries`` (m, d) of ``radius`` (m,) on ``X`` (n, d), ``y`` and
     ``weights`` (n,), with ``Lᵢᵢ`` if ``at_rows`` (the queries are ``X``'s rows), ``Σ L² s``
-    for ``square_weights`` ``s`` (n,) and the smooths of ``extra`` (n, c), as
-    :func:`served` allows."""
-    engine = _windows if X.shape[1] == 1 else _neighbours
-    fits, a, spread, smooths, redo = engine(
-        X, y, weights, queries, radius, degree, kernel, square_weights, extra
-    )
-    own = weights * a[:, 0] if at_rows else None
-    if redo.any():
-        rows = np.flatnonzero(redo)
-        for part in local_fit(X, y, weights, queries[rows], radius[rows], degree, kernel):
-            where = rows[part.rows]
-            fits[where] = part.fits
-            if own is not None:
-                mine = part.neighbours == where[:, None]
-                own[where] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
-            if spread is not None:
-                squares = part.operator**2 * square_weights[part.neighbours]
-                spread[where] = np.sum(squares, axis=1)
-            if smooths is not None:
-                smooths[where] = np.einsum("cw,cwk->ck", part.operator, extra[part.neighbours])
-    return RowSums(fits, own, spread, smooths)
-
-
-def _windows(X, y, weights, queries, radius, degree, kernel, square_weights, extra):
-    """One column: ``G``, ``T`` and ``H`` from running sums over the sorted keys."""
-    keys, queries = X[:, 0], queries[:, 0]
-    order = np.argsort(keys, kind="stable")
-    at = np.argsort(queries, kind="stable")
-    ordered, reach = queries[at], radius[at]
-    profile = POLYNOMIAL_KERNELS[kernel.name]
-    values = y[:, None] if extra is None else np.column_stack([y, extra])
-    lo, hi = windows_within(keys[order], ordered, reach)
-    s, t = polynomial_window_sums(keys[order], weights[order], values[order], ordered, reach,
-                                  lo, hi, profile, 2 * degree, degree)  # fmt: skip
-    a, redo = intercept_solution(hankel(s), CONDITION["windows"])
-    smoothed = np.einsum("qi,qic->qc", a, t)
-    spread = None
-    if square_weights is not None:
-        squares = (weights**2 * square_weights)[order]
-        h, _ = polynomial_window_sums(keys[order], squares, None, ordered, reach, lo, hi,
-                                      _squared(profile), 2 * degree)  # fmt: skip
-        spread = np.empty(at.shape[0])
-        spread[at] = np.einsum("qi,qij,qj->q", a, hankel(h), a)
-    back = np.empty_like(a)
-    back[at] = a
-    found, again = np.empty_like(smoothed), np.empty_like(redo)
-    found[at], again[at] = smoothed, redo
-    return found[:, 0], back, spread, None if extra is None else found[:, 1:], again
-
-
-def _squared(profile):
-    """The profile of ``K²`` from that of ``K`` (products of the ``|u|`` powers)."""
-    terms: dict[int, float] = {}
-    for e1, c1 in profile:
-        for e2, c2 in profile:
-            terms[e1 + e2] = terms.get(e1 + e2, 0.0) + c1 * c2
-    return tuple(sorted(terms.items()))
-
-
-def _neighbours(X, y, weights, queries, radius, degree, kernel, square_weights, extra):
-    """Several columns: ``G`` and ``T`` from the compiled loop, then the rows' sums."""
-    layout = strips(X, float(np.median(radius)))
+    for ``square_weights`` ``s`` (n,) and the smooths of ``extra`` (n, c), ±1 signs in
+    several columns."""
+    engine = key_engine(X, weights, kernel, float(np.median(radius)))
     m, p = queries.shape[0], terms(X.shape[1], degree)
     a, fits, redo = np.empty((m, p)), np.empty(m), np.empty(m, dtype=bool)
-    order = layout.query_order(queries)
-    step = max(1, GRAM_ENTRIES // (p * p))
-    for start in range(0, m, step):  # neighbouring queries together, a bounded G at once
-        rows = order[start : start + step]
-        gram, cross = neighbour_moments(layout, weights, y[:, None], queries[rows],
-                                        radius[rows], degree, kernel)  # fmt: skip
-        a[rows], redo[rows] = intercept_solution(gram, CONDITION["neighbours"])
+    for rows in query_chunks(engine.query_order(queries), p):
+        gram, cross = engine.moments(y[:, None], queries[rows], radius[rows], degree)
+        a[rows], redo[rows] = intercept_solution(gram, engine.condition)
         fits[rows] = np.einsum("qi,qi->q", a[rows], cross[:, :, 0])
-    if square_weights is None and extra is None:
-        return fits, a, None, None, redo
-    columns = np.zeros((X.shape[0], 0)) if extra is None else extra
-    squares = np.ones(X.shape[0]) if square_weights is None else square_weights
-    spread, smooths = neighbour_rows(layout, weights, columns, squares, a, queries, radius,
-                                     degree, kernel)  # fmt: skip
-    return (fits, a, None if square_weights is None else spread,
-            None if extra is None else smooths, redo)  # fmt: skip
+    sums = RowSums(fits, weights * a[:, 0] if at_rows else None, None, None)
+    if square_weights is not None or extra is not None:
+        columns = np.zeros((X.shape[0], 0)) if extra is None else extra
+        squares = np.ones(X.shape[0]) if square_weights is None else square_weights
+        spread, smooths = engine.rows(columns, squares, a, queries, radius, degree)
+        sums.spread = None if square_weights is None else spread
+        sums.smooths = None if extra is None else smooths
+    if redo.any():
+        rows = np.flatnonzero(redo)
+        refit(sums, rows, X, y, weights, queries[rows], radius[rows], degree, kernel,
+              square_weights, extra, own_rows=rows if at_rows else None)  # fmt: skip
+    return sums
+
+
+def refit(sums, rows, X, y, weights, queries, radius, degree, kernel, square_weights, extra,
+          own_rows=None) -> None:  # fmt: skip
+    """Replace ``rows`` of ``sums`` by the sums over the operator rows at ``queries``,
+    computed directly from keys ``X`` that hold every neighbour of them; ``own_rows``:
+    each query's own row of ``X`` (where ``sums.own`` is kept)."""
+    for part in local_fit(X, y, weights, queries, radius, degree, kernel):
+        where = rows[part.rows]
+        sums.fits[where] = part.fits
+        if sums.own is not None:
+            mine = part.neighbours == own_rows[part.rows, None]
+            sums.own[where] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
+        if sums.spread is not None:
+            squares = part.operator**2 * square_weights[part.neighbours]
+            sums.spread[where] = np.sum(squares, axis=1)
+        if sums.smooths is not None:
+            sums.smooths[where] = np.einsum("cw,cwk->ck", part.operator, extra[part.neighbours])

@@ -18,7 +18,14 @@ from ..kernels import Kernel
 from .loess_fit import leverage
 from .neighbourhoods import radii
 
-__all__ = ["CRITERIA", "select_span"]
+__all__ = [
+    "CRITERIA",
+    "best_span",
+    "checked_spans",
+    "criterion_sums",
+    "criterion_value",
+    "select_span",
+]
 
 CRITERIA = ("gcv", "aicc", "cv")
 
@@ -34,10 +41,22 @@ def select_span(
 ) -> tuple[float, np.ndarray]:
     """The span of ``spans`` with the smallest ``criterion`` (the largest among equals),
     and the criterion at each. ``X`` scaled, shape (n, d); ``prior`` the weights."""
+    spans = checked_spans(spans)
+    values = np.array([_criterion(X, y, prior, span, degree, kernel, criterion) for span in spans])
+    return best_span(spans, values, criterion)
+
+
+def checked_spans(spans) -> np.ndarray:
+    """``spans`` as a float array, refused unless positive and finite."""
     spans = np.asarray(spans, dtype=float)
     if spans.ndim != 1 or spans.size == 0 or not np.all(np.isfinite(spans) & (spans > 0)):
         raise ValueError(f"spans must be positive finite numbers; got {spans!r}")
-    values = np.array([_criterion(X, y, prior, span, degree, kernel, criterion) for span in spans])
+    return spans
+
+
+def best_span(spans: np.ndarray, values: np.ndarray, criterion: str) -> tuple[float, np.ndarray]:
+    """The span with the smallest criterion ``values`` (the largest among equals), and
+    the values."""
     if not np.isfinite(values).any():
         raise ValueError(f"the {criterion} criterion is not finite at any of the spans {spans}")
     best = np.flatnonzero(values == np.nanmin(values))
@@ -45,16 +64,29 @@ def select_span(
 
 
 def _criterion(X, y, prior, span, degree, kernel, criterion) -> float:
-    n = X.shape[0]
     fitted, own = leverage(X, y, prior, radii(X, X, span), degree, kernel)
+    return criterion_value(
+        criterion, X.shape[0], float(own.sum()), *criterion_sums(y, fitted, own, prior)
+    )
+
+
+def criterion_sums(y, fitted, own, prior) -> np.ndarray:
+    """``Σ w r²``, ``Σ w`` and ``Σ w (r / (1 − Lᵢᵢ))²`` of the rows: sums, so that those
+    of the parts of a data set add up."""
     residuals = y - fitted
-    trace = float(own.sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        left_out = np.sum(prior * (residuals / (1 - own)) ** 2)
+    return np.array([np.sum(prior * residuals**2), np.sum(prior), left_out])
+
+
+def criterion_value(criterion, n, trace, squares, prior_total, left_out) -> float:
+    """The span ``criterion`` of a fit to ``n`` rows from ``tr L`` and its
+    :func:`criterion_sums`."""
     with np.errstate(divide="ignore", invalid="ignore"):
         if criterion == "gcv":
-            return float(n * np.sum(prior * residuals**2) / (n - trace) ** 2)
+            return float(n * squares / (n - trace) ** 2)
         if criterion == "aicc":
-            scale = np.sum(prior * residuals**2) / np.sum(prior)
             if n - trace - 2 <= 0:
                 return float("inf")
-            return float(np.log(scale) + 1 + 2 * (trace + 1) / (n - trace - 2))
-        return float(np.sum(prior * (residuals / (1 - own)) ** 2) / np.sum(prior))
+            return float(np.log(squares / prior_total) + 1 + 2 * (trace + 1) / (n - trace - 2))
+        return float(left_out / prior_total)
