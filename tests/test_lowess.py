@@ -210,8 +210,10 @@ def test_running_moments_equal_the_direct_sums(rules, name):
         k = rules.neighbours(frac, keys.size)
         queries = np.unique(keys)
         starts = rules.window_starts(keys, queries, k)
-        fits, redo = rules.fast(keys, values, robustness, queries, starts, k)
-        direct = rules.direct(keys, values, robustness, queries, starts, k, np.zeros(queries.size))
+        extent = keys[-1] - keys[0]
+        fits, redo = rules.fast(keys, values, robustness, queries, starts, k, extent)
+        direct = rules.direct(keys, values, robustness, queries, starts, k,
+                              np.zeros(queries.size), extent)  # fmt: skip
         assert redo.mean() < 0.5
         _close(fits[~redo], direct[~redo])
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .rules import STATSMODELS, R
+from .._estimator_api import is_dask
+from .rules import STATSMODELS, R, Rules
 from .smoother import smooth
 
 __all__ = ["LowessCurve", "lowess", "r_lowess"]
@@ -53,7 +54,7 @@ def lowess(
     is_sorted: bool = False,
     missing: str = "drop",
     return_sorted: bool = True,
-) -> np.ndarray:
+) -> Any:
     """LOWESS (locally weighted scatterplot smoothing), with statsmodels' arguments and
     numbers.
 
@@ -65,11 +66,16 @@ def lowess(
     polynomial in ``|x − x_i|``, so every window's moments are differences of running
     sums of powers.
 
+    Dask arrays (``endog``, ``exog`` or both) are smoothed where their blocks are: the
+    rows are sorted into blocks of known ranks and each block fitted with the ``k``
+    ranks on either side (:mod:`attnpool.distributed.lowess`); ``delta`` must then be
+    0, ties keep their input order, and the result is a Dask array (NumPy at ``xvals``).
+
     Parameters
     ----------
-    endog : array_like, shape (n,)
+    endog : array_like or Dask array, shape (n,)
         The responses ``y``.
-    exog : array_like, shape (n,)
+    exog : array_like or Dask array, shape (n,)
         The points ``x``.
     frac : float
         Share of the points in each window, in ``[0, 1]`` (at least two points).
@@ -82,7 +88,7 @@ def lowess(
         Points to evaluate the smooth at, after the robustness iterations on the data
         (``delta`` must then be 0); the result is then the fits alone, in their order.
     is_sorted : bool
-        Whether ``exog`` is sorted already (it is not sorted again).
+        Whether ``exog`` is sorted already (it is not sorted again; Dask arrays are).
     missing : {"drop", "raise", "none"}
         Non-finite pairs dropped, refused, or promised absent. A non-finite ``xvals``
         point under ``"drop"`` gets NaN in its place (statsmodels, given
@@ -93,7 +99,7 @@ def lowess(
 
     Returns
     -------
-    ndarray
+    ndarray or Dask array
         Float64: ``(n, 2)`` sorted pairs, or shape (n,) (or (m,) with ``xvals``).
 
     Examples
@@ -111,6 +117,8 @@ def lowess(
     scatterplots. *Journal of the American Statistical Association* 74, 829–836.
     statsmodels: ``statsmodels.nonparametric.smoothers_lowess.lowess``.
     """
+    if is_dask(endog) or is_dask(exog):
+        return _on_dask(STATSMODELS, endog, exog, frac, it, delta, xvals, missing, return_sorted)
     y, x = _vector(endog, "endog"), _vector(exog, "exog")
     if y.shape != x.shape:
         raise ValueError(f"endog and exog must have the same length; got {y.size} and {x.size}")
@@ -182,9 +190,12 @@ def r_lowess(
     0, a slope is fitted only where the weighted spread of ``x`` exceeds 0.001 of its
     range, and the robustness iterations stop once the residuals' scale vanishes.
 
+    Dask arrays are smoothed as by :func:`lowess` (``delta=0`` given, since R's default
+    interpolates); ``x`` and ``y`` of the result are then Dask arrays.
+
     Parameters
     ----------
-    x, y : array_like, shape (n,)
+    x, y : array_like or Dask arrays, shape (n,)
         Finite points and responses.
     f : float
         Share of the points in each window, in ``[0, 1]``.
@@ -211,6 +222,11 @@ def r_lowess(
     locally weighted regression. *The American Statistician* 35, 54.
     R: ``stats::lowess``.
     """
+    if is_dask(x) or is_dask(y):
+        if delta is None:
+            delta = float("nan")  # refused below: R's default interpolates
+        pairs = _on_dask(R, y, x, f, iter, delta, None, "raise", True, ("f", "iter"))
+        return LowessCurve(pairs[:, 0], pairs[:, 1])
     xs, ys = _vector(x, "x"), _vector(y, "y")
     if xs.shape != ys.shape:
         raise ValueError(f"x and y must have the same length; got {xs.size} and {ys.size}")
@@ -221,6 +237,34 @@ def r_lowess(
     f, iter, delta = _settings(f, "f", iter, "iter", delta)
     order = np.argsort(xs, kind="stable")
     return LowessCurve(xs[order], smooth(R, xs[order], ys[order], f, iter, delta))
+
+
+def _on_dask(
+    rules: Rules,
+    endog: Any,
+    exog: Any,
+    frac: float,
+    it: int,
+    delta: float,
+    xvals: ArrayLike | None,
+    missing: str,
+    return_sorted: bool,
+    names: tuple[str, str] = ("frac", "it"),
+) -> Any:
+    """The smooth of Dask arrays (:func:`attnpool.distributed.lowess.dask_lowess`): exact,
+    so ``delta`` must be 0."""
+    if not (isinstance(delta, (int, float, np.number)) and delta == 0):
+        raise ValueError(
+            f"delta: with Dask arrays the smooth is exact and takes delta=0; got delta={delta!r} "
+            "(the exact fit costs one sort)"
+        )
+    frac, it, _ = _settings(frac, names[0], it, names[1], 0.0)
+    if missing not in _MISSING:
+        raise ValueError(f"missing must be one of {_MISSING}; got {missing!r}")
+    from ..distributed.lowess import dask_lowess
+
+    points = None if xvals is None else _vector(xvals, "xvals")
+    return dask_lowess(rules, endog, exog, frac, it, points, missing, return_sorted)
 
 
 def _vector(data: ArrayLike, name: str) -> np.ndarray:

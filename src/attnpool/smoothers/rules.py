@@ -71,37 +71,53 @@ class Rules:
         """``k``, the keys in each window, for a fraction ``frac`` of ``n``."""
         return int(min(max(int(frac * n + self.slack), 2), n))
 
-    def fit(self, keys, values, robustness, queries, fallback, k) -> np.ndarray:
+    def fit(self, keys, values, robustness, queries, fallback, k, extent=None) -> np.ndarray:
         """Fitted values at sorted ``queries`` (float64, shape (q,)); a row the peer
         cannot fit takes ``fallback``. The responses are centred on their median first
-        (a fit is equivariant to it), so a constant response is fitted exactly."""
+        (a fit is equivariant to it), so a constant response is fitted exactly.
+        ``extent``: the range of all the keys, where ``keys`` are a run of them (R's
+        slope rule reads it)."""
+        if extent is None:
+            extent = float(keys[-1] - keys[0])
         level = float(np.median(values))
         values, fallback = values - level, fallback - level
         starts = self.window_starts(keys, queries, k)
         if queries.shape[0] * k <= DIRECT_WORK or k <= 64:
-            return self.direct(keys, values, robustness, queries, starts, k, fallback) + level
-        fits, redo = self.fast(keys, values, robustness, queries, starts, k)
+            return (self.direct(keys, values, robustness, queries, starts, k, fallback, extent)
+                    + level)  # fmt: skip
+        fits, redo = self.fast(keys, values, robustness, queries, starts, k, extent)
         if redo.any():
-            fits[redo] = self.direct(
-                keys, values, robustness, queries[redo], starts[redo], k, fallback[redo]
-            )
+            fits[redo] = self.direct(keys, values, robustness, queries[redo], starts[redo], k,
+                                     fallback[redo], extent)  # fmt: skip
         return fits + level
 
     def window_starts(self, keys, queries, k) -> np.ndarray:
         """Index of the first of each query's ``k`` keys (shape (q,))."""
         raise NotImplementedError
 
-    def direct(self, keys, values, robustness, queries, starts, k, fallback) -> np.ndarray:
+    def direct(self, keys, values, robustness, queries, starts, k, fallback, extent) -> np.ndarray:
         """Fits weighing every key of every window as the peer's loop does."""
         raise NotImplementedError
 
-    def fast(self, keys, values, robustness, queries, starts, k):
+    def fast(self, keys, values, robustness, queries, starts, k, extent):
         """``(fits, redo)``: fits from the window sums, and the rows to fit directly."""
         raise NotImplementedError
 
-    def robustness(self, values: np.ndarray, fits: np.ndarray) -> np.ndarray | None:
-        """Weights of the keys for the next iteration, or ``None`` to stop."""
+    def robustness(
+        self, values: np.ndarray, fits: np.ndarray, summary: tuple[float, float] | None = None
+    ) -> np.ndarray | None:
+        """Weights of the keys for the next iteration, or ``None`` to stop. ``summary``:
+        the median and mean of all the absolute residuals, where these are a part of
+        them."""
         raise NotImplementedError
+
+    @staticmethod
+    def _residuals(values, fits, summary):
+        """The absolute residuals, their median and their mean."""
+        residuals = np.abs(values - fits)
+        if summary is None:
+            summary = (float(np.median(residuals)), float(np.mean(residuals)))
+        return residuals, summary[0], summary[1]
 
 
 class StatsmodelsRules(Rules):
@@ -120,7 +136,7 @@ class StatsmodelsRules(Rules):
     def _radius(keys, queries, starts, k):
         return np.fmax(queries - keys[starts], keys[starts + k - 1] - queries)
 
-    def direct(self, keys, values, robustness, queries, starts, k, fallback):
+    def direct(self, keys, values, robustness, queries, starts, k, fallback, extent):
         radius = self._radius(keys, queries, starts, k)
         out = np.empty(queries.shape[0])
         for rows, index, _ in gathered(starts, starts + k):
@@ -136,7 +152,7 @@ class StatsmodelsRules(Rules):
             out[rows] = np.where(ok, fitted, fallback[rows])
         return out
 
-    def fast(self, keys, values, robustness, queries, starts, k):
+    def fast(self, keys, values, robustness, queries, starts, k, extent):
         radius = self._radius(keys, queries, starts, k)
         usable = np.isfinite(radius) & (radius > 0)
         safe = np.where(usable, radius, 1.0)
@@ -149,9 +165,8 @@ class StatsmodelsRules(Rules):
         redo |= _surely_weighed(keys, robustness, queries, safe, starts, starts + k) < 2
         return fits, redo
 
-    def robustness(self, values, fits):
-        residuals = np.abs(values - fits)
-        median = float(np.median(residuals))
+    def robustness(self, values, fits, summary=None):
+        residuals, median, _ = self._residuals(values, fits, summary)
         if median == 0.0:
             scaled = (residuals > 0).astype(float)
         else:
@@ -184,9 +199,8 @@ class RRules(Rules):
 
         return radius, first_index(beyond, starts, np.full(starts.shape[0], keys.shape[0]))
 
-    def direct(self, keys, values, robustness, queries, starts, k, fallback):
+    def direct(self, keys, values, robustness, queries, starts, k, fallback, extent):
         radius, ends = self._reach(keys, queries, starts, k)
-        span = keys[-1] - keys[0]
         out = np.empty(queries.shape[0])
         for rows, index, inside in gathered(starts, ends):
             d, h = keys[index] - queries[rows, None], radius[rows, None]
@@ -199,14 +213,14 @@ class RRules(Rules):
                 weights = weights / total
                 centre = np.sum(weights * d, axis=1, keepdims=True)
                 spread = np.sum(weights * (d - centre) ** 2, axis=1, keepdims=True)
-                sloped = (h > 0) & (np.sqrt(spread) > 0.001 * span)
+                sloped = (h > 0) & (np.sqrt(spread) > 0.001 * extent)
                 slope = np.where(sloped, -centre / spread, 0.0)
                 weights = weights * np.where(sloped, slope * (d - centre) + 1.0, 1.0)
                 fitted = np.sum(weights * values[index], axis=1)
             out[rows] = np.where(total[:, 0] > 0, fitted, fallback[rows])
         return out
 
-    def fast(self, keys, values, robustness, queries, starts, k):
+    def fast(self, keys, values, robustness, queries, starts, k, extent):
         radius, ends = self._reach(keys, queries, starts, k)
         usable = np.isfinite(radius) & (radius > 0)
         h = np.where(usable, radius, 1.0)
@@ -220,21 +234,20 @@ class RRules(Rules):
         band = _near_band(keys, values, robustness, queries, h, starts, ends)
         moments = _moments(keys, values, robustness, queries, h, first, ends, band)
         mean, variance, covariance, centre, scale = moments
-        span = keys[-1] - keys[0]
         root = np.sqrt(np.fmax(variance, 0.0)) * h
-        sloped = root > 0.001 * span
+        sloped = root > 0.001 * extent
         with np.errstate(divide="ignore", invalid="ignore"):
             slope_term = centre * covariance / variance
         fits = mean + np.where(sloped, slope_term, 0.0)
         redo = ~usable | ~np.isfinite(fits) | (scale < CANCELLATION)
-        redo |= np.abs(root - 0.001 * span) <= 1e-9 * (0.001 * span)
+        redo |= np.abs(root - 0.001 * extent) <= 1e-9 * (0.001 * extent)
         redo |= _surely_weighed(keys, robustness, queries, h, starts, ends) < 1
         return fits, redo
 
-    def robustness(self, values, fits):
-        residuals = np.abs(values - fits)
-        six_mad = 6.0 * float(np.median(residuals))
-        if six_mad < 1e-7 * float(np.mean(residuals)):
+    def robustness(self, values, fits, summary=None):
+        residuals, median, mean = self._residuals(values, fits, summary)
+        six_mad = 6.0 * median
+        if six_mad < 1e-7 * mean:
             return None
         with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 where all fit: weight 1
             inner = 1.0 - (residuals / six_mad) ** 2
