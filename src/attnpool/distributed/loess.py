@@ -152,7 +152,7 @@ def _iterations(estimator, training, groups, radius):
                             squares=_each(ones_of, parts) if exact else None,
                             extra=probes)  # fmt: skip
     fitted = joined(sums)
-    trace, squares = _total(_statistic_sums, sums)
+    trace, squares = (float(total) for total in _total(_statistic_sums, sums))
     if exact:
         one_delta = n - 2.0 * trace + squares
         two = two_delta(trace, squares, n, _total(_products, probes, joined(sums, "smooths")))
