@@ -131,8 +131,8 @@ def narrowed(bracket: Bracket, points: np.ndarray, counts: np.ndarray) -> Bracke
 
 def padded_runs(values: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
     """``values[start_i:stop_i]`` for each row (at most :data:`GATHER` long), padded with
-    infinity: shape (m, GATHER)."""
-    index = start[:, None] + np.arange(GATHER)
+    infinity: shape (m, the longest run)."""
+    index = start[:, None] + np.arange(max(1, int(np.max(stop - start, initial=0))))
     inside = index < stop[:, None]
     if values.shape[0] == 0:
         return np.full(index.shape, np.inf)
@@ -162,7 +162,7 @@ def below_sorted(values: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 def between_sorted(values: np.ndarray, bracket: Bracket) -> np.ndarray:
-    """The sorted ``values`` inside each bracket, padded: (m, GATHER)."""
+    """The sorted ``values`` inside each bracket, padded: (m, ≤ GATHER)."""
     start = np.searchsorted(values, bracket.lo, side="right")
     stop = np.searchsorted(values, bracket.hi, side="right")
     return padded_runs(values, start, np.minimum(stop, start + GATHER))
@@ -178,18 +178,24 @@ def distance_counts(keys: np.ndarray, queries: np.ndarray, points: np.ndarray) -
 
 
 def _sides(keys, q, t):
-    """``(right, left)``: the keys within ``t`` of ``q`` are ``keys[left:right]``."""
+    """``(right, left)``: the keys within ``t`` of ``q`` are ``keys[left:right]``. Each end
+    is searched for at ``q ± t`` with NumPy's sorted search and then settled by bisection
+    over the few keys whose rounded distance could fall either side of ``t``."""
     n = keys.shape[0]
     split = np.searchsorted(keys, q, side="left")  # keys[:split] < q ≤ keys[split:]
-    right = first_index(lambda rows, j: keys[j] - q[rows] > t[rows], split, np.full(q.size, n))
-    left = first_index(lambda rows, j: q[rows] - keys[j] <= t[rows],
-                       np.zeros(q.size, np.int64), split)  # fmt: skip
+    margin = 4.0 * np.finfo(float).eps * (np.abs(q) + np.abs(t)) + np.finfo(float).tiny
+    low = np.clip(np.searchsorted(keys, q + t - margin, side="left"), split, n)
+    high = np.clip(np.searchsorted(keys, q + t + margin, side="right"), low, n)
+    right = first_index(lambda rows, j: keys[j] - q[rows] > t[rows], low, high)
+    low = np.clip(np.searchsorted(keys, q - t - margin, side="left"), 0, split)
+    high = np.clip(np.searchsorted(keys, q - t + margin, side="right"), low, split)
+    left = first_index(lambda rows, j: q[rows] - keys[j] <= t[rows], low, high)
     return right, left
 
 
 def distances_between(keys: np.ndarray, queries: np.ndarray, bracket: Bracket) -> np.ndarray:
     """The distances ``|fl(x − q)|`` of the sorted ``keys`` inside each query's bracket,
-    padded: (m, 2 GATHER)."""
+    padded: (m, ≤ 2 GATHER)."""
     outer_right, outer_left = _sides(keys, queries, bracket.hi)
     inner_right, inner_left = _sides(keys, queries, bracket.lo)
     right = padded_runs(keys, inner_right, np.minimum(outer_right, inner_right + GATHER))
