@@ -88,6 +88,17 @@ def test_equal_to_the_fit_in_memory(client, d, n, chunks, options):
     _close(blocks.compute(), theirs.predict(queries), 1e-9)
 
 
+@pytest.mark.parametrize("chunks", [150, 600])
+def test_blocks_by_location(client, chunks):
+    # rows sorted by location: most blocks lie beyond a query's reach, and with blocks of
+    # 150 rows a neighbourhood (250) spans several; the radii's bounds hold either way
+    X, y = _data(2, 1000, seed=6)
+    order = np.argsort(X[:, 0])
+    X, y = X[order], y[order]
+    model = attnpool.Loess(span=0.25, degree=1, statistics="approximate")
+    _same_fit(clone(model).fit(*_lazy(X, y, None, chunks)), clone(model).fit(X, y))
+
+
 @pytest.mark.parametrize("case", ["offset", "rounded", "constant", "outliers"])
 def test_hostile_data(client, case):
     X, y = _data(2, 1200, seed=3)

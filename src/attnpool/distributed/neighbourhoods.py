@@ -5,9 +5,15 @@ A query's radius is the distance to its ``k``-th nearest key among all blocks. I
 column it is an order statistic of the distances, found exactly by rounds of counting
 (:mod:`.order_statistics`: two bisections on each block's sorted keys per count, then
 the few distances left inside each bracket sent and the answer picked among them). In
-several, each block's k-d tree gives its ``k`` nearest distances to a group of queries,
-and the groups' lists are merged pairwise keeping the ``k`` smallest; the groups are
-small enough that a list holds :data:`LIST_ENTRIES` numbers.
+several, each block first gives its own radii for a group of queries (the compiled
+loop, or a k-d tree): at its share of ``k``, ``⌈k n_b / n⌉``, and at ``min(k, n_b)``.
+Either set bounds the radius from above — the largest of the shares (every block holds
+its share within it, and the shares add up to ``k``), and the least distance within
+which whole blocks hold ``k`` keys between them — which keeps a block's list of
+distances to those within the bound, about ``k n_b / n`` of them where blocks are
+random rows and none where a block lies beyond. The lists are merged pairwise keeping
+the ``k`` smallest, whose largest is the radius; the groups are small enough that a
+list holds :data:`LIST_ENTRIES` numbers.
 """
 
 from __future__ import annotations
@@ -47,21 +53,60 @@ def distributed_radii(keys: list, groups: list, count: int, d: int, spread: tupl
         return _counted_radii(keys, groups, count, spread)
     from scipy.spatial import cKDTree
 
-    trees = dask.persist(*[delayed(cKDTree)(block) for block in keys])
+    sizes = dask.compute(*[delayed(len)(block) for block in keys])
+    n = sum(sizes)
+    kept = [b for b, size in enumerate(sizes) if size]
+    shares = {b: -(-count * sizes[b] // n) for b in kept}
+    wholes = {b: min(count, sizes[b]) for b in kept}
+    trees = dict(zip(kept, dask.persist(*[delayed(cKDTree)(keys[b]) for b in kept]), strict=True))
     out = []
     for queries in groups:
-        lists = [delayed(_nearest)(tree, queries, count) for tree in trees]
+        local = [delayed(_local_radii)(keys[b], queries, shares[b], wholes[b]) for b in kept]
+        bound = delayed(_upper_bound)(local, [shares[b] for b in kept],
+                                      [wholes[b] for b in kept], count)  # fmt: skip
+        lists = [delayed(_within)(trees[b], queries, bound, count) for b in kept]
         merged = tree_sum(lists, partial(smallest, count=count))
         out.append(delayed(_farthest)(merged))
     return list(dask.persist(*out))
 
 
-def _nearest(tree, queries: np.ndarray, count: int) -> np.ndarray:
-    k = min(count, tree.n)
+def _local_radii(X, queries, share, whole):
+    """A block's own radii at ``share`` and at ``whole`` neighbours: (2, m)."""
+    from ..smoothers.neighbour_sums import compiled_radii, neighbour_radii
+
+    if compiled_radii(X):
+        return np.stack([neighbour_radii(X, queries, share), neighbour_radii(X, queries, whole)])
+    from scipy.spatial import cKDTree
+
+    distances, _ = cKDTree(X).query(queries, k=sorted({share, whole}))
+    distances = np.reshape(distances, (queries.shape[0], -1))
+    return np.stack([distances[:, 0], distances[:, -1]])
+
+
+def _upper_bound(local, shares, wholes, count):
+    """A distance within which ``count`` keys surely lie, per query: the largest radius
+    at a block's share, or the least within which whole blocks hold ``count`` keys."""
+    radii = np.stack(local)  # (blocks, 2, m)
+    by_share = radii[:, 0].max(axis=0)
+    whole = radii[:, 1].T  # (m, blocks)
+    order = np.argsort(whole, axis=1)
+    held = np.cumsum(np.asarray(wholes)[order], axis=1)
+    first = np.argmax(held >= count, axis=1)
+    by_blocks = np.take_along_axis(whole, order, axis=1)[np.arange(whole.shape[0]), first]
+    return np.fmin(by_share, by_blocks)
+
+
+def _within(tree, queries, bound, count):
+    """A block's distances to each query within ``bound`` (sorted, at most ``count``,
+    padded with infinity): shape (m, at most count)."""
+    reach = bound * (1.0 + 1e-12)  # a key on the bound is kept whatever the rounding
+    held = tree.query_ball_point(queries, reach, return_length=True)
+    k = int(min(count, np.max(held, initial=0)))
     if k == 0:
         return np.zeros((queries.shape[0], 0))
-    distance, _ = tree.query(queries, k=k)
-    return np.reshape(distance, (queries.shape[0], k))
+    distances, _ = tree.query(queries, k=k, distance_upper_bound=float(reach.max()) * 1.000001)
+    distances = np.reshape(distances, (queries.shape[0], k))
+    return np.where(distances <= reach[:, None], distances, np.inf)
 
 
 def _farthest(distances: np.ndarray) -> np.ndarray:
