@@ -62,6 +62,9 @@ _NAMES = {
     "LowessCurve": "smoothers",
     "Loess": "smoothers.loess",
     "show_config": "_config",
+    "sheather_jones_bandwidth": "bandwidth.r_selectors",
+    "biased_cv_bandwidth": "bandwidth.r_selectors",
+    "unbiased_cv_bandwidth": "bandwidth.r_selectors",
 }
 #: The public surface: the table's names, the modules above and the version.
 __all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
@@ -75,6 +78,9 @@ if TYPE_CHECKING:
     from .bandwidth import cv_curve as cv_curve
     from .bandwidth import rule_of_thumb as rule_of_thumb
     from .bandwidth import select_bandwidth as select_bandwidth
+    from .bandwidth.r_selectors import biased_cv_bandwidth as biased_cv_bandwidth
+    from .bandwidth.r_selectors import sheather_jones_bandwidth as sheather_jones_bandwidth
+    from .bandwidth.r_selectors import unbiased_cv_bandwidth as unbiased_cv_bandwidth
     from .bandwidth.resolution import TiedDataWarning as TiedDataWarning
     from .density import kernel_density as kernel_density
     from .density import log_density as log_density

@@ -24,6 +24,11 @@ name                       the peer's number, for each column of ``x (n, d)``
 ``statsmodels.silverman``  statsmodels': ``0.9 A n^(−1/5)``, likewise
 ``statsmodels.normal_      statsmodels': ``C(K) A n^(−1/5)``, ``C(K) = 2 (√π R(K) / (12
 reference``                μ₂(K)²))^(1/5)`` (Hansen's constant; 1.0592 for the Gaussian)
+``bw.SJ``, ``bw.SJ-ste``   R's Sheather–Jones, solving the equation; ``bw.SJ-dpi`` the
+                           direct plug-in (:func:`.r_selectors.sheather_jones_bandwidth`),
+                           a standard deviation
+``bw.ucv``, ``bw.bcv``     R's unbiased and biased cross-validation on binned distances
+                           (:mod:`.r_selectors`), a standard deviation
 =========================  =========================================================
 
 (``sd`` with ``ddof=1``; quartiles by linear interpolation, R's type 7.) R's
@@ -47,6 +52,11 @@ __all__ = ["PEER_RULES", "peer_rule"]
 PEER_RULES = (
     "bw.nrd0",
     "bw.nrd",
+    "bw.SJ",
+    "bw.SJ-ste",
+    "bw.SJ-dpi",
+    "bw.ucv",
+    "bw.bcv",
     "scipy.scott",
     "scipy.silverman",
     "sklearn.scott",
@@ -79,6 +89,8 @@ def peer_rule(x: ArrayLike, name: str, kernel: KernelSpec = "gaussian") -> np.nd
             f"x: SciPy's {name.split('.')[1]} rule scales the data's whole covariance, a "
             f"bandwidth matrix; attnpool takes one bandwidth per column: received {d} columns"
         )
+    if name in _R_SELECTORS:
+        return _from_sd(np.array([_r_selector(name, column) for column in x.T]), record)
     sd = x.std(axis=0, ddof=1)
     quartiles = np.percentile(x, [75, 25], axis=0)
     iqr = quartiles[0] - quartiles[1]
@@ -98,6 +110,21 @@ def peer_rule(x: ArrayLike, name: str, kernel: KernelSpec = "gaussian") -> np.nd
         ratio = math.sqrt(math.pi) * record.roughness / (12 * record.variance**2)
         constant = 2 * ratio**0.2
     return np.asarray(constant * spread * n ** (-0.2))
+
+
+#: R's data-driven selectors (:mod:`.r_selectors`), each column on its own.
+_R_SELECTORS = ("bw.SJ", "bw.SJ-ste", "bw.SJ-dpi", "bw.ucv", "bw.bcv")
+
+
+def _r_selector(name: str, column: np.ndarray) -> float:
+    """R's selector ``name`` of one column: a standard deviation."""
+    from . import r_selectors
+
+    if name == "bw.ucv":
+        return r_selectors.unbiased_cv_bandwidth(column)
+    if name == "bw.bcv":
+        return r_selectors.biased_cv_bandwidth(column)
+    return r_selectors.sheather_jones_bandwidth(column, "dpi" if name == "bw.SJ-dpi" else "ste")
 
 
 def _from_sd(sd: np.ndarray, record: kernels.Kernel) -> np.ndarray:
