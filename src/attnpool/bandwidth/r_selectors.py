@@ -282,9 +282,34 @@ def unbiased_cv_bandwidth(
     tol: float | None = None,
 ) -> float:
     """Unbiased (least-squares) cross-validation on binned distances, R's ``bw.ucv``: a
-    Gaussian kernel's standard deviation, minimised over ``[lower, upper]`` (``0.1 h_max``
-    and ``h_max = 1.144 sd n^(−1/5)``) to ``tol`` (``0.1 × lower``); a ``RuntimeWarning``
-    where the minimum is at an end, as R warns. R: ``stats::bw.ucv``."""
+    Gaussian kernel's standard deviation.
+
+    Parameters
+    ----------
+    x : array_like of shape (n,)
+    nb : int
+        Bins of the pairwise distances.
+    lower, upper : float, optional
+        Where the criterion is minimised (``0.1 h_max`` and ``h_max = 1.144 sd
+        n^(−1/5)``); a ``RuntimeWarning`` where the minimum is at an end, as R warns.
+    tol : float, optional
+        The minimiser's tolerance (``0.1 × lower``).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np, attnpool
+    >>> x = np.r_[np.linspace(0.0, 1.0, 20), np.linspace(3.0, 4.0, 20)]
+    >>> round(attnpool.unbiased_cv_bandwidth(x), 4)
+    0.2934
+
+    References
+    ----------
+    Scott, D. W. (1992). *Multivariate Density Estimation*, (6.67). R: ``stats::bw.ucv``.
+    """
     return _cv_bandwidth(x, nb, lower, upper, tol, _ucv)
 
 
@@ -295,9 +320,24 @@ def biased_cv_bandwidth(
     upper: float | None = None,
     tol: float | None = None,
 ) -> float:
-    """Biased cross-validation (Scott & Terrell 1987) on binned distances, R's
-    ``bw.bcv``: as :func:`unbiased_cv_bandwidth` with the criterion ``1 / (2nh√π) +
-    Σ c_k e^(−d/4)(d² − 12d + 12) / (64 n² h √π)``. R: ``stats::bw.bcv``.
+    """Biased cross-validation on binned distances, R's ``bw.bcv``: a Gaussian kernel's
+    standard deviation, minimising ``1 / (2nh√π) + Σ c_k e^(−d/4)(d² − 12d + 12) /
+    (64 n² h √π)``.
+
+    Parameters
+    ----------
+    x : array_like of shape (n,)
+    nb : int
+        Bins of the pairwise distances.
+    lower, upper : float, optional
+        Where the criterion is minimised (``0.1 h_max`` and ``h_max = 1.144 sd
+        n^(−1/5)``); a ``RuntimeWarning`` where the minimum is at an end, as R warns.
+    tol : float, optional
+        The minimiser's tolerance (``0.1 × lower``).
+
+    Returns
+    -------
+    float
 
     Examples
     --------
@@ -305,5 +345,10 @@ def biased_cv_bandwidth(
     >>> x = np.r_[np.linspace(0.0, 1.0, 20), np.linspace(3.0, 4.0, 20)]
     >>> round(attnpool.biased_cv_bandwidth(x), 4)
     0.2937
+
+    References
+    ----------
+    Scott, D. W. & Terrell, G. R. (1987). Biased and unbiased cross-validation in density
+    estimation. *JASA* 82, 1131–1146; Scott (1992), (6.69). R: ``stats::bw.bcv``.
     """
     return _cv_bandwidth(x, nb, lower, upper, tol, _bcv)
