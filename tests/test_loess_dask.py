@@ -99,6 +99,16 @@ def test_blocks_by_location(client, chunks):
     _same_fit(clone(model).fit(*_lazy(X, y, None, chunks)), clone(model).fit(X, y))
 
 
+def test_radii_beyond_the_bands(client, monkeypatch):
+    # bands of ten distances: most rows overflow theirs and take the k-d trees' lists
+    from attnpool.distributed import neighbourhoods
+
+    monkeypatch.setattr(neighbourhoods, "BAND", 1)
+    X, y = _data(3, 800, seed=7)
+    model = attnpool.Loess(span=0.05, degree=1, statistics="approximate")
+    _same_fit(clone(model).fit(*_lazy(X, y, None, 200)), clone(model).fit(X, y))
+
+
 @pytest.mark.parametrize("case", ["offset", "rounded", "constant", "outliers"])
 def test_hostile_data(client, case):
     X, y = _data(2, 1200, seed=3)

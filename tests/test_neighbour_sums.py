@@ -13,6 +13,7 @@ from attnpool.smoothers.local_polynomial import design, kernel_weights
 from attnpool.smoothers.neighbour_sums import (
     KERNEL_FORMS,
     compiled_neighbours,
+    neighbour_band,
     neighbour_moments,
     neighbour_radii,
     neighbour_rows,
@@ -136,3 +137,30 @@ def test_the_compiled_loop_on_hostile_data(monkeypatch, case):
     assert compiled.trace_hat_ == pytest.approx(direct.trace_hat_, rel=1e-9)
     np.testing.assert_allclose(pair[0], expected[0], rtol=0, atol=1e-9 * scale)
     np.testing.assert_allclose(pair[1], expected[1], rtol=1e-7)
+
+
+@pytest.mark.parametrize("d", [2, 4])
+def test_bands_count_and_list_every_key(d):
+    # the keys at or below each band's inner end are counted, those inside listed (up to
+    # the width; the count says where a row overflowed), and the compiled radius is a
+    # member of a band around it, to the bit
+    X = _keys(d)
+    rng = np.random.default_rng(3)
+    queries = np.vstack([X[:20], rng.uniform(0.0, 2.0, (60, d))])
+    squared = np.sum((X[None] - queries[:, None]) ** 2, axis=-1)
+    # ends off the distances themselves (the loop's are rounded as a fused multiply-add)
+    inner = np.quantile(squared, 0.01, axis=1) * (1 + 1e-9)
+    inner[:5] = -1.0  # an empty inner end
+    outer = np.quantile(squared, 0.03, axis=1) * (1 + 1e-9)
+    below, band, kept = neighbour_band(X, queries, inner, outer, 40)
+    np.testing.assert_array_equal(below, np.sum(squared <= inner[:, None], axis=1))
+    inside = (squared > inner[:, None]) & (squared <= outer[:, None])
+    np.testing.assert_array_equal(kept, inside.sum(axis=1))
+    assert (kept > 40).any() and (kept <= 40).any()
+    for row in np.flatnonzero(kept <= 40):
+        listed = np.sort(band[row, : kept[row]])
+        np.testing.assert_allclose(listed, np.sort(squared[row, inside[row]]), rtol=1e-14)
+        assert np.isnan(band[row, kept[row] :]).all()
+    radius = neighbour_radii(X, queries, 90)
+    below, band, kept = neighbour_band(X, queries, np.full(80, -1.0), radius**2 * (1 + 1e-9), 200)
+    assert all(radius[i] in np.sqrt(band[i, : kept[i]]) for i in range(80))

@@ -7,13 +7,15 @@ column it is an order statistic of the distances, found exactly by rounds of cou
 the few distances left inside each bracket sent and the answer picked among them). In
 several, each block first gives its own radii for a group of queries (the compiled
 loop, or a k-d tree): at its share of ``k``, ``⌈k n_b / n⌉``, and at ``min(k, n_b)``.
-Either set bounds the radius from above — the largest of the shares (every block holds
-its share within it, and the shares add up to ``k``), and the least distance within
-which whole blocks hold ``k`` keys between them — which keeps a block's list of
-distances to those within the bound, about ``k n_b / n`` of them where blocks are
-random rows and none where a block lies beyond. The lists are merged pairwise keeping
-the ``k`` smallest, whose largest is the radius; the groups are small enough that a
-list holds :data:`LIST_ENTRIES` numbers.
+The least of the first bounds the radius from below; the largest of the first, or the
+least distance within which whole blocks hold ``k`` keys between them, from above.
+Each block then counts its keys below the band and sends the squared distances inside
+it (the compiled loop's, so the radius is in memory's to the bit); the ``k``-th is
+picked from the merged bands. Where blocks are random rows the band is thin (a few
+percent of ``k``); where a band holds more than :data:`BAND` (or ``k / 4``) distances,
+as blocks sorted by location can make it, each block's k-d tree lists its distances
+within the upper bound instead, merged keeping the ``k`` smallest; the groups are small
+enough that a list holds :data:`LIST_ENTRIES` numbers.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ __all__ = ["LIST_ENTRIES", "distributed_radii", "reaches", "within_reach"]
 
 #: Numbers in one group's lists of nearest distances.
 LIST_ENTRIES = 2**22
+#: Squared distances a query's band holds at least (``k / 4`` where more).
+BAND = 256
 
 
 def distributed_radii(keys: list, groups: list, count: int, d: int, spread: tuple) -> list:
@@ -56,18 +60,27 @@ def distributed_radii(keys: list, groups: list, count: int, d: int, spread: tupl
     sizes = dask.compute(*[delayed(len)(block) for block in keys])
     n = sum(sizes)
     kept = [b for b, size in enumerate(sizes) if size]
-    shares = {b: -(-count * sizes[b] // n) for b in kept}
-    wholes = {b: min(count, sizes[b]) for b in kept}
-    trees = dict(zip(kept, dask.persist(*[delayed(cKDTree)(keys[b]) for b in kept]), strict=True))
-    out = []
+    shares, wholes = [-(-count * sizes[b] // n) for b in kept], [min(count, sizes[b]) for b in kept]
+    width = max(BAND, count // 4)
+    bounds, out = [], []
     for queries in groups:
-        local = [delayed(_local_radii)(keys[b], queries, shares[b], wholes[b]) for b in kept]
-        bound = delayed(_upper_bound)(local, [shares[b] for b in kept],
-                                      [wholes[b] for b in kept], count)  # fmt: skip
-        lists = [delayed(_within)(trees[b], queries, bound, count) for b in kept]
-        merged = tree_sum(lists, partial(smallest, count=count))
-        out.append(delayed(_farthest)(merged))
-    return list(dask.persist(*out))
+        local = [delayed(_local_radii)(keys[b], queries, j, w)
+                 for b, j, w in zip(kept, shares, wholes, strict=True)]  # fmt: skip
+        bounds.append(delayed(_bounds)(local, shares, wholes, count))
+        bands = [delayed(_band)(keys[b], queries, bounds[-1], width) for b in kept]
+        merged = tree_sum(bands, partial(_merged_bands, width=width))
+        out.append(delayed(_banded_radius)(merged, count))
+    out = list(dask.persist(*out))
+    short = dask.compute(*[delayed(_incomplete)(radius) for radius in out])
+    if any(short):  # a band too wide for its rows, or no compiled loop: the k-d trees
+        from scipy.spatial import cKDTree
+
+        trees = dask.persist(*[delayed(cKDTree)(keys[b]) for b in kept])
+        for i in np.flatnonzero(short):
+            lists = [delayed(_within)(tree, groups[i], bounds[i], count) for tree in trees]
+            merged = tree_sum(lists, partial(smallest, count=count))
+            out[i] = dask.persist(delayed(_farthest)(merged))[0]
+    return out
 
 
 def _local_radii(X, queries, share, whole):
@@ -83,6 +96,14 @@ def _local_radii(X, queries, share, whole):
     return np.stack([distances[:, 0], distances[:, -1]])
 
 
+def _bounds(local, shares, wholes, count):
+    """``(lo, hi)`` per query: fewer than ``count`` keys lie closer than ``lo`` (closer
+    than its radius at its share a block holds its share less one at most, and the
+    shares less one each add up to less than ``count``), and ``count`` or more lie
+    within ``hi`` (:func:`_upper_bound`)."""
+    return np.stack(local)[:, 0].min(axis=0), _upper_bound(local, shares, wholes, count)
+
+
 def _upper_bound(local, shares, wholes, count):
     """A distance within which ``count`` keys surely lie, per query: the largest radius
     at a block's share, or the least within which whole blocks hold ``count`` keys."""
@@ -96,10 +117,47 @@ def _upper_bound(local, shares, wholes, count):
     return np.fmin(by_share, by_blocks)
 
 
-def _within(tree, queries, bound, count):
-    """A block's distances to each query within ``bound`` (sorted, at most ``count``,
-    padded with infinity): shape (m, at most count)."""
-    reach = bound * (1.0 + 1e-12)  # a key on the bound is kept whatever the rounding
+def _band(X, queries, bounds, width):
+    """A block's keys closer than ``lo`` (counted) and its squared distances between
+    ``lo`` and ``hi`` (the compiled loop's, as in memory); None without the loop."""
+    from ..smoothers.neighbour_sums import compiled_radii, neighbour_band
+
+    if not compiled_radii(X):
+        return None
+    lo, hi = bounds
+    below, band, kept = neighbour_band(X, queries, (lo * (1 - 1e-12)) ** 2,
+                                       (hi * (1 + 1e-12)) ** 2, width)  # fmt: skip
+    return below, np.where(np.isnan(band), np.inf, band), kept
+
+
+def _merged_bands(a, b, width):
+    if a is None or b is None:
+        return None
+    return a[0] + b[0], smallest(a[1], b[1], width), a[2] + b[2]
+
+
+def _banded_radius(merged, count):
+    """The ``count``-th smallest distance from the merged bands; NaN for rows whose band
+    held more than ``width`` distances (or all, without the loop)."""
+    if merged is None:
+        return None
+    below, band, kept = merged
+    place = count - below - 1
+    complete = (kept <= band.shape[1]) & (place >= 0) & (place < kept)
+    ordered = np.sort(band, axis=1)
+    rows = np.arange(band.shape[0])
+    picked = ordered[rows, np.clip(place, 0, band.shape[1] - 1)]
+    return np.where(complete, np.sqrt(picked), np.nan)
+
+
+def _incomplete(radius) -> bool:
+    return radius is None or bool(np.isnan(radius).any())
+
+
+def _within(tree, queries, bounds, count):
+    """A block's distances to each query within the bound ``hi`` (sorted, at most
+    ``count``, padded with infinity): shape (m, at most count)."""
+    reach = bounds[1] * (1.0 + 1e-12)  # a key on the bound is kept whatever the rounding
     held = tree.query_ball_point(queries, reach, return_length=True)
     k = int(min(count, np.max(held, initial=0)))
     if k == 0:

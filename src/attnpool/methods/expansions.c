@@ -915,6 +915,22 @@ static isize candidate_ranges(const struct strips *k, const double *q, double r,
     return got;
 }
 
+/* the squared distances from q to the keys lo .. lo + NEIGHBOUR_BATCH - 1, into out */
+static inline void batch_distances(const struct strips *k, const double *q, isize lo,
+                                   double *restrict out)
+{
+    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
+        out[j] = 0.0;
+    for (isize t = 0; t < k->d; t++) {
+        const double *restrict column = k->keys + t * k->stride + lo;
+        double at = q[t];
+        for (isize j = 0; j < NEIGHBOUR_BATCH; j++) {
+            double e = column[j] - at;
+            out[j] += e * e;
+        }
+    }
+}
+
 /* the k-th smallest (k from 0) of a[0 .. n-1], the array reordered (Hoare's selection) */
 static double select_smallest(double *a, isize n, isize k)
 {
@@ -974,16 +990,7 @@ int neighbour_radii(const double *keys, isize stride, isize d, const isize *star
                     isize size = ranges[2 * g + 1] - lo;
                     size = size < NEIGHBOUR_BATCH ? size : NEIGHBOUR_BATCH;
                     double *restrict out = distance;
-                    for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-                        out[j] = 0.0;
-                    for (isize t = 0; t < d; t++) {
-                        const double *restrict column = keys + t * stride + lo;
-                        double at = q[t];
-                        for (isize j = 0; j < NEIGHBOUR_BATCH; j++) {
-                            double e = column[j] - at;
-                            out[j] += e * e;
-                        }
-                    }
+                    batch_distances(&k, q, lo, out);
                     isize here = 0, inside = 0; /* counted as vectors; the band's few kept */
                     for (isize j = 0; j < NEIGHBOUR_BATCH; j++) {
                         here += (j < size) & (out[j] <= inner2);
@@ -1016,6 +1023,49 @@ int neighbour_radii(const double *keys, isize stride, isize d, const isize *star
         spread = 0.02;
     }
     free(band), free(distance), free(ranges);
+    return 0;
+}
+
+/* For each query (row-major, m x d) and its band (inner[i], outer[i]] of squared
+   distances: below[i], the keys at squared distance <= inner[i], and the squared
+   distances inside the band, into band[i * width ...] (the first `width` of them) with
+   their number in kept[i] (more than width: the row overflowed). The distances are
+   those of neighbour_radii, squared: its radius is a band's member. Returns -1 where
+   no memory. */
+int neighbour_band(const double *keys, isize stride, isize d, const isize *start,
+                    const double *low, const double *high, isize strips, const double *queries,
+                    isize m, const double *inner, const double *outer, isize width,
+                    long long *below, double *band, long long *kept)
+{
+    struct strips k = {keys, stride, d, strips, start, low, high};
+    isize *ranges = malloc((size_t)(2 * strips) * sizeof(isize));
+    double distance[NEIGHBOUR_BATCH];
+    if (!ranges)
+        return -1;
+    for (isize i = 0; i < m; i++) {
+        const double *q = queries + i * d;
+        double inner2 = inner[i], outer2 = outer[i];
+        isize under = 0, got = 0;
+        isize parts = outer2 >= 0.0 ? candidate_ranges(&k, q, sqrt(outer2), ranges) : 0;
+        for (isize g = 0; g < parts; g++)
+            for (isize lo = ranges[2 * g]; lo < ranges[2 * g + 1]; lo += NEIGHBOUR_BATCH) {
+                isize size = ranges[2 * g + 1] - lo;
+                size = size < NEIGHBOUR_BATCH ? size : NEIGHBOUR_BATCH;
+                batch_distances(&k, q, lo, distance);
+                for (isize j = 0; j < size; j++) {
+                    double e2 = distance[j];
+                    under += e2 <= inner2;
+                    if (e2 > inner2 && e2 <= outer2) {
+                        if (got < width)
+                            band[i * width + got] = e2;
+                        got++;
+                    }
+                }
+            }
+        below[i] = under;
+        kept[i] = got;
+    }
+    free(ranges);
     return 0;
 }
 

@@ -34,6 +34,9 @@ SIGNATURES = {
     "neighbour_radii": [_POINTER, _SIZE, _SIZE]
     + [_POINTER] * 3
     + [_SIZE, _POINTER, _SIZE, _SIZE, _DOUBLE, _POINTER],
+    "neighbour_band": [_POINTER, _SIZE, _SIZE]
+    + [_POINTER] * 3
+    + [_SIZE, _POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _POINTER, _POINTER, _POINTER],
     "neighbour_moments": [_POINTER, _SIZE, _SIZE]
     + [_POINTER] * 3
     + [_SIZE, _POINTER, _POINTER, _POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE, _SIZE]
@@ -59,6 +62,7 @@ RETURNS_STATUS = frozenset(
         "separable_direct",
         "gaussian_reach",
         "neighbour_radii",
+        "neighbour_band",
         "neighbour_moments",
     }
 )

@@ -33,6 +33,7 @@ __all__ = [
     "Strips",
     "compiled_neighbours",
     "compiled_radii",
+    "neighbour_band",
     "neighbour_moments",
     "neighbour_radii",
     "neighbour_rows",
@@ -165,6 +166,40 @@ def neighbour_radii(X: np.ndarray, queries: np.ndarray, count: int) -> np.ndarra
     radius = np.empty_like(found)
     radius[at] = found
     return radius
+
+
+def neighbour_band(
+    X: np.ndarray, queries: np.ndarray, inner: np.ndarray, outer: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each query (m, d) and its band ``(inner, outer]`` of squared distances (m,
+    each): how many rows of ``X`` (n, d) lie at or within ``inner``, the squared
+    distances inside the band (m, width; NaN past the kept), and how many lie inside
+    (more than ``width``: the row overflowed). The distances are :func:`neighbour_radii`'s,
+    squared."""
+    layout = strips(X, float(np.sqrt(np.median(outer))) if outer.size else 1.0)
+    keys = layout.keys
+    d, stride = keys.shape
+    at = layout.query_order(queries)
+    ordered = np.ascontiguousarray(queries[at], dtype=np.float64)
+    low2 = np.ascontiguousarray(inner[at], dtype=np.float64)
+    high2 = np.ascontiguousarray(outer[at], dtype=np.float64)
+    m = at.shape[0]
+    below, kept = np.zeros(m, np.int64), np.zeros(m, np.int64)
+    band = np.full((m, max(width, 1)), np.nan)
+    function = expansion_function("neighbour_band")
+
+    def task(lo: int, hi: int) -> int:
+        return function(
+            address(keys), stride, d, address(layout.start), address(layout.low),
+            address(layout.high), layout.start.shape[0] - 1, address(ordered, lo), hi - lo,
+            address(low2, lo), address(high2, lo), band.shape[1], address(below, lo),
+            address(band, lo), address(kept, lo),
+        )  # fmt: skip
+
+    _run(task, m)
+    out_below, out_band, out_kept = np.empty_like(below), np.empty_like(band), np.empty_like(kept)
+    out_below[at], out_band[at], out_kept[at] = below, band, kept
+    return out_below, out_band, out_kept
 
 
 def neighbour_moments(
