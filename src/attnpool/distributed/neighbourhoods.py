@@ -1,21 +1,24 @@
 """LOESS neighbourhoods over keys held in blocks: radii, which blocks reach a query,
 and the rows within reach gathered.
 
-A query's radius is the distance to its ``k``-th nearest key among all blocks. In one
-column it is an order statistic of the distances, found exactly by rounds of counting
-(:mod:`.order_statistics`: two bisections on each block's sorted keys per count, then
-the few distances left inside each bracket sent and the answer picked among them). In
-several, each block first gives its own radii for a group of queries (the compiled
-loop, or a k-d tree): at its share of ``k``, ``⌈k n_b / n⌉``, and at ``min(k, n_b)``.
-The least of the first bounds the radius from below; the largest of the first, or the
-least distance within which whole blocks hold ``k`` keys between them, from above.
-Each block then counts its keys below the band and sends the squared distances inside
-it (the compiled loop's, so the radius is in memory's to the bit); the ``k``-th is
-picked from the merged bands. Where blocks are random rows the band is thin (a few
-percent of ``k``); where a band holds more than :data:`BAND` (or ``k / 4``) distances,
-as blocks sorted by location can make it, each block's k-d tree lists its distances
-within the upper bound instead, merged keeping the ``k`` smallest; the groups are small
-enough that a list holds :data:`LIST_ENTRIES` numbers.
+A query's radius is the distance to its ``k``-th nearest key among all blocks. Each
+block first gives its own radii for a group of queries: at its share of ``k``,
+``⌈k n_b / n⌉``, and at ``min(k, n_b)``. The least of the first bounds the radius from
+below (closer than its radius at its share a block holds its share less one at most,
+and the shares less one each add up to less than ``k``); the largest of the first, or
+the least distance within which whole blocks hold ``k`` keys between them, from above.
+In one column the radius is then an order statistic of the distances inside that
+bracket, found exactly by rounds of counting (:mod:`.order_statistics`: two bisections
+on each block's sorted keys per count, then the few distances left inside each bracket
+sent and the answer picked among them); where blocks are random rows, one round. In
+several (the blocks' radii from the compiled loop, or a k-d tree), each block counts
+its keys below the bracket and sends the squared distances inside it (the compiled
+loop's, so the radius is in memory's to the bit); the ``k``-th is picked from the
+merged bands. Where blocks are random rows the band is thin (a few percent of ``k``);
+where a band holds more than :data:`BAND` (or ``k / 4``) distances, as blocks sorted by
+location can make it, each block's k-d tree lists its distances within the upper bound
+instead, merged keeping the ``k`` smallest; the groups are small enough that a list
+holds :data:`LIST_ENTRIES` numbers.
 """
 
 from __future__ import annotations
@@ -49,12 +52,12 @@ LIST_ENTRIES = 2**22
 BAND = 256
 
 
-def distributed_radii(keys: list, groups: list, count: int, d: int, spread: tuple) -> list:
+def distributed_radii(keys: list, groups: list, count: int, d: int) -> list:
     """Each query's distance to its ``count``-th nearest key, for query ``groups``
-    (delayed (m_i, d) arrays) over key blocks ``keys`` (delayed (n_b, d)); ``spread``:
-    the keys' least and greatest coordinates, (d,) each. Delayed (m_i,) arrays."""
+    (delayed (m_i, d) arrays) over key blocks ``keys`` (delayed (n_b, d)). Delayed (m_i,)
+    arrays."""
     if d == 1:
-        return _counted_radii(keys, groups, count, spread)
+        return _counted_radii(keys, groups, count)
     from scipy.spatial import cKDTree
 
     sizes = dask.compute(*[delayed(len)(block) for block in keys])
@@ -97,10 +100,8 @@ def _local_radii(X, queries, share, whole):
 
 
 def _bounds(local, shares, wholes, count):
-    """``(lo, hi)`` per query: fewer than ``count`` keys lie closer than ``lo`` (closer
-    than its radius at its share a block holds its share less one at most, and the
-    shares less one each add up to less than ``count``), and ``count`` or more lie
-    within ``hi`` (:func:`_upper_bound`)."""
+    """``(lo, hi)`` per query from the blocks' own radii (module docstring): fewer than
+    ``count`` keys lie closer than ``lo``, ``count`` or more within ``hi``."""
     return np.stack(local)[:, 0].min(axis=0), _upper_bound(local, shares, wholes, count)
 
 
@@ -171,17 +172,25 @@ def _farthest(distances: np.ndarray) -> np.ndarray:
     return distances.max(axis=1)
 
 
-def _counted_radii(keys, groups, count, spread):
+def _counted_radii(keys, groups, count):
     """One column: the ``count``-th smallest distance by rounds of counting."""
     ordered = dask.persist(*[delayed(np.sort)(block[:, 0]) for block in keys])
-    low, high = float(spread[0][0]), float(spread[1][0])
-    total = sum(dask.compute(*[delayed(len)(block) for block in ordered]))
+    sizes = dask.compute(*[delayed(len)(block) for block in ordered])
+    kept = [b for b, size in enumerate(sizes) if size]
+    n = sum(sizes)
+    shares, wholes = [-(-count * sizes[b] // n) for b in kept], [min(count, sizes[b]) for b in kept]
     # each group's queries sorted: NumPy's sorted search is fastest for sorted needles
     orders = [delayed(_order)(queries) for queries in groups]
     firsts = list(
         dask.persist(*[delayed(_first)(q, o) for q, o in zip(groups, orders, strict=True)])
     )
-    brackets = [delayed(_bracket)(q, low, high, total, count) for q in firsts]
+    brackets = []
+    for q in firsts:  # the blocks' own radii bound it; one round counts at the bounds
+        local = [delayed(_sorted_local_radii)(ordered[b], q, j, w)
+                 for b, j, w in zip(kept, shares, wholes, strict=True)]  # fmt: skip
+        points = delayed(_bracket_points)(delayed(_bounds)(local, shares, wholes, count))
+        counts = tree_sum([delayed(distance_counts)(ordered[b], q, points) for b in kept])
+        brackets.append(delayed(_bracket)(points, counts, count))
     while True:
         brackets = list(dask.persist(*brackets))
         if all(dask.compute(*[delayed(finished)(bracket) for bracket in brackets])):
@@ -200,12 +209,22 @@ def _counted_radii(keys, groups, count, spread):
     return list(dask.persist(*out))
 
 
-def _bracket(q, low, high, total, count) -> Bracket:
-    """Below zero, and the farthest any key can be (the distance's rounding is monotone,
-    so no key's is beyond the ends')."""
-    m = q.shape[0]
-    return Bracket(np.full(m, -np.finfo(float).smallest_subnormal), np.fmax(high - q, q - low),
-                   np.zeros(m, np.int64), np.full(m, total), np.full(m, count))  # fmt: skip
+def _sorted_local_radii(keys, q, share, whole):
+    """A block's own radii at ``share`` and ``whole`` keys, from its sorted keys: (2, m)."""
+    from ..smoothers.neighbourhoods import sorted_radii
+
+    return np.stack([sorted_radii(keys, q, share), sorted_radii(keys, q, whole)])
+
+
+def _bracket_points(bounds):
+    """Just below ``lo`` (fewer than ``count`` keys at or below it) and ``hi``: (m, 2)."""
+    lo, hi = bounds
+    return np.stack([np.nextafter(lo, -np.inf), hi], axis=1)
+
+
+def _bracket(points, counts, count) -> Bracket:
+    return Bracket(points[:, 0], points[:, 1], counts[:, 0], counts[:, 1],
+                   np.full(points.shape[0], count))  # fmt: skip
 
 
 def _order(queries):

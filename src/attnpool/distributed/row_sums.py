@@ -176,8 +176,7 @@ def group_rows(n_columns: int, degree: int, count: int) -> int:
 def group_radii(parts, spread, groups, count, span) -> list:
     """The radius of every query of ``groups`` (delayed arrays), checked positive."""
     keys = [delayed(keys_of)(part) for part in parts]
-    radius = distributed_radii(keys, [g.queries for g in groups], count, spread.low.shape[0],
-                               (spread.low, spread.high))  # fmt: skip
+    radius = distributed_radii(keys, [g.queries for g in groups], count, spread.low.shape[0])
     factor = math.sqrt(max(span, 1.0))
     radius = list(dask.persist(*[delayed(np.multiply)(r, factor) for r in radius]))
     least = min(dask.compute(*[delayed(np.min)(r) for r in radius]))

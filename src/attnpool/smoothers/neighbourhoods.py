@@ -18,7 +18,7 @@ import numpy as np
 from .neighbour_sums import compiled_radii, neighbour_radii
 from .windows import first_index
 
-__all__ = ["NEIGHBOUR_WORK", "neighbour_count", "radii", "trimmed_scale"]
+__all__ = ["NEIGHBOUR_WORK", "neighbour_count", "radii", "sorted_radii", "trimmed_scale"]
 
 #: Queries × rows from which the compiled loop finds the radii in several columns (the
 #: k-d tree below).
@@ -57,7 +57,7 @@ def radii(X: np.ndarray, queries: np.ndarray, span: float, count: int | None = N
     n, d = X.shape
     q = neighbour_count(span, n) if count is None else count
     if d == 1:
-        radius = _sorted_radii(np.sort(X[:, 0]), queries[:, 0], q)
+        radius = sorted_radii(np.sort(X[:, 0]), queries[:, 0], q)
     elif n * queries.shape[0] > NEIGHBOUR_WORK and compiled_radii(X):
         radius = neighbour_radii(X, queries, q)
     else:
@@ -74,7 +74,7 @@ def radii(X: np.ndarray, queries: np.ndarray, span: float, count: int | None = N
     return radius * math.sqrt(max(span, 1.0))
 
 
-def _sorted_radii(keys: np.ndarray, queries: np.ndarray, q: int) -> np.ndarray:
+def sorted_radii(keys: np.ndarray, queries: np.ndarray, q: int) -> np.ndarray:
     """The ``q``-th smallest ``|x − query|`` on sorted keys: the window of ``q`` keys
     that no shift to the right narrows, found by bisection for every query at once."""
     n = keys.shape[0]
