@@ -7,7 +7,9 @@ in memory (:meth:`attnpool.smoothers.rules.Rules.fit`) over its own rows and the
 ranks on either side (whole runs of ties at the ends): the fits are those of the whole
 data. Between fits the robustness weights take the exact median (and mean) of all the
 absolute residuals (:mod:`.order_statistics`), and the blocks' borders are sent again
-with their new weights. ``delta`` is 0 here: the exact fit costs a sort.
+with their new weights. With ``delta > 0`` the rows fitted are ``delta``'s schedule,
+walked block after block, and the others lie on lines between them
+(:mod:`.lowess_schedule`).
 
 Ties in ``x`` keep their input order. The fit in memory (and statsmodels) sort with
 NumPy's default sort, which orders ties arbitrarily; the two differ only where a
@@ -24,6 +26,7 @@ import numpy as np
 
 from .._optional import require
 from ..smoothers.windows import tie_runs
+from .lowess_schedule import fitted_ranks, lines
 from .order_statistics import median, tree_sum
 from .sorting import SortedRows, rank_run, sorted_rows
 
@@ -34,10 +37,11 @@ from dask import delayed  # noqa: E402
 __all__ = ["dask_lowess"]
 
 
-def dask_lowess(rules, endog, exog, frac, iterations, xvals, missing, return_sorted):
+def dask_lowess(rules, endog, exog, frac, iterations, delta, xvals, missing, return_sorted):
     """:func:`attnpool.lowess` (``rules``: statsmodels' or R's) of Dask ``endog`` and
-    ``exog`` with ``delta = 0``: a Dask array of the sorted pairs or of the fits in the
-    input's order, or a NumPy array of the fits at ``xvals``."""
+    ``exog`` (``delta`` None: 1% of the range of ``x``, R's default): a Dask array of the
+    sorted pairs or of the fits in the input's order, or a NumPy array of the fits at
+    ``xvals``."""
     x = _aligned(exog, "exog")
     y = _aligned(endog, "endog", x.chunks[0])
     places = x.shape[0]
@@ -58,16 +62,26 @@ def dask_lowess(rules, endog, exog, frac, iterations, xvals, missing, return_sor
         return _tiny(rows, n, xvals, return_sorted, places)
     k = rules.neighbours(frac, n)
     reach, extent = _reaches(rows, k)
+    if delta is None:  # R's default
+        delta = 0.01 * extent
     extended = list(dask.persist(*[rank_run(rows, lo, hi) for lo, hi in reach]))
     own = [(a - lo, b - lo) for (lo, _), a, b in zip(reach, rows.starts[:-1], rows.starts[1:],
                                                        strict=True)]  # fmt: skip
     robust = [delayed(np.ones)(b - a) for a, b in pairwise(rows.starts)]
     passes = iterations + 1 if xvals is None else iterations
     fits = [delayed(_column)(block, 1) for block in rows.blocks]
+    schedule = fitted_ranks(rows, delta, rules.last_but) if delta > 0 else None
     for step in range(passes):
         around = [rank_run(rows, lo, hi, robust) for lo, hi in reach]
-        fits = [delayed(_block_fit)(rules, e, w, part, k, extent)
-                for e, w, part in zip(extended, around, own, strict=True)]  # fmt: skip
+        if schedule is None:
+            fits = [delayed(_block_fit)(rules, e, w, part, k, extent)
+                    for e, w, part in zip(extended, around, own, strict=True)]  # fmt: skip
+        else:
+            at_fitted = dask.persist(*[
+                delayed(_scheduled_fit)(rules, e, w, part, fitted, k, extent)
+                for e, w, part, fitted in zip(extended, around, own, schedule.fitted, strict=True)
+            ])  # fmt: skip
+            fits = lines(rows, schedule, at_fitted)
         fits = list(dask.persist(*fits))
         if step == passes - 1 and xvals is None:
             break
@@ -167,6 +181,13 @@ def _block_fit(rules, extended, robust, part, k, extent):
     runs = first[tie_runs(x[a:b])]
     fits = rules.fit(x, y, robust, x[runs], y[runs], k, extent)
     return fits[np.searchsorted(runs, first)]
+
+
+def _scheduled_fit(rules, extended, robust, part, fitted, k, extent):
+    """The fits at a block's ``fitted`` rows (local indices) of ``delta``'s schedule."""
+    x, y, _ = extended
+    at = part[0] + fitted
+    return rules.fit(x, y, robust, x[at], y[at], k, extent)
 
 
 def _absolute(rows, fits):

@@ -68,8 +68,8 @@ def lowess(
 
     Dask arrays (``endog``, ``exog`` or both) are smoothed where their blocks are: the
     rows are sorted into blocks of known ranks and each block fitted with the ``k``
-    ranks on either side (:mod:`attnpool.distributed.lowess`); ``delta`` must then be
-    0, ties keep their input order, and the result is a Dask array (NumPy at ``xvals``).
+    ranks on either side (:mod:`attnpool.distributed.lowess`); ties keep their input
+    order, and the result is a Dask array (NumPy at ``xvals``).
 
     Parameters
     ----------
@@ -190,8 +190,8 @@ def r_lowess(
     0, a slope is fitted only where the weighted spread of ``x`` exceeds 0.001 of its
     range, and the robustness iterations stop once the residuals' scale vanishes.
 
-    Dask arrays are smoothed as by :func:`lowess` (``delta=0`` given, since R's default
-    interpolates); ``x`` and ``y`` of the result are then Dask arrays.
+    Dask arrays are smoothed as by :func:`lowess`; ``x`` and ``y`` of the result are
+    then Dask arrays.
 
     Parameters
     ----------
@@ -223,8 +223,6 @@ def r_lowess(
     R: ``stats::lowess``.
     """
     if is_dask(x) or is_dask(y):
-        if delta is None:
-            delta = float("nan")  # refused below: R's default interpolates
         pairs = _on_dask(R, y, x, f, iter, delta, None, "raise", True, ("f", "iter"))
         return LowessCurve(pairs[:, 0], pairs[:, 1])
     xs, ys = _vector(x, "x"), _vector(y, "y")
@@ -245,26 +243,24 @@ def _on_dask(
     exog: Any,
     frac: float,
     it: int,
-    delta: float,
+    delta: float | None,
     xvals: ArrayLike | None,
     missing: str,
     return_sorted: bool,
     names: tuple[str, str] = ("frac", "it"),
 ) -> Any:
-    """The smooth of Dask arrays (:func:`attnpool.distributed.lowess.dask_lowess`): exact,
-    so ``delta`` must be 0."""
-    if not (isinstance(delta, (int, float, np.number)) and delta == 0):
-        raise ValueError(
-            f"delta: with Dask arrays the smooth is exact and takes delta=0; got delta={delta!r} "
-            "(the exact fit costs one sort)"
-        )
-    frac, it, _ = _settings(frac, names[0], it, names[1], 0.0)
+    """The smooth of Dask arrays (:func:`attnpool.distributed.lowess.dask_lowess`);
+    ``delta`` None: R's default, 1% of the range of ``x``."""
+    frac, it, given = _settings(frac, names[0], it, names[1], 0.0 if delta is None else delta)
+    delta = None if delta is None else given
     if missing not in _MISSING:
         raise ValueError(f"missing must be one of {_MISSING}; got {missing!r}")
+    if xvals is not None and delta:
+        raise ValueError(f"delta must be 0 with xvals; got delta={delta!r}")
     from ..distributed.lowess import dask_lowess
 
     points = None if xvals is None else _vector(xvals, "xvals")
-    return dask_lowess(rules, endog, exog, frac, it, points, missing, return_sorted)
+    return dask_lowess(rules, endog, exog, frac, it, delta, points, missing, return_sorted)
 
 
 def _vector(data: ArrayLike, name: str) -> np.ndarray:
