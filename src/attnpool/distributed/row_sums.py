@@ -25,7 +25,7 @@ import numpy as np
 from .._optional import require
 from ..smoothers.local_polynomial import intercept_solution
 from ..smoothers.neighbour_sums import terms
-from ..smoothers.operator_rows import GRAM_ENTRIES, RowSums, key_engine, refit
+from ..smoothers.operator_rows import GRAM_ENTRIES, RowSums, engine_type, key_engine, refit
 from ..sums.observation_weights import positive_rows
 from .neighbourhoods import LIST_ENTRIES, distributed_radii, reaches, within_reach
 from .order_statistics import tree_sum
@@ -205,9 +205,7 @@ def distributed_sums(parts, spread, groups, radius, weights, values, degree, ker
         *[delayed(_extent)(g.queries, r) for g, r in zip(groups, radius, strict=True)]
     )
     pairs = [reaches(spread.boxes, box, reach) for box, reach in extents]
-    condition = type(
-        key_engine(np.zeros((1, spread.low.shape[0])), np.ones(1), kernel, 1.0)
-    ).condition
+    condition = engine_type(spread.low.shape[0], kernel).condition
     out = []
     for group, reach, near in zip(groups, radius, pairs, strict=True):
         moments = tree_sum([delayed(_moments)(engines[j], values[j], group.queries, reach, degree)

@@ -43,7 +43,15 @@ from .local_polynomial import (
 from .neighbour_sums import compiled_neighbours, neighbour_moments, neighbour_rows, strips, terms
 from .windows import CHUNK_ENTRIES
 
-__all__ = ["MOMENT_WORK", "RowSums", "key_engine", "refit", "row_sums", "served"]
+__all__ = [
+    "MOMENT_WORK",
+    "RowSums",
+    "engine_type",
+    "key_engine",
+    "refit",
+    "row_sums",
+    "served",
+]
 
 #: Queries × rows from which the moments pay for themselves.
 MOMENT_WORK = 2**20
@@ -74,13 +82,10 @@ class RowSums:
 
 
 def served(X: np.ndarray, kernel: Kernel, work: int) -> bool:
-    """Whether moments serve a problem of ``work`` queries × rows of ``X``: one column and
-    a polynomial kernel, or the compiled loop's columns and kernels; and enough work."""
-    if work <= MOMENT_WORK:
-        return False
-    if X.shape[1] == 1:
-        return kernel.name in POLYNOMIAL_KERNELS
-    return compiled_neighbours(X, kernel)
+    """Whether moments serve a problem of ``work`` queries × rows of ``X``: running sums
+    or the compiled loop serve its columns and kernel (:func:`engine_type`; every pair
+    would not beat the operator's rows), and there is enough work."""
+    return work > MOMENT_WORK and engine_type(X.shape[1], kernel) is not PairEngine
 
 
 class WindowEngine:
@@ -197,14 +202,23 @@ class PairEngine:
         return spread, smooths
 
 
+def engine_type(d: int, kernel: Kernel) -> type:
+    """Which engine serves keys of ``d`` columns and ``kernel``: running sums, the compiled
+    loop, or every pair."""
+    if d == 1 and kernel.name in POLYNOMIAL_KERNELS:
+        return WindowEngine
+    if compiled_neighbours(np.empty((0, d)), kernel):
+        return NeighbourEngine
+    return PairEngine
+
+
 def key_engine(X: np.ndarray, weights: np.ndarray, kernel: Kernel, radius_hint: float):
-    """The engine for the keys ``X`` (n, d) with ``weights`` (n,): running sums, the
-    compiled loop, or every pair. ``radius_hint``: a typical query radius."""
-    if X.shape[1] == 1 and kernel.name in POLYNOMIAL_KERNELS:
-        return WindowEngine(X, weights, kernel)
-    if compiled_neighbours(X, kernel):
+    """The engine (:func:`engine_type`) for the keys ``X`` (n, d) with ``weights`` (n,).
+    ``radius_hint``: a typical query radius."""
+    engine = engine_type(X.shape[1], kernel)
+    if engine is NeighbourEngine:
         return NeighbourEngine(X, weights, kernel, radius_hint)
-    return PairEngine(X, weights, kernel)
+    return engine(X, weights, kernel)
 
 
 def query_chunks(order: np.ndarray, p: int):
