@@ -11,6 +11,8 @@ sparse and ``auto`` in one dimension), would pass the time cap.
   one dimension; above, ``native`` on a CPU, ``fused`` on a GPU);
 - ``attnpool-stream``: ``method="stream"``, the exact sum of every exponential;
 - ``attnpool-fused``: ``method="fused"`` (``jax.nn.dot_product_attention``);
+- ``attnpool-pallas``: ``method="pallas"``, the tiled Pallas kernel (GPU only: on a CPU it
+  runs in Pallas' interpreter);
 - ``attnpool-binned``: ``method="binned"``, ``d ≤ 2`` (default tolerance 1e-3 × range);
 - ``attnpool-sparse``: ``method="sparse"``, epanechnikov, bandwidth 1% of the range;
 - ``textbook-jax`` / ``textbook-numpy``: the four-line formula, whole arrays;
@@ -18,10 +20,12 @@ sparse and ``auto`` in one dimension), would pass the time cap.
   log-domain Gaussian pooling, compiled by KeOps with the machine's g++);
 - ``statsmodels``: ``KernelReg(bw=[h] * d).fit`` (float64, its own loops);
 - ``fused-exp``: one jitted ``sum(exp(x_i − y_j))`` over the ``n·m`` pairs in tiles —
-  the floor that any exact method pays for its exponentials.
+  the floor that any exact method pays for its exponentials;
+- ``torch-sdpa-float32`` / ``torch-sdpa-bfloat16`` (GPU, where torch is installed):
+  PyTorch's attention on the Gaussian's augmented vectors (:mod:`torch_anchor`).
 
-For attnpool's methods, ``error`` is the largest difference from the exact streamed
-result on 1000 queries, relative to the values' range.
+``error`` is the largest difference from the exact streamed result on 1000 queries
+(float32 for attnpool's methods, float64 for torch's), relative to the values' range.
 
 Usage: ``python benchmarks/bench_pooling.py [--sizes 1000,...] [--dims 1,2,8]
 [--device cpu|gpu] [--only NAME,...]``
@@ -30,6 +34,7 @@ Usage: ``python benchmarks/bench_pooling.py [--sizes 1000,...] [--dims 1,2,8]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -48,6 +53,7 @@ COMPETITORS = [
     "attnpool",
     "attnpool-stream",
     "attnpool-fused",
+    "attnpool-pallas",
     "attnpool-binned",
     "attnpool-sparse",
     "textbook-jax",
@@ -55,7 +61,11 @@ COMPETITORS = [
     "keops",
     "statsmodels",
     "fused-exp",
+    "torch-sdpa-float32",
+    "torch-sdpa-bfloat16",
 ]
+#: Competitors that run on a GPU only.
+GPU_ONLY = {"attnpool-pallas", "torch-sdpa-float32", "torch-sdpa-bfloat16"}
 LINEAR = {"attnpool-binned", "attnpool-sparse"}
 WHOLE_ARRAY = {"textbook-jax", "textbook-numpy"}
 
@@ -99,6 +109,10 @@ def _case(name: str, n: int, d: int):
         return _attnpool(queries, keys, values, "stream")
     if name == "attnpool-fused":
         return _attnpool(queries, keys, values, "fused")[0], None
+    if name == "attnpool-pallas":
+        return _attnpool(queries, keys, values, "pallas")
+    if name.startswith("torch-sdpa"):
+        return _torch_sdpa(queries, keys, values, name.rsplit("-", 1)[1])
     if name == "attnpool-binned":
         return _attnpool(queries, keys, values, "binned")
     if name == "attnpool-sparse":
@@ -158,6 +172,24 @@ def _case(name: str, n: int, d: int):
     raise ValueError(f"competitor: unknown {name!r}")
 
 
+def _torch_sdpa(queries, keys, values, dtype_name: str):
+    import numpy as np
+
+    import attnpool
+    from torch_anchor import sdpa_pool
+
+    pool = sdpa_pool(queries, keys, values, BANDWIDTH, dtype_name)
+
+    def error():
+        exact = attnpool.attention_pool(
+            queries[:1000].astype(np.float64), keys.astype(np.float64),
+            values.astype(np.float64), bandwidth=BANDWIDTH, method="stream",
+        )  # fmt: skip
+        return float(np.abs(pool(1000) - np.asarray(exact)).max() / np.ptp(values))
+
+    return pool, error
+
+
 def run_case(name: str, n: int, d: int, repeats: int) -> dict:
     function, error = _case(name, n, d)
     start = time.perf_counter()
@@ -187,6 +219,8 @@ def _spawn(name: str, n: int, d: int, repeats: int, device: str) -> dict:
     command = [sys.executable, __file__, "--case", name, str(n), str(d)]
     command += ["--repeats", str(repeats), "--device", device]
     environment = {**os.environ, "JAX_PLATFORMS": "cuda" if device == "gpu" else "cpu"}
+    if name.startswith("torch"):  # JAX and torch share the GPU: JAX takes what it needs
+        environment.update(XLA_PYTHON_CLIENT_PREALLOCATE="false", JAX_ENABLE_X64="1")
     done = subprocess.run(command, capture_output=True, text=True, env=environment)
     if done.returncode != 0:
         return {"failed": (done.stderr.strip().splitlines() or ["killed"])[-1][:80]}
@@ -217,7 +251,12 @@ def main() -> None:
 
     names = [name for name in args.only.split(",") if name in COMPETITORS]
     if args.device == "gpu":  # the incumbents here are CPU programs
-        names = [name for name in names if name.startswith("attnpool") or name == "fused-exp"]
+        keep = ("attnpool", "fused-exp", "torch")
+        names = [name for name in names if name.startswith(keep)]
+        if importlib.util.find_spec("torch") is None:
+            names = [name for name in names if not name.startswith("torch")]
+    else:
+        names = [name for name in names if name not in GPU_ONLY]
     os.environ["JAX_PLATFORMS"] = "cuda" if args.device == "gpu" else "cpu"
     print(f"Device: {_device_name(args.device)}\n")
     table: dict[tuple[int, int, str], dict] = {}
@@ -245,7 +284,29 @@ def main() -> None:
                     last[name] = (n, float("inf"))
             table.update({(d, n, name): result for name, result in results.items()})
             _print_rows(d, n, results)
-    _print_targets(table)
+    if args.device == "gpu":
+        _print_gpu_targets(table)
+    else:
+        _print_targets(table)
+
+
+def _print_gpu_targets(table) -> None:
+    """The tiled kernel's targets on a GPU (float32, error ≤ 1e-6 of the values' range)."""
+    print("\nTargets (GPU, float32):")
+    for d, cap in ((3, 0.5), (8, 1.0)):
+        result = table.get((d, 1_000_000, "attnpool-pallas")) or {}
+        if "median_s" in result:
+            ok = result["median_s"] <= cap and result.get("error", 1.0) <= 1e-6
+            print(f"- pallas, d = {d}, n = m = 1e6: {result['median_s']:.3f} s (target <= "
+                  f"{cap} s), error {result.get('error', float('nan')):.1e}: "
+                  f"{'met' if ok else 'NOT met'}")  # fmt: skip
+    for n in (100_000, 1_000_000):
+        ours = (table.get((3, n, "attnpool-pallas")) or {}).get("median_s")
+        flash = (table.get((3, n, "torch-sdpa-bfloat16")) or {}).get("median_s")
+        if ours and flash:
+            print(f"- pallas against torch's bfloat16 FlashAttention, d = 3, n = m = {n:.0e}: "
+                  f"{flash / ours:.2f}x its speed (target >= 1): "
+                  f"{'met' if ours <= flash else 'NOT met'}")  # fmt: skip
 
 
 def _print_rows(d: int, n: int, results: dict) -> None:

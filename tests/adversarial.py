@@ -50,6 +50,7 @@ SUPPORTS = {
     "stream": KERNELS,
     "auto": KERNELS,
     "fused": ["gaussian", "dot"],
+    "pallas": KERNELS,
     "sparse": COMPACT_KERNELS,
     "fgt": ["gaussian"],
     "native": ["gaussian"],

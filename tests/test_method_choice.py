@@ -51,8 +51,10 @@ def test_auto_rule_2_small_problems_are_dense():
     assert choose("epanechnikov", 1000, 2000, 1) == "dense"
 
 
-def test_auto_rule_3_traced_inputs_stream():
+def test_auto_rule_3_traced_inputs_stream_or_on_a_gpu_are_pallas():
     assert choose("epanechnikov", 3000, 3000, 1, traced=True) == "stream"
+    assert choose("epanechnikov", 3000, 3000, 1, traced=True, backend="gpu") == "pallas"
+    assert choose("gaussian-order4", 3000, 3000, 1, traced=True, backend="gpu") == "stream"
 
 
 def test_auto_rule_4_one_dimension_compact_kernels_are_sparse_and_the_gaussian_fgt():
@@ -67,19 +69,21 @@ def test_auto_rule_5_compact_kernels_with_small_neighbourhoods_are_sparse():
     assert choose("epanechnikov", 3000, 3000, 6, bandwidth=0.5) == "stream"  # d > 4
 
 
-def test_auto_rule_6_gaussian_and_dot_on_a_gpu_are_fused():
-    assert choose("gaussian", 3000, 3000, 8, backend="gpu") == "fused"
-    assert choose("dot", 3000, 3000, 8, backend="gpu") == "fused"
-    assert choose("gaussian", 3000, 3000, 8, backend="gpu", dtype=np.float64) == "stream"
-    assert choose("gaussian", 3000, 3000, 2, backend="gpu", bandwidth=1.0) == "fused"
-    assert choose("gaussian", 3000, 3000, 2, backend="gpu", bandwidth=1e-3) == "stream"
+def test_auto_rule_6_non_negative_kernels_on_a_gpu_are_pallas():
+    assert choose("gaussian", 3000, 3000, 8, backend="gpu") == "pallas"
+    assert choose("dot", 3000, 3000, 8, backend="gpu") == "pallas"
+    assert choose("gaussian", 3000, 3000, 8, backend="gpu", dtype=np.float64) == "pallas"
+    assert choose("gaussian", 3000, 3000, 2, backend="gpu", bandwidth=1e-3) == "pallas"
+    assert choose("laplacian", 3000, 3000, 2, backend="gpu") == "pallas"
+    assert choose("epanechnikov", 3000, 3000, 6, backend="gpu", bandwidth=0.5) == "pallas"
     assert choose("gaussian", 3000, 3000, 1, backend="gpu") == "fgt"  # rule 4 first
+    assert choose("epanechnikov", 3000, 3000, 2, backend="gpu", bandwidth=0.5) == "sparse"
 
 
 def test_auto_rule_7_the_gaussian_on_a_cpu_is_native():
     assert choose("gaussian", 3000, 3000, 2) == "native"
     assert choose("gaussian", 3000, 3000, 8, dtype=np.float64) == "native"
-    assert choose("gaussian", 3000, 3000, 8, backend="gpu") == "fused"  # rule 6 first
+    assert choose("gaussian", 3000, 3000, 8, backend="gpu") == "pallas"  # rule 6 first
     assert choose("gaussian", 3000, 3000, 1) == "fgt"  # rule 4 first
 
 
@@ -91,7 +95,7 @@ def test_auto_rule_7_needs_a_compiler(native_cache, monkeypatch):
 def test_auto_rule_8_everything_else_streams():
     assert choose("laplacian", 3000, 3000, 2) == "stream"
     assert choose("laplacian", 3000, 3000, 1) == "stream"
-    assert choose("laplacian", 3000, 3000, 2, backend="gpu") == "stream"
+    assert choose("laplacian", 3000, 3000, 2, backend="cpu") == "stream"
 
 
 def test_auto_in_attention_pool_uses_the_rules():

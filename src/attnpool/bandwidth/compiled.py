@@ -60,11 +60,20 @@ def search(
     ``weights`` the exact compiled search (the binned and host sums take none)."""
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     options = {"model": model, "method": method, "block_size": block_size}
-    if weights is not None and pooling not in ("auto", "dense", "stream", "binned"):
+    if pooling == "pallas":
+        from ..engines.local_fits import tiled_model
+
+        if not tiled_model(model):
+            raise ValueError(
+                "pooling: 'pallas' searches continuous columns with a non-negative kernel; "
+                f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
+            )
+        options["engine"] = "pallas"
+    if weights is not None and pooling not in ("auto", "dense", "stream", "pallas", "binned"):
         raise ValueError(
             f"pooling: {pooling!r} has no weighted leave-one-out sums; with weights (or "
             "repeated rows, which a search merges into weights) the search runs on the "
-            "exact engines or binned: pooling='auto', 'dense', 'stream' or 'binned'"
+            "exact engines or binned: pooling='auto', 'dense', 'stream', 'pallas' or 'binned'"
         )
     binnable = (
         method == "cv"

@@ -58,6 +58,7 @@ def criterion(
     binned=None,
     count=None,
     weights=None,
+    engine=None,
 ):
     """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
 
@@ -68,6 +69,7 @@ def criterion(
     the fits and in the mean of the squared residuals; leave-one-out leaves a row out
     whole, and AICc's penalty counts rows (its trace each row's whole self-influence),
     so that scaling every weight changes nothing (:mod:`attnpool.sums.observation_weights`).
+    ``engine``: the fits' engine (:func:`attnpool.engines.local_fits.local_fit`).
     """
     real = jnp.arange(x.shape[0])[:, None] < (x.shape[0] if count is None else count)
     counts = real[:, 0].astype(x.dtype)
@@ -81,8 +83,9 @@ def criterion(
     if method == "cv":
         if binned is None:
             residuals = loo_residuals(
-                x, y, bandwidth, model, block_size=block_size, count=count, weights=weights
-            )
+                x, y, bandwidth, model, block_size=block_size, count=count, weights=weights,
+                engine=engine,
+            )  # fmt: skip
         else:
             residuals = binned_loo_residuals(
                 x, y, bandwidth, model, binned.grid, binned.reach, count=count, weights=weights
@@ -90,8 +93,9 @@ def criterion(
         residuals = jnp.where(real, residuals, 0.0)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
     fit, hat = hat_diagonal(
-        x, y, bandwidth, model, block_size=block_size, count=count, weights=weights
-    )
+        x, y, bandwidth, model, block_size=block_size, count=count, weights=weights,
+        engine=engine,
+    )  # fmt: skip
     # a row's self-influence is its whole weight's (w_i times one copy's); the penalty
     # counts rows, not Σ w: else weights (or repeated rows) let interpolation, tr H = the
     # rows, pass for n − 2 free of it, and AICc fell without end as h → 0
@@ -105,17 +109,18 @@ def criterion(
 
 # ``binned`` is a pytree whose grid origin and spacing are traced: a new data set reuses
 # the program of its grid's (bucketed) size.
-_STATIC = ("model", "method", "block_size")
+_STATIC = ("model", "method", "block_size", "engine")
 
 
 @partial(jax.jit, static_argnames=_STATIC)
 def objective(
-    theta, x, y, count=None, *, model, method, block_size, binned=None, weights=None
+    theta, x, y, count=None, *, model, method, block_size, binned=None, weights=None,
+    engine=None,
 ):  # fmt: skip
     bandwidth = to_bandwidth(theta, model)
     return criterion(
         x, y, bandwidth, model, method, block_size=block_size, binned=binned, count=count,
-        weights=weights,
+        weights=weights, engine=engine,
     )  # fmt: skip
 
 
@@ -130,11 +135,13 @@ def objective_and_gradient(theta, x, y, count=None, binned=None, weights=None, *
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def curve_objectives(bandwidths, x, y, weights=None, *, model, method, block_size):
+def curve_objectives(bandwidths, x, y, weights=None, *, model, method, block_size, engine=None):
     """The criterion at each bandwidth ``(k, d)`` as given (not through ``θ``, whose
     logits cannot hold a categorical ``λ`` of 0 or near it)."""
     return jax.vmap(
-        lambda h: criterion(x, y, h, model, method, block_size=block_size, weights=weights)
+        lambda h: criterion(
+            x, y, h, model, method, block_size=block_size, weights=weights, engine=engine
+        )
     )(bandwidths)
 
 

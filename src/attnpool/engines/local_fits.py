@@ -17,8 +17,9 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
-from ..methods import dense_weights, normalise
+from ..methods import dense_weights, normalise, pallas
 from ..methods.options import exact_engine
+from ..methods.pallas_kernel import pair_log_weights
 from ..methods.stream import KEY_BLOCK
 from ..sums.geometry import key_centre
 from ..sums.local_model import LocalModel, log_weights, prepare, relative, solve_moments
@@ -34,7 +35,7 @@ from .programs import (
     with_nearest_limit,
 )
 
-__all__ = ["hat_diagonal", "local_fit", "loo_residuals", "weights_core"]
+__all__ = ["hat_diagonal", "local_fit", "loo_residuals", "tiled_model", "weights_core"]
 
 
 def _block_function(
@@ -143,15 +144,27 @@ def _local_core(
     elif method == "stream" and not exclude_self and model.var_type == "c" and weights is None:
         # the nearest key's log weight is each row's maximum (not when leaving one out)
         known = nearest_log_weight(queries, keys, model.kernel)
-    block = _block_function(
-        model,
-        lambdas,
-        exclude_self=exclude_self,
-        max_log=known,
-        key_count=key_count,
-        weights=weights,
-    )
-    state = pool_state(block, rows, keys, y_train, method=method, key_block=key_block)
+    if method == "pallas":
+        state = pallas.tiled_state(
+            rows,
+            keys,
+            y_train,
+            kernel=model.kernel,
+            key_count=key_count,
+            left_out=jnp.arange(rows.shape[0]) if exclude_self else None,
+            factors=weights,
+            moments=model.degree == 1,
+        )
+    else:
+        block = _block_function(
+            model,
+            lambdas,
+            exclude_self=exclude_self,
+            max_log=known,
+            key_count=key_count,
+            weights=weights,
+        )
+        state = pool_state(block, rows, keys, y_train, method=method, key_block=key_block)
     means, empty = finalize(state)
     fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree, offset)
     if reference is not None:
@@ -162,9 +175,7 @@ def _local_core(
     slopes = (slopes / units[None, :, None])[:, np.argsort(model.order), :]
     hat = None
     if with_hat:
-        self_log = jax.vmap(lambda row: log_weights(row[None], row[None], lambdas, model)[0, 0])(
-            queries
-        )
+        self_log = _self_log_weights(queries, lambdas, model, method)
         shift = jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
         hat = jnp.exp(self_log - shift) / jnp.where(empty, 1.0, state.weight_sum) * inverse_11
     if exclude_self:  # leave-one-out: a row that is empty or overflowed stays NaN
@@ -187,6 +198,19 @@ def _local_core(
     return with_nearest_limit(fit, empty, nearest, closest), slopes, hat, empty
 
 
+def _self_log_weights(queries, lambdas, model: LocalModel, method: str):
+    """Each row's log weight on itself, in the convention of ``method``'s sums."""
+    if method == "pallas":  # the difference form, exactly
+        columns = [queries[:, j] for j in range(queries.shape[1])]
+        return pair_log_weights(columns, columns, model.kernel)
+    return jax.vmap(lambda row: log_weights(row[None], row[None], lambdas, model)[0, 0])(queries)
+
+
+def tiled_model(model: LocalModel) -> bool:
+    """Whether the tiled kernel serves ``model``: continuous columns, a kernel it sums."""
+    return not model.categorical and pallas.supports(model.kernel)
+
+
 def local_fit(
     x_train,
     y_train,
@@ -200,6 +224,7 @@ def local_fit(
     block_size=None,
     key_count=None,
     weights=None,
+    engine=None,
 ):
     """Traceable core: arrays already validated, ``(n, d)``/``(n, p)``, bandwidth ``(d,)``.
 
@@ -208,7 +233,9 @@ def local_fit(
     to their buckets (:mod:`attnpool._shapes`) unless ``key_count`` says the training
     rows from that one on are padding already (then queries are not padded either).
     ``weights (n,)``: positive observation weights of the training rows (the hat
-    diagonal is then that of one copy of each row).
+    diagonal is then that of one copy of each row). ``engine``: ``"pallas"`` sums on the
+    tiled kernel (:mod:`attnpool.methods.pallas`; continuous columns); None: dense or
+    streamed by size — on a GPU, the tiled kernel where it serves the model.
     """
     n, m = x_query.shape[0], x_train.shape[0]
     if key_count is None and 0 < n and m <= MAX_ROWS:
@@ -229,10 +256,19 @@ def local_fit(
             block_size=block_size,
             key_count=np.int32(m),
             weights=weights,
+            engine=engine,
         )
         return unpadded(results, n, host=is_host(x_train, x_query))
     width = 1 if model.degree == 0 else (1 + x_train.shape[1]) ** 2 * y_train.shape[1]
     method = "stream" if block_size is not None else exact_engine(n * m * width)
+    if engine == "pallas" or (engine is None and method == "stream" and block_size is None
+                              and not pallas.interpreted() and tiled_model(model)):  # fmt: skip
+        if not tiled_model(model):
+            raise ValueError(
+                "method: 'pallas' fits continuous columns with a non-negative kernel; "
+                f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
+            )
+        method = "pallas"
     key_block = block_size or max(64, KEY_BLOCK // width)
     return _local_core(
         x_train,
@@ -251,7 +287,7 @@ def local_fit(
 
 
 def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None,
-                  weights=None):  # fmt: skip
+                  weights=None, engine=None):  # fmt: skip
     """Leave-one-out residuals ``y_i − ĝ₋ᵢ(x_i)`` (traceable); NaN where no neighbour is left.
 
     ``count``: rows from this one on are padding (their residuals mean nothing).
@@ -259,18 +295,18 @@ def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=
     """
     fit, _, _, _ = local_fit(
         x, y, x, bandwidth, model, exclude_self=True, block_size=block_size, key_count=count,
-        weights=weights,
+        weights=weights, engine=engine,
     )  # fmt: skip
     return y - fit
 
 
 def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None,
-                 weights=None):  # fmt: skip
+                 weights=None, engine=None):  # fmt: skip
     """In-sample fit and the diagonal of the smoother ("hat") matrix (traceable; with
     observation ``weights``, the diagonal of one copy of each row)."""
     fit, _, hat, _ = local_fit(
         x, y, x, bandwidth, model, with_hat=True, block_size=block_size, key_count=count,
-        weights=weights,
+        weights=weights, engine=engine,
     )  # fmt: skip
     return fit, hat
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
-from ..methods import dense_state, dense_weights, fused, stream_state
+from ..methods import dense_state, dense_weights, fused, pallas, stream_state
 from ..methods.options import exact_engine
 from ..sums.geometry import (
     MATMUL_MIN_DIM,
@@ -231,6 +231,10 @@ def _pool_program(
     queries, keys, values, bandwidth, key_count, allowed, *, kernel, method, key_block, nearest
 ):
     def state(q, k, hard=False, bounded=True):
+        if method == "pallas" and not hard and (allowed is None or allowed.ndim == 1):
+            return pallas.tiled_state(
+                q, k, values, divisor, kernel=kernel, key_count=key_count, lengths=allowed
+            )
         if method == "fused" and not hard:
             engine = exact_engine(q.shape[0] * k.shape[0])
             return pool_state(
@@ -240,7 +244,7 @@ def _pool_program(
                 method=engine,
                 key_block=FUSED_KEY_BLOCK,
             )
-        engine = "dense" if method == "dense" else "stream"
+        engine = "dense" if method == "dense" else "stream"  # (pallas: a mask matrix)
         known = None
         if engine == "stream" and not hard and allowed is None:  # a mask may hide the nearest
             known = nearest_log_weight(q, k, kernel, divisor)

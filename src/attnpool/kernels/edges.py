@@ -58,8 +58,11 @@ def _leading(u, bits: int, xp):
         return (u.view(unsigned) & mask).view(dtype)
     import jax
 
-    kept = jax.lax.bitcast_convert_type(u, unsigned) & mask
-    return jax.lax.bitcast_convert_type(kept, dtype)
+    # shifts, not the mask: a 64-bit mask is a constant above int64's range, which
+    # Triton's lowering cannot build
+    shift = unsigned(cleared)
+    kept = jax.lax.shift_right_logical(jax.lax.bitcast_convert_type(u, unsigned), shift)
+    return jax.lax.bitcast_convert_type(jax.lax.shift_left(kept, shift), dtype)
 
 
 def inside_exactly(us, radius2, *, closed: bool, xp=np):

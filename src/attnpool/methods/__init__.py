@@ -7,6 +7,9 @@ Exact, traceable (``jit``/``grad``/``vmap``), each returning a ``PoolingState``:
 - :mod:`.stream` — key blocks merged in a ``lax.scan``; memory ``O(block)``.
 - :mod:`.fused` — a block function through ``jax.nn.dot_product_attention``
   (flash attention on GPUs) for ``gaussian`` and ``dot``.
+- :mod:`.pallas` — a tiled kernel written in Pallas (:mod:`.pallas_kernel`; Triton on
+  GPUs, Pallas' interpreter elsewhere): each query tile keeps its rows' log-domain state
+  while key tiles pass; pooling, leave-one-out and local linear's moments; a custom VJP.
 
 The engines take a *block function* ``(query_rows, query_ids, key_rows, key_ids,
 value_rows) -> PoolingState``, so kernel pooling, local-linear moments,

@@ -10,19 +10,21 @@ rule  when                                           method
 ====  =============================================  ==========
 1     the weight matrix is asked for                 ``dense``
 2     ``n·m ≤ DENSE_MAX_PAIRS``                      ``dense``
-3     traced inputs (inside ``jit``/``grad``/``vmap``) ``stream``
-      or a key mask
+3     traced inputs (inside ``jit``/``grad``/``vmap``) ``pallas`` on
+      or a key mask                                  a GPU, else
+                                                     ``stream``
 4     ``d = 1``: compact kernel / ``gaussian``       ``sparse`` / ``fgt``
 5     compact kernel, ``2 ≤ d ≤ 4``, sampled         ``sparse``
       neighbourhoods hold ≤ 5% of the keys
-6     GPU, ``gaussian`` or ``dot``, float32 or       ``fused``
-      narrower, and ``d ≥ 3`` (where ``stream``
-      uses the same matrix-product form) or
-      ``eps·(extent/h)² ≤ 1e-4``
+6     GPU, a non-negative kernel                     ``pallas``
 7     CPU, ``gaussian``, ``d ≥ 2``, a C compiler     ``native``
       builds the compiled loop
 8     otherwise                                      ``stream``
 ====  =============================================  ==========
+
+On a GPU (rules 3 and 6) the kernels served by ``pallas`` — every kernel but the signed
+higher-order ones — run on its tiled kernel; ``fused`` (``jax.nn.dot_product_attention``,
+float32 logits) is used only when asked for.
 
 ``fgt`` truncates Taylor expansions at a bound of 1e-14 of each query's weight, below
 the float64 sum's own rounding, so it counts as exact; ``native`` sums every pair in
@@ -39,15 +41,12 @@ import numpy as np
 from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._validation import is_traced
 from ..kernels import Kernel
-from ..sums.geometry import MATMUL_MIN_DIM
-from . import fgt, fused, native, sparse
+from . import fgt, native, pallas, sparse
 from .options import TRAITS, exact_engine, refusal, resolve
 
 #: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
 SPARSE_MAX_FRACTION = 0.05
 SPARSE_MAX_DIM = 4
-#: Rule 6: largest ``eps · (extent / h)²`` (the fused Gaussian's rounding) for ``fused``.
-FUSED_MAX_ROUNDING = 1e-4
 
 
 def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights: bool) -> None:
@@ -84,8 +83,10 @@ def choose_method(
     n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
     if weights or exact_engine(n * m) == "dense":
         return "dense"
+    backend = backend or jax.default_backend()
+    tiled = backend in pallas.GPU_BACKENDS and pallas.supports(kernel)
     if traced or not extent_in_bandwidths(queries, keys, bandwidth) <= HOST_MAX_EXTENT:
-        return "stream"
+        return "pallas" if tiled else "stream"
     if d == 1 and fgt.supports(kernel):
         return "fgt"
     if sparse.supports(kernel):
@@ -95,9 +96,8 @@ def choose_method(
             SPARSE_MAX_FRACTION
         ):
             return "sparse"
-    backend = backend or jax.default_backend()
-    if backend != "cpu" and fused.supports(kernel) and _fused_is_accurate(keys, bandwidth, kernel):
-        return "fused"
+    if tiled:
+        return "pallas"
     if backend == "cpu" and d >= 2 and native.supports(kernel) and native.available():
         return "native"
     return "stream"
@@ -115,17 +115,6 @@ def _neighbour_fraction(queries, keys, bandwidth, kernel: Kernel, sample: int = 
         cKDTree((k - centre) / scale), kernel.support
     )
     return pairs / (q.shape[0] * k.shape[0])
-
-
-def _fused_is_accurate(keys, bandwidth, kernel: Kernel) -> bool:
-    """Fused logits are float32 at best; the Gaussian's matrix-product form cancels."""
-    if np.dtype(keys.dtype).itemsize > 4:
-        return False
-    if kernel.similarity == "dot" or keys.shape[1] >= MATMUL_MIN_DIM:
-        return True
-    spread = np.asarray(keys.max(axis=0), np.float64) - np.asarray(keys.min(axis=0), np.float64)
-    extent = np.max(spread / np.asarray(bandwidth, np.float64))
-    return np.finfo(keys.dtype).eps * extent**2 <= FUSED_MAX_ROUNDING
 
 
 def choose(method, kernel: Kernel, q, k, h, *, weights: bool, block_size, masked=False):

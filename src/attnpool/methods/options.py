@@ -16,6 +16,7 @@ __all__ = [
     "DENSE_MAX_PAIRS",
     "HOST_METHODS",
     "LEAVE_ONE_OUT_METHODS",
+    "LOCAL_FIT_METHODS",
     "METHODS",
     "TRAITS",
     "Binned",
@@ -68,6 +69,7 @@ TRAITS = {
         "float32 logits whatever the inputs' precision (jax.nn.dot_product_attention's "
         "softmax): weights within ~eps32·(extent/h)² of the exact ones",
     ),
+    "pallas": Traits(True, True, False, "exact", "pallas", "traced"),
     "sparse": Traits(True, False, False, "exact", "sparse", "host"),
     "fgt": Traits(
         True, False, False, "truncation within 1e-14 of each query's weight", "auto", "host"
@@ -82,6 +84,9 @@ METHODS = ("auto", *TRAITS)
 LEAVE_ONE_OUT_METHODS = tuple(name for name, traits in TRAITS.items() if traits.leave_one_out)
 #: Methods that run on concrete arrays (NumPy, SciPy), not inside ``jit``/``grad``/``vmap``.
 HOST_METHODS = frozenset(name for name, traits in TRAITS.items() if not traits.traceable)
+#: Methods every local fit (any degree, any column type) runs on: the exact engines
+#: (``pallas``: continuous columns).
+LOCAL_FIT_METHODS = ("auto", "dense", "stream", "pallas")
 #: Query–key pairs up to which ``auto`` pools densely.
 DENSE_MAX_PAIRS = 2**21
 

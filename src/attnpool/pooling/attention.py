@@ -178,8 +178,13 @@ def attention_pool(
 
         - ``"dense"`` — the ``(n, m)`` weights in one block; ``"stream"`` — key
           blocks merged in the log domain, memory ``O(n·block)``;
+        - ``"pallas"`` — a tiled kernel (Pallas; Triton on GPUs): key tiles streamed
+          through on-chip memory, each row's log-domain state kept as they pass, one
+          exponential per pair, memory ``O(n + m)``; exact, differentiable; every
+          non-negative kernel. ``"auto"`` takes it on GPUs (elsewhere it runs in
+          Pallas' interpreter: right, but slow);
         - ``"fused"`` — ``gaussian``/``dot`` through ``jax.nn.dot_product_attention``
-          (flash attention on GPUs);
+          (flash attention on GPUs; float32 logits);
         - ``"sparse"`` — compact kernels, only keys inside the support
           (prefix sums in 1-D, a KD-tree above), exact;
         - ``"fgt"`` — the Gaussian in 1-D by truncated Taylor expansions over boxes

@@ -49,7 +49,7 @@ def weighted_pool(
         raise ValueError(
             f"weights: method {name!r} bounds its error for unweighted pools only; with "
             "observation weights use an exact method ('auto', 'dense', 'stream', 'sparse', "
-            "'fgt', 'native') or 'fused'"
+            "'fgt', 'native', 'pallas') or 'fused'"
         )
     dtype = np.float32 if v.dtype.kind == "f" and v.dtype.itemsize <= 4 else np.float64
     w = check_weights(weights, k.shape[0], dtype)

@@ -41,6 +41,7 @@ import numpy as np
 from .._typing import Array, ArrayLike, Bandwidth, HostArrayLike, HostBandwidth, KernelSpec, NDArray
 from .._validation import check_bandwidth, check_choice, check_points, check_values, numpy_dtype
 from ..engines import numpy_engine
+from ..methods.options import LOCAL_FIT_METHODS
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import positive_rows
@@ -305,6 +306,7 @@ def local_regression(
     block_size: int | None = None,
     return_slopes: bool = False,
     weights: ArrayLike | None = None,
+    method: str = "auto",
 ) -> Any:
     """Local constant (``degree=0``) or local linear (``degree=1``) regression.
 
@@ -334,6 +336,10 @@ def local_regression(
     block_size : int, optional
     return_slopes : bool
     weights : array of shape (n,), optional
+    method : {"auto", "dense", "stream", "pallas"}
+        The exact engine: by size (``"auto"``, ``"dense"``), key blocks (``"stream"``),
+        or the tiled kernel (``"pallas"``: continuous columns; ``"auto"`` takes it on
+        GPUs for problems beyond one block).
 
     Returns
     -------
@@ -355,14 +361,21 @@ def local_regression(
     array([3.553])
     """
     check_choice(empty, "empty", EMPTY_POLICIES)
+    check_choice(method, "method", LOCAL_FIT_METHODS)
     x, y, q, h, model, flat = validated(
         x_train, y_train, x_query, bandwidth, kernel, var_type, degree
     )
     x, y, weights = positive_rows(x, y, weights)
     dtype = numpy_dtype(x, y, q)
     weighted = weights is not None
-    if block_size is None and numpy_engine.serves(
-        model, q.shape[0], x.shape[0], y.shape[1], weighted=weighted
+    if method == "stream" and block_size is None:
+        from ..methods.stream import KEY_BLOCK
+
+        block_size = KEY_BLOCK
+    if (
+        method in ("auto", "dense")
+        and block_size is None
+        and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1], weighted=weighted)
     ):
         # small: no program to build (computed in float64, returned in the inputs' type)
         fit, slopes, empty_rows = numpy_engine.local_fit(
@@ -383,6 +396,7 @@ def local_regression(
                 nearest=takes_nearest(empty),
                 block_size=block_size,
                 weights=None if weights is None else np.asarray(weights, dtype),
+                engine="pallas" if method == "pallas" else None,
             )
             fit, slopes = np.asarray(fit), np.asarray(slopes)
             empty_rows = np.asarray(empty_rows)

@@ -26,14 +26,16 @@ from .._validation import check_bandwidth, check_choice
 from ..bandwidth import select_bandwidth
 from ..bandwidth.selection import canonical_selector
 from ..engines import numpy_engine
+from ..methods.options import LOCAL_FIT_METHODS
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, report_empty, takes_nearest
 from ..sums.local_model import model_for
 from . import pairs as pair_regression
 
 __all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "predict"]
 
-#: Methods every local fit runs on; the others pool (local constant, continuous columns).
-EXACT_ENGINES = ("auto", "dense", "stream")
+#: Methods every local fit runs on (``pallas``: continuous columns); the others pool
+#: (local constant, continuous columns).
+EXACT_ENGINES = LOCAL_FIT_METHODS
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ def method_name(x, options: FitOptions) -> str:
             f"method: {name!r} pools local-constant fits of continuous columns; this "
             f"{options.estimator} has degree={degree} and var_type={model.var_type!r}; accepted "
             f"here: {', '.join(map(repr, EXACT_ENGINES))}"
+        )
+    if name == "pallas" and model.categorical:
+        raise ValueError(
+            f"method: 'pallas' fits continuous columns; this {options.estimator} has "
+            f"var_type={model.var_type!r}; accepted here: 'auto', 'dense', 'stream'"
         )
     return name
 
@@ -158,6 +165,7 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
             degree=degree,
             var_type=var_type,
             block_size=block_size,
+            method="pallas" if name == "pallas" else "auto",
             **common,
         )
     from ..pooling import attention_pool
