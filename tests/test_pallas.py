@@ -85,9 +85,7 @@ def test_compact_kernels_walk_only_the_key_tiles_within_reach(x64):
     keys = np.sort(rng.uniform(0, 100, 40 * KEY_TILE))
     queries = np.sort(rng.uniform(0, 100, 8 * QUERY_TILE))
     h = 0.5
-    first, last = pallas._key_tile_range(
-        jnp.asarray(queries), jnp.asarray(keys), kernels.get("epanechnikov"), jnp.asarray(h)
-    )
+    first, last = pallas.tile_range(jnp.asarray(queries), jnp.asarray(keys), h, KEY_TILE)
     first, last = np.asarray(first), np.asarray(last)
     for tile, (start, stop) in enumerate(zip(first, last, strict=True)):
         rows = queries[tile * QUERY_TILE : (tile + 1) * QUERY_TILE]
@@ -214,17 +212,20 @@ def test_the_kernel_lowers_to_triton_for_a_gpu(kernel, dtype):
 
         text = _lowered_for_cuda(jax.grad(loss, argnums=(0, 1, 2, 3)), q, k, v, dtype(0.8))
     assert "__gpu$xla.gpu.triton" in text
-    assert "attnpool_tile_sums" in text
+    for kernel_name in ("tile_sums", "tile_query_cotangents", "tile_key_cotangents"):
+        assert f"attnpool_{kernel_name}" in text
 
 
-def test_leave_one_out_and_moments_lower_to_triton_for_a_gpu():
+def test_leave_one_out_moments_and_their_gradient_lower_to_triton_for_a_gpu():
     from attnpool.engines.local_fits import loo_residuals
     from attnpool.sums.local_model import model_for
 
     _, x, y = data(12, n=1, m=300, d=2, p=1)
     model = model_for(x, kernel="epanechnikov", degree=1)
     text = _lowered_for_cuda(
-        lambda x, y, h: loo_residuals(x, y, h, model, engine="pallas"),
+        jax.grad(lambda x, y, h: jnp.sum(loo_residuals(x, y, h, model, engine="pallas") ** 2),
+                 argnums=2),
         jnp.asarray(x, np.float32), jnp.asarray(y, np.float32), jnp.ones(2, np.float32),
     )  # fmt: skip
     assert "__gpu$xla.gpu.triton" in text
+    assert "attnpool_tile_key_cotangents" in text

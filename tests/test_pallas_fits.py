@@ -106,3 +106,21 @@ def test_categorical_columns_are_refused_naming_the_argument():
         attnpool.select_bandwidth(x, y, var_type="cu", pooling="pallas")
     with pytest.raises(ValueError, match="method: expected one of"):
         attnpool.local_regression(x[:, :1], y, [0.5], method="fast")
+
+
+def test_gradients_in_the_observation_weights_and_the_bandwidth(x64):
+    import jax.numpy as jnp
+
+    x, y = smooth(7, 150, 2)
+    model = model_for(x, kernel="epanechnikov", degree=1)
+    weights = np.random.default_rng(7).uniform(0.5, 2.0, 150)
+
+    def loss(weights, h, **engine):
+        residuals = loo_residuals(x, y, h, model, weights=weights, count=np.int32(150), **engine)
+        return jnp.sum(jnp.where(jnp.isfinite(residuals), residuals, 0.0) ** 2)
+
+    h = jnp.full(2, 1.3)
+    got = jax.grad(loss, argnums=(0, 1))(jnp.asarray(weights), h, engine="pallas")
+    want = jax.grad(loss, argnums=(0, 1))(jnp.asarray(weights), h, block_size=64)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)

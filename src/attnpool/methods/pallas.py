@@ -13,10 +13,10 @@ GPUs). It returns a :class:`~attnpool.sums.state.PoolingState`, so the finishing
 - **Sums**: pooled values, or local linear's moments; masks of valid lengths, each
   query's left-out key (leave-one-out), the keys' observation weights.
 - **Gradients**: a custom VJP. The forward pass saves each row's maximum log weight
-  ``m``; the backward pass recomputes the weights tile by tile in the streamed engine
-  (:func:`~attnpool.methods.stream_state`, each step rematerialised) with that ``m`` as
-  the known shift, and pulls the cotangents of ``s`` and ``t`` back through it.
-  ``jit``, ``grad`` and ``vmap`` all apply.
+  ``m``; two backward kernels (:mod:`.pallas_backward`) recompute the weights tile by
+  tile with that ``m`` as the shift and pull the cotangents of ``s`` and ``t`` back to the
+  queries (one program per query tile) and to the keys, values and weights (one per key
+  tile). ``jit``, ``grad`` and ``vmap`` all apply.
 
 Precision: the inputs' own. Float32 sums carry float32's relative rounding per row
 (``~√m·eps``); float64 inputs are summed in float64 on the GPU too.
@@ -33,18 +33,10 @@ import numpy as np
 from ..kernels import Kernel
 from ..kernels.edges import has_edge
 from ..sums.state import PoolingState
-from .pallas_kernel import (
-    KEY_TILE,
-    QUERY_TILE,
-    TileSums,
-    feature_count,
-    pair_features,
-    pair_log_weights,
-    tile_sums,
-)
-from .stream import stream_state
+from .pallas_backward import tile_cotangents
+from .pallas_kernel import KEY_TILE, QUERY_TILE, TileSums, feature_count, tile_sums
 
-__all__ = ["GPU_BACKENDS", "interpreted", "refusal", "supports", "tiled_state"]
+__all__ = ["GPU_BACKENDS", "interpreted", "refusal", "supports", "tile_range", "tiled_state"]
 
 #: JAX backends on which the kernel is compiled (elsewhere it is interpreted).
 GPU_BACKENDS = frozenset(["gpu", "cuda", "rocm"])
@@ -115,46 +107,15 @@ def tiled_state(
         limit=m,
     )
     if n == 0 or m == 0:
-        return _state_by_stream(spec, queries, keys, values, divisor, factors, lengths, left_out)
+        width = feature_count(spec)
+        dtype = np.result_type(keys.dtype, values.dtype)
+        return PoolingState(
+            jnp.full((n,), -jnp.inf, dtype), jnp.zeros((n,), dtype), jnp.zeros((n, width), dtype)
+        )
     if divisor is not None:
         divisor = jnp.broadcast_to(jnp.asarray(divisor, keys.dtype), (d,))
     as_ints = lambda a: None if a is None else jnp.asarray(a, jnp.int32)  # noqa: E731
-    top, total, features = _tiled(
-        spec, queries, keys, values, divisor, factors, as_ints(lengths), as_ints(left_out)
-    )
-    return PoolingState(jax.lax.stop_gradient(top), total, features)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _tiled(spec: TileSums, queries, keys, values, divisor, factors, lengths, left_out):
-    return _forward(spec, queries, keys, values, divisor, factors, lengths, left_out)
-
-
-def _tiled_forward(spec, queries, keys, values, divisor, factors, lengths, left_out):
-    outputs = _forward(spec, queries, keys, values, divisor, factors, lengths, left_out)
-    return outputs, (queries, keys, values, divisor, factors, lengths, left_out, outputs[0])
-
-
-def _tiled_backward(spec, saved, cotangents):
-    *inputs, lengths, left_out, top = saved
-    _, weight_sum_bar, features_bar = cotangents
-
-    def sums(queries, keys, values, divisor, factors):
-        state = _state_by_stream(
-            spec, queries, keys, values, divisor, factors, lengths, left_out, top
-        )
-        return state.weight_sum, state.weighted_values
-
-    _, pull_back = jax.vjp(sums, *inputs)
-    return (*pull_back((weight_sum_bar, features_bar)), None, None)
-
-
-_tiled.defvjp(_tiled_forward, _tiled_backward)
-
-
-def _forward(spec: TileSums, queries, keys, values, divisor, factors, lengths, left_out):
-    """``(max_log (n,), weight_sum (n,), features (n, F))`` by the Pallas kernel."""
-    n, m = queries.shape[0], keys.shape[0]
+    lengths, left_out = as_ints(lengths), as_ints(left_out)
     key_ids = jnp.arange(m, dtype=jnp.int32)
     query_order = None
     if spec.ranged:  # both sides sorted by their first coordinate
@@ -167,82 +128,80 @@ def _forward(spec: TileSums, queries, keys, values, divisor, factors, lengths, l
         left_out = None if left_out is None else left_out[query_order]
     rows, slots = -n % QUERY_TILE, -m % KEY_TILE
 
-    def pad(array, extra):  # repeated edge rows: padded keys sit past ``limit``
-        return None if array is None else jnp.pad(array, [(0, extra)], mode="edge")
+    def pad(array, extra):  # repeated edge rows: padded keys sit past the limit
+        return jnp.pad(array, [(0, extra)], mode="edge")
 
-    query_columns = [pad(queries[:, j], rows) for j in range(queries.shape[1])]
-    key_columns = [pad(keys[:, j], slots) for j in range(keys.shape[1])]
-    value_columns = [pad(values[:, c], slots) for c in range(values.shape[1])]
-    tile_range = None
+    floats = {
+        "q": [pad(queries[:, j], rows) for j in range(queries.shape[1])],
+        "k": [pad(keys[:, j], slots) for j in range(d)],
+        "v": [pad(values[:, c], slots) for c in range(values.shape[1])],
+    }
+    if divisor is not None:
+        floats["divisor"] = _power_of_two_long(divisor)
+    if factors is not None:
+        floats["factors"] = pad(factors, slots)
+    ints = {name: pad(a, rows) for name, a in (("lengths", lengths), ("own", left_out))
+            if a is not None}  # fmt: skip
+    if spec.masked or spec.leave_one_out:
+        ints["ids"] = pad(key_ids, slots)
     if spec.ranged:
-        tile_range = _key_tile_range(query_columns[0], keys[:, 0], spec.kernel, divisor[0])
-    top, total, features = tile_sums(
-        spec,
-        query_columns,
-        key_columns,
-        value_columns,
-        divisor=None if divisor is None else _power_of_two_long(divisor),
-        lengths=pad(lengths, rows),
-        own=pad(left_out, rows),
-        key_ids=pad(key_ids, slots) if spec.masked or spec.leave_one_out else None,
-        factors=pad(factors, slots),
-        tile_range=tile_range,
-    )
+        reach = kernel.support * jnp.abs(divisor[0]) * (1 + _REACH_MARGIN)
+        ints["first"], ints["last"] = tile_range(floats["q"][0], keys[:, 0], reach, KEY_TILE)
+        ints["query_first"], ints["query_last"] = tile_range(
+            floats["k"][0], floats["q"][0], reach, QUERY_TILE, tile=KEY_TILE
+        )
+    top, total, features = _tiled(spec, floats, ints)
     outputs = (top[:n], total[:n], features[:, :n].T)
-    if query_order is None:
-        return outputs
-    return tuple(jnp.zeros_like(a).at[query_order].set(a) for a in outputs)
+    if query_order is not None:
+        outputs = tuple(jnp.zeros_like(a).at[query_order].set(a) for a in outputs)
+    return PoolingState(jax.lax.stop_gradient(outputs[0]), outputs[1], outputs[2])
 
 
-def _key_tile_range(first_column, sorted_keys, kernel: Kernel, divisor):
-    """``(first, last)`` key tiles within a compact kernel's reach of each query tile:
-    ``first_column`` the queries' sorted, padded first coordinates, ``sorted_keys`` the
-    keys' (unpadded)."""
-    tiles = first_column.reshape(-1, QUERY_TILE)
-    reach = kernel.support * jnp.abs(divisor) * (1 + _REACH_MARGIN)
-    start = jnp.searchsorted(sorted_keys, tiles[:, 0] - reach, side="left")
-    stop = jnp.searchsorted(sorted_keys, tiles[:, -1] + reach, side="right")
-    first = (start // KEY_TILE).astype(jnp.int32)
-    last = jnp.maximum(first, -(-stop // KEY_TILE)).astype(jnp.int32)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _tiled(spec: TileSums, floats: dict, ints: dict):
+    return _sums(spec, floats, ints)
+
+
+def _sums(spec: TileSums, floats: dict, ints: dict):
+    """``(max_log (n,), weight_sum (n,), features (F, n))`` of the padded columns."""
+    queries = {"q": floats["q"], **{n: ints[n] for n in ("lengths", "own") if n in ints}}
+    keys = {name: source[name] for name, source in
+            (("k", floats), ("v", floats), ("factors", floats), ("ids", ints))
+            if name in source}  # fmt: skip
+    shared = {name: source[name] for name, source in
+              (("divisor", floats), ("first", ints), ("last", ints)) if name in source}  # fmt: skip
+    top, total, features = tile_sums(spec, queries, keys, shared)
+    if features is None:
+        features = jnp.zeros((0, total.shape[0]), total.dtype)
+    return top, total, features
+
+
+def _tiled_forward(spec, floats, ints):
+    outputs = _sums(spec, floats, ints)
+    return outputs, (floats, ints, outputs[0])
+
+
+def _tiled_backward(spec, saved, cotangents):
+    floats, ints, top = saved
+    _, weight_sum_bar, features_bar = cotangents
+    return tile_cotangents(spec, floats, ints, top, weight_sum_bar, features_bar), None
+
+
+_tiled.defvjp(_tiled_forward, _tiled_backward)
+
+
+def tile_range(rows, sorted_others, reach, other_tile: int, tile: int = QUERY_TILE):
+    """``(first, last)`` tiles of ``other_tile`` entries of ``sorted_others`` within
+    ``reach`` of each tile of ``tile`` entries of the sorted, padded ``rows``: the tiles a
+    compact kernel's pairs can fall in (both sides sorted by their first coordinate)."""
+    tiles = rows.reshape(-1, tile)
+    start = jnp.searchsorted(sorted_others, tiles[:, 0] - reach, side="left")
+    stop = jnp.searchsorted(sorted_others, tiles[:, -1] + reach, side="right")
+    first = (start // other_tile).astype(jnp.int32)
+    last = jnp.maximum(first, -(-stop // other_tile)).astype(jnp.int32)
     return first, last
 
 
 def _power_of_two_long(array):
     size = 1 << max(0, (array.shape[0] - 1).bit_length())
     return jnp.pad(array, (0, size - array.shape[0]), constant_values=1)
-
-
-def _state_by_stream(spec, queries, keys, values, divisor, factors, lengths, left_out, top=None):
-    """The same sums by the streamed engine (``top``: each row's known maximum log
-    weight): the backward pass's recomputation, and the empty inputs' state."""
-    d = spec.d
-    divisor = None if divisor is None else [divisor[j] for j in range(d)]
-
-    def block(query_rows, query_ids, key_rows, key_ids, value_rows):
-        q = [query_rows[:, j, None] for j in range(query_rows.shape[1])]
-        k = [key_rows[None, :, j] for j in range(d)]
-        log_w = pair_log_weights(q[:d], k, spec.kernel, divisor)
-        allowed = key_ids[None, :] < spec.limit
-        if lengths is not None:
-            allowed = allowed & (key_ids[None, :] < lengths[query_ids][:, None])
-        if left_out is not None:
-            allowed = allowed & (key_ids[None, :] != left_out[query_ids][:, None])
-        log_w = jnp.where(allowed, log_w, -jnp.inf)
-        known = jnp.max(log_w, axis=1) if top is None else top[query_ids]
-        known = jax.lax.stop_gradient(known)
-        weights = jnp.exp(log_w - jnp.where(known > -jnp.inf, known, 0.0)[:, None])
-        if factors is not None:
-            weights = weights * factors[key_ids][None, :]
-        v = [value_rows[None, :, c] for c in range(value_rows.shape[1])]
-        pairs = pair_features(spec, q, k, v)
-        sums = [jnp.sum(weights * jnp.broadcast_to(f, weights.shape), axis=1) for f in pairs]
-        return PoolingState(known, jnp.sum(weights, axis=1), jnp.stack(sums, axis=1))
-
-    if queries.shape[0] == 0 or keys.shape[0] == 0:
-        width = feature_count(spec)
-        dtype = np.result_type(keys.dtype, values.dtype)
-        n = queries.shape[0]
-        return PoolingState(
-            jnp.full((n,), -jnp.inf, dtype), jnp.zeros((n,), dtype), jnp.zeros((n, width), dtype)
-        )
-    return stream_state(block, queries, keys, values, key_block=KEY_TILE * 16)

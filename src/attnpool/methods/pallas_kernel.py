@@ -39,9 +39,13 @@ __all__ = [
     "KEY_TILE",
     "QUERY_TILE",
     "TileSums",
+    "allowed_pairs",
     "feature_count",
+    "launch",
     "pair_features",
     "pair_log_weights",
+    "rows_at",
+    "shift_of",
     "tile_sums",
 ]
 
@@ -118,111 +122,99 @@ def pair_features(spec: TileSums, query_columns, key_columns, value_columns) -> 
     return response + delta + squares + cross
 
 
-def _body(*refs, spec: TileSums, key_tiles: int):
-    d, p, features = spec.d, spec.p, feature_count(spec)
-    pending = iter(refs)
-    take = functools.partial(next, pending)
-    query_columns = [take()[...][:, None] for _ in range(d + (d + p if spec.moments else 0))]
-    lengths = take()[...][:, None] if spec.masked else None
-    own = take()[...][:, None] if spec.leave_one_out else None
-    first, last = (take(), take()) if spec.ranged else (None, None)
-    divisor_ref = None if spec.scaled else take()
-    key_refs = [take() for _ in range(d)]
-    id_ref = take() if spec.masked or spec.leave_one_out else None
-    factor_ref = take() if spec.weighted else None
-    value_refs = [take() for _ in range(p)]
-    max_ref, sum_ref, *feature_refs = pending
-    dtype = sum_ref.dtype
-    divisor = None if divisor_ref is None else [divisor_ref[j] for j in range(d)]
+def allowed_pairs(spec: TileSums, positions, ids, lengths, own):
+    """``(n, b)`` pairs a tile may sum, or None for all: keys at ``positions (1, b)`` past
+    ``spec.limit`` are padding; ``ids (1, b)`` against each query's ``lengths (n, 1)`` and
+    left-out key ``own (n, 1)``."""
+    allowed = None
+
+    def both(mask):
+        return mask if allowed is None else allowed & mask
+
+    if spec.limit % KEY_TILE:
+        allowed = both(positions < spec.limit)
+    if lengths is not None:
+        allowed = both(ids < lengths)
+    if own is not None:
+        allowed = both(ids != own)
+    return allowed
+
+
+def rows_at(refs, names, start, size):
+    """The entries ``names`` of a dict of whole refs, sliced ``[start, start + size)``:
+    lists of columns as lists of ``(size,)`` arrays, single columns as arrays, absent
+    ones None."""
+    where = pl.ds(pl.multiple_of(start, size), size)
+    out = []
+    for name in names:
+        ref = refs.get(name)
+        out.append(None if ref is None else [r[where] for r in ref] if isinstance(ref, list)
+                   else ref[where])  # fmt: skip
+    return out
+
+
+def shift_of(top):
+    """The log weights' shift: each row's maximum, 0 where a row has none."""
+    return jnp.where(top > -jnp.inf, top, 0.0)
+
+
+def _forward_body(blocked, whole, top_ref, sum_ref, *feature_refs, spec: TileSums, tiles: int):
+    d = spec.d
+    query_columns = [ref[...][:, None] for ref in blocked["q"]]
+    lengths, own = (blocked[n][...][:, None] if n in blocked else None for n in ("lengths", "own"))
+    divisor = [whole["divisor"][j] for j in range(d)] if "divisor" in whole else None
     rows = query_columns[0].shape[0]
+    dtype = sum_ref.dtype
 
     def step(tile, carry):
         top, total, sums = carry
-        keys = pl.ds(pl.multiple_of(tile * KEY_TILE, KEY_TILE), KEY_TILE)
-        key_columns = [ref[keys][None, :] for ref in key_refs]
+        keys, ids, factors, values = rows_at(whole, ("k", "ids", "factors", "v"), tile * KEY_TILE,
+                                             KEY_TILE)  # fmt: skip
+        key_columns = [k[None, :] for k in keys]
         log_w = pair_log_weights(query_columns[:d], key_columns, spec.kernel, divisor)
-        if spec.limit % KEY_TILE:
-            positions = tile * KEY_TILE + jnp.arange(KEY_TILE, dtype=jnp.int32)
-            log_w = jnp.where(positions[None, :] < spec.limit, log_w, -jnp.inf)
-        if id_ref is not None:
-            ids = id_ref[keys][None, :]
-            if lengths is not None:
-                log_w = jnp.where(ids < lengths, log_w, -jnp.inf)
-            if own is not None:
-                log_w = jnp.where(ids == own, -jnp.inf, log_w)
+        positions = tile * KEY_TILE + jnp.arange(KEY_TILE, dtype=jnp.int32)[None, :]
+        allowed = allowed_pairs(spec, positions, None if ids is None else ids[None, :],
+                                lengths, own)  # fmt: skip
+        if allowed is not None:
+            log_w = jnp.where(allowed, log_w, -jnp.inf)
         new_top = jnp.maximum(top, jnp.max(log_w, axis=1))
-        shift = jnp.where(new_top > -jnp.inf, new_top, 0.0)
+        shift = shift_of(new_top)
         weights = jnp.exp(log_w - shift[:, None])
-        if factor_ref is not None:
-            weights = weights * factor_ref[keys][None, :]
+        if factors is not None:
+            weights = weights * factors[None, :]
         rescale = jnp.exp(top - shift)
-        values = [ref[keys][None, :] for ref in value_refs]
-        pairs = pair_features(spec, query_columns, key_columns, values)
+        pairs = pair_features(spec, query_columns, key_columns, [v[None, :] for v in values])
         sums = tuple(
             rescale * old + jnp.sum(weights * feature, axis=1)
             for old, feature in zip(sums, pairs, strict=True)
         )
         return new_top, rescale * total + jnp.sum(weights, axis=1), sums
 
-    start, stop = (
-        (first[pl.program_id(0)], last[pl.program_id(0)]) if spec.ranged else (0, key_tiles)
-    )
+    program = pl.program_id(0)
+    start, stop = (whole["first"][program], whole["last"][program]) if spec.ranged else (0, tiles)
     init = (
         jnp.full((rows,), -jnp.inf, dtype),
         jnp.zeros((rows,), dtype),
-        tuple(jnp.zeros((rows,), dtype) for _ in range(features)),
+        tuple(jnp.zeros((rows,), dtype) for _ in range(feature_count(spec))),
     )
     top, total, sums = jax.lax.fori_loop(start, stop, step, init)
-    max_ref[...] = top
+    top_ref[...] = top
     sum_ref[...] = total
     for ref, value in zip(feature_refs, sums, strict=True):
         ref[...] = value
 
 
-def tile_sums(
-    spec: TileSums,
-    query_columns,
-    key_columns,
-    value_columns,
-    *,
-    divisor=None,
-    lengths=None,
-    own=None,
-    key_ids=None,
-    factors=None,
-    tile_range=None,
-):
-    """``(max_log (n,), weight_sum (n,), features (F, n))`` over padded columns.
-
-    ``query_columns``: ``d`` (``2d + p`` with moments) arrays ``(n,)``, ``n`` a multiple of
-    :data:`QUERY_TILE`; ``key_columns``/``value_columns``: ``d``/``p`` arrays ``(m,)``, ``m``
-    a multiple of :data:`KEY_TILE`; ``divisor (D,)`` (``D ≥ d``, a power of two) unless
-    scaled; ``lengths``/``own (n,)`` int32 and ``key_ids (m,)`` int32 for the masks;
-    ``factors (m,)``; ``tile_range``: ``(first, last)`` key tiles per query tile, int32.
-    Lowered for a GPU the kernel is compiled by Triton; for any other platform it runs in
-    Pallas' interpreter.
-    """
-    n, m = query_columns[0].shape[0], key_columns[0].shape[0]
-    dtype = key_columns[0].dtype
-    whole = lambda size: pl.BlockSpec((size,), lambda i: (0,))  # noqa: E731
-    rows = pl.BlockSpec((QUERY_TILE,), lambda i: (i,))
-    inputs, specs = list(query_columns), [rows] * len(query_columns)
-    for extra in (lengths, own):
-        if extra is not None:
-            inputs.append(extra)
-            specs.append(rows)
-    if tile_range is not None:
-        inputs.extend(tile_range)
-        specs.extend(whole(t.shape[0]) for t in tile_range)
-    if divisor is not None:
-        inputs.append(divisor)
-        specs.append(whole(divisor.shape[0]))
-    for group in (key_columns, [key_ids], [factors], value_columns):
-        for column in group:
-            if column is not None:
-                inputs.append(column)
-                specs.append(whole(m))
-    count = 2 + feature_count(spec)
+def launch(body, blocked: dict, whole: dict, outputs: int, *, tile: int, dtype, name: str):
+    """``outputs`` arrays ``(N,)`` of ``body(blocked_refs, whole_refs, *output_refs)`` run
+    once per tile of ``tile`` rows of the ``(N,)`` arrays in ``blocked`` (dicts of arrays
+    or of lists of arrays), the arrays in ``whole`` passed entire. Lowered for a GPU the
+    kernel is compiled by Triton; for any other platform it runs in Pallas' interpreter."""
+    size = jax.tree_util.tree_leaves(blocked)[0].shape[0]
+    rows = pl.BlockSpec((tile,), lambda i: (i,))
+    in_specs = [
+        jax.tree_util.tree_map(lambda _: rows, blocked),
+        jax.tree_util.tree_map(lambda a: pl.BlockSpec(a.shape, lambda i: (0,) * a.ndim), whole),
+    ]
 
     def call(interpret: bool):
         params = {}
@@ -231,18 +223,35 @@ def tile_sums(
 
             params["compiler_params"] = pallas_triton.CompilerParams(num_warps=4, num_stages=2)
         return pl.pallas_call(
-            functools.partial(_body, spec=spec, key_tiles=m // KEY_TILE),
-            out_shape=[jax.ShapeDtypeStruct((n,), dtype)] * count,
-            grid=(n // QUERY_TILE,),
-            in_specs=specs,
-            out_specs=[rows] * count,
+            body,
+            out_shape=[jax.ShapeDtypeStruct((size,), dtype)] * outputs,
+            grid=(size // tile,),
+            in_specs=in_specs,
+            out_specs=[rows] * outputs,
             interpret=interpret,
-            name="attnpool_tile_sums",
+            name=name,
             **params,
-        )(*inputs)
+        )(blocked, whole)
 
     # Triton where the program is lowered for a GPU, Pallas' interpreter elsewhere
-    outputs = jax.lax.platform_dependent(
+    return jax.lax.platform_dependent(
         cuda=lambda: call(False), rocm=lambda: call(False), default=lambda: call(True)
     )
+
+
+def tile_sums(spec: TileSums, queries: dict, keys: dict, shared: dict):
+    """``(max_log (n,), weight_sum (n,), features (F, n))`` over padded columns.
+
+    ``queries``: ``"q"``, ``d`` (``2d + p`` with moments) arrays ``(n,)``, ``n`` a multiple
+    of :data:`QUERY_TILE`, and ``"lengths"``/``"own"`` ``(n,)`` int32 for the masks;
+    ``keys``: ``"k"``/``"v"``, ``d``/``p`` arrays ``(m,)``, ``m`` a multiple of
+    :data:`KEY_TILE`, ``"ids"`` ``(m,)`` int32 and ``"factors"`` ``(m,)``; ``shared``:
+    ``"divisor" (D,)`` (``D ≥ d``, a power of two) unless scaled, ``"first"``/``"last"``
+    key tiles per query tile, int32, when ranged.
+    """
+    count = 2 + feature_count(spec)
+    m = keys["k"][0].shape[0]
+    body = functools.partial(_forward_body, spec=spec, tiles=m // KEY_TILE)
+    outputs = launch(body, queries, {**keys, **shared}, count, tile=QUERY_TILE,
+                     dtype=keys["k"][0].dtype, name="attnpool_tile_sums")  # fmt: skip
     return outputs[0], outputs[1], jnp.stack(outputs[2:]) if count > 2 else None
