@@ -117,7 +117,7 @@ def test_rules_of_thumb():
     [
         (
             {"method": "cv_ml"},
-            r"method: expected one of 'cv', 'aicc', 'scott', 'silverman', 'cv_ls', 'aic'; "
+            r"method: expected one of 'cv', 'aicc', 'scott', 'silverman', 'dpill', 'cv_ls', 'aic'; "
             r"received 'cv_ml'",
         ),
         ({"var_type": "cx"}, r"var_type: expected a string of 1 letters"),

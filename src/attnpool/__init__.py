@@ -65,6 +65,9 @@ _NAMES = {
     "sheather_jones_bandwidth": "bandwidth.r_selectors",
     "biased_cv_bandwidth": "bandwidth.r_selectors",
     "unbiased_cv_bandwidth": "bandwidth.r_selectors",
+    "local_polynomial": "regression.polynomial",
+    "binned_local_polynomial": "smoothers.binned_polynomial",
+    "local_linear_plug_in_bandwidth": "bandwidth.local_linear_plug_in",
 }
 #: The public surface: the table's names, the modules above and the version.
 __all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
@@ -78,6 +81,9 @@ if TYPE_CHECKING:
     from .bandwidth import cv_curve as cv_curve
     from .bandwidth import rule_of_thumb as rule_of_thumb
     from .bandwidth import select_bandwidth as select_bandwidth
+    from .bandwidth.local_linear_plug_in import (
+        local_linear_plug_in_bandwidth as local_linear_plug_in_bandwidth,
+    )
     from .bandwidth.r_selectors import biased_cv_bandwidth as biased_cv_bandwidth
     from .bandwidth.r_selectors import sheather_jones_bandwidth as sheather_jones_bandwidth
     from .bandwidth.r_selectors import unbiased_cv_bandwidth as unbiased_cv_bandwidth
@@ -109,9 +115,11 @@ if TYPE_CHECKING:
     from .regression.estimator import LocalLinear as LocalLinear
     from .regression.estimator import NadarayaWatson as NadarayaWatson
     from .regression.learned import LearnedAttentionRegressor as LearnedAttentionRegressor
+    from .regression.polynomial import local_polynomial as local_polynomial
     from .smoothers import LowessCurve as LowessCurve
     from .smoothers import lowess as lowess
     from .smoothers import r_lowess as r_lowess
+    from .smoothers.binned_polynomial import binned_local_polynomial as binned_local_polynomial
     from .smoothers.loess import Loess as Loess
     from .sums.empty_policy import EmptyNeighbourhoodWarning as EmptyNeighbourhoodWarning
     from .sums.state import PoolingState as PoolingState

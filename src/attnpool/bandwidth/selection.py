@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import kernels as _kernels
 from .._typing import ArrayLike, KernelSpec
 from .._units import SearchUnits
 from .._validation import check_choice, check_points, check_values
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 #: How a bandwidth is chosen (``method=``): two criteria, then two rules of thumb.
-SELECTORS = ("cv", "aicc", "scott", "silverman")
+SELECTORS = ("cv", "aicc", "scott", "silverman", "dpill")
 #: statsmodels' names for the same criteria (``KernelReg(bw="cv_ls" | "aic")``: least-
 #: squares leave-one-out CV, and Hurvich, Simonoff & Tsai's AICc).
 SELECTOR_ALIASES = {"cv_ls": "cv", "aic": "aicc"}
@@ -140,7 +141,10 @@ def select_bandwidth(
     ----------
     X : array of shape (n,) or (n, d)
     y : array of shape (n,) or (n, p)
-    method : {"cv", "aicc", "scott", "silverman"}
+    method : {"cv", "aicc", "scott", "silverman", "dpill"}
+        ``"dpill"``: Ruppert, Sheather and Wand's direct plug-in bandwidth of a local
+        linear fit (``degree=1``) of one continuous column with the Gaussian kernel,
+        KernSmooth's (:func:`attnpool.local_linear_plug_in_bandwidth`).
     kernel, degree, var_type : as in :func:`attnpool.regression.local_regression`
     block_size : int, optional
         Training rows per block of the compiled (streamed) searches.
@@ -201,6 +205,8 @@ def select_bandwidth(
     if subsample is not None:
         return _subsampled(X, y, subsample, method, kernel, degree, var_type, pooling, weights)
     x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
+    if method == "dpill":
+        return _plug_in(x, y, model, weights)
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
     found = _search(
         *units.apply(np.asarray(x), np.asarray(y)),
@@ -218,6 +224,26 @@ def select_bandwidth(
         grid=(grid, units.objective(objectives, method)),
     )
     return selection
+
+
+def _plug_in(x, y, model: LocalModel, weights) -> BandwidthSelection:
+    """``method="dpill"``: the local linear plug-in bandwidth, where it applies."""
+    from .local_linear_plug_in import local_linear_plug_in_bandwidth
+
+    served = (
+        model.var_type == "c" and model.degree == 1 and _kernels.is_gaussian(model.kernel)
+        and np.shape(y)[1] == 1 and weights is None
+    )  # fmt: skip
+    if not served:
+        raise ValueError(
+            "method: 'dpill' is the plug-in bandwidth of a local linear fit (degree=1) of one "
+            "continuous column and one response with the gaussian kernel, unweighted; "
+            f"received degree={model.degree}, var_type={model.var_type!r}, "
+            f"kernel={model.kernel.name!r}, {np.shape(y)[1]} responses"
+            + (", weights" if weights is not None else "")
+        )
+    h = local_linear_plug_in_bandwidth(np.asarray(x)[:, 0], np.asarray(y)[:, 0])
+    return BandwidthSelection(np.array([h]), float("nan"), "dpill", (np.array([]), np.array([])))
 
 
 def _subsampled(X, y, settings, method, kernel, degree, var_type, pooling, weights):

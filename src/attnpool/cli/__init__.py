@@ -54,7 +54,7 @@ def fit(
         str, typer.Option("--kernel", help=f"One of: {', '.join(KERNEL_NAMES)}.")
     ] = "gaussian",
     bandwidth: Annotated[
-        str, typer.Option("--bandwidth", help="cv, aicc, scott, silverman or numbers a,b,…")
+        str, typer.Option("--bandwidth", help="cv, aicc, scott, silverman, dpill or numbers a,b,…")
     ] = "cv",
     degree: Annotated[
         int | None,

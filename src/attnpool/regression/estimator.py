@@ -228,8 +228,10 @@ class NadarayaWatson(_LocalRegression):
     ----------
     kernel : str, Kernel or callable, default="gaussian"
         See :mod:`attnpool.kernels`.
-    bandwidth : {"cv", "aicc", "scott", "silverman"}, float or array of shape (n_features,)
-        A selector or fixed bandwidths (``λ ∈ [0, 1)`` for categorical columns); with
+    bandwidth : {"cv", "aicc", "scott", "silverman", "dpill"}, float or array of shape (n_features,)
+        A selector (``"dpill"``: the local linear plug-in bandwidth, one Gaussian
+        column, :func:`attnpool.local_linear_plug_in_bandwidth`) or fixed bandwidths
+        (``λ ∈ [0, 1)`` for categorical columns); with
         nearest-neighbour bandwidths, ``"cv"`` or the numbers of neighbours ``k``.
         statsmodels' names ``"cv_ls"`` and ``"aic"`` are taken for ``"cv"`` and
         ``"aicc"`` (the same criteria).

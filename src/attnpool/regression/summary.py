@@ -54,6 +54,7 @@ _CHOSEN_BY = {
     "aicc": "AICc (Hurvich, Simonoff & Tsai)",
     "scott": "Scott's rule of thumb",
     "silverman": "Silverman's rule of thumb",
+    "dpill": "plug-in (Ruppert, Sheather & Wand)",
     "fixed": "fixed by the user",
 }
 

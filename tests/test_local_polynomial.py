@@ -1,0 +1,196 @@
+"""Local polynomials of any degree and their derivatives (exact), KernSmooth's binned
+``locpoly`` and its plug-in bandwidth ``dpill``: against KernSmooth's own numbers, brute
+force and the polynomials they must reproduce."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import attnpool
+from attnpool import binned_local_polynomial, local_linear_plug_in_bandwidth, local_polynomial
+from kernsmooth_reference import DPILL, DPILL_101, LOCPOLY
+
+
+def data(name: str):
+    if name == "sine":
+        sine = attnpool.datasets.sine_data(n=300, seed=3)
+        return sine.x_train, sine.y_train
+    x, y = attnpool.datasets.wave_data(500, seed=4)
+    return x[:, 0], y
+
+
+@pytest.mark.parametrize("name", ["sine", "wave"])
+def test_the_plug_in_bandwidth_equals_kernsmooths_dpill(name):
+    x, y = data(name)
+    assert local_linear_plug_in_bandwidth(x, y) == pytest.approx(DPILL[name], rel=1e-12)
+    settings_101 = dict(gridsize=101, blockmax=3, trim=0.05, proptrun=0.1)
+    assert local_linear_plug_in_bandwidth(x, y, **settings_101) == pytest.approx(
+        DPILL_101[name], rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("name", ["sine", "wave"])
+@pytest.mark.parametrize("derivative, degree", [(0, 1), (1, 2), (2, 3), (0, 2)])
+def test_the_binned_fit_equals_kernsmooths_locpoly(name, derivative, degree):
+    x, y = data(name)
+    h = np.ptp(x) / 20
+    grid, estimate = binned_local_polynomial(
+        x, y, bandwidth=h, derivative=derivative, degree=degree, gridsize=21
+    )
+    np.testing.assert_allclose(grid, np.linspace(x.min(), x.max(), 21), rtol=1e-15)
+    want = np.array(LOCPOLY[name, derivative, degree])
+    np.testing.assert_allclose(estimate, want, rtol=1e-9, atol=1e-11 * np.abs(want).max())
+
+
+def brute_force(x, y, queries, h, degree, derivative, kernel="gaussian"):
+    """Weighted least squares in long double at each query, the textbook way."""
+    x, y = np.asarray(x, np.longdouble), np.asarray(y, np.longdouble)
+    out = []
+    for q in queries:
+        u = x - np.longdouble(q)
+        log_w = attnpool.kernels.get(kernel).log_profile(np.asarray((u / h) ** 2, float))
+        w = np.exp(np.asarray(log_w, np.longdouble) - np.max(log_w))
+        design = np.stack([u**k for k in range(degree + 1)], axis=1)
+        gram = design.T @ (w[:, None] * design)
+        beta = np.linalg.solve(gram.astype(float), (design.T @ (w * y)).astype(float))
+        out.append(beta[derivative] * math.factorial(derivative))
+    return np.array(out)
+
+
+@pytest.mark.parametrize(
+    "degree, derivative, kernel",
+    [(2, 0, "gaussian"), (2, 1, "gaussian"), (3, 2, "gaussian"), (4, 1, "epanechnikov"),
+     (3, 0, "tricube"), (5, 3, "gaussian")],
+)  # fmt: skip
+def test_exact_fits_equal_weighted_least_squares_at_each_query(degree, derivative, kernel):
+    x, y = data("wave")
+    queries = np.linspace(0.05, 0.95, 9)
+    got = local_polynomial(x, y, queries, bandwidth=0.12, degree=degree,
+                           derivative=derivative, kernel=kernel)  # fmt: skip
+    want = brute_force(x, y, queries, 0.12, degree, derivative, kernel)
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9 * np.abs(want).max())
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(
+    degree=st.integers(1, 5),
+    coefficients=st.lists(st.floats(-3, 3), min_size=6, max_size=6),
+    shift=st.sampled_from([0.0, 1e3, -1e6]),
+    scale=st.sampled_from([1e-3, 1.0, 1e4]),
+)
+def test_polynomials_of_the_degree_and_their_derivatives_are_reproduced(
+    degree, coefficients, shift, scale
+):
+    # a polynomial of the fit's degree is its own fit, whatever the bandwidth, shift or scale
+    poly = np.polynomial.Polynomial(coefficients[: degree + 1])
+    x = np.linspace(-1, 1, 60)
+    queries = np.array([-0.7, 0.1, 0.9])
+    for derivative in range(degree + 1):
+        got = local_polynomial(
+            shift + scale * x, poly(x), shift + scale * queries,
+            bandwidth=0.4 * scale, degree=degree, derivative=derivative,
+        )  # fmt: skip
+        want = poly.deriv(derivative)(queries) / scale**derivative
+        # rounding in the fit's own units (offsets in bandwidths), carried to the derivative,
+        # and that of the shifted inputs themselves (eps · |shift| / scale of each offset)
+        size = np.abs(poly.coef).sum() + 1e-300
+        relative = 1e-9 + 64 * np.finfo(float).eps * abs(shift) / scale
+        tolerance = relative * size * math.factorial(derivative) / (0.4 * scale) ** derivative
+        np.testing.assert_allclose(got, want, atol=tolerance)
+
+
+def test_shift_and_scale_of_x_and_y_act_as_they_must():
+    x, y = data("sine")
+    q = np.linspace(0.5, 4.5, 7)
+    base = local_polynomial(x, y, q, bandwidth=0.4, degree=3, derivative=1)
+    moved = local_polynomial(x + 1e6, 5 * y - 2, q + 1e6, bandwidth=0.4, degree=3, derivative=1)
+    np.testing.assert_allclose(moved, 5 * base, rtol=1e-7)
+    stretched = local_polynomial(3 * x, y, 3 * q, bandwidth=1.2, degree=3, derivative=1)
+    np.testing.assert_allclose(stretched, base / 3, rtol=1e-9)
+    assert local_linear_plug_in_bandwidth(3 * x + 7, 2 * y) == pytest.approx(
+        3 * local_linear_plug_in_bandwidth(x, y), rel=1e-9
+    )
+
+
+@pytest.mark.parametrize("derivative, bound", [(0, 1e-3), (1, 5e-3)])
+def test_the_binned_fit_is_near_the_exact_fit(derivative, bound):
+    # binning, and the kernel cut at four bandwidths (which the fits near the ends feel
+    # most: compared four bandwidths inside)
+    x, y = data("wave")
+    for gridsize in (101, 401, 1601):
+        grid, binned = binned_local_polynomial(
+            x, y, bandwidth=0.05, derivative=derivative, degree=derivative + 1,
+            gridsize=gridsize,
+        )  # fmt: skip
+        exact = local_polynomial(x, y, grid, bandwidth=0.05, degree=derivative + 1,
+                                 derivative=derivative)  # fmt: skip
+        inside = (grid > x.min() + 0.2) & (grid < x.max() - 0.2)
+        error = np.abs(binned - exact)[inside]
+        assert error.max() <= bound * np.ptp(exact)
+
+
+def test_columns_of_responses_are_fitted_alike():
+    x, y = data("sine")
+    q = np.linspace(1, 4, 5)
+    both = local_polynomial(x, np.c_[y, -y], q, bandwidth=0.5, degree=2)
+    np.testing.assert_allclose(both[:, 0], local_polynomial(x, y, q, bandwidth=0.5), rtol=1e-14)
+    np.testing.assert_allclose(both[:, 1], -both[:, 0], rtol=1e-14)
+
+
+def test_undetermined_neighbourhoods_follow_the_empty_policy():
+    x, y = np.array([0.0, 0.0, 1.0, 1.0]), np.array([1.0, 2.0, 3.0, 4.0])
+    kw = dict(bandwidth=0.1, degree=2, kernel="epanechnikov")
+    assert np.isnan(local_polynomial(x, y, [0.0, 5.0], **kw)).all()
+    with pytest.warns(attnpool.EmptyNeighbourhoodWarning, match="2 of 2 queries"):
+        local_polynomial(x, y, [0.0, 5.0], empty="warn", **kw)
+    with pytest.raises(ValueError, match="empty: 2 of 2 queries have fewer than degree"):
+        local_polynomial(x, y, [0.0, 5.0], empty="raise", **kw)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: local_polynomial(
+                [0, 1, 2], [0, 1, 2], [1], bandwidth=1, derivative=3, degree=2
+            ),
+            "derivative: expected at most degree",
+        ),
+        (lambda: local_polynomial([0, 1, 2], [0, 1, 2], [1], bandwidth=0), "bandwidth"),
+        (
+            lambda: local_polynomial(np.zeros((3, 2)), [0, 1, 2], [[1, 1]], bandwidth=1),
+            "one column",
+        ),
+        (lambda: local_polynomial([0, 1, 2], [0, 1, 2], [1], bandwidth=1, kernel="dot"), "kernel"),
+        (
+            lambda: binned_local_polynomial([0, 1, 2], [0, 1, 2], bandwidth=0.001, gridsize=11),
+            "gridsize: 11 nodes are too coarse",
+        ),
+        (lambda: local_linear_plug_in_bandwidth([0, 1, 2], [0, 1]), "x, y"),
+        (
+            lambda: local_linear_plug_in_bandwidth(np.arange(50.0), np.arange(50.0), trim=0.5),
+            "trim",
+        ),
+    ],
+)
+def test_bad_input_names_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_dpill_by_name_in_the_search_and_the_local_linear_estimator():
+    x, y = data("sine")
+    found = attnpool.select_bandwidth(x, y, method="dpill", degree=1)
+    assert found.method == "dpill" and found.bandwidth[0] == pytest.approx(DPILL["sine"], 1e-12)
+    model = attnpool.LocalLinear(bandwidth="dpill").fit(x[:, None], y)
+    assert model.bandwidth_[0] == pytest.approx(DPILL["sine"], rel=1e-12)
+    assert "plug-in (Ruppert, Sheather & Wand)" in str(model.summary())
+    with pytest.raises(ValueError, match="method: 'dpill' is the plug-in bandwidth of a local"):
+        attnpool.NadarayaWatson(bandwidth="dpill").fit(x[:, None], y)
+    with pytest.raises(ValueError, match="kernel='epanechnikov'"):
+        attnpool.select_bandwidth(x, y, method="dpill", degree=1, kernel="epanechnikov")
