@@ -68,6 +68,9 @@ _NAMES = {
     "local_polynomial": "regression.polynomial",
     "binned_local_polynomial": "smoothers.binned_polynomial",
     "local_linear_plug_in_bandwidth": "bandwidth.local_linear_plug_in",
+    "normal_scale_matrix": "bandwidth.matrices",
+    "lscv_matrix": "bandwidth.matrices",
+    "lscv_matrix_criterion": "bandwidth.matrices",
 }
 #: The public surface: the table's names, the modules above and the version.
 __all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
@@ -84,6 +87,9 @@ if TYPE_CHECKING:
     from .bandwidth.local_linear_plug_in import (
         local_linear_plug_in_bandwidth as local_linear_plug_in_bandwidth,
     )
+    from .bandwidth.matrices import lscv_matrix as lscv_matrix
+    from .bandwidth.matrices import lscv_matrix_criterion as lscv_matrix_criterion
+    from .bandwidth.matrices import normal_scale_matrix as normal_scale_matrix
     from .bandwidth.r_selectors import biased_cv_bandwidth as biased_cv_bandwidth
     from .bandwidth.r_selectors import sheather_jones_bandwidth as sheather_jones_bandwidth
     from .bandwidth.r_selectors import unbiased_cv_bandwidth as unbiased_cv_bandwidth

@@ -31,6 +31,7 @@ from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from .._units import column_extremes, remember_extremes, remembering_extremes, rows_less
 from .._validation import check_bandwidth, check_points, is_jax, numpy_dtype
 from ..kernels.calculus import kernel_integrals
+from . import matrix_bandwidth
 
 if TYPE_CHECKING:
     from ..kernels.mixed import MixedColumns
@@ -90,7 +91,9 @@ def log_density(
     x_train : array of shape (n,) or (n, d)
     x_query : array of shape (k,) or (k, d)
     kernel : str or Kernel
-    bandwidth : float or array of shape (d,)
+    bandwidth : float, array of shape (d,) or (d, d)
+        A matrix ``H`` (radial kernels, continuous columns): the kernel ``K_H(u) =
+        |H|^(−1/2) K(H^(−1/2) u)``, R's ``ks`` convention (``diag(h²)`` is ``h``).
     weights : array of shape (n,), optional
     var_type : str, optional
     method : str or Binned
@@ -133,6 +136,8 @@ def _log_density(
     if x.shape[0] == 0:
         raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
     q = check_points(x_query, "x_query", dims=x.shape[1])
+    if matrix_bandwidth.is_matrix(bandwidth):
+        return _matrix_log_density(x, q, record, bandwidth, weights, var_type, method)
     if var_type is not None and set(var_type) != {"c"}:
         if name != "auto":
             raise ValueError(
@@ -182,6 +187,23 @@ def _log_density(
             kernel=record, method=None if name == "auto" else name,
         )  # fmt: skip
     return np.asarray(result, np.float64)[:n]
+
+
+def _matrix_log_density(
+    x: Any, q: Any, record: Any, bandwidth: Any, weights: Any, var_type: Any, method: Any
+) -> np.ndarray:
+    """:func:`log_density` with a full bandwidth matrix (:mod:`.matrix_bandwidth`)."""
+    if var_type is not None and set(var_type) != {"c"}:
+        raise ValueError(
+            "bandwidth: a bandwidth matrix takes continuous columns; received "
+            f"var_type={var_type!r}"
+        )
+    if is_jax(x) or is_jax(q):
+        raise ValueError("bandwidth: a bandwidth matrix takes NumPy arrays; received JAX arrays")
+    factor = matrix_bandwidth.cholesky_factor(bandwidth, x.shape[1], record)
+    x, q = (matrix_bandwidth.whitened(a, factor) for a in (x, q))
+    found = _log_density(x, q, record, 1.0, weights, None, method)
+    return np.asarray(found - np.sum(np.log(np.diag(factor))))
 
 
 def _host_log_density(

@@ -20,6 +20,7 @@ from ..sums.observation_weights import positive_rows
 from . import log_density
 from .distribution import kernel_cdf
 from .functionals import density_entropy, density_quantile, log_survival
+from .matrix_bandwidth import cholesky_factor, is_matrix
 from .selection import DENSITY_SELECTORS, select_density_bandwidth
 
 __all__ = ["KernelDensity"]
@@ -48,7 +49,10 @@ class KernelDensity(BaseEstimator):
         or a peer's rule by name, giving that peer's number (R's ``"bw.nrd0"``,
         ``"scipy.scott"``, ``"sklearn.silverman"``, …:
         :mod:`attnpool.bandwidth.peer_rules`); or a callable ``bandwidth(X)`` returning
-        numbers.
+        numbers. A full matrix ``H`` of shape (n_features, n_features) (a radial kernel,
+        continuous columns: ``K_H(u) = |H|^(−1/2) K(H^(−1/2) u)``, R ``ks``'s convention,
+        ``diag(h²)`` being ``h``), or R ``ks``'s matrices by name: ``"Hns"`` (the normal
+        reference) and ``"Hlscv"`` (least-squares cross-validation), Gaussian.
     var_type : str, optional
         One letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered (as
         statsmodels' ``KDEMultivariate``); a categorical column's bandwidth is its ``λ``.
@@ -62,7 +66,7 @@ class KernelDensity(BaseEstimator):
 
     Attributes
     ----------
-    bandwidth_ : ndarray of shape (n_features,)
+    bandwidth_ : ndarray of shape (n_features,) or (n_features, n_features)
     n_features_in_ : int
 
     ``score_samples`` gives log densities (``−inf`` outside a compact kernel's reach),
@@ -113,8 +117,12 @@ class KernelDensity(BaseEstimator):
         observation weights; rules of thumb choose the bandwidth if one is named."""
         X = validate_data(self, X, requires_y=False)
         X, _, weights = positive_rows(X, X[:, :1], sample_weight, name="sample_weight")
-        if isinstance(self.bandwidth, str):
-            check_choice(self.bandwidth, "bandwidth", (*RULES, *DENSITY_SELECTORS))
+        if isinstance(self.bandwidth, str) and self.bandwidth in MATRIX_SELECTORS:
+            self.bandwidth_ = _matrix_selection(self.bandwidth, X, self.kernel, weights)
+        elif isinstance(self.bandwidth, str):
+            check_choice(
+                self.bandwidth, "bandwidth", (*RULES, *DENSITY_SELECTORS, *MATRIX_SELECTORS)
+            )
             if X.shape[0] < 2:
                 raise ValueError(
                     f"X: a bandwidth rule needs at least 2 samples; received n_samples={X.shape[0]}"
@@ -133,16 +141,40 @@ class KernelDensity(BaseEstimator):
         else:
             given = self.bandwidth(X) if callable(self.bandwidth) else self.bandwidth
             check_choice(self.bandwidth_kind, "bandwidth_kind", ("kernel", "sd"))
-            h = np.asarray(check_bandwidth(given, X.shape[1]), float)
-            if self.bandwidth_kind == "sd":  # the kernel's standard deviation, R's and KDEpy's
+            if is_matrix(given) and X.shape[1] == 1:  # (1, 1): h² of the one column
+                given = np.sqrt(np.asarray(given, float).reshape(-1))
+            if is_matrix(given):
+                self.bandwidth_ = self._checked_matrix(given, X.shape[1])
+                given = None
+            h = None if given is None else np.asarray(check_bandwidth(given, X.shape[1]), float)
+            if h is None:
+                pass
+            elif self.bandwidth_kind == "sd":  # the kernel's standard deviation, R's and KDEpy's
                 var_type = fitted_var_type(self, self.var_type) or "c" * X.shape[1]
                 continuous = np.array([t == "c" for t in var_type])
                 h = np.where(continuous, h / kernel_standard_deviation(self.kernel), h)
-            self.bandwidth_ = h
+            if h is not None:
+                self.bandwidth_ = h
         self.X_train_, self._weights = X, weights
         log_density(X[:1], X[:1], kernel=self.kernel, bandwidth=self.bandwidth_,
                     var_type=fitted_var_type(self, self.var_type))  # the checks  # fmt: skip
         return self
+
+    def _checked_matrix(self, given: Any, d: int) -> np.ndarray:
+        """A bandwidth matrix given for ``d`` columns, checked (continuous columns, a radial
+        kernel), in the kernel's units."""
+        var_type = fitted_var_type(self, self.var_type)
+        if var_type is not None and set(var_type) != {"c"}:
+            raise ValueError(
+                f"bandwidth: a bandwidth matrix takes continuous columns; received "
+                f"var_type={var_type!r}"
+            )
+        record = _kernels.get(self.kernel)
+        matrix = np.asarray(given, float)
+        cholesky_factor(matrix, d, record)
+        if self.bandwidth_kind == "sd":
+            matrix = matrix / kernel_standard_deviation(self.kernel) ** 2
+        return matrix
 
     def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Log density ``(n,)`` at each row of ``X``."""
@@ -163,6 +195,11 @@ class KernelDensity(BaseEstimator):
         (:func:`attnpool.kernel_cdf`)."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
+        if is_matrix(self.bandwidth_):
+            raise ValueError(
+                "bandwidth: the distribution function takes a bandwidth per column; this "
+                "estimate has a bandwidth matrix"
+            )
         return kernel_cdf(
             self.X_train_, X, kernel=self.kernel, bandwidth=self.bandwidth_,
             weights=self._weights, var_type=fitted_var_type(self, self.var_type),
@@ -194,6 +231,11 @@ class KernelDensity(BaseEstimator):
 
     def _one_column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         check_is_fitted(self)
+        if is_matrix(self.bandwidth_):
+            raise ValueError(
+                f"bandwidth: {name} is defined for an estimate of one continuous column; this "
+                "one has a bandwidth matrix"
+            )
         var_type = fitted_var_type(self, self.var_type) or "c"
         if self.n_features_in_ != 1 or var_type != "c":
             raise ValueError(
@@ -223,8 +265,28 @@ class KernelDensity(BaseEstimator):
         p = None if self._weights is None else self._weights / np.sum(self._weights)
         rows = self.X_train_[rng.choice(n, size=n_samples, p=p)]
         if record.name == "gaussian":
-            return np.asarray(rows + rng.normal(size=(n_samples, d)) * self.bandwidth_)
-        direction = rng.normal(size=(n_samples, d))
-        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-        radius = rng.random(n_samples)[:, None] ** (1.0 / d)
-        return np.asarray(rows + direction * radius * self.bandwidth_)
+            noise = rng.normal(size=(n_samples, d))
+        else:
+            noise = rng.normal(size=(n_samples, d))
+            noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+            noise *= rng.random(n_samples)[:, None] ** (1.0 / d)
+        if is_matrix(self.bandwidth_):  # through the factor of H = L Lᵀ
+            return np.asarray(rows + noise @ np.linalg.cholesky(self.bandwidth_).T)
+        return np.asarray(rows + noise * self.bandwidth_)
+
+
+#: ``bandwidth=`` names of R ``ks``'s bandwidth matrices (Gaussian kernel, unweighted).
+MATRIX_SELECTORS = ("Hns", "Hlscv")
+
+
+def _matrix_selection(name: str, X: np.ndarray, kernel: Any, weights: Any) -> np.ndarray:
+    """The bandwidth matrix ``name`` of :data:`MATRIX_SELECTORS` for the sample ``X``."""
+    from ..bandwidth.matrices import lscv_matrix, normal_scale_matrix
+
+    if not _kernels.is_gaussian(_kernels.get(kernel)) or weights is not None:
+        raise ValueError(
+            f"bandwidth: {name!r} (R ks's) chooses the matrix of an unweighted Gaussian "
+            f"estimate; received kernel={kernel!r}"
+            + (" and sample_weight" if weights is not None else "")
+        )
+    return lscv_matrix(X) if name == "Hlscv" else normal_scale_matrix(X)
