@@ -21,15 +21,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnpool import Binned, TopK, attention_pool, kernels
+from attnpool import Binned, TopK, Tree, attention_pool, kernels
 from attnpool.engines import numpy_engine
+from attnpool.methods import tree
 from attnpool.sums.local_model import model_for
 from oracle import exact_pool, magnitude, rounding_bound, value_range
 from reference import COMPACT_KERNELS
 
 N, M = 6, 19
 #: Each method's documented tolerance, in units of the values' range, beyond rounding.
-METHOD_TOLERANCE = {"binned": 1e-3, "topk": 1e-3}
+METHOD_TOLERANCE = {"binned": 1e-3, "topk": 1e-3, "tree": 1e-3 / (1 - 1e-3)}
 #: Rounding: at most this many units of the working precision in each log weight (times
 #: one plus its sensitivity) and in the final sums.
 ROUNDING = 64
@@ -65,9 +66,10 @@ SUPPORTS = {
         "triweight",
     ],
     "topk": [k for k in KERNELS if k not in ("dot", "constant") and not k.endswith("-product")],
+    "tree": [k for k in KERNELS if tree.supports(kernels.get(k))],
     "numpy": [k for k in KERNELS if k != "dot"],
 }
-OPTIONS = {"binned": Binned(), "topk": TopK(k=8)}
+OPTIONS = {"binned": Binned(), "topk": TopK(k=8), "tree": Tree(rtol=1e-3)}
 
 
 @st.composite

@@ -26,6 +26,7 @@ _MODULES = {"cli", "datasets", "demo", "inference", "kernels", "learn", "plottin
 _NAMES = {
     "Binned": "methods.options",
     "TopK": "methods.options",
+    "Tree": "methods.options",
     "EmptyNeighbourhoodWarning": "sums.empty_policy",
     "attention_pool": "pooling",
     "attention_weights": "pooling",
@@ -112,6 +113,7 @@ if TYPE_CHECKING:
     from .learn import fit_attention as fit_attention
     from .methods.options import Binned as Binned
     from .methods.options import TopK as TopK
+    from .methods.options import Tree as Tree
     from .pooling import attention_pool as attention_pool
     from .pooling import attention_weights as attention_weights
     from .regression import local_regression as local_regression

@@ -65,7 +65,7 @@ def __getattr__(name: str) -> Any:
 #: cannot settle summed exactly). ``"auto"`` takes ``"sparse"`` for a compact kernel in
 #: one column beyond :data:`attnpool.density.methods.HOST_PAIRS` pairs, and ``"native"``
 #: for the Gaussian in several columns there (on a CPU, where its loop builds).
-DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "native", "binned")
+DENSITY_METHODS = ("auto", "dense", "stream", "fgt", "sparse", "native", "binned", "tree")
 
 
 def log_density(
@@ -123,14 +123,16 @@ def _log_density(
     x_train: Any, x_query: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any,
     method: Any,
 ) -> np.ndarray:  # fmt: skip
-    from ..methods.options import Binned
+    from ..methods.options import Binned, Tree, resolve
 
-    name = method.name if isinstance(method, Binned) else method
+    name = method.name if isinstance(method, Binned | Tree) else method
     if name not in DENSITY_METHODS:
         raise ValueError(
             f"method: expected one of {', '.join(map(repr, DENSITY_METHODS))} or a Binned "
-            f"record; received {method!r}"
+            f"or Tree record; received {method!r}"
         )
+    if name == "tree":
+        method = resolve(method)[1]
     record = _kernels.get(kernel)
     x = check_points(x_train, "x_train")
     if x.shape[0] == 0:
@@ -163,11 +165,11 @@ def _log_density(
     if n == 0:
         return np.zeros(0)
     host = not (is_jax(x) or is_jax(q))
-    if host and name in ("auto", "fgt", "sparse", "native", "binned"):
+    if host and name in ("auto", "fgt", "sparse", "native", "binned", "tree"):
         found = _host_log_density(x, q, record, h, w, method)
         if found is not None:  # no program to build
             return np.asarray(found - math.log(total))
-    elif name in ("fgt", "sparse", "native", "binned"):
+    elif name in ("fgt", "sparse", "native", "binned", "tree"):
         raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
     # the compiled engines (JAX is imported here, not for the host methods above)
     from .._interop import precision_scope
@@ -211,7 +213,7 @@ def _host_log_density(
 ) -> np.ndarray | None:
     """The unnormalised log sums of :func:`log_density` by the host methods (NumPy arrays),
     or None where ``"auto"`` takes the compiled engines."""
-    from ..methods.options import Binned
+    from ..methods.options import Binned, Tree
     from .methods import host_log_sums, method_log_sums
 
     x64, q64 = centred_on_keys(np.asarray(x, np.float64), np.asarray(q, np.float64))
@@ -219,8 +221,8 @@ def _host_log_density(
     if method == "auto":
         found = host_log_sums(x64, q64, record, h, w64)
         return None if found is None else np.asarray(found)
-    name = method.name if isinstance(method, Binned) else method
-    options = method if isinstance(method, Binned) else Binned()
+    name = method.name if isinstance(method, Binned | Tree) else method
+    options = method if isinstance(method, Binned | Tree) else Binned()
 
     def exact(
         keys: np.ndarray, queries: np.ndarray, weights: np.ndarray | None = None

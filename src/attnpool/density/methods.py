@@ -132,7 +132,7 @@ def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
 def method_log_sums(
     x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any, exact: Any
 ) -> Any:
-    """``method="fgt"``, ``"sparse"``, ``"native"`` or ``"binned"``: refused where the
+    """``method="fgt"``, ``"sparse"``, ``"native"``, ``"tree"`` or ``"binned"``: refused where the
     method cannot serve, else its sums, the rows it leaves unsettled summed exactly
     (``exact(keys, queries)``: their normalised log densities, as ``"auto"`` sums them)."""
     from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
@@ -161,6 +161,8 @@ def method_log_sums(
         return _sparse_log_sums(x, q, record, h, w)
     if name == "native":
         return _native_log_sums(x, q, record, h, w)
+    if name == "tree":
+        return _tree_log_sums(x, q, record, h, w, options, exact)
     reason = refusal(record, d)
     if reason:
         raise ValueError(f"method: {reason}")
@@ -172,6 +174,35 @@ def method_log_sums(
     # reach of the rows binning leaves assumes it)
     smallest = float(np.min(w))
     return _binned_log_sums(x, q, record, h, options, exact, w / smallest) + math.log(smallest)
+
+
+def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any, exact: Any) -> Any:
+    """Normalised log sums by the k-d tree (:mod:`attnpool.methods.tree`), each density
+    within ``options.atol + options.rtol · f``; rows whose weights all underflowed under
+    the tree's shift (a smooth kernel far from every key) summed exactly."""
+    from ..methods import tree
+
+    reason = tree.refusal(record, x.shape[1])
+    if reason:
+        raise ValueError(f"method: {reason}")
+    if w is not None:
+        raise ValueError(
+            "weights: method 'tree' bounds its error for unweighted densities only; use an "
+            "exact method ('auto', 'dense', 'stream', 'sparse', 'fgt', 'native')"
+        )
+    integral = kernel_integrals(record, x.shape[1])[0]
+    log_norm = math.log(integral) + float(np.sum(np.log(h)))
+    absolute = options.atol * x.shape[0] * math.exp(log_norm)  # in the sums' own units
+    sums, shift = tree.tree_sums(
+        q / h, x / h, np.zeros((x.shape[0], 0)), record, rtol=options.rtol, atol=absolute,
+        leaf_size=options.leaf_size, edges=(q, x, h),
+    )  # fmt: skip
+    with np.errstate(divide="ignore"):
+        out = np.log(sums[:, 0]) + shift - log_norm
+    again = np.flatnonzero((sums[:, 0] == 0) & (not record.compact))
+    if again.size:
+        out[again] = exact(x, q[again], None) + math.log(x.shape[0])
+    return out
 
 
 def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: Any, w: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Pooling by the host methods (``sparse``, ``fgt``, ``native``, ``binned``, ``topk``) on
+"""Pooling by the host methods (``sparse``, ``fgt``, ``native``, ``binned``, ``topk``,
+``tree``) on
 concrete arrays.
 
 They compute kernel sums in float64 (NumPy/SciPy/JAX; ``native`` in the inputs'
@@ -67,6 +68,18 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         _check_left_out(left_out, options)
         pooled, empty_rows = (np.array(a) for a in finalize(state))
         exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
+    elif method == "tree":
+        from ..methods import tree
+
+        sums, _ = tree.tree_sums(
+            np.asarray(q, np.float64) * factor, np.asarray(k, np.float64) * factor,
+            np.asarray(v, np.float64), kernel, rtol=options.rtol, leaf_size=options.leaf_size,
+            edges=edges if kernel.compact else None,
+        )  # fmt: skip
+        empty_rows = (sums[:, 0] == 0) & kernel.compact
+        # far from every key a smooth kernel's weights underflow: summed again, exactly
+        exact = ((sums[:, 0] == 0) & (not kernel.compact)) | ~np.isfinite(sums).all(axis=1)
+        pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
     elif method == "binned":
         from ..methods import binned_host
 

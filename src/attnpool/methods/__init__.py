@@ -23,6 +23,8 @@ On concrete arrays (NumPy/SciPy on the host), returning kernel sums:
   in one pass, every core); exact.
 - :mod:`.binned` — ``d ≤ 2``, linear binning and FFT convolution; a stated tolerance.
 - :mod:`.topk` — each query's ``k`` nearest keys; a bound on the weight left out.
+- :mod:`.tree` — a k-d tree's boxes taken whole where their weights are bounded closely
+  enough; each weight sum within ``rtol · s + atol``.
 """
 
 import importlib

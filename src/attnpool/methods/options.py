@@ -22,6 +22,7 @@ __all__ = [
     "Binned",
     "TopK",
     "Traits",
+    "Tree",
     "exact_engine",
     "host_leave_one_out",
     "method_module",
@@ -77,6 +78,7 @@ TRAITS = {
     "native": Traits(True, False, False, "exact", "auto", "host"),
     "binned": Traits(False, False, False, "within tolerance × range(values)", "binned", "traced"),
     "topk": Traits(False, False, False, "left-out weight within tolerance"),
+    "tree": Traits(False, False, False, "weight sum within rtol·s + atol"),
 }
 #: Every method name ``method=`` accepts.
 METHODS = ("auto", *TRAITS)
@@ -195,21 +197,65 @@ class TopK:
     name = "topk"
 
 
-def resolve(method: str | Binned | TopK) -> tuple[str, Binned | TopK | None]:
+@dataclass(frozen=True)
+class Tree:
+    """Kernel sums by a k-d tree of the keys, each query's weight sum within
+    ``rtol · s + atol`` of the exact one (scikit-learn's ``KernelDensity(atol, rtol)``): a
+    box of keys whose weights cannot differ by more than its share of that is taken at
+    their midpoint (:mod:`attnpool.methods.tree`). A pooled value is then within
+    ``rtol / (1 − rtol) · range(values)`` (``atol = 0``); a density within
+    ``atol + rtol · f`` (``atol`` in density units). Any dimension; kernels that never grow
+    with the distance.
+
+    Parameters
+    ----------
+    rtol : float
+        Relative tolerance, in ``[0, 1)``.
+    atol : float
+        Absolute tolerance (densities: in density units; pooling: of the weight sum).
+    leaf_size : int
+        Keys per leaf of the tree.
+
+    References
+    ----------
+    Gray, A. G. & Moore, A. W. (2003). Nonparametric density estimation: toward
+    computational tractability. *SIAM International Conference on Data Mining*.
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
+    >>> attnpool.attention_pool([2.0], data.x_train, data.y_train, bandwidth=0.5,
+    ...                         method=attnpool.Tree(rtol=1e-4)).round(3)
+    array([3.576])
+    """
+
+    rtol: float = 1e-3
+    atol: float = 0.0
+    leaf_size: int = 32
+    name = "tree"
+
+
+def resolve(method: str | Binned | TopK | Tree) -> tuple[str, Binned | TopK | Tree | None]:
     """``(name, options)`` of a ``method`` argument, or a ``ValueError`` naming what is accepted."""
-    if isinstance(method, Binned | TopK):
+    if isinstance(method, Binned | TopK | Tree):
         _check_options(method)
         return method.name, method
     if isinstance(method, str) and method in METHODS:
-        defaults: dict[str, Binned | TopK] = {"binned": Binned(), "topk": TopK()}
+        defaults: dict[str, Binned | TopK | Tree] = {
+            "binned": Binned(), "topk": TopK(), "tree": Tree()
+        }  # fmt: skip
         return method, defaults.get(method)
     raise ValueError(
-        f"method: expected one of {', '.join(map(repr, METHODS))} or a Binned/TopK record; "
-        f"received {method!r}"
+        f"method: expected one of {', '.join(map(repr, METHODS))} or a Binned/TopK/Tree "
+        f"record; received {method!r}"
     )
 
 
 def _check_options(options: Any) -> None:
+    if isinstance(options, Tree):
+        _check_tree(options)
+        return
     if isinstance(options, TopK) and not (
         isinstance(options.k, int | np.integer) and options.k > 0
     ):
@@ -225,3 +271,16 @@ def _check_options(options: Any) -> None:
     grid = getattr(options, "grid_size", None)
     if grid is not None and not np.all(np.asarray(grid) >= 4):
         raise ValueError(f"Binned.grid_size: expected at least 4 nodes; received {grid!r}")
+
+
+def _check_tree(options: Tree) -> None:
+    if not (isinstance(options.rtol, float | int) and 0 <= options.rtol < 1):
+        raise ValueError(f"Tree.rtol: expected a number in [0, 1); received {options.rtol!r}")
+    if not (isinstance(options.atol, float | int) and options.atol >= 0):
+        raise ValueError(f"Tree.atol: expected a non-negative number; received {options.atol!r}")
+    if options.rtol == 0 and options.atol == 0:
+        raise ValueError("Tree: expected rtol > 0 or atol > 0; received both 0 (use 'auto')")
+    if not (isinstance(options.leaf_size, int | np.integer) and options.leaf_size > 0):
+        raise ValueError(
+            f"Tree.leaf_size: expected a positive integer; received {options.leaf_size!r}"
+        )

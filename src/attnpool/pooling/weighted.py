@@ -16,7 +16,7 @@ __all__ = ["UNWEIGHTED_METHODS", "weighted_pool"]
 
 
 #: Methods whose error bound is for unweighted pools (they refuse observation weights).
-UNWEIGHTED_METHODS = ("binned", "topk")
+UNWEIGHTED_METHODS = ("binned", "topk", "tree")
 
 
 def weighted_pool(

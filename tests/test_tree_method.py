@@ -1,0 +1,90 @@
+"""``method=Tree(rtol, atol)``: kernel sums within a stated tolerance by a k-d tree, against
+the textbook formula in NumPy float64, the exact oracle on adversarial data, and
+scikit-learn's ``KernelDensity(atol, rtol)`` (the same guarantee)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.neighbors import KernelDensity as SklearnDensity
+
+import attnpool
+from adversarial import oracle_test
+from attnpool import Tree
+from reference import reference_pool
+
+test_method_meets_the_oracle = oracle_test(["tree"])
+
+
+def data(seed, n, m, d):
+    rng = np.random.default_rng(seed)
+    keys = np.concatenate([rng.normal(0, 1, (m // 2, d)), rng.uniform(-4, 4, (m - m // 2, d))])
+    queries = rng.uniform(-4, 4, (n, d))
+    values = np.stack([np.sin(keys).sum(1), keys[:, 0] ** 2], axis=1)
+    return queries, keys, values
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "laplacian", "tricube"])
+@pytest.mark.parametrize("d", [1, 2, 5])
+@pytest.mark.parametrize("rtol", [1e-2, 1e-5])
+def test_pooled_values_are_within_the_stated_tolerance(kernel, d, rtol):
+    queries, keys, values = data(d, n=200, m=4000, d=d)
+    got = attnpool.attention_pool(queries, keys, values, kernel=kernel, bandwidth=0.6,
+                                  method=Tree(rtol=rtol), empty="nan")  # fmt: skip
+    want = reference_pool(queries, keys, values, kernel, 0.6)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    error = np.nanmax(np.abs(got - want), axis=0)
+    assert np.all(error <= rtol / (1 - rtol) * np.ptp(values, axis=0) + 1e-12)
+
+
+def test_far_boxes_are_taken_whole():
+    # a loose tolerance visits a small share of the pairs: the answer is still within it
+    from attnpool.methods import tree
+
+    queries, keys, values = data(7, n=300, m=20000, d=2)
+    sums, _ = tree.tree_sums(queries / 0.5, keys / 0.5, values, attnpool.kernels.get("gaussian"),
+                             rtol=1e-2)  # fmt: skip
+    want = reference_pool(queries, keys, values, "gaussian", 0.5)
+    got = sums[:, 1:] / sums[:, :1]
+    assert np.max(np.abs(got - want), axis=0).max() <= 0.0102 * np.ptp(values)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "exponential", "tophat"])
+@pytest.mark.parametrize("atol, rtol", [(0.0, 1e-3), (1e-4, 0.0), (1e-5, 1e-2)])
+def test_densities_keep_scikit_learns_guarantee(kernel, atol, rtol):
+    # |f̂ − f| ≤ atol + rtol·f, as scikit-learn's KernelDensity(atol, rtol) promises
+    names = {"exponential": "laplacian", "tophat": "boxcar"}
+    ours = names.get(kernel, kernel)
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3000, 3))
+    q = rng.normal(size=(100, 3)) * 1.5
+    h = 0.4
+    exact = np.exp(attnpool.log_density(x, q, kernel=ours, bandwidth=h))
+    got = np.exp(attnpool.log_density(x, q, kernel=ours, bandwidth=h,
+                                      method=Tree(rtol=rtol, atol=atol)))  # fmt: skip
+    assert np.all(np.abs(got - exact) <= atol + rtol * exact + 1e-15 * exact)
+    sk = SklearnDensity(kernel=kernel, bandwidth=h, atol=atol, rtol=rtol).fit(x)
+    theirs = np.exp(sk.score_samples(q))
+    if kernel in ("gaussian", "epanechnikov", "tophat"):  # normalised alike
+        assert np.all(np.abs(theirs - exact) <= atol + rtol * exact + 1e-12)
+
+
+def test_product_kernels_and_compact_edges_are_summed_as_the_exact_paths_sum_them():
+    grid = np.arange(-3.0, 4.0)
+    keys = np.stack(np.meshgrid(grid, grid), -1).reshape(-1, 2).repeat(3, axis=0)
+    values = np.arange(keys.shape[0], dtype=float)
+    for kernel in ("epanechnikov", "boxcar", "triangular-product"):
+        got = attnpool.attention_pool(keys, keys, values, kernel=kernel, bandwidth=1.0,
+                                      method=Tree(rtol=1e-9))  # fmt: skip
+        want = attnpool.attention_pool(keys, keys, values, kernel=kernel, bandwidth=1.0,
+                                       method="dense")  # fmt: skip
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * np.ptp(values))
+
+
+def test_the_record_is_checked():
+    with pytest.raises(ValueError, match=r"Tree\.rtol: expected a number in"):
+        attnpool.attention_pool([0.0], [0.0, 1.0], [1.0, 2.0], method=Tree(rtol=2.0))
+    with pytest.raises(ValueError, match=r"Tree\.atol: expected a non-negative number"):
+        attnpool.attention_pool([0.0], [0.0, 1.0], [1.0, 2.0], method=Tree(atol=-1.0))
+    with pytest.raises(ValueError, match="'tree' needs a built-in distance kernel"):
+        attnpool.attention_pool([0.0], [0.0, 1.0], [1.0, 2.0], kernel="dot", method="tree")
