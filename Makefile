@@ -45,6 +45,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_cv_several.py
 	$(BIN)/python benchmarks/bench_lowess.py
 	$(BIN)/python benchmarks/bench_smoothers_dask.py
+	$(BIN)/python benchmarks/bench_tree.py
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-dev
 	$(BIN)/python -m pip install -q -e '.[dev,docs]'

@@ -179,7 +179,8 @@ def method_log_sums(
 def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any, exact: Any) -> Any:
     """Normalised log sums by the k-d tree (:mod:`attnpool.methods.tree`), each density
     within ``options.atol + options.rtol · f``; rows whose weights all underflowed under
-    the tree's shift (a smooth kernel far from every key) summed exactly."""
+    the tree's shift (a smooth kernel far from every key), and those the walk leaves,
+    summed exactly, as ``"auto"`` sums them."""
     from ..methods import tree
 
     reason = tree.refusal(record, x.shape[1])
@@ -193,13 +194,13 @@ def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any, ex
     integral = kernel_integrals(record, x.shape[1])[0]
     log_norm = math.log(integral) + float(np.sum(np.log(h)))
     absolute = options.atol * x.shape[0] * math.exp(log_norm)  # in the sums' own units
-    sums, shift = tree.tree_sums(
+    sums, shift, unsettled = tree.tree_sums(
         q / h, x / h, np.zeros((x.shape[0], 0)), record, rtol=options.rtol, atol=absolute,
         leaf_size=options.leaf_size, edges=(q, x, h),
     )  # fmt: skip
     with np.errstate(divide="ignore"):
         out = np.log(sums[:, 0]) + shift - log_norm
-    again = np.flatnonzero((sums[:, 0] == 0) & (not record.compact))
+    again = np.flatnonzero(((sums[:, 0] == 0) & (not record.compact)) | unsettled)
     if again.size:
         out[again] = exact(x, q[again], None) + math.log(x.shape[0])
     return out

@@ -71,7 +71,7 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     elif method == "tree":
         from ..methods import tree
 
-        sums, _ = tree.tree_sums(
+        sums, _, unsettled = tree.tree_sums(
             np.asarray(q, np.float64) * factor, np.asarray(k, np.float64) * factor,
             np.asarray(v, np.float64), kernel, rtol=options.rtol, leaf_size=options.leaf_size,
             edges=edges if kernel.compact else None,
@@ -79,6 +79,8 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         empty_rows = (sums[:, 0] == 0) & kernel.compact
         # far from every key a smooth kernel's weights underflow: summed again, exactly
         exact = ((sums[:, 0] == 0) & (not kernel.compact)) | ~np.isfinite(sums).all(axis=1)
+        exact |= unsettled
+        empty_rows &= ~unsettled
         pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
     elif method == "binned":
         from ..methods import binned_host

@@ -15,9 +15,12 @@ is summed exactly (its compact kernel's edge decided as on every path). So
           \\Big|\\frac{\\hat t}{\\hat s} - \\frac ts\\Big| \\le \\frac{|\\hat s - s|}{\\hat s}
           \\operatorname{range}(v),
 
-the pooled value within ``rtol / (1 − rtol) · range(v)`` (``atol = 0``). Weights are taken
-relative to each query's largest possible one (``K`` at the root box's nearest point);
-the walk runs over all queries at once, box level by box level, in NumPy float64.
+the pooled value within ``rtol / (1 − rtol) · range(v)`` (``atol = 0``). ``L`` starts from
+the exact weights of each query's nearest keys. Weights are taken relative to each
+query's largest possible one (``K`` at the root box's nearest point); the walk runs over
+all queries at once, box level by box level, in NumPy float64. A query whose walk would
+visit more than a quarter of the leaves is left to the exact engines, which sum every
+pair faster than a walk that visits most of them.
 """
 
 from __future__ import annotations
@@ -124,12 +127,14 @@ def tree_sums(
     atol: float = 0.0,
     leaf_size: int = 32,
     edges=None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(sums (n, 1 + p), log_shift (n,))``: ``[ŝ, t̂]`` times ``e^(−log_shift)`` for scaled
-    ``queries (n, d)`` over scaled ``keys (m, d)`` with ``values (m, p)``, ``ŝ`` within
-    ``rtol · s + atol`` of the weight sum (``atol`` in the sums' own units). ``edges``: the
-    unscaled queries, keys and bandwidth that decide a compact kernel's edge in the
-    leaves."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sums (n, 1 + p), log_shift (n,), unsettled (n,))``: ``[ŝ, t̂]`` times
+    ``e^(−log_shift)`` for scaled ``queries (n, d)`` over scaled ``keys (m, d)`` with
+    ``values (m, p)``, ``ŝ`` within ``rtol · s + atol`` of the weight sum (``atol`` in the
+    sums' own units), except the ``unsettled`` rows, whose walk would have visited more
+    than a quarter of the leaves: the caller sums those exactly (its fastest exact engine
+    is faster than visiting them). ``edges``: the unscaled queries, keys and bandwidth
+    that decide a compact kernel's edge in the leaves."""
     tree = build_tree(keys, leaf_size)
     centre = (values.max(axis=0) + values.min(axis=0)) / 2 if values.size else 0.0
     shifted = values - centre
@@ -141,28 +146,35 @@ def tree_sums(
     m = keys.shape[0]
     out = np.zeros((queries.shape[0], 1 + values.shape[1]))
     shifts = np.zeros(queries.shape[0])
+    unsettled = np.zeros(queries.shape[0], bool)
     for first in range(0, queries.shape[0], QUERY_CHUNK):
         chunk = slice(first, first + QUERY_CHUNK)
-        found, shift = _walk(queries[chunk], tree, ordered_keys, ordered_values, sums_v, counts,
-                             kernel, rtol, atol, m, edges, chunk)  # fmt: skip
-        out[chunk], shifts[chunk] = found, shift
+        out[chunk], shifts[chunk], unsettled[chunk] = _walk(
+            queries[chunk], tree, ordered_keys, ordered_values, sums_v, counts, kernel, rtol,
+            atol, m, edges, chunk,
+        )  # fmt: skip
     out[:, 1:] += out[:, :1] * centre  # the values' midrange back
-    return out, shifts
+    return out, shifts, unsettled
 
 
 def _walk(queries, tree, keys, values, box_values, counts, kernel, rtol, atol, m, edges, chunk):
     n, p = queries.shape[0], values.shape[1]
+    pairs = _PairWeights(queries, keys, tree, kernel, edges, chunk)
     shift, _ = _box_bounds(queries, tree, np.zeros(n, int), np.arange(n), kernel)
     shift = np.where(np.isfinite(shift), shift, 0.0)
+    pairs.shift = shift
     sums = np.zeros((n, 1 + p))
+    seed_low = _nearest_weights(queries, keys, pairs, tree.stop[0] - tree.start[0])
     settled_low = np.zeros(n)  # a lower bound of each row's weight sum, from settled boxes
     rows, nodes = np.arange(n), np.zeros(n, int)
     tolerance_unit = atol * np.exp(-shift)  # atol in each row's shifted units
+    dense = np.zeros(n, bool)
+    budget = max(8, m // (4 * max(1, int(np.max(counts[tree.children[:, 0] < 0])))))
     while rows.size:
         log_heavy, log_light = _box_bounds(queries, tree, nodes, rows, kernel)
         heavy, light = np.exp(log_heavy - shift[rows]), np.exp(log_light - shift[rows])
         count = counts[nodes]
-        lower = settled_low + np.bincount(rows, count * light, minlength=n)
+        lower = np.maximum(seed_low, settled_low + np.bincount(rows, count * light, minlength=n))
         error = count * (heavy - light) / 2
         allowed = count / m * (rtol * lower[rows] + tolerance_unit[rows])
         take = error <= allowed
@@ -172,34 +184,70 @@ def _walk(queries, tree, keys, values, box_values, counts, kernel, rtol, atol, m
         np.add.at(sums[:, 1:], rows[take], middle[take, None] * box_values[nodes[take]])
         settled_low += np.bincount(rows[take], count[take] * light[take], minlength=n)
         if leaf.any():
-            exact = _leaf_sums(queries, keys, values, tree, kernel, rows[leaf], nodes[leaf],
-                               shift, edges, chunk)  # fmt: skip
+            exact = _leaf_sums(pairs, values, tree, rows[leaf], nodes[leaf])
             np.add.at(sums, rows[leaf], exact)
             settled_low += np.bincount(rows[leaf], exact[:, 0], minlength=n)
         split = ~take & ~leaf
         rows = np.repeat(rows[split], 2)
         nodes = tree.children[nodes[split]].reshape(-1)
-    return sums, shift
+        # a row whose walk would visit a good share of the leaves is left to an exact engine
+        crowded = np.bincount(rows, minlength=n) > budget
+        if crowded.any():
+            dense |= crowded
+            keep = ~crowded[rows]
+            rows, nodes = rows[keep], nodes[keep]
+    sums[dense] = 0.0
+    return sums, shift, dense
 
 
-def _leaf_sums(queries, keys, values, tree, kernel, rows, nodes, shift, edges, chunk):
+class _PairWeights:
+    """Exact log weights of (query, key) pairs, less each query's shift: the compact
+    kernel's edge decided on the unscaled inputs, as on every path."""
+
+    def __init__(self, queries, keys, tree, kernel, edges, chunk):
+        self.queries, self.keys, self.kernel = queries, keys, kernel
+        self.order, self.edges, self.chunk = tree.order, edges, chunk
+        self.shift = np.zeros(queries.shape[0])
+
+    def __call__(self, rows, slots):
+        """``(pairs, width)`` weights of query ``rows (pairs,)`` and key ``slots (pairs,
+        width)`` (positions in the tree's order)."""
+        kernel = self.kernel
+        if self.edges is not None and has_edge(kernel):
+            unscaled_q, unscaled_k, h = self.edges
+            key_rows = self.order[slots]
+            query_rows = self.chunk.start + rows
+            us = [(unscaled_k[key_rows, j] - unscaled_q[query_rows][:, None, j]) / h[j]
+                  for j in range(self.keys.shape[1])]  # fmt: skip
+            log_w = np.asarray(edge_log_profile(us, kernel), float)
+        else:
+            offsets = self.keys[slots] - self.queries[rows][:, None, :]
+            squares = offsets * offsets
+            if kernel.product:
+                log_w = np.sum(_log_kernel(kernel, squares), axis=-1)
+            else:
+                log_w = _log_kernel(kernel, np.sum(squares, axis=-1))
+        return np.exp(log_w - self.shift[rows][:, None])
+
+
+def _nearest_weights(queries, keys, pairs: _PairWeights, m: int) -> np.ndarray:
+    """A lower bound of each row's weight sum: the exact weights of its nearest keys."""
+    from scipy.spatial import cKDTree
+
+    count = min(16, m)
+    _, index = cKDTree(keys).query(queries, k=count)
+    index = np.asarray(index).reshape(queries.shape[0], count)
+    position = np.empty(m, int)
+    position[pairs.order] = np.arange(m)  # the keys' places in the tree's order
+    return pairs(np.arange(queries.shape[0]), position[index]).sum(axis=1)
+
+
+def _leaf_sums(pairs: _PairWeights, values, tree, rows, nodes):
     """Exact ``[Σ w, Σ w v]`` of leaf ``nodes`` at query ``rows``, in the rows' shifted units."""
     width = int(np.max(tree.stop[nodes] - tree.start[nodes]))
     slots = tree.start[nodes][:, None] + np.arange(width)[None, :]
     inside = slots < tree.stop[nodes][:, None]
     slots = np.where(inside, slots, tree.start[nodes][:, None])
-    offsets = keys[slots] - queries[rows][:, None, :]  # (pairs, width, d)
-    if edges is not None and has_edge(kernel):  # the edge decided on the unscaled inputs
-        unscaled_q, unscaled_k, h = edges
-        key_rows = tree.order[slots]
-        query_rows = np.arange(chunk.start, chunk.start + queries.shape[0])[rows]
-        us = [(unscaled_k[key_rows, j] - unscaled_q[query_rows][:, None, j]) / h[j]
-              for j in range(keys.shape[1])]  # fmt: skip
-        log_w = np.asarray(edge_log_profile(us, kernel), float)
-    elif kernel.product:
-        log_w = np.sum(_log_kernel(kernel, offsets * offsets), axis=-1)
-    else:
-        log_w = _log_kernel(kernel, np.sum(offsets * offsets, axis=-1))
-    w = np.where(inside, np.exp(log_w - shift[rows][:, None]), 0.0)
+    w = np.where(inside, pairs(rows, slots), 0.0)
     return np.concatenate([w.sum(axis=1, keepdims=True),
                            np.einsum("rw,rwp->rp", w, values[slots])], axis=1)  # fmt: skip
