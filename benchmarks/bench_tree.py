@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from functools import partial
 
 import numpy as np
 
@@ -37,15 +38,17 @@ def main() -> None:
         exact = attnpool.log_density(x, q, bandwidth=0.3, method="dense")
         for rtol in (1e-2, 1e-4):
             model = KernelDensity(bandwidth=0.3, rtol=rtol).fit(x)
-            theirs = _median(lambda m=model: m.score_samples(q))
-            method = attnpool.Tree(rtol=rtol)
-            ours = _median(lambda m=method: attnpool.log_density(x, q, bandwidth=0.3, method=m))
-            auto = _median(lambda: attnpool.log_density(x, q, bandwidth=0.3))
-            ours_error = np.max(np.abs(np.expm1(
-                attnpool.log_density(x, q, bandwidth=0.3, method=method) - exact)))  # fmt: skip
+            tree = partial(attnpool.log_density, x, q, bandwidth=0.3,
+                           method=attnpool.Tree(rtol=rtol))  # fmt: skip
+            theirs = _median(partial(model.score_samples, q))
+            ours = _median(tree)
+            auto = _median(partial(attnpool.log_density, x, q, bandwidth=0.3))
+            ours_error = np.max(np.abs(np.expm1(tree() - exact)))
             their_error = np.max(np.abs(np.expm1(model.score_samples(q) - exact)))
-            print(f"| {n:.0e} | {d} | {rtol:g} | {theirs:.3f} | {ours:.3f} | "
-                  f"{theirs / ours:.1f} | {auto:.3f} | {ours_error:.1e} | {their_error:.1e} |")  # fmt: skip
+            cells = [f"{n:.0e}", str(d), f"{rtol:g}", f"{theirs:.3f}", f"{ours:.3f}",
+                     f"{theirs / ours:.1f}", f"{auto:.3f}", f"{ours_error:.1e}",
+                     f"{their_error:.1e}"]  # fmt: skip
+            print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
