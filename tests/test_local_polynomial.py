@@ -148,7 +148,9 @@ def test_undetermined_neighbourhoods_follow_the_empty_policy():
     assert np.isnan(local_polynomial(x, y, [0.0, 5.0], **kw)).all()
     with pytest.warns(attnpool.EmptyNeighbourhoodWarning, match="2 of 2 queries"):
         local_polynomial(x, y, [0.0, 5.0], empty="warn", **kw)
-    with pytest.raises(ValueError, match="empty: 2 of 2 queries have fewer than degree"):
+    with pytest.raises(
+        ValueError, match="empty: 2 of 2 queries have too few distinct training points"
+    ):
         local_polynomial(x, y, [0.0, 5.0], empty="raise", **kw)
 
 
@@ -163,8 +165,8 @@ def test_undetermined_neighbourhoods_follow_the_empty_policy():
         ),
         (lambda: local_polynomial([0, 1, 2], [0, 1, 2], [1], bandwidth=0), "bandwidth"),
         (
-            lambda: local_polynomial(np.zeros((3, 2)), [0, 1, 2], [[1, 1]], bandwidth=1),
-            "one column",
+            lambda: local_polynomial(np.zeros((3, 2)), [0, 1, 2], [[1, 1]], bandwidth=1, degree=3),
+            "degree: expected at most 2 in 2 columns",
         ),
         (lambda: local_polynomial([0, 1, 2], [0, 1, 2], [1], bandwidth=1, kernel="dot"), "kernel"),
         (
@@ -194,3 +196,56 @@ def test_dpill_by_name_in_the_search_and_the_local_linear_estimator():
         attnpool.NadarayaWatson(bandwidth="dpill").fit(x[:, None], y)
     with pytest.raises(ValueError, match="kernel='epanechnikov'"):
         attnpool.select_bandwidth(x, y, method="dpill", degree=1, kernel="epanechnikov")
+
+
+def brute_force_surface(x, y, queries, h, kernel="gaussian"):
+    """Weighted least squares on [1, u, v, u², uv, v²] at each query: the fit, the
+    gradient and the Hessian, in long double where NumPy allows."""
+    out = []
+    record = attnpool.kernels.get(kernel)
+    for q in queries:
+        u = x - q
+        w = np.exp(np.asarray(record.log_profile(np.sum((u / h) ** 2, axis=1)), float))
+        a, b = u[:, 0], u[:, 1]
+        design = np.stack([np.ones_like(a), a, b, a * a, a * b, b * b], axis=1)
+        beta = np.linalg.solve(design.T @ (w[:, None] * design), design.T @ (w * y))
+        out.append((beta[0], beta[1:3], np.array([[2 * beta[3], beta[4]], [beta[4], 2 * beta[5]]])))
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_several_columns_fit_gradient_and_hessian_equal_least_squares(kernel):
+    rng = np.random.default_rng(9)
+    x = rng.uniform(0, 2, (400, 2))
+    y = np.sin(2 * x[:, 0]) * np.cos(x[:, 1]) + rng.normal(0, 0.05, 400)
+    queries = rng.uniform(0.4, 1.6, (6, 2))
+    h = np.array([0.5, 0.6])
+    fit = local_polynomial(x, y, queries, bandwidth=h, degree=2, kernel=kernel)
+    gradient = local_polynomial(x, y, queries, bandwidth=h, degree=2, derivative=1, kernel=kernel)
+    hessian = local_polynomial(x, y, queries, bandwidth=h, degree=2, derivative=2, kernel=kernel)
+    assert gradient.shape == (6, 2) and hessian.shape == (6, 2, 2)
+    for row, (value, slope, curvature) in enumerate(brute_force_surface(x, y, queries, h, kernel)):
+        assert fit[row] == pytest.approx(value, rel=1e-9, abs=1e-11)
+        np.testing.assert_allclose(gradient[row], slope, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(hessian[row], curvature, rtol=1e-7, atol=1e-9)
+
+
+def test_a_quadratic_surface_is_reproduced_with_its_derivatives():
+    grid = np.linspace(-1, 1, 21)
+    x = np.stack(np.meshgrid(grid, grid), -1).reshape(-1, 2) * [3.0, 0.5] + [1e4, -7.0]
+    u, v = (x[:, 0] - 1e4) / 3, (x[:, 1] + 7) / 0.5
+    y = np.c_[1 + 2 * u - v + 0.5 * u * u + 3 * u * v - v * v, u]
+    q = np.array([[1e4, -7.0], [1e4 + 1.5, -6.9]])
+    qu, qv = (q[:, 0] - 1e4) / 3, (q[:, 1] + 7) / 0.5
+    h = [1.2, 0.2]
+    fit = local_polynomial(x, y, q, bandwidth=h)
+    gradient = local_polynomial(x, y, q, bandwidth=h, derivative=1)
+    hessian = local_polynomial(x, y, q, bandwidth=h, derivative=2)
+    want_fit = 1 + 2 * qu - qv + 0.5 * qu * qu + 3 * qu * qv - qv * qv
+    np.testing.assert_allclose(fit[:, 0], want_fit, rtol=1e-8)
+    np.testing.assert_allclose(fit[:, 1], qu, atol=1e-8)
+    want_gradient = np.stack([(2 + qu + 3 * qv) / 3, (-1 + 3 * qu - 2 * qv) / 0.5], axis=1)
+    np.testing.assert_allclose(gradient[:, :, 0], want_gradient, rtol=1e-7)
+    want_hessian = np.array([[1 / 9, 3 / 1.5], [3 / 1.5, -2 / 0.25]])
+    np.testing.assert_allclose(hessian[:, :, :, 0], np.broadcast_to(want_hessian, (2, 2, 2)),
+                               rtol=1e-6)  # fmt: skip

@@ -1,32 +1,35 @@
-"""Local polynomial regression of any degree in one column, and the derivatives of the fit.
+"""Local polynomial regression of any degree, and the derivatives of the fit.
 
-At a query ``q`` the fit of degree ``p`` is weighted least squares of ``y`` on the powers
-``1, z, …, z^p`` of the scaled offsets ``z = (x_i − q)/h − μ``, with weights
-``K((x_i − q)/h)``; ``μ`` is the weighted mean offset, about which the moments are taken
-(in one pass about the query, ``Σ w z^k`` cancels to rounding once one key carries nearly
-all the weight, as :mod:`attnpool.engines.numpy_engine` notes for degree 1). With the
-coefficients ``β`` the ``ν``-th derivative at the query is
+At a query ``q`` the fit of degree ``p`` is weighted least squares of ``y`` on the
+monomials ``z^α`` (``|α| ≤ p``) of the scaled offsets ``z = (x_i − q)/h − μ``, with
+weights ``K((x_i − q)/h)``; ``μ`` is the weighted mean offset, about which the moments
+are taken (in one pass about the query the moments cancel to rounding once one key
+carries nearly all the weight, as :mod:`attnpool.engines.numpy_engine` notes for degree
+1). With the coefficients ``β`` a derivative ``∂^ν`` at the query is that of the
+polynomial at ``z = −μ``:
 
-.. math:: \\hat m^{(ν)}(q) = h^{-ν} \\sum_{k \\ge ν} \\frac{k!}{(k-ν)!} β_k (-μ)^{k-ν}.
+.. math:: \\partial^ν \\hat m(q) = h^{-ν} \\sum_{α \\ge ν} \\frac{α!}{(α-ν)!} β_α (-μ)^{α-ν}
 
-Sums are exact, in float64, over every pair in chunks (no binning: compare
-:func:`attnpool.binned_local_polynomial`, KernSmooth's binned grid). A query with fewer
-than ``p + 1`` distinct keys of positive weight cannot carry the polynomial: its row is
-NaN (or the error or warning ``empty`` asks for).
+(multi-indices; in one column ``ν! β_ν`` when ``μ = 0``). Sums are exact, in float64,
+over every pair in chunks (no binning: compare :func:`attnpool.binned_local_polynomial`,
+KernSmooth's binned grid). A query whose keys of positive weight cannot carry the
+polynomial (its scaled Gram matrix singular) gets NaN, or the error or warning ``empty``
+asks for.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
 from .. import kernels
 from .._typing import ArrayLike
-from .._validation import check_choice, check_points, check_values
+from .._validation import check_bandwidth, check_choice, check_points, check_values
 from ..kernels.edges import edge_log_profile, has_edge
-from ..smoothers.local_polynomial import hankel
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
 
@@ -36,31 +39,59 @@ __all__ = ["local_polynomial"]
 SINGULAR = 1e-13
 
 
-def _log_weights(u: np.ndarray, kernel: kernels.Kernel) -> np.ndarray:
+def monomials(d: int, degree: int) -> list[tuple[int, ...]]:
+    """The exponents ``α`` of the monomials ``z^α`` of ``d`` variables up to ``degree``,
+    by total degree (the constant first)."""
+    return sorted(
+        (a for a in itertools.product(range(degree + 1), repeat=d) if sum(a) <= degree),
+        key=lambda a: (sum(a), tuple(-e for e in a)),
+    )
+
+
+def _log_weights(us: list[np.ndarray], kernel: kernels.Kernel) -> np.ndarray:
     if has_edge(kernel):  # the support's edge decided exactly, as on every path
-        return np.asarray(edge_log_profile([u], kernel), float)
-    return np.asarray(kernel.log_profile(u * u), float)
+        return np.asarray(edge_log_profile(us, kernel), float)
+    if kernel.product:
+        return np.asarray(sum(kernel.log_profile(u * u) for u in us), float)
+    return np.asarray(kernel.log_profile(sum(u * u for u in us)), float)
+
+
+def _derivative_rows(
+    exponents: list[tuple[int, ...]], orders: list[tuple[int, ...]], point: np.ndarray
+) -> np.ndarray:
+    """``(k, len(orders), B)``: ``∂^β z^α`` at ``point (k, d)`` for each order ``β`` and
+    monomial ``α``."""
+    rows = np.zeros((point.shape[0], len(orders), len(exponents)))
+    for i, beta in enumerate(orders):
+        for j, alpha in enumerate(exponents):
+            if all(a >= b for a, b in zip(alpha, beta, strict=True)):
+                factor = math.prod(math.factorial(a) // math.factorial(a - b)
+                                   for a, b in zip(alpha, beta, strict=True))  # fmt: skip
+                powers = np.prod(point ** (np.array(alpha) - np.array(beta)), axis=1)
+                rows[:, i, j] = factor * powers
+    return rows
 
 
 def _chunk(
-    x: np.ndarray, y: np.ndarray, q: np.ndarray, h: float, kernel: kernels.Kernel,
-    degree: int, derivative: int,
+    x: np.ndarray, y: np.ndarray, q: np.ndarray, h: np.ndarray, kernel: kernels.Kernel,
+    degree: int, orders: list[tuple[int, ...]],
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """``(estimates (k, p), undetermined (k,))`` of queries ``q (k,)``."""
-    u = (x[None, :] - q[:, None]) / h
-    log_w = _log_weights(u, kernel)
+    """``(estimates (k, len(orders), p), undetermined (k,))`` of queries ``q (k, d)``."""
+    us = [(x[None, :, j] - q[:, j, None]) / h[j] for j in range(x.shape[1])]
+    log_w = _log_weights(us, kernel)
     top = np.max(log_w, axis=1)
     w = np.exp(log_w - np.where(top > -np.inf, top, 0.0)[:, None])
     total = w.sum(axis=1)
     safe = np.where(total > 0, total, 1.0)
-    mean = np.einsum("kn,kn->k", w, u) / safe
-    z = u - mean[:, None]
-    powers = [np.ones_like(z)]
-    for _ in range(2 * degree):
-        powers.append(powers[-1] * z)
-    s = np.stack([np.einsum("kn,kn->k", w, zk) for zk in powers], axis=1) / safe[:, None]
-    t = np.stack([(w * zk) @ y for zk in powers[: degree + 1]], axis=1) / safe[:, None, None]
-    gram = hankel(s)  # (k, p + 1, p + 1)
+    mean = np.stack([np.einsum("kn,kn->k", w, u) for u in us], axis=1) / safe[:, None]
+    zs = [u - mean[:, j, None] for j, u in enumerate(us)]
+    exponents = monomials(x.shape[1], degree)
+    basis = [math.prod((z**a for z, a in zip(zs, alpha, strict=True)), start=np.ones_like(w))
+             for alpha in exponents]  # fmt: skip
+    weighted = [w * b for b in basis]
+    gram = np.stack([np.stack([np.einsum("kn,kn->k", wb, b) for b in basis], axis=1)
+                     for wb in weighted], axis=1) / safe[:, None, None]  # fmt: skip
+    t = np.stack([wb @ y for wb in weighted], axis=1) / safe[:, None, None]
     scale = 1 / np.sqrt(np.maximum(np.diagonal(gram, axis1=1, axis2=2), np.finfo(float).tiny))
     scaled = gram * scale[:, :, None] * scale[:, None, :]
     values, vectors = np.linalg.eigh(scaled)
@@ -68,13 +99,11 @@ def _chunk(
     inverse_values = np.where(undetermined[:, None], 0.0, 1 / np.where(values > 0, values, 1.0))
     rhs = np.einsum("kij,kip->kjp", vectors, scale[:, :, None] * t)
     beta = scale[:, :, None] * np.einsum("kij,kj,kjp->kip", vectors, inverse_values, rhs)
-    coefficients = np.array(
-        [math.factorial(k) / math.factorial(k - derivative) for k in range(derivative, degree + 1)]
-    )
-    shifts = (-mean[:, None]) ** np.arange(degree + 1 - derivative)[None, :]
-    estimate = np.einsum("k,kj,kjp->kp", np.ones(len(q)), coefficients * shifts,
-                         beta[:, derivative:]) / h**derivative  # fmt: skip
-    return np.where(undetermined[:, None], np.nan, estimate), undetermined
+    # the polynomial's derivatives at the query, z = −μ, back in the data's units
+    units = np.array([np.prod(h ** np.array(order)) for order in orders])
+    rows = _derivative_rows(exponents, orders, -mean) / units[None, :, None]
+    estimate = np.einsum("koj,kjp->kop", rows, beta)
+    return np.where(undetermined[:, None, None], np.nan, estimate), undetermined
 
 
 def local_polynomial(
@@ -82,46 +111,49 @@ def local_polynomial(
     y_train: ArrayLike,
     x_query: ArrayLike,
     *,
-    bandwidth: float,
+    bandwidth: Any,
     degree: int = 2,
     derivative: int = 0,
     kernel: str | kernels.Kernel = "gaussian",
     empty: str = "nan",
 ) -> np.ndarray:
-    """Local polynomial regression of one column, or a derivative of the fit.
+    """Local polynomial regression, or a derivative of the fit.
 
-    Shapes: ``x_train (n,)``, ``y_train (n,) | (n, p)``, ``x_query (k,)``; returns
-    ``(k,)`` or ``(k, p)``. ``derivative=ν`` estimates ``m^(ν)`` by ``ν! β_ν`` of the fit
-    of ``degree`` (at least ``ν``; ``p − ν`` odd is the usual choice). The exact sums of
-    every pair, in float64.
+    Shapes: ``x_train (n,) | (n, d)``, ``y_train (n,) | (n, p)``, ``x_query (k,) | (k, d)``.
+    The fit at each query is weighted least squares on every monomial of the offsets up
+    to ``degree``; ``derivative=ν`` returns its ``ν``-th derivatives at the query: in one
+    column ``m^(ν)`` (``ν! β_ν``; ``degree − ν`` odd is the usual choice), ``(k,)`` or
+    ``(k, p)``; in ``d`` columns the fit (``ν = 0``, ``(k,)`` or ``(k, p)``), its gradient
+    (``ν = 1``, ``(k, d)`` or ``(k, d, p)``) or its Hessian (``ν = 2``, ``(k, d, d)`` or
+    ``(k, d, d, p)``). The exact sums of every pair, in float64.
 
     Parameters
     ----------
-    x_train : array of shape (n,)
+    x_train : array of shape (n,) or (n, d)
     y_train : array of shape (n,) or (n, p)
-    x_query : array of shape (k,)
-    bandwidth : float
-        The kernel's scale (the Gaussian's standard deviation, a compact kernel's
-        half-width).
+    x_query : array of shape (k,) or (k, d)
+    bandwidth : float or array of shape (d,)
+        The kernel's scale in each column (the Gaussian's standard deviation, a compact
+        kernel's half-width).
     degree : int
-        The local polynomial's degree.
+        The local polynomial's degree (in several columns, at most 2).
     derivative : int
-        The derivative to estimate (0: the regression function).
+        The order of the derivatives to estimate (0: the regression function).
     kernel : str or Kernel
-        A non-negative distance kernel.
+        A non-negative distance kernel (radial, or a ``-product`` kernel).
     empty : {"nan", "warn", "raise"}
-        A query whose neighbourhood cannot carry the polynomial (fewer than ``degree + 1``
-        distinct keys of positive weight): NaN, NaN with a warning, or an error.
+        A query whose neighbourhood cannot carry the polynomial (too few distinct keys
+        of positive weight): NaN, NaN with a warning, or an error.
 
     Returns
     -------
-    ndarray of shape (k,) or (k, p)
+    ndarray
 
     References
     ----------
     Fan, J. & Gijbels, I. (1996). *Local Polynomial Modelling and Its Applications*,
-    chapter 3. Chapman & Hall. Wand, M. P. & Jones, M. C. (1995). *Kernel Smoothing*,
-    chapter 5.
+    chapter 3. Chapman & Hall. Ruppert, D. & Wand, M. P. (1994). Multivariate locally
+    weighted least squares regression. *The Annals of Statistics* 22(3), 1346–1370.
 
     Examples
     --------
@@ -130,6 +162,11 @@ def local_polynomial(
     >>> attnpool.local_polynomial(x, x**3, [1.0], bandwidth=0.3, degree=3,
     ...                           derivative=2).round(6)                    # 6 x at x = 1
     array([6.])
+    >>> grid = np.stack(np.meshgrid(x, x), -1).reshape(-1, 2)
+    >>> surface = grid[:, 0] ** 2 + grid[:, 0] * grid[:, 1]
+    >>> attnpool.local_polynomial(grid, surface, [[1.0, 1.0]], bandwidth=0.4,
+    ...                           derivative=1).round(6)                    # (2x + y, x)
+    array([[3., 1.]])
     """
     check_choice(empty, "empty", ("nan", "warn", "raise"))
     for value, name in ((degree, "degree"), (derivative, "derivative")):
@@ -137,36 +174,39 @@ def local_polynomial(
             raise ValueError(f"{name}: expected a non-negative integer; received {value!r}")
     if derivative > degree:
         raise ValueError(f"derivative: expected at most degree={degree}; received {derivative}")
-    h = float(bandwidth) if isinstance(bandwidth, int | float | np.number) else math.nan
-    if not (math.isfinite(h) and h > 0):
-        raise ValueError(f"bandwidth: expected a positive number; received {bandwidth!r}")
     record = kernels.get(kernel)
     if record.similarity != "distance" or record.base is not None:
         raise ValueError(
             f"kernel: expected a non-negative distance kernel; received {record.name!r}"
         )
     x = np.asarray(check_points(x_train, "x_train"), float)
-    q = np.asarray(check_points(x_query, "x_query"), float)
-    if x.shape[1] != 1 or q.shape[1] != 1:
-        raise ValueError(
-            f"x_train, x_query: expected one column; received {x.shape[1]} and {q.shape[1]}"
-        )
+    q = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), float)
+    d = x.shape[1]
+    if d > 1 and degree > 2:
+        raise ValueError(f"degree: expected at most 2 in {d} columns; received {degree}")
+    h = np.asarray(check_bandwidth(bandwidth, d), float)
     y, flat = check_values(y_train, x.shape[0])
     y = np.asarray(y, float).reshape(x.shape[0], -1)
-    x, q = x[:, 0], q[:, 0]
-    rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * (2 * degree + 1)))
-    parts = [
-        _chunk(x, y, q[i : i + rows], h, record, degree, derivative)
-        for i in range(0, q.shape[0], rows)
-    ]
-    fit = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, y.shape[1]))
+    orders = [o for o in monomials(d, derivative) if sum(o) == derivative]
+    if d > 1 and derivative == 2:  # the Hessian's entries, row by row
+        orders = [tuple(int(i == a) + int(i == b) for i in range(d))
+                  for a in range(d) for b in range(d)]  # fmt: skip
+    width = len(monomials(d, degree)) ** 2
+    rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * width))
+    parts = [_chunk(x, y, q[i : i + rows], h, record, degree, orders)
+             for i in range(0, q.shape[0], rows)]  # fmt: skip
+    fit = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, len(orders), y.shape[1]))
     undetermined = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, bool)
     if undetermined.any() and empty != "nan":
         message = (
-            f"{int(undetermined.sum())} of {len(undetermined)} queries have fewer than "
-            f"degree + 1 = {degree + 1} distinct training points of positive weight"
+            f"{int(undetermined.sum())} of {len(undetermined)} queries have too few distinct "
+            f"training points of positive weight for a polynomial of degree {degree}"
         )
         if empty == "raise":
             raise ValueError(f"empty: {message}; widen the bandwidth or lower the degree")
         warnings.warn(f"{message}; their result is NaN", EmptyNeighbourhoodWarning, stacklevel=2)
-    return fit[:, 0] if flat else fit
+    if d == 1 or derivative == 0:
+        fit = fit[:, 0]
+    elif derivative == 2:
+        fit = fit.reshape(fit.shape[0], d, d, -1)
+    return fit[..., 0] if flat else fit
