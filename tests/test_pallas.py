@@ -201,10 +201,14 @@ def _lowered_for_cuda(function, *arguments) -> str:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "dot", "biweight-product"])
+@pytest.mark.parametrize(
+    "kernel", ["gaussian", "epanechnikov", "dot", "biweight-product", "laplacian-l1.5"]
+)
 def test_the_kernel_lowers_to_triton_for_a_gpu(kernel, dtype):
     # the GPU's program is built here without a GPU: Pallas lowers the kernel to Triton
     # (its custom call), gradients included; the interpreter's program is not in it
+    if kernel.endswith("-l1.5"):  # a Minkowski norm: powers of absolute differences
+        kernel = kernels.with_norm(kernels.get("laplacian"), 1.5)
     with jax.enable_x64(dtype == np.float64):
         q, k, v = (jnp.asarray(a, dtype) for a in data(11, n=100, m=200, d=3))
 

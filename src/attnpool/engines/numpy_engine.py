@@ -29,6 +29,7 @@ from .. import kernels
 from .._units import midrange, value_unit
 from .._validation import check_bandwidth_representable, numpy_dtype
 from ..kernels.edges import edge_log_profile, has_edge
+from ..kernels.norms import squared_norm
 from ..sums.local_model import LocalModel, log_categorical, model_for, solve_moments
 from ..sums.observation_weights import augmented
 
@@ -204,10 +205,7 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=No
     elif has_edge(model.kernel):  # the support's edge decided exactly, as on every path
         log_w = edge_log_profile(continuous, model.kernel)
     else:
-        r2 = continuous[0] * continuous[0]
-        for offset in continuous[1:]:
-            r2 += offset * offset
-        log_w = model.kernel.log_profile(r2)
+        log_w = model.kernel.log_profile(squared_norm(continuous, model.kernel))
     for a in model.categorical:
         kind, count = model.var_type[a], model.levels[a]
         log_w = log_w + log_categorical(queries[:, a, None], keys[None, :, a], h[a], kind, count)
@@ -300,7 +298,7 @@ def _nearest_mean(queries, keys, y, h, model: LocalModel, w=None):
     # each row in units of its largest difference: squares of 1e200 would overflow
     largest = np.max([np.max(np.abs(u), axis=1) for u in differences], axis=0)
     largest = np.where((largest > 0) & np.isfinite(largest), largest, 1.0)[:, None]
-    r2 = sum((u / largest) ** 2 for u in differences)
+    r2 = squared_norm([u / largest for u in differences], model.kernel)
     closest = (r2 == r2.min(axis=1, keepdims=True)).astype(float)
     if w is not None:
         closest *= w[None, :]

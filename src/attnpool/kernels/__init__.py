@@ -59,7 +59,15 @@ from typing import Any
 from . import profiles as profiles
 from .record import Kernel
 
-__all__ = ["Kernel", "get", "higher_order", "names", "register", "standard_deviation"]
+__all__ = [
+    "Kernel",
+    "get",
+    "higher_order",
+    "names",
+    "register",
+    "standard_deviation",
+    "with_norm",
+]
 
 #: Dimensions from which the Gaussian's log weights are formed as matrix products,
 #: ``q·k − |k|²/2`` (below it, by coordinate differences).
@@ -371,3 +379,6 @@ for _name, _orders in HIGHER_ORDERS.items():
 #: The built-in records, as registered here (a later ``register(..., overwrite=True)``
 #: does not make a user kernel built in).
 _BUILTIN: dict[str, Kernel] = dict(_REGISTRY)
+
+
+from .norms import with_norm as with_norm  # noqa: E402  (it reads this module's registry)

@@ -9,6 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import kernels as _kernels
+from .norms import unit_ball_volume
 
 __all__ = ["CDF_KERNELS", "kernel_integrals", "log_kernel_cdf"]
 
@@ -18,7 +19,8 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     """``(∫K, ∫K²)`` over ``ℝ^d`` of the radial kernel ``K(‖u‖)``, unnormalised.
 
     By radial quadrature, ``∫ g(‖u‖) du = S_{d−1} ∫₀^∞ g(r) r^{d−1} dr`` with the
-    sphere's area ``S_{d−1} = 2π^{d/2} / Γ(d/2)``. A product kernel's integrals are the
+    sphere's area ``S_{d−1} = 2π^{d/2} / Γ(d/2)`` — for a Minkowski norm ``d V_p(d)``
+    (:mod:`attnpool.kernels.norms`). A product kernel's integrals are the
     one-dimensional ones to the power ``d``.
 
     >>> a, b = kernel_integrals(_kernels.get("gaussian"), 1)   # √(2π), √π
@@ -31,11 +33,12 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     if _kernels.is_gaussian(kernel):  # exp(−r²/2): (2π)^{d/2} and π^{d/2}
         return (2 * math.pi) ** (d / 2), math.pi ** (d / 2)
     import jax.numpy as jnp
-    from scipy import integrate, special
+    from scipy import integrate
 
     from .._interop import precision_scope
 
-    sphere = 2 * math.pi ** (d / 2) / special.gamma(d / 2)
+    # the norm's unit sphere: d V_p(d) (Euclidean: 2π^{d/2} / Γ(d/2))
+    sphere = d * unit_ball_volume(d, kernel.norm)
 
     def profile(r):
         with precision_scope(np.float64):

@@ -97,9 +97,14 @@ def edge_log_profile(us, kernel: Kernel, xp=np):
     a product kernel sums each coordinate's log weight, its edge decided per coordinate."""
     if kernel.product and len(us) > 1:
         return sum(edge_log_profile([u], kernel, xp) for u in us)
+    from .norms import squared_norm
+
     radius2, closed = support_edge(kernel)
-    r2 = sum(u * u for u in us)
-    inside = inside_exactly(us, radius2, closed=closed, xp=xp)
+    r2 = squared_norm(us, kernel, xp)
+    if kernel.norm == 2.0:
+        inside = inside_exactly(us, radius2, closed=closed, xp=xp)
+    else:  # the same number decides on every path
+        inside = r2 <= radius2 if closed else r2 < radius2
     largest = xp.asarray(radius2, r2.dtype)
     largest = largest if closed else xp.nextafter(largest, xp.zeros_like(largest))
     return kernel.log_profile(xp.where(inside, xp.minimum(r2, largest), xp.inf))

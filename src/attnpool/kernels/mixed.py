@@ -26,6 +26,7 @@ from .. import kernels as _kernels
 from ..sums.local_model import log_categorical
 from .calculus import kernel_integrals, log_kernel_cdf
 from .edges import edge_log_profile, has_edge
+from .norms import squared_norm
 
 __all__ = ["MixedColumns", "log_pair_terms", "log_sums"]
 
@@ -101,7 +102,8 @@ def log_pair_terms(q, k, bandwidth, columns: MixedColumns, form: str = "density"
             if has_edge(columns.kernel):
                 log_k = edge_log_profile(us, columns.kernel)
             else:
-                log_k = np.asarray(columns.kernel.log_profile(sum(u * u for u in us)), float)
+                r2 = squared_norm(us, columns.kernel)
+                log_k = np.asarray(columns.kernel.log_profile(r2), float)
             integral = kernel_integrals(columns.kernel, len(cont))[0]
             log_norm = math.log(integral) + sum(math.log(scale * h[c]) for c in cont)
             total = total + log_k - log_norm

@@ -57,6 +57,9 @@ class Kernel:
         ``log_profile`` also takes NumPy arrays, in float64, and returns NumPy (a
         callable's kernel, :meth:`from_function`): small NumPy problems are then summed
         on the host with no program to build for each new function.
+    norm : float
+        The Minkowski ``p`` of the distance the kernel sees (2: Euclidean; a record of
+        another norm comes from :func:`attnpool.kernels.with_norm`).
 
     Examples
     --------
@@ -90,6 +93,7 @@ class Kernel:
     polynomial: tuple[float, ...] = ()
     base: Kernel | None = None
     host: bool = False
+    norm: float = 2.0
 
     @property
     def doc(self) -> str:

@@ -34,6 +34,7 @@ from jax.experimental import pallas as pl
 
 from ..kernels import Kernel
 from ..kernels.edges import edge_log_profile, has_edge
+from ..kernels.norms import squared_norm
 
 __all__ = [
     "KEY_TILE",
@@ -102,7 +103,7 @@ def pair_log_weights(query_columns, key_columns, kernel: Kernel, divisor=None):
             return edge_log_profile(us, kernel, jnp)
     if kernel.product:
         return sum(kernel.log_profile(u * u) for u in us)
-    return kernel.log_profile(sum(u * u for u in us))
+    return kernel.log_profile(squared_norm(us, kernel, jnp))
 
 
 def pair_features(spec: TileSums, query_columns, key_columns, value_columns) -> list:

@@ -28,16 +28,22 @@ PAIR_BUDGET = 2**22
 
 
 def supports(kernel: Kernel) -> bool:
-    """A compact radial distance kernel (its support a ball: the trees' neighbourhoods)."""
-    return kernel.compact and kernel.similarity == "distance" and not kernel.product
+    """A compact radial distance kernel of the Euclidean distance (its support a ball:
+    the trees' neighbourhoods)."""
+    return (
+        kernel.compact
+        and kernel.similarity == "distance"
+        and not kernel.product
+        and kernel.norm == 2.0
+    )
 
 
 def refusal(kernel: Kernel, d: int) -> str | None:
     """Why ``sparse`` cannot pool this kernel, or None."""
     if not supports(kernel):
         return (
-            "'sparse' needs a compact-support radial distance kernel (product kernels: "
-            f"'dense', 'stream' or 'auto'); received {kernel.name!r}"
+            "'sparse' needs a compact-support radial kernel of the Euclidean distance "
+            f"(product kernels, other norms: 'dense', 'stream' or 'auto'); received {kernel.name!r}"
         )
     return None
 

@@ -30,6 +30,7 @@ from .. import kernels
 from .._typing import ArrayLike
 from .._validation import check_bandwidth, check_choice, check_points, check_values
 from ..kernels.edges import edge_log_profile, has_edge
+from ..kernels.norms import squared_norm
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
 
@@ -53,7 +54,7 @@ def _log_weights(us: list[np.ndarray], kernel: kernels.Kernel) -> np.ndarray:
         return np.asarray(edge_log_profile(us, kernel), float)
     if kernel.product:
         return np.asarray(sum(kernel.log_profile(u * u) for u in us), float)
-    return np.asarray(kernel.log_profile(sum(u * u for u in us)), float)
+    return np.asarray(kernel.log_profile(squared_norm(us, kernel)), float)
 
 
 def _derivative_rows(

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 
 from ..kernels import MATMUL_MIN_DIM, Kernel
 from ..kernels.edges import edge_log_profile, has_edge
+from ..kernels.norms import squared_norm
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -123,6 +124,12 @@ def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor
     """
     if kernel.similarity == "dot":
         return jnp.matmul(queries, keys.T, precision=_HIGHEST)
+    if kernel.norm != 2.0:  # a Minkowski norm: the difference form, by coordinate
+        if divisor is not None:
+            us = scaled_differences(queries, keys, divisor)
+        else:
+            us = [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
+        return -squared_norm(us, kernel, jnp)
     if divisor is not None:
         r2 = 0.0
         for u in scaled_differences(queries, keys, divisor):
@@ -154,7 +161,7 @@ def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False,
         us = scaled_differences(queries, keys, divisor)
         if kernel.product:
             return sum(kernel.log_profile(u * u) for u in us)
-        return kernel.log_profile(sum(u * u for u in us))
+        return kernel.log_profile(squared_norm(us, kernel, jnp))
     if divisor is not None:
         return edge_log_weights(queries, keys, divisor, kernel)
     if kernel.product and queries.shape[1] > 1:  # Σ_j log K(u_j²)
