@@ -52,15 +52,12 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Collection
 from typing import Any
 
-import numpy as np
-
-from . import norms
 from . import profiles as profiles
+from .norms import with_norm as with_norm
 from .record import Kernel
 
 __all__ = [
@@ -383,57 +380,3 @@ for _name, _orders in HIGHER_ORDERS.items():
 #: The built-in records, as registered here (a later ``register(..., overwrite=True)``
 #: does not make a user kernel built in).
 _BUILTIN: dict[str, Kernel] = dict(_REGISTRY)
-
-
-def with_norm(kernel: Kernel, norm: float | str) -> Kernel:
-    """``kernel`` of the Minkowski norm ``‖u‖_p`` (``p ≥ 1``, ``math.inf``, or a name of
-    :data:`NAMED_NORMS`) instead of the Euclidean one.
-
-    Parameters
-    ----------
-    kernel : Kernel
-        A radial, non-negative distance kernel.
-    norm : float or str
-        ``p``, or ``"euclidean"``, ``"manhattan"`` (``"cityblock"``), ``"chebyshev"``.
-
-    Returns
-    -------
-    Kernel
-
-    References
-    ----------
-    KDEpy's ``NaiveKDE(norm=p)``; scikit-learn's ``KernelDensity(metric=…)``.
-
-    Examples
-    --------
-    >>> import numpy as np, attnpool
-    >>> manhattan = attnpool.kernels.with_norm(attnpool.kernels.get("epanechnikov"), 1)
-    >>> manhattan.name, manhattan.norm
-    ('epanechnikov-l1', 1.0)
-    >>> attnpool.attention_pool([[0.0, 0.0]], [[0.3, 0.3], [0.5, 0.0]], [1.0, 3.0],
-    ...                         kernel=manhattan, bandwidth=1.0).round(4)   # weights 0.64, 0.75
-    array([2.0791])
-    """
-    p = norms.NAMED_NORMS.get(norm, norm) if isinstance(norm, str) else norm
-    if isinstance(p, str) or isinstance(p, bool) or not isinstance(p, int | float | np.number):
-        raise ValueError(
-            f"norm: expected a number p >= 1, math.inf or one of {sorted(norms.NAMED_NORMS)}; "
-            f"received {norm!r}"
-        )
-    p = float(p)
-    if not p >= 1:
-        raise ValueError(f"norm: expected p >= 1 (a norm); received {norm!r}")
-    if kernel.similarity != "distance" or kernel.product or kernel.base is not None:
-        raise ValueError(
-            f"kernel: a norm takes a radial, non-negative distance kernel; received {kernel.name!r}"
-        )
-    if p == kernel.norm:
-        return kernel
-    label = "linf" if p == math.inf else f"l{p:g}"
-    return dataclasses.replace(
-        kernel,
-        name=f"{kernel.name.split('-l')[0]}-{label}",
-        norm=p,
-        quadratic=None,
-        host=kernel.host or is_builtin(kernel),
-    )

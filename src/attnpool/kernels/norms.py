@@ -2,7 +2,7 @@
 ``‖u‖₂`` (KDEpy's ``norm=p``; scikit-learn's ``"manhattan"``, ``p = 1``, and
 ``"chebyshev"``, ``p = ∞``).
 
-A record made by :func:`attnpool.kernels.with_norm` carries its ``norm``; every path that measures a
+A record made by :func:`with_norm` carries its ``norm``; every path that measures a
 distance takes it from :func:`squared_norm`, so all of them see the same number, and the
 support's edge is decided on it. A density's constant integrates the kernel over the
 norm's own balls: ``∫ K(‖u‖_p) du = d V_p(d) ∫₀^∞ K(r) r^(d−1) dr`` with the unit ball's
@@ -14,6 +14,7 @@ built for the Euclidean distance (``fgt``, ``native``, ``sparse``, ``binned``, `
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import Any
@@ -22,10 +23,65 @@ import numpy as np
 
 from .record import Kernel
 
-__all__ = ["NAMED_NORMS", "squared_norm", "unit_ball_volume"]
+__all__ = ["NAMED_NORMS", "squared_norm", "unit_ball_volume", "with_norm"]
 
 #: Names of norms, as scikit-learn's metrics call them.
 NAMED_NORMS = {"euclidean": 2.0, "manhattan": 1.0, "cityblock": 1.0, "chebyshev": math.inf}
+
+
+def with_norm(kernel: Kernel, norm: float | str) -> Kernel:
+    """``kernel`` of the Minkowski norm ``‖u‖_p`` (``p ≥ 1``, ``math.inf``, or a name of
+    :data:`NAMED_NORMS`) instead of the Euclidean one.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A radial, non-negative distance kernel.
+    norm : float or str
+        ``p``, or ``"euclidean"``, ``"manhattan"`` (``"cityblock"``), ``"chebyshev"``.
+
+    Returns
+    -------
+    Kernel
+
+    References
+    ----------
+    KDEpy's ``NaiveKDE(norm=p)``; scikit-learn's ``KernelDensity(metric=…)``.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpool
+    >>> manhattan = attnpool.kernels.with_norm(attnpool.kernels.get("epanechnikov"), 1)
+    >>> manhattan.name, manhattan.norm
+    ('epanechnikov-l1', 1.0)
+    >>> attnpool.attention_pool([[0.0, 0.0]], [[0.3, 0.3], [0.5, 0.0]], [1.0, 3.0],
+    ...                         kernel=manhattan, bandwidth=1.0).round(4)   # weights 0.64, 0.75
+    array([2.0791])
+    """
+    p = NAMED_NORMS.get(norm, norm) if isinstance(norm, str) else norm
+    if isinstance(p, str) or isinstance(p, bool) or not isinstance(p, int | float | np.number):
+        raise ValueError(
+            f"norm: expected a number p >= 1, math.inf or one of {sorted(NAMED_NORMS)}; "
+            f"received {norm!r}"
+        )
+    p = float(p)
+    if not p >= 1:
+        raise ValueError(f"norm: expected p >= 1 (a norm); received {norm!r}")
+    if kernel.similarity != "distance" or kernel.product or kernel.base is not None:
+        raise ValueError(
+            f"kernel: a norm takes a radial, non-negative distance kernel; received {kernel.name!r}"
+        )
+    if p == kernel.norm:
+        return kernel
+    label = "linf" if p == math.inf else f"l{p:g}"
+    return dataclasses.replace(
+        kernel,
+        name=f"{kernel.name.split('-l')[0]}-{label}",
+        norm=p,
+        quadratic=None,
+        # the NumPy paths evaluate it where the profile takes and returns NumPy
+        host=kernel.host or isinstance(kernel.log_profile(np.zeros(2)), np.ndarray),
+    )
 
 
 def squared_norm(us: list, kernel: Kernel, xp: Any = np) -> Any:
