@@ -10,9 +10,19 @@ one column and y), written to CSV with 17 significant digits and read by R::
     h <- diff(range(x)) / 20
     locpoly(x, y, drv = drv, degree = degree, bandwidth = h, gridsize = 21L)$y  # LOCPOLY
 
+and, for the density plug-in, on the same columns::
+
+    dpik(x, kernel = k)                                              # DPIK[name, k]
+    dpik(x, level = l)                                               # DPIK_LEVEL[name, l]
+    dpik(x, scalest = "stdev", gridsize = 101L, canonical = TRUE)    # DPIK_OPTIONS["wave"]
+    dpik(x, scalest = "iqr", range.x = c(-1, 6))                     # DPIK_OPTIONS["sine"]
+
 printed with sprintf("%.17g").
 """
 
+DPIK: dict = {}
+DPIK_LEVEL: dict = {}
+DPIK_OPTIONS: dict = {}
 DPILL = {}
 DPILL_101 = {}
 LOCPOLY = {}
@@ -204,3 +214,16 @@ LOCPOLY["wave", 0, 2] = [
     -0.35158392167314562,
     -0.21206383107656204,
 ]
+DPIK["sine", "normal"] = 0.39447296447162206
+DPIK["sine", "box"] = 0.68640546561361593
+DPIK["sine", "epanech"] = 0.8732859682002313
+DPIK["sine", "biweight"] = 1.0345508434307504
+DPIK["sine", "triweight"] = 1.1747822726739594
+DPIK_LEVEL["wave", 0] = 0.088006828657398423
+DPIK_LEVEL["wave", 1] = 0.071475647725994337
+DPIK_LEVEL["wave", 2] = 0.060332467895998665
+DPIK_LEVEL["wave", 3] = 0.051971533426770161
+DPIK_LEVEL["wave", 4] = 0.04530751011639346
+DPIK_LEVEL["wave", 5] = 0.039851867253176312
+DPIK_OPTIONS["wave"] = 0.077804649362178596
+DPIK_OPTIONS["sine"] = 0.43118303188613294

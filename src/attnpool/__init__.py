@@ -70,6 +70,7 @@ _NAMES = {
     "binned_local_polynomial": "smoothers.binned_polynomial",
     "local_linear_plug_in_bandwidth": "bandwidth.local_linear_plug_in",
     "normal_scale_matrix": "bandwidth.matrices",
+    "density_plug_in_bandwidth": "bandwidth.density_plug_in",
     "lscv_matrix": "bandwidth.matrices",
     "lscv_matrix_criterion": "bandwidth.matrices",
 }
@@ -85,6 +86,9 @@ if TYPE_CHECKING:
     from .bandwidth import cv_curve as cv_curve
     from .bandwidth import rule_of_thumb as rule_of_thumb
     from .bandwidth import select_bandwidth as select_bandwidth
+    from .bandwidth.density_plug_in import (
+        density_plug_in_bandwidth as density_plug_in_bandwidth,
+    )
     from .bandwidth.local_linear_plug_in import (
         local_linear_plug_in_bandwidth as local_linear_plug_in_bandwidth,
     )

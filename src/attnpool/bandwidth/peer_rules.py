@@ -29,6 +29,8 @@ reference``                μ₂(K)²))^(1/5)`` (Hansen's constant; 1.0592 for t
                            a standard deviation
 ``bw.ucv``, ``bw.bcv``     R's unbiased and biased cross-validation on binned distances
                            (:mod:`.r_selectors`), a standard deviation
+``dpik``                   KernSmooth's direct plug-in (:mod:`.density_plug_in`), the
+                           kernel's own parameter
 =========================  =========================================================
 
 (``sd`` with ``ddof=1``; quartiles by linear interpolation, R's type 7.) R's
@@ -57,6 +59,7 @@ PEER_RULES = (
     "bw.SJ-dpi",
     "bw.ucv",
     "bw.bcv",
+    "dpik",
     "scipy.scott",
     "scipy.silverman",
     "sklearn.scott",
@@ -91,6 +94,16 @@ def peer_rule(x: ArrayLike, name: str, kernel: KernelSpec = "gaussian") -> np.nd
         )
     if name in _R_SELECTORS:
         return _from_sd(np.array([_r_selector(name, column) for column in x.T]), record)
+    if name == "dpik":
+        from .density_plug_in import CANONICAL, density_plug_in_bandwidth
+
+        base = record.name.removesuffix("-product")
+        if base not in CANONICAL or not kernels.is_builtin(kernels.get(base)):
+            raise ValueError(
+                f"kernel: 'dpik' (KernSmooth's) takes the kernels {sorted(CANONICAL)}; "
+                f"received {record.name!r}"
+            )
+        return np.array([density_plug_in_bandwidth(column, kernel=base) for column in x.T])
     sd = x.std(axis=0, ddof=1)
     quartiles = np.percentile(x, [75, 25], axis=0)
     iqr = quartiles[0] - quartiles[1]

@@ -32,18 +32,21 @@ TRUNCATION = 4.0
 
 
 def linear_binning(
-    x: ArrayLike, y: ArrayLike, a: float, b: float, gridsize: int, truncate: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
+    x: ArrayLike, y: ArrayLike, a: float, b: float, gridsize: int, truncate: bool = True,
+    *, last_node: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """``(counts, response_sums)`` ``(gridsize,)``: each point's weight split between its
-    two grid neighbours in proportion to its nearness (a point on ``b`` goes to the
-    last). Points beyond ``[a, b]`` are dropped (``truncate``) or given to the end node."""
+    two grid neighbours in proportion to its nearness. Points beyond ``[a, b]`` are
+    dropped (``truncate``) or given to the end node; a point on ``b`` goes to the last
+    node — or, ``last_node=False``, counts as beyond it (KernSmooth's ``linbin`` for
+    densities does so, its regression binning ``rlbin`` does not)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     counts, sums = np.zeros(gridsize), np.zeros(gridsize)
     delta = (b - a) / (gridsize - 1)
     position = (x - a) / delta + 1
     left = np.trunc(position).astype(np.int64)  # Fortran's int(): toward zero
     share = position - left
-    on_end = x == b
+    on_end = (x == b) & last_node
     left, share = np.where(on_end, gridsize - 1, left), np.where(on_end, 1.0, share)
     inside = (left >= 1) & (left < gridsize)
     np.add.at(counts, left[inside] - 1, 1 - share[inside])
