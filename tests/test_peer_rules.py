@@ -89,4 +89,4 @@ def test_kernel_density_takes_the_rules_by_name_and_refuses_what_they_cannot_do(
         attnpool.rule_of_thumb(_sample(2), method="scipy.scott")
     with pytest.raises(ValueError, match=r"method: expected one of .*'bw.nrd0'"):
         attnpool.rule_of_thumb(x, method="nrd00")
-    assert len(PEER_RULES) == 14  # nine rules of thumb, R's five data-driven selectors
+    assert len(PEER_RULES) == 15  # nine rules of thumb, R's five selectors, KernSmooth's dpik
