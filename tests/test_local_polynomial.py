@@ -249,3 +249,26 @@ def test_a_quadratic_surface_is_reproduced_with_its_derivatives():
     want_hessian = np.array([[1 / 9, 3 / 1.5], [3 / 1.5, -2 / 0.25]])
     np.testing.assert_allclose(hessian[:, :, :, 0], np.broadcast_to(want_hessian, (2, 2, 2)),
                                rtol=1e-6)  # fmt: skip
+
+
+def test_vanishing_and_huge_bandwidths_neither_break_nor_lose_the_fit():
+    # a huge bandwidth weighs every point alike: the global least-squares polynomial (the
+    # offsets standardised at each query keep the Gram matrix well scaled); a vanishing
+    # one leaves no key of positive weight: undetermined rows, not an error
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0, 1, 200)
+    y = np.sin(3 * x) + rng.normal(0, 0.1, 200)
+    q = np.array([0.3, 0.7])
+    for h in (1e6, 1e150):  # (at 1e6 the weights differ by 1e-13)
+        got = local_polynomial(x, y, q, bandwidth=h, degree=2)
+        np.testing.assert_allclose(got, np.polyval(np.polyfit(x, y, 2), q), rtol=1e-10)
+        slope = local_polynomial(x, y, q, bandwidth=h, degree=2, derivative=1)
+        np.testing.assert_allclose(slope, np.polyval(np.polyder(np.polyfit(x, y, 2)), q),
+                                   rtol=1e-9)  # fmt: skip
+    X = rng.uniform(0, 1, (200, 2))
+    gradient = local_polynomial(X, X[:, 0] ** 2 + X[:, 1], [[0.5, 0.5]], bandwidth=[1e200, 1e200],
+                                derivative=1)  # fmt: skip
+    np.testing.assert_allclose(gradient, [[1.0, 1.0]], rtol=1e-9)
+    assert np.isnan(local_polynomial(x, y, q, bandwidth=1e-300, degree=2)).all()
+    with pytest.raises(ValueError, match="empty: 2 of 2 queries"):
+        local_polynomial(x, y, q, bandwidth=1e-300, degree=0, empty="raise")

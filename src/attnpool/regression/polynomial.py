@@ -1,14 +1,14 @@
 """Local polynomial regression of any degree, and the derivatives of the fit.
 
 At a query ``q`` the fit of degree ``p`` is weighted least squares of ``y`` on the
-monomials ``z^α`` (``|α| ≤ p``) of the scaled offsets ``z = (x_i − q)/h − μ``, with
-weights ``K((x_i − q)/h)``; ``μ`` is the weighted mean offset, about which the moments
-are taken (in one pass about the query the moments cancel to rounding once one key
-carries nearly all the weight, as :mod:`attnpool.engines.numpy_engine` notes for degree
-1). With the coefficients ``β`` a derivative ``∂^ν`` at the query is that of the
-polynomial at ``z = −μ``:
+monomials ``z^α`` (``|α| ≤ p``) of the standardised offsets ``z = (x_i − q − μ) / s``,
+with weights ``K((x_i − q)/h)``; ``μ`` and ``s`` are the offsets' weighted mean and
+spread at that query, so the moments are well scaled whatever the bandwidth (in one pass
+about the query they cancel to rounding once one key carries nearly all the weight, as
+:mod:`attnpool.engines.numpy_engine` notes for degree 1). With the coefficients ``β`` a
+derivative ``∂^ν`` at the query is that of the polynomial at ``z = −μ/s``:
 
-.. math:: \\partial^ν \\hat m(q) = h^{-ν} \\sum_{α \\ge ν} \\frac{α!}{(α-ν)!} β_α (-μ)^{α-ν}
+.. math:: \\partial^ν \\hat m(q) = s^{-ν} \\sum_{α \\ge ν} \\frac{α!}{(α-ν)!} β_α (-μ/s)^{α-ν}
 
 (multi-indices; in one column ``ν! β_ν`` when ``μ = 0``). Sums are exact, in float64,
 over every pair in chunks (no binning: compare :func:`attnpool.binned_local_polynomial`,
@@ -78,14 +78,20 @@ def _chunk(
     degree: int, orders: list[tuple[int, ...]],
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """``(estimates (k, len(orders), p), undetermined (k,))`` of queries ``q (k, d)``."""
-    us = [(x[None, :, j] - q[:, j, None]) / h[j] for j in range(x.shape[1])]
-    log_w = _log_weights(us, kernel)
+    offsets = [x[None, :, j] - q[:, j, None] for j in range(x.shape[1])]
+    with np.errstate(over="ignore"):  # a vanishing bandwidth: infinite offsets weigh 0
+        log_w = _log_weights([o / h[j] for j, o in enumerate(offsets)], kernel)
     top = np.max(log_w, axis=1)
     w = np.exp(log_w - np.where(top > -np.inf, top, 0.0)[:, None])
     total = w.sum(axis=1)
     safe = np.where(total > 0, total, 1.0)
-    mean = np.stack([np.einsum("kn,kn->k", w, u) for u in us], axis=1) / safe[:, None]
-    zs = [u - mean[:, j, None] for j, u in enumerate(us)]
+    # each query's offsets about their weighted mean, in units of their weighted spread:
+    # the Gram matrix is well scaled whatever the bandwidth (h = 1e150 or 1e-300)
+    mean = np.stack([np.einsum("kn,kn->k", w, o) for o in offsets], axis=1) / safe[:, None]
+    spread = np.stack([np.sqrt(np.einsum("kn,kn->k", w, (o - mean[:, j, None]) ** 2) / safe)
+                       for j, o in enumerate(offsets)], axis=1)  # fmt: skip
+    spread = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
+    zs = [(o - mean[:, j, None]) / spread[:, j, None] for j, o in enumerate(offsets)]
     exponents = monomials(x.shape[1], degree)
     basis = [math.prod((z**a for z, a in zip(zs, alpha, strict=True)), start=np.ones_like(w))
              for alpha in exponents]  # fmt: skip
@@ -93,16 +99,19 @@ def _chunk(
     gram = np.stack([np.stack([np.einsum("kn,kn->k", wb, b) for b in basis], axis=1)
                      for wb in weighted], axis=1) / safe[:, None, None]  # fmt: skip
     t = np.stack([wb @ y for wb in weighted], axis=1) / safe[:, None, None]
+    finite = np.all(np.isfinite(gram), axis=(1, 2)) & np.all(np.isfinite(t), axis=(1, 2))
+    gram = np.where(finite[:, None, None], gram, np.eye(len(exponents)))
+    t = np.where(finite[:, None, None], t, 0.0)
     scale = 1 / np.sqrt(np.maximum(np.diagonal(gram, axis1=1, axis2=2), np.finfo(float).tiny))
     scaled = gram * scale[:, :, None] * scale[:, None, :]
     values, vectors = np.linalg.eigh(scaled)
-    undetermined = ~(total > 0) | ~(values[:, 0] > SINGULAR * values[:, -1])
+    undetermined = ~(total > 0) | ~finite | ~(values[:, 0] > SINGULAR * values[:, -1])
     inverse_values = np.where(undetermined[:, None], 0.0, 1 / np.where(values > 0, values, 1.0))
     rhs = np.einsum("kij,kip->kjp", vectors, scale[:, :, None] * t)
     beta = scale[:, :, None] * np.einsum("kij,kj,kjp->kip", vectors, inverse_values, rhs)
-    # the polynomial's derivatives at the query, z = −μ, back in the data's units
-    units = np.array([np.prod(h ** np.array(order)) for order in orders])
-    rows = _derivative_rows(exponents, orders, -mean) / units[None, :, None]
+    # the polynomial's derivatives at the query (z = −μ/s), back in the data's units
+    units = np.stack([np.prod(spread ** np.array(order), axis=1) for order in orders], axis=1)
+    rows = _derivative_rows(exponents, orders, -mean / spread) / units[:, :, None]
     estimate = np.einsum("koj,kjp->kop", rows, beta)
     return np.where(undetermined[:, None, None], np.nan, estimate), undetermined
 
