@@ -122,3 +122,11 @@ def test_functions_of_one_column_and_ties_say_what_they_need():
         model.cdf(x[:2])
     with pytest.warns(attnpool.TiedDataWarning, match="tied rows"):
         lscv_matrix(np.concatenate([x[:60], x[:5]]))
+
+
+@pytest.mark.parametrize("scale, shift", [(1e-150, 0.0), (1e100, 0.0), (1.0, 1e8)])
+def test_lscv_matrix_follows_the_data_at_any_scale_and_shift(scale, shift):
+    # searched on the sphered sample: the matrix scales as the data's square, ignores shifts
+    x = sample("w2")
+    found = lscv_matrix(x * scale + shift)
+    np.testing.assert_allclose(found / scale**2, lscv_matrix(x), rtol=1e-4, atol=1e-8)

@@ -73,3 +73,10 @@ def test_by_name_and_invariances():
         density_plug_in_bandwidth(x, level=6)
     with pytest.raises(ValueError, match="scale estimate"):
         density_plug_in_bandwidth(np.ones(10))
+
+
+@pytest.mark.parametrize("scale, shift", [(1e-200, 0.0), (1e200, 0.0), (1.0, 1e9)])
+def test_dpik_follows_the_data_at_any_scale_and_shift(scale, shift):
+    x = column("wave")
+    got = density_plug_in_bandwidth(x * scale + shift) / scale
+    assert got == pytest.approx(density_plug_in_bandwidth(x), rel=1e-6)

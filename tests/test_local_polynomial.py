@@ -272,3 +272,15 @@ def test_vanishing_and_huge_bandwidths_neither_break_nor_lose_the_fit():
     assert np.isnan(local_polynomial(x, y, q, bandwidth=1e-300, degree=2)).all()
     with pytest.raises(ValueError, match="empty: 2 of 2 queries"):
         local_polynomial(x, y, q, bandwidth=1e-300, degree=0, empty="raise")
+
+
+@pytest.mark.parametrize(
+    "x_scale, x_shift, y_scale", [(1e-150, 0, 1), (1e150, 0, 1), (1, 1e4, 1), (1, 1e9, 1),
+                                  (1, 0, 1e200), (1, 0, 1e-200)],
+)  # fmt: skip
+def test_dpill_follows_the_data_at_any_scale_and_shift(x_scale, x_shift, y_scale):
+    # computed on x mapped to [0, 1] and y standardised: raw quartics of x shifted by 1e4
+    # were 9% off, and shifts of 1e9 asked for 175 GB
+    x, y = data("wave")
+    got = local_linear_plug_in_bandwidth(x * x_scale + x_shift, y * y_scale + 3 * y_scale)
+    assert got / x_scale == pytest.approx(DPILL["wave"], rel=1e-6)

@@ -122,7 +122,8 @@ def density_plug_in_bandwidth(
         raise ValueError(f"x: expected at least 2 finite values; received shape {data.shape}")
     n = data.shape[0]
     a, b = (float(data.min()), float(data.max())) if range_x is None else map(float, range_x)
-    sd = float(np.std(data, ddof=1))
+    unit = float(np.max(np.abs(data - np.median(data)))) or 1.0  # squares that cannot underflow
+    sd = float(np.std(data / unit, ddof=1)) * unit
     iqr = float(np.subtract(*np.percentile(data, [75, 25]))) / 1.349
     spread = {"stdev": sd, "iqr": iqr, "minim": min(iqr, sd)}[scale]
     if not spread > 0:

@@ -133,7 +133,16 @@ def local_linear_plug_in_bandwidth(
     cut = math.floor(trim * x.shape[0])
     x, y = x[cut : x.shape[0] - cut], y[cut : y.shape[0] - cut]
     n = x.shape[0]
-    a, b = (float(x[0]), float(x[-1])) if range_x is None else map(float, range_x)
+    low, high = (float(x[0]), float(x[-1])) if range_x is None else map(float, range_x)
+    if not high > low:
+        raise ValueError(f"x: expected a range of values; received [{low}, {high}]")
+    # the bandwidth is affine in x and free of y's location and scale: computed on x
+    # mapped to [0, 1] and y standardised, then scaled back (raw powers of x shifted by
+    # 1e4 lost the quartic fits, and y scaled by 1e200 overflowed the variance)
+    x = (x - low) / (high - low)
+    spread = float(np.std(y / np.max(np.abs(y)))) * float(np.max(np.abs(y))) if y.any() else 0.0
+    y = (y - np.mean(y)) / (spread if spread > 0 else 1.0)
+    a, b = 0.0, 1.0
     counts, sums = linear_binning(x, y, a, b, gridsize, truncate)
     blocks = _blocks_by_mallows(x, y, max(min(n // divisor, blockmax), 1))
     rss, second, fourth = _block_fits(x, y, blocks)
@@ -158,4 +167,5 @@ def local_linear_plug_in_bandwidth(
     residual = np.sum(y**2) - 2 * np.sum(fit * sums) + np.sum(fit**2 * counts)
     freedom = n - 2 * np.sum(diagonal * counts) + np.sum(product_diagonal * counts)
     variance = float(residual / freedom)
-    return float((variance * (b - a) / (2 * math.sqrt(math.pi) * theta22 * n)) ** (1 / 5))
+    unit = (variance * (b - a) / (2 * math.sqrt(math.pi) * theta22 * n)) ** (1 / 5)
+    return float(unit * (high - low))

@@ -145,8 +145,9 @@ def lscv_matrix(x: ArrayLike) -> np.ndarray:
     """The least-squares cross-validation bandwidth matrix ``(d, d)`` of a Gaussian density
     of ``x (n, d)`` (``ks::Hlscv`` with ``binned = FALSE``): the criterion
     (:func:`lscv_matrix_criterion`) minimised over the Cholesky factor of ``H``, from the
-    normal reference. Tied rows make the criterion fall without end as ``H`` shrinks
-    (``ks`` warns the same): a :class:`~attnpool.bandwidth.resolution.TiedDataWarning`.
+    normal reference, on the sphered sample (so at any scale and shift). Tied rows make
+    the criterion fall without end as ``H`` shrinks (``ks`` warns the same): a
+    :class:`~attnpool.bandwidth.resolution.TiedDataWarning`.
 
     Parameters
     ----------
@@ -179,6 +180,14 @@ def lscv_matrix(x: ArrayLike) -> np.ndarray:
             TiedDataWarning,
             stacklevel=2,
         )
+    # searched on the sphered sample (its covariance the identity): LSCV is equivariant,
+    # LSCV_x(T H Tᵀ) = LSCV_z(H) / |T|, so the minimiser is T H_z Tᵀ at any scale or shift
+    # (data scaled by 1e-150 or 1e100 broke the search in the data's own units)
+    unit = np.max(np.abs(data - data.mean(axis=0)), axis=0)
+    unit = np.where(unit > 0, unit, 1.0)
+    centred = (data - data.mean(axis=0)) / unit
+    sphere = unit[:, None] * np.linalg.cholesky(np.cov(centred, rowvar=False).reshape(d, d))
+    data = np.linalg.solve(sphere, (data - data.mean(axis=0)).T).T
     start = np.linalg.cholesky(normal_scale_matrix(data))
     lower = np.tril_indices(d)
     diagonal = lower[0] == lower[1]
@@ -196,4 +205,4 @@ def lscv_matrix(x: ArrayLike) -> np.ndarray:
     theta = start[lower].copy()
     theta[diagonal] = np.log(theta[diagonal])
     found = minimize(criterion, theta, method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-10})
-    return matrix(found.x)
+    return np.asarray(sphere @ matrix(found.x) @ sphere.T)

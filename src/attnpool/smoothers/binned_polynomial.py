@@ -61,7 +61,8 @@ def linear_binning(
 
 
 def _steps(bandwidth: float, delta: float, gridsize: int) -> int:
-    steps = math.floor(TRUNCATION * bandwidth / delta)
+    # (no more than the grid: nodes beyond it hold no counts)
+    steps = min(math.floor(TRUNCATION * bandwidth / delta), gridsize - 1)
     if steps == 0:
         raise ValueError(
             f"gridsize: {gridsize} nodes are too coarse for bandwidth {bandwidth:g} (a node "
