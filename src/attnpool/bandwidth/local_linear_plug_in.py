@@ -141,7 +141,7 @@ def local_linear_plug_in_bandwidth(
     # 1e4 lost the quartic fits, and y scaled by 1e200 overflowed the variance)
     x = (x - low) / (high - low)
     spread = float(np.std(y / np.max(np.abs(y)))) * float(np.max(np.abs(y))) if y.any() else 0.0
-    y = (y - np.mean(y)) / (spread if spread > 0 else 1.0)
+    y = np.asarray((y - np.mean(y)) / (spread if spread > 0 else 1.0), float)
     a, b = 0.0, 1.0
     counts, sums = linear_binning(x, y, a, b, gridsize, truncate)
     blocks = _blocks_by_mallows(x, y, max(min(n // divisor, blockmax), 1))
