@@ -284,3 +284,13 @@ def test_dpill_follows_the_data_at_any_scale_and_shift(x_scale, x_shift, y_scale
     x, y = data("wave")
     got = local_linear_plug_in_bandwidth(x * x_scale + x_shift, y * y_scale + 3 * y_scale)
     assert got / x_scale == pytest.approx(DPILL["wave"], rel=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e100])
+def test_the_binned_fit_follows_the_data_at_any_scale(scale):
+    # moments in grid steps: the sixth powers of offsets of 1e-100 no longer underflow
+    x, y = data("wave")
+    _, base = binned_local_polynomial(x, y, bandwidth=0.05, derivative=2, degree=3)
+    _, scaled = binned_local_polynomial(x * scale, y, bandwidth=0.05 * scale, derivative=2,
+                                        degree=3)  # fmt: skip
+    np.testing.assert_allclose(scaled * scale**2, base, rtol=1e-9)

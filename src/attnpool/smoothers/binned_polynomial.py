@@ -79,7 +79,9 @@ def _moments(
     steps: int,
     square: bool = False,
 ) -> np.ndarray:
-    """``(M, orders)``: ``Σ_k counts_k K((k − j)δ)^(1+square) ((k − j)δ)^i`` for each node ``j``."""
+    """``(M, orders)``: ``Σ_k counts_k K((k − j)δ)^(1+square) (k − j)^i`` for each node ``j``
+    — the offsets in grid steps, so that the powers neither underflow nor overflow at
+    any scale of the data (the moments in the data's units are these times ``δ^i``)."""
     offsets = np.arange(-steps, steps + 1)
     weights = np.exp(-((delta * offsets / bandwidth) ** 2) / 2)
     if square:
@@ -87,7 +89,7 @@ def _moments(
     padded = np.concatenate([np.zeros(steps), counts, np.zeros(steps)])
     # windows[j, o]: the count at node j + offset o
     windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * steps + 1)
-    powers = (delta * offsets)[None, :] ** np.arange(orders)[:, None]
+    powers = offsets[None, :].astype(float) ** np.arange(orders)[:, None]
     return np.asarray(windows @ (weights[None, :] * powers).T)
 
 
@@ -182,7 +184,8 @@ def binned_local_polynomial(
     solvable = s[:, 0] > 0
     if solvable.any():
         beta = np.linalg.solve(hankel(s[solvable]), t[solvable][..., None])[..., 0]
-        estimate[solvable] = math.factorial(derivative) * beta[:, derivative]
+        # β in grid steps: the derivative in the data's units divides by δ^ν
+        estimate[solvable] = math.factorial(derivative) * beta[:, derivative] / delta**derivative
     return np.linspace(a, b, gridsize), estimate
 
 
@@ -195,6 +198,7 @@ def smoother_diagonals(
     gridsize = counts.shape[0]
     delta = (b - a) / (gridsize - 1)
     steps = _steps(bandwidth, delta, gridsize)
+    # in grid steps: the intercept's entries of S⁻¹ and S⁻¹ U S⁻¹ do not change
     s = hankel(_moments(counts, delta, bandwidth, 2 * degree + 1, steps))
     u = hankel(_moments(counts, delta, bandwidth, 2 * degree + 1, steps, square=True))
     inverse = np.linalg.inv(s)
