@@ -10,14 +10,25 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# Re-install whenever pyproject.toml changes. The demo needs the command line (and
-# with it the pictures): the [cli] extra.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[cli]'
+# The package is installed editable and compiled (meson.build: the C loops, once per
+# instruction set) in build/dev, with its build requirements in the environment:
+# importing it rebuilds whatever C changed. Re-installed whenever pyproject.toml or
+# meson.build changes. The demo needs the command line (and with it the pictures):
+# the [cli] extra.
+BUILD_REQUIRES := 'meson-python>=0.18' 'meson>=1.3' 'ninja>=1.11'
+INSTALL := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pip install -q \
+	--no-build-isolation -Cbuild-dir=build/dev -e
+
+$(VENV)/.build-requires: | $(BIN)/python
+	$(BIN)/python -m pip install -q $(BUILD_REQUIRES)
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
+$(VENV)/.installed: pyproject.toml meson.build | $(VENV)/.build-requires
+	$(INSTALL) '.[cli]'
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml meson.build | $(VENV)/.build-requires
+	$(INSTALL) '.[dev]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -33,7 +44,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
-	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(INSTALL) '.[dev,bench]'
 	touch $@
 
 bench: $(VENV)/.installed-bench
@@ -46,9 +57,10 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_lowess.py
 	$(BIN)/python benchmarks/bench_smoothers_dask.py
 	$(BIN)/python benchmarks/bench_tree.py
+	$(BIN)/python benchmarks/bench_wheel.py
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-dev
-	$(BIN)/python -m pip install -q -e '.[dev,docs]'
+	$(INSTALL) '.[dev,docs]'
 	touch $@
 
 # The site: warnings are errors; then every internal link and image is checked, and the
@@ -65,4 +77,4 @@ docs-images: $(VENV)/.installed-dev
 	$(BIN)/attnpool learn-demo --out docs/images
 
 clean:
-	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache docs/_build docs/api/generated docs/auto_examples
+	rm -rf $(VENV) build dist $(OUT) .pytest_cache .ruff_cache docs/_build docs/api/generated docs/auto_examples

@@ -8,26 +8,12 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 
 @pytest.fixture
-def native_cache(tmp_path, monkeypatch):
-    """An empty cache of compiled ``native`` loops, as on a fresh machine: the path."""
-    from attnpool.methods import build, native
+def without_compiled_loops(monkeypatch):
+    """No compiled loops in this test, as where their library does not load: every
+    caller takes the XLA form (``ATTNPOOL_INSTRUCTION_SET=none``)."""
+    from attnpool.methods import compiled
 
-    monkeypatch.setenv("ATTNPOOL_CACHE", str(tmp_path))
-    build.cache_directory.cache_clear()
-    native._library.cache_clear()
-    native._expansion.cache_clear()
-    native._expansions_library.cache_clear()
-    native._expansions_loaded.clear()
-    native._loaded.clear()
-    native._failures.clear()
-    yield tmp_path
-    build.cache_directory.cache_clear()
-    native._library.cache_clear()
-    native._expansion.cache_clear()
-    native._expansions_library.cache_clear()
-    native._expansions_loaded.clear()
-    native._loaded.clear()
-    native._failures.clear()
+    monkeypatch.setenv(compiled.VARIABLE, "none")
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -20,7 +20,7 @@ def grid_over(points, spacing):
 
 
 @pytest.mark.parametrize("d", [1, 2])
-def test_binning_by_the_loop_equals_numpy_and_keeps_every_feature(d, native_cache, monkeypatch):
+def test_binning_by_the_loop_equals_numpy_and_keeps_every_feature(d, monkeypatch):
     rng = np.random.default_rng(d)
     points = rng.normal(size=(5000, d)) * 3
     features = rng.normal(size=(5000, 3))
@@ -29,7 +29,7 @@ def test_binning_by_the_loop_equals_numpy_and_keeps_every_feature(d, native_cach
     counts, _ = binning.bin_points(points, 2.0, grid)
     placed = [binning.bin_points(points, 2.0, grid, f, moments=True)[0]
               for f in (None, features)]  # fmt: skip
-    monkeypatch.setenv("CC", "no-such-cc")
+    monkeypatch.setenv("ATTNPOOL_INSTRUCTION_SET", "none")
     assert native.expansion_function("linear_bin") is None
     by_numpy, numpy_cells = binning.bin_points(points, 2.0, grid, features, cells=True)
     np.testing.assert_allclose(compiled, by_numpy, rtol=1e-12, atol=1e-12)

@@ -121,7 +121,7 @@ def test_queries_off_their_nodes_are_bounded_as_well(d):
 
 @pytest.mark.parametrize("d", [1, 2])
 @pytest.mark.parametrize("threaded", [False, True])
-def test_the_loop_bins_as_numpy_does(d, threaded, native_cache, monkeypatch):
+def test_the_loop_bins_as_numpy_does(d, threaded, monkeypatch):
     rng = np.random.default_rng(d)
     n = 300_000 if threaded else 4000
     keys = rng.normal(size=(n, d)) * 3
@@ -131,7 +131,7 @@ def test_the_loop_bins_as_numpy_does(d, threaded, native_cache, monkeypatch):
         monkeypatch.setattr(binned_taylor, "THREADED_KEYS", 2**14)
     scale = np.full(d, 1.5)
     by_loop = [binned_taylor._bin(keys, scale, grid, f, 4, True) for f in (None, features)]
-    monkeypatch.setenv("CC", "no-such-cc")
+    monkeypatch.setenv("ATTNPOOL_INSTRUCTION_SET", "none")
     assert native.expansion_function("taylor_bin") is None
     for f, (loop, cells, _) in zip((None, features), by_loop, strict=True):
         numpy, numpy_cells, _ = binned_taylor._bin(keys, scale, grid, f, 4, True)

@@ -225,13 +225,12 @@ def test_the_visited_share_falls_as_the_bandwidth_shrinks():
 
 
 @pytest.mark.parametrize("d", [2, 3, 8])
-def test_the_compiled_locality_order_splits_as_numpys(d, native_cache):
+def test_the_compiled_locality_order_splits_as_numpys(d):
     # the same k-d splits (runs of 64 as tight as NumPy's), ties and NaN in reasonable time
     from attnpool.methods import native
 
     rng = np.random.default_rng(d)
     points = rng.normal(size=(20_000, d)) * np.arange(1, d + 1)
-    native.expansion_function("taylor_bin")  # the library built and loaded
     loop = native.order_function()
     assert loop is not None
     compiled = locality_order(points, 64, loop)

@@ -207,14 +207,13 @@ NATIVE_POOL = (
 )
 
 
-def test_a_large_numpy_pool_on_the_built_loop_needs_no_jax(tmp_path):
+def test_a_large_numpy_pool_on_the_loop_needs_no_jax(tmp_path):
     """``auto`` sends a Gaussian pool of NumPy arrays in several columns to the ``native``
-    loop on a CPU: once the loop is built, a fresh process pools without importing JAX
-    (~1.3 s of a first call), and gets what the compiled path gives, bit for bit."""
+    loop on a CPU: a fresh process pools without importing JAX (~1.3 s of a first call),
+    and gets what the compiled path gives, bit for bit."""
     from attnpool.methods import native
 
-    if not native.available(False, 3, 2):  # the test needs the loop: built here if need be
-        pytest.fail(f"the native loop does not build here: {native.unavailable_reason()}")
+    assert native.available(False, 3, 2), native.unavailable_reason()
     cache = os.environ.get("ATTNPOOL_CACHE")
     run = python(["-c", NATIVE_POOL, "native", str(tmp_path / "native.npy")], cache)
     assert run.stdout.split() == ["True"]  # the compiled path imports JAX
@@ -287,12 +286,12 @@ DENSITIES = (
 
 def test_densities_on_the_host_methods_need_no_jax(tmp_path):
     """A density summed by the host methods (NumPy pairs, the ``fgt`` expansions, the
-    ``native`` loop once built) and likelihood CV in one column import no JAX (~1 s of a
+    ``native`` loop) and likelihood CV in one column import no JAX (~1 s of a
     first call), nor the regressions' bandwidth selection and its engines (~2 ms); in a
     process that has JAX they give the same numbers."""
     from attnpool.methods import native
 
-    assert native.available(True, 3, 1)  # the loop built: the fresh process loads it
+    assert native.available(True, 3, 1), native.unavailable_reason()
     cache = os.environ.get("ATTNPOOL_CACHE")
     run = python(["-c", DENSITIES, str(tmp_path / "out.npz")], cache)
     assert run.stdout.split() == ["False", "False"]

@@ -374,17 +374,17 @@ def test_spans_above_one_tend_to_the_global_polynomial():
     assert wide.span_ == 1.5 and np.all(np.isfinite(wide.fitted_values_))
 
 
-def test_the_same_fit_without_a_compiler(monkeypatch):
-    # several columns without a C compiler: the k-d tree and the operator rows in NumPy
+def test_the_same_fit_without_the_compiled_loops(monkeypatch):
+    # several columns without the compiled loops: the k-d tree and the operator rows in NumPy
     from attnpool.smoothers import neighbourhoods, operator_rows
 
     monkeypatch.setattr(operator_rows, "MOMENT_WORK", 100)
     monkeypatch.setattr(neighbourhoods, "NEIGHBOUR_WORK", 100)
     X, y = _data(2, n=500)
     compiled = attnpool.Loess(span=0.3, family="symmetric").fit(X, y)
-    monkeypatch.setenv("CC", "no-such-cc")
+    monkeypatch.setenv("ATTNPOOL_INSTRUCTION_SET", "none")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # the missing compiler's notice
+        warnings.simplefilter("ignore", RuntimeWarning)  # the missing loops' notice
         plain = attnpool.Loess(span=0.3, family="symmetric").fit(X, y)
         _close(plain.predict(X[:30] + 0.1), compiled.predict(X[:30] + 0.1))
     _close(plain.fitted_values_, compiled.fitted_values_)

@@ -87,9 +87,13 @@ def test_auto_rule_7_the_gaussian_on_a_cpu_is_native():
     assert choose("gaussian", 3000, 3000, 1) == "fgt"  # rule 4 first
 
 
-def test_auto_rule_7_needs_a_compiler(native_cache, monkeypatch):
-    monkeypatch.setenv("CC", "no-such-cc")
+def test_auto_rule_7_needs_the_compiled_loops(without_compiled_loops):
     assert choose("gaussian", 3000, 3000, 2) == "stream"
+
+
+def test_auto_rule_7_serves_the_columns_built():
+    assert choose("gaussian", 3000, 3000, 16) == "native"  # d = 9-16 padded to 16
+    assert choose("gaussian", 3000, 3000, 17) == "stream"
 
 
 def test_auto_rule_8_everything_else_streams():

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import platform
 import subprocess
 import sys
 
@@ -15,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnpool import attention_pool
-from attnpool.methods import build, native
+from attnpool.methods import compiled, native
 from method_data import data, value_range
 from reference import reference_pool, stable_gaussian_pool
 
@@ -98,25 +94,36 @@ def hostile_rows(dtype, d):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("d", [2, 8])
-def test_the_portable_exponential_agrees_with_avx512s(dtype, d, native_cache, monkeypatch):
-    """Built without AVX-512 (2^n added to the exponent's bits, x clamped both ways) and
-    with it where the compiler can (vrndscale and vscalef), the loop gives the same rows
-    not finite and the same sums to rounding (lanes of 8 and 16 sum in other orders)."""
+def test_every_instruction_set_gives_the_same_rows(dtype, d, monkeypatch):
+    """Each library this processor runs — the baseline (2^n added to the exponent's
+    bits, x clamped both ways, no FMA), AVX2, AVX-512 (vrndscale and vscalef) — gives
+    the same rows not finite and empty, and the same weight totals and pooled values to
+    rounding: the FMA builds between them by the sums' order (lanes of 4, 8 and 16; the
+    same shifts), the baseline by each log weight's own rounding too, (d + 3)·eps of
+    its size, which the row's shift bounds."""
     queries, keys, values, scale = hostile_rows(dtype, d)
-    runs = []
-    x86 = platform.machine().lower() in ("x86_64", "amd64")  # elsewhere: portable only
-    for compiler in (build.compiler(), build.compiler() + " -mno-avx512f" * x86):
-        monkeypatch.setenv("CC", compiler)
-        sums, shift = native.native_sums(queries, keys, values, scale, return_shift=True)
-        runs.append((sums, shift))
-    (sums, shift), (portable, portable_shift) = runs
+    runs = {}
+    for instruction_set in compiled.instruction_sets_run():
+        monkeypatch.setenv(compiled.VARIABLE, instruction_set)
+        assert compiled.loops().instruction_set == instruction_set
+        runs[instruction_set] = native.native_sums(queries, keys, values, scale, return_shift=True)
+    sums, shift = runs["baseline"]
     finite = np.isfinite(sums[:, 0])
-    np.testing.assert_array_equal(np.isfinite(portable[:, 0]), finite)
-    np.testing.assert_array_equal(portable[:, 0] == 0, sums[:, 0] == 0)  # empty rows
     assert np.all(finite[:-1]) and not (finite[-1] and sums[-1, 0] > 0)  # the last, either
-    np.testing.assert_array_equal(portable_shift[finite], shift[finite])
-    tolerance = 64 * np.finfo(dtype).eps
-    np.testing.assert_allclose(portable[finite], sums[finite], rtol=tolerance, atol=0)
+    eps = np.finfo(dtype).eps
+    if {"avx2", "avx512"} <= set(runs):
+        (avx2, avx2_shift), (avx512, avx512_shift) = runs["avx2"], runs["avx512"]
+        np.testing.assert_array_equal(avx512_shift[finite], avx2_shift[finite])
+        np.testing.assert_allclose(avx512[finite], avx2[finite], rtol=64 * eps, atol=0)
+    live = finite & (sums[:, 0] > 0)
+    bound = 64 * eps + 4 * (d + 3) * eps * np.abs(shift[live])
+    for name, (wide, wide_shift) in runs.items():
+        np.testing.assert_array_equal(np.isfinite(wide[:, 0]), finite, err_msg=name)
+        np.testing.assert_array_equal(wide[:, 0] == 0, sums[:, 0] == 0, err_msg=name)
+        log_totals = [np.log2(a[live, 0]) + b[live] for a, b in ((wide, wide_shift), (sums, shift))]
+        assert np.all(np.abs(log_totals[0] - log_totals[1]) <= bound), name
+        pooled = [a[live, 1:] / a[live, :1] for a in (wide, sums)]
+        assert np.all(np.abs(pooled[0] - pooled[1]) <= bound[:, None] * np.ptp(values)), name
 
 
 def test_loading_a_loop_starts_a_thread_per_core_before_any_threaded_sum():
@@ -146,14 +153,34 @@ def test_threads_split_rows_without_changing_a_bit(monkeypatch):
     np.testing.assert_array_equal(pooled(queries, keys, values, 0.5), whole)
 
 
-def test_a_variant_is_ready_only_once_it_is_in_the_cache(native_cache, monkeypatch):
-    assert not native.ready(True, 2, 1)
-    x, y = np.ones((5, 2)), np.ones((5, 1))
-    native.native_sums(x, x, y, np.ones(2))
-    assert native.ready(True, 2, 1)
-    assert not native.ready(True, 3, 1) and not native.ready(False, 2, 1)
-    monkeypatch.setenv("CC", "no-such-compiler")  # the cached loop is that compiler's
-    assert not native.ready(True, 2, 1)
+@pytest.mark.parametrize("instruction_set", compiled.instruction_sets_run())
+def test_the_variants_built_serve_up_to_16_columns_and_any_value_count(
+    instruction_set, monkeypatch
+):
+    monkeypatch.setenv(compiled.VARIABLE, instruction_set)
+    for double in (True, False):
+        assert all(native.available(double, d, p) for d in range(1, 17) for p in (1, 3, 16, 40))
+        assert not native.available(double, 17, 1)
+    assert all(native.moments_available(d, p) for d in range(1, 9) for p in range(1, 5))
+    assert not native.moments_available(9, 1) and not native.moments_available(2, 5)
+
+
+@pytest.mark.parametrize("instruction_set", compiled.instruction_sets_run())
+@pytest.mark.parametrize("d, p", [(9, 3), (12, 5), (15, 1), (16, 9), (3, 7), (2, 17)])
+def test_padded_columns_and_values_sum_as_the_reference(instruction_set, d, p, monkeypatch):
+    # d = 9-15 run on the 16-column variant and value counts between those built on
+    # the next one, with zero columns that add exactly nothing
+    monkeypatch.setenv(compiled.VARIABLE, instruction_set)
+    rng = np.random.default_rng(d * p)
+    keys = rng.normal(size=(700, d))
+    queries = rng.normal(size=(40, d))
+    values = rng.normal(size=(700, p))
+    bandwidth = 0.4 * np.sqrt(d)
+    want = stable_gaussian_pool(queries, keys, values, bandwidth)
+    np.testing.assert_allclose(pooled(queries, keys, values, bandwidth), want, rtol=0, atol=1e-12)
+    if d <= native.MOMENTS_MAX_DIMS and p <= native.MOMENTS_MAX_VALUES:
+        moments, _ = native.native_moments(queries, keys, values, np.full(d, 1 / bandwidth))
+        assert moments.shape == (40, 1 + d + d * d + p * (1 + d))
 
 
 def test_a_forked_child_sums_on_threads_of_its_own():
@@ -195,120 +222,21 @@ def test_native_matches_the_reference_on_random_data(seed, d, bandwidth, m, spre
     assert np.max(np.abs(got - want)) <= 1e-11 * np.max(value_range(values))
 
 
-def test_the_library_is_compiled_once_into_the_cache(native_cache):
-    queries, keys, values = data(7, n=10, m=100, d=4)
-    first = pooled(queries, keys, values, 1.0)
-    built = sorted((native_cache / "native").glob("gaussian-*.so"))
-    assert len(built) == 1  # only the library of this variant; no partial file left
-    stamp = built[0].stat().st_mtime_ns
-    native._library.cache_clear()  # as a new process would
-    np.testing.assert_array_equal(pooled(queries, keys, values, 1.0), first)
-    assert built[0].stat().st_mtime_ns == stamp
-
-
-@pytest.mark.parametrize(
-    "compiler, reason",
-    [("no-such-cc", "no C compiler 'no-such-cc' on the PATH"), ("false", "could not compile")],
-)
-def test_without_a_compiler_auto_streams_and_native_is_a_clear_error(
-    compiler, reason, native_cache, monkeypatch
+def test_without_the_compiled_loops_auto_streams_and_native_is_a_clear_error(
+    without_compiled_loops,
 ):
-    monkeypatch.setenv("CC", compiler)
     assert not native.available()
-    assert reason in native.unavailable_reason()
+    assert native.unavailable_reason() == "ATTNPOOL_INSTRUCTION_SET=none"
     queries, keys, values = data(8, n=3000, m=3000, d=2)
     streamed = attention_pool(queries, keys, values, bandwidth=0.3)
     np.testing.assert_array_equal(
         streamed, attention_pool(queries, keys, values, bandwidth=0.3, method="stream")
     )
-    with pytest.raises(ValueError, match=f"'native' needs a C compiler .*{reason}"):
+    with pytest.raises(ValueError, match="'native' needs the compiled loops, which do not run"):
         attention_pool(queries, keys, values, bandwidth=0.3, method="native")
-    assert not any(name.endswith(".so") for _, _, files in os.walk(native_cache) for name in files)
 
 
-def replace(path, content):
-    """A new file at ``path`` (this process keeps the old one mapped)."""
-    path.with_name("new").write_bytes(content)
-    os.replace(path.with_name("new"), path)
-
-
-def only_library(cache):
-    (library,) = (cache / "native").glob("gaussian-*.so")
-    return library
-
-
-@pytest.mark.parametrize("damage", ["truncated", "replaced", "writable by others", "no digest"])
-def test_a_damaged_or_foreign_library_in_the_cache_is_built_again(native_cache, damage):
-    queries, keys, values = data(9, n=10, m=100, d=3)
-    first = pooled(queries, keys, values, 1.0)
-    library = only_library(native_cache)
-    if damage == "truncated":  # loading it would end the process with SIGBUS
-        replace(library, library.read_bytes()[: library.stat().st_size // 2])
-    elif damage == "replaced":
-        replace(library, b"\x7fELF planted by someone else")
-    elif damage == "writable by others":
-        library.chmod(0o777)
-    else:
-        library.with_suffix(".sha256").unlink()
-    native._library.cache_clear()  # as a new process would
-    np.testing.assert_array_equal(pooled(queries, keys, values, 1.0), first)
-    rebuilt = only_library(native_cache)
-    assert rebuilt.stat().st_mode & 0o777 == 0o700
-    assert hashlib.sha256(rebuilt.read_bytes()).hexdigest() == (
-        rebuilt.with_suffix(".sha256").read_text()
-    )
-
-
-def test_a_cache_folder_others_can_write_is_not_used(native_cache):
-    shared = native_cache / "native"
-    shared.mkdir(mode=0o777)
-    shared.chmod(0o777)
-    with pytest.warns(RuntimeWarning, match="others can write to it"):
-        assert build.cache_directory() != shared
-    queries, keys, values = data(10, n=10, m=100, d=3)
-    pooled(queries, keys, values, 1.0)
-    assert list(shared.iterdir()) == []  # nothing built there, nothing loaded from there
-
-
-def test_an_empty_cc_means_the_default_compiler(monkeypatch):
-    monkeypatch.setenv("CC", "")
-    assert native.compiler() == "cc"
-    monkeypatch.setenv("CC", "  ")
-    assert native.compiler() == "cc"
-
-
-def test_a_compiler_that_fails_once_is_tried_again(native_cache, monkeypatch, tmp_path):
-    # fails while the disk is "full", then compiles: a transient failure
-    full = tmp_path / "disk-full"
-    full.touch()
-    flaky = tmp_path / "flaky-cc"
-    flaky.write_text(f'#!/bin/sh\n[ -e "{full}" ] && exit 1\nexec cc "$@"\n')
-    flaky.chmod(0o755)
-    monkeypatch.setenv("CC", str(flaky))
-    with pytest.warns(RuntimeWarning, match="'native' is unavailable: .*tried again"):
-        assert not native.available()
-    full.unlink()
-    assert not native.available()  # remembered for RETRY_SECONDS, not rebuilt each call
-    monkeypatch.setattr(native, "RETRY_SECONDS", 0.0)
-    assert native.available()
-
-
-def test_a_truncated_library_does_not_bring_a_new_process_down(native_cache):
-    queries, keys, values = data(11, n=10, m=100, d=3)
-    first = pooled(queries, keys, values, 1.0)
-    library = only_library(native_cache)
-    replace(library, library.read_bytes()[: library.stat().st_size // 2])
-    script = (
-        "import sys, numpy as np; sys.path.insert(0, 'tests');"
-        "from method_data import data; from test_native import pooled;"
-        "import json; print(json.dumps(pooled(*data(11, n=10, m=100, d=3), 1.0).tolist()))"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "ATTNPOOL_CACHE": str(native_cache)},
-    )
-    assert run.returncode == 0, run.stderr
-    np.testing.assert_array_equal(np.array(json.loads(run.stdout)), first)
+def test_more_columns_than_built_are_a_clear_error_for_native():
+    queries, keys, values = data(8, n=30, m=300, d=17)
+    with pytest.raises(ValueError, match="'native' is built for up to 16 columns; received 17"):
+        attention_pool(queries, keys, values, bandwidth=2.0, method="native")

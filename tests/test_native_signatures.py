@@ -7,17 +7,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from attnpool.methods import native
 from attnpool.methods.native_signatures import RETURNS_STATUS, SIGNATURES
 
-EXPORTED = re.compile(r"^(int|void) (\w+)\(([^)]*)\)", re.MULTILINE)
+SOURCES = Path(__file__).resolve().parents[1] / "src" / "attnpool" / "methods"
+EXPORTED = re.compile(r"^EXPORT (int|void) (\w+)\(([^)]*)\)", re.MULTILINE)
+#: native.c's functions are named per variant by these macros (meson.build)
+VARIANT_NAMES = {"STATE_NAME": "gaussian_state", "MOMENTS_NAME": "gaussian_moments"}
 
 
 def _exported() -> dict[str, tuple[str, int]]:
     found = {}
-    for source in (native.SOURCE, native.EXPANSIONS):
-        text = Path(source).read_text()
+    for source in ("native.c", "expansions.c"):
+        text = (SOURCES / source).read_text()
         for kind, name, parameters in EXPORTED.findall(text):
+            name = VARIANT_NAMES.get(name, name)
             found[name] = (kind, len([p for p in parameters.split(",") if p.strip()]))
     return found
 

@@ -91,15 +91,16 @@ def test_small_fits_in_one_column_build_no_program():
     assert (count.traced, count.built) == (0, 0)
 
 
-def test_large_fits_go_to_the_compiled_engines(native_cache):
+def test_large_fits_go_to_the_compiled_engines(monkeypatch):
     model = model_for(np.zeros((1, 2)), kernel="epanechnikov", degree=1)
     rows = int(np.sqrt(numpy_engine.NUMPY_MAX_WORK / 9)) + 1
     assert not numpy_engine.serves(model, rows, rows, 1)
-    # the Gaussian's: on the native loop once it is built (never built for a prediction)
+    # the Gaussian's: on the native loop where the compiled loops run
     gaussian = model_for(np.zeros((1, 2)), degree=1)
-    assert not numpy_engine.serves(gaussian, rows, rows, 1)
-    native.native_sums(np.zeros((1, 2)), np.zeros((1, 2)), np.zeros((1, 1)), np.ones(2))
     assert numpy_engine.serves(gaussian, rows, rows, 1)
+    with monkeypatch.context() as without:
+        without.setenv("ATTNPOOL_INSTRUCTION_SET", "none")
+        assert not numpy_engine.serves(gaussian, rows, rows, 1)
     assert not numpy_engine.serves(gaussian, rows, rows, 1, weighted=True)
     assert numpy_engine.serves(model_for(np.zeros((1, 2)), var_type="cu"), 10, 10, 1)
     # a callable's kernel takes NumPy too (host=True): small fits are summed here, with no
@@ -247,40 +248,27 @@ def test_the_native_search_finds_the_compiled_searchs_optimum(d, degree):
         np.testing.assert_allclose(fast.bandwidth, compiled.bandwidth, rtol=1e-5)
 
 
-def test_a_small_search_builds_no_loop_but_runs_on_one_already_built(native_cache):
-    # below NATIVE_MIN_WORK building the C loop costs more than NumPy's search; once a
-    # larger search (or an earlier process) has built it, small searches use it too
+def test_a_small_search_runs_on_the_loop_and_equals_numpys(monkeypatch):
     x, y = _data(60, 2, seed=8)
-    on_numpy = select_bandwidth(x, y)
-    assert not list(native_cache.rglob("*.so"))
-    native.native_sums(x, x, y, np.ones(2))  # builds the two-column loop
-    assert native.ready(True, 2, 2)
     on_the_loop = select_bandwidth(x, y)
-    assert len(list(native_cache.rglob("*.so"))) == 1  # nothing more was built
+    monkeypatch.setenv("ATTNPOOL_INSTRUCTION_SET", "none")
+    on_numpy = select_bandwidth(x, y)
     np.testing.assert_allclose(on_the_loop.objective, on_numpy.objective, rtol=1e-9)
     np.testing.assert_allclose(on_the_loop.bandwidth, on_numpy.bandwidth, rtol=1e-4)
 
 
-def test_a_first_search_in_two_columns_builds_one_loop(native_cache):
-    # the compiler's probe builds the variant the search needs, not the one-column one
-    x, y = _data(300, 2, seed=9)
-    select_bandwidth(x, y)
-    assert len(list(native_cache.rglob("*.so"))) == 1
-    assert native.ready(True, 2, 2)
-
-
-def test_large_gaussian_predictions_run_on_the_loop_once_it_is_built(native_cache, monkeypatch):
+def test_large_gaussian_predictions_run_on_the_loop(monkeypatch):
     # from NATIVE_POOL_MIN_PAIRS pairs Nadaraya–Watson with the Gaussian runs on the C
-    # loop once it is built (a NumPy pair costs ~20 times more); predictions never build
-    # it. Either way: the max-shifted textbook formula in float64.
+    # loop (a NumPy pair costs ~20 times more); without it in NumPy. Either way: the
+    # max-shifted textbook formula in float64.
     x, y = _data(600, 2, seed=10)
     queries = np.random.default_rng(11).uniform(-1, 6, (500, 2))
     h = np.array([0.3, 0.5])
     assert queries.shape[0] * x.shape[0] >= numpy_engine.NATIVE_POOL_MIN_PAIRS
     reference = stable_gaussian_pool(queries, x, y, h)
-    on_numpy = NadarayaWatson(bandwidth=h).fit(x, y).predict(queries)
-    assert not list(native_cache.rglob("*.so"))
-    native.native_sums(x, x, y, np.ones(2))  # builds the two-column, two-response loop
+    with monkeypatch.context() as without:
+        without.setenv("ATTNPOOL_INSTRUCTION_SET", "none")
+        on_numpy = NadarayaWatson(bandwidth=h).fit(x, y).predict(queries)
     calls, native_sums = [], native.native_sums
     monkeypatch.setattr(
         native, "native_sums", lambda *a, **k: calls.append(1) or native_sums(*a, **k)
@@ -291,15 +279,13 @@ def test_large_gaussian_predictions_run_on_the_loop_once_it_is_built(native_cach
     np.testing.assert_allclose(on_the_loop, reference, rtol=1e-12, atol=1e-12)
 
 
-def test_large_numpy_predictions_build_no_program(native_cache):
+def test_large_numpy_predictions_build_no_program():
     # a NumPy predict a host backend serves stays NumPy: Nadaraya–Watson by a host method
-    # (its sums come back as NumPy), local linear by the loop's moments once it is built;
+    # (its sums come back as NumPy), local linear by the loop's moments;
     # each new query count costs no program. Both equal the textbook formula in float64.
     x, y = _data(20_000, 1, seed=12)
     h = np.array([0.05])
     queries = [np.random.default_rng(13).uniform(-0.5, 5.5, (k, 1)) for k in (700, 900, 1100)]
-    native.native_sums(x[:2], x[:2], y[:2, :1], 1 / h)  # the one-column, one-response loop
-    native.native_sums(x[:2], x[:2], y[:2], 1 / h)  # and two responses
     constant = NadarayaWatson(bandwidth=h).fit(x, y)
     linear = LocalLinear(bandwidth=h).fit(x, y[:, 0])
     constant.predict(queries[0][:5]), linear.predict(queries[0][:5])  # modules loaded
@@ -313,7 +299,7 @@ def test_large_numpy_predictions_build_no_program(native_cache):
     np.testing.assert_allclose(fitted[0][:200], reference, rtol=1e-9, atol=1e-9)
 
 
-def test_local_linear_on_the_loop_keeps_a_weight_near_the_float_limit(native_cache):
+def test_local_linear_on_the_loop_keeps_a_weight_near_the_float_limit():
     # h = 1e-6 on 4000 points: a query's second key weighs e^(−708) of its first, near
     # the float limit; the loop's moments (relative to the heaviest key) keep it and meet
     # the long-double fit, where XLA's flushed it (1.2e-3 off)
@@ -323,7 +309,6 @@ def test_local_linear_on_the_loop_keeps_a_weight_near_the_float_limit(native_cac
     x = rng.uniform(0, 5, (4000, 1))
     y = np.sin(x[:, 0]) + rng.normal(0, 0.1, 4000)
     q = rng.uniform(-0.5, 5.5, (300, 1))[287:288]
-    native.native_sums(x[:2], x[:2], y[:2, None], np.ones(1))  # the one-column loop, built
     model = LocalLinear(bandwidth=1e-6).fit(x, y)
     assert numpy_engine.serves(model_for(x, degree=1), 300, 4000, 1)
     fitted = model.predict(np.repeat(q, 300, axis=0))[0]  # 300 queries: on the loop

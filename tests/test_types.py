@@ -26,9 +26,18 @@ USER_CODE = textwrap.dedent(
 )
 
 
-def test_numpy_in_is_numpy_out_for_mypy_strict(tmp_path):
+def test_numpy_in_is_numpy_out_for_mypy_strict(tmp_path, monkeypatch):
+    from pathlib import Path
+
     from mypy import api
 
+    import attnpool
+
+    # an editable install is an import hook, which mypy does not run: it reads the
+    # package where it lies (a wheel's is in site-packages, on mypy's own path)
+    root = Path(attnpool.__file__).resolve().parents[1]
+    if root.name not in ("site-packages", "dist-packages"):
+        monkeypatch.setenv("MYPYPATH", str(root))
     (tmp_path / "user.py").write_text(USER_CODE)
     out, err, status = api.run(
         ["--strict", "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "user.py")]

@@ -1,10 +1,10 @@
-"""On-disk caches of compiled code, kept in one private folder per user.
+"""JAX's on-disk cache of compiled programs, kept in one private folder per user.
 
-Two kinds of compiled code outlive a process: XLA executables (JAX's persistent
-compilation cache, so a second process loads its programs instead of compiling
-them) and the ``native`` method's shared libraries. Both are code this process will
-run, so both live only in a folder that belongs to the user and that nobody else
-may write to; otherwise a private temporary folder serves this process alone.
+XLA executables outlive a process in JAX's persistent compilation cache, so a second
+process loads its programs instead of compiling them. They are code this process will
+run, so they live only in a folder that belongs to the user and that nobody else may
+write to; otherwise a private temporary folder serves this process alone. (The
+methods' C loops are compiled with the package, not here.)
 
 ``ATTNPOOL_CACHE`` names the folder (default ``$XDG_CACHE_HOME/attnpool``, else
 ``~/.cache/attnpool``); ``ATTNPOOL_CACHE=off`` keeps nothing between processes.

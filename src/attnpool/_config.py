@@ -1,7 +1,7 @@
 """``attnpool.show_config()``: what runs on this machine, as NumPy's ``show_config`` tells
-it: the versions, the processor's instruction sets, the compiled loops (the compiler,
-whether they are built, where they are cached, the threads they use) and JAX's backend
-and devices. Nothing is compiled to answer: a loop not built yet is reported so."""
+it: the versions, the processor's instruction sets, the compiled loops (the library
+loaded and its instruction set, those built into the package, those this processor
+runs, the threads they use) and JAX's backend and devices."""
 
 from __future__ import annotations
 
@@ -86,27 +86,20 @@ def _processor() -> dict[str, Any]:
 
 
 def _compiled_loops() -> dict[str, Any]:
-    from ._cache import cache_root
-    from .methods import native
-    from .methods.build import FLAGS, compiler, compiler_found
+    from .methods import compiled
     from .methods.threads import cores
 
-    name = compiler()
-    found = compiler_found(name)
-    built = native.ready(True, 1, 1)
-    if built:
-        state = "built (in the cache)"
-    elif found:
-        state = "not built yet: compiled on first use"
+    loops = compiled.loops()
+    if loops is None:
+        loaded = f"none: {compiled.unavailable_reason()}; the XLA forms are used"
     else:
-        state = "unavailable: no C compiler (set $CC); the XLA forms are used"
-    root = cache_root()
+        loaded = f"{loops.instruction_set} ({compiled.INSTRUCTION_SETS[loops.instruction_set]})"
     return {
-        "compiler": f"{name} ({'found' if found else 'not found'})",
-        "flags": " ".join([*FLAGS, "-march=native"]),
-        "native loop": state,
-        "host expansions": "built (in the cache)" if native.expansions_ready() else "not built",
-        "cache": str(root / "native") if root is not None else "off",
+        "loaded": loaded,
+        "library": loops.path if loops is not None else "none",
+        "built for": [name for name in compiled.INSTRUCTION_SETS if compiled.library_path(name)],
+        "this processor runs": list(compiled.instruction_sets_run()),
+        "chosen by": f"{compiled.VARIABLE}={compiled.choice()}",
         "threads": cores(),
     }
 

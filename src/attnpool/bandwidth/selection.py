@@ -155,7 +155,7 @@ def select_bandwidth(
         continuous column, CV): grid search and L-BFGS on the binned leave-one-out
         objective, then the exact objective at the result — what ``"auto"`` does from
         1000 rows. ``"sparse"`` (compact kernels), ``"fgt"`` (the Gaussian in one
-        column), ``"native"`` (the Gaussian, a C compiler): exact leave-one-out sums of
+        column), ``"native"`` (the Gaussian, the compiled loops): exact leave-one-out sums of
         a local-constant fit of continuous columns by that host method
         (:mod:`attnpool.bandwidth.leave_one_out`), a grid search and a refinement on
         the host (derivative-free for compact kernels, whose objective jumps as keys

@@ -19,8 +19,8 @@ from ..kernels.calculus import kernel_integrals
 #: Pairs up to which a density is summed in NumPy (no program to build: a first call
 #: costs no compilation); beyond, on the compiled engines.
 HOST_PAIRS = 2**22
-#: Pairs from which a Gaussian column is summed by the ``fgt`` expansions once their
-#: compiled loop is built (a NumPy pair costs about as much as an expansion's term).
+#: Pairs from which a Gaussian column is summed by the ``fgt`` expansions where their
+#: compiled loop runs (a NumPy pair costs about as much as an expansion's term).
 EXPANSION_MIN_PAIRS = 2**14
 
 
@@ -66,7 +66,7 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
 
 def native_serves(record: Any, q: Any, x: Any, h: Any) -> bool:
     """Whether the compiled C loop sums this Gaussian density (as ``"auto"`` pools on a
-    CPU): its loop builds here and the data lie within the host methods' range."""
+    CPU): its loop runs here and the data lie within the host methods' range."""
     from .._backend import computes_on_cpu
     from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
     from ..methods import native
@@ -74,7 +74,7 @@ def native_serves(record: Any, q: Any, x: Any, h: Any) -> bool:
     return (
         _kernels.is_gaussian(record)
         and computes_on_cpu()
-        and native.available()
+        and native.available(True, x.shape[1])
         and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
     )
 

@@ -1,6 +1,6 @@
 """Pools of NumPy arrays that need no JAX: small ones on the NumPy engine
 (:func:`.numpy_engine.pool_if_served`), and large Gaussian ones in several columns on the
-``native`` C loop, where ``"auto"`` sends them on a CPU once the loop is built
+``native`` C loop, where ``"auto"`` sends them on a CPU
 (:func:`attnpool.methods.choice.choose_method`). A first such call in a process then
 costs the loop's sums, not JAX's import (~1.3 s of a first 3·10⁴ × 3·10⁴ pool in eight
 columns that took 1.5 s)."""
@@ -44,7 +44,7 @@ def _native_pool(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, nearest: bool) 
         return None
     if exact_engine(n * m) == "dense" or v.shape[1] > native.MAX_VALUES:
         return None
-    if not (computes_on_cpu() and native.ready(dtype == np.float64, d, v.shape[1])):
+    if not (computes_on_cpu() and native.available(dtype == np.float64, d, v.shape[1])):
         return None
     if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:  # as "auto" decides
         return None

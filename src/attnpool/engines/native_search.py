@@ -8,9 +8,8 @@ them). Besides the objective itself:
   keys' coordinates and their squares among the pooled values:
   ``∂ĝ(x_i)/∂θ_j = E_w[(y_k − ĝ)(x_kj − x_ij)²] / h_j²`` (the weights' derivative is
   ``w u_j²``), so a descent step costs one evaluation instead of ``d + 1``;
-  (from :data:`ESTIMATE_MIN_ROWS` points, or :data:`SMALL_ESTIMATE_ROWS` once built: the
-  pass with those values is a loop of its own to build, once per machine, which
-  smaller searches do not repay);
+  (from :data:`SMALL_ESTIMATE_ROWS` points where the gradient pass's loop runs, else
+  :data:`ESTIMATE_MIN_ROWS`);
 - from the same sizes in several columns, an *estimate*: the mean squared
   leave-one-out error of a fixed random subset of the rows, each still predicted from
   all the others (unbiased for the objective, ``1/8`` of its cost, a fifth below
@@ -35,8 +34,7 @@ __all__ = [
 
 #: Points from which a search of several columns ranks its grid by the estimate.
 ESTIMATE_MIN_ROWS = 2**14
-#: Points from which it does so once the gradient's loop is built (smaller searches do
-#: not repay building it).
+#: Points from which it does so where the gradient pass's loop runs here.
 SMALL_ESTIMATE_ROWS = 2**12
 
 
@@ -52,12 +50,10 @@ def estimate_rows(n: int) -> int:
 
 def gradient_loop_built(d: int, p: int) -> bool:
     """Whether the loops of the gradient's pass (``p (1 + 2d) + 2d`` values, in passes of
-    at most ``native.MAX_VALUES``) for ``d`` columns are in the cache."""
+    at most ``native.MAX_VALUES``) for ``d`` columns run here."""
     from ..methods import native
 
-    width = p * (1 + 2 * d) + 2 * d
-    widths = {min(native.MAX_VALUES, width - start) for start in range(0, width, native.MAX_VALUES)}
-    return all(native.ready(True, d, w) for w in widths)
+    return native.available(True, d, p * (1 + 2 * d) + 2 * d)
 
 
 class NativeObjective:

@@ -56,20 +56,20 @@ def serves(
 ) -> bool:
     """Whether this engine takes a fit of ``queries`` × ``rows`` pairs for ``model``: in
     NumPy up to :data:`NUMPY_MAX_WORK`, and a Gaussian local linear fit (unweighted) at
-    any size once the ``native`` loop that sums its moments is built."""
+    any size where the ``native`` loop that sums its moments runs."""
     small = queries * rows * work_width(model, outputs) <= NUMPY_MAX_WORK
     takes_numpy = kernels.is_builtin(model.kernel) or model.kernel.host
     return takes_numpy and (small or _native_moments_serve(model, outputs, weighted))
 
 
 def _native_moments_serve(model: LocalModel, outputs: int, weighted: bool) -> bool:
-    """Whether the built ``native`` loop sums this local linear fit's moments."""
+    """Whether the ``native`` loop sums this local linear fit's moments here."""
     gaussian = kernels.is_gaussian(model.kernel) and set(model.var_type) == {"c"}
     if model.degree != 1 or weighted or not gaussian:
         return False
     from ..methods import native
 
-    return outputs <= native.MAX_VALUES and native.ready(True, len(model.var_type), outputs)
+    return native.moments_available(len(model.var_type), outputs)
 
 
 def work_width(model: LocalModel, outputs: int) -> int:
@@ -142,7 +142,7 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
 
 
 #: Fewest pairs from which a Nadaraya–Watson fit with the Gaussian runs on the
-#: ``native`` loop once it is built (~2 ns a pair on two cores, NumPy ~40): a fixed-
+#: ``native`` loop (~2 ns a pair on two cores, NumPy ~40): a fixed-
 #: bandwidth fit of 1000 rows at 1000 queries took 40 ms in NumPy, 4 ms compiled.
 NATIVE_POOL_MIN_PAIRS = 2**18
 
@@ -162,7 +162,12 @@ def _native_fit(x, y, q, h, model: LocalModel, w=None):
         return None
     from ..methods import native
 
-    if y.shape[1] > native.MAX_VALUES or not native.ready(True, x.shape[1], y.shape[1]):
+    served = (
+        native.moments_available(x.shape[1], y.shape[1])
+        if model.degree == 1
+        else native.available(True, x.shape[1], y.shape[1] + (w is not None))
+    )
+    if y.shape[1] > native.MAX_VALUES or not served:
         return None
     centre = midrange(x)
     keys, queries = x - centre, q - centre

@@ -1,5 +1,5 @@
 """The NumPy engine's bandwidth searches: the leave-one-out CV objective of small fits in
-NumPy float64, and of Gaussian fits on the ``native`` C loop where a compiler is there
+NumPy float64, and of Gaussian fits on the ``native`` C loop where the compiled loops run
 (each row's own pair masked inside the loop), so that such searches need no JAX.
 """
 
@@ -12,8 +12,6 @@ from ..sums.local_model import LocalModel, bandwidth_of
 from .numpy_engine import local_fit, serves, work_width
 
 __all__ = [
-    "NATIVE_MIN_WORK",
-    "NATIVE_MIN_WORK_SEVERAL",
     "NATIVE_SEARCH_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK_SEVERAL",
@@ -52,9 +50,8 @@ def loo_objective(x, y, model: LocalModel, weights=None):
     (NumPy only) each point is left out whole and its squared residual counts ``w_i``
     times (:mod:`attnpool.sums.observation_weights`).
 
-    With the Gaussian and at least :data:`NATIVE_MIN_WORK` (one column) or
-    :data:`NATIVE_MIN_WORK_SEVERAL`, or once the loop is built, the sums run on the
-    compiled loop of the ``native`` method where a C compiler is there (each row's own
+    With the Gaussian, the sums run on the compiled loop of the ``native`` method where
+    the compiled loops run (each row's own
     pair masked inside the loop; ~10–20× NumPy's speed), on rows centred on their
     midrange: Nadaraya–Watson's weighted responses, local linear's moments about each
     row's heaviest key (as the compiled engines take them). An evaluation it cannot
@@ -93,14 +90,6 @@ def loo_objective(x, y, model: LocalModel, weights=None):
     return objective
 
 
-#: Fewest pairs × expected evaluations for which a leave-one-out search of one column
-#: builds the compiled loop (below, NumPy's ~0.1 s beats building it, ~1 s; once built,
-#: any size runs there): Nadaraya–Watson from n = 324, local linear from 187.
-NATIVE_MIN_WORK = 2**22
-#: The same in several columns, where NumPy's evaluations cost more and a search takes
-#: more of them (Nadaraya–Watson from n = 133 in two columns and 94 in five; local
-#: linear from 77 and 54): a new data size then costs ~0.01 s, not 0.1–0.2 s.
-NATIVE_MIN_WORK_SEVERAL = 2**20
 #: Most pairs × expected evaluations (:func:`_evaluations`) a host search of one column
 #: takes on the compiled loop: ~0.2 s at ~1.5 ns a pair on two cores (n ≤ 1832 for
 #: Nadaraya–Watson, 1057 for local linear). Beyond, the compiled search on a binned
@@ -112,22 +101,17 @@ NATIVE_SEARCH_MAX_WORK = 2**27
 
 
 def native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
-    """Whether leave-one-out sums of ``rows`` points run on the ``native`` loop: the
-    Gaussian, continuous columns, a C compiler (and for local linear, whose moments it
-    sums for up to ``MAX_VALUES`` responses at once, no more responses); from
-    :data:`NATIVE_MIN_WORK` (:data:`NATIVE_MIN_WORK_SEVERAL` in several columns), or at
-    any size once the loop is in the cache."""
+    """Whether leave-one-out sums run on the ``native`` loop: the Gaussian, continuous
+    columns, and the compiled loops for this many columns and responses (local linear's
+    moments for up to ``MOMENTS_MAX_VALUES`` responses)."""
     if not kernels.is_gaussian(model.kernel) or set(model.var_type) != {"c"}:
         return False
     from ..methods import native
 
-    if model.degree == 1 and outputs > native.MAX_VALUES:
-        return False
-    variant = (True, len(model.var_type), min(outputs, native.MAX_VALUES))
-    if native.ready(*variant):
-        return True
-    least = NATIVE_MIN_WORK if len(model.var_type) == 1 else NATIVE_MIN_WORK_SEVERAL
-    return rows**2 * _evaluations(model) >= least and native.available(*variant)
+    d = len(model.var_type)
+    if model.degree == 1:
+        return native.moments_available(d, outputs)
+    return native.available(True, d, min(outputs, native.MAX_VALUES))
 
 
 def _evaluations(model: LocalModel) -> int:

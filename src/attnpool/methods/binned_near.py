@@ -94,7 +94,7 @@ def near_log_sums(
     """``(k,)`` each row's ``log Σ_j K_ij / K(0)`` over every key within its
     :func:`row_reach`, exact to rounding (``−inf`` where none is), in one compiled pass:
     the Gaussian in two columns binned with each key's cell. None elsewhere (no
-    compiler, another kernel): :func:`keys_near` and an exact method serve."""
+    compiled loops, another kernel): :func:`keys_near` and an exact method serve."""
     grid, cells = binning.grid, binning.cells
     compiled = native.expansion_function("box_gaussian_log_sums")
     if cells is None or len(grid.size) != 2 or not is_gaussian(kernel) or compiled is None:

@@ -247,7 +247,7 @@ def _direct_sums(binned, terms, outputs: int, value_tables, bound_tables, larges
     times the sum of its terms' magnitudes, bounded by one more plane — the counts
     convolved with the sums of every table's magnitudes along each axis, times the
     largest coefficient and feature (a moment is at most its node's count, ``|t_j| ≤
-    ½``). None without a compiler or the memory (the FFTs then serve)."""
+    ½``). None without the compiled loops or the memory (the FFTs then serve)."""
     compiled = native.expansion_function("separable_direct")
     if compiled is None:
         return None
@@ -325,9 +325,9 @@ def _separable_sums(binned, terms, outputs: int, spectra, lengths) -> np.ndarray
 
 def _bin(keys: Any, scale: Any, grid: Any, features: Any, order: int, cells: bool, band=None):
     """``(binned (*size, width), cells, beside)``: ``expansions.c``'s ``taylor_bin``, or
-    NumPy's ``bincount`` without a compiler. ``band = (below, above)`` (one column of
+    NumPy's ``bincount`` without the compiled loops. ``band = (below, above)`` (one column of
     counts): ``beside``, the indices of the keys at most ``below`` or at least ``above``,
-    found in the same pass (None without a compiler, not asked, or more than
+    found in the same pass (None without the compiled loops, not asked, or more than
     :data:`BESIDE_SHARE` of the keys)."""
     if not 0 <= order <= MAX_ORDER:
         raise ValueError(f"order: expected 0 to {MAX_ORDER}; received {order!r}")

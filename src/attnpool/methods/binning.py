@@ -1,5 +1,5 @@
 """Linear binning on the host: points split between their grid cells' corners in one
-pass of ``expansions.c`` (NumPy's ``bincount`` without a compiler), optionally with
+pass of ``expansions.c`` (NumPy's ``bincount`` without the compiled loops), optionally with
 their places in their cells, the weights of :mod:`.binned_gaussian`'s correction."""
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ rule  when                                           method
 5     compact kernel, ``2 ≤ d ≤ 4``, sampled         ``sparse``
       neighbourhoods hold ≤ 5% of the keys
 6     GPU, a non-negative kernel                     ``pallas``
-7     CPU, ``gaussian``, ``d ≥ 2``, a C compiler     ``native``
-      builds the compiled loop
+7     CPU, ``gaussian``, ``2 ≤ d ≤ 16``, the         ``native``
+      compiled loops load
 8     otherwise                                      ``stream``
 ====  =============================================  ==========
 
@@ -98,7 +98,7 @@ def choose_method(
             return "sparse"
     if tiled:
         return "pallas"
-    if backend == "cpu" and d >= 2 and native.supports(kernel) and native.available():
+    if backend == "cpu" and d >= 2 and native.supports(kernel) and native.available(True, d):
         return "native"
     return "stream"
 

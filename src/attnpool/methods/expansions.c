@@ -1,7 +1,7 @@
 /* Host loops of the one- and two-dimensional methods, in float64.
 
-   Compiled and cached by attnpool.methods.native as native.c is (the same compiler,
-   flags and checks), with no variants: everything here is float64, any width.
+   Compiled with native.c's flags for each instruction set, with no variants:
+   everything here is float64, any width.
 
    fgt (methods/fgt.py): the Taylor coefficients of boxes of keys, and their sums at
    queries. Box b holds keys with centre c_b = origin + (b + 1/2) width; for a key k
@@ -24,6 +24,7 @@
 
 typedef ptrdiff_t isize;
 
+#include "portable.h"
 #include "vector_width.h"
 
 #define LANES (VECTOR_BYTES / (int)sizeof(double))
@@ -84,7 +85,7 @@ static inline vector exp_lanes(vector x)
 #define MAX_WINDOW 512
 #define MAX_TERMS 1024
 
-int fgt_coefficients(const double *keys, const double *features, const long long *box,
+EXPORT int fgt_coefficients(const double *keys, const double *features, const long long *box,
                       isize m, isize f, double origin, double width, isize order,
                       isize pad, isize columns, double *table)
 {
@@ -92,7 +93,7 @@ int fgt_coefficients(const double *keys, const double *features, const long long
     if (terms > MAX_TERMS)
         return 1;
     /* on the heap: a caller's thread may have a small stack (musl gives 128 KiB) */
-    vector *own = aligned_alloc(sizeof(vector), (size_t)(terms + f) * sizeof(vector));
+    vector *own = aligned_allocate(sizeof(vector), (size_t)(terms + f) * sizeof(vector));
     vector *feature = own + terms; /* own: the current box's coefficients, j-major */
     double inverse[MAX_TERMS + 1]; /* 1 / ((j + 1)(j + 2)) */
     if (!own)
@@ -132,7 +133,7 @@ int fgt_coefficients(const double *keys, const double *features, const long long
             table[r * columns + box[i] + pad] += lane_sum(own[r]);
         i = end;
     }
-    free(own);
+    aligned_free(own);
     return 0;
 }
 
@@ -150,7 +151,7 @@ int fgt_coefficients(const double *keys, const double *features, const long long
 /* out (n, f): each query's sums over the window of 2*half + 1 boxes around its own
    (box floor(u / width); its window's first column is box + half + 1). A query whose
    window is not inside the table gets NaN (the caller sums it otherwise). */
-int fgt_evaluate(const double *u, const double *nearest2, isize n, const double *table,
+EXPORT int fgt_evaluate(const double *u, const double *nearest2, isize n, const double *table,
                   isize columns, isize f, double width, isize half, isize order,
                   double *out)
 {
@@ -160,7 +161,7 @@ int fgt_evaluate(const double *u, const double *nearest2, isize n, const double 
         return 1;
     /* on the heap: a caller's thread may have a small stack (musl gives 128 KiB) */
     isize most = MAX_WINDOW + COLUMNS;
-    vector *offset = aligned_alloc(sizeof(vector), 2 * (size_t)most * sizeof(vector));
+    vector *offset = aligned_allocate(sizeof(vector), 2 * (size_t)most * sizeof(vector));
     vector *factor = offset + most;
     if (!offset)
         return 1;
@@ -224,7 +225,7 @@ int fgt_evaluate(const double *u, const double *nearest2, isize n, const double 
         }
         i += count;
     }
-    free(offset);
+    aligned_free(offset);
     return 0;
 }
 
@@ -237,7 +238,7 @@ int fgt_evaluate(const double *u, const double *nearest2, isize n, const double 
    points within sqrt(r^2 + reach2) (r: the distance to its nearest other, a neighbour in
    the order; the rest weigh less than the tolerance reach2 = 2 log(n / tolerance) was
    made for), shifted by that nearest term. Returns 0, or 1 where it did nothing. */
-int fgt_leave_one_out(const double *c, isize n, double scale, double width, isize half,
+EXPORT int fgt_leave_one_out(const double *c, isize n, double scale, double width, isize half,
                       isize order, double min_weight, double reach2, double *out)
 {
     if (n < 2) {
@@ -301,7 +302,7 @@ int fgt_leave_one_out(const double *c, isize n, double scale, double width, isiz
    also each feature times a_j b_j = f_j (1 - f_j) spacing_j^2 (the point's place in its
    cell, binned_gaussian.py's weights), column k nf + c for dimension k - 1 (width
    nf (1 + d); else nf). cells (n,), unless NULL: each point's lowest corner, flat. */
-void linear_bin(const double *points, isize n, isize d, const double *scale,
+EXPORT void linear_bin(const double *points, isize n, isize d, const double *scale,
                 const double *start, const double *spacing, const long long *size,
                 const double *features, isize nf, double *grid, long long *cells,
                 isize moments)
@@ -393,7 +394,7 @@ static inline __attribute__((always_inline)) void pair_moments(double s, double 
    counts only): the indices of the points at most band[0] or at least band[1] go to
    beside, at most band[2] of them, their number to *besides (-1 where they were not
    sought, or were more: the memory written stays small whatever the data). */
-void taylor_bin(const double *points, isize n, isize d, const double *scale,
+EXPORT void taylor_bin(const double *points, isize n, isize d, const double *scale,
                 const double *start, const double *spacing, const long long *size,
                 const double *features, isize nf, isize order, double *grid,
                 int *cells, const double *band, long long *beside, long long *besides)
@@ -587,7 +588,7 @@ static void select_rows(double *work, long long *order, isize d, isize axis, isi
     }
 }
 
-void locality_order(double *work, isize n, isize d, isize leaf, long long *order)
+EXPORT void locality_order(double *work, isize n, isize d, isize leaf, long long *order)
 {
     enum { DEPTH = 128 };
     isize stack[DEPTH][2], top = 0;
@@ -642,7 +643,7 @@ void locality_order(double *work, isize n, isize d, isize leaf, long long *order
    keys contiguous). The squared distances within reach are gathered, then summed
    relative to the least, by lanes, so that nothing overflows or underflows however
    far the row: exact to rounding; -inf where no key is within reach. */
-void box_gaussian_log_sums(const double *rows, isize k, const double *keys,
+EXPORT void box_gaussian_log_sums(const double *rows, isize k, const double *keys,
                            const long long *offsets, const long long *shape,
                            const double *origin, const double *width, const double *slack,
                            const double *reach, double *out)
@@ -720,7 +721,7 @@ void box_gaussian_log_sums(const double *rows, isize k, const double *keys,
    column, padded, so that the taps run along contiguous memory; a vector of outputs
    sums all its taps in registers before it is stored. Returns 0, or -1 where memory
    could not be had (out untouched). */
-int separable_direct(const double *binned, isize size0, isize size1, isize width,
+EXPORT int separable_direct(const double *binned, isize size0, isize size1, isize width,
                      isize triples, const long long *column, const long long *group,
                      const double *along1, isize w1, isize groups, const long long *output,
                      const double *along0, isize w0, isize outputs, double *out)
@@ -788,7 +789,7 @@ int separable_direct(const double *binned, isize size0, isize size1, isize width
    reach of a row, with a node of slack (a key is within a spacing of its node), are
    marked in covered (shape[0] x shape[1], zeroed by the caller). Returns 0, or -1
    without memory. */
-int gaussian_reach(const double *rows, isize k, const long long *source, const long long *shape,
+EXPORT int gaussian_reach(const double *rows, isize k, const long long *source, const long long *shape,
                    isize factor, const double *start, const double *spacing,
                    const long long *size, const double *least, double spread, double within,
                    double *reach, unsigned char *covered)
@@ -965,16 +966,16 @@ static double select_smallest(double *a, isize n, isize k)
    count or more within inner it moves in (after five moves, down to 0: coincident keys
    end there); otherwise the radius is the (count - within inner)-th smallest distance in
    the band, selected among the band's few keys. Returns -1 where no memory. */
-int neighbour_radii(const double *keys, isize stride, isize d, const isize *start,
+EXPORT int neighbour_radii(const double *keys, isize stride, isize d, const isize *start,
                     const double *low, const double *high, isize strips,
                     const double *queries, isize m, isize count, double guess, double *radius)
 {
     struct strips k = {keys, stride, d, strips, start, low, high};
     double *band = malloc((size_t)stride * sizeof(double));
-    double *distance = aligned_alloc(VECTOR_BYTES, NEIGHBOUR_BATCH * sizeof(double));
+    double *distance = aligned_allocate(VECTOR_BYTES, NEIGHBOUR_BATCH * sizeof(double));
     isize *ranges = malloc((size_t)(2 * strips) * sizeof(isize));
     if (!band || !distance || !ranges) {
-        free(band), free(distance), free(ranges);
+        free(band), aligned_free(distance), free(ranges);
         return -1;
     }
     double r = guess, spread = 0.02;
@@ -1022,7 +1023,7 @@ int neighbour_radii(const double *keys, isize stride, isize d, const isize *star
             r = radius[i];
         spread = 0.02;
     }
-    free(band), free(distance), free(ranges);
+    free(band), aligned_free(distance), free(ranges);
     return 0;
 }
 
@@ -1032,7 +1033,7 @@ int neighbour_radii(const double *keys, isize stride, isize d, const isize *star
    their number in kept[i] (more than width: the row overflowed). The distances are
    those of neighbour_radii, squared: its radius is a band's member. Returns -1 where
    no memory. */
-int neighbour_band(const double *keys, isize stride, isize d, const isize *start,
+EXPORT int neighbour_band(const double *keys, isize stride, isize d, const isize *start,
                     const double *low, const double *high, isize strips, const double *queries,
                     isize m, const double *inner, const double *outer, isize width,
                     long long *below, double *band, long long *kept)
@@ -1108,7 +1109,7 @@ static void fill_batch(const struct strips *k, double *restrict basis, double *r
             one[j] *= one[j] * one[j];
     const double *restrict prior = weights + lo;
     for (isize j = 0; j < NEIGHBOUR_BATCH; j++)
-        weight[j] = (j < size) & (u2[j] < INSIDE2) ? one[j] * prior[j] : 0.0;
+        weight[j] = ((j < size) & (u2[j] < INSIDE2)) ? one[j] * prior[j] : 0.0;
     isize row = 1 + d;
     for (isize a = 0; degree >= 2 && a < d; a++)
         for (isize a2 = a; a2 < d; a2++, row++) {
@@ -1184,7 +1185,7 @@ static inline vector signed_sum(const double *row, const float *signs)
    values and signs (+1 or -1, one byte each: smoothed in bulk, they are read from memory
    an eighth as long) come by column (columns x stride, in the keys' order). d <= 8.
    Returns -1 where no memory. */
-int neighbour_moments(const double *keys, isize stride, isize d, const isize *start,
+EXPORT int neighbour_moments(const double *keys, isize stride, isize d, const isize *start,
                       const double *low, const double *high, isize strips,
                       const double *weights, const double *values, const float *signs,
                       isize columns, const double *square_weights, const double *coefficients,
@@ -1197,13 +1198,13 @@ int neighbour_moments(const double *keys, isize stride, isize d, const isize *st
     isize lines = p > 1 + d ? p : 1 + d; /* the monomials, or u alone (degree 0) */
     isize rows = 2 * lines + 3, sums = moments ? p * p + p * columns : 1 + columns;
     size_t row_bytes = NEIGHBOUR_BATCH * sizeof(double);
-    double *space = aligned_alloc(VECTOR_BYTES, (size_t)rows * row_bytes);
-    vector *acc = aligned_alloc(VECTOR_BYTES, (size_t)sums * sizeof(vector));
+    double *space = aligned_allocate(VECTOR_BYTES, (size_t)rows * row_bytes);
+    vector *acc = aligned_allocate(VECTOR_BYTES, (size_t)sums * sizeof(vector));
     isize pointers = lines > columns ? lines : columns;
     const double **right = malloc((size_t)pointers * sizeof(double *));
     isize *ranges = malloc((size_t)(2 * strips) * sizeof(isize));
     if (!space || !acc || !right || !ranges) {
-        free(space), free(acc), free(right), free(ranges);
+        aligned_free(space), aligned_free(acc), free(right), free(ranges);
         return -1;
     }
     memset(space, 0, (size_t)rows * row_bytes);
@@ -1276,6 +1277,6 @@ int neighbour_moments(const double *keys, isize stride, isize d, const isize *st
                 second[i * columns + c] = lane_sum(acc[1 + c]);
         }
     }
-    free(space), free(acc), free(right), free(ranges);
+    aligned_free(space), aligned_free(acc), free(right), free(ranges);
     return 0;
 }

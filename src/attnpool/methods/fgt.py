@@ -25,10 +25,11 @@ Queries farther than :data:`MAX_NEAREST` from every key are returned unsettled
 (the caller pools them exactly).
 
 The coefficients and the sums at the queries are loops of ``expansions.c``, compiled
-as the ``native`` method's loop is (:mod:`.build`): a box's coefficients accumulate
-over its keys in vectors, and queries that share a box run their Horner steps side by
-side across the window, whose Gaussian factors come from one exponential and ratios.
-Without a C compiler the same sums are built in NumPy and evaluated by XLA.
+with the package as the ``native`` method's loop is (:mod:`.compiled`): a box's
+coefficients accumulate over its keys in vectors, and queries that share a box run
+their Horner steps side by side across the window, whose Gaussian factors come from one
+exponential and ratios. Without the compiled loops the same sums are built in NumPy and
+evaluated by XLA.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ below ``tolerance`` of it) less that term; a point whose rest is below
 :data:`~attnpool.methods.fgt.LOO_MIN_WEIGHT` (where that error would show) is summed pair
 by pair over the points within :func:`~attnpool.methods.fgt.reach` of it — its nearest
 other, a neighbour in the order, sets the reach and the shift. One call of
-``expansions.c``'s ``fgt_leave_one_out`` does it all where that library is built and the
+``expansions.c``'s ``fgt_leave_one_out`` does it all where the compiled loops run and the
 sample small enough for one thread; else the expansions' pieces (threaded) and NumPy.
 """
 

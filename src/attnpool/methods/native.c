@@ -1,7 +1,9 @@
 /* Gaussian pooling state in one pass: distances, exponentials and sums fused.
 
-   Compiled by attnpool.methods.native for one (precision, DIMS, VALUES, MATMUL), with
-   the machine's C compiler, and called from Python threads on disjoint query rows.
+   Compiled when the package is built (meson.build), once per variant (precision,
+   DIMS, VALUES, MATMUL; WITH_MOMENTS adds the local moments) and instruction set, each
+   variant's functions named by STATE_NAME and MOMENTS_NAME; called from Python
+   threads on disjoint query rows.
    GCC/Clang vector extensions: LANES reals per vector, lowered to the machine's SIMD.
 
    Everything is in base 2: the caller folds log2(e) into the coordinates, so a log
@@ -39,6 +41,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "portable.h"
+#ifndef STATE_NAME /* one variant compiled on its own (the compilers' warning check) */
+#define STATE_NAME gaussian_state
+#define MOMENTS_NAME gaussian_moments
+#endif
+#ifndef WITH_MOMENTS
+#define WITH_MOMENTS DOUBLE
+#endif
 #include "vector_width.h"
 #if VECTOR_BYTES == 64
 #include <immintrin.h>
@@ -77,6 +87,7 @@ typedef int integer;
    sums in registers, in groups of equal size */
 #define VALUE_GROUP ((VALUES + (VALUES + 4) / 5 - 1) / ((VALUES + 4) / 5))
 #define HEADROOM 8.0 /* log2 of what a new shift leaves above a chunk's heaviest weight */
+#define LOST_LOG2 64.0 /* log2 weights' rounding beyond which a row's ratios are noise */
 #define SCALE (-0.72134752044448170368) /* -log2(e) / 2 */
 #define LOG2E 1.44269504088896340736
 
@@ -111,12 +122,13 @@ static inline vreal blend(vint mask, vreal a, vreal b) {
 }
 
 #if SCALEF
+/* a constant expression, as Clang requires of the instruction's immediate */
+#define ROUND_NEAREST (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 static inline vreal round_nearest(vreal x) {
-    const int mode = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 #if DOUBLE
-    return (vreal)_mm512_roundscale_pd((__m512d)x, mode);
+    return (vreal)_mm512_roundscale_pd((__m512d)x, ROUND_NEAREST);
 #else
-    return (vreal)_mm512_roundscale_ps((__m512)x, mode);
+    return (vreal)_mm512_roundscale_ps((__m512)x, ROUND_NEAREST);
 #endif
 }
 
@@ -130,10 +142,12 @@ static inline vreal times_power_of_2(vreal p, vreal n) {
 }
 #endif
 
+#if !SCALEF
 /* min(x, c) and max(x, c) by lane, c where x is NaN */
 static inline vreal at_most(vreal x, real c) { return blend(x < c, x, splat(c)); }
 
 static inline vreal at_least(vreal x, real c) { return blend(x > c, x, splat(c)); }
+#endif
 
 /* 2^x for ROWS vectors at once (their dependency chains interleave), x = n + f with n
    the nearest integer. A weight below 2^EXP_FLOOR counts as that (nothing, beside a
@@ -218,11 +232,13 @@ static inline double wide_total(vwide v) {
     return sum;
 }
 
+#if WITH_MOMENTS
 static inline double total(vreal v) {
     double sum = 0;
     for (int l = 0; l < LANES; l++) sum += v[l];
     return sum;
 }
+#endif
 
 #if MATMUL
 #define KEY_ROWS (DIMS + 1)
@@ -455,6 +471,7 @@ static int skip_boxes(const far_keys *far, ptrdiff_t chunk, const double lift[RO
     return all;
 }
 
+#if WITH_MOMENTS
 /* Which boxes of a chunk cannot hold a row's heaviest key: the largest log weight each
    allows is below every row's largest so far (top, by lane). Returns whether none can. */
 static int lighter_boxes(const far_keys *far, ptrdiff_t chunk, const double lift[ROWS],
@@ -476,6 +493,7 @@ static int lighter_boxes(const far_keys *far, ptrdiff_t chunk, const double lift
     }
     return all;
 }
+#endif
 
 /* Sets far up for the boxes lo, hi (chunks' boxes allocated); returns whether there
    are any (lo not NULL) and the allocation held. */
@@ -524,11 +542,11 @@ static inline double row_level(double shift, double sum) {
    shift (n,) in log2 units, sum (n,) and weighted (n, VALUES) of 2^(log2 w - shift).
    own (n,) or NULL: the key each query row leaves out of its sums (-1: none). lo, hi
    (m_pad / BOX, DIMS) or NULL: the keys' boxes, for passing over far ones. */
-void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
+EXPORT void STATE_NAME(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
                     ptrdiff_t m_pad, double *shift, double *sum, double *weighted,
                     const ptrdiff_t *own, const double *lo, const double *hi) {
     const real zero[ROWS] = {0};
-    far_keys far;
+    far_keys far = {0};
     int pruning = far_start(&far, lo, hi, m_pad);
     ptrdiff_t chunks = m_pad / CHUNK;
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
@@ -615,11 +633,17 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
         for (int r = 0; r < rows; r++) {
             /* a row without a finite log weight is empty; one whose heaviest key, formed
                again after the shift, lost its weight of at least 2^-HEADROOM to rounding
-               is not finite */
+               is not finite, and so is one (difference form) whose log weights' rounding,
+               (DIMS + 3) EPSILON of their size, exceeds LOST_LOG2: no digit of its weights'
+               ratios is left, which with FMA shows as a lost heaviest weight and without
+               it as weights all equal */
             int empty = row_shift[r] == -INFINITY;
+            int lost = !MATMUL && fabs(row_shift[r]) * (DIMS + 3) * EPSILON > LOST_LOG2;
             double row_total = wide_total(row_sum[r]);
             shift[i0 + r] = row_shift[r];
-            sum[i0 + r] = empty ? 0.0 : row_total >= 0.5 * exp2(-HEADROOM) ? row_total : NAN;
+            sum[i0 + r] = empty ? 0.0
+                          : !lost && row_total >= 0.5 * exp2(-HEADROOM) ? row_total
+                                                                         : NAN;
             for (int c = 0; c < VALUES; c++)
                 weighted[(i0 + r) * VALUES + c] = empty ? 0.0 : wide_total(row_weighted[r][c]);
         }
@@ -627,6 +651,7 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
     free(far.chunk_lo);
 }
 
+#if WITH_MOMENTS
 /* Local moments for local linear fits, in one column layout per query row:
      [S, Σ w δ (DIMS), Σ w δ δᵀ (DIMS²), Σ w y' (VALUES), Σ w δ y' (VALUES × DIMS)]
    with w = 2^(log2 w - shift), δ = k - k_ref and y' = y - y_ref taken about the row's
@@ -643,11 +668,11 @@ void gaussian_state(const real *q, ptrdiff_t n, const real *kt, const real *vt, 
    (six rows' sums at once would not stay in registers: 1.7 -> 1.1 ns a pair at d = 3). */
 #define MOMENTS (1 + DIMS + DIMS * DIMS + VALUES * (1 + DIMS))
 
-void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
+EXPORT void MOMENTS_NAME(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
                       ptrdiff_t m_pad, double *shift, double *moments, ptrdiff_t *ref,
                       const ptrdiff_t *own, const double *lo, const double *hi) {
     const real zero[ROWS] = {0};
-    far_keys far;
+    far_keys far = {0};
     int pruning = far_start(&far, lo, hi, m_pad);
     ptrdiff_t chunks = m_pad / CHUNK;
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
@@ -793,3 +818,4 @@ void gaussian_moments(const real *q, ptrdiff_t n, const real *kt, const real *vt
     }
     free(far.chunk_lo);
 }
+#endif

@@ -10,13 +10,15 @@ degree 13), so it runs below the cost of XLA's ``exp`` alone. Sums are exact to 
 working precision's rounding (see ``native.c`` for the running shift that keeps every
 weight in range), so ``auto`` may pick it.
 
-The source is compiled once per (precision, d, number of value columns) by
-:mod:`.build` (the machine's C compiler, ``-march=native``, a private checked cache)
-and called from one thread per core (:mod:`.threads`) on disjoint query rows
-(``ctypes`` releases the GIL). Without a working compiler :func:`available` is False,
-``auto`` keeps to ``stream`` and ``method="native"`` is a clear error; a compiler that
-fails is tried again after :data:`RETRY_SECONDS`, with a warning each time it fails. The same
-machinery builds ``expansions.c``, the one- and two-dimensional methods' host loops
+The source is compiled with the package (:mod:`.compiled`: one library per
+instruction set, the widest this processor runs loaded), once per variant — precision,
+columns, value columns, product form —, :data:`DIMS_BUILT` and :data:`VALUES_BUILT` say
+which: other column and value counts are padded with zeros to the next one built (a
+zero column adds exactly nothing to a distance or a product), more than the largest
+are not served. It is called from one thread per core (:mod:`.threads`) on disjoint
+query rows (``ctypes`` releases the GIL). Where no library loads :func:`available` is
+False, ``auto`` keeps to ``stream`` and ``method="native"`` is a clear error. The same
+libraries hold ``expansions.c``, the one- and two-dimensional methods' host loops
 (:func:`expansion_function`).
 
 Log weights: ``d ≤ 2`` by differences, ``−|q − k|²/2``; ``d ≥ 3`` in the matrix-product
@@ -37,24 +39,18 @@ that matter, not ``n·m``.
 from __future__ import annotations
 
 import ctypes
-import functools
 import itertools
-import time
-import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._units import column_extremes
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
-from .build import build, cached, compiler, compiler_found, tell_missing_compiler
+from . import compiled
 from .native_layout import CHUNK, LOG2E, Layout
 from .native_signatures import RETURNS_STATUS, SIGNATURES
-from .threads import cores, start_threads, thread_pool
+from .threads import cores, thread_pool
 
-SOURCE = Path(__file__).with_name("native.c")
-EXPANSIONS = Path(__file__).with_name("expansions.c")
 #: Value columns per compiled pass; more are pooled in groups of this many.
 MAX_VALUES = 16
 #: Query rows per task handed to a thread, at most (tasks are equal, a whole number per core).
@@ -62,13 +58,20 @@ TASK_ROWS = 2048
 #: Fewest query × key pairs split across threads: below, handing the parts to the
 #: threads costs about what the second core saves (one core sums 2^20 pairs in ~2 ms).
 THREAD_MIN_PAIRS = 2**20
-#: Seconds a failed build is remembered before the compiler is tried again.
-RETRY_SECONDS = 60.0
 #: Largest |coordinate| / h, about the points' midrange, :func:`leave_one_out_sums`
 #: sums: beyond, scaled differences would lose digits.
 MAX_SCALED = 2.0**12
-#: ``{compiler (and source): (time.monotonic() of the failure, reason)}``.
-_failures: dict[str, tuple[float, str]] = {}
+#: The column counts built (``meson.build``); d = 9-15 are padded to 16.
+DIMS_BUILT = (1, 2, 3, 4, 5, 6, 7, 8, 16)
+#: The value-column counts built, by library and precision (``meson.build``); a pass of
+#: other counts is padded with zero columns to the next one.
+VALUES_BUILT = {
+    "wide": {True: (1, 2, 4, 8, 16), False: (1, 4, 16)},
+    "baseline": {True: (1, 4, 16), False: (1, 16)},
+}
+#: The local moments are built in float64 for d ≤ this, with up to four value columns.
+MOMENTS_MAX_DIMS = 8
+MOMENTS_MAX_VALUES = 4
 
 
 def supports(kernel: Kernel) -> bool:
@@ -76,68 +79,76 @@ def supports(kernel: Kernel) -> bool:
 
 
 def refusal(kernel: Kernel, d: int) -> str | None:
-    """Why ``native`` cannot pool this kernel here (no compiler, say), or None."""
+    """Why ``native`` cannot pool this kernel here (no compiled loops, say), or None."""
     if not supports(kernel):
         return f"'native' pools the built-in 'gaussian' kernel; received {kernel.name!r}"
-    if not available():
+    reason = unavailable_reason()
+    if reason is not None:
         return (
-            "'native' needs a C compiler that builds its loop ($CC, else cc): "
-            f"{unavailable_reason()}; use method='stream'"
+            f"'native' needs the compiled loops, which do not run here: {reason}; "
+            "use method='stream'"
+        )
+    if built_dims(d) is None:
+        return (
+            f"'native' is built for up to {DIMS_BUILT[-1]} columns; received {d}; "
+            "use method='stream'"
         )
     return None
 
 
-def _compile_error(
-    compiler_name: str, variant: tuple[bool, int, int] | None = (True, 1, 1)
-) -> str | None:
-    """Why no library compiles and loads here (None if one does), found by building the
-    ``variant`` ``(double, dims, values)`` the caller needs next: one compilation, not
-    two (the default, float64 in one column, is a first search's); None:
-    ``expansions.c``."""
-    key = _failure_key(compiler_name, variant is None)
-    failed = _failures.get(key)
-    if failed is not None and time.monotonic() - failed[0] < RETRY_SECONDS:
-        return failed[1]
-    try:
-        if variant is None:
-            _expansions_library(compiler_name)
-        else:
-            double, dims, values = variant
-            _library(compiler_name, double, dims, values, dims >= MATMUL_MIN_DIM)
-    except (OSError, RuntimeError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        _failures[key] = (time.monotonic(), reason)
-        if compiler_found(compiler_name):
-            what = "method 'native' is" if variant else "the compiled host loops are"
-            instead = "'auto' uses 'stream'" if variant else "their XLA forms are used"
-            warnings.warn(  # a compiler that is there but fails: say so, every time
-                f"{what} unavailable: {reason}; {instead} (tried again in {RETRY_SECONDS:g} s)",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        else:
-            tell_missing_compiler(compiler_name, reason)
-        return reason
-    _failures.pop(key, None)
-    return None
+def built_dims(dims: int) -> int | None:
+    """The column count of the variant that serves ``dims`` columns, or None (too many)."""
+    return next((built for built in DIMS_BUILT if built >= dims), None)
 
 
-def _failure_key(compiler_name: str, expansions: bool) -> str:
-    """Failures are remembered per compiler and source: one that cannot build
-    ``expansions.c`` may still build ``native.c``."""
-    return f"{compiler_name} expansions.c" if expansions else compiler_name
+def built_values(double: bool, values: int) -> int:
+    """The value-column count of the variant that serves a pass of ``values`` (≤
+    :data:`MAX_VALUES`) in the loaded library."""
+    loops = compiled.loops()
+    kind = "baseline" if loops is None or loops.instruction_set == "baseline" else "wide"
+    return next(built for built in VALUES_BUILT[kind][double] if built >= values)
+
+
+def _state_function(double: bool, dims: int, values: int, matmul: bool) -> Any:
+    """The compiled ``gaussian_state`` for a pass (padded to the variant built), or None."""
+    built = built_dims(dims)
+    if built is None:
+        return None
+    width = built_values(double, values)
+    name = f"gaussian_state_f{int(double)}_d{built}_v{width}_m{int(matmul)}"
+    return compiled.function(name, SIGNATURES["gaussian_state"])
+
+
+def _moments_function(dims: int, values: int, matmul: bool) -> Any:
+    """The compiled ``gaussian_moments`` for ``dims`` columns and ``values`` value
+    columns (padded to the variant built), or None."""
+    if dims > MOMENTS_MAX_DIMS or values > MOMENTS_MAX_VALUES:
+        return None
+    width = built_values(True, values)
+    name = f"gaussian_moments_f1_d{dims}_v{width}_m{int(matmul)}"
+    return compiled.function(name, SIGNATURES["gaussian_moments"])
 
 
 def available(double: bool = True, dims: int = 1, values: int = 1) -> bool:
-    """Whether the compiled method runs here (a C compiler that builds ``native.c``),
-    checked by building (or loading) the variant for ``dims`` columns and ``values``
-    value columns, in float64 if ``double``."""
-    return _compile_error(compiler(), (double, dims, values)) is None
+    """Whether the compiled loop sums ``dims`` columns with ``values`` value columns (in
+    passes of at most :data:`MAX_VALUES`; float64 if ``double``) here: its library loads
+    and holds the variants, in both forms of the log weights."""
+    widths = {min(MAX_VALUES, values - start) for start in range(0, max(values, 1), MAX_VALUES)}
+    forms = (False, True) if dims >= MATMUL_MIN_DIM else (False,)
+    return all(_state_function(double, dims, width, matmul) is not None
+               for width in widths for matmul in forms)  # fmt: skip
+
+
+def moments_available(dims: int, values: int) -> bool:
+    """Whether the compiled loop sums local linear moments of ``dims`` columns and
+    ``values`` responses here."""
+    forms = (False, True) if dims >= MATMUL_MIN_DIM else (False,)
+    return all(_moments_function(dims, values, matmul) is not None for matmul in forms)
 
 
 def unavailable_reason() -> str | None:
-    """Why :func:`available` is False, in one line; None when it is True."""
-    return _compile_error(compiler())
+    """Why the compiled loops do not run here, in one line; None when they do."""
+    return compiled.unavailable_reason()
 
 
 def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
@@ -167,14 +178,17 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     for start in range(0, p, MAX_VALUES):
         columns = slice(start, min(start + MAX_VALUES, p))
         width = columns.stop - columns.start
-        vt = np.zeros((width, m_pad), dtype)
-        vt[:, :m] = (values[layout.keys, columns] if layout.reordered else values[:, columns]).T
-        function = _library(compiler(), not single, d, width, centre is not None)
-        total, weighted = np.empty(n), np.empty((n, width))
+        padded = built_values(not single, width)
+        vt = np.zeros((padded, m_pad), dtype)
+        vt[:width, :m] = (
+            values[layout.keys, columns] if layout.reordered else values[:, columns]
+        ).T
+        function = _state_function(not single, d, width, centre is not None)
+        total, weighted = np.empty(n), np.empty((n, padded))
         _run_threads(function, layout, vt, m, (shift, total, weighted))
         rows = layout.queries if layout.reordered else slice(None)
         sums[rows, 0] = total
-        sums[rows, 1 + columns.start : 1 + columns.stop] = weighted
+        sums[rows, 1 + columns.start : 1 + columns.stop] = weighted[:, :width]
     if layout.reordered:
         shift[layout.queries] = shift.copy()
     if return_shift and centre is not None:  # the query's own −‖q_c‖²/2, in log2 units
@@ -222,11 +236,12 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
     n, d = queries.shape
     m, p = values.shape
     q, kt, centre = _coordinates(queries, keys, np.asarray(scale, np.float64), np.float64)
-    vt = np.zeros((p, kt.shape[1]))
-    vt[:, :m] = values.T
-    function = _library(compiler(), True, d, p, centre is not None, "gaussian_moments")
+    padded = built_values(True, p)
+    vt = np.zeros((padded, kt.shape[1]))
+    vt[:p, :m] = values.T
+    function = _moments_function(d, p, centre is not None)
     shift = np.empty(n)
-    moments = np.empty((n, 1 + d + d * d + p * (1 + d)))
+    moments = np.empty((n, 1 + d + d * d + padded * (1 + d)))
     ref = np.empty(n, np.intp)
     layout = Layout(q, kt, m, exclude_self, ordered=ordered, compiled_order=order_function())
     vt[:, :m] = vt[:, layout.keys]
@@ -234,6 +249,11 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
     found = ref >= 0
     ref[found] = layout.keys[ref[found]]
     moments[layout.queries], ref[layout.queries] = moments.copy(), ref.copy()
+    if padded > p:  # the padded responses' moments dropped: [.., Σ w y' (p), Σ w δ y' (p·d)]
+        head = 1 + d + d * d
+        moments = np.concatenate(
+            [moments[:, : head + p], moments[:, head + padded : head + padded + p * d]], axis=1
+        )
     return moments, ref
 
 
@@ -266,17 +286,20 @@ def _coordinates(queries, keys, scale, dtype):
     k = np.multiply(keys, scale, dtype=np.float64)
     m, d = k.shape
     m_pad = -(-m // CHUNK) * CHUNK
+    built = built_dims(d) or d
     centre = matmul_form(q, k, dtype)
     if centre is not None:
         # log2 w = q·k − |k|²/2 (the query's own −|q|²/2 cancels), log2(e) folded in
         q -= centre
         k -= centre
-        kt = np.zeros((d + 1, m_pad), dtype)
-        kt[d, :m] = -0.5 * LOG2E * np.einsum("ij,ij->i", k, k)
+        kt = np.zeros((built + 1, m_pad), dtype)
+        kt[built, :m] = -0.5 * LOG2E * np.einsum("ij,ij->i", k, k)
         q *= LOG2E
     else:
-        kt = np.zeros((d, m_pad), dtype)
+        kt = np.zeros((built, m_pad), dtype)
     kt[:d, :m] = k.T
+    if built > d:  # the variant's extra columns: zeros, which add exactly nothing
+        q = np.concatenate([q, np.zeros((q.shape[0], built - d))], axis=1)
     return np.ascontiguousarray(q, dtype), kt, centre
 
 
@@ -322,91 +345,19 @@ def address(array, row: int = 0) -> int:
     return int(array.ctypes.data) + row * array.strides[0]
 
 
-@functools.cache
-def _library(
-    compiler_name: str,
-    double: bool,
-    dims: int,
-    values: int,
-    matmul: bool,
-    name: str = "gaussian_state",
-):
-    """The compiled function ``name`` of ``native.c`` for one variant, built on first use
-    and cached."""
-    defines = _defines(double, dims, values, matmul)
-    path = build(compiler_name, SOURCE, defines)
-    function = getattr(ctypes.CDLL(str(path)), name)
-    function.restype = None
-    function.argtypes = SIGNATURES[name]
-    _loaded.add((compiler_name, *defines))
-    start_threads()
-    return function
-
-
-#: The variants of ``native.c`` this process has loaded, by compiler and definitions.
-_loaded: set[tuple[str, ...]] = set()
-
-
 def expansion_function(name: str) -> Any:
-    """The function ``name`` of ``expansions.c``, compiled on first use, or None where no
-    compiler builds it (the caller takes its XLA form); a failure is remembered as the
-    loop's is."""
-    if _compile_error(compiler(), None) is not None:
-        return None
-    return _expansion(compiler(), name)
+    """The function ``name`` of ``expansions.c``, or None where the compiled loops do not
+    run here (the caller takes its XLA form)."""
+    restype = ctypes.c_int if name in RETURNS_STATUS else None
+    return compiled.function(name, SIGNATURES[name], restype)
 
 
 def order_function() -> Any:
-    """``expansions.c``'s k-d ``locality_order`` where that library runs here without
-    compiling anything, else None (:func:`.locality.locality_order` splits in NumPy)."""
-    return expansion_function("locality_order") if expansions_ready() else None
+    """``expansions.c``'s k-d ``locality_order``, or None (:func:`.locality.locality_order`
+    then splits in NumPy)."""
+    return expansion_function("locality_order")
 
 
 def expansions_ready() -> bool:
-    """Whether ``expansions.c`` runs here without compiling anything (built before, by
-    this process or an earlier one)."""
-    name = compiler()
-    if _failure_key(name, True) in _failures:
-        return False
-    # loaded already: no file to check again (the check hashes the library, ~0.2 ms)
-    return name in _expansions_loaded or (
-        compiler_found(name) and cached(name, EXPANSIONS, []) is not None
-    )
-
-
-#: Compilers whose ``expansions.c`` this process has loaded.
-_expansions_loaded: set[str] = set()
-
-
-@functools.cache
-def _expansions_library(compiler_name: str) -> Any:
-    """``expansions.c``'s library, built (or found: a hash of the library, ~0.5 ms) and
-    loaded once per compiler, whichever function is asked for first."""
-    library = ctypes.CDLL(str(build(compiler_name, EXPANSIONS, [])))
-    _expansions_loaded.add(compiler_name)
-    start_threads()
-    return library
-
-
-@functools.cache
-def _expansion(compiler_name: str, name: str) -> Any:
-    function = getattr(_expansions_library(compiler_name), name)
-    function.restype = ctypes.c_int if name in RETURNS_STATUS else None
-    function.argtypes = SIGNATURES[name]
-    return function
-
-
-def ready(double: bool, dims: int, values: int) -> bool:
-    """Whether the variant for ``dims`` columns and ``values`` value columns (float64 if
-    ``double``) runs here without compiling anything: the compiler is there and the
-    variant is in the cache."""
-    if compiler() in _failures or not compiler_found(compiler()):
-        return False
-    defines = _defines(double, dims, values, dims >= MATMUL_MIN_DIM)
-    # loaded already: no file to check again (the check hashes the library)
-    return (compiler(), *defines) in _loaded or cached(compiler(), SOURCE, defines) is not None
-
-
-def _defines(double: bool, dims: int, values: int, matmul: bool) -> list[str]:
-    return [f"-DDOUBLE={int(double)}", f"-DDIMS={dims}", f"-DVALUES={values}",
-            f"-DMATMUL={int(matmul)}"]  # fmt: skip
+    """Whether ``expansions.c``'s loops run here."""
+    return compiled.loops() is not None

@@ -1,4 +1,4 @@
-/* The vector width of the CPU compiled for (-march=native): 512 bits with AVX-512,
+/* The vector width of the instruction set compiled for: 512 bits with AVX-512,
    128 with NEON, else 256 (AVX; older x86 runs it as two 128-bit halves). Shared by
    the methods' C sources. */
 #ifndef ATTNPOOL_VECTOR_WIDTH_H

@@ -190,9 +190,9 @@ def attention_pool(
         - ``"fgt"`` — the Gaussian in 1-D by truncated Taylor expansions over boxes
           of keys (a fast Gauss transform), ``O(n + m)``, within 1e-14 of each
           query's weight: exact to float64 rounding;
-        - ``"native"`` — the Gaussian by a loop compiled with the machine's C compiler:
-          distances, exponentials and sums in one pass over the keys, on every CPU
-          core; exact;
+        - ``"native"`` — the Gaussian by a C loop compiled with the package (for the
+          widest instruction set the CPU runs): distances, exponentials and sums in
+          one pass over the keys, on every CPU core, ``d ≤ 16``; exact;
         - ``"binned"`` or :class:`Binned` — ``d ≤ 2``, FFT on a grid, within
           ``tolerance × range(values)`` of the exact result;
         - ``"topk"`` or :class:`TopK` — each query's ``k`` nearest keys, with a

@@ -96,7 +96,7 @@ def terms(d: int, degree: int) -> int:
 
 def compiled_neighbours(X: np.ndarray, kernel: Kernel) -> bool:
     """Whether the compiled loop serves these keys (2 to :data:`MAX_COLUMNS` columns) and
-    ``kernel``, and builds here (a C compiler)."""
+    ``kernel``, and runs here (the compiled loops load)."""
     return (
         2 <= X.shape[1] <= MAX_COLUMNS
         and kernel.name in KERNEL_FORMS
