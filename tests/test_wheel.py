@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -187,3 +188,24 @@ def test_a_damaged_library_falls_back_and_a_missing_one_says_so_once(wheel, tmp_
     assert "a first fit compiles JAX programs" in warned[0]
     np.testing.assert_allclose(bare["fit"], intact["fit"], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(bare["bandwidth"], intact["bandwidth"], rtol=1e-5)
+
+
+def test_the_sdist_holds_what_the_build_needs(tmp_path):
+    # the source distribution (meson dist: the tracked files) builds the same wheel; its
+    # build from source takes minutes and is measured in the benchmarks
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    run = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path),
+         str(SOURCE.parents[1])],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    (sdist,) = tmp_path.glob("attnpool-0.1.0.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    needed = {"meson.build", "pyproject.toml", "README.md", "LICENSE"}
+    needed |= {f"src/attnpool/methods/{name}" for name in
+               ("native.c", "expansions.c", "cpu_features.c", "portable.h", "vector_width.h")}  # fmt: skip
+    assert needed <= names
+    assert {p.relative_to(SOURCE.parents[1]).as_posix() for p in SOURCE.rglob("*.py")} <= names
