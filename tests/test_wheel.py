@@ -205,7 +205,7 @@ def test_the_sdist_holds_what_the_build_needs(tmp_path):
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     needed = {"meson.build", "pyproject.toml", "README.md", "LICENSE"}
-    needed |= {f"src/attnpool/methods/{name}" for name in
-               ("native.c", "expansions.c", "cpu_features.c", "portable.h", "vector_width.h")}  # fmt: skip
+    c_sources = ("native.c", "expansions.c", "cpu_features.c", "portable.h", "vector_width.h")
+    needed |= {f"src/attnpool/methods/{name}" for name in c_sources}
     assert needed <= names
     assert {p.relative_to(SOURCE.parents[1]).as_posix() for p in SOURCE.rglob("*.py")} <= names
