@@ -240,3 +240,31 @@ def test_more_columns_than_built_are_a_clear_error_for_native():
     queries, keys, values = data(8, n=30, m=300, d=17)
     with pytest.raises(ValueError, match="'native' is built for up to 16 columns; received 17"):
         attention_pool(queries, keys, values, bandwidth=2.0, method="native")
+
+
+def test_the_host_loops_agree_across_instruction_sets(monkeypatch):
+    # the k-d order is the same permutation everywhere; linear binning the same bits
+    # with FMA (AVX2, AVX-512), to rounding without; the fgt sums to rounding
+    from attnpool.methods import binning, fgt, locality
+    from attnpool.methods.binned import Grid
+
+    rng = np.random.default_rng(0)
+    keys, queries = rng.uniform(-3, 3, 4000), rng.uniform(-4, 4, 700)
+    values, points = rng.normal(size=(4000, 2)), rng.normal(size=(5000, 2)) * 3
+    features = rng.normal(size=(5000, 3))
+    grid = Grid((-20.0, -20.0), (0.37, 0.37), (120, 120))
+    found = {}
+    for instruction_set in compiled.instruction_sets_run():
+        monkeypatch.setenv(compiled.VARIABLE, instruction_set)
+        found[instruction_set] = (
+            locality.locality_order(points, 64, native.order_function()),
+            binning.bin_points(points, 2.0, grid, features)[0],
+            fgt.expansion_sums(queries[:, None], keys[:, None], values, 1 / 0.2)[0],
+        )
+    order, binned, sums = found["baseline"]
+    for name, (other_order, other_binned, other_sums) in found.items():
+        np.testing.assert_array_equal(other_order, order, err_msg=name)
+        np.testing.assert_allclose(other_binned, binned, rtol=1e-13, atol=1e-13, err_msg=name)
+        np.testing.assert_allclose(other_sums, sums, rtol=1e-11, err_msg=name)
+    if {"avx2", "avx512"} <= set(found):
+        np.testing.assert_array_equal(found["avx2"][1], found["avx512"][1])
