@@ -104,6 +104,11 @@ def test_the_wheel_is_a_platform_wheel_with_every_library_and_no_c_source(wheel)
     names = zipfile.ZipFile(wheel).namelist()
     built = sorted(name.split("/")[-1].split(".")[0] for name in names if "/_loops_" in name)
     assert built == sorted(f"_loops_{name}" for name in compiled.instruction_sets_run())
+    for name in names:  # the very libraries the developer's install loads
+        if "/_loops_" in name:
+            instruction_set = name.split("/_loops_")[1].split(".")[0]
+            packed = zipfile.ZipFile(wheel).read(name)
+            assert packed == Path(compiled.library_path(instruction_set)).read_bytes(), name
     assert not [name for name in names if name.endswith((".c", ".h")) or "__pycache__" in name]
     packages = {p.relative_to(SOURCE).as_posix() for p in SOURCE.rglob("__init__.py")}
     assert packages <= {name.removeprefix("attnpool/") for name in names}

@@ -3,27 +3,39 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The build folder of the developer's editable install (``make``): reused, so that the
-#: wheel packs the libraries already compiled from these sources instead of compiling
-#: them again.
+#: The build folder of the developer's editable install (``make``), whose objects the
+#: wheel reuses instead of compiling them again.
 BUILD_DIR = ROOT / "build" / "dev"
 
 
 def build_wheel(destination: Path) -> Path:
-    """The wheel of this checkout, built with its own build backend into ``destination``."""
+    """The wheel of this checkout, built with its own build backend into ``destination``.
+
+    It is built in a copy of :data:`BUILD_DIR` beside it (the same relative paths to the
+    sources, so nothing is compiled again): the backend reconfigures the folder it
+    builds in, which must not happen under the editable install, whose import in other
+    processes checks that folder for work."""
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
-         f"-Cbuild-dir={BUILD_DIR}", "-w", str(destination), str(ROOT)],
-        check=True, env=env, capture_output=True, timeout=1800,
-    )  # fmt: skip
+    copy = BUILD_DIR.with_name(f"wheel-{os.getpid()}")
+    shutil.rmtree(copy, ignore_errors=True)
+    if BUILD_DIR.is_dir():
+        shutil.copytree(BUILD_DIR, copy, symlinks=True)
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+             f"-Cbuild-dir={copy}", "-w", str(destination), str(ROOT)],
+            check=True, env=env, capture_output=True, timeout=1800,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
     (wheel,) = destination.glob("attnpool-*.whl")
     return wheel
 
