@@ -129,7 +129,7 @@ def test_auto_in_attention_pool_uses_the_rules():
     "kwargs, message",
     [
         (dict(method="fast"), r"method: expected one of 'auto', .* received 'fast'"),
-        (dict(method="binned", kernel="boxcar"), r"'binned' supports the kernels .* 'boxcar'"),
+        (dict(method="binned", kernel="dot"), r"'binned' bins radial, non-negative .* 'dot'"),
         (dict(method="sparse"), r"'sparse' needs a compact-support .* 'gaussian'"),
         (dict(method="fused", kernel="epanechnikov"), r"'fused' supports .* 'epanechnikov'"),
         (

@@ -33,7 +33,9 @@ from .binned_bound import kernel_tail
 NODES_PER_BANDWIDTH = 16
 #: Largest grid (nodes in all): the bandwidth search coarsens above it, pooling refuses.
 MAX_NODES = 2**24
-#: Kernels smooth enough to bin (the error falls as (Δ/h)²; the boxcar's jump does not).
+#: The built-in kernels whose binning error falls as (Δ/h)²: the bandwidth search bins
+#: these (the boxcar's jump and a kernel of your own are binned where asked for, each
+#: row's error bounded as every kernel's is).
 SMOOTH_KERNELS = frozenset(
     [
         "gaussian",
@@ -55,13 +57,17 @@ HOPELESS_COARSENING = 4.0
 
 
 def refusal(kernel: Kernel, d: int) -> str | None:
-    """Why ``binned`` cannot pool this kernel in ``d`` dimensions, or None."""
-    from .. import kernels
-
+    """Why ``binned`` cannot pool this kernel in ``d`` dimensions, or None: it bins
+    radial, non-negative kernels of the Euclidean distance — the built-in ones, the
+    boxcar among them, and kernels of your own (``Kernel.from_function``)."""
     if d > 2:
         return f"'binned' works for d <= 2; received d = {d}"
-    if not kernels.is_builtin(kernel, SMOOTH_KERNELS):
-        return f"'binned' supports the kernels {sorted(SMOOTH_KERNELS)}; received {kernel.name!r}"
+    radial = kernel.similarity == "distance" and not kernel.product and kernel.norm == 2.0
+    if not radial or kernel.base is not None or kernel.order != 2:
+        return (
+            "'binned' bins radial, non-negative kernels of the Euclidean distance (built-in "
+            f"or your own); received {kernel.name!r}"
+        )
     return None
 
 

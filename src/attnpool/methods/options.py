@@ -139,6 +139,13 @@ class Binned:
     regular grid (a plotting grid) are summed from each key's moments about its
     nearest node, to the order the tolerance needs, on a grid no finer than theirs.
 
+    Any radial, non-negative kernel of the Euclidean distance is binned: the built-in
+    ones and kernels of your own (:meth:`attnpool.kernels.Kernel.from_function`). The
+    bound is computed from the kernel's profile sampled sixteen times finer than the
+    grid, so a feature of your kernel narrower than that is not seen. A jump (the
+    boxcar's edge) makes binning's error first order: rows with keys near their support's
+    edge are pooled exactly, so the boxcar gains least.
+
     Parameters
     ----------
     grid_size : int or tuple of int, optional
