@@ -268,3 +268,51 @@ def test_the_host_loops_agree_across_instruction_sets(monkeypatch):
         np.testing.assert_allclose(other_sums, sums, rtol=1e-11, err_msg=name)
     if {"avx2", "avx512"} <= set(found):
         np.testing.assert_array_equal(found["avx2"][1], found["avx512"][1])
+
+
+@pytest.mark.parametrize("instruction_set", compiled.instruction_sets_run())
+@pytest.mark.parametrize("d, p, bandwidth", [(1, 3, 0.05), (2, 2, 0.4), (3, 3, 1.5), (8, 4, 2.0)])
+def test_padded_moments_are_each_responses_own(instruction_set, d, p, bandwidth, monkeypatch):
+    # responses padded to the variant built (2, 3 → 4; the baseline's 2 → 4): each
+    # response's moments are those of the one-response loop, and the shared ones equal
+    monkeypatch.setenv(compiled.VARIABLE, instruction_set)
+    rng = np.random.default_rng(d + p)
+    keys = rng.normal(size=(900, d))
+    queries = rng.normal(size=(60, d)) * 1.3
+    values = rng.normal(size=(900, p)) * np.array([1.0, 1e150, 1e-150, 3.0])[:p]
+    scale = np.full(d, 1 / bandwidth)
+    moments, ref = native.native_moments(queries, keys, values, scale)
+    head = 1 + d + d * d
+    assert moments.shape == (60, head + p * (1 + d))
+    for j in range(p):
+        alone, alone_ref = native.native_moments(queries, keys, values[:, j : j + 1], scale)
+        np.testing.assert_array_equal(ref, alone_ref)
+        np.testing.assert_allclose(moments[:, :head], alone[:, :head], rtol=1e-13, atol=0)
+        own = np.r_[head + j, head + p + j * d + np.arange(d)]
+        np.testing.assert_allclose(moments[:, own], alone[:, head:], rtol=1e-12,
+                                   atol=1e-12 * np.abs(alone[:, head:]).max())  # fmt: skip
+
+
+def test_a_local_linear_fit_of_three_responses_on_the_loop_is_each_ones_own(monkeypatch):
+    # 600 × 600 pairs: the NumPy engine sums the moments on the loop, three responses
+    # padded to four, as three fits of one each
+    from attnpool import LocalLinear
+
+    widths, moments = [], native.native_moments
+
+    def counted(queries, keys, values, *args, **kwargs):
+        widths.append(values.shape[1])
+        return moments(queries, keys, values, *args, **kwargs)
+
+    monkeypatch.setattr(native, "native_moments", counted)
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 5, (600, 2))
+    y = np.c_[np.sin(x[:, 0]), 1e6 * x[:, 1] ** 2, np.cos(x.sum(axis=1))]
+    y = y + rng.normal(0, 0.1, y.shape)
+    queries = rng.uniform(0, 5, (600, 2))
+    together = LocalLinear(bandwidth=[0.4, 0.6]).fit(x, y).predict(queries)
+    assert widths == [3]
+    for j in range(3):
+        alone = LocalLinear(bandwidth=[0.4, 0.6]).fit(x, y[:, j]).predict(queries)
+        np.testing.assert_allclose(together[:, j], alone, rtol=1e-10,
+                                   atol=1e-10 * np.ptp(y[:, j]))  # fmt: skip
