@@ -73,6 +73,13 @@ _NAMES = {
     "density_plug_in_bandwidth": "bandwidth.density_plug_in",
     "lscv_matrix": "bandwidth.matrices",
     "lscv_matrix_criterion": "bandwidth.matrices",
+    "SumProblem": "sums.problem",
+    "LogSums": "sums.problem",
+    "Backend": "sums.backends",
+    "Serves": "sums.backends",
+    "register_backend": "sums.backends",
+    "unregister_backend": "sums.backends",
+    "backend_names": "sums.backends",
 }
 #: The public surface: the table's names, the modules above and the version.
 __all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
@@ -133,7 +140,14 @@ if TYPE_CHECKING:
     from .smoothers import r_lowess as r_lowess
     from .smoothers.binned_polynomial import binned_local_polynomial as binned_local_polynomial
     from .smoothers.loess import Loess as Loess
+    from .sums.backends import Backend as Backend
+    from .sums.backends import Serves as Serves
+    from .sums.backends import backend_names as backend_names
+    from .sums.backends import register_backend as register_backend
+    from .sums.backends import unregister_backend as unregister_backend
     from .sums.empty_policy import EmptyNeighbourhoodWarning as EmptyNeighbourhoodWarning
+    from .sums.problem import LogSums as LogSums
+    from .sums.problem import SumProblem as SumProblem
     from .sums.state import PoolingState as PoolingState
 
 

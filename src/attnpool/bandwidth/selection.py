@@ -15,8 +15,10 @@ from .._validation import check_choice, check_points, check_values
 from ..engines import numpy_search
 from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS
+from ..sums.backends import get_backend
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import merged_rows, positive_rows
+from . import by_backend
 from .rules import rule_of_thumb
 from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
 from .subsample import Subsampled, subsampled_bandwidth
@@ -80,6 +82,12 @@ def _search(
     cont = list(model.continuous)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
+    if get_backend(pooling) is not None:  # a registered backend's leave-one-out sums
+        by_backend.check_served(pooling, model, method)
+        objective = by_backend.loo_objective(pooling, x, y, model, weights)
+        smooth = not has_edge(model.kernel)
+        return select_on_host(objective, thetas, progress, model, xatol=NUMPY_SEARCH_XATOL,
+                              smooth=smooth, limits=smoothed_out(x, model))  # fmt: skip
     small = block_size is None and numpy_search.searches(
         model, *y.shape, weighted=weights is not None
     )
@@ -201,7 +209,8 @@ def select_bandwidth(
     (array([0.255]), 'cv')
     """
     method = canonical_selector(method, "method")
-    check_choice(pooling, "pooling", POOLINGS)
+    if get_backend(pooling) is None:
+        check_choice(pooling, "pooling", POOLINGS)
     if subsample is not None:
         return _subsampled(X, y, subsample, method, kernel, degree, var_type, pooling, weights)
     x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)

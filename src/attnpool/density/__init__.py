@@ -35,6 +35,7 @@ from . import matrix_bandwidth
 
 if TYPE_CHECKING:
     from ..kernels.mixed import MixedColumns
+from ..sums.backends import get_backend
 from ..sums.observation_weights import check_weights
 
 __all__ = [
@@ -126,6 +127,11 @@ def _log_density(
     from ..methods.options import Binned, Tree, resolve
 
     name = method.name if isinstance(method, Binned | Tree) else method
+    if get_backend(method) is not None:
+        from .by_backend import log_density_by_backend
+
+        x, q = _checked_rows(x_train, x_query)
+        return log_density_by_backend(method, x, q, kernel, bandwidth, weights, var_type)
     if name not in DENSITY_METHODS:
         raise ValueError(
             f"method: expected one of {', '.join(map(repr, DENSITY_METHODS))} or a Binned "
@@ -134,10 +140,7 @@ def _log_density(
     if name == "tree":
         method = resolve(method)[1]
     record = _kernels.get(kernel)
-    x = check_points(x_train, "x_train")
-    if x.shape[0] == 0:
-        raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
-    q = check_points(x_query, "x_query", dims=x.shape[1])
+    x, q = _checked_rows(x_train, x_query)
     if matrix_bandwidth.is_matrix(bandwidth):
         return _matrix_log_density(x, q, record, bandwidth, weights, var_type, method)
     if var_type is not None and set(var_type) != {"c"}:
@@ -189,6 +192,13 @@ def _log_density(
             kernel=record, method=None if name == "auto" else name,
         )  # fmt: skip
     return np.asarray(result, np.float64)[:n]
+
+
+def _checked_rows(x_train: Any, x_query: Any) -> tuple[Any, Any]:
+    x = check_points(x_train, "x_train")
+    if x.shape[0] == 0:
+        raise ValueError(f"x_train: expected at least one row; received shape {x.shape}")
+    return x, check_points(x_query, "x_query", dims=x.shape[1])
 
 
 def _matrix_log_density(

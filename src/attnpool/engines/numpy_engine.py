@@ -31,6 +31,7 @@ from .._validation import check_bandwidth_representable, numpy_dtype
 from ..kernels.edges import edge_log_profile, has_edge
 from ..kernels.norms import squared_norm
 from ..sums.local_model import LocalModel, log_categorical, model_for, solve_moments
+from ..sums.nearest import column_units, nearest_mean
 from ..sums.observation_weights import augmented
 
 __all__ = [
@@ -128,14 +129,14 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
             q[rows], x, h, y, model, start if exclude_self else None, w
         )
         fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree, mean_offset)
-    slopes = slopes / _units(h, model)[None, :, None]
+    slopes = slopes / column_units(h, model)[None, :, None]
     if exclude_self:
         fit[empty] = np.nan
     else:
         fallback = ~np.all(np.isfinite(fit), axis=1) & ~empty
         fallback |= empty & nearest
         if np.any(fallback):
-            fit[fallback] = _nearest_mean(q[fallback], x, y, h, model, w)
+            fit[fallback] = nearest_mean(q[fallback], x, y, h, model, w)
         if not nearest:
             fit[empty] = np.nan
     return fit * scale, slopes * scale, empty
@@ -202,7 +203,7 @@ def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=No
     otherwise than on the other paths. Categorical columns add their kernels' log weights
     (:func:`attnpool.sums.local_model.log_categorical`, ``λ`` their bandwidth) and enter a
     local linear fit by their codes' differences, as on the compiled engines."""
-    units = _units(h, model)
+    units = column_units(h, model)
     offsets = [(keys[None, :, a] - queries[:, a, None]) / units[a] for a in range(h.shape[0])]
     continuous = [offsets[a] for a in model.continuous]
     if not continuous:
@@ -279,32 +280,3 @@ def gaussian_slopes(x_train, y_train, x_query, bandwidth, weights=None):
                 moved = alpha * u
                 slopes[rows, a] = (moved @ y - fit * moved.sum(axis=1)[:, None]) / h[a]
     return slopes
-
-
-def _units(h, model: LocalModel):
-    """Each column's unit: its bandwidth for a continuous column, 1 for a categorical
-    one (its codes' differences)."""
-    return np.where(_continuous(model), h, 1.0)
-
-
-def _continuous(model: LocalModel) -> np.ndarray:
-    return np.array([t == "c" for t in model.var_type])
-
-
-def _nearest_mean(queries, keys, y, h, model: LocalModel, w=None):
-    """Mean response of each query's nearest keys (ties averaged, in proportion to the
-    observation weights ``w`` if given), from differences weighted by ``min h / h_j ≤ 1``
-    over the continuous columns (a categorical column's codes as they are, as the
-    compiled engines measure it)."""
-    continuous = _continuous(model)
-    smallest = np.min(h[continuous]) if continuous.any() else 1.0
-    factor = np.where(continuous, smallest / _units(h, model), 1.0)
-    differences = [(queries[:, j, None] - keys[None, :, j]) * factor[j] for j in range(len(h))]
-    # each row in units of its largest difference: squares of 1e200 would overflow
-    largest = np.max([np.max(np.abs(u), axis=1) for u in differences], axis=0)
-    largest = np.where((largest > 0) & np.isfinite(largest), largest, 1.0)[:, None]
-    r2 = squared_norm([u / largest for u in differences], model.kernel)
-    closest = (r2 == r2.min(axis=1, keepdims=True)).astype(float)
-    if w is not None:
-        closest *= w[None, :]
-    return closest @ y / closest.sum(axis=1, keepdims=True)

@@ -36,21 +36,18 @@ linear and the bootstrap near the edges.
 
 from __future__ import annotations
 
-from functools import partial
+import functools
 from typing import Any, NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from .._interop import compute_dtype, precision_scope
 from .._typing import ArrayLike, Bandwidth, KernelSpec
 from .._validation import check_choice, check_positive_int
-from ..density.programs import log_kernel_sums
-from ..engines.local_fits import local_fit, loo_residuals
 from ..kernels.calculus import kernel_integrals
 from ..regression import validated
+from ..sums.backends import get_backend
+from .band_sums import backend_band, bootstrap_responses, finite_residuals
 
 __all__ = [
     "BAND_METHODS",
@@ -97,9 +94,19 @@ class ConfidenceBand(NamedTuple):
     method: str
 
 
-@partial(jax.jit, static_argnames="kernel")
-def _inverse_kernel_sums(x_train: Any, x_query: Any, bandwidth: Any, *, kernel: Any) -> Any:
-    return jnp.exp(-log_kernel_sums(x_train, x_query, bandwidth, kernel))
+@functools.cache
+def _inverse_kernel_sums() -> Any:
+    """The program of ``1 / Σ_i K((x − x_i)/h)`` at each query (JAX imported here)."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..density.programs import log_kernel_sums
+
+    @functools.partial(jax.jit, static_argnames="kernel")
+    def inverse(x_train: Any, x_query: Any, bandwidth: Any, *, kernel: Any) -> Any:
+        return jnp.exp(-log_kernel_sums(x_train, x_query, bandwidth, kernel))
+
+    return inverse
 
 
 def confidence_band(
@@ -116,6 +123,7 @@ def confidence_band(
     n_boot: int = 500,
     bootstrap: str = "wild",
     seed: int = 0,
+    pooling: str = "auto",
 ) -> ConfidenceBand:
     """The fit at ``x_query`` with a pointwise ``level`` confidence band.
 
@@ -131,6 +139,10 @@ def confidence_band(
     bootstrap : {"wild", "residual"}
     seed : int
         The bootstrap's random draws
+    pooling : str
+        ``"auto"`` (the exact engines), or the name of a registered backend
+        (:func:`attnpool.register_backend`), whose sums give the band of a
+        local-constant fit of continuous columns.
 
     Returns
     -------
@@ -162,53 +174,48 @@ def confidence_band(
             f"method: 'asymptotic' needs continuous columns only; var_type {model.var_type!r} "
             "has categorical ones; use method='bootstrap'"
         )
+    if get_backend(pooling) is not None:
+        fit, std = backend_band(pooling, x, y, q, h, model, method, n_boot, bootstrap, seed)
+        return _band(fit, std, level, method, flat)
+    check_choice(pooling, "pooling", ("auto",))
+    fit, std = _compiled_band(x, y, q, h, model, method, n_boot, bootstrap, seed)
+    return _band(fit, std, level, method, flat)
+
+
+def _compiled_band(
+    x: Any, y: Any, q: Any, h: Any, model: Any, method: str, n_boot: int, bootstrap: str,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """``(fit, std)`` on the compiled engines (JAX imported here)."""
+    import jax.numpy as jnp
+
+    from .._interop import compute_dtype, precision_scope
+    from ..engines.local_fits import local_fit, loo_residuals
+
     dtype = compute_dtype(x, y, q, numpy=True)
     with precision_scope(dtype):
         xj, yj, qj, hj = (jnp.asarray(a, dtype) for a in (x, y, q, h))
         fit = np.asarray(local_fit(xj, yj, qj, hj, model)[0])
-        residuals = _finite_residuals(loo_residuals(xj, yj, hj, model))
+        residuals = finite_residuals(np.asarray(loo_residuals(xj, yj, hj, model)))
         if method == "asymptotic":
             squares = residuals**2
             noise = np.asarray(local_fit(xj, squares, qj, hj, model._replace(degree=0))[0])
             first, second = kernel_integrals(model.kernel, x.shape[1])
-            inverse = np.asarray(_inverse_kernel_sums(xj, qj, hj, kernel=model.kernel))
+            inverse = np.asarray(_inverse_kernel_sums()(xj, qj, hj, kernel=model.kernel))
             std = np.sqrt(noise * (second / first) * inverse[:, None])
         else:
             in_sample = local_fit(xj, yj, xj, hj, model)[0]
-            replicates = _bootstrap_responses(
-                in_sample, residuals, n_boot, bootstrap, jax.random.key(seed)
-            )
+            replicates = bootstrap_responses(in_sample, residuals, n_boot, bootstrap, seed)
             p = y.shape[1]
             refits = local_fit(xj, replicates.reshape(x.shape[0], n_boot * p), qj, hj, model)[0]
             refits = np.asarray(refits).reshape(q.shape[0], n_boot, p)
             std = refits.std(axis=1, ddof=1)
-        z = stats.norm.ppf(0.5 + level / 2)
-        lower, upper = fit - z * std, fit + z * std
+    return fit, std
+
+
+def _band(fit: Any, std: Any, level: float, method: str, flat: bool) -> ConfidenceBand:
+    z = stats.norm.ppf(0.5 + level / 2)
+    lower, upper = fit - z * std, fit + z * std
     if flat:
         fit, std, lower, upper = fit[:, 0], std[:, 0], lower[:, 0], upper[:, 0]
     return ConfidenceBand(fit, std, lower, upper, float(level), method)
-
-
-def _finite_residuals(residuals: Any) -> Any:
-    """A point left with no neighbour (compact kernels) has no leave-one-out residual;
-    it gets the root mean square of the others, so it neither vanishes nor poisons sums."""
-    finite = jnp.isfinite(residuals)
-    count = jnp.maximum(jnp.sum(finite, axis=0), 1)
-    rms = jnp.sqrt(jnp.sum(jnp.where(finite, residuals**2, 0.0), axis=0) / count)
-    return jnp.where(finite, residuals, rms)
-
-
-def _bootstrap_responses(fit: Any, residuals: Any, n_boot: int, kind: str, key: Any) -> Any:
-    """``(n, B, p)`` responses ``ĝ(x_i) + ε*`` for ``B`` replicates (vmapped over keys)."""
-    n = residuals.shape[0]
-    centred = residuals - jnp.mean(residuals, axis=0)
-
-    def one(key: Any) -> Any:
-        if kind == "wild":
-            signs = jax.random.rademacher(key, (n, 1), dtype=fit.dtype)
-            return fit + residuals * signs
-        rows = jax.random.randint(key, (n,), 0, n)
-        return fit + centred[rows]
-
-    draws = jax.vmap(one)(jax.random.split(key, n_boot))  # (B, n, p)
-    return jnp.transpose(draws, (1, 0, 2))

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import Kernel
 
-__all__ = ["edge_log_profile", "has_edge", "inside_exactly", "support_edge"]
+__all__ = ["edge_log_profile", "has_edge", "inside_exactly", "pair_log_weights", "support_edge"]
 
 
 def has_edge(kernel: Kernel) -> bool:
@@ -108,3 +108,16 @@ def edge_log_profile(us, kernel: Kernel, xp=np):
     largest = xp.asarray(radius2, r2.dtype)
     largest = largest if closed else xp.nextafter(largest, xp.zeros_like(largest))
     return kernel.log_profile(xp.where(inside, xp.minimum(r2, largest), xp.inf))
+
+
+def pair_log_weights(us, kernel: Kernel, xp=np):
+    """``log K(u)`` of the scaled differences ``us`` (one array per coordinate), in the
+    kernel's norm, a compact kernel's edge decided exactly: the textbook's weight of
+    each pair, on every path that sums pairs on the host."""
+    if has_edge(kernel):
+        return edge_log_profile(us, kernel, xp)
+    if kernel.product:
+        return sum(kernel.log_profile(u * u) for u in us)
+    from .norms import squared_norm
+
+    return kernel.log_profile(squared_norm(us, kernel, xp))

@@ -23,6 +23,7 @@ from .._validation import (
     is_traced,
 )
 from ..methods.options import DENSE_MAX_PAIRS, Binned, TopK, resolve
+from ..sums.backends import get_backend
 from ..sums.empty_policy import (
     EMPTY_POLICIES,
     report_empty,
@@ -252,6 +253,14 @@ def attention_pool(
     q, k, v, h, flat = check_inputs(queries, keys, values, bandwidth)
     kernel = _kernels.for_dimensions(kernel, k.shape[1])
     n, m = q.shape[0], k.shape[0]
+    if isinstance(method, str) and get_backend(method) is not None:  # the sums layer
+        from .by_backend import pool_by_backend
+
+        pooled = pool_by_backend(
+            method, q, k, v, h, kernel, weights, empty=empty, mask=mask,
+            return_weights=return_weights, block_size=block_size,
+        )  # fmt: skip
+        return pooled[:, 0] if flat else pooled
     if kernel.base is not None:  # signed: summed pair by pair
         from ..sums.pairs import pool
 

@@ -29,8 +29,7 @@ import numpy as np
 from .. import kernels
 from .._typing import ArrayLike
 from .._validation import check_bandwidth, check_choice, check_points, check_values
-from ..kernels.edges import edge_log_profile, has_edge
-from ..kernels.norms import squared_norm
+from ..kernels.edges import pair_log_weights
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
 
@@ -47,14 +46,6 @@ def monomials(d: int, degree: int) -> list[tuple[int, ...]]:
         (a for a in itertools.product(range(degree + 1), repeat=d) if sum(a) <= degree),
         key=lambda a: (sum(a), tuple(-e for e in a)),
     )
-
-
-def _log_weights(us: list[np.ndarray], kernel: kernels.Kernel) -> np.ndarray:
-    if has_edge(kernel):  # the support's edge decided exactly, as on every path
-        return np.asarray(edge_log_profile(us, kernel), float)
-    if kernel.product:
-        return np.asarray(sum(kernel.log_profile(u * u) for u in us), float)
-    return np.asarray(kernel.log_profile(squared_norm(us, kernel)), float)
 
 
 def _derivative_rows(
@@ -80,7 +71,8 @@ def _chunk(
     """``(estimates (k, len(orders), p), undetermined (k,))`` of queries ``q (k, d)``."""
     offsets = [x[None, :, j] - q[:, j, None] for j in range(x.shape[1])]
     with np.errstate(over="ignore"):  # a vanishing bandwidth: infinite offsets weigh 0
-        log_w = _log_weights([o / h[j] for j, o in enumerate(offsets)], kernel)
+        us = [o / h[j] for j, o in enumerate(offsets)]
+        log_w = np.asarray(pair_log_weights(us, kernel), float)
     top = np.max(log_w, axis=1)
     w = np.exp(log_w - np.where(top > -np.inf, top, 0.0)[:, None])
     total = w.sum(axis=1)

@@ -1,0 +1,84 @@
+"""A confidence band's sums on a registered backend (:mod:`attnpool.sums.backends`):
+:func:`attnpool.confidence_band` of a Nadaraya–Watson fit when ``pooling=`` names one.
+The fit, the leave-one-out residuals, the smooth of their squares and the kernel sums
+``Σ K`` are each one problem of the sums layer; the bootstrap's refits are one more,
+its ``B`` replicates ``B`` value columns of the same weights."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..kernels.calculus import kernel_integrals
+from ..sums import layer
+from ..sums.local_model import LocalModel
+from ..sums.problem import SumProblem
+
+__all__ = ["backend_band", "bootstrap_responses", "finite_residuals"]
+
+
+def backend_band(
+    name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, h: np.ndarray, model: LocalModel,
+    method: str, n_boot: int, bootstrap: str, seed: int,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """``(fit (k, p), std (k, p))`` of the band's ``method`` (checked arguments)."""
+    if model.degree != 0 or model.categorical:
+        raise ValueError(
+            f"pooling: backend {name!r} gives bands of a local-constant fit of continuous "
+            f"columns (degree=0); received degree={model.degree}, var_type={model.var_type!r}"
+        )
+    x, y, q, h = layer.host_arrays(name, x, y, q, h)
+    kernel = model.kernel
+
+    def pooled(queries: np.ndarray, values: np.ndarray) -> np.ndarray:
+        problem = SumProblem(queries, x, values, h, kernel)
+        return layer.pool(name, problem, nearest=False)[0]
+
+    fit = pooled(q, y)
+    loo = layer.loo_fit(name, SumProblem.leave_one_out(x, y, h, kernel), "pooling")
+    residuals = finite_residuals(y - loo)
+    if method == "asymptotic":
+        noise = pooled(q, residuals**2)
+        first, second = kernel_integrals(kernel, x.shape[1])
+        counts = layer.log_kernel_sums(name, SumProblem(q, x, np.zeros((x.shape[0], 0)), h,
+                                                         kernel), "pooling")  # fmt: skip
+        return fit, np.sqrt(noise * (second / first) * np.exp(-counts)[:, None])
+    from .._interop import precision_scope  # the compiled engines' draws, in float64
+
+    with precision_scope(np.float64):
+        replicates = np.asarray(bootstrap_responses(pooled(x, y), residuals, n_boot, bootstrap,
+                                                    seed))  # fmt: skip
+    p = y.shape[1]
+    refits = pooled(q, replicates.reshape(x.shape[0], n_boot * p)).reshape(q.shape[0], n_boot, p)
+    return fit, refits.std(axis=1, ddof=1)
+
+
+def finite_residuals(residuals: np.ndarray) -> np.ndarray:
+    """A point left with no neighbour (compact kernels) has no leave-one-out residual;
+    it gets the root mean square of the others, so it neither vanishes nor poisons sums."""
+    finite = np.isfinite(residuals)
+    count = np.maximum(np.sum(finite, axis=0), 1)
+    rms = np.sqrt(np.sum(np.where(finite, residuals, 0.0) ** 2, axis=0) / count)
+    return np.where(finite, residuals, rms)
+
+
+def bootstrap_responses(fit: Any, residuals: Any, n_boot: int, kind: str, seed: int) -> Any:
+    """``(n, B, p)`` responses ``ĝ(x_i) + ε*`` for ``B`` replicates (vmapped over keys),
+    drawn from ``seed``."""
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.key(seed)
+    n = residuals.shape[0]
+    centred = residuals - jnp.mean(residuals, axis=0)
+
+    def one(key: Any) -> Any:
+        if kind == "wild":
+            signs = jax.random.rademacher(key, (n, 1), dtype=fit.dtype)
+            return fit + residuals * signs
+        rows = jax.random.randint(key, (n,), 0, n)
+        return fit + centred[rows]
+
+    draws = jax.vmap(one)(jax.random.split(key, n_boot))  # (B, n, p)
+    return jnp.transpose(draws, (1, 0, 2))

@@ -1,0 +1,132 @@
+"""The front ends' one call to a backend, and the one finishing step after it.
+
+:func:`solve` checks a :class:`~attnpool.sums.problem.SumProblem` against what the
+backend declares, runs it, checks the answer's shapes, and sums again exactly (by
+:func:`~attnpool.sums.backends.exact_log_sums`) every row the backend did not settle
+or whose sums are not finite. Each front end then reads what it needs from the same
+sums:
+
+- **pooling**: ``S[v] / S[1]``; a row of no weight takes the nearest-key limit
+  (:mod:`attnpool.sums.nearest`) or NaN, as the empty policy says (:func:`pool`);
+- **density**: ``log S[1] + m − log(W ∏h ∫K)`` (:func:`log_density`);
+- **leave-one-out fit**: pooling with each row's own key left out (:func:`loo_fit`);
+- **kernel sums**: ``log Σ w K^r`` (:func:`log_kernel_sums`), a band's counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from .._units import value_unit
+from .._validation import is_traced
+from .backends import Backend, exact_log_sums, get_backend, refusal
+from .local_model import model_for
+from .nearest import nearest_mean
+from .problem import LogSums, SumProblem
+
+__all__ = ["log_density", "log_kernel_sums", "loo_fit", "pool", "solve"]
+
+
+def host_arrays(name: str, *arrays: Any) -> tuple[Any, ...]:
+    """``arrays`` as NumPy float64 (``None`` kept) for the backend ``name``: concrete
+    arrays only — a registered backend runs on the host, not inside ``jit``."""
+    if any(is_traced(a) for a in arrays):
+        raise ValueError(
+            f"method: backend {name!r} needs concrete arrays; inside jit, grad or vmap use "
+            "'dense', 'stream' or 'pallas'"
+        )
+    return tuple(None if a is None else np.asarray(a, np.float64) for a in arrays)
+
+
+def backend_for(name: str, problem: SumProblem, argument: str = "method") -> Backend:
+    """The registered backend ``name``, or a ``ValueError`` naming ``argument`` where it
+    is not registered or does not serve ``problem``."""
+    backend = get_backend(name)
+    if backend is None:
+        raise ValueError(f"{argument}: no backend is registered as {name!r}")
+    kernel = problem.kernel
+    if kernel.similarity != "distance" or kernel.base is not None:
+        raise ValueError(
+            f"kernel: backend {name!r} takes non-negative distance kernels; received "
+            f"{kernel.name!r}"
+        )
+    reason = refusal(backend, problem, kernel)
+    if reason:
+        raise ValueError(f"{argument}: {reason}")
+    return backend
+
+
+def solve(name: str, problem: SumProblem, argument: str = "method") -> LogSums:
+    """``problem``'s sums by the backend registered as ``name``, finished: every row it
+    leaves unsettled, or whose sums are not finite, summed again exactly."""
+    backend = backend_for(name, problem, argument)
+    n, _, _, p = problem.sizes
+    shift, sums, settled = backend.log_sums(problem)
+    shift, sums = np.asarray(shift, np.float64), np.asarray(sums, np.float64)
+    settled = np.asarray(settled, bool)
+    if shift.shape != (n,) or sums.shape != (n, 1 + p) or settled.shape != (n,):
+        raise ValueError(
+            f"backend {name!r}: log_sums must return shift ({n},), sums ({n}, {1 + p}) and "
+            f"settled ({n},); received {shift.shape}, {sums.shape}, {settled.shape}"
+        )
+    with np.errstate(invalid="ignore"):
+        settled = settled & np.isfinite(shift) & np.all(np.isfinite(sums), axis=1)
+        settled &= sums[:, 0] >= 0
+    if not settled.all():
+        shift, sums = shift.copy(), sums.copy()
+        again = exact_log_sums(problem.rows(~settled))
+        shift[~settled], sums[~settled] = again.shift, again.sums
+    return LogSums(shift, sums, np.ones(n, bool))
+
+
+def pool(name: str, problem: SumProblem, *, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(pooled (n, p), empty (n,))``: ``S[v] / S[1]`` by the backend ``name``; a row of
+    no weight is ``empty`` and takes the nearest keys' mean where ``nearest``, else NaN
+    (the caller's empty policy reports it)."""
+    unit = value_unit(problem.values) if problem.values.size else np.ones(problem.sizes[3])
+    scaled = dataclasses.replace(problem, values=problem.values / unit)
+    found = solve(name, scaled)
+    total = found.sums[:, :1]
+    empty = total[:, 0] <= 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = found.sums[:, 1:] / total
+    if np.any(empty):
+        pooled[empty] = _limit(scaled, empty) if nearest else np.nan
+    return pooled * unit, empty
+
+
+def _limit(problem: SumProblem, rows: np.ndarray) -> np.ndarray:
+    """The nearest-key limit of ``rows``: the mean of the closest keys with weight."""
+    k, v, w = problem.keys, problem.values, problem.weights
+    if w is not None:
+        k, v, w = k[w > 0], v[w > 0], w[w > 0]
+    model = model_for(k, kernel=problem.kernel)
+    return np.asarray(nearest_mean(problem.queries[rows], k, v, problem.bandwidth, model, w))
+
+
+def log_kernel_sums(name: str, problem: SumProblem, argument: str = "method") -> np.ndarray:
+    """``(n,)``: ``log Σ_i w_i K((q − k_i)/h)^r`` (``−inf`` where no key weighs)."""
+    found = solve(name, problem, argument)
+    with np.errstate(divide="ignore"):
+        return np.asarray(found.shift + np.log(found.sums[:, 0]), np.float64)
+
+
+def log_density(name: str, problem: SumProblem, integral: float) -> np.ndarray:
+    """``(n,)``: ``log f̂(q) = log Σ w_i K_h(q − k_i) − log(W ∏h ∫K)``, ``W`` the total
+    weight (``m`` unweighted), ``integral`` the kernel's ``∫K``."""
+    total = problem.keys.shape[0] if problem.weights is None else float(np.sum(problem.weights))
+    constant = math.log(total) + float(np.sum(np.log(problem.bandwidth))) + math.log(integral)
+    return np.asarray(log_kernel_sums(name, problem) - constant, np.float64)
+
+
+def loo_fit(name: str, problem: SumProblem, argument: str = "pooling") -> np.ndarray:
+    """``(m, p)``: each row's pool over the other keys, NaN where none weighs."""
+    found = solve(name, problem, argument)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fit = np.asarray(found.sums[:, 1:] / found.sums[:, :1], np.float64)
+    fit[found.sums[:, 0] <= 0] = np.nan
+    return fit
