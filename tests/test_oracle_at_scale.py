@@ -4,13 +4,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adversarial import ORACLE, check_against_oracle, problems
-from attnpool.methods import options
+from attnpool.sums import plan
 
 
 def test_auto_beyond_the_dense_path_meets_the_oracle(monkeypatch):
     # with a low dense limit, auto takes fgt, sparse, native or stream on problems small
     # enough for the oracle, several key blocks long
-    monkeypatch.setattr(options, "DENSE_MAX_PAIRS", 2**10)
+    monkeypatch.setattr(plan, "DENSE_MAX_PAIRS", 2**10)
 
     @ORACLE
     @given(problem=problems("auto", n=8, m=2500))

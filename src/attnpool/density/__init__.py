@@ -189,9 +189,19 @@ def _log_density(
         result = log_density_program(
             keys, pad_rows(np.asarray(q, dtype), query_bucket(n)), np.asarray(h, dtype),
             None if w is None else np.asarray(w, dtype), count, np.asarray(constant, dtype),
-            kernel=record, method=None if name == "auto" else name,
+            kernel=record, method=_compiled_method(name, record, x, q),
         )  # fmt: skip
     return np.asarray(result, np.float64)[:n]
+
+
+def _compiled_method(name: str, record: Any, x: Any, q: Any) -> str:
+    """The compiled engine: ``name``, or for ``"auto"`` the planner's (by size)."""
+    if name != "auto":
+        return name
+    from ..sums.facts import density_facts
+    from ..sums.plan import plan
+
+    return plan(density_facts(record, x, q, None, numpy=False)).backend
 
 
 def _checked_rows(x_train: Any, x_query: Any) -> tuple[Any, Any]:

@@ -15,68 +15,43 @@ import numpy as np
 
 from .. import kernels as _kernels
 from ..kernels.calculus import kernel_integrals
+from ..sums import plan
 
-#: Pairs up to which a density is summed in NumPy (no program to build: a first call
-#: costs no compilation); beyond, on the compiled engines.
-HOST_PAIRS = 2**22
-#: Pairs from which a Gaussian column is summed by the ``fgt`` expansions where their
-#: compiled loop runs (a NumPy pair costs about as much as an expansion's term).
-EXPANSION_MIN_PAIRS = 2**14
+#: Pairs up to which a density is summed in NumPy (the planner's).
+HOST_PAIRS = plan.HOST_PAIRS
 
 
 def expansions_pay(pairs: int) -> bool:
     """Whether the ``fgt`` expansions sum ``pairs`` Gaussian pairs of one column faster
-    than NumPy: from :data:`HOST_PAIRS`, or from :data:`EXPANSION_MIN_PAIRS` where their
-    compiled loop is already built (a first small call compiles nothing)."""
+    than NumPy: from :data:`HOST_PAIRS`, or from the planner's ``EXPANSION_MIN_PAIRS``
+    where their compiled loop is already built (a first small call compiles nothing)."""
     from ..methods import native
 
-    return pairs > HOST_PAIRS or (pairs >= EXPANSION_MIN_PAIRS and native.expansions_ready())
+    return pairs > HOST_PAIRS or (pairs >= plan.EXPANSION_MIN_PAIRS and native.expansions_ready())
 
 
 def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
-    """``log Σ_i w_i K_h(q − x_i)`` (normalised) on the host, or None where the compiled
-    engines serve better: NumPy pairs up to :data:`HOST_PAIRS` pairs (a Gaussian column
-    by the expansions where :func:`expansions_pay`); beyond, in one column, the ``fgt``
-    expansions for the Gaussian (O(n + m); rows they leave unsettled by
-    pairs) and the support's windows for a compact kernel (``sparse``); in several
-    columns the Gaussian by the compiled loop (``native``, passing over far keys) where
-    it builds, on a CPU."""
-    from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
+    """``log Σ_i w_i K_h(q − x_i)`` (normalised) on the host, by the backend the planner's
+    density table (:mod:`attnpool.sums.plan`) gives NumPy arrays — NumPy pairs, the
+    ``fgt`` expansions of a Gaussian column (rows they leave unsettled by pairs), a
+    compact kernel's support windows (``sparse``), the compiled Gaussian loop
+    (``native``, passing over far keys) — or None where it gives the compiled engines."""
     from ..kernels.mixed import MixedColumns, log_sums
+    from ..sums.facts import density_facts
     from ..sums.observation_weights import too_wide_to_truncate
 
-    n, m = q.shape[0], x.shape[0]
-    columns = MixedColumns(x, "c" * x.shape[1], record)
-    small = n * m <= HOST_PAIRS
     truncating = not too_wide_to_truncate(w)  # (fgt and native)
-    gaussian = x.shape[1] == 1 and _kernels.is_gaussian(record) and truncating
-    if small and not (gaussian and expansions_pay(n * m)):
+    backend = plan.plan(density_facts(record, x, q, h, numpy=True, truncating=truncating)).backend
+    columns = MixedColumns(x, "c" * x.shape[1], record)
+    if backend == "numpy":
         return log_sums([(q, x, h, columns, "density")], weights=w)
-    in_range = x.shape[1] == 1 and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
-    if in_range and gaussian:
+    if backend == "fgt":
         return _expansion_log_sums(x, q, h, w, columns)
-    if small:  # beyond the expansions' range: pairs still cost less than a program
-        return log_sums([(q, x, h, columns, "density")], weights=w)
-    if in_range and record.compact and _kernels.is_builtin(record):
+    if backend == "sparse":
         return _sparse_log_sums(x, q, record, h, w)
-    if x.shape[1] >= 2 and truncating and native_serves(record, q, x, h):
+    if backend == "native":
         return _native_log_sums(x, q, record, h, w)
     return None
-
-
-def native_serves(record: Any, q: Any, x: Any, h: Any) -> bool:
-    """Whether the compiled C loop sums this Gaussian density (as ``"auto"`` pools on a
-    CPU): its loop runs here and the data lie within the host methods' range."""
-    from .._backend import computes_on_cpu
-    from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
-    from ..methods import native
-
-    return (
-        _kernels.is_gaussian(record)
-        and computes_on_cpu()
-        and native.available(True, x.shape[1])
-        and extent_in_bandwidths(q, x, h) <= HOST_MAX_EXTENT
-    )
 
 
 def _sparse_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:

@@ -30,6 +30,7 @@ from .._units import midrange, value_unit
 from .._validation import check_bandwidth_representable, numpy_dtype
 from ..kernels.edges import edge_log_profile, has_edge
 from ..kernels.norms import squared_norm
+from ..sums import plan
 from ..sums.local_model import LocalModel, log_categorical, model_for, solve_moments
 from ..sums.nearest import column_units, nearest_mean
 from ..sums.observation_weights import augmented
@@ -47,7 +48,7 @@ __all__ = [
 #: Largest pairs × features (one per response, local moments for degree 1) the NumPy
 #: engine takes: its time per evaluation there is ~10 ms on two cores, so a search of a
 #: few dozen evaluations costs less than building and loading its programs.
-NUMPY_MAX_WORK = 2**22
+NUMPY_MAX_WORK = plan.NUMPY_MAX_WORK
 #: Pairs evaluated at once (memory: a few arrays of this many float64 numbers).
 NUMPY_CHUNK_PAIRS = 2**18
 

@@ -1,52 +1,27 @@
-"""Which way to pool: the ``method=`` argument, its options and the ``"auto"`` rules.
+"""Which way to pool: the ``method=`` argument, its options, and ``"auto"`` resolved
+by the planner's pooling table (:mod:`attnpool.sums.plan`, the one place ``auto``
+decides).
 
-``method`` is a name or a configured record (:class:`Binned`, :class:`TopK`).
-``"auto"`` picks an exact method (never an approximation) from the kernel,
-the dimension, the sizes, the device and whether weights were asked for —
-the first rule that applies:
-
-====  =============================================  ==========
-rule  when                                           method
-====  =============================================  ==========
-1     the weight matrix is asked for                 ``dense``
-2     ``n·m ≤ DENSE_MAX_PAIRS``                      ``dense``
-3     traced inputs (inside ``jit``/``grad``/``vmap``) ``pallas`` on
-      or a key mask                                  a GPU, else
-                                                     ``stream``
-4     ``d = 1``: compact kernel / ``gaussian``       ``sparse`` / ``fgt``
-5     compact kernel, ``2 ≤ d ≤ 4``, sampled         ``sparse``
-      neighbourhoods hold ≤ 5% of the keys
-6     GPU, a non-negative kernel                     ``pallas``
-7     CPU, ``gaussian``, ``2 ≤ d ≤ 16``, the         ``native``
-      compiled loops load
-8     otherwise                                      ``stream``
-====  =============================================  ==========
-
-On a GPU (rules 3 and 6) the kernels served by ``pallas`` — every kernel but the signed
-higher-order ones — run on its tiled kernel; ``fused`` (``jax.nn.dot_product_attention``,
-float32 logits) is used only when asked for.
-
-``fgt`` truncates Taylor expansions at a bound of 1e-14 of each query's weight, below
-the float64 sum's own rounding, so it counts as exact; ``native`` sums every pair in
-the working precision, like ``stream``. ``binned`` (``d ≤ 2``, error
-within a stated tolerance) and ``topk`` (a bound on the weight left out) are
-approximations, used only when asked for.
+``method`` is a name or a configured record (:class:`Binned`, :class:`TopK`,
+:class:`Tree`); a name of the methods is checked against what it declares
+(:data:`attnpool.methods.options.TRAITS`) and its module's ``refusal(kernel, d)``.
+On a GPU the kernels served by ``pallas`` — every kernel but the signed higher-order
+ones — run on its tiled kernel; ``fused`` (``jax.nn.dot_product_attention``, float32
+logits) is used only when asked for. ``fgt`` truncates Taylor expansions at a bound
+of 1e-14 of each query's weight, below the float64 sum's own rounding, so it counts
+as exact; ``native`` sums every pair in the working precision, like ``stream``.
+``binned``, ``topk`` and ``tree`` are approximations, used only when asked for.
 """
 
 from __future__ import annotations
 
 import jax
-import numpy as np
 
-from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._validation import is_traced
 from ..kernels import Kernel
-from . import fgt, native, pallas, sparse
-from .options import TRAITS, exact_engine, refusal, resolve
-
-#: Rule 5: largest sampled share of keys inside a neighbourhood for ``sparse``.
-SPARSE_MAX_FRACTION = 0.05
-SPARSE_MAX_DIM = 4
+from ..sums.facts import pool_facts
+from ..sums.plan import plan
+from .options import TRAITS, refusal, resolve
 
 
 def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights: bool) -> None:
@@ -79,53 +54,28 @@ def choose_method(
     weights: bool,
     backend: str | None = None,
 ) -> str:
-    """The method ``"auto"`` uses (the table above). ``queries (n, d)``, ``keys (m, d)``."""
-    n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
-    if weights or exact_engine(n * m) == "dense":
-        return "dense"
-    backend = backend or jax.default_backend()
-    tiled = backend in pallas.GPU_BACKENDS and pallas.supports(kernel)
-    if traced or not extent_in_bandwidths(queries, keys, bandwidth) <= HOST_MAX_EXTENT:
-        return "pallas" if tiled else "stream"
-    if d == 1 and fgt.supports(kernel):
-        return "fgt"
-    if sparse.supports(kernel):
-        if d == 1:
-            return "sparse"
-        if d <= SPARSE_MAX_DIM and _neighbour_fraction(queries, keys, bandwidth, kernel) <= (
-            SPARSE_MAX_FRACTION
-        ):
-            return "sparse"
-    if tiled:
-        return "pallas"
-    if backend == "cpu" and d >= 2 and native.supports(kernel) and native.available(True, d):
-        return "native"
-    return "stream"
+    """The method ``"auto"`` takes on the compiled path (the planner's pooling table) for
+    queries ``(n, d)`` and keys ``(m, d)``; ``backend`` a JAX platform (None: JAX's)."""
+    facts = pool_facts(kernel, queries, keys, bandwidth, traced=traced, weight_matrix=weights,
+                       backend=backend or jax.default_backend())  # fmt: skip
+    return plan(facts).backend
 
 
-def _neighbour_fraction(queries, keys, bandwidth, kernel: Kernel, sample: int = 512) -> float:
-    """Share of keys inside the support of a sample of queries (scaled coordinates)."""
-    from scipy.spatial import cKDTree
-
-    rng = np.random.default_rng(0)  # only the sample leaves the device
-    q = np.asarray(queries[rng.choice(queries.shape[0], min(sample, queries.shape[0]), False)])
-    k = np.asarray(keys[rng.choice(keys.shape[0], min(8 * sample, keys.shape[0]), False)])
-    scale, centre = np.asarray(bandwidth, np.float64), midrange(k)
-    pairs = cKDTree((q - centre) / scale).count_neighbors(
-        cKDTree((k - centre) / scale), kernel.support
-    )
-    return pairs / (q.shape[0] * k.shape[0])
-
-
-def choose(method, kernel: Kernel, q, k, h, *, weights: bool, block_size, masked=False):
+def choose(method, kernel: Kernel, q, k, h, *, weights: bool, block_size, masked=False,
+           planned=None):  # fmt: skip
     """``(name, options)`` for the ``method`` argument of a pool of queries ``q (n, d)``
-    over keys ``k (m, d)``: ``"auto"`` resolved by the table above (``block_size`` asks
-    for ``stream``; a mask, rule 3), or a clear error if the method cannot apply."""
+    over keys ``k (m, d)`` by the compiled engines or the host methods: ``"auto"``
+    resolved by the planner (``planned``: its backend, where the caller planned already),
+    or a clear error if the method cannot apply."""
     name, options = resolve(method)
     traced = any(is_traced(a) for a in (q, k, h))
-    if name == "auto":
-        if block_size is not None and not weights:
-            return "stream", None
-        name = choose_method(kernel, q, k, h, traced=traced or masked, weights=weights)
+    if name == "auto" and planned is not None:
+        name = planned
+    elif name == "auto":
+        facts = pool_facts(
+            kernel, q, k, h, traced=traced, masked=masked, weight_matrix=weights,
+            block_size=block_size is not None, backend=jax.default_backend(),
+        )  # fmt: skip
+        name = plan(facts).backend
     check_applicable(name, kernel, k.shape[1], traced=traced, weights=weights)
     return name, options

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..sums import plan as _plan
+
 if TYPE_CHECKING:
     from ..kernels import Kernel
 
@@ -89,15 +91,16 @@ HOST_METHODS = frozenset(name for name, traits in TRAITS.items() if not traits.t
 #: Methods every local fit (any degree, any column type) runs on: the exact engines
 #: (``pallas``: continuous columns).
 LOCAL_FIT_METHODS = ("auto", "dense", "stream", "pallas")
-#: Query–key pairs up to which ``auto`` pools densely.
-DENSE_MAX_PAIRS = 2**21
+#: Query–key pairs up to which ``auto`` pools densely (the planner's).
+DENSE_MAX_PAIRS = _plan.DENSE_MAX_PAIRS
 
 
 def exact_engine(pairs: int) -> str:
     """The exact engine for ``pairs`` query–key pairs (times the numbers each pair holds):
-    ``"dense"`` — one block, the matrix formed — up to :data:`DENSE_MAX_PAIRS`, else
-    ``"stream"``. Every path that pools exactly asks here."""
-    return "dense" if pairs <= DENSE_MAX_PAIRS else "stream"
+    ``"dense"`` — one block, the matrix formed — up to the planner's
+    :data:`~attnpool.sums.plan.DENSE_MAX_PAIRS`, else ``"stream"``. Every path that pools
+    exactly asks here."""
+    return "dense" if pairs <= _plan.DENSE_MAX_PAIRS else "stream"
 
 
 def method_module(name: str) -> Any:

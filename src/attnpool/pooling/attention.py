@@ -278,6 +278,7 @@ def attention_pool(
         )  # fmt: skip
     allowed, keyless = checked_mask(mask, n, m, empty)
     nearest = takes_nearest(empty) or not kernel.compact
+    planned = None
     if (
         allowed is None
         and resolve(method)[0] == "auto"
@@ -286,7 +287,7 @@ def attention_pool(
     ):
         from ..engines.host_route import pool_without_jax
 
-        found = pool_without_jax(q, k, v, h, kernel, nearest=nearest)
+        found, planned = pool_without_jax(q, k, v, h, kernel, nearest=nearest)
         if found is not None:
             pooled, empty_rows = found
             report_empty(kernel, empty, empty_rows)
@@ -304,6 +305,7 @@ def attention_pool(
         weights=return_weights,
         block_size=block_size,
         masked=allowed is not None,
+        planned=planned,
     )
 
     def compute(q: Any, k: Any, v: Any, h: Any) -> Any:

@@ -215,8 +215,8 @@ def backend_names() -> tuple[str, ...]:
     Examples
     --------
     >>> import attnpool
-    >>> attnpool.backend_names()
-    ()
+    >>> "pairs" in attnpool.backend_names()     # registered by name, forgotten by name
+    False
 
     References
     ----------

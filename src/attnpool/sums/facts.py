@@ -1,0 +1,121 @@
+"""The planner's :class:`~attnpool.sums.plan.Facts`, read from a call's arguments.
+
+Only what decides is read: sizes, what the kernel is, whether the arrays are NumPy,
+float64 or traced, the device, and whether the compiled loops are built. The two
+readings that cost a pass over the data — the extent in bandwidths and a sampled
+neighbourhood's share of the keys — are deferred to the rules that ask for them.
+No JAX is imported where the arrays are NumPy and JAX is not loaded already.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+import numpy as np
+
+from .. import kernels
+from .._backend import computes_on_cpu
+from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
+from .._validation import numpy_dtype
+from ..kernels import Kernel
+from .plan import Facts
+
+__all__ = ["density_facts", "device", "pool_facts"]
+
+#: JAX's names of GPU platforms.
+GPU_BACKENDS = frozenset(["gpu", "cuda", "rocm"])
+
+
+def device(backend: str | None = None) -> str:
+    """``"cpu"``, ``"gpu"`` or JAX's name of another platform: ``backend`` (a JAX
+    platform name) if given, else where JAX computes (asked without importing it where
+    that can be told)."""
+    if backend is None:
+        if computes_on_cpu():
+            return "cpu"
+        import jax
+
+        backend = str(jax.default_backend())
+    return "gpu" if backend in GPU_BACKENDS else backend
+
+
+def _kernel_facts(kernel: Kernel) -> dict[str, Any]:
+    from ..methods import sparse
+
+    distance = kernel.similarity == "distance"
+    return {
+        "gaussian": kernels.is_gaussian(kernel),
+        "compact": kernel.compact,
+        "radial": sparse.supports(kernel),
+        "builtin": kernels.is_builtin(kernel),
+        "tiled": kernel.base is None and kernel.similarity in ("distance", "dot"),
+        "host_profile": distance and (kernels.is_builtin(kernel) or kernel.host),
+    }
+
+
+def _loops(d: int) -> bool:
+    from ..methods import native
+
+    return native.available(True, d)
+
+
+def pool_facts(
+    kernel: Kernel, queries: Any, keys: Any, bandwidth: Any, *, values: Any = None,
+    numpy: bool = False, traced: bool = False, masked: bool = False,
+    weight_matrix: bool = False, block_size: bool = False, backend: str | None = None,
+) -> Facts:  # fmt: skip
+    """The facts of a pool of ``queries (n, d)`` over ``keys (m, d)`` (``values (m, p)``
+    where known): ``numpy`` where the arrays are NumPy (their precision then read),
+    ``backend`` a JAX platform name (None: where JAX computes)."""
+    n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
+    arrays = (queries, keys) if values is None else (queries, keys, values)
+    float64 = numpy and numpy_dtype(*arrays) == np.float64
+    outputs = 1 if values is None else values.shape[1]
+    where = device(backend)
+    return Facts(
+        "pool", n, m, d, outputs, numpy=numpy, float64=float64, traced=traced, masked=masked,
+        weight_matrix=weight_matrix, block_size=block_size, device=where,
+        loops=where == "cpu" and d >= 2 and _loops(d),
+        in_range=functools.partial(_in_range, queries, keys, bandwidth),
+        neighbour_share=functools.partial(_neighbour_share, queries, keys, bandwidth, kernel),
+        **_kernel_facts(kernel),
+    )  # fmt: skip
+
+
+def density_facts(
+    kernel: Kernel, x: Any, q: Any, bandwidth: Any, *, numpy: bool, truncating: bool = True
+) -> Facts:
+    """The facts of a density of ``x (m, d)`` at ``q (n, d)``; ``truncating``: whether
+    observation weights leave ``fgt`` and ``native`` their bound."""
+    from ..methods import native
+
+    d = x.shape[1]
+    where = device() if numpy or "jax" in sys.modules else "cpu"
+    return Facts(
+        "density", q.shape[0], x.shape[0], d, numpy=numpy, float64=True, truncating=truncating,
+        device=where, loops=numpy and where == "cpu" and d >= 2 and _loops(d),
+        expansions_ready=numpy and native.expansions_ready(),
+        in_range=functools.partial(_in_range, q, x, bandwidth),
+        **_kernel_facts(kernel),
+    )  # fmt: skip
+
+
+def _in_range(queries: Any, keys: Any, bandwidth: Any) -> bool:
+    return bool(extent_in_bandwidths(queries, keys, bandwidth) <= HOST_MAX_EXTENT)
+
+
+def _neighbour_share(queries: Any, keys: Any, bandwidth: Any, kernel: Kernel,
+                     sample: int = 512) -> float:  # fmt: skip
+    """Share of keys inside the support of a sample of queries (scaled coordinates)."""
+    from scipy.spatial import cKDTree
+
+    rng = np.random.default_rng(0)  # only the sample leaves the device
+    q = np.asarray(queries[rng.choice(queries.shape[0], min(sample, queries.shape[0]), False)])
+    k = np.asarray(keys[rng.choice(keys.shape[0], min(8 * sample, keys.shape[0]), False)])
+    scale, centre = np.asarray(bandwidth, np.float64), midrange(k)
+    pairs = cKDTree((q - centre) / scale).count_neighbors(
+        cKDTree((k - centre) / scale), kernel.support
+    )
+    return float(pairs / (q.shape[0] * k.shape[0]))

@@ -1,0 +1,176 @@
+"""The planner: the one place ``"auto"`` chooses how a kernel sum is computed.
+
+A front end describes its problem by :class:`Facts` — what is summed, the sizes, the
+kernel, the arrays and the device — and :func:`plan` reads its task's table, first
+match wins. It is pure and imports no JAX: a decision costs microseconds, and the
+tables are tested as tables. ``auto`` never picks an approximation.
+
+**Pooling** (:func:`attnpool.attention_pool`):
+
+====  ==========================================================  ================
+rule  when                                                        backend
+====  ==========================================================  ================
+1     the weight matrix is asked for                              ``dense``
+2     ``block_size`` is given                                     ``stream``
+3     NumPy float64, a distance kernel NumPy evaluates, no mask,  ``numpy``
+      ``n·m·p ≤ NUMPY_MAX_WORK``
+4     ``n·m ≤ DENSE_MAX_PAIRS``                                   ``dense``
+5     traced inputs, a key mask, or data beyond 2⁴⁰ bandwidths    ``pallas`` (GPU),
+                                                                  else ``stream``
+6     one column: the Gaussian / a compact kernel                 ``fgt`` / ``sparse``
+7     a compact kernel in 2–4 columns whose sampled               ``sparse``
+      neighbourhoods hold ≤ 5 % of the keys
+8     a GPU, a kernel the tiled kernel takes                      ``pallas``
+9     a CPU, the Gaussian in 2–16 columns, the compiled loops     ``native``
+10    otherwise                                                   ``stream``
+====  ==========================================================  ================
+
+**Densities** (:func:`attnpool.log_density`):
+
+====  ==========================================================  ================
+rule  when                                                        backend
+====  ==========================================================  ================
+1     JAX arrays: by size (``n·m ≤ DENSE_MAX_PAIRS``)             ``dense`` /
+                                                                  ``stream``
+2     ``n·m ≤ HOST_PAIRS``, unless the Gaussian in one column     ``numpy``
+      where the expansions pay (their loop built, ``n·m ≥ 2¹⁴``)
+3     the Gaussian in one column, within 2⁴⁰ bandwidths           ``fgt``
+4     ``n·m ≤ HOST_PAIRS``                                        ``numpy``
+5     a compact built-in kernel in one column, within range       ``sparse``
+6     a CPU, the Gaussian in 2–16 columns, the compiled loops,    ``native``
+      within range
+7     otherwise: by size                                          ``dense`` /
+                                                                  ``stream``
+====  ==========================================================  ================
+
+(``fgt`` and ``native`` truncate far keys: observation weights spanning more than
+their truncation allows skip the rules that take them.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+__all__ = ["DENSE_MAX_PAIRS", "HOST_PAIRS", "NUMPY_MAX_WORK", "Facts", "Plan", "plan"]
+
+#: Pairs up to which the exact engines form the ``(n, m)`` block at once.
+DENSE_MAX_PAIRS = 2**21
+#: Pairs × value columns up to which NumPy pools (no program to build or load).
+NUMPY_MAX_WORK = 2**22
+#: Pairs up to which a density is summed in NumPy.
+HOST_PAIRS = 2**22
+#: Pairs from which one Gaussian column's density is summed by the expansions, where
+#: their compiled loop is built.
+EXPANSION_MIN_PAIRS = 2**14
+#: Rule 7: the most columns, and the largest sampled share of keys in a neighbourhood.
+SPARSE_MAX_DIM = 4
+SPARSE_MAX_FRACTION = 0.05
+
+
+def _always_in_range() -> bool:
+    return True
+
+
+def _all_keys() -> float:
+    return 1.0
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Facts:
+    """What the planner reads of a problem: no arrays, only what decides.
+
+    ``in_range`` and ``neighbour_share`` cost a pass over the data: they are callables,
+    asked only by the rules that need them.
+    """
+
+    task: str  # "pool" or "density"
+    n: int
+    m: int
+    d: int
+    outputs: int = 1
+    gaussian: bool = False
+    compact: bool = False
+    radial: bool = True  # of the Euclidean norm, not a product (``sparse``'s balls)
+    builtin: bool = True
+    tiled: bool = True  # the tiled Pallas kernel takes it (non-negative)
+    host_profile: bool = True  # a distance kernel whose profile NumPy evaluates
+    numpy: bool = False  # NumPy arrays (no JAX array, no tracer)
+    float64: bool = False
+    traced: bool = False
+    masked: bool = False
+    weight_matrix: bool = False
+    block_size: bool = False
+    truncating: bool = True  # observation weights leave fgt and native their bound
+    device: str = "cpu"  # "cpu", "gpu" or another of JAX's platforms
+    loops: bool = False  # the compiled loops sum ``d`` columns here
+    expansions_ready: bool = False
+    in_range: Callable[[], bool] = _always_in_range
+    neighbour_share: Callable[[], float] = _all_keys
+
+
+class Plan(NamedTuple):
+    """The backend ``auto`` takes, and the rule of :func:`plan`'s table that chose it."""
+
+    backend: str
+    rule: int
+
+
+def plan(facts: Facts) -> Plan:
+    """The backend for ``facts`` (module docstring: the tables, first match wins)."""
+    if facts.task == "pool":
+        return _plan_pool(facts)
+    if facts.task == "density":
+        return _plan_density(facts)
+    raise ValueError(f"facts.task: expected 'pool' or 'density'; received {facts.task!r}")
+
+
+def _plan_pool(f: Facts) -> Plan:
+    if f.weight_matrix:
+        return Plan("dense", 1)
+    if f.block_size:
+        return Plan("stream", 2)
+    if f.numpy and f.float64 and f.host_profile and not f.masked:
+        if f.n * f.m * f.outputs <= NUMPY_MAX_WORK:
+            return Plan("numpy", 3)
+    if f.n * f.m <= DENSE_MAX_PAIRS:
+        return Plan("dense", 4)
+    tiled = f.device == "gpu" and f.tiled
+    if f.traced or f.masked or not f.in_range():
+        return Plan("pallas" if tiled else "stream", 5)
+    if f.d == 1 and f.gaussian and f.truncating:
+        return Plan("fgt", 6)
+    ball = f.compact and f.radial
+    if f.d == 1 and ball:
+        return Plan("sparse", 6)
+    if ball and f.d <= SPARSE_MAX_DIM and f.neighbour_share() <= SPARSE_MAX_FRACTION:
+        return Plan("sparse", 7)
+    if tiled:
+        return Plan("pallas", 8)
+    if f.device == "cpu" and f.gaussian and f.d >= 2 and f.loops and f.truncating:
+        return Plan("native", 9)
+    return Plan("stream", 10)
+
+
+def _plan_density(f: Facts) -> Plan:
+    pairs = f.n * f.m
+    by_size = "dense" if pairs <= DENSE_MAX_PAIRS else "stream"
+    if not f.numpy:
+        return Plan(by_size, 1)
+    small = pairs <= HOST_PAIRS
+    gaussian_column = f.d == 1 and f.gaussian and f.truncating
+    expansions_pay = pairs > HOST_PAIRS or (pairs >= EXPANSION_MIN_PAIRS and f.expansions_ready)
+    if small and not (gaussian_column and expansions_pay):
+        return Plan("numpy", 2)
+    in_range_column = f.d == 1 and f.in_range()
+    if gaussian_column and in_range_column:
+        return Plan("fgt", 3)
+    if small:
+        return Plan("numpy", 4)
+    if in_range_column and f.compact and f.builtin:
+        return Plan("sparse", 5)
+    native = f.device == "cpu" and f.gaussian and f.truncating and f.loops
+    if f.d >= 2 and native and f.in_range():
+        return Plan("native", 6)
+    return Plan(by_size, 7)

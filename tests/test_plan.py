@@ -1,0 +1,171 @@
+"""The planner, read as its tables: every rule of the pooling and density tables, first
+match wins; readings that cost a pass over the data asked only by the rules that need
+them; no JAX; and the front ends doing what it plans."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import attnpool
+from attnpool import kernels
+from attnpool.density import methods as density_methods
+from attnpool.engines import numpy_engine
+from attnpool.methods import options
+from attnpool.sums import plan as planner
+from attnpool.sums.facts import density_facts, pool_facts
+from attnpool.sums.plan import Facts, Plan, plan
+
+BIG = 3000  # 3000² pairs: beyond the dense block and NumPy's pairs
+GAUSSIAN = dict(gaussian=True)
+COMPACT = dict(compact=True, radial=True)
+
+
+def pool(**changes) -> Facts:
+    return dataclasses.replace(Facts("pool", BIG, BIG, 2), **changes)
+
+
+def density(**changes) -> Facts:
+    return dataclasses.replace(Facts("density", BIG, BIG, 2, numpy=True, float64=True), **changes)
+
+
+def far() -> bool:
+    return False
+
+
+def never() -> bool:
+    raise AssertionError("a rule asked for a reading it does not need")
+
+
+POOLING_TABLE = [
+    # (facts, backend, rule)
+    (pool(weight_matrix=True, block_size=True), "dense", 1),
+    (pool(block_size=True, numpy=True, float64=True, n=3), "stream", 2),
+    (pool(numpy=True, float64=True, n=10, m=100, in_range=never), "numpy", 3),
+    (pool(numpy=True, float64=True, n=1000, m=1000, outputs=5), "dense", 4),  # work > 2²²
+    (pool(numpy=True, float64=True, n=10, m=100, masked=True), "dense", 4),
+    (pool(numpy=True, float64=True, n=10, m=100, host_profile=False), "dense", 4),
+    (pool(numpy=True, float64=False, n=10, m=100), "dense", 4),
+    (pool(n=1000, m=2000, in_range=never), "dense", 4),
+    (pool(traced=True, in_range=never, **GAUSSIAN), "stream", 5),
+    (pool(traced=True, device="gpu", **GAUSSIAN), "pallas", 5),
+    (pool(traced=True, device="gpu", tiled=False), "stream", 5),
+    (pool(masked=True, in_range=never), "stream", 5),
+    (pool(in_range=lambda: False, loops=True, **GAUSSIAN), "stream", 5),
+    (pool(d=1, **GAUSSIAN), "fgt", 6),
+    (pool(d=1, device="gpu", **GAUSSIAN), "fgt", 6),
+    (pool(d=1, truncating=False, **GAUSSIAN), "stream", 10),
+    (pool(d=1, neighbour_share=never, **COMPACT), "sparse", 6),
+    (pool(d=1, compact=True, radial=False), "stream", 10),
+    (pool(d=3, neighbour_share=lambda: 0.01, **COMPACT), "sparse", 7),
+    (pool(d=3, neighbour_share=lambda: 0.5, **COMPACT), "stream", 10),
+    (pool(d=5, neighbour_share=never, **COMPACT), "stream", 10),
+    (pool(d=3, device="gpu", neighbour_share=lambda: 0.5, **COMPACT), "pallas", 8),
+    (pool(d=8, device="gpu", loops=True, **GAUSSIAN), "pallas", 8),
+    (pool(d=8, loops=True, **GAUSSIAN), "native", 9),
+    (pool(d=8, loops=False, **GAUSSIAN), "stream", 10),
+    (pool(d=8, loops=True, truncating=False, **GAUSSIAN), "stream", 10),
+    (pool(d=8, loops=True, device="tpu", **GAUSSIAN), "stream", 10),
+    (pool(d=2), "stream", 10),
+]
+
+DENSITY_TABLE = [
+    (density(numpy=False, in_range=never), "stream", 1),
+    (density(numpy=False, n=10, m=100), "dense", 1),
+    (density(n=100, m=100, in_range=never, **GAUSSIAN), "numpy", 2),
+    (density(d=1, n=100, m=100, in_range=never, **GAUSSIAN), "numpy", 2),  # 2¹³ pairs
+    (density(d=1, n=200, m=200, expansions_ready=True, **GAUSSIAN), "fgt", 3),
+    (density(d=1, n=200, m=200, expansions_ready=False, **GAUSSIAN), "numpy", 2),
+    (density(d=1, **GAUSSIAN), "fgt", 3),
+    (density(d=1, n=200, m=200, expansions_ready=True, in_range=far, **GAUSSIAN), "numpy", 4),
+    (density(d=1, truncating=False, **GAUSSIAN), "stream", 7),
+    (density(d=1, **COMPACT), "sparse", 5),
+    (density(d=1, builtin=False, **COMPACT), "stream", 7),
+    (density(d=2, **COMPACT), "stream", 7),
+    (density(d=4, loops=True, **GAUSSIAN), "native", 6),
+    (density(d=4, loops=True, in_range=lambda: False, **GAUSSIAN), "stream", 7),
+    (density(d=4, loops=True, truncating=False, **GAUSSIAN), "stream", 7),
+    (density(d=4, loops=True, device="gpu", **GAUSSIAN), "stream", 7),
+    (density(d=4, loops=False, **GAUSSIAN), "stream", 7),
+]
+
+
+@pytest.mark.parametrize("facts, backend, rule", POOLING_TABLE + DENSITY_TABLE)
+def test_the_tables(facts, backend, rule):
+    assert plan(facts) == Plan(backend, rule)
+
+
+def test_every_rule_is_in_the_tables():
+    assert {r for _, _, r in POOLING_TABLE} == set(range(1, 11))
+    assert {r for _, _, r in DENSITY_TABLE} == set(range(1, 8))
+
+
+def test_the_thresholds_are_the_planners_and_sit_on_their_edges():
+    exact = dict(numpy=True, float64=True, d=3)
+    assert plan(pool(n=2**11, m=2**11, outputs=1, **exact)).backend == "numpy"  # 2²² work
+    assert plan(pool(n=2**11, m=2**11, outputs=2, **exact)).backend == "stream"
+    assert plan(pool(n=2**10, m=2**11)).backend == "dense"  # 2²¹ pairs
+    assert plan(pool(n=2**10 + 1, m=2**11)).backend == "stream"
+    assert options.exact_engine(2**21) == "dense" and options.exact_engine(2**21 + 1) == "stream"
+    assert numpy_engine.NUMPY_MAX_WORK == planner.NUMPY_MAX_WORK
+    assert density_methods.HOST_PAIRS == planner.HOST_PAIRS
+
+
+def test_a_task_it_does_not_know_is_named():
+    with pytest.raises(ValueError, match=r"^facts.task: expected 'pool' or 'density'"):
+        plan(Facts("fit", 1, 1, 1))
+
+
+def test_facts_read_from_arrays():
+    rng = np.random.default_rng(0)
+    q, k = rng.uniform(size=(BIG, 3)), rng.uniform(size=(BIG, 3))
+    facts = pool_facts(kernels.get("epanechnikov"), q, k, np.full(3, 0.02), numpy=True,
+                       backend="cpu")  # fmt: skip
+    assert (facts.compact, facts.radial, facts.gaussian, facts.float64) == (True, True, False, True)
+    assert facts.in_range() and facts.neighbour_share() < 0.05
+    assert plan(facts) == Plan("sparse", 7)
+    far = pool_facts(kernels.get("gaussian"), q + 1e15, k, np.full(3, 1e-3), backend="cuda")
+    assert far.device == "gpu" and not far.in_range() and not far.loops
+    ints = pool_facts(kernels.get("gaussian"), q.astype(int), k.astype(int), np.ones(3),
+                      values=np.ones((BIG, 1), int), numpy=True)  # fmt: skip
+    assert ints.float64  # integers compute in float64
+    dot = pool_facts(kernels.get("dot"), q, k, np.ones(3), numpy=True)
+    assert not dot.host_profile and dot.tiled
+    signed = density_facts(kernels.get("gaussian-order4"), k, q, np.ones(3), numpy=True)
+    assert not signed.tiled and not signed.gaussian
+
+
+def test_planning_imports_no_jax():
+    script = textwrap.dedent("""
+        import sys, numpy as np
+        from attnpool import kernels
+        from attnpool.sums.facts import density_facts, pool_facts
+        from attnpool.sums.plan import plan
+        x = np.random.default_rng(0).uniform(size=(3000, 3))
+        print(plan(pool_facts(kernels.get("gaussian"), x, x, np.ones(3), numpy=True)).backend,
+              plan(density_facts(kernels.get("cosine"), x, x, np.ones(3), numpy=True)).backend,
+              "jax" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split()  # fmt: skip
+    assert out[2] == "False" and out[1] == "stream"
+    assert out[0] in ("native", "stream")  # native where the compiled loops are built
+
+
+@pytest.mark.parametrize(
+    "d, kernel, bandwidth", [(1, "gaussian", 0.05), (1, "epanechnikov", 0.05), (3, "gaussian", 0.3)]
+)
+def test_a_density_is_what_its_planned_method_gives(d, kernel, bandwidth):
+    rng = np.random.default_rng(d)
+    x, q = rng.normal(size=(BIG, d)), rng.normal(size=(BIG, d))
+    record = kernels.get(kernel)
+    planned = plan(density_facts(record, x, q, np.full(d, bandwidth), numpy=True)).backend
+    assert planned in ("fgt", "sparse", "native", "stream")
+    got = attnpool.log_density(x, q, kernel=kernel, bandwidth=bandwidth)
+    want = attnpool.log_density(x, q, kernel=kernel, bandwidth=bandwidth, method=planned)
+    np.testing.assert_array_equal(got, want)
