@@ -196,30 +196,40 @@ def test_a_first_fit_builds_a_program_only_where_it_pays(tmp_path):
     assert run.stdout.strip() == "[0, 0, 1, 0, 0, 4]"
 
 
-NATIVE_POOL = (
+HOST_POOL = (
     "import sys, numpy as np, attnpool\n"
+    "d, kernel, h = int(sys.argv[3]), sys.argv[4], float(sys.argv[5])\n"
     "rng = np.random.default_rng(3)\n"
-    "q, k = (rng.uniform(0, 5, (2000, 3)).astype(np.float32) for _ in range(2))\n"
-    "v = rng.standard_normal((2000, 2)).astype(np.float32)\n"
-    "out = attnpool.attention_pool(q, k, v, bandwidth=0.4, method=sys.argv[1])\n"
+    "q, k = (rng.uniform(0, 5, (3000, d)).astype(np.float32) for _ in range(2))\n"
+    "v = rng.standard_normal((3000, 2)).astype(np.float32)\n"
+    "out = attnpool.attention_pool(q, k, v, bandwidth=h, kernel=kernel, method=sys.argv[1],\n"
+    "                              empty='nearest')\n"
     "np.save(sys.argv[2], out)\n"
     "print('jax' in sys.modules)\n"
 )
 
 
-def test_a_large_numpy_pool_on_the_loop_needs_no_jax(tmp_path):
-    """``auto`` sends a Gaussian pool of NumPy arrays in several columns to the ``native``
-    loop on a CPU: a fresh process pools without importing JAX (~1.3 s of a first call),
-    and gets what the compiled path gives, bit for bit."""
+@pytest.mark.parametrize(
+    "method, d, kernel, bandwidth",
+    [("native", 3, "gaussian", 0.4), ("fgt", 1, "gaussian", 0.05),
+     ("sparse", 1, "epanechnikov", 0.05), ("sparse", 3, "epanechnikov", 0.5)],
+)  # fmt: skip
+def test_a_large_numpy_pool_on_a_host_method_needs_no_jax(tmp_path, method, d, kernel, bandwidth):
+    """``auto`` sends a large pool of NumPy arrays to the host method the planner names
+    (``native`` for the Gaussian in several columns on a CPU, ``fgt`` in one, ``sparse``
+    for compact kernels of small neighbourhoods): a fresh process pools without
+    importing JAX (~1 s of a first call), and gets what the compiled path gives, bit for
+    bit."""
     from attnpool.methods import native
 
     assert native.available(False, 3, 2), native.unavailable_reason()
     cache = os.environ.get("ATTNPOOL_CACHE")
-    run = python(["-c", NATIVE_POOL, "native", str(tmp_path / "native.npy")], cache)
+    arguments = [str(d), kernel, str(bandwidth)]
+    run = python(["-c", HOST_POOL, method, str(tmp_path / "named.npy"), *arguments], cache)
     assert run.stdout.split() == ["True"]  # the compiled path imports JAX
-    run = python(["-c", NATIVE_POOL, "auto", str(tmp_path / "auto.npy")], cache)
+    run = python(["-c", HOST_POOL, "auto", str(tmp_path / "auto.npy"), *arguments], cache)
     assert run.stdout.split() == ["False"]
-    np.testing.assert_array_equal(np.load(tmp_path / "auto.npy"), np.load(tmp_path / "native.npy"))
+    np.testing.assert_array_equal(np.load(tmp_path / "auto.npy"), np.load(tmp_path / "named.npy"))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -118,11 +118,14 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
 
 
 def _pool_exactly(q, k, v, h, kernel, nearest):
-    """The exact pool of the rows a host method left: float64 data with a kernel whose
-    profile takes NumPy on the NumPy engine, up to :data:`.numpy_engine.NUMPY_MAX_WORK`
-    pairs (no program), else the exact engines."""
+    """The exact pool of the rows a host method left: with a kernel whose profile takes
+    NumPy, on the NumPy engine in float64 (as the host methods sum; float32 data
+    included), up to :data:`.numpy_engine.NUMPY_MAX_WORK` pairs (no program), else the
+    exact engines."""
     host = kernel.similarity == "distance" and (is_builtin(kernel) or kernel.host)
-    if host and q.dtype == np.float64 and q.shape[0] * k.shape[0] <= NUMPY_MAX_WORK:
+    floating = q.dtype in (np.float32, np.float64)
+    if host and floating and q.shape[0] * k.shape[0] <= NUMPY_MAX_WORK:
+        q, k, v, h = (np.asarray(a, np.float64) for a in (q, k, v, h))
         fit, _, empty_rows = local_fit(k, v, q, h, model_for(k, kernel=kernel), nearest=nearest)
         return fit, empty_rows
     from ..methods.stream import KEY_BLOCK

@@ -1,7 +1,9 @@
 """Pools of NumPy arrays that need no JAX, where the planner's pooling table
 (:mod:`attnpool.sums.plan`) sends ``"auto"``: small ones to the NumPy engine
-(:func:`.numpy_engine.pool_if_served`, rule 3), large Gaussian ones in several columns
-on a CPU to the ``native`` C loop (rule 9). A first such call in a process then costs
+(:func:`.numpy_engine.pool_if_served`, rule 3), one column to the ``fgt`` expansions or
+the ``sparse`` windows (rule 6), compact kernels of small neighbourhoods to ``sparse``
+(rule 7), large Gaussian ones in several columns on a CPU to the ``native`` C loop
+(rule 9). A first such call in a process then costs
 the loop's sums, not JAX's import (~1.3 s of a first 3·10⁴ × 3·10⁴ pool in eight
 columns that took 1.5 s)."""
 
@@ -18,6 +20,9 @@ from ..sums.facts import pool_facts
 from ..sums.plan import plan
 from .numpy_engine import pool_if_served
 
+#: The planner's backends that pool NumPy arrays here, on the host, without JAX.
+HOST_BACKENDS = ("fgt", "sparse", "native")
+
 
 def pool_without_jax(
     q: Any, k: Any, v: Any, h: Any, kernel: Kernel, *, nearest: bool
@@ -31,31 +36,35 @@ def pool_without_jax(
     backend = plan(facts).backend
     if backend == "numpy":
         return pool_if_served(q, k, v, h, kernel, nearest=nearest), None
-    if backend == "native":
-        return _native_pool(q, k, v, h, kernel, nearest), backend
+    if backend in HOST_BACKENDS:
+        return _host_pool(backend, q, k, v, h, kernel, nearest), backend
     return None, backend
 
 
-def _native_pool(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, nearest: bool) -> Any:
-    """The pool the planner gives the ``native`` loop, by the same call
-    (:func:`.host_methods.pool_host`) on the inputs as :func:`attnpool._interop.run_in_policy`
-    casts them — the inputs and the bandwidth in their common precision (float32 or
-    float64), value columns near the float limit in power-of-two units — or None where
-    the loop of this precision and these value columns is not built (the compiled path
-    then runs it). Rows the loop cannot settle are pooled by the exact engines there
-    (JAX imported then)."""
+def _host_pool(name: str, q: Any, k: Any, v: Any, h: Any, kernel: Kernel, nearest: bool) -> Any:
+    """The pool the planner gives a host method (``fgt``, ``sparse``, ``native``), by the
+    same call (:func:`.host_methods.pool_host`) on the inputs as
+    :func:`attnpool._interop.run_in_policy` casts them — the inputs and the bandwidth in
+    their common precision (float32 or float64), value columns near the float limit in
+    power-of-two units — or None where the inputs are of another precision or the
+    ``native`` loop of this precision and these value columns is not built (the compiled
+    path then runs it). Rows the method cannot settle are pooled exactly there (on the
+    NumPy engine where it serves them, else by the exact engines, JAX imported then)."""
     from ..methods import native
     from .host_methods import pool_host
 
     dtype = np.result_type(q, k, v)
-    if dtype not in (np.float32, np.float64) or v.shape[1] > native.MAX_VALUES:
+    if dtype not in (np.float32, np.float64):
         return None
-    if not native.available(dtype == np.float64, k.shape[1], v.shape[1]):
+    if name == "native" and not (
+        v.shape[1] <= native.MAX_VALUES
+        and native.available(dtype == np.float64, k.shape[1], v.shape[1])
+    ):
         return None
     check_bandwidth_representable(h, dtype)
     q, k, v, h = (np.asarray(a, dtype) for a in (q, k, v, h))
     unit = value_unit(v)
     pooled, empty_rows = pool_host(
-        q, k, v / unit, h, kernel=kernel, method="native", options=None, nearest=nearest
+        q, k, v / unit, h, kernel=kernel, method=name, options=None, nearest=nearest
     )
     return (pooled * unit).astype(dtype), empty_rows

@@ -19,7 +19,7 @@ from functools import partial
 
 import numpy as np
 
-from ..kernels import Kernel
+from ..kernels import Kernel, is_builtin
 from ..kernels.edges import inside_exactly, support_edge
 from .prefix_sums import QUERY_CHUNK, prefix_sums, split_kernel
 
@@ -290,6 +290,12 @@ def _accumulate(sums, rows, columns, r2, values, kernel):
 
 
 def _relative_weights(r2, kernel):
+    """``K(r²) / K(0)`` in float64: by NumPy where it evaluates the profile (a built-in
+    kernel, a callable's), else by the profile's program."""
+    if is_builtin(kernel) or kernel.host:
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            ratio = np.exp(kernel.log_profile(r2) - kernel.log_profile(np.zeros(())))
+        return np.asarray(ratio, np.float64)
     import jax.numpy as jnp
 
     from .._interop import precision_scope
