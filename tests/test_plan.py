@@ -95,7 +95,56 @@ DENSITY_TABLE = [
 ]
 
 
-@pytest.mark.parametrize("facts, backend, rule", POOLING_TABLE + DENSITY_TABLE)
+def fit(**changes) -> Facts:
+    return dataclasses.replace(Facts("fit", BIG, BIG, 2, gaussian=True), **changes)
+
+
+FIT_TABLE = [
+    (fit(n=100, m=500, degree=1), "numpy", 1),  # 500·100·9 numbers
+    (fit(n=100, m=500, degree=1, categorical=True, gaussian=False), "numpy", 1),
+    (fit(n=100, m=500, block_size=True), "pool", 3),
+    (fit(n=100, m=500, host_profile=False), "pool", 3),
+    (fit(degree=1, moments_loops=True), "numpy", 2),
+    (fit(degree=1, moments_loops=True, weighted=True), "compiled", 4),
+    (fit(degree=1, moments_loops=True, categorical=True), "compiled", 4),
+    (fit(degree=1, moments_loops=True, gaussian=False), "compiled", 4),
+    (fit(degree=1, moments_loops=True, block_size=True), "compiled", 4),
+    (fit(degree=1, moments_loops=False), "compiled", 4),
+    (fit(), "pool", 3),
+    (fit(categorical=True), "compiled", 4),
+]
+
+
+def search(**changes) -> Facts:
+    return dataclasses.replace(Facts("search", 500, 500, 1, gaussian=True), **changes)
+
+
+SEARCH_TABLE = [
+    (search(), "numpy", 1),  # 500² ≤ 2²¹ in NumPy
+    (search(criterion="aicc"), "compiled", 3),
+    (search(block_size=True), "compiled", 3),
+    (search(m=1500, n=1500, loo_loops=True), "numpy", 1),  # 1500² × 40 ≤ 2²⁷
+    (search(m=2000, n=2000, loo_loops=True), "compiled", 3),  # 2000² × 40 > 2²⁷
+    (search(m=2000, n=2000, loo_loops=True, binnable=True, degree=1), "binned", 2),
+    (search(m=2000, n=2000, loo_loops=True, weighted=True, binnable=True), "binned", 2),
+    (search(m=2000, n=2000, d=3, loo_loops=True), "numpy", 1),  # several columns: any size
+    (search(m=50_000, n=50_000, d=3, loo_loops=True), "numpy", 1),
+    (search(m=2000, n=2000, d=3), "compiled", 3),
+    (search(m=600, n=600, d=2), "numpy", 1),  # 600² ≤ 2¹⁹
+    (search(m=800, n=800, d=2), "compiled", 3),
+    (search(m=400, n=400, degree=1, d=2), "compiled", 3),  # 400² × 9 > 2¹⁹
+    (search(m=400, n=400, host_profile=False), "compiled", 3),
+    (search(m=1000, n=1000, binnable=True), "numpy", 1),  # 10⁶ ≤ 2²¹
+    (search(m=1500, n=1500, binnable=True), "binned", 2),
+    (search(m=1500, n=1500, binnable=True, categorical=True), "compiled", 3),
+    (search(m=1500, n=1500, binnable=True, criterion="aicc"), "compiled", 3),
+    (search(m=999, n=999, binnable=True, host_profile=False), "compiled", 3),
+]
+
+
+@pytest.mark.parametrize(
+    "facts, backend, rule", POOLING_TABLE + DENSITY_TABLE + FIT_TABLE + SEARCH_TABLE
+)
 def test_the_tables(facts, backend, rule):
     assert plan(facts) == Plan(backend, rule)
 
@@ -103,6 +152,8 @@ def test_the_tables(facts, backend, rule):
 def test_every_rule_is_in_the_tables():
     assert {r for _, _, r in POOLING_TABLE} == set(range(1, 11))
     assert {r for _, _, r in DENSITY_TABLE} == set(range(1, 8))
+    assert {r for _, _, r in FIT_TABLE} == set(range(1, 5))
+    assert {r for _, _, r in SEARCH_TABLE} == set(range(1, 4))
 
 
 def test_the_thresholds_are_the_planners_and_sit_on_their_edges():
@@ -117,8 +168,8 @@ def test_the_thresholds_are_the_planners_and_sit_on_their_edges():
 
 
 def test_a_task_it_does_not_know_is_named():
-    with pytest.raises(ValueError, match=r"^facts.task: expected 'pool' or 'density'"):
-        plan(Facts("fit", 1, 1, 1))
+    with pytest.raises(ValueError, match=r"^facts.task: expected 'pool', 'density', 'fit'"):
+        plan(Facts("lookup", 1, 1, 1))
 
 
 def test_facts_read_from_arrays():

@@ -24,6 +24,8 @@ from ..kernels.edges import has_edge
 from ..methods import binned, fgt, sparse
 from ..methods.options import TRAITS, refusal
 from ..methods.stream import KEY_BLOCK
+from ..sums import plan
+from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel
 from . import leave_one_out
 from .criteria import curve_objectives, grid_objectives, objective, objective_and_gradient, refine
@@ -39,8 +41,9 @@ from .search import (
 )
 
 _CHUNK = 4
-#: One continuous column and at least this many rows: CV is searched on a binned grid.
-BINNED_MIN_ROWS = 1000
+#: One continuous column and at least this many rows: CV is searched on a binned grid
+#: (the planner's search table, rule 2).
+BINNED_MIN_ROWS = plan.BINNED_MIN_ROWS
 #: Candidate bandwidths × rows the binned grid search evaluates in one batch (memory).
 BINNED_GRID_BATCH = 2**23
 #: Kernels continuous enough for the binned search (its error falls as (Δ/h)²).
@@ -86,7 +89,9 @@ def search(
             f"kernels {sorted(BINNED_KERNELS)}; received method={method!r}, "
             f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
         )
-    if pooling == "binned" or (pooling == "auto" and binnable and x.shape[0] >= BINNED_MIN_ROWS):
+    facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
+                         block_size=block_size is not None)  # fmt: skip
+    if pooling == "binned" or (pooling == "auto" and plan.plan(facts).backend == "binned"):
         return _select_binned(x, y, model, thetas, dtype, options, progress, weights)
     if pooling != "auto" and TRAITS[pooling].leave_one_out == "host":
         return _select_by_host_sums(x, y, model, thetas, method, pooling, options, progress)

@@ -16,8 +16,10 @@ from ..engines import numpy_search
 from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..sums.backends import get_backend
+from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import merged_rows, positive_rows
+from ..sums.plan import plan
 from . import by_backend
 from .rules import rule_of_thumb
 from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
@@ -88,10 +90,9 @@ def _search(
         smooth = not has_edge(model.kernel)
         return select_on_host(objective, thetas, progress, model, xatol=NUMPY_SEARCH_XATOL,
                               smooth=smooth, limits=smoothed_out(x, model))  # fmt: skip
-    small = block_size is None and numpy_search.searches(
-        model, *y.shape, weighted=weights is not None
-    )
-    if pooling == "auto" and method == "cv" and small:
+    facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
+                         block_size=block_size is not None)  # fmt: skip
+    if pooling == "auto" and plan(facts).backend == "numpy":  # the host search
         objective = numpy_search.loo_objective(x, y, model, weights)
         smooth = not has_edge(model.kernel)
         return select_on_host(

@@ -31,6 +31,7 @@ from .._validation import check_bandwidth_representable, numpy_dtype
 from ..kernels.edges import edge_log_profile, has_edge
 from ..kernels.norms import squared_norm
 from ..sums import plan
+from ..sums.facts import fit_facts
 from ..sums.local_model import LocalModel, log_categorical, model_for, solve_moments
 from ..sums.nearest import column_units, nearest_mean
 from ..sums.observation_weights import augmented
@@ -59,25 +60,14 @@ def serves(
     """Whether this engine takes a fit of ``queries`` × ``rows`` pairs for ``model``: in
     NumPy up to :data:`NUMPY_MAX_WORK`, and a Gaussian local linear fit (unweighted) at
     any size where the ``native`` loop that sums its moments runs."""
-    small = queries * rows * work_width(model, outputs) <= NUMPY_MAX_WORK
-    takes_numpy = kernels.is_builtin(model.kernel) or model.kernel.host
-    return takes_numpy and (small or _native_moments_serve(model, outputs, weighted))
-
-
-def _native_moments_serve(model: LocalModel, outputs: int, weighted: bool) -> bool:
-    """Whether the ``native`` loop sums this local linear fit's moments here."""
-    gaussian = kernels.is_gaussian(model.kernel) and set(model.var_type) == {"c"}
-    if model.degree != 1 or weighted or not gaussian:
-        return False
-    from ..methods import native
-
-    return native.moments_available(len(model.var_type), outputs)
+    facts = fit_facts(model, queries, rows, outputs, weighted=weighted)
+    return plan.plan(facts).backend == "numpy"
 
 
 def work_width(model: LocalModel, outputs: int) -> int:
     """Features summed per pair: one per response, local linear's moments for degree 1."""
-    d = len(model.var_type)
-    return outputs if model.degree == 0 else (1 + d) ** 2 * outputs
+    return plan.work_width(plan.Facts("fit", 0, 0, len(model.var_type), outputs,
+                                      degree=model.degree))  # fmt: skip
 
 
 def pool_if_served(q, k, v, h, kernel: kernels.Kernel, *, nearest: bool):

@@ -28,26 +28,14 @@ from .._shapes import bucket, query_bucket
 from .._units import column_extremes
 from ..kernels import Kernel
 from .binned_bound import kernel_tail
+from .options import BINNED_SMOOTH_KERNELS
 
 #: Grid nodes per (smallest) bandwidth for the bandwidth search.
 NODES_PER_BANDWIDTH = 16
 #: Largest grid (nodes in all): the bandwidth search coarsens above it, pooling refuses.
 MAX_NODES = 2**24
-#: The built-in kernels whose binning error falls as (Δ/h)²: the bandwidth search bins
-#: these (the boxcar's jump and a kernel of your own are binned where asked for, each
-#: row's error bounded as every kernel's is).
-SMOOTH_KERNELS = frozenset(
-    [
-        "gaussian",
-        "laplacian",
-        "triangular",
-        "epanechnikov",
-        "tricube",
-        "cosine",
-        "biweight",
-        "triweight",
-    ]
-)
+#: The built-in kernels the bandwidth search bins (:mod:`attnpool.methods.options`).
+SMOOTH_KERNELS = BINNED_SMOOTH_KERNELS
 #: Largest default grid for pooling, counted with the kernel's reach on each side (the
 #: convolution's length): a larger one would be coarsened, its rows pooled exactly where
 #: the bound is not met.

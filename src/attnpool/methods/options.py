@@ -91,6 +91,13 @@ HOST_METHODS = frozenset(name for name, traits in TRAITS.items() if not traits.t
 #: Methods every local fit (any degree, any column type) runs on: the exact engines
 #: (``pallas``: continuous columns).
 LOCAL_FIT_METHODS = ("auto", "dense", "stream", "pallas")
+#: The built-in kernels whose binning error falls as (Δ/h)²: the bandwidth search bins
+#: these (the boxcar's jump and a kernel of your own are binned where asked for, each
+#: row's error bounded as every kernel's is).
+BINNED_SMOOTH_KERNELS = frozenset(
+    ["gaussian", "laplacian", "triangular", "epanechnikov", "tricube", "cosine", "biweight",
+     "triweight"]
+)  # fmt: skip
 #: Query–key pairs up to which ``auto`` pools densely (the planner's).
 DENSE_MAX_PAIRS = _plan.DENSE_MAX_PAIRS
 

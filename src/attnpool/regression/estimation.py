@@ -2,10 +2,12 @@
 
 :class:`attnpool.NadarayaWatson` and :class:`attnpool.LocalLinear` validate their input
 and call :func:`fitted_bandwidth` and :func:`predict`; the choice of path lives here.
-Predictions run on
+Predictions run where the planner's fit table (:mod:`attnpool.sums.plan`) sends
+``method="auto"``, or where the method named runs:
 
-- the NumPy engine (:mod:`attnpool.engines.numpy_engine`) for small fits with
-  ``method="auto"``, with the empty policy of the function the compiled path calls;
+- the NumPy engine (:mod:`attnpool.engines.numpy_engine`) for small fits and a Gaussian
+  local linear fit's moments on the compiled loop, with the empty policy of the
+  function the compiled path calls;
 - :func:`attnpool.local_regression` for local linear fits, categorical columns and the
   exact methods (``"dense"``, ``"stream"``);
 - :func:`attnpool.attention_pool` otherwise — local constant fits of continuous columns,
@@ -28,7 +30,9 @@ from ..bandwidth.selection import canonical_selector
 from ..engines import numpy_engine
 from ..methods.options import LOCAL_FIT_METHODS
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, report_empty, takes_nearest
+from ..sums.facts import fit_facts
 from ..sums.local_model import model_for
+from ..sums.plan import plan
 from . import pairs as pair_regression
 
 __all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "predict"]
@@ -145,14 +149,17 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
     name = method_name(x, options)
     model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
     outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
-    small = numpy_engine.serves(
-        model, x.shape[0], x_train.shape[0], outputs, weighted=weights is not None
-    )
-    if name == "auto" and block_size is None and small:
+    planned = None
+    if name == "auto":  # the planner's fit table: numpy, pool or compiled
+        facts = fit_facts(
+            model, x.shape[0], x_train.shape[0], outputs, weighted=weights is not None,
+            block_size=block_size is not None,
+        )  # fmt: skip
+        planned = plan(facts).backend
+    if planned == "numpy":
         return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
     common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}
-    local_constant = degree == 0 and set(model.var_type) == {"c"}
-    if name in EXACT_ENGINES and not (name == "auto" and local_constant):
+    if planned == "compiled" or (name in EXACT_ENGINES and name != "auto"):
         from ..methods.stream import KEY_BLOCK
         from . import local_regression
 

@@ -20,9 +20,10 @@ from .._backend import computes_on_cpu
 from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._validation import numpy_dtype
 from ..kernels import Kernel
+from .local_model import LocalModel
 from .plan import Facts
 
-__all__ = ["density_facts", "device", "pool_facts"]
+__all__ = ["density_facts", "device", "fit_facts", "pool_facts", "search_facts"]
 
 #: JAX's names of GPU platforms.
 GPU_BACKENDS = frozenset(["gpu", "cuda", "rocm"])
@@ -99,6 +100,45 @@ def density_facts(
         expansions_ready=numpy and native.expansions_ready(),
         in_range=functools.partial(_in_range, q, x, bandwidth),
         **_kernel_facts(kernel),
+    )  # fmt: skip
+
+
+def fit_facts(
+    model: LocalModel, queries: int, rows: int, outputs: int, *, weighted: bool = False,
+    block_size: bool = False,
+) -> Facts:  # fmt: skip
+    """The facts of a local fit of ``model`` at ``queries`` points from ``rows`` training
+    rows with ``outputs`` responses (sizes only: no reading of the data decides)."""
+    from ..methods import native
+
+    d = len(model.var_type)
+    moments = model.degree == 1 and native.moments_available(d, outputs)
+    return Facts(
+        "fit", queries, rows, d, outputs, degree=model.degree,
+        categorical=set(model.var_type) != {"c"}, weighted=weighted, block_size=block_size,
+        moments_loops=moments, **_kernel_facts(model.kernel),
+    )  # fmt: skip
+
+
+def search_facts(
+    model: LocalModel, rows: int, outputs: int, *, weighted: bool = False,
+    criterion: str = "cv", block_size: bool = False,
+) -> Facts:  # fmt: skip
+    """The facts of a bandwidth search of ``model`` over ``rows`` training rows with
+    ``outputs`` responses by ``criterion`` (``"cv"``, ``"aicc"``)."""
+    from ..methods import native
+    from ..methods.options import BINNED_SMOOTH_KERNELS
+
+    d, continuous = len(model.var_type), set(model.var_type) == {"c"}
+    loops = continuous and kernels.is_gaussian(model.kernel) and (
+        native.moments_available(d, outputs) if model.degree == 1
+        else native.available(True, d, min(outputs, native.MAX_VALUES))
+    )  # fmt: skip
+    return Facts(
+        "search", rows, rows, d, outputs, degree=model.degree, categorical=not continuous,
+        weighted=weighted, block_size=block_size, criterion=criterion, loo_loops=loops,
+        binnable=kernels.is_builtin(model.kernel, BINNED_SMOOTH_KERNELS),
+        **_kernel_facts(model.kernel),
     )  # fmt: skip
 
 

@@ -43,6 +43,35 @@ rule  when                                                        backend
                                                                   ``stream``
 ====  ==========================================================  ================
 
+**Local fits** (the regressions' predictions; ``p`` responses, ``w`` numbers a pair
+carries: ``p``, or ``(1 + d)² p`` for local linear's moments):
+
+====  ==========================================================  ================
+rule  when                                                        backend
+====  ==========================================================  ================
+1     no block size, a kernel NumPy evaluates, ``n·m·w ≤ 2²²``    ``numpy``
+2     no block size, local linear, the Gaussian, continuous       ``numpy`` (its
+      columns, unweighted, the compiled moments loop              moments on the
+                                                                  loop)
+3     local constant, continuous columns                          ``pool``
+                                                                  (pooling's table)
+4     otherwise                                                   ``compiled``
+====  ==========================================================  ================
+
+**Bandwidth searches** (``select_bandwidth(pooling="auto")`` of ``m`` rows):
+
+====  ==========================================================  ================
+rule  when                                                        backend
+====  ==========================================================  ================
+1     CV, no block size; unweighted, the Gaussian of continuous   ``numpy`` (the
+      columns on the compiled loop (several columns, or ``m²``    host search)
+      times the evaluations ≤ 2²⁷); else a kernel NumPy
+      evaluates and ``m²·w`` ≤ 2²¹ (one column) or 2¹⁹
+2     CV, one continuous column, a smooth built-in kernel,        ``binned``
+      ``m ≥ 1000``
+3     otherwise                                                   ``compiled``
+====  ==========================================================  ================
+
 (``fgt`` and ``native`` truncate far keys: observation weights spanning more than
 their truncation allows skip the rules that take them.)
 """
@@ -53,7 +82,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import NamedTuple
 
-__all__ = ["DENSE_MAX_PAIRS", "HOST_PAIRS", "NUMPY_MAX_WORK", "Facts", "Plan", "plan"]
+__all__ = ["DENSE_MAX_PAIRS", "HOST_PAIRS", "NUMPY_MAX_WORK", "Facts", "Plan", "plan",
+           "search_evaluations", "work_width"]  # fmt: skip
 
 #: Pairs up to which the exact engines form the ``(n, m)`` block at once.
 DENSE_MAX_PAIRS = 2**21
@@ -64,6 +94,17 @@ HOST_PAIRS = 2**22
 #: Pairs from which one Gaussian column's density is summed by the expansions, where
 #: their compiled loop is built.
 EXPANSION_MIN_PAIRS = 2**14
+#: Rows² × numbers per pair up to which NumPy runs a CV search in one column (~45
+#: evaluations at up to ~50 ms: still cheaper than importing JAX and building
+#: programs), and in several (L-BFGS's 25–450 evaluations of ~1–10 ms).
+NUMPY_SEARCH_MAX_WORK = 2**21
+NUMPY_SEARCH_MAX_WORK_SEVERAL = 2**19
+#: Rows² × expected evaluations up to which the compiled loop runs a Gaussian CV search
+#: of one column on the host; beyond, the binned compiled search wins once its programs
+#: are cached (at n = 5000: 0.07 s a search, the host's 1.4 s).
+NATIVE_SEARCH_MAX_WORK = 2**27
+#: One continuous column and at least this many rows: CV is searched on a binned grid.
+BINNED_MIN_ROWS = 1000
 #: Rule 7: the most columns, and the largest sampled share of keys in a neighbourhood.
 SPARSE_MAX_DIM = 4
 SPARSE_MAX_FRACTION = 0.05
@@ -85,7 +126,7 @@ class Facts:
     asked only by the rules that need them.
     """
 
-    task: str  # "pool" or "density"
+    task: str  # "pool", "density", "fit" or "search"
     n: int
     m: int
     d: int
@@ -106,6 +147,13 @@ class Facts:
     device: str = "cpu"  # "cpu", "gpu" or another of JAX's platforms
     loops: bool = False  # the compiled loops sum ``d`` columns here
     expansions_ready: bool = False
+    degree: int = 0  # a local fit's: 0 (local constant) or 1 (local linear)
+    categorical: bool = False  # some column is ordered or unordered
+    weighted: bool = False  # observation weights
+    moments_loops: bool = False  # the compiled loop sums local linear's moments here
+    loo_loops: bool = False  # the compiled loop sums the leave-one-out terms here
+    criterion: str = "cv"  # a search's: "cv" or "aicc"
+    binnable: bool = False  # a smooth built-in kernel the binned search takes
     in_range: Callable[[], bool] = _always_in_range
     neighbour_share: Callable[[], float] = _all_keys
 
@@ -123,7 +171,54 @@ def plan(facts: Facts) -> Plan:
         return _plan_pool(facts)
     if facts.task == "density":
         return _plan_density(facts)
-    raise ValueError(f"facts.task: expected 'pool' or 'density'; received {facts.task!r}")
+    if facts.task == "fit":
+        return _plan_fit(facts)
+    if facts.task == "search":
+        return _plan_search(facts)
+    raise ValueError(
+        f"facts.task: expected 'pool', 'density', 'fit' or 'search'; received {facts.task!r}"
+    )
+
+
+def work_width(f: Facts) -> int:
+    """Numbers a pair carries: one per response, local linear's moments for degree 1."""
+    return f.outputs if f.degree == 0 else (1 + f.d) ** 2 * f.outputs
+
+
+def search_evaluations(f: Facts) -> int:
+    """Objective evaluations a host search is expected to take, the grid's included
+    (Brent's ~40 in one column; L-BFGS's on forward differences in several, measured:
+    Nadaraya–Watson 25–110 in two to five columns, local linear 25–450), tripled for
+    local linear, whose evaluations also cost more: a unit of its cost."""
+    return (40 if f.d == 1 else 20 * (f.d + 1)) * (1 + 2 * f.degree)
+
+
+def _plan_fit(f: Facts) -> Plan:
+    if not f.block_size and f.host_profile:
+        if f.n * f.m * work_width(f) <= NUMPY_MAX_WORK:
+            return Plan("numpy", 1)
+        moments = f.degree == 1 and f.gaussian and not f.categorical and not f.weighted
+        if moments and f.moments_loops:
+            return Plan("numpy", 2)
+    if f.degree == 0 and not f.categorical:
+        return Plan("pool", 3)
+    return Plan("compiled", 4)
+
+
+def _plan_search(f: Facts) -> Plan:
+    cv = f.criterion == "cv"
+    if cv and not f.block_size and _host_searches(f):
+        return Plan("numpy", 1)
+    if cv and f.d == 1 and not f.categorical and f.binnable and f.m >= BINNED_MIN_ROWS:
+        return Plan("binned", 2)
+    return Plan("compiled", 3)
+
+
+def _host_searches(f: Facts) -> bool:
+    if not f.weighted and f.loo_loops:
+        return f.d > 1 or f.m * f.m * search_evaluations(f) <= NATIVE_SEARCH_MAX_WORK
+    limit = NUMPY_SEARCH_MAX_WORK if f.d == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
+    return f.host_profile and f.m * f.m * work_width(f) <= limit
 
 
 def _plan_pool(f: Facts) -> Plan:
