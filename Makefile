@@ -58,6 +58,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_smoothers_dask.py
 	$(BIN)/python benchmarks/bench_tree.py
 	$(BIN)/python benchmarks/bench_wheel.py
+	$(BIN)/python benchmarks/bench_overhead.py
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-dev
 	$(INSTALL) '.[dev,docs]'

@@ -4,7 +4,6 @@ them; no JAX; and the front ends doing what it plans."""
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -27,11 +26,11 @@ COMPACT = dict(compact=True, radial=True)
 
 
 def pool(**changes) -> Facts:
-    return dataclasses.replace(Facts("pool", BIG, BIG, 2), **changes)
+    return Facts("pool", BIG, BIG, 2)._replace(**changes)
 
 
 def density(**changes) -> Facts:
-    return dataclasses.replace(Facts("density", BIG, BIG, 2, numpy=True, float64=True), **changes)
+    return Facts("density", BIG, BIG, 2, numpy=True, float64=True)._replace(**changes)
 
 
 def far() -> bool:
@@ -96,7 +95,7 @@ DENSITY_TABLE = [
 
 
 def fit(**changes) -> Facts:
-    return dataclasses.replace(Facts("fit", BIG, BIG, 2, gaussian=True), **changes)
+    return Facts("fit", BIG, BIG, 2, gaussian=True)._replace(**changes)
 
 
 FIT_TABLE = [
@@ -116,7 +115,7 @@ FIT_TABLE = [
 
 
 def search(**changes) -> Facts:
-    return dataclasses.replace(Facts("search", 500, 500, 1, gaussian=True), **changes)
+    return Facts("search", 500, 500, 1, gaussian=True)._replace(**changes)
 
 
 SEARCH_TABLE = [

@@ -36,8 +36,11 @@ def column_extremes(a) -> tuple[np.ndarray, np.ndarray]:
     :func:`remembering_extremes`, an array's extremes are found once."""
     a = np.asarray(a)
     memo = _remembered.get()
-    if memo is not None and _identity(a) in memo:
-        return memo[_identity(a)][1]
+    if memo is not None:
+        # the same object (a cheap key), else the same memory seen through another view
+        known = memo.get(id(a)) or memo.get(_identity(a))
+        if known is not None:
+            return known[1]
     if a.ndim != 2 or a.shape[1] > NARROW:
         found = a.min(axis=0), a.max(axis=0)
     elif a.shape[1] > 1 and a.flags.c_contiguous and a.shape[0] >= ROW_STRETCH:
@@ -90,7 +93,7 @@ def remember_extremes(a, low, high) -> None:
     a shifted copy: rounding is monotone, so they are the shifted extremes)."""
     memo = _remembered.get()
     if memo is not None:
-        memo[_identity(a)] = (a, (low, high))
+        memo[_identity(a)] = memo[id(a)] = (a, (low, high))  # (kept alive: ids not reused)
 
 
 def _identity(a: np.ndarray) -> tuple:
@@ -210,9 +213,13 @@ def value_unit(values):
     """
     if isinstance(values, np.ndarray):
         xp = np
+        largest = np.max(np.abs(values), axis=0)
+        if np.all(largest < 2.0 ** (np.finfo(values.dtype).maxexp // 2)):
+            return np.ones_like(largest)  # (the common case, without the steps below)
     else:
         import jax.numpy as xp
-    largest = xp.max(xp.abs(values), axis=0)
+
+        largest = xp.max(xp.abs(values), axis=0)
     _, exponent = xp.frexp(xp.where(largest > 0, largest, 1.0))
     exponent = xp.where(exponent > xp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
     unit = xp.ldexp(xp.ones_like(largest), exponent)

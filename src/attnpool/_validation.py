@@ -80,7 +80,8 @@ def check_finite(x, name: str) -> None:
     if a.dtype.kind in "biu":
         return
     if a.ndim == 2 and a.size and remembering():  # the extremes, found once, say it
-        if all(np.all(np.isfinite(e)) for e in column_extremes(a)):
+        low, high = column_extremes(a)
+        if np.isfinite(low).all() and np.isfinite(high).all():
             return
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(np.add.reduce(a, axis=None)):  # no NaN or inf in a finite sum

@@ -1,6 +1,6 @@
 """Pools of NumPy arrays that need no JAX, where the planner's pooling table
 (:mod:`attnpool.sums.plan`) sends ``"auto"``: small ones to the NumPy engine
-(:func:`.numpy_engine.pool_if_served`, rule 3), one column to the ``fgt`` expansions or
+(:func:`.numpy_engine.pool`, rule 3), one column to the ``fgt`` expansions or
 the ``sparse`` windows (rule 6), compact kernels of small neighbourhoods to ``sparse``
 (rule 7), large Gaussian ones in several columns on a CPU to the ``native`` C loop
 (rule 9). A first such call in a process then costs
@@ -18,7 +18,7 @@ from .._validation import check_bandwidth_representable
 from ..kernels import Kernel
 from ..sums.facts import pool_facts
 from ..sums.plan import plan
-from .numpy_engine import pool_if_served
+from . import numpy_engine
 
 #: The planner's backends that pool NumPy arrays here, on the host, without JAX.
 HOST_BACKENDS = ("fgt", "sparse", "native")
@@ -35,7 +35,7 @@ def pool_without_jax(
     facts = pool_facts(kernel, q, k, h, values=v, numpy=True)
     backend = plan(facts).backend
     if backend == "numpy":
-        return pool_if_served(q, k, v, h, kernel, nearest=nearest), None
+        return numpy_engine.pool(q, k, v, h, kernel, nearest=nearest), None
     if backend in HOST_BACKENDS:
         return _host_pool(backend, q, k, v, h, kernel, nearest), backend
     return None, backend

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import kernels
 from .._units import midrange, value_unit
-from .._validation import check_bandwidth_representable, numpy_dtype
+from .._validation import check_bandwidth_representable
 from ..kernels.edges import edge_log_profile, has_edge
 from ..kernels.norms import squared_norm
 from ..sums import plan
@@ -41,7 +41,7 @@ __all__ = [
     "NUMPY_MAX_WORK",
     "gaussian_slopes",
     "local_fit",
-    "pool_if_served",
+    "pool",
     "serves",
     "work_width",
 ]
@@ -70,22 +70,13 @@ def work_width(model: LocalModel, outputs: int) -> int:
                                       degree=model.degree))  # fmt: skip
 
 
-def pool_if_served(q, k, v, h, kernel: kernels.Kernel, *, nearest: bool):
-    """``(pooled (n, p), empty (n,))`` of a small pool on NumPy float64 (or integer)
-    arrays, no program and no JAX (the textbook's 40 points pool in milliseconds); None
-    where this engine does not serve it: JAX arrays, float32 or narrower data (which
-    compute in their own precision, compiled), the ``dot`` kernel, a kernel record of
-    the user's whose profile takes only JAX arrays (a callable's takes NumPy too), more
-    than :data:`NUMPY_MAX_WORK` pairs × columns."""
-    if not all(isinstance(a, np.ndarray) for a in (q, k, v, h)) or q.shape[0] == 0:
-        return None
-    if numpy_dtype(q, k, v) != np.float64 or kernel.similarity != "distance":
-        return None
-    model = model_for(k, kernel=kernel)
-    if not serves(model, q.shape[0], k.shape[0], v.shape[1]):
-        return None
+def pool(q, k, v, h, kernel: kernels.Kernel, *, nearest: bool):
+    """``(pooled (n, p), empty (n,))`` of a pool of NumPy arrays in float64, no program and
+    no JAX (the textbook's 40 points pool in milliseconds), where the planner's pooling
+    table gives it this engine (rule 3: float64 data, a kernel NumPy evaluates, at most
+    ``NUMPY_MAX_WORK`` pairs × columns)."""
     check_bandwidth_representable(h, np.float64)  # as the compiled path does
-    pooled, _, empty_rows = local_fit(k, v, q, h, model, nearest=nearest)
+    pooled, _, empty_rows = local_fit(k, v, q, h, model_for(k, kernel=kernel), nearest=nearest)
     return pooled, empty_rows
 
 
@@ -120,7 +111,8 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
             q[rows], x, h, y, model, start if exclude_self else None, w
         )
         fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree, mean_offset)
-    slopes = slopes / column_units(h, model)[None, :, None]
+    if model.degree:
+        slopes = slopes / column_units(h, model)[None, :, None]
     if exclude_self:
         fit[empty] = np.nan
     else:

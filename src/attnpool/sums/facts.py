@@ -10,7 +10,6 @@ No JAX is imported where the arrays are NumPy and JAX is not loaded already.
 from __future__ import annotations
 
 import functools
-import sys
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,7 @@ from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._validation import numpy_dtype
 from ..kernels import Kernel
 from .local_model import LocalModel
-from .plan import Facts
+from .plan import EXPANSION_MIN_PAIRS, Facts
 
 __all__ = ["density_facts", "device", "fit_facts", "pool_facts", "search_facts"]
 
@@ -43,6 +42,18 @@ def device(backend: str | None = None) -> str:
 
 
 def _kernel_facts(kernel: Kernel) -> dict[str, Any]:
+    """What the planner reads of ``kernel`` (remembered for the built-in records)."""
+    if kernels.is_builtin(kernel):
+        return _builtin_facts(kernel)
+    return _read_kernel(kernel)
+
+
+@functools.cache
+def _builtin_facts(kernel: Kernel) -> dict[str, Any]:
+    return _read_kernel(kernel)
+
+
+def _read_kernel(kernel: Kernel) -> dict[str, Any]:
     from ..methods import sparse
 
     distance = kernel.similarity == "distance"
@@ -72,7 +83,8 @@ def pool_facts(
     ``backend`` a JAX platform name (None: where JAX computes)."""
     n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
     arrays = (queries, keys) if values is None else (queries, keys, values)
-    float64 = numpy and numpy_dtype(*arrays) == np.float64
+    float64 = numpy and (all(a.dtype == np.float64 for a in arrays)
+                         or numpy_dtype(*arrays) == np.float64)  # fmt: skip
     outputs = 1 if values is None else values.shape[1]
     where = device(backend)
     return Facts(
@@ -90,17 +102,21 @@ def density_facts(
 ) -> Facts:
     """The facts of a density of ``x (m, d)`` at ``q (n, d)``; ``truncating``: whether
     observation weights leave ``fgt`` and ``native`` their bound."""
+    n, m, d, kernel_facts = q.shape[0], x.shape[0], x.shape[1], _kernel_facts(kernel)
+    where = device() if numpy and d >= 2 else "cpu"  # (only the native rule reads it)
+    return Facts(
+        "density", n, m, d, numpy=numpy, float64=True, truncating=truncating, device=where,
+        loops=numpy and where == "cpu" and d >= 2 and _loops(d),
+        expansions_ready=numpy and d == 1 and kernel_facts["gaussian"]
+        and n * m >= EXPANSION_MIN_PAIRS and _expansions_ready(),
+        in_range=functools.partial(_in_range, q, x, bandwidth), **kernel_facts,
+    )  # fmt: skip
+
+
+def _expansions_ready() -> bool:
     from ..methods import native
 
-    d = x.shape[1]
-    where = device() if numpy or "jax" in sys.modules else "cpu"
-    return Facts(
-        "density", q.shape[0], x.shape[0], d, numpy=numpy, float64=True, truncating=truncating,
-        device=where, loops=numpy and where == "cpu" and d >= 2 and _loops(d),
-        expansions_ready=numpy and native.expansions_ready(),
-        in_range=functools.partial(_in_range, q, x, bandwidth),
-        **_kernel_facts(kernel),
-    )  # fmt: skip
+    return native.expansions_ready()
 
 
 def fit_facts(
