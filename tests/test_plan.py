@@ -219,3 +219,41 @@ def test_a_density_is_what_its_planned_method_gives(d, kernel, bandwidth):
     got = attnpool.log_density(x, q, kernel=kernel, bandwidth=bandwidth)
     want = attnpool.log_density(x, q, kernel=kernel, bandwidth=bandwidth, method=planned)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "estimator, n, d, kernel, method, backend",
+    [
+        ("NadarayaWatson", 200, 1, "gaussian", "auto", "numpy"),
+        ("NadarayaWatson", 5000, 1, "gaussian", "auto", "fgt"),
+        ("NadarayaWatson", 5000, 3, "epanechnikov", "auto", "sparse"),
+        ("NadarayaWatson", 5000, 2, "laplacian", "auto", "stream"),
+        ("NadarayaWatson", 5000, 2, "gaussian", "dense", "dense"),
+        ("LocalLinear", 5000, 2, "epanechnikov", "auto", "stream"),
+        ("NadarayaWatson", 300, 2, "gaussian-order4", "auto", "pairs"),
+    ],
+)
+def test_estimators_resolve_their_backend_in_fit(estimator, n, d, kernel, method, backend):
+    rng = np.random.default_rng(n + d)
+    x = rng.uniform(size=(n, d))
+    y = np.sin(4 * x.sum(axis=1))
+    fitted = getattr(attnpool, estimator)(bandwidth=0.1, kernel=kernel, method=method).fit(x, y)
+    assert fitted.backend_ == backend
+    assert f"Backend                  {backend} (at the training rows)" in str(fitted.summary())
+    if estimator == "NadarayaWatson" and method == "auto" and backend not in ("numpy", "pairs"):
+        # the fit at the training rows is the pool by that method, bit for bit
+        got = fitted.predict(x)
+        want = attnpool.attention_pool(x, x, y, kernel=kernel, bandwidth=0.1, method=backend)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_native_loop_is_the_backend_where_it_is_built():
+    x = np.random.default_rng(0).uniform(size=(5000, 3))
+    fitted = attnpool.NadarayaWatson(bandwidth=0.1).fit(x, x.sum(axis=1))
+    assert fitted.backend_ == ("native" if native_loops() else "stream")
+
+
+def native_loops() -> bool:
+    from attnpool.methods import native
+
+    return native.available(True, 3)

@@ -112,6 +112,7 @@ def fit_on_dask(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> An
             check_bandwidth(estimator.bandwidth, X.shape[1]), dtype=float
         )
     estimator.X_train_, estimator.y_train_, estimator._weights = X, y, sample_weight
+    estimator.backend_ = "dask"  # each chunk's sums by the planner, where it runs
     estimator._chosen_by = estimator.bandwidth if isinstance(estimator.bandwidth, str) else "fixed"
     estimator._in_sample = None
     return estimator

@@ -30,12 +30,13 @@ from ..bandwidth.selection import canonical_selector
 from ..engines import numpy_engine
 from ..methods.options import LOCAL_FIT_METHODS
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, report_empty, takes_nearest
-from ..sums.facts import fit_facts
+from ..sums.facts import device, fit_facts, pool_facts
 from ..sums.local_model import model_for
-from ..sums.plan import plan
+from ..sums.plan import plan, work_width
 from . import pairs as pair_regression
 
-__all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "predict"]
+__all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "planned_backend",
+           "predict"]  # fmt: skip
 
 #: Methods every local fit runs on (``pallas``: continuous columns); the others pool
 #: (local constant, continuous columns).
@@ -131,6 +132,38 @@ def fitted_bandwidth(
     )
     scores = {"cv": {"cv_score_": selection.objective}, "aicc": {"aicc_": selection.objective}}
     return selection.bandwidth, scores.get(bandwidth, {})
+
+
+def planned_backend(x_train, y_train, bandwidth, options: FitOptions, *, weights=None) -> str:
+    """The backend that computes the fit at the training rows — resolved in ``fit``, as
+    scikit-learn resolves ``algorithm="auto"``: ``"pairs"`` (the pair engine), the method
+    named, or the planner's (:mod:`attnpool.sums.plan`): ``"numpy"``, the pooling
+    table's method for a local-constant fit, the compiled local fits' engine else.
+    ``predict`` asks the same tables for its own number of queries (a few of them may
+    go to NumPy where thousands went to a method)."""
+    if pair_regression.is_pair_fit(options.kernel, options.bandwidth_type):
+        return "pairs"
+    name = method_name(x_train, options)
+    if name != "auto":
+        return name
+    model = model_for(x_train, kernel=options.kernel, var_type=options.var_type,
+                      degree=options.degree)  # fmt: skip
+    y = y_train.reshape(y_train.shape[0], -1)
+    n, blocked = x_train.shape[0], options.block_size is not None
+    facts = fit_facts(model, n, n, y.shape[1], weighted=weights is not None, block_size=blocked)
+    planned = plan(facts).backend
+    if planned == "pool":
+        h = np.asarray(bandwidth, np.float64)
+        pool = pool_facts(model.kernel, x_train, x_train, h, values=y, numpy=True,
+                          block_size=blocked)  # fmt: skip
+        return plan(pool).backend
+    if planned == "compiled":
+        from ..methods.options import exact_engine
+
+        engine = "stream" if blocked else exact_engine(n * n * work_width(facts))
+        tiled = facts.tiled and not facts.categorical and device() == "gpu"
+        return "pallas" if engine == "stream" and tiled and not blocked else engine
+    return planned
 
 
 def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None):

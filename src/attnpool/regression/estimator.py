@@ -108,6 +108,8 @@ class _LocalRegression(MultiOutputRegressor):
         for name, value in scores.items():
             setattr(self, name, value)
         self.X_train_, self.y_train_, self._weights = X, y, weights
+        options = self._options()
+        self.backend_ = estimation.planned_backend(X, y, self.bandwidth_, options, weights=weights)
         self._chosen_by = self.bandwidth if isinstance(self.bandwidth, str) else "fixed"
         self._in_sample: np.ndarray | None = None
         return self
@@ -268,6 +270,10 @@ class NadarayaWatson(_LocalRegression):
         The AICc (``bandwidth="aicc"``)
     r_squared_ : float or ndarray of shape (n_outputs,)
         R² as R's np reports it
+    backend_ : str
+        What computes the fit at the training rows, resolved in ``fit`` (as scikit-learn
+        resolves ``algorithm="auto"``): the method named, ``"pairs"``, ``"dask"`` or
+        ``auto``'s choice by the planner; ``predict`` asks it for its own size
     n_features_in_ : int
 
     See Also

@@ -12,6 +12,7 @@ Chosen by                fixed by the user
 R² (np, Doksum–Samarov)  0.9995
 R² (scikit-learn score)  0.9995
 Method                   auto
+Backend                  numpy (at the training rows)
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ class FitSummary:
     score: float
     method: str
     bandwidth_type: str = "fixed"
+    backend: str = ""
 
     def __str__(self) -> str:
         criterion = {"cv": "CV (mean squared error)", "aicc": "AICc"}.get(self.chosen_by)
@@ -105,6 +107,8 @@ class FitSummary:
             ("R² (scikit-learn score)", f"{self.score:.4f}"),
             ("Method", self.method),
         ]
+        if self.backend:
+            rows.append(("Backend", f"{self.backend} (at the training rows)"))
         width = max(len(name) for name, _ in rows)
         title = f"{self.estimator} kernel regression"
         lines = [title, "=" * max(len(title), width + 20)]
@@ -134,4 +138,5 @@ def summarised(model: Any, var_type: str | None) -> FitSummary:
         score=coefficient_of_determination(model.y_train_, fitted, model._weights),
         method=str(getattr(model.method, "name", model.method)),
         bandwidth_type=model.bandwidth_type,
+        backend=str(getattr(model, "backend_", "")),
     )
