@@ -1,6 +1,8 @@
 """Standard errors and confidence bands (attnpool.inference.bands) and their use in estimators."""
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -151,3 +153,35 @@ def test_bad_options_name_the_argument(options, match):
     data = datasets.sine_data()
     with pytest.raises(ValueError, match=match):
         confidence_band(data.x_train, data.y_train, GRID, bandwidth=0.3, **options)
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_a_small_asymptotic_band_is_numpys_and_the_compiled_engines(degree, kernel):
+    """Where the planner gives the NumPy engine the fits, the band is computed there (no
+    JAX, no program) and equals the compiled engines' to rounding."""
+    from attnpool.inference.bands import _compiled_band
+    from attnpool.regression import validated
+
+    data = datasets.sine_data(n=120, seed=4)
+    x, y, q, h, model, _ = validated(data.x_train, data.y_train, GRID, 0.4, kernel, None,
+                                     degree)  # fmt: skip
+    band = confidence_band(data.x_train, data.y_train, GRID, bandwidth=0.4, kernel=kernel,
+                           degree=degree)  # fmt: skip
+    fit, std = _compiled_band(x, y, q, h, model, "asymptotic", 10, "wild", 0)
+    np.testing.assert_allclose(band.fit, fit[:, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(band.std, std[:, 0], rtol=1e-10)
+
+
+def test_a_small_asymptotic_band_needs_no_jax():
+    script = (
+        "import sys, attnpool\n"
+        "data = attnpool.datasets.sine_data(n=80, seed=1)\n"
+        "attnpool.confidence_band(data.x_train, data.y_train, [1.0, 2.0], bandwidth=0.4)\n"
+        "attnpool.LocalLinear(bandwidth=0.4).fit(data.x_train[:, None], data.y_train)"
+        ".predict_interval([[1.0], [2.0]])\n"
+        "print('jax' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    assert out.split() == ["False"]

@@ -15,7 +15,7 @@ from ..sums import layer
 from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
 
-__all__ = ["backend_band", "bootstrap_responses", "finite_residuals"]
+__all__ = ["backend_band", "bootstrap_responses", "finite_residuals", "numpy_band"]
 
 
 def backend_band(
@@ -52,6 +52,32 @@ def backend_band(
     p = y.shape[1]
     refits = pooled(q, replicates.reshape(x.shape[0], n_boot * p)).reshape(q.shape[0], n_boot, p)
     return fit, refits.std(axis=1, ddof=1)
+
+
+def numpy_band(
+    x: np.ndarray, y: np.ndarray, q: np.ndarray, h: np.ndarray, model: LocalModel
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(fit, std)`` of the asymptotic band in NumPy float64 — no JAX, no program — where
+    the planner's fit table gives the NumPy engine both the fit at the queries and the
+    leave-one-out fits (float64 data), else None (the compiled engines take it)."""
+    from ..engines.numpy_engine import local_fit
+    from ..sums.backends import exact_log_sums
+    from ..sums.facts import fit_facts
+    from ..sums.plan import plan
+
+    if not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in (x, y, q, h)):
+        return None
+    n, p = y.shape
+    if any(plan(fit_facts(model, rows, n, p)).backend != "numpy" for rows in (q.shape[0], n)):
+        return None
+    fit = local_fit(x, y, q, h, model)[0]
+    residuals = finite_residuals(y - local_fit(x, y, x, h, model, exclude_self=True)[0])
+    noise = local_fit(x, residuals**2, q, h, model._replace(degree=0))[0]
+    first, second = kernel_integrals(model.kernel, x.shape[1])
+    found = exact_log_sums(SumProblem(q, x, np.zeros((n, 0)), h, model.kernel))
+    with np.errstate(divide="ignore", over="ignore"):
+        inverse = np.exp(-(found.shift + np.log(found.sums[:, 0])))
+    return fit, np.sqrt(noise * (second / first) * inverse[:, None])
 
 
 def finite_residuals(residuals: np.ndarray) -> np.ndarray:

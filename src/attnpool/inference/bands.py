@@ -47,7 +47,7 @@ from .._validation import check_choice, check_positive_int
 from ..kernels.calculus import kernel_integrals
 from ..regression import validated
 from ..sums.backends import get_backend
-from .band_sums import backend_band, bootstrap_responses, finite_residuals
+from .band_sums import backend_band, bootstrap_responses, finite_residuals, numpy_band
 
 __all__ = [
     "BAND_METHODS",
@@ -178,7 +178,10 @@ def confidence_band(
         fit, std = backend_band(pooling, x, y, q, h, model, method, n_boot, bootstrap, seed)
         return _band(fit, std, level, method, flat)
     check_choice(pooling, "pooling", ("auto",))
-    fit, std = _compiled_band(x, y, q, h, model, method, n_boot, bootstrap, seed)
+    found = numpy_band(x, y, q, h, model) if method == "asymptotic" else None
+    if found is None:
+        found = _compiled_band(x, y, q, h, model, method, n_boot, bootstrap, seed)
+    fit, std = found
     return _band(fit, std, level, method, flat)
 
 
