@@ -160,6 +160,7 @@ def test_bad_options_name_the_argument(options, match):
 def test_a_small_asymptotic_band_is_numpys_and_the_compiled_engines(degree, kernel):
     """Where the planner gives the NumPy engine the fits, the band is computed there (no
     JAX, no program) and equals the compiled engines' to rounding."""
+    from attnpool.inference.band_sums import BandSettings
     from attnpool.inference.bands import _compiled_band
     from attnpool.regression import validated
 
@@ -168,7 +169,7 @@ def test_a_small_asymptotic_band_is_numpys_and_the_compiled_engines(degree, kern
                                      degree)  # fmt: skip
     band = confidence_band(data.x_train, data.y_train, GRID, bandwidth=0.4, kernel=kernel,
                            degree=degree)  # fmt: skip
-    fit, std = _compiled_band(x, y, q, h, model, "asymptotic", 10, "wild", 0)
+    fit, std = _compiled_band(x, y, q, h, model, BandSettings("asymptotic", 10, "wild", 0))
     np.testing.assert_allclose(band.fit, fit[:, 0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(band.std, std[:, 0], rtol=1e-10)
 

@@ -6,7 +6,7 @@ its ``B`` replicates ``B`` value columns of the same weights."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -15,14 +15,27 @@ from ..sums import layer
 from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
 
-__all__ = ["backend_band", "bootstrap_responses", "finite_residuals", "numpy_band"]
+__all__ = ["BandSettings", "backend_band", "bootstrap_responses", "finite_residuals",
+           "numpy_band"]  # fmt: skip
+
+
+class BandSettings(NamedTuple):
+    """How a band's standard errors are computed: ``method`` (``"asymptotic"``,
+    ``"bootstrap"``), and the bootstrap's replicates, kind (``"wild"``, ``"residual"``)
+    and seed."""
+
+    method: str
+    n_boot: int
+    bootstrap: str
+    seed: int
 
 
 def backend_band(
     name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, h: np.ndarray, model: LocalModel,
-    method: str, n_boot: int, bootstrap: str, seed: int,
+    settings: BandSettings,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """``(fit (k, p), std (k, p))`` of the band's ``method`` (checked arguments)."""
+    """``(fit (k, p), std (k, p))`` of the band (checked arguments)."""
+    method, n_boot, bootstrap, seed = settings
     if model.degree != 0 or model.categorical:
         raise ValueError(
             f"pooling: backend {name!r} gives bands of a local-constant fit of continuous "

@@ -47,7 +47,13 @@ from .._validation import check_choice, check_positive_int
 from ..kernels.calculus import kernel_integrals
 from ..regression import validated
 from ..sums.backends import get_backend
-from .band_sums import backend_band, bootstrap_responses, finite_residuals, numpy_band
+from .band_sums import (
+    BandSettings,
+    backend_band,
+    bootstrap_responses,
+    finite_residuals,
+    numpy_band,
+)
 
 __all__ = [
     "BAND_METHODS",
@@ -174,22 +180,23 @@ def confidence_band(
             f"method: 'asymptotic' needs continuous columns only; var_type {model.var_type!r} "
             "has categorical ones; use method='bootstrap'"
         )
+    settings = BandSettings(method, n_boot, bootstrap, seed)
     if get_backend(pooling) is not None:
-        fit, std = backend_band(pooling, x, y, q, h, model, method, n_boot, bootstrap, seed)
+        fit, std = backend_band(pooling, x, y, q, h, model, settings)
         return _band(fit, std, level, method, flat)
     check_choice(pooling, "pooling", ("auto",))
     found = numpy_band(x, y, q, h, model) if method == "asymptotic" else None
     if found is None:
-        found = _compiled_band(x, y, q, h, model, method, n_boot, bootstrap, seed)
+        found = _compiled_band(x, y, q, h, model, settings)
     fit, std = found
     return _band(fit, std, level, method, flat)
 
 
 def _compiled_band(
-    x: Any, y: Any, q: Any, h: Any, model: Any, method: str, n_boot: int, bootstrap: str,
-    seed: int,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    x: Any, y: Any, q: Any, h: Any, model: Any, settings: BandSettings
+) -> tuple[np.ndarray, np.ndarray]:
     """``(fit, std)`` on the compiled engines (JAX imported here)."""
+    method, n_boot, bootstrap, seed = settings
     import jax.numpy as jnp
 
     from .._interop import compute_dtype, precision_scope

@@ -254,12 +254,10 @@ def attention_pool(
     kernel = _kernels.for_dimensions(kernel, k.shape[1])
     n, m = q.shape[0], k.shape[0]
     if isinstance(method, str) and get_backend(method) is not None:  # the sums layer
-        from .by_backend import pool_by_backend
+        from .by_backend import pool_by_backend, refuse_options
 
-        pooled = pool_by_backend(
-            method, q, k, v, h, kernel, weights, empty=empty, mask=mask,
-            return_weights=return_weights, block_size=block_size,
-        )  # fmt: skip
+        refuse_options(method, mask=mask, return_weights=return_weights, block_size=block_size)
+        pooled = pool_by_backend(method, q, k, v, h, kernel, weights, empty=empty)
         return pooled[:, 0] if flat else pooled
     if kernel.base is not None:  # signed: summed pair by pair
         from ..sums.pairs import pool

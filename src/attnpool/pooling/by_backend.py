@@ -15,19 +15,22 @@ from ..sums.empty_policy import report_empty, takes_nearest
 from ..sums.observation_weights import check_weights
 from ..sums.problem import SumProblem
 
-__all__ = ["pool_by_backend"]
+__all__ = ["pool_by_backend", "refuse_options"]
+
+
+def refuse_options(name: str, **options: Any) -> None:
+    """A ``ValueError`` naming the first of ``options`` given (not None nor False): a
+    backend computes sums, not masks, weight matrices or key blocks."""
+    for argument, given in options.items():
+        if given is not None and given is not False:
+            raise ValueError(f"{argument}: backend {name!r} computes sums only; pass no {argument}")
 
 
 def pool_by_backend(
-    name: str, q: Any, k: Any, v: Any, h: Any, kernel: Kernel, weights: Any, *, empty: str,
-    mask: Any, return_weights: bool, block_size: Any,
-) -> Any:  # fmt: skip
+    name: str, q: Any, k: Any, v: Any, h: Any, kernel: Kernel, weights: Any, *, empty: str
+) -> Any:
     """``(n, p)``: the pool of ``v`` by the backend ``name`` (arguments as
     :func:`attnpool.attention_pool` checked them)."""
-    for argument, given in (("mask", mask is not None), ("return_weights", return_weights),
-                            ("block_size", block_size is not None)):  # fmt: skip
-        if given:
-            raise ValueError(f"{argument}: backend {name!r} computes sums only; pass no {argument}")
     if v is None:
         raise ValueError(f"values: backend {name!r} pools values; received None")
     dtype = numpy_dtype(q, k, v)

@@ -75,12 +75,12 @@ def _loops(d: int) -> bool:
 
 def pool_facts(
     kernel: Kernel, queries: Any, keys: Any, bandwidth: Any, *, values: Any = None,
-    numpy: bool = False, traced: bool = False, masked: bool = False,
-    weight_matrix: bool = False, block_size: bool = False, backend: str | None = None,
+    numpy: bool = False, backend: str | None = None, **asked: Any,
 ) -> Facts:  # fmt: skip
     """The facts of a pool of ``queries (n, d)`` over ``keys (m, d)`` (``values (m, p)``
     where known): ``numpy`` where the arrays are NumPy (their precision then read),
-    ``backend`` a JAX platform name (None: where JAX computes)."""
+    ``backend`` a JAX platform name (None: where JAX computes); ``asked``: the flags
+    ``traced``, ``masked``, ``weight_matrix`` and ``block_size`` of :class:`Facts`."""
     n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
     arrays = (queries, keys) if values is None else (queries, keys, values)
     float64 = numpy and (all(a.dtype == np.float64 for a in arrays)
@@ -88,12 +88,11 @@ def pool_facts(
     outputs = 1 if values is None else values.shape[1]
     where = device(backend)
     return Facts(
-        "pool", n, m, d, outputs, numpy=numpy, float64=float64, traced=traced, masked=masked,
-        weight_matrix=weight_matrix, block_size=block_size, device=where,
+        "pool", n, m, d, outputs, numpy=numpy, float64=float64, device=where,
         loops=where == "cpu" and d >= 2 and _loops(d),
         in_range=functools.partial(_in_range, queries, keys, bandwidth),
         neighbour_share=functools.partial(_neighbour_share, queries, keys, bandwidth, kernel),
-        **_kernel_facts(kernel),
+        **_kernel_facts(kernel), **asked,
     )  # fmt: skip
 
 
