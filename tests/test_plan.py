@@ -257,3 +257,10 @@ def native_loops() -> bool:
     from attnpool.methods import native
 
     return native.available(True, 3)
+
+
+def test_the_classifier_reports_its_regressors_backend():
+    x = np.random.default_rng(1).uniform(size=(5000, 1))
+    labels = (x[:, 0] > 0.5).astype(int)
+    fitted = attnpool.NadarayaWatsonClassifier(bandwidth=0.05).fit(x, labels)
+    assert fitted.backend_ == "fgt"  # two one-hot columns pooled at 5000² pairs

@@ -29,6 +29,13 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
         As :class:`NadarayaWatson` takes them.
     empty : {"nearest", "warn", "nan", "raise"}, default="nearest"
 
+    Attributes
+    ----------
+    classes_ : ndarray
+    bandwidth_ : ndarray of shape (n_features,)
+    backend_ : str
+        What computes the probabilities at the training rows (:class:`NadarayaWatson`'s)
+
     References
     ----------
     Hall, P., Racine, J. & Li, Q. (2004). Cross-validation and the estimation of
@@ -85,7 +92,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, BaseEstimator):
             method=self.method,
         ).fit(X, onehot, sample_weight=sample_weight)
         self.bandwidth_ = self._regressor.bandwidth_
-        for name in ("cv_score_", "aicc_"):
+        for name in ("backend_", "cv_score_", "aicc_"):
             if hasattr(self._regressor, name):
                 setattr(self, name, getattr(self._regressor, name))
         return self
