@@ -25,7 +25,6 @@ from ..methods import binned, fgt, sparse
 from ..methods.options import TRAITS, refusal
 from ..methods.stream import KEY_BLOCK
 from ..sums import plan
-from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel
 from . import leave_one_out
 from .criteria import curve_objectives, grid_objectives, objective, objective_and_gradient, refine
@@ -36,6 +35,7 @@ from .search import (
     bandwidth_of,
     best_candidate,
     best_of,
+    planned_search,
     select_on_host,
     smoothed_out,
 )
@@ -89,9 +89,8 @@ def search(
             f"kernels {sorted(BINNED_KERNELS)}; received method={method!r}, "
             f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
         )
-    facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
-                         block_size=block_size is not None)  # fmt: skip
-    if pooling == "binned" or (pooling == "auto" and plan.plan(facts).backend == "binned"):
+    planned = pooling == "auto" and planned_search(model, y, method, block_size, weights)
+    if pooling == "binned" or planned == "binned":
         return _select_binned(x, y, model, thetas, dtype, options, progress, weights)
     if pooling != "auto" and TRAITS[pooling].leave_one_out == "host":
         return _select_by_host_sums(x, y, model, thetas, method, pooling, options, progress)

@@ -14,7 +14,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, bandwidth_of, categorical_upper
+from ..sums.plan import plan
 from .minimizers import (
     finite_or_largest,
     initial_simplex,
@@ -126,6 +128,14 @@ def best_candidate(thetas, objectives, method: str):
             f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
         )
     return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
+
+
+def planned_search(model: LocalModel, y: Any, method: str, block_size: Any, weights: Any) -> str:
+    """The planner's search for ``pooling="auto"`` (its search table): ``"numpy"`` (on
+    the host), ``"binned"`` or ``"compiled"``."""
+    facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
+                         block_size=block_size is not None)  # fmt: skip
+    return plan(facts).backend
 
 
 def host_search(

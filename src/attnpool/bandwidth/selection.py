@@ -16,13 +16,18 @@ from ..engines import numpy_search
 from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..sums.backends import get_backend
-from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import merged_rows, positive_rows
-from ..sums.plan import plan
 from . import by_backend
 from .rules import rule_of_thumb
-from .search import GRID, BandwidthSelection, select_on_host, smoothed_out, to_theta
+from .search import (
+    GRID,
+    BandwidthSelection,
+    planned_search,
+    select_on_host,
+    smoothed_out,
+    to_theta,
+)
 from .subsample import Subsampled, subsampled_bandwidth
 
 __all__ = [
@@ -90,9 +95,7 @@ def _search(
         smooth = not has_edge(model.kernel)
         return select_on_host(objective, thetas, progress, model, xatol=NUMPY_SEARCH_XATOL,
                               smooth=smooth, limits=smoothed_out(x, model))  # fmt: skip
-    facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
-                         block_size=block_size is not None)  # fmt: skip
-    if pooling == "auto" and plan(facts).backend == "numpy":  # the host search
+    if pooling == "auto" and planned_search(model, y, method, block_size, weights) == "numpy":
         objective = numpy_search.loo_objective(x, y, model, weights)
         smooth = not has_edge(model.kernel)
         return select_on_host(

@@ -30,7 +30,7 @@ from .. import kernels as _kernels
 from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from .._units import column_extremes, remember_extremes, remembering_extremes, rows_less
 from .._validation import check_bandwidth, check_points, is_jax, numpy_dtype
-from ..kernels.calculus import kernel_integrals
+from ..kernels.calculus import density_integral, kernel_integrals
 from . import matrix_bandwidth
 
 if TYPE_CHECKING:
@@ -151,12 +151,7 @@ def _log_density(
             )
         return _mixed_log_density(x, q, record, bandwidth, weights, var_type)
     record = _kernels.for_dimensions(record, x.shape[1])
-    first = kernel_integrals(record, x.shape[1])[0] if record.similarity == "distance" else 0.0
-    if not (0 < first < math.inf):
-        raise ValueError(
-            f"kernel: a density needs a distance kernel of finite integral; received "
-            f"{record.name!r}"
-        )
+    first = density_integral(record, x.shape[1])
     h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
     dtype = numpy_dtype(x, q)
     w = None if weights is None else check_weights(weights, x.shape[0], dtype)
@@ -284,14 +279,8 @@ def mixed_columns(
     model_for(x, kernel=kernel, var_type=var_type)  # the letters
     h = validated(x, x[:, 0], None, bandwidth, kernel, var_type, 0)[3]
     columns = MixedColumns(np.asarray(x, np.float64), var_type, kernel)
-    if (
-        columns.continuous
-        and not 0 < kernel_integrals(columns.kernel, len(columns.continuous))[0] < math.inf
-    ):
-        raise ValueError(
-            f"kernel: a density needs a distance kernel of finite integral; received "
-            f"{columns.kernel.name!r}"
-        )
+    if columns.continuous:
+        density_integral(columns.kernel, len(columns.continuous))
     return columns, h
 
 

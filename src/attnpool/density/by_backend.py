@@ -4,14 +4,13 @@ normalised by ``W ∏h ∫K``."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from .. import kernels as _kernels
 from .._validation import check_bandwidth
-from ..kernels.calculus import kernel_integrals
+from ..kernels.calculus import density_integral
 from ..sums import layer
 from ..sums.observation_weights import check_weights
 from ..sums.problem import SumProblem
@@ -33,12 +32,7 @@ def log_density_by_backend(
     if matrix_bandwidth.is_matrix(bandwidth):
         raise ValueError(f"bandwidth: backend {name!r} takes one bandwidth per column")
     record = _kernels.for_dimensions(_kernels.get(kernel), d)
-    first = kernel_integrals(record, d)[0] if record.similarity == "distance" else 0.0
-    if not (0 < first < math.inf):
-        raise ValueError(
-            f"kernel: a density needs a distance kernel of finite integral; received "
-            f"{record.name!r}"
-        )
+    first = density_integral(record, d)
     h = check_bandwidth(bandwidth, d)
     w = None if weights is None else check_weights(weights, x.shape[0])
     x64, q64, h64, w64 = layer.host_arrays(name, x, q, h, w)

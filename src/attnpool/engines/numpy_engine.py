@@ -66,8 +66,7 @@ def serves(
 
 def work_width(model: LocalModel, outputs: int) -> int:
     """Features summed per pair: one per response, local linear's moments for degree 1."""
-    return plan.work_width(plan.Facts("fit", 0, 0, len(model.var_type), outputs,
-                                      degree=model.degree))  # fmt: skip
+    return plan.pair_width(model.degree, len(model.var_type), outputs)
 
 
 def pool(q, k, v, h, kernel: kernels.Kernel, *, nearest: bool):

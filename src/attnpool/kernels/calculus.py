@@ -11,7 +11,7 @@ import numpy as np
 from .. import kernels as _kernels
 from .norms import unit_ball_volume
 
-__all__ = ["CDF_KERNELS", "kernel_integrals", "log_kernel_cdf"]
+__all__ = ["CDF_KERNELS", "density_integral", "kernel_integrals", "log_kernel_cdf"]
 
 
 @lru_cache(maxsize=64)
@@ -48,6 +48,18 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     first = integrate.quad(lambda r: profile(r) * r ** (d - 1), 0, upper, limit=200)[0]
     second = integrate.quad(lambda r: profile(r) ** 2 * r ** (d - 1), 0, upper, limit=200)[0]
     return float(sphere * first), float(sphere * second)
+
+
+def density_integral(kernel: _kernels.Kernel, d: int) -> float:
+    """``∫K`` over ``ℝ^d``, what a density divides by, or a ``ValueError`` naming the
+    kernel where it is not a distance kernel of finite, positive integral."""
+    first = kernel_integrals(kernel, d)[0] if kernel.similarity == "distance" else 0.0
+    if not (0 < first < math.inf):
+        raise ValueError(
+            f"kernel: a density needs a distance kernel of finite integral; received "
+            f"{kernel.name!r}"
+        )
+    return first
 
 
 def log_kernel_cdf(name: str, u: np.ndarray) -> np.ndarray:

@@ -81,8 +81,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-__all__ = ["DENSE_MAX_PAIRS", "HOST_PAIRS", "NUMPY_MAX_WORK", "Facts", "Plan", "plan",
-           "search_evaluations", "work_width"]  # fmt: skip
+__all__ = [
+    "DENSE_MAX_PAIRS",
+    "HOST_PAIRS",
+    "NUMPY_MAX_WORK",
+    "Facts",
+    "Plan",
+    "pair_width",
+    "plan",
+    "search_evaluations",
+    "work_width",
+]  # fmt: skip
 
 #: Pairs up to which the exact engines form the ``(n, m)`` block at once.
 DENSE_MAX_PAIRS = 2**21
@@ -180,8 +189,13 @@ def plan(facts: Facts) -> Plan:
 
 
 def work_width(f: Facts) -> int:
+    """Numbers a pair of ``f`` carries (:func:`pair_width`)."""
+    return pair_width(f.degree, f.d, f.outputs)
+
+
+def pair_width(degree: int, d: int, outputs: int) -> int:
     """Numbers a pair carries: one per response, local linear's moments for degree 1."""
-    return f.outputs if f.degree == 0 else (1 + f.d) ** 2 * f.outputs
+    return outputs if degree == 0 else (1 + d) ** 2 * outputs
 
 
 def search_evaluations(f: Facts) -> int:
