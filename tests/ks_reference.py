@@ -9,6 +9,23 @@ digits and read by R (matrices column-major, as R prints them)::
     ks:::lscv.mat(x, H); ks:::lscv.mat(x, Hn)                     # LSCV_AT_HLSCV, LSCV_AT_HNS
     kde(x, H = H, eval.points = x[1:6, ], binned = FALSE)$estimate  # KDE_AT_HLSCV
 
+and the plug-in matrix ``Hpi`` with its parts (``ns <- asNamespace("ks")``,
+``xs <- ns$pre.sphere(x)``, ``S <- var(xs)``, ``n <- nrow(x)``)::
+
+    Hpi(x, binned = FALSE); Hpi(x, binned = FALSE, amise = TRUE)$PI.star  # HPI, HPI_PI
+    Hpi(x, binned = FALSE, nstage = 1)                                     # HPI_ONE_STAGE
+    Hpi(x, binned = FALSE, pilot = "dscalar")  # w2: HPI_OTHER_PILOT (w3: pilot = "samse")
+    # w2 (samse): the first stage's pilot and the fourth-order pilot
+    g6 <- ns$gsamse(S, n = n, modr = 6)                                    # HPI_SIXTH_PILOT
+    p6 <- ns$kfe(x = xs, G = g6^2 * diag(2), deriv.order = 6, deriv.vec = TRUE,
+                 binned = FALSE, add.index = FALSE)
+    g <- ns$gsamse(S, n = n, modr = 4, nstage = 2, psihat = p6)            # HPI_PILOT
+    # w3 (dscalar)
+    g <- ns$gdscalar(x = xs, r = 0, n = n, d = 3, verbose = FALSE, nstage = 2,
+                     binned = FALSE)                                       # HPI_PILOT
+    ns$kfe(x = xs, G = g^2 * diag(d), deriv.order = 4, deriv.vec = TRUE, binned = FALSE,
+           add.index = FALSE)                      # HPI_FUNCTIONALS (w3: the first ten)
+
 printed with ``sprintf("%.17g")``.
 """
 
@@ -71,3 +88,96 @@ KDE_AT_HLSCV["w3"] = [
     1.0822669045762381,
     1.4112348473996335,
 ]
+
+HPI: dict[str, list[float]] = {}
+HPI_PI: dict[str, float] = {}
+HPI_PILOT: dict[str, float] = {}
+HPI_FUNCTIONALS: dict[str, list[float]] = {}
+HPI_OTHER_PILOT: dict[str, list[float]] = {}
+HPI_ONE_STAGE: dict[str, list[float]] = {}
+HPI["w2"] = [
+    0.010522612160830452,
+    0.00027582340550648334,
+    0.00027582340550648529,
+    0.01028107920041966,
+]
+HPI_PI["w2"] = 0.0031941774986265154
+HPI_PILOT["w2"] = 0.58995123538497729
+HPI_FUNCTIONALS["w2"] = [
+    0.10678954132568316,
+    -0.0081322683742517214,
+    -0.0081322683742517214,
+    0.025818924064165825,
+    -0.0081322683742517214,
+    0.025818924064165825,
+    0.025818924064165825,
+    -0.0063783738554761436,
+    -0.0081322683742517214,
+    0.025818924064165825,
+    0.025818924064165825,
+    -0.0063783738554761436,
+    0.025818924064165825,
+    -0.0063783738554761436,
+    -0.0063783738554761436,
+    0.11859812310792768,
+]
+HPI_OTHER_PILOT["w2"] = [
+    0.0048294506353121543,
+    0.00011194186840190481,
+    0.00011194186840190575,
+    0.0049454428670101672,
+]
+HPI_ONE_STAGE["w2"] = [
+    0.010931149365511707,
+    0.0002509575847071024,
+    0.00025095758470710457,
+    0.010637368224506838,
+]
+HPI["w3"] = [
+    0.0071185326368827066,
+    -8.6457777277426256e-06,
+    -0.00023511578569995219,
+    -8.6457777277426527e-06,
+    0.0070003340371843923,
+    0.00093166299268965464,
+    -0.00023511578569995295,
+    0.00093166299268965475,
+    0.0066124528858406313,
+]
+HPI_PI["w3"] = 0.0066264594371248861
+HPI_PILOT["w3"] = 0.42656227916840445
+HPI_FUNCTIONALS["w3"] = [
+    0.38780142234107118,
+    -0.0064944757794195502,
+    -0.021865613035141437,
+    -0.0064944757794195502,
+    0.10249220784110287,
+    -0.0022812687223925277,
+    -0.021865613035141437,
+    -0.0022812687223925277,
+    0.098692668493259667,
+    -0.0064944757794195502,
+]
+HPI_OTHER_PILOT["w3"] = [
+    0.014319511294589946,
+    0.0001633641788367162,
+    -0.00053767932312053001,
+    0.00016336417883671615,
+    0.015302919343546195,
+    0.0013507648288750705,
+    -0.00053767932312053163,
+    0.0013507648288750705,
+    0.015024602314539216,
+]
+HPI_ONE_STAGE["w3"] = [
+    0.015575412110552163,
+    0.00010703358168117766,
+    -0.00067777106663212275,
+    0.00010703358168117766,
+    0.016924849667965598,
+    0.0014522110535344901,
+    -0.00067777106663212427,
+    0.0014522110535344899,
+    0.016698060506463133,
+]
+HPI_SIXTH_PILOT = 0.69598018192581401  # w2's first stage (samse)

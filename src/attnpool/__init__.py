@@ -71,6 +71,7 @@ _NAMES = {
     "local_linear_plug_in_bandwidth": "bandwidth.local_linear_plug_in",
     "normal_scale_matrix": "bandwidth.matrices",
     "density_plug_in_bandwidth": "bandwidth.density_plug_in",
+    "plug_in_matrix": "bandwidth.matrix_plug_in",
     "lscv_matrix": "bandwidth.matrices",
     "lscv_matrix_criterion": "bandwidth.matrices",
     "SumProblem": "sums.problem",
@@ -102,6 +103,7 @@ if TYPE_CHECKING:
     from .bandwidth.matrices import lscv_matrix as lscv_matrix
     from .bandwidth.matrices import lscv_matrix_criterion as lscv_matrix_criterion
     from .bandwidth.matrices import normal_scale_matrix as normal_scale_matrix
+    from .bandwidth.matrix_plug_in import plug_in_matrix as plug_in_matrix
     from .bandwidth.r_selectors import biased_cv_bandwidth as biased_cv_bandwidth
     from .bandwidth.r_selectors import sheather_jones_bandwidth as sheather_jones_bandwidth
     from .bandwidth.r_selectors import unbiased_cv_bandwidth as unbiased_cv_bandwidth

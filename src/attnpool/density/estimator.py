@@ -52,7 +52,8 @@ class KernelDensity(BaseEstimator):
         numbers. A full matrix ``H`` of shape (n_features, n_features) (a radial kernel,
         continuous columns: ``K_H(u) = |H|^(−1/2) K(H^(−1/2) u)``, R ``ks``'s convention,
         ``diag(h²)`` being ``h``), or R ``ks``'s matrices by name: ``"Hns"`` (the normal
-        reference) and ``"Hlscv"`` (least-squares cross-validation), Gaussian.
+        reference), ``"Hpi"`` (the plug-in) and ``"Hlscv"`` (least-squares
+        cross-validation), Gaussian.
     var_type : str, optional
         One letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered (as
         statsmodels' ``KDEMultivariate``); a categorical column's bandwidth is its ``λ``.
@@ -276,12 +277,13 @@ class KernelDensity(BaseEstimator):
 
 
 #: ``bandwidth=`` names of R ``ks``'s bandwidth matrices (Gaussian kernel, unweighted).
-MATRIX_SELECTORS = ("Hns", "Hlscv")
+MATRIX_SELECTORS = ("Hns", "Hpi", "Hlscv")
 
 
 def _matrix_selection(name: str, X: np.ndarray, kernel: Any, weights: Any) -> np.ndarray:
     """The bandwidth matrix ``name`` of :data:`MATRIX_SELECTORS` for the sample ``X``."""
     from ..bandwidth.matrices import lscv_matrix, normal_scale_matrix
+    from ..bandwidth.matrix_plug_in import plug_in_matrix
 
     if not _kernels.is_gaussian(_kernels.get(kernel)) or weights is not None:
         raise ValueError(
@@ -289,4 +291,5 @@ def _matrix_selection(name: str, X: np.ndarray, kernel: Any, weights: Any) -> np
             f"estimate; received kernel={kernel!r}"
             + (" and sample_weight" if weights is not None else "")
         )
-    return lscv_matrix(X) if name == "Hlscv" else normal_scale_matrix(X)
+    choose = {"Hns": normal_scale_matrix, "Hpi": plug_in_matrix, "Hlscv": lscv_matrix}[name]
+    return choose(X)
