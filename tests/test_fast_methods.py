@@ -197,3 +197,16 @@ def test_topk_checks_its_tolerance():
     assert np.all(np.isfinite(loose))
     everything = attention_pool(queries, keys, values, bandwidth=0.5, method=TopK(k=10_000))
     np.testing.assert_allclose(everything, exact(queries, keys, values, "gaussian", 0.5))
+
+
+def test_rows_a_host_method_leaves_are_pooled_in_float64_by_the_compiled_engines():
+    # under "auto" a compact kernel's empty rows go back to the exact engines when they
+    # are too many for the NumPy engine; those ran in float32 (the global flag's
+    # precision), giving each far query its nearest value to 4e-8
+    rng = np.random.default_rng(0)
+    keys, values = rng.normal(size=(20_000, 3)), rng.normal(size=20_000)
+    queries = rng.normal(size=(2_000, 3)) + 5.0
+    nearest = values[np.argmin(((queries[:, None] - keys[None]) ** 2).sum(axis=2), axis=1)]
+    got = attention_pool(queries, keys, values, kernel="epanechnikov", bandwidth=0.01,
+                         empty="nearest")  # fmt: skip
+    np.testing.assert_array_equal(got, nearest)

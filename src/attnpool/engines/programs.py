@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import kernels as _kernels
+from .._interop import precision_scope
 from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ..methods import dense_state, dense_weights, fused, pallas, stream_state
 from ..methods.options import exact_engine
@@ -191,7 +192,19 @@ def pool_core(
     """The jitted pooling program on rows padded to their buckets: ``(pooled, empty)``.
 
     ``allowed``: the keys each query may attend (:func:`mask_keys`); a query left no key
-    is empty and NaN whatever ``nearest`` says."""
+    is empty and NaN whatever ``nearest`` says. NumPy inputs are summed in their own
+    precision (float64 without the global flag), whoever calls."""
+    if is_host(queries, keys, values):
+        with precision_scope(np.result_type(queries, keys, values)):
+            return _pool_core(queries, keys, values, bandwidth, kernel=kernel, method=method,
+                              key_block=key_block, nearest=nearest, allowed=allowed)  # fmt: skip
+    return _pool_core(queries, keys, values, bandwidth, kernel=kernel, method=method,
+                      key_block=key_block, nearest=nearest, allowed=allowed)  # fmt: skip
+
+
+def _pool_core(
+    queries, keys, values, bandwidth, *, kernel, method, key_block, nearest, allowed=None
+):
     n, m = queries.shape[0], keys.shape[0]
     if n == 0:
         return _pool_program(
