@@ -189,6 +189,55 @@ def test_weighted_pools_meet_the_oracle_on_adversarial_data(method):
     run()
 
 
+@pytest.mark.parametrize("method", ["dense", "stream", "sparse", "auto"])  # (others: span 1024)
+@pytest.mark.parametrize("scale", [2.0**-1000, 2.0**1000])
+def test_weights_spanning_widely_keep_values_at_the_floats_ends(method, scale):
+    # the pooled [w, w·v] once multiplied 2⁻¹⁰⁰⁰ values by weights 2⁻³⁰⁰ below the
+    # largest: 0, and a query on such a key got 0 for its value
+    rng = np.random.default_rng(5)
+    kernel = "epanechnikov"
+    keys = rng.uniform(0, 10, (300, 1))
+    queries = np.r_[keys[:20], rng.uniform(0, 10, (20, 1))]
+    values = rng.normal(size=300) * scale
+    w = 2.0 ** rng.uniform(-250, 250, 300)
+    got = attention_pool(queries, keys, values, kernel=kernel, bandwidth=0.05, method=method,
+                         weights=w, empty="nearest")  # fmt: skip
+    u = (queries - keys.T) / 0.05
+    with np.errstate(divide="ignore"):
+        log_k = -u * u / 2 if kernel == "gaussian" else np.log(np.clip(1 - u * u, 0, None))
+    log_w = log_k + np.log(w)
+    share = np.exp(log_w - log_w.max(axis=1, keepdims=True))
+    with np.errstate(invalid="ignore"):
+        want = share @ (values / scale) / share.sum(axis=1) * scale
+    nearest = values[np.argmin(np.abs(u), axis=1)]  # rows no key reaches (no ties here)
+    want = np.where(np.isnan(want), nearest, want)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * scale)
+    model = NadarayaWatson(kernel=kernel, bandwidth=0.05, method=method, empty="nearest")
+    fitted = model.fit(keys, values, sample_weight=w).predict(queries)
+    np.testing.assert_allclose(fitted, want, rtol=1e-9, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("estimator", [NadarayaWatson, LocalLinear])
+@pytest.mark.parametrize("method", ["dense", "stream", "auto"])
+def test_weighted_fits_scale_with_their_responses_to_the_floats_ends(estimator, method):
+    # scaling the responses by a power of two scales the fit exactly, weights spanning
+    # 2^±250 or not
+    rng = np.random.default_rng(6)
+    x = rng.uniform(0, 10, (300, 2))
+    y = np.sin(x).sum(axis=1)
+    w = 2.0 ** rng.uniform(-250, 250, 300)
+    queries = np.r_[x[:10], rng.uniform(0, 10, (10, 2))]
+
+    def fitted(scale):
+        model = estimator(kernel="epanechnikov", bandwidth=1.5, method=method, empty="nearest")
+        return model.fit(x, y * scale, sample_weight=w).predict(queries) / scale
+
+    unit = fitted(1.0)
+    assert np.isfinite(unit).all()
+    for scale in (2.0**-1000, 2.0**1000):
+        np.testing.assert_allclose(fitted(scale), unit, rtol=1e-12, atol=1e-12)
+
+
 def smooth_data(seed, n, d):
     rng = np.random.default_rng(seed)
     x = rng.uniform(0, 5, (n, d))

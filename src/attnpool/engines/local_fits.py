@@ -23,7 +23,7 @@ from ..methods.pallas_kernel import pair_log_weights
 from ..methods.stream import KEY_BLOCK
 from ..sums.geometry import key_centre
 from ..sums.local_model import LocalModel, log_weights, prepare, relative, solve_moments
-from ..sums.observation_weights import augmented, divided
+from ..sums.observation_weights import augmented, column_scale, divided
 from ..sums.state import block_state, finalize, hard_block_state
 from .programs import (
     kernel_block,
@@ -193,7 +193,7 @@ def _local_core(
             hard=True,
         )
         limit = finalize(state)[0]
-        return limit if weights is None else divided(limit)
+        return limit if weights is None else divided(limit, y_train)
 
     return with_nearest_limit(fit, empty, nearest, closest), slopes, hat, empty
 
@@ -270,6 +270,15 @@ def local_fit(
             )
         method = "pallas"
     key_block = block_size or max(64, KEY_BLOCK // width)
+    if weights is not None:  # the responses in units of their column's largest: the
+        # weights' span (to 2⁵¹¹) times responses of 2⁻¹⁰⁰⁰ underflowed (the fit is linear in y)
+        scale = column_scale(y_train)
+        fit, slopes, *rest = _local_core(
+            x_train, y_train / scale, x_query, bandwidth, key_count, model=model,
+            method=method, key_block=key_block, exclude_self=exclude_self,
+            with_hat=with_hat, nearest=nearest, weights=weights,
+        )  # fmt: skip
+        return (fit * scale, slopes * scale, *rest)
     return _local_core(
         x_train,
         y_train,

@@ -34,7 +34,7 @@ from ..sums import plan
 from ..sums.facts import fit_facts
 from ..sums.local_model import LocalModel, log_categorical, model_for, solve_moments
 from ..sums.nearest import column_units, nearest_mean
-from ..sums.observation_weights import augmented
+from ..sums.observation_weights import augmented, column_scale
 
 __all__ = [
     "NATIVE_POOL_MIN_PAIRS",
@@ -95,7 +95,9 @@ def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclud
 
 def _fit(x, y, q, h, model, exclude_self, nearest, w):
     """:func:`local_fit` in float64."""
-    scale = value_unit(y)  # columns near the float limit in power-of-two units
+    # columns near the float limit in power-of-two units; with observation weights every
+    # column in units of its largest (the weights' span times 2⁻¹⁰⁰⁰ underflowed)
+    scale = value_unit(y) if w is None else column_scale(y)
     y = y / scale
     d, p = x.shape[1], y.shape[1]
     found = None if exclude_self else _native_fit(x, y, q, h, model, w)
@@ -167,6 +169,9 @@ def _native_fit(x, y, q, h, model: LocalModel, w=None):
         sums = native.native_sums(queries, keys, y, 1.0 / h)
     else:  # the sums of [w, w·y] (:mod:`attnpool.sums.observation_weights`)
         sums = native.native_sums(queries, keys, augmented(y, w), 1.0 / h)[:, 1:]
+        sums[:, 1:] /= sums[:, :1]
+        sums[:, 1:] *= column_scale(y)  # (augmented's units)
+        sums[:, :1] = 1.0
     pooled = sums[:, 1:] / sums[:, :1]
     return (pooled, np.zeros((*pooled.shape[:1], x.shape[1], y.shape[1]))) if np.all(
         np.isfinite(pooled)) else None  # fmt: skip

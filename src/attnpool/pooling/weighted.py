@@ -57,15 +57,15 @@ def weighted_pool(
     refuse_wide_span(name, w)
     if name == "auto" and too_wide_to_truncate(w):  # no truncating method under "auto"
         options = {**options, "method": exact_engine(q.shape[0] * k.shape[0])}
+    v = v if kept is None else v[kept]
     with warnings.catch_warnings(record=True) as caught:  # to be reported at the caller's
         warnings.simplefilter("always")
         result = pool(
-            q, k, augmented(v if kept is None else v[kept], w), mask=mask,
-            return_weights=return_weights, **options,
+            q, k, augmented(v, w), mask=mask, return_weights=return_weights, **options,
         )  # fmt: skip
     for warning in caught:
         warnings.warn(warning.message, warning.category, stacklevel=user_stacklevel())
-    pooled = divided(result[0] if return_weights else result)
+    pooled = divided(result[0] if return_weights else result, v)
     if flat:
         pooled = pooled[:, 0]
     if not return_weights:

@@ -158,17 +158,34 @@ def positive_rows(
 
 
 def augmented(values, w):
-    """``(m, 1 + p)``: ``[w, w·v]`` with ``w`` divided by its largest, for ``values (m, p)``
-    and weights ``w (m,)`` (NumPy or JAX)."""
+    """``(m, 1 + p)``: ``[w, w·v]`` with ``w`` divided by its largest and each value
+    column by :func:`column_scale`, for ``values (m, p)`` and weights ``w (m,)`` (NumPy
+    or JAX): the products keep their digits down to ``2⁻⁵¹¹`` of the column's largest
+    value (the weights' span is at most ``2⁵¹¹``), whatever the values' own scale."""
     xp = _namespace(values, w)
     unit = w / xp.max(w)
-    return xp.concatenate([unit[:, None], unit[:, None] * values], axis=1)
+    return xp.concatenate([unit[:, None], unit[:, None] * (values / column_scale(values))], axis=1)
 
 
-def divided(pooled):
-    """The weighted pool from the pool of :func:`augmented` values: ``(n, p)`` from
-    ``(n, 1 + p)``."""
-    return pooled[:, 1:] / pooled[:, :1]
+def divided(pooled, values):
+    """The weighted pool ``(n, p)`` from the pool ``(n, 1 + p)`` of :func:`augmented`
+    ``values``."""
+    return pooled[:, 1:] / pooled[:, :1] * column_scale(values)
+
+
+def column_scale(values):
+    """``(p,)``: a power of two per value column, its largest magnitude's (1 for a column
+    of zeros); dividing by it is exact. Values of 2⁻¹⁰⁰⁰ times weights 2⁻³⁰⁰ below the
+    largest underflowed to 0 unscaled."""
+    xp = _namespace(values)
+    largest = xp.max(xp.abs(values), axis=0)
+    _, exponent = xp.frexp(xp.where(largest > 0, largest, 1.0))
+    scale = xp.ldexp(xp.ones_like(largest), exponent - 1)
+    if xp is np:
+        return scale
+    import jax
+
+    return jax.lax.stop_gradient(scale)
 
 
 def _namespace(*arrays):
