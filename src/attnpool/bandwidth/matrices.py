@@ -33,7 +33,8 @@ __all__ = ["lscv_matrix", "lscv_matrix_criterion", "normal_scale_matrix"]
 _CHUNK = 2**20
 
 
-def _sample(x: ArrayLike) -> np.ndarray:
+def checked_sample(x: ArrayLike) -> np.ndarray:
+    """``x (n, d)`` checked, in float64, with more rows than columns + 1."""
     data = np.asarray(check_points(x, "x"), float)
     if data.shape[0] < data.shape[1] + 2:
         raise ValueError(
@@ -66,7 +67,7 @@ def normal_scale_matrix(x: ArrayLike) -> np.ndarray:
     array([[0.137, 0.069],
            [0.069, 0.17 ]])
     """
-    data = _sample(x)
+    data = checked_sample(x)
     n, d = data.shape
     covariance = np.asarray(np.cov(data, rowvar=False), float).reshape(d, d)
     return np.asarray((4 / (n * (d + 2))) ** (2 / (d + 4)) * covariance)
@@ -114,7 +115,7 @@ def lscv_matrix_criterion(x: ArrayLike, bandwidth: ArrayLike) -> float:
     >>> round(attnpool.lscv_matrix_criterion(x, 0.2 * np.eye(2)), 5)
     -0.0774
     """
-    data = _sample(x)
+    data = checked_sample(x)
     d = data.shape[1]
     h = np.asarray(bandwidth, float)
     if h.shape != (d, d) or not np.all(np.isfinite(h)):
@@ -171,7 +172,7 @@ def lscv_matrix(x: ArrayLike) -> np.ndarray:
     array([[0.23, 0.31],
            [0.31, 0.42]])
     """
-    data = _sample(x)
+    data = checked_sample(x)
     d = data.shape[1]
     if np.unique(data, axis=0).shape[0] < data.shape[0]:
         warnings.warn(

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._typing import ArrayLike
-from .matrices import _sample
+from .matrices import checked_sample
 
 __all__ = ["plug_in_matrix"]
 
@@ -326,7 +326,7 @@ def plug_in_matrix(
     array([[0.14 , 0.093],
            [0.093, 0.15 ]])
     """
-    data = _sample(x)
+    data = checked_sample(x)
     n, d = data.shape
     choice = ("samse" if d == 2 else "dscalar") if pilot == "auto" else pilot
     if choice not in ("samse", "dscalar"):

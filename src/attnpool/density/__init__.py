@@ -31,6 +31,7 @@ from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
 from .._units import column_extremes, remember_extremes, remembering_extremes, rows_less
 from .._validation import check_bandwidth, check_points, is_jax, numpy_dtype
 from ..kernels.calculus import density_integral, kernel_integrals
+from ..kernels.sphere import is_haversine, to_chords
 from . import matrix_bandwidth
 
 if TYPE_CHECKING:
@@ -126,6 +127,16 @@ def _log_density(
 ) -> np.ndarray:  # fmt: skip
     from ..methods.options import Binned, Tree, resolve
 
+    if is_haversine(kernel):  # (latitude, longitude) rows: the chords of unit vectors
+        if var_type is not None and set(var_type) != {"c"}:
+            raise ValueError(
+                f"var_type: the haversine distance takes continuous columns; received {var_type!r}"
+            )
+        x_query, x_train, arc = to_chords(
+            x_query, x_train, kernel, bandwidth, names=("x_query", "x_train")
+        )  # the arc kernel's mass is per h² (finite for any h): its log here
+        per_square = _log_density(x_train, x_query, arc, 1.0, weights, None, method)
+        return np.asarray(per_square - 2 * math.log(float(np.ravel(bandwidth)[0])))
     name = method.name if isinstance(method, Binned | Tree) else method
     if get_backend(method) is not None:
         from .by_backend import log_density_by_backend

@@ -9,7 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import kernels as _kernels
-from .norms import unit_ball_volume
+from .norms import check_planar, unit_ball_volume
 
 __all__ = ["CDF_KERNELS", "density_integral", "kernel_integrals", "log_kernel_cdf"]
 
@@ -27,6 +27,9 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     >>> round(a, 6), round(b, 6)
     (2.506628, 1.772454)
     """
+    if kernel.integrals is not None:  # a domain of its own (the sphere)
+        return kernel.integrals
+    check_planar(kernel)
     if kernel.product and d > 1:
         first, second = kernel_integrals(kernel, 1)
         return first**d, second**d

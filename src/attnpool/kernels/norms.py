@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .record import Kernel
+from .sphere import HAVERSINE, haversine
 
 __all__ = ["NAMED_NORMS", "squared_norm", "unit_ball_volume", "with_norm"]
 
@@ -38,7 +39,9 @@ def with_norm(kernel: Kernel, norm: float | str) -> Kernel:
     kernel : Kernel
         A radial, non-negative distance kernel.
     norm : float or str
-        ``p``, or ``"euclidean"``, ``"manhattan"`` (``"cityblock"``), ``"chebyshev"``.
+        ``p``, or ``"euclidean"``, ``"manhattan"`` (``"cityblock"``), ``"chebyshev"``; or
+        ``"haversine"``: the great-circle distance of rows ``(latitude, longitude)`` in
+        radians, with one bandwidth in radians (:mod:`attnpool.kernels.sphere`).
 
     Returns
     -------
@@ -58,10 +61,13 @@ def with_norm(kernel: Kernel, norm: float | str) -> Kernel:
     ...                         kernel=manhattan, bandwidth=1.0).round(4)   # weights 0.64, 0.75
     array([2.0791])
     """
+    if norm == HAVERSINE:
+        return haversine(kernel)
     p = NAMED_NORMS.get(norm, norm) if isinstance(norm, str) else norm
     if isinstance(p, str) or isinstance(p, bool) or not isinstance(p, int | float | np.number):
         raise ValueError(
-            f"norm: expected a number p >= 1, math.inf or one of {sorted(NAMED_NORMS)}; "
+            f"norm: expected a number p >= 1, math.inf, one of {sorted(NAMED_NORMS)} or "
+            f"'haversine'; "
             f"received {norm!r}"
         )
     p = float(p)
@@ -90,6 +96,7 @@ def squared_norm(us: list, kernel: Kernel, xp: Any = np) -> Any:
     p = kernel.norm
     if p == 2.0:
         return sum(u * u for u in us)
+    check_planar(kernel)
     sizes = [xp.abs(u) for u in us]
     if p == math.inf:
         largest = functools.reduce(xp.maximum, sizes)
@@ -98,6 +105,18 @@ def squared_norm(us: list, kernel: Kernel, xp: Any = np) -> Any:
         total = sum(sizes)
         return total * total
     return sum(size**p for size in sizes) ** (2.0 / p)
+
+
+def check_planar(kernel: Kernel) -> None:
+    """Refuse a kernel of the great-circle distance where a path measures distances in
+    the plane (the front ends that take one turn it into chords first)."""
+    if kernel.norm == HAVERSINE:
+        raise ValueError(
+            f"kernel: {kernel.name!r} measures great-circle distances of (latitude, "
+            "longitude) rows, which pooling (attention_pool, nadaraya_watson, "
+            "NadarayaWatson with a given bandwidth) and densities (log_density, "
+            "kernel_density, KernelDensity) take; this function does not"
+        )
 
 
 def unit_ball_volume(d: int, norm: float = 2.0) -> float:

@@ -57,9 +57,16 @@ class Kernel:
         ``log_profile`` also takes NumPy arrays, in float64, and returns NumPy (a
         callable's kernel, :meth:`from_function`): small NumPy problems are then summed
         on the host with no program to build for each new function.
-    norm : float
+    norm : float or str
         The Minkowski ``p`` of the distance the kernel sees (2: Euclidean; a record of
-        another norm comes from :func:`attnpool.kernels.with_norm`).
+        another norm comes from :func:`attnpool.kernels.with_norm`), or ``"haversine"``:
+        the great-circle distance of ``(latitude, longitude)`` rows
+        (:mod:`attnpool.kernels.sphere`).
+    integrals : tuple of float or None
+        ``(∫K, ∫K²)`` over the kernel's own domain where it is not ``ℝ^d``, in units of
+        the squared bandwidth (a kernel of the chord on the sphere, for one bandwidth
+        ``h``: its masses over ``h²``, which the density divides by apart); None for the
+        others.
 
     Examples
     --------
@@ -93,7 +100,8 @@ class Kernel:
     polynomial: tuple[float, ...] = ()
     base: Kernel | None = None
     host: bool = False
-    norm: float = 2.0
+    norm: float | str = 2.0
+    integrals: tuple[float, float] | None = None
 
     @property
     def doc(self) -> str:

@@ -22,6 +22,7 @@ from .._validation import (
     check_values,
     is_traced,
 )
+from ..kernels.sphere import is_haversine, to_chords
 from ..methods.options import DENSE_MAX_PAIRS, Binned, TopK, resolve
 from ..sums.backends import get_backend
 from ..sums.empty_policy import (
@@ -248,6 +249,9 @@ def attention_pool(
     Online normalizer calculation for softmax. arXiv:1805.02867 (the merged state).
     """
     kernel = _kernels.get(kernel)
+    if is_haversine(kernel):  # (latitude, longitude) rows: the chords of unit vectors
+        queries, keys, kernel = to_chords(queries, keys, kernel, bandwidth)
+        bandwidth = 1.0
     empty = check_choice(empty, "empty", EMPTY_POLICIES)
     block_size = check_positive_int(block_size, "block_size")
     q, k, v, h, flat = check_inputs(queries, keys, values, bandwidth)
