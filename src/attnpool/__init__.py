@@ -67,6 +67,7 @@ _NAMES = {
     "biased_cv_bandwidth": "bandwidth.r_selectors",
     "unbiased_cv_bandwidth": "bandwidth.r_selectors",
     "local_polynomial": "regression.polynomial",
+    "LocalPolynomial": "regression.polynomial_estimator",
     "binned_local_polynomial": "smoothers.binned_polynomial",
     "local_linear_plug_in_bandwidth": "bandwidth.local_linear_plug_in",
     "normal_scale_matrix": "bandwidth.matrices",
@@ -137,6 +138,7 @@ if TYPE_CHECKING:
     from .regression.estimator import NadarayaWatson as NadarayaWatson
     from .regression.learned import LearnedAttentionRegressor as LearnedAttentionRegressor
     from .regression.polynomial import local_polynomial as local_polynomial
+    from .regression.polynomial_estimator import LocalPolynomial as LocalPolynomial
     from .smoothers import LowessCurve as LowessCurve
     from .smoothers import lowess as lowess
     from .smoothers import r_lowess as r_lowess

@@ -10,16 +10,16 @@ derivative ``∂^ν`` at the query is that of the polynomial at ``z = −μ/s``:
 
 .. math:: \\partial^ν \\hat m(q) = s^{-ν} \\sum_{α \\ge ν} \\frac{α!}{(α-ν)!} β_α (-μ/s)^{α-ν}
 
-(multi-indices; in one column ``ν! β_ν`` when ``μ = 0``). Sums are exact, in float64,
-over every pair in chunks (no binning: compare :func:`attnpool.binned_local_polynomial`,
-KernSmooth's binned grid). A query whose keys of positive weight cannot carry the
-polynomial (its scaled Gram matrix singular) gets NaN, or the error or warning ``empty``
-asks for.
+(multi-indices; in one column ``ν! β_ν`` when ``μ = 0``). Sums are exact, over every
+pair (no binning: compare :func:`attnpool.binned_local_polynomial`, KernSmooth's binned
+grid): in float64 chunks on the NumPy engine, or on the compiled engines
+(:mod:`.polynomial_program`: JAX, differentiable, any device), by the planner's fit
+table. A query whose keys of positive weight cannot carry the polynomial (its scaled
+Gram matrix singular) gets NaN, or the error or warning ``empty`` asks for.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 from typing import Any
@@ -27,52 +27,37 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from .._typing import ArrayLike
-from .._validation import check_bandwidth, check_choice, check_points, check_values
+from .._typing import ArrayLike, KernelSpec
+from .._validation import (
+    check_bandwidth,
+    check_choice,
+    check_points,
+    check_values,
+    is_jax,
+    is_traced,
+)
 from ..kernels.edges import pair_log_weights
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
+from .monomials import SINGULAR, derivative_rows, monomials
 
 __all__ = ["local_polynomial"]
 
-#: The scaled Gram matrix is taken as singular below this eigenvalue ratio.
-SINGULAR = 1e-13
 
-
-def monomials(d: int, degree: int) -> list[tuple[int, ...]]:
-    """The exponents ``α`` of the monomials ``z^α`` of ``d`` variables up to ``degree``,
-    by total degree (the constant first)."""
-    return sorted(
-        (a for a in itertools.product(range(degree + 1), repeat=d) if sum(a) <= degree),
-        key=lambda a: (sum(a), tuple(-e for e in a)),
-    )
-
-
-def _derivative_rows(
-    exponents: list[tuple[int, ...]], orders: list[tuple[int, ...]], point: np.ndarray
-) -> np.ndarray:
-    """``(k, len(orders), B)``: ``∂^β z^α`` at ``point (k, d)`` for each order ``β`` and
-    monomial ``α``."""
-    rows = np.zeros((point.shape[0], len(orders), len(exponents)))
-    for i, beta in enumerate(orders):
-        for j, alpha in enumerate(exponents):
-            if all(a >= b for a, b in zip(alpha, beta, strict=True)):
-                factor = math.prod(math.factorial(a) // math.factorial(a - b)
-                                   for a, b in zip(alpha, beta, strict=True))  # fmt: skip
-                powers = np.prod(point ** (np.array(alpha) - np.array(beta)), axis=1)
-                rows[:, i, j] = factor * powers
-    return rows
-
-
+@np.errstate(over="ignore", invalid="ignore")  # rows whose powers overflow: undetermined
 def _chunk(
     x: np.ndarray, y: np.ndarray, q: np.ndarray, h: np.ndarray, kernel: kernels.Kernel,
-    degree: int, orders: list[tuple[int, ...]],
+    degree: int, orders: list[tuple[int, ...]], left_out: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """``(estimates (k, len(orders), p), undetermined (k,))`` of queries ``q (k, d)``."""
+    """``(estimates (k, len(orders), p), undetermined (k,))`` of queries ``q (k, d)``;
+    ``left_out``: the queries are the training rows from this one on, each without its
+    own pair (leave-one-out)."""
     offsets = [x[None, :, j] - q[:, j, None] for j in range(x.shape[1])]
-    with np.errstate(over="ignore"):  # a vanishing bandwidth: infinite offsets weigh 0
-        us = [o / h[j] for j, o in enumerate(offsets)]
-        log_w = np.asarray(pair_log_weights(us, kernel), float)
+    us = [o / h[j] for j, o in enumerate(offsets)]  # (h → 0: infinite offsets weigh 0)
+    log_w = np.array(pair_log_weights(us, kernel), float)
+    if left_out is not None:
+        own = np.arange(q.shape[0])
+        log_w[own, left_out + own] = -np.inf
     top = np.max(log_w, axis=1)
     w = np.exp(log_w - np.where(top > -np.inf, top, 0.0)[:, None])
     total = w.sum(axis=1)
@@ -83,7 +68,9 @@ def _chunk(
     spread = np.stack([np.sqrt(np.einsum("kn,kn->k", w, (o - mean[:, j, None]) ** 2) / safe)
                        for j, o in enumerate(offsets)], axis=1)  # fmt: skip
     spread = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
-    zs = [(o - mean[:, j, None]) / spread[:, j, None] for j, o in enumerate(offsets)]
+    # (keys of weight 0 at 0: far ones' powers would overflow and make 0 · inf)
+    zs = [np.where(w > 0, (o - mean[:, j, None]) / spread[:, j, None], 0.0)
+          for j, o in enumerate(offsets)]  # fmt: skip
     exponents = monomials(x.shape[1], degree)
     basis = [math.prod((z**a for z, a in zip(zs, alpha, strict=True)), start=np.ones_like(w))
              for alpha in exponents]  # fmt: skip
@@ -103,7 +90,7 @@ def _chunk(
     beta = scale[:, :, None] * np.einsum("kij,kj,kjp->kip", vectors, inverse_values, rhs)
     # the polynomial's derivatives at the query (z = −μ/s), back in the data's units
     units = np.stack([np.prod(spread ** np.array(order), axis=1) for order in orders], axis=1)
-    rows = _derivative_rows(exponents, orders, -mean / spread) / units[:, :, None]
+    rows = derivative_rows(exponents, orders, -mean / spread) / units[:, :, None]
     estimate = np.einsum("koj,kjp->kop", rows, beta)
     return np.where(undetermined[:, None, None], np.nan, estimate), undetermined
 
@@ -116,9 +103,10 @@ def local_polynomial(
     bandwidth: Any,
     degree: int = 2,
     derivative: int = 0,
-    kernel: str | kernels.Kernel = "gaussian",
+    kernel: KernelSpec = "gaussian",
     empty: str = "nan",
-) -> np.ndarray:
+    method: str = "auto",
+) -> Any:
     """Local polynomial regression, or a derivative of the fit.
 
     Shapes: ``x_train (n,) | (n, d)``, ``y_train (n,) | (n, p)``, ``x_query (k,) | (k, d)``.
@@ -146,10 +134,14 @@ def local_polynomial(
     empty : {"nan", "warn", "raise"}
         A query whose neighbourhood cannot carry the polynomial (too few distinct keys
         of positive weight): NaN, NaN with a warning, or an error.
+    method : {"auto", "numpy", "dense", "stream"}
+        How the pairs are summed (:data:`POLYNOMIAL_METHODS`): the same fit on the
+        NumPy engine or on the compiled engines, which also take JAX arrays (traceable:
+        ``jit``, ``grad`` with respect to every input, on any device).
 
     Returns
     -------
-    ndarray
+    ndarray (a JAX array for JAX inputs)
 
     References
     ----------
@@ -181,25 +173,29 @@ def local_polynomial(
         raise ValueError(
             f"kernel: expected a non-negative distance kernel; received {record.name!r}"
         )
-    x = np.asarray(check_points(x_train, "x_train"), float)
-    q = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), float)
+    x = check_points(x_train, "x_train")
+    q = check_points(x_query, "x_query", dims=x.shape[1])
     d = x.shape[1]
     if d > 1 and degree > 2:
         raise ValueError(f"degree: expected at most 2 in {d} columns; received {degree}")
-    h = np.asarray(check_bandwidth(bandwidth, d), float)
+    h = check_bandwidth(bandwidth, d)
     y, flat = check_values(y_train, x.shape[0])
-    y = np.asarray(y, float).reshape(x.shape[0], -1)
+    y = y.reshape(x.shape[0], -1)
     orders = [o for o in monomials(d, derivative) if sum(o) == derivative]
     if d > 1 and derivative == 2:  # the Hessian's entries, row by row
         orders = [tuple(int(i == a) + int(i == b) for i in range(d))
                   for a in range(d) for b in range(d)]  # fmt: skip
-    width = len(monomials(d, degree)) ** 2
-    rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * width))
-    parts = [_chunk(x, y, q[i : i + rows], h, record, degree, orders)
-             for i in range(0, q.shape[0], rows)]  # fmt: skip
-    fit = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, len(orders), y.shape[1]))
-    undetermined = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, bool)
-    if undetermined.any() and empty != "nan":
+    engine = _engine(method, record, x, y, q, h, degree)
+    if engine == "numpy":
+        fit, undetermined = _numpy_fit(x, y, q, h, record, degree, orders)
+    else:
+        fit, undetermined = _compiled_fit(x, y, q, h, record, degree, orders, engine)
+    if is_traced(undetermined):
+        if empty != "nan":
+            raise ValueError(
+                f"empty: {empty!r} needs concrete inputs; inside jit, grad or vmap use 'nan'"
+            )
+    elif undetermined.any() and empty != "nan":
         message = (
             f"{int(undetermined.sum())} of {len(undetermined)} queries have too few distinct "
             f"training points of positive weight for a polynomial of degree {degree}"
@@ -212,3 +208,83 @@ def local_polynomial(
     elif derivative == 2:
         fit = fit.reshape(fit.shape[0], d, d, -1)
     return fit[..., 0] if flat else fit
+
+
+#: How :func:`local_polynomial` sums: ``"auto"`` (the planner's fit table: NumPy pairs
+#: for small work and NumPy arrays, else the compiled engines), ``"numpy"`` (float64 pairs
+#: in chunks), ``"dense"``/``"stream"`` (compiled: the keys in one block, or in blocks).
+POLYNOMIAL_METHODS = ("auto", "numpy", "dense", "stream")
+
+
+def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
+            degree: int) -> str:  # fmt: skip
+    """The engine of ``method`` for these inputs (``"numpy"``, ``"dense"`` or ``"stream"``)."""
+    check_choice(method, "method", POLYNOMIAL_METHODS)
+    on_host = not any(is_jax(a) for a in (x, y, q, h))
+    if method == "numpy" and not on_host:
+        raise ValueError("method: 'numpy' sums concrete NumPy arrays; received JAX arrays")
+    if method != "auto":
+        return method
+    from ..methods.options import exact_engine
+    from ..sums.facts import polynomial_facts
+    from ..sums.plan import pair_width, plan
+
+    facts = polynomial_facts(kernel, q.shape[0], x.shape[0], x.shape[1], y.shape[1], degree)
+    if on_host and plan(facts).backend == "numpy":
+        return "numpy"
+    return exact_engine(q.shape[0] * x.shape[0] * pair_width(degree, x.shape[1], y.shape[1]))
+
+
+def _numpy_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: int,
+               orders: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The NumPy engine: :func:`_chunk` over chunks of queries, in float64."""
+    x, y, q, h = (np.asarray(a, np.float64) for a in (x, y, q, h))
+    width = len(monomials(x.shape[1], degree)) ** 2
+    rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * width))
+    parts = [_chunk(x, y, q[i : i + rows], h, kernel, degree, orders)
+             for i in range(0, q.shape[0], rows)]  # fmt: skip
+    if not parts:
+        return np.empty((0, len(orders), y.shape[1])), np.zeros(0, bool)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _compiled_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: int,
+                  orders: list[tuple[int, ...]], engine: str) -> tuple[Any, Any]:  # fmt: skip
+    """The compiled engines (:mod:`.polynomial_program`): NumPy in float64 and NumPy out,
+    JAX arrays in their precision (traceable, differentiable)."""
+    import jax.numpy as jnp
+
+    from .._interop import precision_scope
+    from ..methods.stream import KEY_BLOCK
+    from .polynomial_program import compiled_polynomial
+
+    on_host = not any(is_jax(a) for a in (x, y, q, h))
+    dtype = np.float64 if on_host else jnp.result_type(x, y, q, h, jnp.float32)
+    width = len(monomials(x.shape[1], degree)) ** 2 * y.shape[1]
+    key_block = None if engine == "dense" else max(64, KEY_BLOCK // width)
+    with precision_scope(dtype):
+        fit, undetermined = compiled_polynomial(
+            *(jnp.asarray(a, dtype) for a in (x, y, q, h)), kernel=kernel, degree=degree,
+            orders=orders, key_block=key_block,
+        )  # fmt: skip
+        if on_host:
+            return np.asarray(fit, np.float64), np.asarray(undetermined)
+    return fit, undetermined
+
+
+def loo_residuals(
+    x: np.ndarray, y: np.ndarray, bandwidth: Any, kernel: Any, degree: int
+) -> np.ndarray:
+    """``(n, p)``: ``y_i − m̂₋ᵢ(x_i)``, each training row's residual from the fit without
+    it, on the NumPy engine (float64); NaN where the other rows cannot carry the
+    polynomial. ``x (n, d)``, ``y (n, p)``."""
+    record = kernels.get(kernel)
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64).reshape(x.shape[0], -1)
+    h = np.broadcast_to(np.asarray(bandwidth, np.float64), (x.shape[1],))
+    orders = [(0,) * x.shape[1]]
+    rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * len(monomials(x.shape[1], degree)) ** 2))
+    fit = np.concatenate([
+        _chunk(x, y, x[i : i + rows], h, record, degree, orders, left_out=i)[0][:, 0]
+        for i in range(0, x.shape[0], rows)
+    ])  # fmt: skip
+    return np.asarray(y - fit)

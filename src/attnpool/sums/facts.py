@@ -135,6 +135,13 @@ def fit_facts(
     )  # fmt: skip
 
 
+def polynomial_facts(
+    kernel: kernels.Kernel, queries: int, rows: int, d: int, outputs: int, degree: int
+) -> Facts:
+    """The facts of a local polynomial fit of ``degree`` (continuous columns, unweighted)."""
+    return Facts("fit", queries, rows, d, outputs, degree=degree, **_kernel_facts(kernel))
+
+
 def search_facts(
     model: LocalModel, rows: int, outputs: int, *, weighted: bool = False,
     criterion: str = "cv", block_size: bool = False,

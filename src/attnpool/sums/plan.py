@@ -78,6 +78,7 @@ their truncation allows skip the rules that take them.)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -155,7 +156,7 @@ class Facts(NamedTuple):
     device: str = "cpu"  # "cpu", "gpu" or another of JAX's platforms
     loops: bool = False  # the compiled loops sum ``d`` columns here
     expansions_ready: bool = False
-    degree: int = 0  # a local fit's: 0 (local constant) or 1 (local linear)
+    degree: int = 0  # a local fit's polynomial: 0 (local constant), 1 (local linear), …
     categorical: bool = False  # some column is ordered or unordered
     weighted: bool = False  # observation weights
     moments_loops: bool = False  # the compiled loop sums local linear's moments here
@@ -194,8 +195,9 @@ def work_width(f: Facts) -> int:
 
 
 def pair_width(degree: int, d: int, outputs: int) -> int:
-    """Numbers a pair carries: one per response, local linear's moments for degree 1."""
-    return outputs if degree == 0 else (1 + d) ** 2 * outputs
+    """Numbers a pair carries: one per response, a local polynomial's moments (the
+    squared count of its monomials, ``(1 + d)²`` for local linear) per response."""
+    return outputs if degree == 0 else math.comb(d + degree, degree) ** 2 * outputs
 
 
 def search_evaluations(f: Facts) -> int:

@@ -1,0 +1,136 @@
+"""Local polynomial fits on the compiled engines (JAX: traceable, differentiable, on any
+device), the same fit as :mod:`attnpool.regression.polynomial`'s NumPy sums.
+
+The keys are summed in blocks (``"dense"``: one block; ``"stream"``: blocks of
+``key_block``), each query's log weights shifted by their largest, in four passes over
+the blocks: the largest log weight, the weighted mean offset ``μ``, the weighted spread
+``s`` about it, then the moments of the monomials of ``z = (x − q − μ) / s`` (the
+NumPy path's coordinates, which keep the Gram matrix scaled whatever the bandwidth).
+The scaled Gram matrix is solved by ``jnp.linalg.solve`` (differentiable); a query whose
+matrix is singular (eigenvalue ratio below :data:`~attnpool.regression.monomials.SINGULAR`)
+is undetermined, NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from .._shapes import query_bucket
+from ..kernels.edges import pair_log_weights
+from ..kernels.record import Kernel
+from .monomials import SINGULAR, derivative_rows, monomials
+
+__all__ = ["compiled_polynomial"]
+
+#: Pair entries (queries × keys × monomials) formed at a time.
+CHUNK_ENTRIES = 2**22
+
+
+def compiled_polynomial(x, y, q, h, *, kernel: Kernel, degree: int, orders, key_block=None):
+    """``(estimates (k, len(orders), p), undetermined (k,))`` of queries ``q (k, d)``
+    over keys ``x (n, d)`` with responses ``y (n, p)`` and bandwidths ``h (d,)``; keys
+    in blocks of ``key_block`` (None: one block)."""
+    n, d = x.shape
+    exponents = tuple(monomials(d, degree))
+    block = n if key_block is None else min(int(key_block), n)
+    blocks = -(-n // block)
+    pad = blocks * block - n
+    keys = jnp.concatenate([x, jnp.zeros((pad, d), x.dtype)]).reshape(blocks, block, d)
+    responses = jnp.concatenate([y, jnp.zeros((pad, y.shape[1]), y.dtype)])
+    responses = responses.reshape(blocks, block, y.shape[1])
+    real = (jnp.arange(blocks * block) < n).reshape(blocks, block)
+    rows = max(1, CHUNK_ENTRIES // max(1, block * len(exponents) ** 2))
+    k = q.shape[0]
+    if k == 0:
+        return jnp.zeros((0, len(orders), y.shape[1]), y.dtype), jnp.zeros(0, bool)
+    rows = min(rows, query_bucket(k))  # chunks of one shape: one program
+    q = jnp.concatenate([q, jnp.broadcast_to(q[:1], (-k % rows, d))])
+    parts = [
+        _fit(keys, responses, real, q[start : start + rows], h, kernel=kernel,
+             exponents=exponents, orders=tuple(orders))
+        for start in range(0, q.shape[0], rows)
+    ]  # fmt: skip
+    estimate = jnp.concatenate([part[0] for part in parts])[:k]
+    return estimate, jnp.concatenate([part[1] for part in parts])[:k]
+
+
+def _offsets(keys, q, h):
+    """``(k, b)`` per column: the keys' offsets from each query, in data units."""
+    return [keys[None, :, j] - q[:, j, None] for j in range(q.shape[1])]
+
+
+def _log_weights(keys, real, q, h, kernel):
+    offsets = _offsets(keys, q, h)
+    log_w = pair_log_weights([o / h[j] for j, o in enumerate(offsets)], kernel, jnp)
+    return jnp.where(real[None, :], log_w, -jnp.inf), offsets
+
+
+@partial(jax.jit, static_argnames=("kernel", "exponents", "orders"))
+def _fit(keys, responses, real, q, h, *, kernel, exponents, orders):
+    d = q.shape[1]
+
+    def scan(step, init):
+        return jax.lax.scan(lambda c, b: (step(c, *b), None), init, (keys, responses, real))[0]
+
+    def top_step(top, k, v, r):
+        return jnp.maximum(top, jnp.max(_log_weights(k, r, q, h, kernel)[0], axis=1))
+
+    top = scan(top_step, jnp.full(q.shape[0], -jnp.inf, q.dtype))
+    shift = jnp.where(top > -jnp.inf, top, 0.0)
+
+    def weights(k, r):
+        log_w, offsets = _log_weights(k, r, q, h, kernel)
+        return jnp.exp(log_w - shift[:, None]), offsets
+
+    def mean_step(sums, k, v, r):
+        w, offsets = weights(k, r)
+        return sums + jnp.stack([w.sum(axis=1)] + [(w * o).sum(axis=1) for o in offsets], 1)
+
+    sums = scan(mean_step, jnp.zeros((q.shape[0], 1 + d), q.dtype))
+    total = sums[:, 0]
+    safe = jnp.where(total > 0, total, 1.0)
+    mean = sums[:, 1:] / safe[:, None]
+
+    def spread_step(acc, k, v, r):
+        w, offsets = weights(k, r)
+        return acc + jnp.stack([(w * (o - mean[:, j, None]) ** 2).sum(axis=1)
+                                for j, o in enumerate(offsets)], 1)  # fmt: skip
+
+    spread = jnp.sqrt(scan(spread_step, jnp.zeros((q.shape[0], d), q.dtype)) / safe[:, None])
+    spread = jnp.where((spread > 0) & jnp.isfinite(spread), spread, 1.0)
+    width = len(exponents)
+
+    def moment_step(acc, k, v, r):
+        gram, t = acc
+        w, offsets = weights(k, r)
+        zs = [jnp.where(w > 0, (o - mean[:, j, None]) / spread[:, j, None], 0.0)
+              for j, o in enumerate(offsets)]  # fmt: skip
+        one = jnp.ones_like(w)
+        basis = jnp.stack([math.prod((z**a for z, a in zip(zs, alpha, strict=True)), start=one)
+                           for alpha in exponents], -1)  # fmt: skip
+        weighted = basis * w[:, :, None]
+        gram = gram + jnp.einsum("kbi,kbj->kij", weighted, basis)
+        return gram, t + jnp.einsum("kbi,bp->kip", weighted, v)
+
+    p = responses.shape[2]
+    gram, t = scan(moment_step, (jnp.zeros((q.shape[0], width, width), q.dtype),
+                                 jnp.zeros((q.shape[0], width, p), q.dtype)))  # fmt: skip
+    gram, t = gram / safe[:, None, None], t / safe[:, None, None]
+    finite = jnp.all(jnp.isfinite(gram), axis=(1, 2)) & jnp.all(jnp.isfinite(t), axis=(1, 2))
+    gram = jnp.where(finite[:, None, None], gram, jnp.eye(width, dtype=q.dtype))
+    t = jnp.where(finite[:, None, None], t, 0.0)
+    diagonal = jnp.diagonal(gram, axis1=1, axis2=2)
+    scale = 1 / jnp.sqrt(jnp.maximum(diagonal, jnp.finfo(q.dtype).tiny))
+    scaled = gram * scale[:, :, None] * scale[:, None, :]
+    values = jax.lax.stop_gradient(jnp.linalg.eigvalsh(scaled))
+    undetermined = ~(total > 0) | ~finite | ~(values[:, 0] > SINGULAR * values[:, -1])
+    safe_matrix = jnp.where(undetermined[:, None, None], jnp.eye(width, dtype=q.dtype), scaled)
+    beta = scale[:, :, None] * jnp.linalg.solve(safe_matrix, scale[:, :, None] * t)
+    units = jnp.stack([jnp.prod(spread ** jnp.asarray(order), axis=1) for order in orders], 1)
+    rows = derivative_rows(exponents, orders, -mean / spread, jnp) / units[:, :, None]
+    estimate = jnp.einsum("koj,kjp->kop", rows, beta)
+    return jnp.where(undetermined[:, None, None], jnp.nan, estimate), undetermined
