@@ -1,6 +1,8 @@
-"""The monomial basis of a local polynomial fit and the derivatives of its monomials,
-shared by the NumPy engine (:mod:`.polynomial`) and the compiled one
-(:mod:`.polynomial_program`)."""
+"""What every engine of a local polynomial fit shares: the monomial basis, the
+derivatives of its monomials, the checked options (degree, derivative, kernel) with the
+derivatives asked for, and the result's shape — the NumPy engine (:mod:`.polynomial`),
+the compiled one (:mod:`.polynomial_program`) and Dask's
+(:mod:`attnpool.distributed.polynomial`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SINGULAR", "derivative_rows", "monomials"]
+from .. import kernels
+from .._typing import KernelSpec
+
+__all__ = ["SINGULAR", "checked_options", "derivative_rows", "monomials", "shaped"]
 
 #: The scaled Gram matrix is taken as singular below this eigenvalue ratio.
 SINGULAR = 1e-13
@@ -47,3 +52,36 @@ def derivative_rows(
                 row.append(zero)
         rows.append(xp.stack(row, axis=1))
     return xp.stack(rows, axis=1)
+
+
+def checked_options(
+    degree: int, derivative: int, kernel: KernelSpec, d: int
+) -> tuple[kernels.Kernel, list[tuple[int, ...]]]:
+    """``(kernel record, orders)``: the checked degree, derivative and kernel of a fit in
+    ``d`` columns, and the derivatives' multi-indices (the Hessian's entries row by row)."""
+    for value, name in ((degree, "degree"), (derivative, "derivative")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ValueError(f"{name}: expected a non-negative integer; received {value!r}")
+    if derivative > degree:
+        raise ValueError(f"derivative: expected at most degree={degree}; received {derivative}")
+    record = kernels.get(kernel)
+    if record.similarity != "distance" or record.base is not None:
+        raise ValueError(
+            f"kernel: expected a non-negative distance kernel; received {record.name!r}"
+        )
+    if d > 1 and degree > 2:
+        raise ValueError(f"degree: expected at most 2 in {d} columns; received {degree}")
+    orders = [o for o in monomials(d, derivative) if sum(o) == derivative]
+    if d > 1 and derivative == 2:
+        orders = [tuple(int(i == a) + int(i == b) for i in range(d))
+                  for a in range(d) for b in range(d)]  # fmt: skip
+    return record, orders
+
+
+def shaped(fit: Any, d: int, derivative: int, flat: bool) -> Any:
+    """The estimates ``(k, len(orders), p)`` in :func:`local_polynomial`'s shape."""
+    if d == 1 or derivative == 0:
+        fit = fit[:, 0]
+    elif derivative == 2:
+        fit = fit.reshape(fit.shape[0], d, d, -1)
+    return fit[..., 0] if flat else fit

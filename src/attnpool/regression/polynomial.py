@@ -20,13 +20,13 @@ Gram matrix singular) gets NaN, or the error or warning ``empty`` asks for.
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import kernels
+from .._estimator_api import is_dask
 from .._typing import ArrayLike, KernelSpec
 from .._validation import (
     check_bandwidth,
@@ -36,63 +36,12 @@ from .._validation import (
     is_jax,
     is_traced,
 )
-from ..kernels.edges import pair_log_weights
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
-from .monomials import SINGULAR, derivative_rows, monomials
+from .monomials import checked_options, monomials, shaped
+from .polynomial_blocks import fit_block
 
 __all__ = ["local_polynomial"]
-
-
-@np.errstate(over="ignore", invalid="ignore")  # rows whose powers overflow: undetermined
-def _chunk(
-    x: np.ndarray, y: np.ndarray, q: np.ndarray, h: np.ndarray, kernel: kernels.Kernel,
-    degree: int, orders: list[tuple[int, ...]], left_out: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """``(estimates (k, len(orders), p), undetermined (k,))`` of queries ``q (k, d)``;
-    ``left_out``: the queries are the training rows from this one on, each without its
-    own pair (leave-one-out)."""
-    offsets = [x[None, :, j] - q[:, j, None] for j in range(x.shape[1])]
-    us = [o / h[j] for j, o in enumerate(offsets)]  # (h → 0: infinite offsets weigh 0)
-    log_w = np.array(pair_log_weights(us, kernel), float)
-    if left_out is not None:
-        own = np.arange(q.shape[0])
-        log_w[own, left_out + own] = -np.inf
-    top = np.max(log_w, axis=1)
-    w = np.exp(log_w - np.where(top > -np.inf, top, 0.0)[:, None])
-    total = w.sum(axis=1)
-    safe = np.where(total > 0, total, 1.0)
-    # each query's offsets about their weighted mean, in units of their weighted spread:
-    # the Gram matrix is well scaled whatever the bandwidth (h = 1e150 or 1e-300)
-    mean = np.stack([np.einsum("kn,kn->k", w, o) for o in offsets], axis=1) / safe[:, None]
-    spread = np.stack([np.sqrt(np.einsum("kn,kn->k", w, (o - mean[:, j, None]) ** 2) / safe)
-                       for j, o in enumerate(offsets)], axis=1)  # fmt: skip
-    spread = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
-    # (keys of weight 0 at 0: far ones' powers would overflow and make 0 · inf)
-    zs = [np.where(w > 0, (o - mean[:, j, None]) / spread[:, j, None], 0.0)
-          for j, o in enumerate(offsets)]  # fmt: skip
-    exponents = monomials(x.shape[1], degree)
-    basis = [math.prod((z**a for z, a in zip(zs, alpha, strict=True)), start=np.ones_like(w))
-             for alpha in exponents]  # fmt: skip
-    weighted = [w * b for b in basis]
-    gram = np.stack([np.stack([np.einsum("kn,kn->k", wb, b) for b in basis], axis=1)
-                     for wb in weighted], axis=1) / safe[:, None, None]  # fmt: skip
-    t = np.stack([wb @ y for wb in weighted], axis=1) / safe[:, None, None]
-    finite = np.all(np.isfinite(gram), axis=(1, 2)) & np.all(np.isfinite(t), axis=(1, 2))
-    gram = np.where(finite[:, None, None], gram, np.eye(len(exponents)))
-    t = np.where(finite[:, None, None], t, 0.0)
-    scale = 1 / np.sqrt(np.maximum(np.diagonal(gram, axis1=1, axis2=2), np.finfo(float).tiny))
-    scaled = gram * scale[:, :, None] * scale[:, None, :]
-    values, vectors = np.linalg.eigh(scaled)
-    undetermined = ~(total > 0) | ~finite | ~(values[:, 0] > SINGULAR * values[:, -1])
-    inverse_values = np.where(undetermined[:, None], 0.0, 1 / np.where(values > 0, values, 1.0))
-    rhs = np.einsum("kij,kip->kjp", vectors, scale[:, :, None] * t)
-    beta = scale[:, :, None] * np.einsum("kij,kj,kjp->kip", vectors, inverse_values, rhs)
-    # the polynomial's derivatives at the query (z = −μ/s), back in the data's units
-    units = np.stack([np.prod(spread ** np.array(order), axis=1) for order in orders], axis=1)
-    rows = derivative_rows(exponents, orders, -mean / spread) / units[:, :, None]
-    estimate = np.einsum("koj,kjp->kop", rows, beta)
-    return np.where(undetermined[:, None, None], np.nan, estimate), undetermined
 
 
 def local_polynomial(
@@ -137,11 +86,12 @@ def local_polynomial(
     method : {"auto", "numpy", "dense", "stream"}
         How the pairs are summed (:data:`POLYNOMIAL_METHODS`): the same fit on the
         NumPy engine or on the compiled engines, which also take JAX arrays (traceable:
-        ``jit``, ``grad`` with respect to every input, on any device).
+        ``jit``, ``grad`` with respect to every input, on any device). Dask arrays are
+        fitted lazily, chunk by chunk (:func:`attnpool.distributed.polynomial.local_polynomial`).
 
     Returns
     -------
-    ndarray (a JAX array for JAX inputs)
+    ndarray (a JAX array for JAX inputs, a lazy Dask array for Dask inputs)
 
     References
     ----------
@@ -163,28 +113,23 @@ def local_polynomial(
     array([[3., 1.]])
     """
     check_choice(empty, "empty", ("nan", "warn", "raise"))
-    for value, name in ((degree, "degree"), (derivative, "derivative")):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-            raise ValueError(f"{name}: expected a non-negative integer; received {value!r}")
-    if derivative > degree:
-        raise ValueError(f"derivative: expected at most degree={degree}; received {derivative}")
-    record = kernels.get(kernel)
-    if record.similarity != "distance" or record.base is not None:
-        raise ValueError(
-            f"kernel: expected a non-negative distance kernel; received {record.name!r}"
-        )
+    if is_dask(x_train, y_train, x_query):  # the same fit, lazily, chunk by chunk
+        if empty != "nan" or method != "auto":
+            raise ValueError(
+                "x_train: Dask inputs take empty='nan' and method='auto' (a lazy result, "
+                f"summed chunk by chunk); received empty={empty!r}, method={method!r}"
+            )
+        from ..distributed.polynomial import local_polynomial as on_dask
+
+        return on_dask(x_train, y_train, x_query, bandwidth=bandwidth, degree=degree,
+                       derivative=derivative, kernel=kernel)  # fmt: skip
     x = check_points(x_train, "x_train")
     q = check_points(x_query, "x_query", dims=x.shape[1])
     d = x.shape[1]
-    if d > 1 and degree > 2:
-        raise ValueError(f"degree: expected at most 2 in {d} columns; received {degree}")
+    record, orders = checked_options(degree, derivative, kernel, d)
     h = check_bandwidth(bandwidth, d)
     y, flat = check_values(y_train, x.shape[0])
     y = y.reshape(x.shape[0], -1)
-    orders = [o for o in monomials(d, derivative) if sum(o) == derivative]
-    if d > 1 and derivative == 2:  # the Hessian's entries, row by row
-        orders = [tuple(int(i == a) + int(i == b) for i in range(d))
-                  for a in range(d) for b in range(d)]  # fmt: skip
     engine = _engine(method, record, x, y, q, h, degree)
     if engine == "numpy":
         fit, undetermined = _numpy_fit(x, y, q, h, record, degree, orders)
@@ -203,11 +148,7 @@ def local_polynomial(
         if empty == "raise":
             raise ValueError(f"empty: {message}; widen the bandwidth or lower the degree")
         warnings.warn(f"{message}; their result is NaN", EmptyNeighbourhoodWarning, stacklevel=2)
-    if d == 1 or derivative == 0:
-        fit = fit[:, 0]
-    elif derivative == 2:
-        fit = fit.reshape(fit.shape[0], d, d, -1)
-    return fit[..., 0] if flat else fit
+    return shaped(fit, d, derivative, flat)
 
 
 #: How :func:`local_polynomial` sums: ``"auto"`` (the planner's fit table: NumPy pairs
@@ -237,11 +178,13 @@ def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
 
 def _numpy_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: int,
                orders: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """The NumPy engine: :func:`_chunk` over chunks of queries, in float64."""
+    """The NumPy engine: :func:`.polynomial_blocks.fit_block` over chunks of queries,
+    in float64."""
     x, y, q, h = (np.asarray(a, np.float64) for a in (x, y, q, h))
     width = len(monomials(x.shape[1], degree)) ** 2
     rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * width))
-    parts = [_chunk(x, y, q[i : i + rows], h, kernel, degree, orders)
+    exponents = monomials(x.shape[1], degree)
+    parts = [fit_block(x, y, q[i : i + rows], h, kernel, exponents, orders)
              for i in range(0, q.shape[0], rows)]  # fmt: skip
     if not parts:
         return np.empty((0, len(orders), y.shape[1])), np.zeros(0, bool)
@@ -283,8 +226,9 @@ def loo_residuals(
     h = np.broadcast_to(np.asarray(bandwidth, np.float64), (x.shape[1],))
     orders = [(0,) * x.shape[1]]
     rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * len(monomials(x.shape[1], degree)) ** 2))
+    exponents = monomials(x.shape[1], degree)
     fit = np.concatenate([
-        _chunk(x, y, x[i : i + rows], h, record, degree, orders, left_out=i)[0][:, 0]
+        fit_block(x, y, x[i : i + rows], h, record, exponents, orders, left_out=i)[0][:, 0]
         for i in range(0, x.shape[0], rows)
     ])  # fmt: skip
     return np.asarray(y - fit)

@@ -17,7 +17,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from .._estimator_api import MultiOutputRegressor, check_is_fitted, validate_data
+from .._estimator_api import MultiOutputRegressor, check_is_fitted, is_dask, validate_data
 from .._typing import ArrayLike, KernelSpec, NDArray
 from .._validation import check_bandwidth, check_choice
 from .polynomial import POLYNOMIAL_METHODS, local_polynomial, loo_residuals
@@ -94,6 +94,11 @@ class LocalPolynomial(MultiOutputRegressor):
         -------
         self
         """
+        if is_dask(X, y):
+            raise ValueError(
+                "X: LocalPolynomial fits arrays in memory; for Dask arrays call "
+                "attnpool.local_polynomial with a bandwidth (a lazy fit, chunk by chunk)"
+            )
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         check_choice(self.method, "method", POLYNOMIAL_METHODS)
         check_choice(self.empty, "empty", ("nan", "warn", "raise"))

@@ -1,0 +1,161 @@
+"""Local polynomial fits of Dask arrays: :func:`attnpool.local_polynomial` with the keys
+(and the queries) chunked along rows.
+
+A fit needs four sums over each query's keys (:mod:`attnpool.regression.polynomial_blocks`):
+the largest log weight, the weighted mean offset, the spread about it, and the moments of
+the monomials. For each query chunk, every pass is one task per key chunk, its results
+summed (the largest taken) before the next pass starts; the last step solves. The numbers
+are the NumPy engine's, up to the order of the sums. Tasks hold one query chunk and one
+key chunk (``q · b`` pairs at a time); the graph has ``4 · I · J`` such tasks for ``I``
+query and ``J`` key chunks.
+
+>>> import numpy as np, dask.array as da, attnpool
+>>> x = np.linspace(0, 2, 400)
+>>> keys, y = da.from_array(x, chunks=150), da.from_array(x**3, chunks=150)
+>>> attnpool.local_polynomial(keys, y, [1.0], bandwidth=0.2, degree=3,
+...                           derivative=1).compute().round(6)       # 3x², lazily
+array([3.])
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+import numpy as np
+
+from .._optional import require
+from .._typing import ArrayLike, Bandwidth, KernelSpec
+from ..kernels.record import Kernel
+from ..regression import polynomial_blocks as blocks
+from ..regression.monomials import checked_options, monomials, shaped
+from ..regression.polynomial_blocks import Index
+from . import prepare_arrays
+
+require("dask", "Dask support (attnpool.distributed)")
+import dask.array as da  # noqa: E402
+from dask.delayed import delayed  # noqa: E402
+
+__all__ = ["local_polynomial"]
+
+
+def local_polynomial(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike,
+    *,
+    bandwidth: Bandwidth,
+    degree: int = 2,
+    derivative: int = 0,
+    kernel: KernelSpec = "gaussian",
+    chunk_rows: int | None = None,
+) -> da.Array:
+    """:func:`attnpool.local_polynomial` of Dask (or NumPy) arrays: a lazy Dask array.
+
+    Parameters
+    ----------
+    x_train : array (n,) or (n, d), Dask or NumPy (chunked along rows)
+    y_train : array (n,) or (n, p); re-chunked to the keys' row chunks if they differ
+    x_query : array (k,) or (k, d), Dask or NumPy
+    bandwidth, degree, derivative, kernel : as :func:`attnpool.local_polynomial`
+    chunk_rows : int, optional
+        Rows per chunk for NumPy inputs.
+
+    Returns
+    -------
+    dask.array.Array
+        Shaped as :func:`attnpool.local_polynomial`'s result; queries whose keys cannot
+        carry the polynomial are NaN (``empty="nan"``). NaN or infinite inputs raise
+        ``ValueError`` at ``compute()``.
+
+    References
+    ----------
+    Fan, J. & Gijbels, I. (1996). *Local Polynomial Modelling and Its Applications*.
+    Chapman & Hall.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, attnpool
+    >>> x = da.from_array(np.linspace(-1, 1, 300), chunks=100)
+    >>> from attnpool.distributed.polynomial import local_polynomial
+    >>> local_polynomial(x, x**2, [0.0, 0.5], bandwidth=0.3, degree=2).compute().round(6)
+    array([0.  , 0.25])
+    """
+    queries, keys, values, h, _, flat = prepare_arrays(
+        x_query, x_train, y_train, bandwidth, kernel, chunk_rows,
+        names=("x_query", "x_train", "y_train"),
+    )  # fmt: skip
+    d = keys.shape[1]
+    record, orders = checked_options(degree, derivative, kernel, d)
+    exponents = monomials(d, degree)
+    parts = list(zip(keys.to_delayed().ravel(), values.to_delayed().ravel(), strict=True))
+    pieces = []
+    for chunk, rows in zip(queries.to_delayed().ravel(), queries.chunks[0], strict=True):
+        q = delayed(_checked)(chunk, "x_query")
+        fit = _chunk_fit(q, parts, h, record, exponents, orders)
+        pieces.append(da.from_delayed(fit, shape=(rows, len(orders), values.shape[1]),
+                                      dtype=np.float64))  # fmt: skip
+    fitted: da.Array = shaped(da.concatenate(pieces), d, derivative, flat)
+    return fitted
+
+
+def _chunk_fit(q: Any, parts: list[Any], h: np.ndarray, kernel: Kernel, exponents: list[Index],
+               orders: list[Index]) -> Any:  # fmt: skip
+    """The delayed fit of one query chunk ``q`` over the key chunks ``parts``."""
+    tops = [delayed(_top)(q, k, h, kernel) for k, _ in parts]
+    shift = delayed(_shift)(tops)
+    sums = [delayed(_mean_sums)(q, k, h, kernel, shift) for k, _ in parts]
+    mean = delayed(_mean)(sums)
+    squares = [delayed(_spread_sums)(q, k, h, kernel, shift, mean) for k, _ in parts]
+    spread = delayed(_spread)(squares, mean)
+    moments = [delayed(_moment_sums)(q, k, v, h, kernel, shift, mean, spread, exponents)
+               for k, v in parts]  # fmt: skip
+    return delayed(_solve)(moments, mean, spread, exponents, orders)
+
+
+def _checked(rows: np.ndarray, name: str) -> np.ndarray:
+    rows = np.asarray(rows, np.float64)
+    if not np.all(np.isfinite(rows)):
+        raise ValueError(f"{name}: expected finite values; received NaN or infinite ones")
+    return rows
+
+
+def _top(q: np.ndarray, k: np.ndarray, h: np.ndarray, kernel: Kernel) -> np.ndarray:
+    log_w = blocks.log_weights(_checked(k, "x_train"), q, h, kernel)[0]
+    return np.max(log_w, axis=1) if log_w.shape[1] else np.full(q.shape[0], -np.inf)
+
+
+def _shift(tops: list[np.ndarray]) -> np.ndarray:
+    return blocks.shift_of(reduce(np.maximum, tops))
+
+
+def _mean_sums(q: Any, k: Any, h: Any, kernel: Kernel, shift: Any) -> np.ndarray:
+    log_w, offsets = blocks.log_weights(np.asarray(k, np.float64), q, h, kernel)
+    return blocks.mean_sums(log_w, offsets, shift)
+
+
+def _mean(sums: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return blocks.mean_of(reduce(np.add, sums))
+
+
+def _spread_sums(q: Any, k: Any, h: Any, kernel: Kernel, shift: Any, mean: Any) -> np.ndarray:
+    log_w, offsets = blocks.log_weights(np.asarray(k, np.float64), q, h, kernel)
+    return blocks.spread_sums(log_w, offsets, shift, mean[1])
+
+
+def _spread(squares: list[np.ndarray], mean: Any) -> np.ndarray:
+    return blocks.spread_of(reduce(np.add, squares), mean[0])
+
+
+def _moment_sums(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, shift: Any, mean: Any,
+                 spread: Any, exponents: list[Index]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    log_w, offsets = blocks.log_weights(np.asarray(k, np.float64), q, h, kernel)
+    y = _checked(v, "y_train")
+    return blocks.moment_sums(log_w, offsets, shift, mean[1], spread, y, exponents)
+
+
+def _solve(moments: list[Any], mean: Any, spread: Any, exponents: list[Index],
+           orders: list[Index]) -> np.ndarray:  # fmt: skip
+    gram = reduce(np.add, [m[0] for m in moments])
+    t = reduce(np.add, [m[1] for m in moments])
+    return blocks.solve(gram, t, mean[0], mean[1], spread, exponents, orders)[0]
