@@ -2,9 +2,10 @@
 (and the queries) chunked along rows.
 
 A fit needs four sums over each query's keys (:mod:`attnpool.regression.polynomial_blocks`):
-the largest log weight, the weighted mean offset, the spread about it, and the moments of
-the monomials. For each query chunk, every pass is one task per key chunk, its results
-summed (the largest taken) before the next pass starts; the last step solves. The numbers
+the heaviest key (the reference), the weighted mean offset from it, the spread about
+that, and the moments of the monomials. For each query chunk, every pass is one task per
+key chunk, its results summed (the heaviest taken) before the next pass starts; the
+last step solves. The numbers
 are the NumPy engine's, up to the order of the sums. Tasks hold one query chunk and one
 key chunk (``q · b`` pairs at a time); the graph has ``4 · I · J`` such tasks for ``I``
 query and ``J`` key chunks.
@@ -102,15 +103,15 @@ def local_polynomial(
 def _chunk_fit(q: Any, parts: list[Any], h: np.ndarray, kernel: Kernel, exponents: list[Index],
                orders: list[Index]) -> Any:  # fmt: skip
     """The delayed fit of one query chunk ``q`` over the key chunks ``parts``."""
-    tops = [delayed(_top)(q, k, h, kernel) for k, _ in parts]
-    shift = delayed(_shift)(tops)
-    sums = [delayed(_mean_sums)(q, k, h, kernel, shift) for k, _ in parts]
+    heaviest = [delayed(_heaviest)(q, k, v, h, kernel) for k, v in parts]
+    reference = delayed(reduce)(blocks.heavier, heaviest)
+    sums = [delayed(_mean_sums)(q, k, h, kernel, reference) for k, _ in parts]
     mean = delayed(_mean)(sums)
-    squares = [delayed(_spread_sums)(q, k, h, kernel, shift, mean) for k, _ in parts]
+    squares = [delayed(_spread_sums)(q, k, h, kernel, reference, mean) for k, _ in parts]
     spread = delayed(_spread)(squares, mean)
-    moments = [delayed(_moment_sums)(q, k, v, h, kernel, shift, mean, spread, exponents)
+    moments = [delayed(_moment_sums)(q, k, v, h, kernel, reference, mean, spread, exponents)
                for k, v in parts]  # fmt: skip
-    return delayed(_solve)(moments, mean, spread, exponents, orders)
+    return delayed(_solve)(moments, q, reference, mean, spread, exponents, orders)
 
 
 def _checked(rows: np.ndarray, name: str) -> np.ndarray:
@@ -120,42 +121,43 @@ def _checked(rows: np.ndarray, name: str) -> np.ndarray:
     return rows
 
 
-def _top(q: np.ndarray, k: np.ndarray, h: np.ndarray, kernel: Kernel) -> np.ndarray:
-    log_w = blocks.log_weights(_checked(k, "x_train"), q, h, kernel)[0]
-    return np.max(log_w, axis=1) if log_w.shape[1] else np.full(q.shape[0], -np.inf)
+def _terms(q: Any, k: Any, h: Any, kernel: Kernel, reference: Any) -> tuple[Any, Any, Any]:
+    """``(log weights, offsets from the reference, shift)`` of a query and a key chunk."""
+    k = np.asarray(k, np.float64)
+    log_w = blocks.log_weights(k, q, h, kernel)
+    return log_w, blocks.offsets_from(k, reference), blocks.shift_of(reference[0])
 
 
-def _shift(tops: list[np.ndarray]) -> np.ndarray:
-    return blocks.shift_of(reduce(np.maximum, tops))
+def _heaviest(q: Any, k: Any, v: Any, h: Any, kernel: Kernel) -> Any:
+    k, v = _checked(k, "x_train"), _checked(v, "y_train")
+    return blocks.heaviest(blocks.log_weights(k, q, h, kernel), k, v)
 
 
-def _mean_sums(q: Any, k: Any, h: Any, kernel: Kernel, shift: Any) -> np.ndarray:
-    log_w, offsets = blocks.log_weights(np.asarray(k, np.float64), q, h, kernel)
-    return blocks.mean_sums(log_w, offsets, shift)
+def _mean_sums(q: Any, k: Any, h: Any, kernel: Kernel, reference: Any) -> np.ndarray:
+    return blocks.mean_sums(*_terms(q, k, h, kernel, reference))
 
 
 def _mean(sums: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return blocks.mean_of(reduce(np.add, sums))
 
 
-def _spread_sums(q: Any, k: Any, h: Any, kernel: Kernel, shift: Any, mean: Any) -> np.ndarray:
-    log_w, offsets = blocks.log_weights(np.asarray(k, np.float64), q, h, kernel)
-    return blocks.spread_sums(log_w, offsets, shift, mean[1])
+def _spread_sums(q: Any, k: Any, h: Any, kernel: Kernel, reference: Any, mean: Any) -> np.ndarray:
+    return blocks.spread_sums(*_terms(q, k, h, kernel, reference), mean[1])
 
 
 def _spread(squares: list[np.ndarray], mean: Any) -> np.ndarray:
     return blocks.spread_of(reduce(np.add, squares), mean[0])
 
 
-def _moment_sums(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, shift: Any, mean: Any,
+def _moment_sums(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, reference: Any, mean: Any,
                  spread: Any, exponents: list[Index]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    log_w, offsets = blocks.log_weights(np.asarray(k, np.float64), q, h, kernel)
-    y = _checked(v, "y_train")
-    return blocks.moment_sums(log_w, offsets, shift, mean[1], spread, y, exponents)
+    log_w, offsets, shift = _terms(q, k, h, kernel, reference)
+    y = np.asarray(v, np.float64)
+    return blocks.moment_sums(log_w, offsets, shift, mean[1], spread, y, reference[2], exponents)
 
 
-def _solve(moments: list[Any], mean: Any, spread: Any, exponents: list[Index],
-           orders: list[Index]) -> np.ndarray:  # fmt: skip
+def _solve(moments: list[Any], q: Any, reference: Any, mean: Any, spread: Any,
+           exponents: list[Index], orders: list[Index]) -> np.ndarray:  # fmt: skip
     gram = reduce(np.add, [m[0] for m in moments])
     t = reduce(np.add, [m[1] for m in moments])
-    return blocks.solve(gram, t, mean[0], mean[1], spread, exponents, orders)[0]
+    return blocks.solve(gram, t, mean[0], mean[1], spread, q, reference, exponents, orders)[0]

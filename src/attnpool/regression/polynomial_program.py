@@ -3,9 +3,11 @@ device), the same fit as :mod:`attnpool.regression.polynomial`'s NumPy sums.
 
 The keys are summed in blocks (``"dense"``: one block; ``"stream"``: blocks of
 ``key_block``), each query's log weights shifted by their largest, in four passes over
-the blocks: the largest log weight, the weighted mean offset ``μ``, the weighted spread
-``s`` about it, then the moments of the monomials of ``z = (x − q − μ) / s`` (the
-NumPy path's coordinates, which keep the Gram matrix scaled whatever the bandwidth).
+the blocks (:mod:`.polynomial_blocks`' sums): the heaviest key (the reference), the
+weighted mean offset ``μ`` from it, the weighted spread ``s`` about that, then the
+moments of the monomials of ``z = (x − x_r − μ) / s`` and of ``y − y_r`` (coordinates
+that keep the Gram matrix scaled whatever the bandwidth, and the light keys' terms
+whatever the weights' span).
 The scaled Gram matrix is solved by ``jnp.linalg.solve`` (differentiable); a query whose
 matrix is singular (eigenvalue ratio below :data:`~attnpool.regression.monomials.SINGULAR`)
 is undetermined, NaN.
@@ -58,15 +60,9 @@ def compiled_polynomial(x, y, q, h, *, kernel: Kernel, degree: int, orders, key_
     return estimate, jnp.concatenate([part[1] for part in parts])[:k]
 
 
-def _offsets(keys, q, h):
-    """``(k, b)`` per column: the keys' offsets from each query, in data units."""
-    return [keys[None, :, j] - q[:, j, None] for j in range(q.shape[1])]
-
-
 def _log_weights(keys, real, q, h, kernel):
-    offsets = _offsets(keys, q, h)
-    log_w = pair_log_weights([o / h[j] for j, o in enumerate(offsets)], kernel, jnp)
-    return jnp.where(real[None, :], log_w, -jnp.inf), offsets
+    us = [(keys[None, :, j] - q[:, j, None]) / h[j] for j in range(q.shape[1])]
+    return jnp.where(real[None, :], pair_log_weights(us, kernel, jnp), -jnp.inf)
 
 
 @partial(jax.jit, static_argnames=("kernel", "exponents", "orders"))
@@ -76,14 +72,24 @@ def _fit(keys, responses, real, q, h, *, kernel, exponents, orders):
     def scan(step, init):
         return jax.lax.scan(lambda c, b: (step(c, *b), None), init, (keys, responses, real))[0]
 
-    def top_step(top, k, v, r):
-        return jnp.maximum(top, jnp.max(_log_weights(k, r, q, h, kernel)[0], axis=1))
+    def top_step(heaviest, k, v, r):  # each query's heaviest key: the reference
+        log_w = _log_weights(k, r, q, h, kernel)
+        index = jnp.argmax(log_w, axis=1)
+        top = jnp.take_along_axis(log_w, index[:, None], axis=1)[:, 0]
+        take = top > heaviest[0]
+        return (jnp.where(take, top, heaviest[0]), jnp.where(take[:, None], k[index], heaviest[1]),
+                jnp.where(take[:, None], v[index], heaviest[2]))  # fmt: skip
 
-    top = scan(top_step, jnp.full(q.shape[0], -jnp.inf, q.dtype))
+    p = responses.shape[2]
+    start = (jnp.full(q.shape[0], -jnp.inf, q.dtype), jnp.zeros((q.shape[0], d), q.dtype),
+             jnp.zeros((q.shape[0], p), q.dtype))  # fmt: skip
+    # (no gradient: the fit does not depend on which key is the reference)
+    top, x_ref, y_ref = jax.lax.stop_gradient(scan(top_step, start))
     shift = jnp.where(top > -jnp.inf, top, 0.0)
 
     def weights(k, r):
-        log_w, offsets = _log_weights(k, r, q, h, kernel)
+        log_w = _log_weights(k, r, q, h, kernel)
+        offsets = [k[None, :, j] - x_ref[:, j, None] for j in range(d)]
         return jnp.exp(log_w - shift[:, None]), offsets
 
     def mean_step(sums, k, v, r):
@@ -114,9 +120,8 @@ def _fit(keys, responses, real, q, h, *, kernel, exponents, orders):
                            for alpha in exponents], -1)  # fmt: skip
         weighted = basis * w[:, :, None]
         gram = gram + jnp.einsum("kbi,kbj->kij", weighted, basis)
-        return gram, t + jnp.einsum("kbi,bp->kip", weighted, v)
+        return gram, t + jnp.einsum("kbi,kbp->kip", weighted, v[None, :, :] - y_ref[:, None, :])
 
-    p = responses.shape[2]
     gram, t = scan(moment_step, (jnp.zeros((q.shape[0], width, width), q.dtype),
                                  jnp.zeros((q.shape[0], width, p), q.dtype)))  # fmt: skip
     gram, t = gram / safe[:, None, None], t / safe[:, None, None]
@@ -131,6 +136,8 @@ def _fit(keys, responses, real, q, h, *, kernel, exponents, orders):
     safe_matrix = jnp.where(undetermined[:, None, None], jnp.eye(width, dtype=q.dtype), scaled)
     beta = scale[:, :, None] * jnp.linalg.solve(safe_matrix, scale[:, :, None] * t)
     units = jnp.stack([jnp.prod(spread ** jnp.asarray(order), axis=1) for order in orders], 1)
-    rows = derivative_rows(exponents, orders, -mean / spread, jnp) / units[:, :, None]
-    estimate = jnp.einsum("koj,kjp->kop", rows, beta)
+    rows = derivative_rows(exponents, orders, (q - x_ref - mean) / spread, jnp)
+    estimate = jnp.einsum("koj,kjp->kop", rows / units[:, :, None], beta)
+    fit = jnp.asarray([sum(order) == 0 for order in orders])
+    estimate = estimate + jnp.where(fit[None, :, None], y_ref[:, None, :], 0.0)
     return jnp.where(undetermined[:, None, None], jnp.nan, estimate), undetermined
