@@ -77,6 +77,8 @@ def tiled_state(
     left_out=None,
     factors=None,
     moments: bool = False,
+    stage: str = "",
+    polynomial: tuple = (),
 ) -> PoolingState:
     """Pooling state of ``queries (n, ·)`` over ``keys (m, d)`` with ``values (m, p)``.
 
@@ -88,7 +90,8 @@ def tiled_state(
     kernel weights after the shift. ``moments``: sum local linear's moments about the
     reference row of ``d + p`` numbers that follows each query's ``d`` coordinates
     (:mod:`attnpool.engines.local_fits`); ``weighted_values`` is then ``(n, p + d + d² +
-    d·p)``.
+    d·p)``. ``stage``, ``polynomial``: a local polynomial's sums from the columns that
+    follow each query's coordinates (:class:`~.pallas_kernel.TileSums`).
     """
     n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
     if key_count is not None:
@@ -105,6 +108,8 @@ def tiled_state(
         ranged=divisor is not None and has_edge(kernel) and m > KEY_TILE,
         moments=moments,
         limit=m,
+        stage=stage,
+        polynomial=tuple(polynomial),
     )
     if n == 0 or m == 0:
         width = feature_count(spec)

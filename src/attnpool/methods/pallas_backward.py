@@ -62,7 +62,8 @@ def _tile_pullback(spec: TileSums, query_rows, key_rows, divisor, positions):
     h = None if divisor is None else [jnp.broadcast_to(x, (rows, 1)) for x in divisor]
 
     def terms(q, k, v, h):
-        return pair_log_weights(q[:d], k, spec.kernel, h), pair_features(spec, q, k, v)
+        log_w = pair_log_weights(q[:d], k, spec.kernel, h)
+        return log_w, pair_features(spec, q, k, v, log_w)
 
     (log_w, features), pull_back = jax.vjp(terms, q, k, v, h)
     allowed = allowed_pairs(spec, positions, None if ids is None else ids[None, :],

@@ -26,6 +26,7 @@ each query tile (tiles beyond it cost nothing).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import jax
@@ -65,8 +66,13 @@ class TileSums:
     each query drops the key whose id is its own; ``weighted``: keys carry factors;
     ``ranged``: each query tile walks only its own range of key tiles; ``moments``: local
     linear's moments about a reference row of ``d + p`` numbers that follows each query's
-    coordinates, instead of the values; ``limit``: the real keys (those past it pad the
-    last tile).
+    coordinates, instead of the values; ``stage`` with ``polynomial`` (the monomials'
+    exponents): a local polynomial's sums (:mod:`attnpool.regression.polynomial_blocks`)
+    from the columns that follow each query's coordinates — ``"mean"``: the offsets
+    ``δ = x − x_r`` from the reference ``x_r`` (``d`` columns); ``"spread"``: ``(δ − μ)²``
+    (``x_r``, ``μ``); ``"moments"``: the monomials' products ``z^α z^β`` and
+    ``z^α (y − y_r)``, ``z = (δ − μ)/s`` (``x_r``, ``μ``, ``s``, ``y_r``); ``limit``: the
+    real keys (those past it pad the last tile).
     """
 
     kernel: Kernel
@@ -79,11 +85,17 @@ class TileSums:
     ranged: bool = False
     moments: bool = False
     limit: int = 0
+    stage: str = ""
+    polynomial: tuple[tuple[int, ...], ...] = ()
 
 
 def feature_count(spec: TileSums) -> int:
     """Summed features per query row: ``p`` values, or ``p + d + d² + d·p`` moments."""
     d, p = spec.d, spec.p
+    if spec.stage == "moments":
+        return len(spec.polynomial) * (len(spec.polynomial) + p)
+    if spec.stage:
+        return d
     return p + d + d * d + d * p if spec.moments else p
 
 
@@ -106,8 +118,12 @@ def pair_log_weights(query_columns, key_columns, kernel: Kernel, divisor=None):
     return kernel.log_profile(squared_norm(us, kernel, jnp))
 
 
-def pair_features(spec: TileSums, query_columns, key_columns, value_columns) -> list:
-    """The summed features of a tile's pairs, each ``(n, b)`` or broadcastable to it."""
+def pair_features(spec: TileSums, query_columns, key_columns, value_columns, log_w=None) -> list:
+    """The summed features of a tile's pairs, each ``(n, b)`` or broadcastable to it;
+    ``log_w``: the pairs' log weights (a polynomial's monomials are 0 where they are
+    ``−inf``: far keys' powers would overflow, and 0 · inf is NaN)."""
+    if spec.stage:
+        return _polynomial_features(spec, query_columns, key_columns, value_columns, log_w)
     if not spec.moments:
         return list(value_columns)
     d, p = spec.d, spec.p
@@ -121,6 +137,24 @@ def pair_features(spec: TileSums, query_columns, key_columns, value_columns) -> 
     squares = [products[j, i] for j in range(d) for i in range(d)]
     cross = [delta[j] * response[c] for j in range(d) for c in range(p)]
     return response + delta + squares + cross
+
+
+def _polynomial_features(spec: TileSums, query_columns, key_columns, value_columns,
+                         log_w) -> list:  # fmt: skip
+    """A local polynomial's features of the stage ``spec.stage`` (:class:`TileSums`)."""
+    d, p = spec.d, spec.p
+    extra = query_columns[d:]
+    delta = [key_columns[j] - extra[j] for j in range(d)]
+    if spec.stage == "mean":
+        return delta
+    centred = [delta[j] - extra[d + j] for j in range(d)]
+    if spec.stage == "spread":
+        return [c * c for c in centred]
+    zs = [jnp.where(log_w > -jnp.inf, centred[j] / extra[2 * d + j], 0.0) for j in range(d)]
+    basis = [math.prod((z**a for z, a in zip(zs, alpha, strict=True)), start=jnp.ones_like(zs[0]))
+             for alpha in spec.polynomial]  # fmt: skip
+    responses = [value_columns[c] - extra[3 * d + c] for c in range(p)]
+    return [a * b for a in basis for b in basis] + [a * r for a in basis for r in responses]
 
 
 def allowed_pairs(spec: TileSums, positions, ids, lengths, own):
@@ -184,7 +218,8 @@ def _forward_body(blocked, whole, top_ref, sum_ref, *feature_refs, spec: TileSum
         if factors is not None:
             weights = weights * factors[None, :]
         rescale = jnp.exp(top - shift)
-        pairs = pair_features(spec, query_columns, key_columns, [v[None, :] for v in values])
+        values = [v[None, :] for v in values]
+        pairs = pair_features(spec, query_columns, key_columns, values, log_w)
         sums = tuple(
             rescale * old + jnp.sum(weights * feature, axis=1)
             for old, feature in zip(sums, pairs, strict=True)

@@ -83,7 +83,7 @@ def local_polynomial(
     empty : {"nan", "warn", "raise"}
         A query whose neighbourhood cannot carry the polynomial (too few distinct keys
         of positive weight): NaN, NaN with a warning, or an error.
-    method : {"auto", "numpy", "dense", "stream"}
+    method : {"auto", "numpy", "dense", "stream", "pallas"}
         How the pairs are summed (:data:`POLYNOMIAL_METHODS`): the same fit on the
         NumPy engine or on the compiled engines, which also take JAX arrays (traceable:
         ``jit``, ``grad`` with respect to every input, on any device). Dask arrays are
@@ -153,8 +153,9 @@ def local_polynomial(
 
 #: How :func:`local_polynomial` sums: ``"auto"`` (the planner's fit table: NumPy pairs
 #: for small work and NumPy arrays, else the compiled engines), ``"numpy"`` (float64 pairs
-#: in chunks), ``"dense"``/``"stream"`` (compiled: the keys in one block, or in blocks).
-POLYNOMIAL_METHODS = ("auto", "numpy", "dense", "stream")
+#: in chunks), ``"dense"``/``"stream"`` (compiled: the keys in one block, or in blocks),
+#: ``"pallas"`` (the tiled kernel: ``auto``'s choice for streamed work on a GPU).
+POLYNOMIAL_METHODS = ("auto", "numpy", "dense", "stream", "pallas")
 
 
 def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
@@ -173,7 +174,11 @@ def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
     facts = polynomial_facts(kernel, q.shape[0], x.shape[0], x.shape[1], y.shape[1], degree)
     if on_host and plan(facts).backend == "numpy":
         return "numpy"
-    return exact_engine(q.shape[0] * x.shape[0] * pair_width(degree, x.shape[1], y.shape[1]))
+    from ..methods import pallas
+
+    engine = exact_engine(q.shape[0] * x.shape[0] * pair_width(degree, x.shape[1], y.shape[1]))
+    tiled = engine == "stream" and not pallas.interpreted() and pallas.supports(kernel)
+    return "pallas" if tiled else engine
 
 
 def _numpy_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: int,
@@ -208,7 +213,7 @@ def _compiled_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree
     with precision_scope(dtype):
         fit, undetermined = compiled_polynomial(
             *(jnp.asarray(a, dtype) for a in (x, y, q, h)), kernel=kernel, degree=degree,
-            orders=orders, key_block=key_block,
+            orders=orders, key_block=key_block, tiled=engine == "pallas",
         )  # fmt: skip
         if on_host:
             return np.asarray(fit, np.float64), np.asarray(undetermined)
