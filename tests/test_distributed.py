@@ -281,3 +281,12 @@ def test_observation_weights_on_the_cluster(client, kernel):
     for bad, message in ((-weights, "non-negative"), (0 * weights, "some positive weight")):
         with pytest.raises(ValueError, match=f"weights: expected {message}"):
             dist.attention_pool(queries, keys, values, bandwidth=0.4, weights=bad).compute()
+    # values of 2⁻¹⁰⁰⁰ times weights of 2⁻²⁵⁰ once underflowed to 0 in [w, w·v]
+    wide = 2.0 ** rng.uniform(-250, 250, 900)
+    chunked = da.from_array(keys, chunks=(300, 2))
+    for scale in (2.0**-1000, 2.0**1000):
+        tiny = dist.attention_pool(queries, chunked, values * scale, kernel=kernel,
+                                   bandwidth=0.4, weights=wide).compute()  # fmt: skip
+        local = attnpool.attention_pool(queries, keys, values * scale, kernel=kernel,
+                                        bandwidth=0.4, weights=wide, empty="nan")  # fmt: skip
+        np.testing.assert_allclose(tiny / scale, local / scale, rtol=1e-11, atol=1e-13)

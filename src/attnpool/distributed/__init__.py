@@ -271,8 +271,9 @@ def attention_pool(
         Rows per chunk for NumPy inputs
     weights : array (m,), optional
         The keys' observation weights (NumPy or Dask), as
-        :func:`attnpool.attention_pool` takes them (negative ones, or ``w·v`` beyond the
-        float range, raise ``ValueError`` at ``compute()``).
+        :func:`attnpool.attention_pool` takes them (negative ones, or weights beyond
+        the float range, raise ``ValueError`` at ``compute()``; the values are summed
+        in units of their column's largest, so tiny values keep their digits).
 
     Equal to :func:`attnpool.attention_pool` up to floating-point rounding. A query with
     no key inside a compact kernel's support is NaN (``empty="nan"``). A bandwidth so
@@ -313,7 +314,7 @@ def attention_pool(
     names = ("queries", "keys", "values")
     if weights is not None:
         w = _aligned(key_rows, as_rows(weights, "weights", chunk_rows), "weights")
-        value_rows = dask_augmented(value_rows, w)
+        value_rows, scale = dask_augmented(value_rows, w)
         names = ("queries", "keys", "values and weights")
     nearest = not record.compact and record.similarity == "distance"
     states: Any = merged_states(  # dask's map_blocks confuses type checkers
@@ -327,7 +328,7 @@ def attention_pool(
         dtype=states.dtype,
         meta=np.empty((0, 0), states.dtype),
     )
-    if weights is not None:
-        pooled = pooled[:, 1:] / pooled[:, :1]
+    if weights is not None:  # (the values in units of their column's largest)
+        pooled = pooled[:, 1:] / pooled[:, :1] * scale
     result: da.Array = pooled[:, 0] if flat else pooled
     return result

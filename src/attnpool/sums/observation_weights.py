@@ -197,10 +197,11 @@ def _namespace(*arrays):
 
 
 def dask_augmented(values, weights):
-    """The Dask path's ``[w, w·v]`` for ``values (m, p)`` and ``weights (m, 1)``, Dask
-    arrays chunked alike: not divided by the largest weight (no pass over the weights
-    before the pool); each task drops its keys of weight 0
-    (:func:`chunk_of_positive_weight`)."""
+    """The Dask path's ``([w, w·v/c], c)`` for ``values (m, p)`` and ``weights (m, 1)``,
+    Dask arrays chunked alike, and ``c (p,)`` the values' :func:`column_scale` (lazy: a
+    reduction over the values), by which the divided pool is multiplied back. The weights
+    are not divided by their largest (no pass over them before the pool); each task drops
+    its keys of weight 0 (:func:`chunk_of_positive_weight`)."""
     import dask.array as da
 
     if weights.shape[1] != 1:
@@ -208,7 +209,10 @@ def dask_augmented(values, weights):
             f"weights: expected one weight per key, shape ({weights.shape[0]},); received "
             f"shape {weights.shape}"
         )
-    return da.concatenate([weights, weights * values], axis=1)
+    largest = da.max(da.abs(values), axis=0)
+    _, exponent = da.frexp(da.where(largest > 0, largest, 1.0))
+    scale = da.ldexp(da.ones_like(largest), exponent - 1)
+    return da.concatenate([weights, weights * (values / scale)], axis=1), scale
 
 
 def chunk_of_positive_weight(keys, values):
