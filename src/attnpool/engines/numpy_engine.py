@@ -167,12 +167,10 @@ def _native_fit(x, y, q, h, model: LocalModel, w=None):
         return found if found is not None and np.all(np.isfinite(found[0])) else None
     if w is None:
         sums = native.native_sums(queries, keys, y, 1.0 / h)
-    else:  # the sums of [w, w·y] (:mod:`attnpool.sums.observation_weights`)
+        pooled = sums[:, 1:] / sums[:, :1]
+    else:  # the sums of [w, w·y] in augmented's units (:mod:`attnpool.sums.observation_weights`)
         sums = native.native_sums(queries, keys, augmented(y, w), 1.0 / h)[:, 1:]
-        sums[:, 1:] /= sums[:, :1]
-        sums[:, 1:] *= column_scale(y)  # (augmented's units)
-        sums[:, :1] = 1.0
-    pooled = sums[:, 1:] / sums[:, :1]
+        pooled = sums[:, 1:] / sums[:, :1] * column_scale(y)
     return (pooled, np.zeros((*pooled.shape[:1], x.shape[1], y.shape[1]))) if np.all(
         np.isfinite(pooled)) else None  # fmt: skip
 
