@@ -12,7 +12,11 @@ from attnpool.methods.native_signatures import RETURNS_STATUS, SIGNATURES
 SOURCES = Path(__file__).resolve().parents[1] / "src" / "attnpool" / "methods"
 EXPORTED = re.compile(r"^EXPORT (int|void) (\w+)\(([^)]*)\)", re.MULTILINE)
 #: native.c's functions are named per variant by these macros (meson.build)
-VARIANT_NAMES = {"STATE_NAME": "gaussian_state", "MOMENTS_NAME": "gaussian_moments"}
+VARIANT_NAMES = {
+    "STATE_NAME": "gaussian_state",
+    "MOMENTS_NAME": "gaussian_moments",
+    "POLYNOMIAL_NAME": "gaussian_polynomial",
+}
 
 
 def _exported() -> dict[str, tuple[str, int]]:

@@ -51,7 +51,7 @@ def test_vanishing_and_huge_bandwidths_alike_on_every_engine(h):
     x, y, q = data(300, 2, seed=1)
     q[:3] = x[:3]
     want = local_polynomial(x, y, q, bandwidth=h, degree=2, kernel="gaussian", method="numpy")
-    for method in ("dense", "stream"):
+    for method in ("dense", "stream", "native"):
         got = local_polynomial(x, y, q, bandwidth=h, degree=2, kernel="gaussian", method=method)
         assert np.array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
@@ -71,7 +71,7 @@ def test_engines_agree_where_one_key_outweighs_the_rest_by_many_orders():
         q = rng.uniform(0, 1, (60, 2))
         for h, degree in ((0.006, 1), (0.01, 2), (0.02, 2)):
             want = local_polynomial(x, y, q, bandwidth=h, degree=degree, method="numpy")
-            for method in ("dense", "stream"):
+            for method in ("dense", "stream", "native"):
                 got = local_polynomial(x, y, q, bandwidth=h, degree=degree, method=method)
                 assert np.array_equal(np.isnan(got), np.isnan(want))
                 both = np.isfinite(want)
@@ -80,7 +80,7 @@ def test_engines_agree_where_one_key_outweighs_the_rest_by_many_orders():
     assert worst < 1e-2
 
 
-@pytest.mark.parametrize("method", ["numpy", "dense", "stream"])
+@pytest.mark.parametrize("method", ["numpy", "native", "dense", "stream"])
 def test_far_queries_reproduce_the_polynomial_whatever_the_weights_span(method):
     rng = np.random.default_rng(9)
     x = rng.uniform(0, 1, (200, 2))
@@ -127,10 +127,12 @@ def test_jit_and_traced_inputs():
         local_polynomial(x, jnp.asarray(y), q, bandwidth=0.2, method="numpy")
 
 
-def test_auto_takes_numpy_for_small_work_and_the_compiled_engines_above():
-    gaussian = attnpool.kernels.get("gaussian")
-    assert plan(polynomial_facts(gaussian, 100, 1000, 2, 1, 2)).backend == "numpy"
-    assert plan(polynomial_facts(gaussian, 10**4, 10**5, 2, 1, 2)).backend == "compiled"
+def test_auto_takes_numpy_for_small_work_the_loop_for_the_gaussian_and_compiled_above():
+    gaussian, biweight = (attnpool.kernels.get(name) for name in ("gaussian", "biweight"))
+    assert plan(polynomial_facts(gaussian, 100, 1000, 2, 1, 2)) == ("numpy", 1)
+    assert plan(polynomial_facts(gaussian, 10**4, 10**5, 2, 1, 2)) == ("numpy", 2)  # the loop
+    assert plan(polynomial_facts(gaussian, 10**4, 10**5, 6, 1, 2)) == ("compiled", 4)  # 210 terms
+    assert plan(polynomial_facts(biweight, 10**4, 10**5, 2, 1, 2)) == ("compiled", 4)
     x, y, q = data(2000, 2, seed=4)
     q = np.random.default_rng(5).uniform(0, 1, (3000, 2))
     got = local_polynomial(x, y, q, bandwidth=0.2, degree=2)  # 6e6 pairs × 36: compiled

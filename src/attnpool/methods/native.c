@@ -45,6 +45,7 @@
 #ifndef STATE_NAME /* one variant compiled on its own (the compilers' warning check) */
 #define STATE_NAME gaussian_state
 #define MOMENTS_NAME gaussian_moments
+#define POLYNOMIAL_NAME gaussian_polynomial
 #endif
 #ifndef WITH_MOMENTS
 #define WITH_MOMENTS DOUBLE
@@ -377,6 +378,10 @@ typedef struct {
     ptrdiff_t boxes, chunks;
     double key_lift;   /* MATMUL: the largest LOG2E |k|^2 / 2, which the bias carries */
     double free, near; /* log2: FREE BUDGET / (BOX boxes), BUDGET / BOX */
+    /* growth's power and each row's stretch (NULL: 1): polynomial moments multiply a
+       weight by at most (1 + 2 |k - c|^2 stretch)^power */
+    double power;
+    const double *stretch;
     double qlo[DIMS], qhi[DIMS];
 } far_keys;
 
@@ -424,7 +429,9 @@ static ptrdiff_t block_start(far_keys *far, const real qrows[ROWS][DIMS], double
 
 /* log2 of what the moments multiply a weight by at most, 1 + |k - k_ref|^2 over the
    box's keys (spread[r]: |q_r - k_ref|^2; the moments' own terms are at most that
-   times the weight), or 0 for plain sums (spread NULL). */
+   times the weight), or 0 for plain sums (spread NULL). Polynomial moments of degree
+   2 power in z = (k - c) / s (spread[r]: |q_r - c|^2; stretch[r]: max 1 / s^2): at
+   most (1 + |z|^2)^power, with |k - c|^2 <= 2 (|k - q|^2 + |q - c|^2). */
 static inline double growth(const far_keys *far, const double *lo, const double *hi,
                             const double *spread, int r) {
     if (!spread) return 0.0;
@@ -434,7 +441,8 @@ static inline double growth(const far_keys *far, const double *lo, const double 
         double most = a > b ? a : b;
         d2 += most > 0 ? most * most : 0.0;
     }
-    return log2(1.0 + 2.0 * (d2 + spread[r]));
+    double stretch = far->stretch ? far->stretch[r] : 1.0;
+    return far->power * log2(1.0 + 2.0 * (d2 + spread[r]) * stretch);
 }
 
 /* Which boxes of a chunk a block passes over, given each row's level (its shift plus
@@ -503,6 +511,8 @@ static int far_start(far_keys *far, const double *lo, const double *hi, ptrdiff_
     far->boxes = m_pad / BOX;
     far->chunks = m_pad / CHUNK;
     far->key_lift = 0;
+    far->power = 1;
+    far->stretch = NULL;
     far->near = log2(BUDGET / BOX);
     far->free = log2(FREE * BUDGET / BOX) - log2((double)far->boxes);
     far->chunk_lo = far->chunk_hi = NULL;
@@ -817,5 +827,104 @@ EXPORT void MOMENTS_NAME(const real *q, ptrdiff_t n, const real *kt, const real 
         }
     }
     free(far.chunk_lo);
+}
+
+/* Local polynomial moments, the last of a polynomial fit's passes (the first are
+   MOMENTS_NAME's: the shift, the heaviest key k_ref and the moments that give each
+   row's weighted mean offset mu and spread s). With z = (k - k_ref - mu) / s by
+   column, centre = k_ref + mu and stretch = 1 / s (n, DIMS) per row, and w =
+   2^(log2 w - shift) (a weight at 2^EXP_FLOOR counts as 0, so no far key's powers
+   enter): powers (n, terms) = sum_k w z^gamma over the monomials gamma of the table
+   (by total degree, the constant first: monomial g > 0 is monomial parent[g] times
+   z[axis[g]], the table being [parent (terms), axis (terms)]), and responses (n,
+   VALUES, basis) = sum_k w z^alpha (y - y_ref) over the first basis monomials. degree:
+   the largest total degree is 2 degree. Rows with ref -1 come out 0; one with a log
+   weight above its shift by more than RESHIFT, NaN. Returns -1 (nothing written) for
+   more than MAX_TERMS monomials or MAX_BASIS of them times VALUES. lo, hi as in
+   gaussian_state: boxes whose weights, times the most a monomial multiplies one by,
+   keep what a row leaves out within BUDGET of its sum are passed over. */
+#define MAX_TERMS 128
+#define MAX_RESPONSES 128
+
+EXPORT int POLYNOMIAL_NAME(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
+                           ptrdiff_t m_pad, const double *shift, const ptrdiff_t *ref,
+                           const double *centre, const double *stretch, double *powers,
+                           double *responses, const ptrdiff_t *own, const double *lo,
+                           const double *hi, ptrdiff_t terms, ptrdiff_t basis,
+                           const ptrdiff_t *table, ptrdiff_t degree) {
+    if (terms > MAX_TERMS || terms < 1 || basis > terms || basis * VALUES > MAX_RESPONSES) return -1;
+    const ptrdiff_t *parent = table, *axis = table + terms;
+    const real floor_weight = (real)exp2(EXP_FLOOR);
+    far_keys far = {0};
+    int pruning = far_start(&far, lo, hi, m_pad);
+    double row_stretch[ROWS];
+    far.power = (double)degree;
+    far.stretch = row_stretch;
+    ptrdiff_t chunks = m_pad / CHUNK;
+    for (ptrdiff_t i0 = 0; i0 < n; i0 += ROWS) {
+        int rows = n - i0 < ROWS ? (int)(n - i0) : ROWS;
+        ptrdiff_t row_own[ROWS + 2];
+        double lift[ROWS], slack[ROWS], spread[ROWS], level[ROWS], spent[ROWS];
+        real qrows[ROWS][DIMS], base[ROWS];
+        vreal rc[ROWS][DIMS], rs[ROWS][DIMS], ry[ROWS][VALUES];
+        vreal sums[ROWS][MAX_TERMS], weighted[ROWS][MAX_RESPONSES];
+        vint over[ROWS];
+        query_rows(qrows, q, i0, rows);
+        own_keys(row_own, own, i0, rows);
+        if (pruning) block_start(&far, qrows, lift, slack); /* the rows' box: any chunk order */
+        for (int r = 0; r < ROWS; r++) {
+            ptrdiff_t i = i0 + (r < rows ? r : rows - 1), k = ref[i] >= 0 ? ref[i] : 0;
+            base[r] = ref[i] >= 0 && isfinite(shift[i]) ? (real)shift[i] : (real)0;
+            spread[r] = 0;
+            row_stretch[r] = 0;
+            for (int c = 0; c < DIMS; c++) {
+                double at = kt[c * m_pad + k] + centre[i * DIMS + c];
+                double gap = at - qrows[r][c] / (MATMUL ? LOG2E : 1.0);
+                rc[r][c] = splat((real)at);
+                rs[r][c] = splat((real)stretch[i * DIMS + c]);
+                spread[r] += gap * gap;
+                double s2 = stretch[i * DIMS + c] * stretch[i * DIMS + c];
+                row_stretch[r] = s2 > row_stretch[r] ? s2 : row_stretch[r];
+            }
+            for (int c = 0; c < VALUES; c++) ry[r][c] = splat(vt[c * m_pad + k]);
+            level[r] = base[r] - EPSILON * fabs(base[r]); /* the sum is at least 1 */
+            spent[r] = 0;
+            over[r] = (vint){0};
+            for (ptrdiff_t g = 0; g < terms; g++) sums[r][g] = splat(0);
+            for (ptrdiff_t g = 0; g < basis * VALUES; g++) weighted[r][g] = splat(0);
+        }
+        for (ptrdiff_t chunk = 0; chunk < chunks; chunk++) {
+            ptrdiff_t at[CHUNK / LANES];
+            int skip[BOXES] = {0};
+            if (pruning && skip_boxes(&far, chunk, lift, slack, level, spent, spread, skip)) continue;
+            int count = chunk_vectors(skip, chunk * CHUNK, at);
+            vreal w[CHUNK / LANES][ROWS];
+            chunk_weights(w, qrows, base, kt, m_pad, m, row_own, at, count, over);
+            for (int r = 0; r < rows && count; r++) {
+                for (int i = 0; i < count; i++) {
+                    vreal z[DIMS], term[MAX_TERMS];
+                    term[0] = blend(w[i][r] > floor_weight, w[i][r], splat(0));
+                    for (int c = 0; c < DIMS; c++)
+                        z[c] = (load(kt + c * m_pad + at[i]) - rc[r][c]) * rs[r][c];
+                    for (ptrdiff_t g = 1; g < terms; g++) term[g] = term[parent[g]] * z[axis[g]];
+                    for (ptrdiff_t g = 0; g < terms; g++) sums[r][g] += term[g];
+                    for (int c = 0; c < VALUES; c++) {
+                        vreal y = load(vt + c * m_pad + at[i]) - ry[r][c];
+                        for (ptrdiff_t g = 0; g < basis; g++) weighted[r][c * basis + g] += term[g] * y;
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            int row_over = 0, empty = ref[i0 + r] < 0;
+            for (int l = 0; l < LANES; l++) row_over |= over[r][l] != 0;
+            for (ptrdiff_t g = 0; g < terms; g++)
+                powers[(i0 + r) * terms + g] = empty ? 0.0 : row_over ? NAN : total(sums[r][g]);
+            for (ptrdiff_t g = 0; g < basis * VALUES; g++)
+                responses[(i0 + r) * basis * VALUES + g] = empty ? 0.0 : total(weighted[r][g]);
+        }
+    }
+    free(far.chunk_lo);
+    return 0;
 }
 #endif

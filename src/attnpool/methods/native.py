@@ -119,7 +119,7 @@ def _state_function(double: bool, dims: int, values: int, matmul: bool) -> Any:
     return compiled.function(name, SIGNATURES["gaussian_state"])
 
 
-def _moments_function(dims: int, values: int, matmul: bool) -> Any:
+def moments_function(dims: int, values: int, matmul: bool) -> Any:
     """The compiled ``gaussian_moments`` for ``dims`` columns and ``values`` value
     columns (padded to the variant built), or None."""
     if dims > MOMENTS_MAX_DIMS or values > MOMENTS_MAX_VALUES:
@@ -143,7 +143,7 @@ def moments_available(dims: int, values: int) -> bool:
     """Whether the compiled loop sums local linear moments of ``dims`` columns and
     ``values`` responses here."""
     forms = (False, True) if dims >= MATMUL_MIN_DIM else (False,)
-    return all(_moments_function(dims, values, matmul) is not None for matmul in forms)
+    return all(moments_function(dims, values, matmul) is not None for matmul in forms)
 
 
 def unavailable_reason() -> str | None:
@@ -171,7 +171,7 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
     dtype = np.float32 if single else np.float64
     n, d = queries.shape
     m, p = values.shape
-    q, kt, centre = _coordinates(queries, keys, np.asarray(scale, np.float64), dtype)
+    q, kt, centre = coordinates(queries, keys, np.asarray(scale, np.float64), dtype)
     layout = Layout(q, kt, m, exclude_self, ordered=ordered, compiled_order=order_function())
     m_pad = kt.shape[1]
     sums, shift = np.empty((n, 1 + p)), np.empty(n)
@@ -185,7 +185,7 @@ def native_sums(queries, keys, values, scale, *, exclude_self: bool = False,
         ).T
         function = _state_function(not single, d, width, centre is not None)
         total, weighted = np.empty(n), np.empty((n, padded))
-        _run_threads(function, layout, vt, m, (shift, total, weighted))
+        run_threads(function, layout, vt, m, (shift, total, weighted))
         rows = layout.queries if layout.reordered else slice(None)
         sums[rows, 0] = total
         sums[rows, 1 + columns.start : 1 + columns.stop] = weighted[:, :width]
@@ -235,17 +235,17 @@ def native_moments(queries, keys, values, scale, *, exclude_self: bool = False,
     queries, keys, values = (np.asarray(a, np.float64) for a in (queries, keys, values))
     n, d = queries.shape
     m, p = values.shape
-    q, kt, centre = _coordinates(queries, keys, np.asarray(scale, np.float64), np.float64)
+    q, kt, centre = coordinates(queries, keys, np.asarray(scale, np.float64), np.float64)
     padded = built_values(True, p)
     vt = np.zeros((padded, kt.shape[1]))
     vt[:p, :m] = values.T
-    function = _moments_function(d, p, centre is not None)
+    function = moments_function(d, p, centre is not None)
     shift = np.empty(n)
     moments = np.empty((n, 1 + d + d * d + padded * (1 + d)))
     ref = np.empty(n, np.intp)
     layout = Layout(q, kt, m, exclude_self, ordered=ordered, compiled_order=order_function())
     vt[:, :m] = vt[:, layout.keys]
-    _run_threads(function, layout, vt, m, (shift, moments, ref))
+    run_threads(function, layout, vt, m, (shift, moments, ref))
     found = ref >= 0
     ref[found] = layout.keys[ref[found]]
     moments[layout.queries], ref[layout.queries] = moments.copy(), ref.copy()
@@ -277,7 +277,7 @@ def matmul_form(q, k, dtype) -> np.ndarray | None:
     return centre if rounding <= MATMUL_MAX_ROUNDING[np.dtype(dtype)] else None
 
 
-def _coordinates(queries, keys, scale, dtype):
+def coordinates(queries, keys, scale, dtype):
     """Queries ``(n, d)`` and keys by column ``(rows, m_pad)`` as ``native.c`` reads them
     (each scaled in one pass that converts it to float64: every new array's memory is
     touched for the first time, which costs more than the arithmetic), and the centre of
@@ -310,15 +310,17 @@ def key_centre(scaled_keys: np.ndarray) -> np.ndarray:
     return np.ones(scaled_keys.shape[0]) @ scaled_keys / scaled_keys.shape[0]
 
 
-def _run_threads(function, layout: Layout, vt, m, outputs) -> None:
+def run_threads(function, layout: Layout, vt, m, outputs, constants=()) -> list[Any]:
     """``function`` of ``native.c`` over equal parts of the query rows, a whole number of
-    parts per core (``ctypes`` releases the GIL), each writing its rows of ``outputs``."""
+    parts per core (``ctypes`` releases the GIL), each reading and writing its rows of
+    ``outputs``; ``constants``: the arguments after the boxes, the same for every part.
+    Returns what each part's call returned."""
     q, kt = layout.q, layout.kt
     n = q.shape[0]
     boxes = (None, None) if layout.lo is None else (address(layout.lo), address(layout.hi))
 
-    def task(start: int, stop: int) -> None:
-        function(
+    def task(start: int, stop: int) -> Any:
+        return function(
             address(q, start),
             stop - start,
             address(kt),
@@ -328,16 +330,15 @@ def _run_threads(function, layout: Layout, vt, m, outputs) -> None:
             *(address(a, start) for a in outputs),
             None if layout.own is None else address(layout.own, start),
             *boxes,
+            *constants,
         )
 
     used = cores() if n * kt.shape[1] >= THREAD_MIN_PAIRS else 1
     parts = used * max(1, -(-n // (used * TASK_ROWS)))
     bounds = np.linspace(0, n, min(parts, n) + 1).astype(np.int64).tolist()
     if len(bounds) <= 2 or used == 1:
-        for start, stop in itertools.pairwise(bounds):
-            task(start, stop)
-        return
-    list(thread_pool().map(task, bounds[:-1], bounds[1:]))
+        return [task(start, stop) for start, stop in itertools.pairwise(bounds)]
+    return list(thread_pool().map(task, bounds[:-1], bounds[1:]))
 
 
 def address(array, row: int = 0) -> int:

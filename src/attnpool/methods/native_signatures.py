@@ -5,11 +5,16 @@
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 _POINTER, _SIZE, _DOUBLE = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_double
-SIGNATURES = {
+SIGNATURES: dict[str, list[Any]] = {
     "gaussian_state": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
     "gaussian_moments": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE] + [_POINTER] * 6,
+    "gaussian_polynomial": [_POINTER, _SIZE, _POINTER, _POINTER, _SIZE, _SIZE]
+    + [_POINTER] * 9
+    + [_SIZE] * 2
+    + [_POINTER, _SIZE],
     "fgt_coefficients": [_POINTER] * 3 + [_SIZE] * 2 + [_DOUBLE] * 2 + [_SIZE] * 3 + [_POINTER],
     "fgt_leave_one_out": [_POINTER, _SIZE]
     + [_DOUBLE] * 2
@@ -64,5 +69,6 @@ RETURNS_STATUS = frozenset(
         "neighbour_radii",
         "neighbour_band",
         "neighbour_moments",
+        "gaussian_polynomial",
     }
 )

@@ -28,6 +28,7 @@ import numpy as np
 from .. import kernels
 from .._estimator_api import is_dask
 from .._typing import ArrayLike, KernelSpec
+from .._units import midrange
 from .._validation import (
     check_bandwidth,
     check_choice,
@@ -36,10 +37,11 @@ from .._validation import (
     is_jax,
     is_traced,
 )
+from ..methods import native
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
 from .monomials import checked_options, monomials, shaped
-from .polynomial_blocks import fit_block
+from .polynomial_blocks import fit_block, solve
 
 __all__ = ["local_polynomial"]
 
@@ -131,9 +133,13 @@ def local_polynomial(
     y, flat = check_values(y_train, x.shape[0])
     y = y.reshape(x.shape[0], -1)
     engine = _engine(method, record, x, y, q, h, degree)
-    if engine == "numpy":
+    found = _native_fit(x, y, q, h, degree, orders) if engine == "native" else None
+    if found is not None:
+        fit, undetermined = found
+    elif engine == "numpy":
         fit, undetermined = _numpy_fit(x, y, q, h, record, degree, orders)
-    else:
+    else:  # (the loop's scaled coordinates out of its range: the streamed engine)
+        engine = "stream" if engine == "native" else engine
         fit, undetermined = _compiled_fit(x, y, q, h, record, degree, orders, engine)
     if is_traced(undetermined):
         if empty != "nan":
@@ -152,10 +158,12 @@ def local_polynomial(
 
 
 #: How :func:`local_polynomial` sums: ``"auto"`` (the planner's fit table: NumPy pairs
-#: for small work and NumPy arrays, else the compiled engines), ``"numpy"`` (float64 pairs
-#: in chunks), ``"dense"``/``"stream"`` (compiled: the keys in one block, or in blocks),
+#: for small work and NumPy arrays, the compiled loop for the Gaussian on a CPU, else
+#: the compiled engines), ``"numpy"`` (float64 pairs in chunks), ``"native"`` (the
+#: compiled loop: the Gaussian, NumPy arrays, float64; far keys passed over),
+#: ``"dense"``/``"stream"`` (compiled: the keys in one block, or in blocks),
 #: ``"pallas"`` (the tiled kernel: ``auto``'s choice for streamed work on a GPU).
-POLYNOMIAL_METHODS = ("auto", "numpy", "dense", "stream", "pallas")
+POLYNOMIAL_METHODS = ("auto", "numpy", "native", "dense", "stream", "pallas")
 
 
 def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
@@ -163,8 +171,22 @@ def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
     """The engine of ``method`` for these inputs (``"numpy"``, ``"dense"`` or ``"stream"``)."""
     check_choice(method, "method", POLYNOMIAL_METHODS)
     on_host = not any(is_jax(a) for a in (x, y, q, h))
-    if method == "numpy" and not on_host:
-        raise ValueError("method: 'numpy' sums concrete NumPy arrays; received JAX arrays")
+    if method in ("numpy", "native") and not on_host:
+        raise ValueError(f"method: {method!r} sums concrete NumPy arrays; received JAX arrays")
+    if method == "native":
+        from ..methods import native_polynomial
+
+        reason = native.refusal(kernel, x.shape[1])
+        terms, basis = len(monomials(x.shape[1], 2 * degree)), len(monomials(x.shape[1], degree))
+        if reason is None and not native_polynomial.serves(x.shape[1], y.shape[1], terms, basis):
+            reason = (
+                f"'native' fits up to {native.MOMENTS_MAX_DIMS} columns and "
+                f"{native.MOMENTS_MAX_VALUES} responses, {native_polynomial.MAX_TERMS} "
+                f"monomials of degree up to 2·degree; received {x.shape[1]} columns, "
+                f"{y.shape[1]} responses, {terms} monomials; use method='stream'"
+            )
+        if reason is not None:
+            raise ValueError(f"method: {reason}")
     if method != "auto":
         return method
     from ..methods.options import exact_engine
@@ -172,8 +194,9 @@ def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
     from ..sums.plan import pair_width, plan
 
     facts = polynomial_facts(kernel, q.shape[0], x.shape[0], x.shape[1], y.shape[1], degree)
-    if on_host and plan(facts).backend == "numpy":
-        return "numpy"
+    decision = plan(facts)
+    if on_host and decision.backend == "numpy":  # rule 2: the compiled loop's moments
+        return "numpy" if decision.rule == 1 else "native"
     from ..methods import pallas
 
     engine = exact_engine(q.shape[0] * x.shape[0] * pair_width(degree, x.shape[1], y.shape[1]))
@@ -194,6 +217,31 @@ def _numpy_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: i
     if not parts:
         return np.empty((0, len(orders), y.shape[1])), np.zeros(0, bool)
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _native_fit(x: Any, y: Any, q: Any, h: Any, degree: int, orders: list[tuple[int, ...]],
+                left_out: bool = False) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
+    """The compiled loop (:mod:`attnpool.methods.native_polynomial`): the Gaussian's sums
+    in bandwidths about the keys' midrange, solved as the NumPy engine solves; None where
+    the rows reach beyond ``native.MAX_SCALED`` bandwidths of it or a sum is not finite.
+    ``left_out``: the queries are the keys, each without its own pair."""
+    from ..methods.native_polynomial import native_polynomial
+
+    x, y, q, h = (np.asarray(a, np.float64) for a in (x, y, q, h))
+    centre = midrange(x)
+    keys, queries = x - centre, q - centre
+    reach = np.maximum(np.max(np.abs(keys), axis=0, initial=0.0),
+                       np.max(np.abs(queries), axis=0, initial=0.0))  # fmt: skip
+    if np.any(reach / h > native.MAX_SCALED):
+        return None
+    exponents, basis = monomials(x.shape[1], 2 * degree), len(monomials(x.shape[1], degree))
+    sums = native_polynomial(queries, keys, y, 1.0 / h, exponents, basis, exclude_self=left_out)
+    if sums is None:
+        return None
+    row = np.maximum(sums.reference, 0)
+    reference = (sums.total, x[row], y[row])
+    return solve(sums.gram, sums.responses, sums.total, sums.mean * h, sums.spread * h, q,
+                 reference, exponents[:basis], orders)  # fmt: skip
 
 
 def _compiled_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: int,
@@ -221,15 +269,26 @@ def _compiled_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree
 
 
 def loo_residuals(
-    x: np.ndarray, y: np.ndarray, bandwidth: Any, kernel: Any, degree: int
+    x: np.ndarray, y: np.ndarray, bandwidth: Any, kernel: Any, degree: int, method: str = "auto"
 ) -> np.ndarray:
     """``(n, p)``: ``y_i − m̂₋ᵢ(x_i)``, each training row's residual from the fit without
     it, on the NumPy engine (float64); NaN where the other rows cannot carry the
-    polynomial. ``x (n, d)``, ``y (n, p)``."""
+    polynomial. ``x (n, d)``, ``y (n, p)``. ``method``: ``"numpy"`` or ``"native"``
+    (the compiled loop; where the rows reach beyond its range, NumPy); any other takes
+    the loop where the planner's fit table does (the Gaussian, large ``n``), else NumPy."""
+    from ..sums.facts import polynomial_facts
+    from ..sums.plan import plan
+
     record = kernels.get(kernel)
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64).reshape(x.shape[0], -1)
     h = np.broadcast_to(np.asarray(bandwidth, np.float64), (x.shape[1],))
     orders = [(0,) * x.shape[1]]
+    facts = polynomial_facts(record, x.shape[0], x.shape[0], x.shape[1], y.shape[1], degree)
+    loop = method == "native" or (method != "numpy" and plan(facts) == ("numpy", 2))
+    if loop:  # each row's own pair left out
+        found = _native_fit(x, y, x, h, degree, orders, left_out=True)
+        if found is not None:
+            return np.asarray(y - found[0][:, 0])
     rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * len(monomials(x.shape[1], degree)) ** 2))
     exponents = monomials(x.shape[1], degree)
     fit = np.concatenate([

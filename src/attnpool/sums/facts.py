@@ -10,6 +10,7 @@ No JAX is imported where the arrays are NumPy and JAX is not loaded already.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -139,7 +140,16 @@ def polynomial_facts(
     kernel: kernels.Kernel, queries: int, rows: int, d: int, outputs: int, degree: int
 ) -> Facts:
     """The facts of a local polynomial fit of ``degree`` (continuous columns, unweighted)."""
-    return Facts("fit", queries, rows, d, outputs, degree=degree, **_kernel_facts(kernel))
+    from ..methods import native, native_polynomial
+
+    kernel_facts = _kernel_facts(kernel)
+    terms, basis = math.comb(d + 2 * degree, d), math.comb(d + degree, d)
+    loops = kernel_facts["gaussian"] and (
+        native.moments_available(d, outputs) if degree == 1
+        else native_polynomial.serves(d, outputs, terms, basis)
+    )  # fmt: skip
+    return Facts("fit", queries, rows, d, outputs, degree=degree, moments_loops=loops,
+                 **kernel_facts)  # fmt: skip
 
 
 def search_facts(

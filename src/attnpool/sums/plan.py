@@ -44,14 +44,15 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 
 **Local fits** (the regressions' predictions; ``p`` responses, ``w`` numbers a pair
-carries: ``p``, or ``(1 + d)² p`` for local linear's moments):
+carries: ``p``, or ``B² p`` for the moments of a local polynomial of ``B`` monomials,
+``(1 + d)² p`` for local linear):
 
 ====  ==========================================================  ================
 rule  when                                                        backend
 ====  ==========================================================  ================
 1     no block size, a kernel NumPy evaluates, ``n·m·w ≤ 2²²``    ``numpy``
-2     no block size, local linear, the Gaussian, continuous       ``numpy`` (its
-      columns, unweighted, the compiled moments loop              moments on the
+2     no block size, local linear or polynomial, the Gaussian,    ``numpy`` (its
+      continuous columns, unweighted, the compiled moments loop   moments on the
                                                                   loop)
 3     local constant, continuous columns                          ``pool``
                                                                   (pooling's table)
@@ -159,7 +160,7 @@ class Facts(NamedTuple):
     degree: int = 0  # a local fit's polynomial: 0 (local constant), 1 (local linear), …
     categorical: bool = False  # some column is ordered or unordered
     weighted: bool = False  # observation weights
-    moments_loops: bool = False  # the compiled loop sums local linear's moments here
+    moments_loops: bool = False  # the compiled loop sums the local fit's moments here
     loo_loops: bool = False  # the compiled loop sums the leave-one-out terms here
     criterion: str = "cv"  # a search's: "cv" or "aicc"
     binnable: bool = False  # a smooth built-in kernel the binned search takes
@@ -212,7 +213,7 @@ def _plan_fit(f: Facts) -> Plan:
     if not f.block_size and f.host_profile:
         if f.n * f.m * work_width(f) <= NUMPY_MAX_WORK:
             return Plan("numpy", 1)
-        moments = f.degree == 1 and f.gaussian and not f.categorical and not f.weighted
+        moments = f.degree >= 1 and f.gaussian and not f.categorical and not f.weighted
         if moments and f.moments_loops:
             return Plan("numpy", 2)
     if f.degree == 0 and not f.categorical:
