@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import kernels as _kernels
 from ..kernels.calculus import kernel_integrals
+from ..methods.backends import BUILT_IN, host_backend
 from ..sums import plan
+from ..sums.layer import log_kernel_sums
+from ..sums.problem import SumProblem
 
 #: Pairs up to which a density is summed in NumPy (the planner's).
 HOST_PAIRS = plan.HOST_PAIRS
@@ -42,66 +44,26 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
 
     truncating = not too_wide_to_truncate(w)  # (fgt and native)
     backend = plan.plan(density_facts(record, x, q, h, numpy=True, truncating=truncating)).backend
-    columns = MixedColumns(x, "c" * x.shape[1], record)
     if backend == "numpy":
+        columns = MixedColumns(x, "c" * x.shape[1], record)
         return log_sums([(q, x, h, columns, "density")], weights=w)
-    if backend == "fgt":
-        return _expansion_log_sums(x, q, h, w, columns)
-    if backend == "sparse":
-        return _sparse_log_sums(x, q, record, h, w)
-    if backend == "native":
-        return _native_log_sums(x, q, record, h, w)
+    if backend in BUILT_IN:
+        return _backend_log_sums(backend, x, q, record, h, w)
     return None
 
 
-def _sparse_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
-    """Normalised log sums of a compact kernel over the keys inside its support only
-    (:func:`attnpool.methods.sparse.sparse_sums`, exact): ``−inf`` where none is."""
-    from ..methods.sparse import sparse_sums
-
-    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
-    sums = sparse_sums(q, x, values, 1.0 / h, record, edges=(q, x, h))
-    top = float(np.asarray(record.log_profile(np.zeros(()))))  # the sums are in K(0)
-    integral = kernel_integrals(record, x.shape[1])[0]
-    with np.errstate(divide="ignore"):
-        return np.log(sums[:, 1]) + top - math.log(integral) - float(np.sum(np.log(h)))
-
-
-def _expansion_log_sums(x: Any, q: Any, h: Any, w: Any, columns: Any) -> Any:
-    """Gaussian log sums of one column by the ``fgt`` expansions, the rows they leave
-    unsettled (far from every key) pair by pair over the keys within their reach
-    (:func:`attnpool.methods.fgt.reach`: the rest weigh less than 1e-14 of each row)."""
-    from ..kernels.mixed import log_sums
-    from ..methods import fgt
-
-    values = np.ones((x.shape[0], 0)) if w is None else w[:, None]  # (the counts: column 0)
-    sums, settled, nearest2 = fgt.expansion_sums(q, x, values, 1.0 / h[0], return_nearest=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.log(sums[:, -1]) - 0.5 * nearest2 - math.log(math.sqrt(2 * math.pi) * h[0])
-    again = np.flatnonzero(~settled | ~np.isfinite(out))
-    if again.size:
-        count = x.shape[0] if w is None else float(np.sum(w) / np.min(w))
-        radii = h[0] * fgt.reach(nearest2[again], count)
-        near = fgt.keys_within(x[:, 0], q[again, 0], radii)
-        out[again] = log_sums([(q[again], x[near], h, columns, "density")],
-                              weights=None if w is None else w[near])  # fmt: skip
-    return out
-
-
-def _native_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
-    """Normalised Gaussian log sums by the compiled C loop: ``ln 2 · (shift + log2 Σ)``."""
-    from ..methods import native
-
-    reason = native.refusal(record, x.shape[1])
+def _backend_log_sums(name: str, x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
+    """Normalised log sums by the built-in host backend ``name`` (:mod:`attnpool.methods.backends`:
+    ``fgt``, ``sparse``, ``native``), finished as every backend's answer is: ``−inf``
+    where no key weighs."""
+    problem = SumProblem(q, x, np.zeros((x.shape[0], 0)), h, record, w)
+    backend = host_backend(name)
+    reason = backend.refusal(problem)
     if reason:
         raise ValueError(f"method: {reason}")
-    values = np.ones((x.shape[0], 1)) if w is None else w[:, None]
-    scale = 1.0 / h
-    sums, shift = native.native_sums(q, x, values, scale, return_shift=True)
-    with np.errstate(divide="ignore"):
-        out = math.log(2.0) * shift + np.log(sums[:, 1])
-    d = x.shape[1]
-    return out - 0.5 * d * math.log(2 * math.pi) - float(np.sum(np.log(h)))
+    integral = kernel_integrals(record, x.shape[1])[0]
+    found = log_kernel_sums(backend, problem)
+    return found - math.log(integral) - float(np.sum(np.log(h)))
 
 
 def method_log_sums(
@@ -111,8 +73,6 @@ def method_log_sums(
     method cannot serve, else its sums, the rows it leaves unsettled summed exactly
     (``exact(keys, queries)``: their normalised log densities, as ``"auto"`` sums them)."""
     from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
-    from ..kernels.mixed import MixedColumns
-    from ..methods import sparse
     from ..methods.binned import refusal
     from ..sums.observation_weights import refuse_wide_span
 
@@ -122,20 +82,8 @@ def method_log_sums(
         raise ValueError(
             f"method: {name!r} takes data within 2^40 bandwidths of its centre; use 'auto'"
         )
-    columns = MixedColumns(x, "c" * d, record)
-    if name == "fgt":
-        if not (_kernels.is_gaussian(record) and d == 1):
-            raise ValueError(
-                f"method: 'fgt' sums the Gaussian in one column; received {record.name!r} in {d}"
-            )
-        return _expansion_log_sums(x, q, h, w, columns)
-    if name == "sparse":
-        reason = sparse.refusal(record, d)
-        if reason:
-            raise ValueError(f"method: {reason}")
-        return _sparse_log_sums(x, q, record, h, w)
-    if name == "native":
-        return _native_log_sums(x, q, record, h, w)
+    if name in BUILT_IN:
+        return _backend_log_sums(name, x, q, record, h, w)
     if name == "tree":
         return _tree_log_sums(x, q, record, h, w, options, exact)
     reason = refusal(record, d)

@@ -3,10 +3,11 @@
 concrete arrays.
 
 They compute kernel sums in float64 (NumPy/SciPy/JAX; ``native`` in the inputs'
-precision); rows they cannot settle — binned rows whose error bound exceeds the
-tolerance, ``fgt`` rows far from every key, overflowed or (under ``empty="nearest"``)
-empty rows — are pooled again exactly, for those rows only: on the NumPy engine (float64
-data, no program) or by the exact streamed core.
+precision); ``fgt``, ``sparse`` and ``native`` through the backend protocol
+(:mod:`attnpool.methods.backends`, as densities call them). Rows they cannot settle —
+binned rows whose error bound exceeds the tolerance, overflowed or (under
+``empty="nearest"``) empty rows — are pooled again exactly, for those rows only: on the
+NumPy engine (float64 data, no program) or by the exact streamed core.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     by a host method (``sparse``, ``fgt``, ``native``, ``binned``, ``topk``); rows it
     cannot settle — and rows a mask ``allowed`` (:mod:`attnpool.sums.masks`) keeps from some
     key — are pooled exactly by the streamed core (JAX imported only then)."""
-    from ..methods import native
-
     q, k, v = (np.asarray(a) for a in (q, k, v))  # on the host: no program per shape
     if allowed is not None:
         return _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed)
@@ -90,21 +89,13 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         )
         exact = ~settled
         empty_rows = (weight == 0) & ~exact
-    else:
-        # each scales its own float64 copies (sparse and fgt sorted)
-        if method == "sparse":
-            from ..methods import sparse
+    else:  # fgt, sparse, native: the backend protocol's sums (each centres and scales)
+        from ..methods.backends import host_backend
+        from ..sums.problem import SumProblem
 
-            sums = sparse.sparse_sums(q, k, v, factor, kernel, edges=edges)
-            exact = np.zeros(sums.shape[0], bool)
-        elif method == "fgt":
-            from ..methods import fgt
-
-            sums, settled = fgt.expansion_sums(q, k, v, factor)
-            exact = ~settled
-        else:
-            sums = native.native_sums(q, k, v, factor)
-            exact = ~np.all(np.isfinite(sums), axis=1)
+        found = host_backend(method).log_sums(SumProblem(*edges[:2], v, h, kernel))
+        sums = found.sums
+        exact = ~found.settled | ~np.all(np.isfinite(sums), axis=1)
         exact |= ~(sums[:, 0] >= 0)  # a negative weight is rounding no method may return
         empty_rows = (sums[:, 0] == 0) & ~exact
         pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]

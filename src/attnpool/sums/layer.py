@@ -60,10 +60,12 @@ def backend_for(name: str, problem: SumProblem, argument: str = "method") -> Bac
     return backend
 
 
-def solve(name: str, problem: SumProblem, argument: str = "method") -> LogSums:
-    """``problem``'s sums by the backend registered as ``name``, finished: every row it
-    leaves unsettled, or whose sums are not finite, summed again exactly."""
-    backend = backend_for(name, problem, argument)
+def solve(name: str | Backend, problem: SumProblem, argument: str = "method") -> LogSums:
+    """``problem``'s sums by the backend registered as ``name`` (or the backend itself,
+    checked by its caller: a built-in one), finished: every row it leaves unsettled, or
+    whose sums are not finite, summed again exactly."""
+    backend = backend_for(name, problem, argument) if isinstance(name, str) else name
+    name = backend.name
     n, _, _, p = problem.sizes
     shift, sums, settled = backend.log_sums(problem)
     shift, sums = np.asarray(shift, np.float64), np.asarray(sums, np.float64)
@@ -108,7 +110,9 @@ def _limit(problem: SumProblem, rows: np.ndarray) -> np.ndarray:
     return np.asarray(nearest_mean(problem.queries[rows], k, v, problem.bandwidth, model, w))
 
 
-def log_kernel_sums(name: str, problem: SumProblem, argument: str = "method") -> np.ndarray:
+def log_kernel_sums(
+    name: str | Backend, problem: SumProblem, argument: str = "method"
+) -> np.ndarray:
     """``(n,)``: ``log Σ_i w_i K((q − k_i)/h)^r`` (``−inf`` where no key weighs)."""
     found = solve(name, problem, argument)
     with np.errstate(divide="ignore"):

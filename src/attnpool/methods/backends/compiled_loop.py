@@ -1,0 +1,47 @@
+"""``native`` as a backend: the Gaussian by the compiled loop (:mod:`attnpool.methods.native`:
+distances, exponentials and sums in one pass, far keys passed over), exact, in the
+problem's precision (float32 arrays: float32 sums). A row whose scaled coordinates
+overflowed is left unsettled."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._units import midrange
+from ...sums.backends import Serves
+from ...sums.problem import LogSums, SumProblem
+from .. import native
+from .columns import log_sums_of, summed_columns
+
+__all__ = ["BACKEND", "CompiledLoop"]
+
+
+class CompiledLoop:
+    """The ``native`` backend (the Gaussian, d ≤ 16, a CPU; observation weights)."""
+
+    name = "native"
+    serves = Serves(kernels=("gaussian",), max_columns=native.DIMS_BUILT[-1],
+                    leave_one_out=False, powers=(1,))  # fmt: skip
+
+    def refusal(self, problem: SumProblem) -> str | None:
+        """Why it cannot sum ``problem`` (:func:`attnpool.methods.native.refusal`), or None."""
+        return native.refusal(problem.kernel, problem.keys.shape[1])
+
+    def log_sums(self, problem: SumProblem) -> LogSums:
+        """``problem``'s sums about the loop's running shift (``ln 2 · shift₂``)."""
+        q, k, h = problem.queries, problem.keys, problem.bandwidth
+        centre = midrange(k)
+        columns = summed_columns(problem)
+        values = columns.values
+        if values.shape[1] == 0:  # the loop sums at least one value column
+            values = np.ones((k.shape[0], 1), values.dtype)
+        raw, shift = native.native_sums(q - centre, k - centre, values, 1.0 / np.asarray(h),
+                                        return_shift=True)  # fmt: skip
+        raw = raw[:, : 1 + columns.values.shape[1]]
+        settled = np.all(np.isfinite(raw), axis=1) & np.isfinite(shift)
+        return log_sums_of(raw, math.log(2.0) * shift, settled, columns)
+
+
+BACKEND = CompiledLoop()

@@ -1,0 +1,84 @@
+"""The built-in host backends (``fgt``, ``sparse``, ``native``) behind the backend
+protocol: each is a :class:`attnpool.Backend`, and its ``log_sums`` equals the textbook's
+sums in float64 (:func:`attnpool.sums.backends.exact_log_sums`) on hostile data — ties,
+queries far from every key, observation weights spanning 2^±250, values at 2^±1000 —
+as ``log S₀ + shift`` and the ratios ``S_j / S₀``; the layer finishes them as it
+finishes a backend of your own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnpool import Backend, kernels
+from attnpool.methods.backends import BUILT_IN, host_backend
+from attnpool.methods.prefix_sums import PREFIX_RTOL
+from attnpool.sums import layer
+from attnpool.sums.backends import exact_log_sums
+from attnpool.sums.problem import SumProblem
+
+CASES = [("fgt", "gaussian", 1), ("sparse", "epanechnikov", 1), ("sparse", "tricube", 2),
+         ("sparse", "biweight", 3), ("native", "gaussian", 1), ("native", "gaussian", 2),
+         ("native", "gaussian", 5)]  # fmt: skip
+#: Each one's documented accuracy: fgt within 1e-14 of each row's weight, the loop exact
+#: (both to the offsets' rounding), sparse's one-column prefix sums within PREFIX_RTOL of
+#: each row's sum.
+TOLERANCE = {"fgt": 1e-12, "native": 1e-12, "sparse": 2 * PREFIX_RTOL}
+
+
+def hostile_problem(kernel: str, d: int, seed: int, weighted: bool) -> SumProblem:
+    rng = np.random.default_rng(seed)
+    keys = rng.uniform(-1, 1, (400, d)) * 1e3 + 1e6
+    keys[:80] = keys[0]  # ties
+    queries = np.concatenate([keys[:20], rng.uniform(-1.2, 1.2, (40, d)) * 1e3 + 1e6,
+                              keys[:5] + 40.0 * 30])  # far: 30 bandwidths off  # fmt: skip
+    values = np.stack([np.sin(keys[:, 0]), 2.0**-1000 * np.cos(keys[:, -1]),
+                       2.0**1000 * rng.uniform(-1, 1, 400)], axis=1)  # fmt: skip
+    weights = 2.0 ** rng.uniform(-250, 250, 400) if weighted else None
+    return SumProblem(queries, keys, values, np.full(d, 40.0), kernels.get(kernel), weights)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("name, kernel, d", CASES)
+def test_each_backend_equals_the_textbook_sums(name, kernel, d, weighted):
+    problem = hostile_problem(kernel, d, seed=d, weighted=weighted)
+    backend = host_backend(name)
+    assert isinstance(backend, Backend) and backend.refusal(problem) is None
+    got, want = backend.log_sums(problem), exact_log_sums(problem)
+    assert got.settled.all() or name == "native"
+    rows = got.settled & (want.sums[:, 0] > 0)
+    assert np.array_equal(got.sums[:, 0] > 0, want.sums[:, 0] > 0)  # the same empty rows
+    with np.errstate(divide="ignore"):
+        log_total = [found.shift[rows] + np.log(found.sums[rows, 0]) for found in (got, want)]
+    np.testing.assert_allclose(*log_total, rtol=0, atol=TOLERANCE[name])
+    ratios = [found.sums[rows, 1:] / found.sums[rows, :1] for found in (got, want)]
+    scale = np.max(np.abs(problem.values), axis=0)
+    np.testing.assert_allclose(ratios[0] / scale, ratios[1] / scale, rtol=0,
+                               atol=TOLERANCE[name])  # fmt: skip
+
+
+@pytest.mark.parametrize("name, kernel, d", CASES[::3])
+def test_the_layer_finishes_a_built_in_backend_as_a_registered_one(name, kernel, d):
+    problem = hostile_problem(kernel, d, seed=7, weighted=True)
+    found = layer.solve(host_backend(name), problem)
+    assert found.settled.all()
+    want = exact_log_sums(problem)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(
+            layer.log_kernel_sums(host_backend(name), problem),
+            want.shift + np.log(want.sums[:, 0]), rtol=0, atol=TOLERANCE[name],
+        )  # fmt: skip
+
+
+def test_each_declares_what_it_serves_and_refuses_the_rest_by_name():
+    assert set(BUILT_IN) == {"fgt", "sparse", "native"}
+    flat = SumProblem(np.zeros((1, 2)), np.zeros((3, 2)), np.zeros((3, 0)), np.ones(2),
+                      kernels.get("gaussian"))  # fmt: skip
+    assert "'fgt' sums the Gaussian in one column; received 'gaussian' in 2" in (
+        host_backend("fgt").refusal(flat))  # fmt: skip
+    assert "'sparse' needs a compact-support radial kernel" in host_backend("sparse").refusal(flat)
+    compact = SumProblem(flat.queries, flat.keys, flat.values, flat.bandwidth,
+                         kernels.get("epanechnikov"))  # fmt: skip
+    assert "'native' pools the built-in 'gaussian'" in host_backend("native").refusal(compact)
+    for backend in BUILT_IN.values():
+        assert not backend.serves.leave_one_out and backend.serves.powers == (1,)
