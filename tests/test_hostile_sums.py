@@ -254,3 +254,39 @@ def test_hostile_weights_meet_the_textbook_or_raise(kernel, method):
         assert np.all(np.isneginf(logs[~reachable]))
 
     run()
+
+
+def gaussian_pool(q, k, v, h):
+    """The Gaussian pool by ``logsumexp`` weights, in float64."""
+    exponents = -(((q[:, None, :] - k[None, :, :]) / h) ** 2).sum(axis=-1) / 2
+    w = np.exp(exponents - exponents.max(axis=1, keepdims=True))
+    return (w @ v) / w.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("method", methods_here(["auto", "dense", "stream", "native"]))
+def test_queries_far_from_every_key_in_three_columns_keep_every_digit(method):
+    # 30–45 bandwidths from every key: under the streamed engine's log-weight bound the
+    # rows' weights were ~1e-300, and those below the smallest normal number, flushed to 0
+    # on a CPU, took 6e-8 of the pool (the rows were pooled again only below 2^24 · tiny)
+    rng = np.random.default_rng(3)
+    keys = rng.uniform(-1, 1, (1451, 3))
+    values = np.stack([np.sin(3 * keys[:, 0]), np.cos(keys[:, 2])], axis=1)
+    queries = rng.uniform(-1.5, 1.5, (50, 3)) * 20
+    got = attention_pool(queries, keys, values, bandwidth=0.83, method=method)
+    np.testing.assert_allclose(got, gaussian_pool(queries, keys, values, 0.83), rtol=0,
+                               atol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("method", methods_here(["auto", "dense", "stream", "native"]))
+@pytest.mark.parametrize("exponent", [-1000, 1000])
+def test_values_near_the_floats_ends_keep_their_digits_far_from_the_keys(method, exponent):
+    # a value column of 2^-1000: its products with weights below 2^-30 were subnormal
+    # (digits lost, or flushed to 0 on a CPU: the streamed pool returned 0 for 9e-302);
+    # it is now pooled in units of its largest, as a column near the largest number is
+    rng = np.random.default_rng(4)
+    keys = rng.uniform(-1, 1, (800, 3))
+    values = 2.0**exponent * np.stack([np.cos(keys[:, 2]), np.sin(keys[:, 0])], axis=1)
+    queries = np.concatenate([keys[:5], rng.uniform(-1.5, 1.5, (30, 3)) * 12])
+    got = attention_pool(queries, keys, values, bandwidth=0.6, method=method)
+    want = gaussian_pool(queries, keys, values * 2.0**-exponent, 0.6)
+    np.testing.assert_allclose(got * 2.0**-exponent, want, rtol=0, atol=1e-12)

@@ -203,25 +203,34 @@ class SearchUnits:
 
 def value_unit(values):
     """A power of two ``(p,)`` per value column: 1, or for a column whose largest
-    magnitude exceeds the square root of the dtype's largest number, the power of
-    two at most it (``largest / unit`` in [1, 2)).
+    magnitude exceeds the square root of the dtype's largest number, or is below the
+    square root of its smallest normal one, the power of two at most it (``largest /
+    unit`` in [1, 2)).
 
     Pooling ``values / unit`` and scaling the result back is exact, and the weighted
-    sums ``Σ w v`` (weights up to 1 after the log-domain shift) then cannot overflow
-    for values near the dtype's limit. Other columns are left alone, so one-hot
-    weights still return each value exactly, the smallest normal numbers included.
+    sums ``Σ w v`` (weights up to 1 after the log-domain shift) then neither overflow
+    for values near the dtype's largest nor fall below its smallest normal number for
+    values near that (a product of ``2^−1000`` and a weight of ``2^−30`` is subnormal:
+    digits lost, or flushed to 0 where the processor flushes them, as XLA on a CPU
+    does). Other columns are left alone; one-hot weights return each value exactly.
     """
     if isinstance(values, np.ndarray):
         xp = np
         largest = np.max(np.abs(values), axis=0)
-        if np.all(largest < 2.0 ** (np.finfo(values.dtype).maxexp // 2)):
+        info = np.finfo(values.dtype)
+        ordinary = (largest < 2.0 ** (info.maxexp // 2)) & (
+            (largest >= 2.0 ** (info.minexp // 2)) | (largest == 0)
+        )
+        if np.all(ordinary):
             return np.ones_like(largest)  # (the common case, without the steps below)
     else:
         import jax.numpy as xp
 
         largest = xp.max(xp.abs(values), axis=0)
     _, exponent = xp.frexp(xp.where(largest > 0, largest, 1.0))
-    exponent = xp.where(exponent > xp.finfo(values.dtype).maxexp // 2, exponent - 1, 0)
+    info = xp.finfo(values.dtype)
+    extreme = (exponent > info.maxexp // 2) | (exponent < info.minexp // 2)
+    exponent = xp.where(extreme, exponent - 1, 0)
     unit = xp.ldexp(xp.ones_like(largest), exponent)
     if xp is np:
         return unit
