@@ -28,7 +28,6 @@ import numpy as np
 from .. import kernels
 from .._estimator_api import is_dask
 from .._typing import ArrayLike, KernelSpec
-from .._units import midrange
 from .._validation import (
     check_bandwidth,
     check_choice,
@@ -37,11 +36,11 @@ from .._validation import (
     is_jax,
     is_traced,
 )
-from ..methods import native
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
 from .monomials import checked_options, monomials, shaped
-from .polynomial_blocks import fit_block, solve
+from .polynomial_blocks import fit_block
+from .polynomial_engines import ENGINES, compiled_fit, native_fit
 
 __all__ = ["local_polynomial"]
 
@@ -133,14 +132,10 @@ def local_polynomial(
     y, flat = check_values(y_train, x.shape[0])
     y = y.reshape(x.shape[0], -1)
     engine = _engine(method, record, x, y, q, h, degree)
-    found = _native_fit(x, y, q, h, degree, orders) if engine == "native" else None
-    if found is not None:
-        fit, undetermined = found
-    elif engine == "numpy":
-        fit, undetermined = _numpy_fit(x, y, q, h, record, degree, orders)
-    else:  # (the loop's scaled coordinates out of its range: the streamed engine)
-        engine = "stream" if engine == "native" else engine
-        fit, undetermined = _compiled_fit(x, y, q, h, record, degree, orders, engine)
+    found = ENGINES[engine].fit(x, y, q, h, record, degree, orders)
+    if found is None:  # (the loop's scaled coordinates out of its range): streamed
+        found = compiled_fit(x, y, q, h, record, degree, orders, blocked=True)
+    fit, undetermined = found
     if is_traced(undetermined):
         if empty != "nan":
             raise ValueError(
@@ -168,26 +163,17 @@ POLYNOMIAL_METHODS = ("auto", "numpy", "native", "dense", "stream", "pallas")
 
 def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
             degree: int) -> str:  # fmt: skip
-    """The engine of ``method`` for these inputs (``"numpy"``, ``"dense"`` or ``"stream"``)."""
+    """The engine of ``method`` for these inputs (a name of :data:`.polynomial_engines.ENGINES`),
+    checked: refused by name where it does not serve them."""
     check_choice(method, "method", POLYNOMIAL_METHODS)
     on_host = not any(is_jax(a) for a in (x, y, q, h))
-    if method in ("numpy", "native") and not on_host:
-        raise ValueError(f"method: {method!r} sums concrete NumPy arrays; received JAX arrays")
-    if method == "native":
-        from ..methods import native_polynomial
-
-        reason = native.refusal(kernel, x.shape[1])
-        terms, basis = len(monomials(x.shape[1], 2 * degree)), len(monomials(x.shape[1], degree))
-        if reason is None and not native_polynomial.serves(x.shape[1], y.shape[1], terms, basis):
-            reason = (
-                f"'native' fits up to {native.MOMENTS_MAX_DIMS} columns and "
-                f"{native.MOMENTS_MAX_VALUES} responses, {native_polynomial.MAX_TERMS} "
-                f"monomials of degree up to 2·degree; received {x.shape[1]} columns, "
-                f"{y.shape[1]} responses, {terms} monomials; use method='stream'"
-            )
+    if method != "auto":
+        named = ENGINES[method]
+        if named.host_only and not on_host:
+            raise ValueError(f"method: {method!r} sums concrete NumPy arrays; received JAX arrays")
+        reason = named.refusal(kernel, x.shape[1], y.shape[1], degree)
         if reason is not None:
             raise ValueError(f"method: {reason}")
-    if method != "auto":
         return method
     from ..methods.options import exact_engine
     from ..sums.facts import polynomial_facts
@@ -202,70 +188,6 @@ def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
     engine = exact_engine(q.shape[0] * x.shape[0] * pair_width(degree, x.shape[1], y.shape[1]))
     tiled = engine == "stream" and not pallas.interpreted() and pallas.supports(kernel)
     return "pallas" if tiled else engine
-
-
-def _numpy_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: int,
-               orders: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """The NumPy engine: :func:`.polynomial_blocks.fit_block` over chunks of queries,
-    in float64."""
-    x, y, q, h = (np.asarray(a, np.float64) for a in (x, y, q, h))
-    width = len(monomials(x.shape[1], degree)) ** 2
-    rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * width))
-    exponents = monomials(x.shape[1], degree)
-    parts = [fit_block(x, y, q[i : i + rows], h, kernel, exponents, orders)
-             for i in range(0, q.shape[0], rows)]  # fmt: skip
-    if not parts:
-        return np.empty((0, len(orders), y.shape[1])), np.zeros(0, bool)
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-
-
-def _native_fit(x: Any, y: Any, q: Any, h: Any, degree: int, orders: list[tuple[int, ...]],
-                left_out: bool = False) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
-    """The compiled loop (:mod:`attnpool.methods.native_polynomial`): the Gaussian's sums
-    in bandwidths about the keys' midrange, solved as the NumPy engine solves; None where
-    the rows reach beyond ``native.MAX_SCALED`` bandwidths of it or a sum is not finite.
-    ``left_out``: the queries are the keys, each without its own pair."""
-    from ..methods.native_polynomial import native_polynomial
-
-    x, y, q, h = (np.asarray(a, np.float64) for a in (x, y, q, h))
-    centre = midrange(x)
-    keys, queries = x - centre, q - centre
-    reach = np.maximum(np.max(np.abs(keys), axis=0, initial=0.0),
-                       np.max(np.abs(queries), axis=0, initial=0.0))  # fmt: skip
-    if np.any(reach / h > native.MAX_SCALED):
-        return None
-    exponents, basis = monomials(x.shape[1], 2 * degree), len(monomials(x.shape[1], degree))
-    sums = native_polynomial(queries, keys, y, 1.0 / h, exponents, basis, exclude_self=left_out)
-    if sums is None:
-        return None
-    row = np.maximum(sums.reference, 0)
-    reference = (sums.total, x[row], y[row])
-    return solve(sums.gram, sums.responses, sums.total, sums.mean * h, sums.spread * h, q,
-                 reference, exponents[:basis], orders)  # fmt: skip
-
-
-def _compiled_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: int,
-                  orders: list[tuple[int, ...]], engine: str) -> tuple[Any, Any]:  # fmt: skip
-    """The compiled engines (:mod:`.polynomial_program`): NumPy in float64 and NumPy out,
-    JAX arrays in their precision (traceable, differentiable)."""
-    import jax.numpy as jnp
-
-    from .._interop import precision_scope
-    from ..methods.stream import KEY_BLOCK
-    from .polynomial_program import compiled_polynomial
-
-    on_host = not any(is_jax(a) for a in (x, y, q, h))
-    dtype = np.float64 if on_host else jnp.result_type(x, y, q, h, jnp.float32)
-    width = len(monomials(x.shape[1], degree)) ** 2 * y.shape[1]
-    key_block = None if engine == "dense" else max(64, KEY_BLOCK // width)
-    with precision_scope(dtype):
-        fit, undetermined = compiled_polynomial(
-            *(jnp.asarray(a, dtype) for a in (x, y, q, h)), kernel=kernel, degree=degree,
-            orders=orders, key_block=key_block, tiled=engine == "pallas",
-        )  # fmt: skip
-        if on_host:
-            return np.asarray(fit, np.float64), np.asarray(undetermined)
-    return fit, undetermined
 
 
 def loo_residuals(
@@ -286,7 +208,7 @@ def loo_residuals(
     facts = polynomial_facts(record, x.shape[0], x.shape[0], x.shape[1], y.shape[1], degree)
     loop = method == "native" or (method != "numpy" and plan(facts) == ("numpy", 2))
     if loop:  # each row's own pair left out
-        found = _native_fit(x, y, x, h, degree, orders, left_out=True)
+        found = native_fit(x, y, x, h, record, degree, orders, left_out=True)
         if found is not None:
             return np.asarray(y - found[0][:, 0])
     rows = max(1, CHUNK_ENTRIES // max(1, x.shape[0] * len(monomials(x.shape[1], degree)) ** 2))
