@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnpool import Backend, kernels
+from attnpool import Backend, Tree, kernels
 from attnpool.methods.backends import BUILT_IN, host_backend
 from attnpool.methods.prefix_sums import PREFIX_RTOL
 from attnpool.sums import layer
@@ -82,3 +82,19 @@ def test_each_declares_what_it_serves_and_refuses_the_rest_by_name():
     assert "'native' pools the built-in 'gaussian'" in host_backend("native").refusal(compact)
     for backend in BUILT_IN.values():
         assert not backend.serves.leave_one_out and backend.serves.powers == (1,)
+
+
+@pytest.mark.parametrize("kernel, d", [("gaussian", 2), ("epanechnikov", 3), ("laplacian", 1)])
+def test_the_tree_backend_is_within_its_tolerance_where_it_settles(kernel, d):
+    problem = hostile_problem(kernel, d, seed=11, weighted=False)
+    backend = host_backend("tree", Tree(rtol=1e-6))
+    assert isinstance(backend, Backend) and backend.refusal(problem) is None
+    got, want = backend.log_sums(problem), exact_log_sums(problem)
+    rows = got.settled & (want.sums[:, 0] > 0)
+    assert rows.sum() >= 20  # (the others: walks that would visit most leaves)
+    with np.errstate(divide="ignore"):
+        log_total = [found.shift[rows] + np.log(found.sums[rows, 0]) for found in (got, want)]
+    np.testing.assert_allclose(*log_total, rtol=0, atol=2e-6)  # the weight sum within rtol
+    ratios = [found.sums[rows, 1:] / found.sums[rows, :1] for found in (got, want)]
+    span = np.ptp(problem.values, axis=0)
+    assert np.all(np.abs(ratios[0] - ratios[1]) <= 1e-6 / (1 - 1e-6) * span + 1e-300)

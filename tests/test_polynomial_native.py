@@ -5,6 +5,8 @@ loop's monomial tables; the refusals."""
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -99,6 +101,16 @@ def test_the_monomial_table_builds_each_from_one_before_it():
     for a in range(10):
         for b in range(10):
             assert exponents[gram_index[a, b]] == tuple(np.add(exponents[a], exponents[b]))
+
+
+@pytest.mark.parametrize("d, degree", [(1, 7), (3, 4), (8, 4), (17, 2), (40, 2)])
+def test_the_monomials_are_every_exponent_once_by_total_degree(d, degree):
+    # enumerated within the degree (product(range(degree + 1), repeat=d) took 30 s at
+    # d = 17 for the loop's refusal of a fit it does not serve)
+    found = monomials(d, degree)
+    assert len(found) == len(set(found)) == math.comb(d + degree, degree)
+    assert [sum(a) for a in found] == sorted(sum(a) for a in found) and found[0] == (0,) * d
+    assert all(len(a) == d and min(a) >= 0 and sum(a) <= degree for a in found)
 
 
 def test_what_the_loop_serves():

@@ -37,6 +37,25 @@ def test_pooled_values_are_within_the_stated_tolerance(kernel, d, rtol):
     assert np.all(error <= rtol / (1 - rtol) * np.ptp(values, axis=0) + 1e-12)
 
 
+@pytest.mark.parametrize("atol", [0.5, 20.0])
+def test_pooling_honours_the_absolute_tolerance_of_the_weight_sum(atol):
+    # the weight sum Σ K within atol (rtol = 0): a pooled value within atol / (s − atol)
+    # of the values' range, s the row's weight sum; atol was ignored when pooling
+    queries, keys, values = data(4, n=100, m=4000, d=2)
+    got = attnpool.attention_pool(queries, keys, values, bandwidth=0.6,
+                                  method=Tree(rtol=0.0, atol=atol))  # fmt: skip
+    want = reference_pool(queries, keys, values, "gaussian", 0.6)
+    u2 = (((queries[:, None] - keys[None]) / 0.6) ** 2).sum(axis=-1)
+    weight = np.exp(-u2 / 2).sum(axis=1)
+    rows = weight > 2 * atol
+    bound = atol / (weight[rows] - atol)
+    error = np.abs(got - want)[rows] / np.ptp(values, axis=0)
+    assert np.all(error <= bound[:, None] + 1e-12)
+    tight = attnpool.attention_pool(queries, keys, values, bandwidth=0.6,
+                                    method=Tree(rtol=0.0, atol=1e-9))  # fmt: skip
+    assert np.max(np.abs(got - want)) > 10 * np.max(np.abs(tight - want))  # atol is used
+
+
 def test_far_boxes_are_taken_whole_and_crowded_rows_are_left_to_the_exact_engines():
     # at a loose tolerance most rows settle by boxes, within the bound; the rows the walk
     # leaves (it would visit a quarter of the leaves) come back unsettled

@@ -104,9 +104,10 @@ def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any, ex
     within ``options.atol + options.rtol · f``; rows whose weights all underflowed under
     the tree's shift (a smooth kernel far from every key), and those the walk leaves,
     summed exactly, as ``"auto"`` sums them."""
-    from ..methods import tree
+    from ..methods.backends.kd_tree import KdTree
 
-    reason = tree.refusal(record, x.shape[1])
+    problem = SumProblem(q, x, np.zeros((x.shape[0], 0)), h, record)
+    reason = KdTree().refusal(problem)
     if reason:
         raise ValueError(f"method: {reason}")
     if w is not None:
@@ -117,13 +118,10 @@ def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any, ex
     integral = kernel_integrals(record, x.shape[1])[0]
     log_norm = math.log(integral) + float(np.sum(np.log(h)))
     absolute = options.atol * x.shape[0] * math.exp(log_norm)  # in the sums' own units
-    sums, shift, unsettled = tree.tree_sums(
-        q / h, x / h, np.zeros((x.shape[0], 0)), record, rtol=options.rtol, atol=absolute,
-        leaf_size=options.leaf_size, edges=(q, x, h),
-    )  # fmt: skip
+    found = KdTree(options.rtol, absolute, options.leaf_size).log_sums(problem)
     with np.errstate(divide="ignore"):
-        out = np.log(sums[:, 0]) + shift - log_norm
-    again = np.flatnonzero(((sums[:, 0] == 0) & (not record.compact)) | unsettled)
+        out = np.log(found.sums[:, 0]) + found.shift - log_norm
+    again = np.flatnonzero(~found.settled)
     if again.size:
         out[again] = exact(x, q[again], None) + math.log(x.shape[0])
     return out

@@ -3,7 +3,7 @@
 concrete arrays.
 
 They compute kernel sums in float64 (NumPy/SciPy/JAX; ``native`` in the inputs'
-precision); ``fgt``, ``sparse`` and ``native`` through the backend protocol
+precision); ``fgt``, ``sparse``, ``native`` and ``tree`` through the backend protocol
 (:mod:`attnpool.methods.backends`, as densities call them). Rows they cannot settle —
 binned rows whose error bound exceeds the tolerance, overflowed or (under
 ``empty="nearest"``) empty rows — are pooled again exactly, for those rows only: on the
@@ -67,20 +67,6 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         _check_left_out(left_out, options)
         pooled, empty_rows = (np.array(a) for a in finalize(state))
         exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
-    elif method == "tree":
-        from ..methods import tree
-
-        sums, _, unsettled = tree.tree_sums(
-            np.asarray(q, np.float64) * factor, np.asarray(k, np.float64) * factor,
-            np.asarray(v, np.float64), kernel, rtol=options.rtol, leaf_size=options.leaf_size,
-            edges=edges if kernel.compact else None,
-        )  # fmt: skip
-        empty_rows = (sums[:, 0] == 0) & kernel.compact
-        # far from every key a smooth kernel's weights underflow: summed again, exactly
-        exact = ((sums[:, 0] == 0) & (not kernel.compact)) | ~np.isfinite(sums).all(axis=1)
-        exact |= unsettled
-        empty_rows &= ~unsettled
-        pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
     elif method == "binned":
         from ..methods import binned_host
 
@@ -89,11 +75,11 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
         )
         exact = ~settled
         empty_rows = (weight == 0) & ~exact
-    else:  # fgt, sparse, native: the backend protocol's sums (each centres and scales)
+    else:  # fgt, sparse, native, tree: the backend protocol's sums (each centres, scales)
         from ..methods.backends import host_backend
         from ..sums.problem import SumProblem
 
-        found = host_backend(method).log_sums(SumProblem(*edges[:2], v, h, kernel))
+        found = host_backend(method, options).log_sums(SumProblem(*edges[:2], v, h, kernel))
         sums = found.sums
         exact = ~found.settled | ~np.all(np.isfinite(sums), axis=1)
         exact |= ~(sums[:, 0] >= 0)  # a negative weight is rounding no method may return

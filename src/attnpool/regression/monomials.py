@@ -6,9 +6,9 @@ the compiled one (:mod:`.polynomial_program`) and Dask's
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,11 +24,21 @@ SINGULAR = 1e-13
 
 def monomials(d: int, degree: int) -> list[tuple[int, ...]]:
     """The exponents ``α`` of the monomials ``z^α`` of ``d`` variables up to ``degree``,
-    by total degree (the constant first)."""
-    return sorted(
-        (a for a in itertools.product(range(degree + 1), repeat=d) if sum(a) <= degree),
-        key=lambda a: (sum(a), tuple(-e for e in a)),
-    )
+    by total degree (the constant first): ``C(d + degree, degree)`` of them."""
+    return list(_monomials(d, degree))
+
+
+@functools.cache
+def _monomials(d: int, degree: int) -> tuple[tuple[int, ...], ...]:
+    def within(columns: int, budget: int) -> Iterator[tuple[int, ...]]:
+        if columns == 0:
+            yield ()
+            return
+        for first in range(budget + 1):
+            for rest in within(columns - 1, budget - first):
+                yield (first, *rest)
+
+    return tuple(sorted(within(d, degree), key=lambda a: (sum(a), tuple(-e for e in a))))
 
 
 def derivative_rows(

@@ -7,6 +7,7 @@ why it refuses a kernel, column count, response count and degree, or None."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -109,7 +110,7 @@ def native_refusal(kernel: kernels.Kernel, d: int, outputs: int, degree: int) ->
     from ..methods import native_polynomial
 
     reason = native.refusal(kernel, d)
-    terms, basis = len(monomials(d, 2 * degree)), len(monomials(d, degree))
+    terms, basis = math.comb(d + 2 * degree, d), math.comb(d + degree, d)
     if reason is None and not native_polynomial.serves(d, outputs, terms, basis):
         reason = (
             f"'native' fits up to {native.MOMENTS_MAX_DIMS} columns and "

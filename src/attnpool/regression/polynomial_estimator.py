@@ -20,7 +20,9 @@ import numpy as np
 from .._estimator_api import MultiOutputRegressor, check_is_fitted, is_dask, validate_data
 from .._typing import ArrayLike, KernelSpec, NDArray
 from .._validation import check_bandwidth, check_choice
+from .monomials import checked_options
 from .polynomial import POLYNOMIAL_METHODS, local_polynomial, loo_residuals
+from .polynomial_engines import ENGINES
 
 __all__ = ["LocalPolynomial"]
 
@@ -107,9 +109,12 @@ class LocalPolynomial(MultiOutputRegressor):
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         check_choice(self.method, "method", POLYNOMIAL_METHODS)
         check_choice(self.empty, "empty", ("nan", "warn", "raise"))
-        host = "native" if self.method == "native" else "numpy"  # checks degree and kernel
-        local_polynomial(X[:1], y[:1], X[:1], bandwidth=1.0, degree=self.degree,
-                         kernel=self.kernel, method=host)  # fmt: skip
+        record, _ = checked_options(self.degree, 0, self.kernel, X.shape[1])
+        if self.method in ENGINES:  # (what the method named refuses, refused now)
+            outputs = 1 if y.ndim == 1 else y.shape[1]
+            reason = ENGINES[self.method].refusal(record, X.shape[1], outputs, self.degree)
+            if reason is not None:
+                raise ValueError(f"method: {reason}")
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", ("cv",))
             self.bandwidth_, self.cv_score_ = _cv_bandwidth(
