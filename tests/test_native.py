@@ -316,3 +316,21 @@ def test_a_local_linear_fit_of_three_responses_on_the_loop_is_each_ones_own(monk
         alone = LocalLinear(bandwidth=[0.4, 0.6]).fit(x, y[:, j]).predict(queries)
         np.testing.assert_allclose(together[:, j], alone, rtol=1e-10,
                                    atol=1e-10 * np.ptp(y[:, j]))  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_far_pairs_are_summed_exactly_and_the_callers_subnormal_numbers_kept(dtype):
+    # d = 8: most pairs' weights sit at the loop's floor, and their products with the
+    # values were subnormal (each a slow microcode step on x86); the loop flushes such
+    # products to 0 while it runs — terms below 2^-118 of a row's sum — and restores the
+    # caller's floating-point mode after
+    rng = np.random.default_rng(8)
+    keys = rng.uniform(-2.5, 2.5, (3000, 8)).astype(dtype)
+    values = np.sin(keys[:, :2]).astype(dtype)
+    sums = native.native_sums(keys[:300], keys, values, np.full(8, 1 / 0.3))
+    want = stable_gaussian_pool(keys[:300].astype(float), keys.astype(float),
+                                values.astype(float), 0.3)  # fmt: skip
+    tolerance = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(sums[:, 1:] / sums[:, :1], want, rtol=0, atol=tolerance)
+    tiny = np.finfo(dtype).tiny
+    assert np.array([tiny / 4], dtype) * dtype(1.0) == dtype(tiny / 4)  # not flushed here

@@ -42,6 +42,19 @@
 #include <stdlib.h>
 
 #include "portable.h"
+#if defined(__x86_64__) || defined(_M_X64)
+/* Products below the smallest normal number flushed to 0 (MXCSR's FTZ bit) while a call
+   runs, the caller's mode restored after: far pairs' weights sit at 2^EXP_FLOOR, and
+   their products with values were subnormal, each a microcode assist on x86 (float32 in
+   d = 8: 1.07 -> 0.17 s at n = m = 3e4, the same sums; such a term is below 2^-118 of
+   a row's sum). */
+#include <xmmintrin.h>
+#define FLUSH_TO_ZERO_BEGIN const unsigned int saved_csr = _mm_getcsr(); _mm_setcsr(saved_csr | 0x8000u);
+#define FLUSH_TO_ZERO_END _mm_setcsr(saved_csr);
+#else /* (ARM cores handle subnormal numbers at full speed) */
+#define FLUSH_TO_ZERO_BEGIN
+#define FLUSH_TO_ZERO_END
+#endif
 #ifndef STATE_NAME /* one variant compiled on its own (the compilers' warning check) */
 #define STATE_NAME gaussian_state
 #define MOMENTS_NAME gaussian_moments
@@ -555,6 +568,7 @@ static inline double row_level(double shift, double sum) {
 EXPORT void STATE_NAME(const real *q, ptrdiff_t n, const real *kt, const real *vt, ptrdiff_t m,
                     ptrdiff_t m_pad, double *shift, double *sum, double *weighted,
                     const ptrdiff_t *own, const double *lo, const double *hi) {
+    FLUSH_TO_ZERO_BEGIN
     const real zero[ROWS] = {0};
     far_keys far = {0};
     int pruning = far_start(&far, lo, hi, m_pad);
@@ -658,6 +672,7 @@ EXPORT void STATE_NAME(const real *q, ptrdiff_t n, const real *kt, const real *v
                 weighted[(i0 + r) * VALUES + c] = empty ? 0.0 : wide_total(row_weighted[r][c]);
         }
     }
+    FLUSH_TO_ZERO_END
     free(far.chunk_lo);
 }
 
