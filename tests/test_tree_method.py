@@ -116,3 +116,18 @@ def test_the_record_is_checked():
         attnpool.attention_pool([0.0], [0.0, 1.0], [1.0, 2.0], method=Tree(atol=-1.0))
     with pytest.raises(ValueError, match="'tree' needs a built-in distance kernel"):
         attnpool.attention_pool([0.0], [0.0, 1.0], [1.0, 2.0], kernel="dot", method="tree")
+
+
+@pytest.mark.parametrize("atol", [0.0, 1e-3])
+def test_densities_at_a_huge_bandwidth_keep_their_guarantee(atol):
+    # at h = 1e300 the absolute tolerance in the sums' units, atol · m · ∏h ∫K, overflows
+    # a float (it raised OverflowError); it is then infinite: the density within atol
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 1, (400, 2))
+    got = attnpool.log_density(x, x[:20], bandwidth=1e300, method=Tree(rtol=1e-6, atol=atol))
+    want = attnpool.log_density(x, x[:20], bandwidth=1e300, method="dense")
+    assert np.all(np.isfinite(got))
+    if atol == 0:
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    else:
+        assert np.all(np.abs(np.exp(got) - np.exp(want)) <= atol + 1e-6 * np.exp(want))

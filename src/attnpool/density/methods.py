@@ -117,7 +117,10 @@ def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any, ex
         )
     integral = kernel_integrals(record, x.shape[1])[0]
     log_norm = math.log(integral) + float(np.sum(np.log(h)))
-    absolute = options.atol * x.shape[0] * math.exp(log_norm)  # in the sums' own units
+    absolute = 0.0  # atol in the sums' own units (inf where they overflow: any error)
+    if options.atol > 0:
+        with np.errstate(over="ignore"):
+            absolute = float(options.atol * x.shape[0] * np.exp(log_norm))
     found = KdTree(options.rtol, absolute, options.leaf_size).log_sums(problem)
     with np.errstate(divide="ignore"):
         out = np.log(found.sums[:, 0]) + found.shift - log_norm

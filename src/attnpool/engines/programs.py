@@ -151,11 +151,11 @@ def nearest_key(queries, keys, *, key_count=None, exclude_self=False):
 
 
 #: A streamed row whose weights under the log-weight bound sum to less than the keys'
-#: count times this many smallest normal numbers is pooled again with row maxima: the
-#: weights below the smallest normal number (each flushed to 0 on a CPU, as XLA does)
-#: could then take more than the precision's rounding of its sum (far from every key
-#: in d ≥ 3, rows 35 bandwidths off lost 6e-8 of their pool under a fixed 2^24).
-_UNDERFLOW_PER_KEY = {np.dtype(np.float64): 2.0**53, np.dtype(np.float32): 2.0**24}
+#: count times ``2 / eps`` smallest normal numbers (float64: 2^53) is pooled again with
+#: row maxima: the weights below the smallest normal number (each flushed to 0 on a CPU,
+#: as XLA does) could then take more than the precision's rounding of its sum (far from
+#: every key in d ≥ 3, rows 35 bandwidths off lost 6e-8 of their pool under a fixed 2^24).
+_UNDERFLOW_PER_KEY_EPS = 2.0
 #: Up to one row in this many is pooled again by itself; more, and every row is.
 _AGAIN_SHARE = 16
 
@@ -288,8 +288,8 @@ def _pool_program(
     ):
         # rows whose every weight underflowed under the bound: again, with the row maxima
         # (a few rows by themselves; past _AGAIN_SHARE of them, every row)
-        dtype = np.dtype(result.weight_sum.dtype)
-        floor = scaled[1].shape[0] * _UNDERFLOW_PER_KEY[dtype] * float(np.finfo(dtype).tiny)
+        info = jnp.finfo(result.weight_sum.dtype)
+        floor = scaled[1].shape[0] * _UNDERFLOW_PER_KEY_EPS / float(info.eps) * float(info.tiny)
         low = result.weight_sum < floor
         few = max(1, scaled[0].shape[0] // _AGAIN_SHARE)
 
