@@ -264,7 +264,7 @@ def test_fit_dropna(tmp_path):
 def test_progress_bar_appears_only_after_a_second(capsys):
     import time
 
-    from attnpool._progress import ProgressBar
+    from attnpool._support.progress import ProgressBar
 
     progress = ProgressBar("choosing the bandwidth")
     progress(1, 3)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attnpool import local_regression
-from attnpool._progress import ProgressBar
+from attnpool._support.progress import ProgressBar
 from attnpool.cli import main
 
 
@@ -275,7 +275,7 @@ def test_a_column_in_two_roles_is_a_usage_error(data, capsys, args, message):
 def test_ctrl_c_while_the_command_line_is_imported_exits_130_without_a_traceback():
     # the interrupt arrives while attnpool.__main__ imports the command line
     script = (
-        "import attnpool._optional as optional\n"
+        "import attnpool._support.optional as optional\n"
         "def interrupted(*args, **kwargs):\n"
         "    raise KeyboardInterrupt\n"
         "optional.require = interrupted\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnpool._units import ROW_STRETCH, column_extremes, midrange, rows_less
+from attnpool._support.units import ROW_STRETCH, column_extremes, midrange, rows_less
 
 SHAPES = [(1, 1), (1000, 2), (7, 16), (50, 17), (300, 40), (2 * ROW_STRETCH, 3), (999, 16)]
 
@@ -48,7 +48,7 @@ def test_rows_less_a_row_equal_numpys_broadcast(shape, dtype):
 
 
 def test_remembered_extremes_are_found_once_per_array_and_view():
-    from attnpool._units import remember_extremes, remembering, remembering_extremes
+    from attnpool._support.units import remember_extremes, remembering, remembering_extremes
 
     rng = np.random.default_rng(4)
     a = rng.normal(size=(1000, 2))

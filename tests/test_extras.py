@@ -58,7 +58,7 @@ def test_a_feature_without_its_extra_names_it(code, extra):
     result = run(code)
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("attnpool._optional.MissingDependencyError: ")
+    assert last.startswith("attnpool._support.optional.MissingDependencyError: ")
     assert f"pip install 'attnpool[{extra}]'" in last
 
 

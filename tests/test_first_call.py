@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import attnpool
-from attnpool._shapes import FLOOR, MAX_ROWS, bucket, query_bucket
+from attnpool._support.shapes import FLOOR, MAX_ROWS, bucket, query_bucket
 
 POOL = (
     "import attnpool, numpy as np\n"
@@ -257,7 +257,7 @@ def test_the_route_without_jax_pools_what_the_compiled_path_pools(dtype, d):
     "platforms, cpu", [("cpu", True), ("cpu,cuda", True), ("cuda", False), ("tpu,cpu", False)]
 )
 def test_jax_platforms_tells_whether_jax_computes_on_the_cpu(platforms, cpu):
-    from attnpool._backend import _no_accelerator
+    from attnpool._support.jax_platform import _no_accelerator
 
     assert _no_accelerator(platforms) is cpu
 
@@ -267,7 +267,7 @@ def test_jax_imported_and_idle_is_read_from_its_configuration_not_started():
     code = (
         "import jax\n"
         "from jax._src import xla_bridge\n"
-        "from attnpool._backend import computes_on_cpu\n"
+        "from attnpool._support.jax_platform import computes_on_cpu\n"
         "first = computes_on_cpu()\n"
         "assert not xla_bridge.backends_are_initialized()\n"
         "jax.config.update('jax_platforms', 'tpu')\n"

@@ -17,7 +17,7 @@ from attnpool import (
     NadarayaWatson,
     NadarayaWatsonClassifier,
 )
-from attnpool._frames import encode
+from attnpool._support.frames import encode
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ _NAMES = {
     "LearnedAttentionRegressor": "regression.learned",
     "fit_attention": "learn",
     "confidence_band": "inference",
-    "count_programs": "_cache",
+    "count_programs": "_support.program_cache",
     "significance_test": "inference.significance",
     "censoring_weights": "regression.censoring",
     "KernelDensity": "density.estimator",
@@ -62,7 +62,7 @@ _NAMES = {
     "r_lowess": "smoothers",
     "LowessCurve": "smoothers",
     "Loess": "smoothers.loess",
-    "show_config": "_config",
+    "show_config": "_support.config",
     "sheather_jones_bandwidth": "bandwidth.r_selectors",
     "biased_cv_bandwidth": "bandwidth.r_selectors",
     "unbiased_cv_bandwidth": "bandwidth.r_selectors",
@@ -89,8 +89,8 @@ __all__ = sorted({*_NAMES, "datasets", "kernels", "__version__"})
 if TYPE_CHECKING:
     from . import datasets as datasets
     from . import kernels as kernels
-    from ._cache import count_programs as count_programs
-    from ._config import show_config as show_config
+    from ._support.config import show_config as show_config
+    from ._support.program_cache import count_programs as count_programs
     from .bandwidth import aicc_curve as aicc_curve
     from .bandwidth import cv_curve as cv_curve
     from .bandwidth import rule_of_thumb as rule_of_thumb

@@ -10,7 +10,7 @@ def main() -> None:
     while the command line is still being imported ends as it does later: one line and
     exit status 130, no traceback."""
     try:
-        from ._optional import MissingDependencyError, require
+        from ._support.optional import MissingDependencyError, require
 
         try:
             require("typer", "the attnpool command")

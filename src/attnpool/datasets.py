@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._typing import ArrayLike, NDArray
+from ._support.hints import ArrayLike, NDArray
 
 __all__ = ["SineData", "sine_data", "sine_truth", "wave_data", "wave_truth"]
 

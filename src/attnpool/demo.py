@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from . import kernels as _kernels
-from ._files import atomic_write, figure_bytes
-from ._validation import check_positive_int
+from ._support.files import atomic_write, figure_bytes
+from ._support.validation import check_positive_int
 from .datasets import SineData, sine_data
 from .pooling import EmptyNeighbourhoodWarning, attention_weights
 from .regression import nadaraya_watson

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 from . import kernels as _kernels
-from ._files import atomic_write
+from ._support.files import atomic_write
 from .demo import DemoResult, run_demo
 from .pooling import EmptyNeighbourhoodWarning, attention_weights
 from .regression import nadaraya_watson

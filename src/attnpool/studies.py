@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import kernels as _kernels
-from ._validation import check_choice
+from ._support.validation import check_choice
 from .bandwidth import cv_curve, rule_of_thumb, select_bandwidth
 from .datasets import sine_data, wave_data, wave_truth
 from .regression import local_regression, nadaraya_watson
@@ -32,7 +32,7 @@ from .regression import local_regression, nadaraya_watson
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ._typing import ArrayLike
+    from ._support.hints import ArrayLike
 
 __all__ = ["STUDIES", "StudyResult", "consistency_study", "kernel_study", "run_study"]
 

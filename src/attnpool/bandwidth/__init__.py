@@ -14,7 +14,7 @@ columns at any size, run on the host (:mod:`attnpool.engines.numpy_engine`, NumP
 ``native`` C loop; Brent's method in one column, L-BFGS on differences in several; no
 program to build); the others are compiled (:mod:`attnpool.bandwidth.compiled`: L-BFGS-B
 with gradients from JAX autodiff). Data are first put in search units
-(:mod:`attnpool._units`), so the search sees the same numbers whatever the data's scale
+(:mod:`attnpool._support.units`), so the search sees the same numbers whatever the data's scale
 and offset. A bandwidth at which some
 point has no neighbour (compact kernels) scores ``inf``.
 """

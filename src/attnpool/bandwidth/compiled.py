@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import kernels
-from .._interop import compute_dtype, precision_scope
-from .._shapes import MAX_ROWS, bucket, pad_rows, padded
+from .._support.interop import compute_dtype, precision_scope
+from .._support.shapes import MAX_ROWS, bucket, pad_rows, padded
 from ..kernels.edges import has_edge
 from ..methods import binned, fgt, sparse
 from ..methods.options import TRAITS, refusal

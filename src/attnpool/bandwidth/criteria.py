@@ -5,7 +5,7 @@ The search variables ``θ`` are log-bandwidths for continuous columns and logits
 bandwidth (traceable; ``inf`` where undefined); :func:`objective`,
 :func:`grid_objectives` and :func:`objective_and_gradient` are its jitted forms of
 ``θ``; :func:`refine` is L-BFGS-B on the host driven by them. Padded rows (see
-:mod:`attnpool._shapes`) are left out of every criterion through ``count``.
+:mod:`attnpool._support.shapes`) are left out of every criterion through ``count``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def criterion(
 
     ``binned`` (a :class:`~attnpool.methods.binned.BinnedPlan`) evaluates CV on the
     binned approximation instead.
-    ``count``: rows from this one on are padding (:mod:`attnpool._shapes`), left out.
+    ``count``: rows from this one on are padding (:mod:`attnpool._support.shapes`), left out.
     ``weights (n,)``: positive observation weights — each row counts ``w_i`` times in
     the fits and in the mean of the squared residuals; leave-one-out leaves a row out
     whole, and AICc's penalty counts rows (its trace each row's whole self-influence),

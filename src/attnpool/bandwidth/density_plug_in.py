@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_choice
+from .._support.hints import ArrayLike
+from .._support.validation import check_choice
 from ..smoothers.binned_polynomial import linear_binning
 
 __all__ = ["binned_functional", "density_plug_in_bandwidth"]

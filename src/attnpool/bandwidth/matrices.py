@@ -23,8 +23,8 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from .._typing import ArrayLike
-from .._validation import check_points
+from .._support.hints import ArrayLike
+from .._support.validation import check_points
 from .resolution import TiedDataWarning
 
 __all__ = ["lscv_matrix", "lscv_matrix_criterion", "normal_scale_matrix"]

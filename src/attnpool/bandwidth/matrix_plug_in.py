@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy.optimize import minimize
 
-from .._typing import ArrayLike
+from .._support.hints import ArrayLike
 from .matrices import checked_sample
 
 __all__ = ["plug_in_matrix"]

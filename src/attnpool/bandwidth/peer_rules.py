@@ -45,8 +45,8 @@ import math
 import numpy as np
 
 from .. import kernels
-from .._typing import ArrayLike, KernelSpec
-from .._validation import check_choice, check_points
+from .._support.hints import ArrayLike, KernelSpec
+from .._support.validation import check_choice, check_points
 
 __all__ = ["PEER_RULES", "peer_rule"]
 

@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_choice
+from .._support.hints import ArrayLike
+from .._support.validation import check_choice
 from ..sums.observation_weights import check_weights
 from .resolution import bandwidth_floor
 

@@ -31,8 +31,8 @@ import warnings
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_choice
+from .._support.hints import ArrayLike
+from .._support.validation import check_choice
 from .minimizers import minimize_bounded
 
 __all__ = [

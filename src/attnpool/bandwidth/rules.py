@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from .._typing import ArrayLike, KernelSpec
-from .._units import power_of_two_above
-from .._validation import check_choice, check_points
+from .._support.hints import ArrayLike, KernelSpec
+from .._support.units import power_of_two_above
+from .._support.validation import check_choice, check_points
 from ..sums.local_model import model_for
 from ..sums.observation_weights import check_weights
 from .peer_rules import PEER_RULES, peer_rule

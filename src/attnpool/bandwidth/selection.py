@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike, KernelSpec
-from .._units import SearchUnits
-from .._validation import check_choice, check_points, check_values
+from .._support.hints import ArrayLike, KernelSpec
+from .._support.units import SearchUnits
+from .._support.validation import check_choice, check_points, check_values
 from ..engines import numpy_search
 from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS

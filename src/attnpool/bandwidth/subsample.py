@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_positive_int
+from .._support.validation import check_positive_int
 
 __all__ = ["Subsampled", "subsampled_bandwidth"]
 

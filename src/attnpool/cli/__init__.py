@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from .._optional import MissingDependencyError
+from .._support.optional import MissingDependencyError
 from ..kernels import get, names
 from .progress import CommandProgress
 from .table import DataError
@@ -154,7 +154,7 @@ def fit(
 
       attnpool fit data.csv --x age --y income --lowess --span 0.3
     """
-    from .._files import atomic_write, check_outputs
+    from .._support.files import atomic_write, check_outputs
     from .table import STDIO, fit_table
 
     check_outputs(
@@ -263,7 +263,7 @@ def density(
 
       attnpool density data.csv --x income --x region --var-type cu --bandwidth cv_ls
     """
-    from .._files import atomic_write, check_outputs
+    from .._support.files import atomic_write, check_outputs
     from .densities import check_plottable, density_table
     from .table import STDIO
 

@@ -61,7 +61,7 @@ def demo(
         page = build_report(result)
     written = save_figures(result.figures, out, dpi=dpi, format=picture_format)
     if page is not None:
-        from .._files import atomic_write
+        from .._support.files import atomic_write
 
         written.append(atomic_write(out / "report.html", lambda s: s.write(page.encode())))
     typer.echo(result.table())

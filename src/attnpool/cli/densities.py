@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._files import atomic_write
+from .._support.files import atomic_write
 from .table import (
     STDIO,
     DataError,

@@ -1,7 +1,7 @@
 """The command line's progress on stderr, drawn by rich: a bar with an ETA at a
 terminal, only a final line when stderr is not one (a log, a pipe), nothing with
 ``--quiet``. Quick work (under a second) stays silent; Ctrl-C sticks as with
-:class:`attnpool._progress.Interruptible`, and an error starts on its own line."""
+:class:`attnpool._support.progress.Interruptible`, and an error starts on its own line."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from .._progress import Interruptible
+from .._support.progress import Interruptible
 
 __all__ = ["CommandProgress"]
 

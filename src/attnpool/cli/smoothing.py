@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice
+from .._support.validation import check_choice
 from ..smoothers import lowess as lowess_smooth
 from ..smoothers.loess import Loess
 from .reading import DataError, read_columns

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._files import atomic_write, figure_bytes
-from .._validation import check_choice
+from .._support.files import atomic_write, figure_bytes
+from .._support.validation import check_choice
 from ..bandwidth import SELECTORS
 from ..bandwidth.selection import SELECTOR_ALIASES
 from ..regression.estimation import FitOptions, fitted_bandwidth

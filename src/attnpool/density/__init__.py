@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
-from .._units import column_extremes, remember_extremes, remembering_extremes, rows_less
-from .._validation import check_bandwidth, check_points, is_jax, numpy_dtype
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec, MethodSpec
+from .._support.units import column_extremes, remember_extremes, remembering_extremes, rows_less
+from .._support.validation import check_bandwidth, check_points, is_jax, numpy_dtype
 from ..kernels.calculus import density_integral, kernel_integrals
 from ..kernels.sphere import is_haversine, to_chords
 from . import matrix_bandwidth
@@ -181,8 +181,8 @@ def _log_density(
     elif name in ("fgt", "sparse", "native", "binned", "tree"):
         raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
     # the compiled engines (JAX is imported here, not for the host methods above)
-    from .._interop import precision_scope
-    from .._shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
+    from .._support.interop import precision_scope
+    from .._support.shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
     from .programs import log_density_program
 
     count = None

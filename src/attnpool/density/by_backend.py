@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels as _kernels
-from .._validation import check_bandwidth
+from .._support.validation import check_bandwidth
 from ..kernels.calculus import density_integral
 from ..sums import layer
 from ..sums.observation_weights import check_weights

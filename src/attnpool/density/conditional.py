@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike, Bandwidth, KernelSpec
-from .._validation import check_bandwidth, check_points
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.validation import check_bandwidth, check_points
 from ..kernels.mixed import log_pair_terms, log_sums
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
 from . import log_density, mixed_columns

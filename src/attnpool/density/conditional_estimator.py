@@ -8,9 +8,9 @@ from typing import Any, Self
 
 import numpy as np
 
-from .._estimator_api import BaseEstimator, check_is_fitted, validate_data
-from .._frames import fitted_var_type, levels_applied
-from .._typing import ArrayLike, Bandwidth, KernelSpec
+from .._support.estimator_api import BaseEstimator, check_is_fitted, validate_data
+from .._support.frames import fitted_var_type, levels_applied
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .conditional import conditional_cdf, conditional_log_density
 from .conditional_selection import select_conditional_bandwidth
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike, Bandwidth, KernelSpec
-from .._validation import check_choice, check_points
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.validation import check_choice, check_points
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import log_pair_terms, log_sums
 from .conditional import sides

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike, Bandwidth, KernelSpec
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from ..methods import fgt
 from ..methods.loo_weights import leave_one_out_log_weights
 from .methods import expansions_pay

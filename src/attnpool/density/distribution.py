@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike, Bandwidth, KernelSpec
-from .._validation import check_bandwidth, check_points
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.validation import check_bandwidth, check_points
 from ..kernels.calculus import CDF_KERNELS, log_kernel_cdf
 from ..sums.observation_weights import check_weights
 

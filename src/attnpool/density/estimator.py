@@ -10,10 +10,10 @@ from typing import Any, Self
 import numpy as np
 
 from .. import kernels as _kernels
-from .._estimator_api import BaseEstimator, check_is_fitted, validate_data
-from .._frames import fitted_var_type
-from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec
-from .._validation import check_bandwidth, check_choice
+from .._support.estimator_api import BaseEstimator, check_is_fitted, validate_data
+from .._support.frames import fitted_var_type
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec, MethodSpec
+from .._support.validation import check_bandwidth, check_choice
 from ..bandwidth.rules import RULES, rule_of_thumb
 from ..kernels import standard_deviation as kernel_standard_deviation
 from ..sums.observation_weights import positive_rows

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike
+from .._support.hints import ArrayLike
 from .distribution import kernel_cdf, log_cdf
 
 __all__ = ["density_entropy", "density_quantile", "log_survival"]

@@ -72,7 +72,7 @@ def method_log_sums(
     """``method="fgt"``, ``"sparse"``, ``"native"``, ``"tree"`` or ``"binned"``: refused where the
     method cannot serve, else its sums, the rows it leaves unsettled summed exactly
     (``exact(keys, queries)``: their normalised log densities, as ``"auto"`` sums them)."""
-    from .._units import HOST_MAX_EXTENT, extent_in_bandwidths
+    from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths
     from ..methods.binned import refusal
     from ..sums.observation_weights import refuse_wide_span
 

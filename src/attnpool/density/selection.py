@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .._typing import ArrayLike, KernelSpec
-from .._validation import check_choice, check_points
+from .._support.hints import ArrayLike, KernelSpec
+from .._support.validation import check_choice, check_points
 from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
 from ..bandwidth.rules import CATEGORICAL_START, rule_from_spread, rule_of_thumb
 from ..bandwidth.search import (

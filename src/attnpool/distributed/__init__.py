@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from .. import kernels as _kernels
-from .._optional import require
-from .._typing import ArrayLike, Bandwidth, KernelSpec
-from .._validation import check_bandwidth, check_numeric_dtype, check_positive_int
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.optional import require
+from .._support.validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from ..sums.observation_weights import dask_augmented
 from .tasks import combine, finish_states, identity, state_task
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._optional import require
+from .._support.optional import require
 from ..smoothers.loess_fit import LoessResult, probe_signs, robustness_weights, two_delta
 from .order_statistics import median, tree_sum
 from .row_sums import (
@@ -206,7 +206,7 @@ def _array(pieces: list, sizes: list) -> da.Array:
 def distributed_predict(estimator, X, return_std: bool):
     """:meth:`attnpool.Loess.predict` of a model fitted to Dask arrays, at NumPy or Dask
     ``X`` (m, d): NumPy or Dask results like ``X``."""
-    from .._estimator_api import is_dask, validate_data
+    from .._support.estimator_api import is_dask, validate_data
 
     training = estimator._training
     d = training.spread.low.shape[0]

@@ -24,7 +24,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from .._optional import require
+from .._support.optional import require
 from ..smoothers.windows import tie_runs
 from .lowess_schedule import fitted_ranks, lines
 from .order_statistics import median, tree_sum

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._optional import require
+from .._support.optional import require
 from ..smoothers.smoother import interpolated
 from .order_statistics import tree_sum
 from .sorting import SortedRows

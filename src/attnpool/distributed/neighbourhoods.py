@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from .._optional import require
+from .._support.optional import require
 from ..smoothers.local_polynomial import INSIDE
 from .order_statistics import (
     Bracket,

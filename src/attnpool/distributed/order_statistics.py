@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._optional import require
+from .._support.optional import require
 from ..smoothers.windows import first_index
 
 dask = require("dask", "Dask support (attnpool.distributed)")

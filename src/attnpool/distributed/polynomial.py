@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import require
-from .._typing import ArrayLike, Bandwidth, KernelSpec
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.optional import require
 from ..kernels.record import Kernel
 from ..regression import polynomial_blocks as blocks
 from ..regression.monomials import checked_options, monomials, shaped

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._optional import require
+from .._support.optional import require
 from ..smoothers.local_polynomial import intercept_solution
 from ..smoothers.neighbour_sums import terms
 from ..smoothers.operator_rows import GRAM_ENTRIES, RowSums, engine_type, key_engine, refit

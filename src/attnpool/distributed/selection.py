@@ -84,7 +84,7 @@ def fit_on_dask(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> An
     bandwidth by :func:`select_bandwidth` here (fixed bandwidths only with
     ``sample_weight``)."""
     from .. import distributed
-    from .._validation import check_bandwidth
+    from .._support.validation import check_bandwidth
 
     if estimator._degree != 0 or (estimator.var_type and set(estimator.var_type) != {"c"}):
         raise ValueError(

@@ -17,7 +17,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from .._optional import require
+from .._support.optional import require
 from .order_statistics import order_statistics, tree_sum
 
 dask = require("dask", "Dask support (attnpool.distributed)")

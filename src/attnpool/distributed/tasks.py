@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._interop import precision_scope
+from .._support.interop import precision_scope
 from ..engines.programs import kernel_block, mask_own_pairs, pool_state
 from ..kernels.edges import has_edge
 from ..methods.options import exact_engine

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
+from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from ..kernels import is_builtin
 from ..methods.options import TopK, exact_engine
 from ..sums.local_model import model_for

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .._units import value_unit
-from .._validation import check_bandwidth_representable
+from .._support.units import value_unit
+from .._support.validation import check_bandwidth_representable
 from ..kernels import Kernel
 from ..sums.facts import pool_facts
 from ..sums.plan import plan
@@ -44,7 +44,7 @@ def pool_without_jax(
 def _host_pool(name: str, q: Any, k: Any, v: Any, h: Any, kernel: Kernel, nearest: bool) -> Any:
     """The pool the planner gives a host method (``fgt``, ``sparse``, ``native``), by the
     same call (:func:`.host_methods.pool_host`) on the inputs as
-    :func:`attnpool._interop.run_in_policy` casts them — the inputs and the bandwidth in
+    :func:`attnpool._support.interop.run_in_policy` casts them — the inputs and the bandwidth in
     their common precision (float32 or float64), value columns near the float limit in
     power-of-two units — or None where the inputs are of another precision or the
     ``native`` loop of this precision and these value columns is not built (the compiled

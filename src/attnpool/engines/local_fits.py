@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import kernels as _kernels
-from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
+from .._support.shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ..methods import dense_weights, normalise, pallas
 from ..methods.options import exact_engine
 from ..methods.pallas_kernel import pair_log_weights
@@ -230,7 +230,7 @@ def local_fit(
 
     Returns ``fit (n_q, p)``, ``slopes (n_q, d, p)`` in the inputs' units, the hat
     diagonal (or None) and the ``(n_q,)`` mask of empty neighbourhoods. Rows are padded
-    to their buckets (:mod:`attnpool._shapes`) unless ``key_count`` says the training
+    to their buckets (:mod:`attnpool._support.shapes`) unless ``key_count`` says the training
     rows from that one on are padding already (then queries are not padded either).
     ``weights (n,)``: positive observation weights of the training rows (the hat
     diagonal is then that of one copy of each row). ``engine``: ``"pallas"`` sums on the

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._units import midrange, value_unit
+from .._support.units import midrange, value_unit
 from ..sums.local_model import LocalModel, solve_moments
 
 __all__ = [

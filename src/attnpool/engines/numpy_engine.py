@@ -13,7 +13,7 @@ local linear solve with unit diagonal and a relative ridge. A row with no weight
 response of its nearest training points (ties averaged), from differences weighted by
 ``min h / h_j`` and each row's largest, so that distances cannot overflow. Response
 columns near the float limit are divided by a power of two before they are summed
-(:func:`attnpool._units.value_unit`, as pooling does), so huge ones do not overflow.
+(:func:`attnpool._support.units.value_unit`, as pooling does), so huge ones do not overflow.
 
 It serves built-in kernels (profiles in NumPy) and a callable's, on continuous and
 categorical columns (ordered and unordered, as :mod:`attnpool.sums.local_model` weighs them),
@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from .._units import midrange, value_unit
-from .._validation import check_bandwidth_representable
+from .._support.units import midrange, value_unit
+from .._support.validation import check_bandwidth_representable
 from ..kernels.edges import edge_log_profile, has_edge
 from ..kernels.norms import squared_norm
 from ..sums import plan

@@ -1,7 +1,7 @@
 """The exact engines' jitted programs, shared by every layer above them.
 
 :func:`pool_core` pools (dense or streamed key blocks, or the fused kernel) on rows
-padded to their buckets (:mod:`attnpool._shapes`); the programs bound each row's log
+padded to their buckets (:mod:`attnpool._support.shapes`); the programs bound each row's log
 weights instead of reducing where they can, pool again the rows whose weights all
 underflowed, and take the nearest-key limit for rows that overflow (or are empty, when
 asked). :func:`weights_core` builds the dense weight matrix the same way. Block
@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import kernels as _kernels
-from .._interop import precision_scope
-from .._shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
+from .._support.interop import precision_scope
+from .._support.shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ..methods import dense_state, dense_weights, fused, pallas, stream_state
 from ..methods.options import exact_engine
 from ..sums.geometry import (
@@ -61,7 +61,7 @@ def kernel_block(
 
     ``max_log (n,)``: each query's largest log weight, if known (see :func:`nearest_log_weight`).
     ``streamed``: the block runs inside the streamed scan (distances by column).
-    ``key_count``: keys from this row on are padding (see :mod:`attnpool._shapes`).
+    ``key_count``: keys from this row on are padding (see :mod:`attnpool._support.shapes`).
     ``divisor``: the rows are unscaled (see :func:`attnpool.sums.geometry.block_coordinates`).
     ``allowed``: the keys each query may attend (see :func:`mask_keys`).
     """

@@ -57,7 +57,7 @@ def backend_band(
         counts = layer.log_kernel_sums(name, SumProblem(q, x, np.zeros((x.shape[0], 0)), h,
                                                          kernel), "pooling")  # fmt: skip
         return fit, np.sqrt(noise * (second / first) * np.exp(-counts)[:, None])
-    from .._interop import precision_scope  # the compiled engines' draws, in float64
+    from .._support.interop import precision_scope  # the compiled engines' draws, in float64
 
     with precision_scope(np.float64):
         replicates = np.asarray(bootstrap_responses(pooled(x, y), residuals, n_boot, bootstrap,

@@ -42,8 +42,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import stats
 
-from .._typing import ArrayLike, Bandwidth, KernelSpec
-from .._validation import check_choice, check_positive_int
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.validation import check_choice, check_positive_int
 from ..kernels.calculus import kernel_integrals
 from ..regression import validated
 from ..sums.backends import get_backend
@@ -199,7 +199,7 @@ def _compiled_band(
     method, n_boot, bootstrap, seed = settings
     import jax.numpy as jnp
 
-    from .._interop import compute_dtype, precision_scope
+    from .._support.interop import compute_dtype, precision_scope
     from ..engines.local_fits import local_fit, loo_residuals
 
     dtype = compute_dtype(x, y, q, numpy=True)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._validation import check_choice, check_positive_int
+from .._support.validation import check_choice, check_positive_int
 from ..engines.numpy_engine import NUMPY_MAX_WORK
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def significance_test(
     *JBES* 15(3), 369–378. Racine, J., Hart, J. & Li, Q. (2006). *Econometric Reviews*
     25(4), 523–544.
     """
-    from .._estimator_api import check_is_fitted
+    from .._support.estimator_api import check_is_fitted
     from ..regression.pairs import refuse
 
     check_is_fitted(model)

@@ -38,7 +38,7 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     import jax.numpy as jnp
     from scipy import integrate
 
-    from .._interop import precision_scope
+    from .._support.interop import precision_scope
 
     # the norm's unit sphere: d V_p(d) (Euclidean: 2π^{d/2} / Γ(d/2))
     sphere = d * unit_ball_volume(d, kernel.norm)

@@ -145,7 +145,7 @@ class HostProfile:
     def __call__(self, r2: Any) -> np.ndarray:
         import jax
 
-        from .._interop import precision_scope
+        from .._support.interop import precision_scope
 
         flat = np.asarray(r2, np.float64).reshape(-1)
         padded = np.zeros(max(HOST_PROFILE_MIN_SIZE, 1 << max(flat.size - 1, 0).bit_length()))

@@ -121,7 +121,7 @@ class Kernel:
         """
         import jax.numpy as jnp
 
-        from .._interop import precision_scope
+        from .._support.interop import precision_scope
 
         u = np.asarray(u, dtype=np.float64)
         if self.base is not None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_points, is_jax, is_traced
+from .._support.validation import check_points, is_jax, is_traced
 from .profiles import namespace, safe_sqrt
 from .record import Kernel
 
@@ -150,7 +150,7 @@ def masses_per_square(kernel: Kernel, bandwidth: float) -> tuple[float, float]:
         if not isinstance(log_k, np.ndarray | np.generic):  # a profile in JAX only
             import jax.numpy as jnp
 
-            from .._interop import precision_scope
+            from .._support.interop import precision_scope
 
             with precision_scope(np.float64):
                 log_k = np.asarray(kernel.log_profile(jnp.asarray(u * u, jnp.float64)))

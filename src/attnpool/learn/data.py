@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .._interop import compute_dtype
-from .._validation import check_points, check_values
+from .._support.interop import compute_dtype
+from .._support.validation import check_points, check_values
 
 __all__ = ["Standardisation", "as_targets", "split", "training_data"]
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike
+from .._support.hints import ArrayLike
 from ..sums.geometry import closeness
 from .model_base import AttentionModel, Params, learnable_kernel, sample_size, scott_factor
 

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike
+from .._support.hints import ArrayLike
 
 Params = dict[str, Any]
 

@@ -22,11 +22,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._interop import precision_scope
-from .._optional import require
-from .._progress import ProgressBar
-from .._typing import ArrayLike
-from .._validation import check_choice, check_points, check_positive_int
+from .._support.hints import ArrayLike
+from .._support.interop import precision_scope
+from .._support.optional import require
+from .._support.progress import ProgressBar
+from .._support.validation import check_choice, check_points, check_positive_int
 from ..sums.observation_weights import merged_rows, positive_rows
 from .attention import learned_pool, learned_weights
 from .data import Standardisation, split, training_data

@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._shapes import bucket, query_bucket
-from .._units import column_extremes
+from .._support.shapes import bucket, query_bucket
+from .._support.units import column_extremes
 from ..kernels import Kernel
 from .binned_bound import kernel_tail
 from .options import BINNED_SMOOTH_KERNELS
@@ -73,7 +73,8 @@ SMALL_GRID = 2**10
 
 
 def grid_bucket(size: int) -> int:
-    """The nodes a grid dimension of ``size`` nodes is grown to (see :mod:`attnpool._shapes`)."""
+    """The nodes a grid dimension of ``size`` nodes is grown to
+    (:mod:`attnpool._support.shapes`)."""
     return query_bucket(size) if size <= SMALL_GRID else bucket(size)
 
 

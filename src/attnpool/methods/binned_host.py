@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import kernels
-from .._units import column_extremes, midrange
+from .._support.units import column_extremes, midrange
 from ..kernels import Kernel
 from . import binned_gaussian
 from .binned import (

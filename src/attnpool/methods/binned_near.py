@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .._units import column_extremes
+from .._support.units import column_extremes
 from ..kernels import Kernel, is_gaussian
 from . import fgt, native
 from .binning import Binning

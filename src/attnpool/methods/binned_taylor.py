@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._units import column_extremes
+from .._support.units import column_extremes
 from . import fgt, native
 from .binned_gaussian import derivative, fast_length, hermite_maxima
 from .binning import FFT_ROUNDING, Binning, counted_features, key_total

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import jax
 
-from .._validation import is_traced
+from .._support.validation import is_traced
 from ..kernels import Kernel
 from ..sums.facts import pool_facts
 from ..sums.plan import plan

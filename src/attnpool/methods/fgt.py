@@ -335,7 +335,7 @@ def _evaluate_xla(u, nearest2, table, width, half, order):
     """
     import jax.numpy as jnp
 
-    from .._interop import precision_scope
+    from .._support.interop import precision_scope
 
     f = table.shape[1] // order
     box = np.floor(u / width).astype(np.int64)

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .._units import column_extremes
+from .._support.units import column_extremes
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
 from . import compiled
 from .native_layout import CHUNK, LOG2E, Layout

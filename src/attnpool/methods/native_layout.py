@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._units import column_extremes
+from .._support.units import column_extremes
 from .locality import bounding_boxes, locality_order
 
 __all__ = ["BOX", "CHUNK", "LOCAL_MIN_PAIRS", "LOG2E", "Layout", "passes_over", "visited_share"]

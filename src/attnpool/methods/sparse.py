@@ -298,7 +298,7 @@ def _relative_weights(r2, kernel):
         return np.asarray(ratio, np.float64)
     import jax.numpy as jnp
 
-    from .._interop import precision_scope
+    from .._support.interop import precision_scope
 
     size = 1 << int(np.ceil(np.log2(max(r2.size, 1024))))  # few shapes, few compilations
     padded = np.zeros(size)

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._interop import precision_scope
+from .._support.interop import precision_scope
 from ..kernels import Kernel, is_monotone
 from ..sums.state import PoolingState, block_state
 

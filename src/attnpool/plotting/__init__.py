@@ -8,7 +8,7 @@ them (a pandas Series), and panels with several curves carry a legend. Heatmaps 
 queries on rows (y axis) and keys on columns (x axis).
 """
 
-from .._optional import require
+from .._support.optional import require
 
 require("matplotlib", "attnpool.plotting")
 

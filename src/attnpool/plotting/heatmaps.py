@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._typing import ArrayLike
+from .._support.hints import ArrayLike
 from .figures import colour_scale, new_figure
 
 __all__ = ["show_heatmaps"]

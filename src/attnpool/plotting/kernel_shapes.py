@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import kernels as _kernels
-from .._typing import ArrayLike
+from .._support.hints import ArrayLike
 from .figures import new_figure
 
 __all__ = ["plot_kernels"]

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._typing import ArrayLike
+from .._support.hints import ArrayLike
 from .figures import axes_for
 
 __all__ = ["plot_history", "plot_mse_curves", "plot_rates"]

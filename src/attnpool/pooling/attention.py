@@ -12,8 +12,8 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from .. import kernels as _kernels
-from .._typing import Array, ArrayLike, Bandwidth, HostArrayLike, HostBandwidth, NDArray
-from .._validation import (
+from .._support.hints import Array, ArrayLike, Bandwidth, HostArrayLike, HostBandwidth, NDArray
+from .._support.validation import (
     check_bandwidth,
     check_choice,
     check_mask,
@@ -294,7 +294,7 @@ def attention_pool(
             pooled, empty_rows = found
             report_empty(kernel, empty, empty_rows)
             return pooled[:, 0] if flat else pooled
-    from .._interop import run_in_policy
+    from .._support.interop import run_in_policy
     from ..engines.dispatch import pool_on_engine
     from ..methods import choice
 

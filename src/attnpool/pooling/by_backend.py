@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import is_jax, numpy_dtype
+from .._support.validation import is_jax, numpy_dtype
 from ..kernels import Kernel
 from ..sums import layer
 from ..sums.empty_policy import report_empty, takes_nearest

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import kernels as _kernels
-from .._typing import Array, ArrayLike, Bandwidth
-from .._validation import check_choice
+from .._support.hints import Array, ArrayLike, Bandwidth
+from .._support.validation import check_choice
 from ..sums.empty_policy import EMPTY_POLICIES, takes_nearest
 from .attention import (
     KernelLike,
@@ -81,7 +81,7 @@ def attention_weights(
 
         return weights_core(q, k, h, kernel=kernel, nearest=nearest, allowed=allowed)
 
-    from .._interop import run_in_policy
+    from .._support.interop import run_in_policy
 
     weights_matrix: Array = run_in_policy(compute, (q, k, h), kernel, empty, q.shape[0], keyless)
     return weights_matrix

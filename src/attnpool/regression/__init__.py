@@ -38,8 +38,22 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from .._typing import Array, ArrayLike, Bandwidth, HostArrayLike, HostBandwidth, KernelSpec, NDArray
-from .._validation import check_bandwidth, check_choice, check_points, check_values, numpy_dtype
+from .._support.hints import (
+    Array,
+    ArrayLike,
+    Bandwidth,
+    HostArrayLike,
+    HostBandwidth,
+    KernelSpec,
+    NDArray,
+)
+from .._support.validation import (
+    check_bandwidth,
+    check_choice,
+    check_points,
+    check_values,
+    numpy_dtype,
+)
 from ..engines import numpy_engine
 from ..methods.options import LOCAL_FIT_METHODS
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
@@ -383,7 +397,7 @@ def local_regression(
         )
         fit, slopes = fit.astype(dtype), slopes.astype(dtype)
     else:
-        from .._interop import precision_scope
+        from .._support.interop import precision_scope
         from ..engines.local_fits import local_fit
 
         with precision_scope(dtype):

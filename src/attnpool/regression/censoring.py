@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_values
+from .._support.hints import ArrayLike
+from .._support.validation import check_values
 
 __all__ = ["censoring_weights"]
 

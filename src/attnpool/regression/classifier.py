@@ -7,9 +7,9 @@ from typing import Any, Self
 import numpy as np
 
 from .. import kernels
-from .._estimator_api import BaseEstimator, ClassifierMixin, check_is_fitted, validate_data
-from .._frames import fitted_var_type
-from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray
+from .._support.estimator_api import BaseEstimator, ClassifierMixin, check_is_fitted, validate_data
+from .._support.frames import fitted_var_type
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray
 from .estimator import NadarayaWatson
 
 __all__ = ["NadarayaWatsonClassifier"]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_bandwidth, check_choice
+from .._support.validation import check_bandwidth, check_choice
 from ..bandwidth import select_bandwidth
 from ..bandwidth.selection import canonical_selector
 from ..engines import numpy_engine

@@ -23,15 +23,15 @@ from typing import Any, Literal, Self, overload
 
 import numpy as np
 
-from .._estimator_api import (
+from .._support.estimator_api import (
     MultiOutputRegressor,
     check_is_fitted,
     check_numeric_targets,
     is_dask,
     validate_data,
 )
-from .._frames import fitted_var_type
-from .._typing import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray, Predictions
+from .._support.frames import fitted_var_type
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec, MethodSpec, NDArray, Predictions
 from ..sums.observation_weights import positive_rows
 from . import estimation
 from . import pairs as pair_regression

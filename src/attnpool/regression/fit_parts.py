@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from .._typing import Array, ArrayLike, Bandwidth, KernelSpec
-from .._validation import check_choice, numpy_dtype
+from .._support.hints import Array, ArrayLike, Bandwidth, KernelSpec
+from .._support.validation import check_choice, numpy_dtype
 from ..engines import numpy_engine
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
 from ..sums.observation_weights import positive_rows
@@ -49,7 +49,7 @@ def local_constant_slopes(
     import jax
     import jax.numpy as jnp
 
-    from .._interop import precision_scope
+    from .._support.interop import precision_scope
     from ..pooling import attention_pool
 
     x, y, q, h, model, flat = validated(x_train, y_train, x_query, bandwidth, kernel, None, 0)
@@ -104,7 +104,7 @@ def weight_matrix(
     x, _, q, h, model, _ = validated(
         x_train, np.zeros(len(np.asarray(x_train))), x_query, bandwidth, kernel, var_type, 0
     )
-    from .._interop import precision_scope
+    from .._support.interop import precision_scope
     from ..engines.local_fits import weights_core
 
     dtype = numpy_dtype(x, q)

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
-from .._estimator_api import MultiOutputRegressor, check_is_fitted, validate_data
-from .._typing import ArrayLike, NDArray
+from .._support.estimator_api import MultiOutputRegressor, check_is_fitted, validate_data
+from .._support.hints import ArrayLike, NDArray
 
 if TYPE_CHECKING:
     from ..learn.models import AttentionModel

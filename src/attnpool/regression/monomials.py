@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from .._typing import KernelSpec
+from .._support.hints import KernelSpec
 
 __all__ = ["SINGULAR", "checked_options", "derivative_rows", "monomials", "shaped"]
 

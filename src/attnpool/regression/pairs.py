@@ -264,7 +264,7 @@ def check_supported(kernel: _kernels.Kernel, bandwidth_type: str, var_type, meth
 
 def is_pair_fit(kernel, bandwidth_type) -> bool:
     """Whether an estimator with these parameters fits pair by pair (checked names)."""
-    from .._validation import check_choice
+    from .._support.validation import check_choice
 
     check_choice(bandwidth_type, "bandwidth_type", BANDWIDTH_TYPES)
     record = kernel if isinstance(kernel, _kernels.Kernel) else None
@@ -295,7 +295,7 @@ def fitted_setting(x, y, *, bandwidth, weights, kernel, bandwidth_type, degree, 
                    method):  # fmt: skip
     """``(setting (d,), scores)`` of an estimator's pair fit: bandwidths or numbers of
     neighbours, given or chosen by CV (``scores``: ``{"cv_score_": …}``)."""
-    from .._validation import check_bandwidth
+    from .._support.validation import check_bandwidth
 
     kernel = _kernels.get(kernel)
     what = _described(bandwidth_type, kernel)

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from .._estimator_api import is_dask
-from .._typing import ArrayLike, KernelSpec
-from .._validation import (
+from .._support.estimator_api import is_dask
+from .._support.hints import ArrayLike, KernelSpec
+from .._support.validation import (
     check_bandwidth,
     check_choice,
     check_points,

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import kernels
-from .._units import midrange
-from .._validation import is_jax
+from .._support.units import midrange
+from .._support.validation import is_jax
 from ..methods import native
 from ..smoothers.windows import CHUNK_ENTRIES
 from .monomials import monomials
@@ -87,7 +87,7 @@ def compiled_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree:
     blocks (else in one), ``tiled``: by the tiled Pallas kernel."""
     import jax.numpy as jnp
 
-    from .._interop import precision_scope
+    from .._support.interop import precision_scope
     from ..methods.stream import KEY_BLOCK
     from .polynomial_program import compiled_polynomial
 

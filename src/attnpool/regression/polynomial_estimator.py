@@ -17,9 +17,9 @@ from typing import Any, Self
 
 import numpy as np
 
-from .._estimator_api import MultiOutputRegressor, check_is_fitted, is_dask, validate_data
-from .._typing import ArrayLike, KernelSpec, NDArray
-from .._validation import check_bandwidth, check_choice
+from .._support.estimator_api import MultiOutputRegressor, check_is_fitted, is_dask, validate_data
+from .._support.hints import ArrayLike, KernelSpec, NDArray
+from .._support.validation import check_bandwidth, check_choice
 from .monomials import checked_options
 from .polynomial import POLYNOMIAL_METHODS, local_polynomial, loo_residuals
 from .polynomial_engines import ENGINES

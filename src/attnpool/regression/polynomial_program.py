@@ -24,7 +24,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from .._shapes import query_bucket
+from .._support.shapes import query_bucket
 from ..kernels.edges import pair_log_weights
 from ..kernels.record import Kernel
 from .monomials import SINGULAR, derivative_rows, monomials

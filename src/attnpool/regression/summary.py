@@ -119,7 +119,7 @@ class FitSummary:
 def summarised(model: Any, var_type: str | None) -> FitSummary:
     """The :class:`FitSummary` of a fitted regressor ``model`` (its data, bandwidths, the
     criterion that chose them, R² of its in-sample fit) whose columns are ``var_type``."""
-    from .._estimator_api import coefficient_of_determination
+    from .._support.estimator_api import coefficient_of_determination
 
     fitted = model._fitted_training_values()
     criterion = getattr(model, {"cv": "cv_score_", "aicc": "aicc_"}.get(model._chosen_by, ""), None)

@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_positive_int
+from .._support.hints import ArrayLike
+from .._support.validation import check_positive_int
 from .local_polynomial import hankel
 
 __all__ = ["TRUNCATION", "binned_local_polynomial", "linear_binning", "smoother_diagonals"]

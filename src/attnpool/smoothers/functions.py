@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._estimator_api import is_dask
+from .._support.estimator_api import is_dask
 from .rules import STATSMODELS, R, Rules
 from .smoother import smooth
 

@@ -9,14 +9,14 @@ from typing import Any, Self
 import numpy as np
 
 from .. import kernels
-from .._estimator_api import (
+from .._support.estimator_api import (
     BaseEstimator,
     RegressorMixin,
     check_is_fitted,
     is_dask,
     validate_data,
 )
-from .._typing import ArrayLike
+from .._support.hints import ArrayLike
 from ..sums.observation_weights import positive_rows
 from .loess_fit import LoessResult, fit_loess, fits_and_spread, fits_at
 from .neighbourhoods import radii, trimmed_scale

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from .._backend import computes_on_cpu
-from .._units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
-from .._validation import numpy_dtype
+from .._support.jax_platform import computes_on_cpu
+from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
+from .._support.validation import numpy_dtype
 from ..kernels import Kernel
 from .local_model import LocalModel
 from .plan import EXPANSION_MIN_PAIRS, Facts

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .._units import value_unit
-from .._validation import is_traced
+from .._support.units import value_unit
+from .._support.validation import is_traced
 from .backends import Backend, exact_log_sums, get_backend, refusal
 from .local_model import model_for
 from .nearest import nearest_mean

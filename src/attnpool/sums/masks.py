@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._shapes import pad_rows
+from .._support.shapes import pad_rows
 
 __all__ = ["allowed_block", "every_key_allowed", "keyless_rows", "mask_keys", "padded_mask"]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_array, is_traced
+from .._support.validation import as_array, is_traced
 
 __all__ = [
     "augmented",
@@ -231,7 +231,7 @@ def positive_keys(k: Any, w: Any, mask: Any, n: int) -> Any:
     """``(keys, weights, mask, kept)`` with the keys of weight 0 left out: dropped from
     concrete arrays (``kept``: the boolean ``(m,)`` of those kept, or None if all are),
     masked for traced weights."""
-    from .._validation import check_mask
+    from .._support.validation import check_mask
     from .masks import allowed_block
 
     if is_traced(w):

@@ -34,7 +34,7 @@ from typing import Literal
 import numpy as np
 
 from .. import kernels as _kernels
-from .._units import midrange
+from .._support.units import midrange
 from .local_model import solve_moments
 
 __all__ = ["BANDWIDTH_SOURCES", "local_fit", "needs_pair_sums", "pool"]
@@ -240,7 +240,7 @@ def pool(q, k, v, h, *, kernel: _kernels.Kernel, method, empty: str, mask, weigh
     """:func:`attnpool.attention_pool` of checked ``q (n, d)``, ``k (m, d)``, ``v (m, p)``,
     ``h (d,)`` with a higher-order kernel: ``(n, p)`` in the values' precision, NumPy or
     JAX as ``v`` is."""
-    from .._validation import is_jax, is_traced
+    from .._support.validation import is_jax, is_traced
     from ..methods.options import resolve
     from .empty_policy import report_empty, takes_nearest
     from .observation_weights import check_weights

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._units import midrange
+from ..._support.units import midrange
 from ...kernels import is_gaussian
 from ...sums.backends import Serves, exact_log_sums
 from ...sums.problem import LogSums, SumProblem

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._units import midrange
+from ..._support.units import midrange
 from ...sums.backends import Serves
 from ...sums.problem import LogSums, SumProblem
 from .. import sparse

@@ -67,7 +67,7 @@ class ProgressBar(Interruptible):
     def __call__(self, done: int, total: int, note: str = "") -> None:
         super().__call__(done, total, note)
         if self._bar is None:
-            from ._optional import require
+            from .optional import require
 
             auto = require("tqdm.auto", "a progress bar (progress=True)")
             waited = time.monotonic() - self.start  # the delay counts from the work's start

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Self, overload
 
 import numpy as np
 
-from ._frames import levels_applied
+from .frames import levels_applied
 
 if TYPE_CHECKING:
-    from ._typing import ArrayLike
+    from .hints import ArrayLike
 
 __all__ = [
     "BaseEstimator",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._units import column_extremes, remembering
+from .units import column_extremes, remembering
 
 
 def is_jax(x) -> bool:

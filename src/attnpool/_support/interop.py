@@ -6,7 +6,7 @@ is copied back to NumPy before the context closes (a float64 JAX array that
 leaves the context silently drops to float32 on its next operation). Integer
 data computes in float64, like NumPy; float16 data computes in float32 and comes back
 in float16. JAX inputs follow JAX's own dtype rules. Value columns near the dtype's
-limit are pooled in power-of-two units (:func:`attnpool._units.value_unit`).
+limit are pooled in power-of-two units (:func:`attnpool._support.units.value_unit`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._cache import enable_compilation_cache
-from ._units import value_unit
-from ._validation import check_bandwidth_representable, is_jax, is_traced, numpy_dtype
-from .sums.empty_policy import report_empty
+from ..sums.empty_policy import report_empty
+from .program_cache import enable_compilation_cache
+from .units import value_unit
+from .validation import check_bandwidth_representable, is_jax, is_traced, numpy_dtype
 
 enable_compilation_cache()  # a second process loads its programs instead of compiling
 

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     import dask.array
     import jax
 
-    from .kernels import Kernel
-    from .methods.options import Binned, TopK
+    from ..kernels import Kernel
+    from ..methods.options import Binned, TopK
 
 __all__ = [
     "Array",

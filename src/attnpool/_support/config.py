@@ -86,8 +86,8 @@ def _processor() -> dict[str, Any]:
 
 
 def _compiled_loops() -> dict[str, Any]:
-    from .methods import compiled
-    from .methods.threads import cores
+    from ..methods import compiled
+    from ..methods.threads import cores
 
     loops = compiled.loops()
     if loops is None:
