@@ -1,4 +1,5 @@
-"""The built-in host backends (``fgt``, ``sparse``, ``native``) behind the backend
+"""The built-in host backends (``fgt``, ``sparse``, ``native``; ``tree``, ``topk`` and
+``binned`` within their tolerances) behind the backend
 protocol: each is a :class:`attnpool.Backend`, and its ``log_sums`` equals the textbook's
 sums in float64 (:func:`attnpool.sums.backends.exact_log_sums`) on hostile data — ties,
 queries far from every key, observation weights spanning 2^±250, values at 2^±1000 —
@@ -7,10 +8,12 @@ finishes a backend of your own."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from attnpool import Backend, Tree, kernels
+from attnpool import Backend, Binned, TopK, Tree, kernels
 from attnpool.methods.backends import BUILT_IN, host_backend
 from attnpool.methods.prefix_sums import PREFIX_RTOL
 from attnpool.sums import layer
@@ -98,3 +101,67 @@ def test_the_tree_backend_is_within_its_tolerance_where_it_settles(kernel, d):
     ratios = [found.sums[rows, 1:] / found.sums[rows, :1] for found in (got, want)]
     span = np.ptp(problem.values, axis=0)
     assert np.all(np.abs(ratios[0] - ratios[1]) <= 1e-6 / (1 - 1e-6) * span + 1e-300)
+
+
+@pytest.mark.parametrize("kernel, d", [("gaussian", 1), ("epanechnikov", 2), ("laplacian", 3)])
+def test_the_topk_backend_with_every_key_equals_the_textbook_sums(kernel, d):
+    problem = hostile_problem(kernel, d, seed=13, weighted=False)
+    backend = host_backend("topk", TopK(k=400))
+    assert isinstance(backend, Backend) and backend.refusal(problem) is None
+    got, want = backend.log_sums(problem), exact_log_sums(problem)
+    assert got.settled.all()
+    assert np.array_equal(got.sums[:, 0] > 0, want.sums[:, 0] > 0)
+    rows = want.sums[:, 0] > 0
+    with np.errstate(divide="ignore"):
+        log_total = [found.shift[rows] + np.log(found.sums[rows, 0]) for found in (got, want)]
+    np.testing.assert_allclose(*log_total, rtol=0, atol=1e-12)
+    ratios = [found.sums[rows, 1:] / found.sums[rows, :1] for found in (got, want)]
+    scale = np.max(np.abs(problem.values), axis=0)
+    np.testing.assert_allclose(ratios[0] / scale, ratios[1] / scale, rtol=0, atol=1e-12)
+
+
+def spread_problem(kernel: str, d: int, seed: int, bandwidth: float) -> SumProblem:
+    """Many queries over 4000 keys at 1e6 ± 1e3 (no ties: a few nearest keys can bound
+    the rest), values at 2^±1000, some queries 30 bandwidths out."""
+    rng = np.random.default_rng(seed)
+    keys = rng.uniform(-1, 1, (4000, d)) * 1e3 + 1e6
+    queries = np.concatenate([rng.uniform(-1, 1, (3000, d)) * 1e3 + 1e6,
+                              keys[:20] + 30 * bandwidth])  # fmt: skip
+    values = np.stack([np.sin(keys[:, 0] / 50), 2.0**-1000 * np.cos(keys[:, -1] / 50),
+                       2.0**1000 * rng.uniform(-1, 1, 4000)], axis=1)  # fmt: skip
+    return SumProblem(queries, keys, values, np.full(d, bandwidth), kernels.get(kernel))
+
+
+def test_the_topk_backend_bounds_what_it_leaves_out_or_refuses():
+    near = spread_problem("gaussian", 1, seed=17, bandwidth=2.0)
+    got, want = host_backend("topk", TopK(k=64)).log_sums(near), exact_log_sums(near)
+    ratios = [found.sums[:, 1:] / found.sums[:, :1] for found in (got, want)]
+    assert np.all(np.abs(ratios[0] - ratios[1]) <= 1e-3 * np.ptp(near.values, axis=0))
+    wide = dataclasses.replace(near, bandwidth=np.array([1e4]))  # every key weighs alike
+    with pytest.raises(ValueError, match=r"TopK\(k=64\) leaves out up to .* tolerance 0.001"):
+        host_backend("topk", TopK(k=64)).log_sums(wide)
+    loose = host_backend("topk", TopK(k=64, tolerance=None)).log_sums(wide)
+    assert np.all(np.isfinite(loose.sums))
+
+
+@pytest.mark.parametrize("kernel, d", [("gaussian", 1), ("epanechnikov", 1), ("gaussian", 2),
+                                       ("biweight", 1)])  # fmt: skip
+def test_the_binned_backend_is_within_its_tolerance_where_it_settles(kernel, d):
+    problem = spread_problem(kernel, d, seed=19, bandwidth=40.0)
+    backend = host_backend("binned", Binned(tolerance=1e-4))
+    assert isinstance(backend, Backend) and backend.refusal(problem) is None
+    got, want = backend.log_sums(problem), exact_log_sums(problem)
+    rows = got.settled
+    assert rows.mean() > 0.5  # (the others: far rows, little weight near a kink or edge)
+    assert np.all(want.sums[rows, 0] > 0)
+    ratios = [found.sums[rows, 1:] / found.sums[rows, :1] for found in (got, want)]
+    span = np.ptp(problem.values, axis=0)
+    assert np.all(np.abs(ratios[0] - ratios[1]) <= 1e-4 * span)
+    with np.errstate(divide="ignore"):  # the binned weight: near the exact one
+        log_total = [found.shift[rows] + np.log(found.sums[rows, 0]) for found in (got, want)]
+    np.testing.assert_allclose(*log_total, rtol=0, atol=1e-2)
+
+
+def test_host_backend_names_the_host_methods():
+    with pytest.raises(ValueError, match="'dense' is not a host method; those are 'fgt'"):
+        host_backend("dense")

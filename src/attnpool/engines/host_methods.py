@@ -1,13 +1,12 @@
-"""Pooling by the host methods (``sparse``, ``fgt``, ``native``, ``binned``, ``topk``,
-``tree``) on
-concrete arrays.
+"""Pooling by the host methods (``sparse``, ``fgt``, ``native``, ``tree``, ``topk``,
+``binned``) on concrete arrays, each through the backend protocol
+(:mod:`attnpool.methods.backends`, as densities call them).
 
 They compute kernel sums in float64 (NumPy/SciPy/JAX; ``native`` in the inputs'
-precision); ``fgt``, ``sparse``, ``native`` and ``tree`` through the backend protocol
-(:mod:`attnpool.methods.backends`, as densities call them). Rows they cannot settle —
-binned rows whose error bound exceeds the tolerance, overflowed or (under
-``empty="nearest"``) empty rows — are pooled again exactly, for those rows only: on the
-NumPy engine (float64 data, no program) or by the exact streamed core.
+precision). Rows they cannot settle — rows whose error bound exceeds the tolerance,
+overflowed or (under ``empty="nearest"``) empty rows — are pooled again exactly, for
+those rows only: on the NumPy engine (float64 data, no program) or by the exact
+streamed core.
 """
 
 from __future__ import annotations
@@ -16,79 +15,44 @@ import numpy as np
 
 from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from ..kernels import is_builtin
-from ..methods.options import TopK, exact_engine
+from ..methods.options import exact_engine
 from ..sums.local_model import model_for
 from .numpy_engine import NUMPY_MAX_WORK, local_fit
 
 
 def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
     """Pooled values ``(n, p)`` in the inputs' dtype and the empty-row mask, NumPy arrays,
-    by a host method (``sparse``, ``fgt``, ``native``, ``binned``, ``topk``); rows it
-    cannot settle — and rows a mask ``allowed`` (:mod:`attnpool.sums.masks`) keeps from some
-    key — are pooled exactly by the streamed core (JAX imported only then)."""
+    by a host method (``sparse``, ``fgt``, ``native``, ``tree``, ``topk``, ``binned``);
+    rows it cannot settle — and rows a mask ``allowed`` (:mod:`attnpool.sums.masks`) keeps
+    from some key — are pooled exactly by the streamed core (JAX imported only then)."""
     q, k, v = (np.asarray(a) for a in (q, k, v))  # on the host: no program per shape
     if allowed is not None:
         return _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed)
     dtype = q.dtype
-    # centred and scaled as scale_coordinates does (less the keys' midrange, times 1/h)
-    centre = midrange(k)
-    edges = (q, k, h)  # the unscaled inputs decide a compact support's edge
-    q, k = q - centre, k - centre
-    factor = np.asarray(1.0 / h, np.float64)
-    if not extent_in_bandwidths(q, k, h) <= HOST_MAX_EXTENT:
+    if not extent_in_bandwidths(q - midrange(k), k - midrange(k), h) <= HOST_MAX_EXTENT:
         # scaled coordinates this large overflow the host methods' float64 arithmetic
         # (KD-tree distances, Taylor boxes); the exact engines take the nearest-key limit
         from ..methods.stream import KEY_BLOCK
         from .programs import pool_core
 
-        found = pool_core(
-            *edges[:2],  # the inputs: the engines centre what they scale themselves
-            v,
-            h,
-            kernel=kernel,
-            method=exact_engine(q.shape[0] * k.shape[0]),
-            key_block=KEY_BLOCK,
-            nearest=nearest,
-            allowed=allowed,
-        )
+        found = pool_core(q, k, v, h, kernel=kernel, method=exact_engine(q.shape[0] * k.shape[0]),
+                          key_block=KEY_BLOCK, nearest=nearest)  # fmt: skip
         return tuple(np.asarray(a) for a in found)
-    if method == "topk":
-        from ..methods import topk
-        from ..sums.state import finalize
+    from ..methods.backends import host_backend
+    from ..sums.problem import SumProblem
 
-        state, left_out = topk.topk_state(
-            np.asarray(q, np.float64) * factor,
-            np.asarray(k, np.float64) * factor,
-            np.asarray(v, np.float64),
-            kernel,
-            options.k,
-            edges=edges if kernel.compact else None,
-        )
-        _check_left_out(left_out, options)
-        pooled, empty_rows = (np.array(a) for a in finalize(state))
-        exact = ~np.all(np.isfinite(pooled), axis=1) & ~empty_rows
-    elif method == "binned":
-        from ..methods import binned_host
-
-        pooled, weight, settled, _ = binned_host.binned_pool(
-            q, k, v, factor, kernel, grid_size=options.grid_size, tolerance=options.tolerance
-        )
-        exact = ~settled
-        empty_rows = (weight == 0) & ~exact
-    else:  # fgt, sparse, native, tree: the backend protocol's sums (each centres, scales)
-        from ..methods.backends import host_backend
-        from ..sums.problem import SumProblem
-
-        found = host_backend(method, options).log_sums(SumProblem(*edges[:2], v, h, kernel))
-        sums = found.sums
-        exact = ~found.settled | ~np.all(np.isfinite(sums), axis=1)
-        exact |= ~(sums[:, 0] >= 0)  # a negative weight is rounding no method may return
-        empty_rows = (sums[:, 0] == 0) & ~exact
-        pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
+    # the backend protocol's sums: each backend centres and scales the inputs itself (a
+    # compact support's edge is decided on them, unscaled)
+    found = host_backend(method, options).log_sums(SumProblem(q, k, v, h, kernel))
+    sums = found.sums
+    exact = ~found.settled | ~np.all(np.isfinite(sums), axis=1)
+    exact |= ~(sums[:, 0] >= 0)  # a negative weight is rounding no method may return
+    empty_rows = (sums[:, 0] == 0) & ~exact
+    pooled = sums[:, 1:] / np.where(sums[:, 0] > 0, sums[:, 0], 1.0)[:, None]
     exact |= empty_rows & nearest
     rows = np.flatnonzero(exact)
     if rows.size:  # the inputs, uncentred: exact ties in them stay ties
-        redo, redo_empty = _pool_exactly(edges[0][rows], edges[1], v, h, kernel, nearest)
+        redo, redo_empty = _pool_exactly(q[rows], k, v, h, kernel, nearest)
         pooled[rows], empty_rows[rows] = np.asarray(redo), np.asarray(redo_empty)
     pooled = np.where(empty_rows[:, None] & ~nearest, np.nan, pooled)
     return pooled.astype(dtype, copy=False), empty_rows
@@ -144,15 +108,3 @@ def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
         )
         pooled[rest], empty_rows[rest] = (np.asarray(a) for a in found)
     return pooled, empty_rows
-
-
-def _check_left_out(left_out, options: TopK) -> None:
-    if options.tolerance is None:
-        return
-    over = left_out > options.tolerance
-    if np.any(over):
-        raise ValueError(
-            f"method: TopK(k={options.k}) leaves out up to {np.max(left_out):.3g} of the weight "
-            f"of {int(over.sum())} of {len(left_out)} queries, above the tolerance "
-            f"{options.tolerance:g}; raise k, lower the bandwidth, or pass tolerance=None"
-        )

@@ -1,6 +1,6 @@
 """The host methods behind the backend protocol: the exact ``fgt``, ``sparse`` and
-``native``, and ``tree`` (within its tolerances), each a module that declares what it
-serves and implements ``log_sums(problem) -> LogSums``
+``native``, and ``tree``, ``topk`` and ``binned`` (within their tolerances), each a
+module that declares what it serves and implements ``log_sums(problem) -> LogSums``
 (:class:`attnpool.sums.backends.Backend`), the same small interface as a backend of
 your own. Pooling (:mod:`attnpool.engines.host_methods`) and densities
 (:mod:`attnpool.density.methods`) call the same one per method, and finish its answer
@@ -12,9 +12,11 @@ from typing import Protocol
 
 from ...sums.backends import Backend
 from ...sums.problem import SumProblem
-from ..options import Tree
+from ..options import Binned, TopK, Tree
 from . import compiled_loop, expansions, support
+from .grid import BinnedGrid
 from .kd_tree import KdTree
+from .nearest_keys import NearestKeys
 
 __all__ = ["BUILT_IN", "BuiltInBackend", "host_backend"]
 
@@ -35,10 +37,22 @@ BUILT_IN: dict[str, BuiltInBackend] = {
 }
 
 
-def host_backend(name: str, options: Tree | None = None) -> BuiltInBackend:
+def host_backend(name: str, options: Binned | TopK | Tree | None = None) -> BuiltInBackend:
     """The built-in host backend ``name``: ``"fgt"``, ``"sparse"``, ``"native"``, or
-    ``"tree"`` with the tolerances of ``options`` (its defaults: ``Tree()``)."""
+    ``"tree"``, ``"topk"``, ``"binned"`` with the settings of ``options`` (the method's
+    record; its defaults where None)."""
     if name in BUILT_IN:
         return BUILT_IN[name]
-    chosen = options if isinstance(options, Tree) else Tree()
-    return KdTree(chosen.rtol, chosen.atol, chosen.leaf_size)
+    if name == "tree":
+        tree = options if isinstance(options, Tree) else Tree()
+        return KdTree(tree.rtol, tree.atol, tree.leaf_size)
+    if name == "topk":
+        top = options if isinstance(options, TopK) else TopK()
+        return NearestKeys(top.k, top.tolerance)
+    if name == "binned":
+        grid = options if isinstance(options, Binned) else Binned()
+        return BinnedGrid(grid.grid_size, grid.tolerance)
+    raise ValueError(
+        f"method: {name!r} is not a host method; those are "
+        f"{', '.join(map(repr, [*BUILT_IN, 'tree', 'topk', 'binned']))}"
+    )
