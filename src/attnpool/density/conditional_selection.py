@@ -15,6 +15,7 @@ from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.validation import check_choice, check_points
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import log_pair_terms, log_sums
+from ..sums.pair_weights import shifted_weights
 from .conditional import sides
 
 if TYPE_CHECKING:
@@ -36,12 +37,10 @@ def _loo_log_conditional(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> 
 def _least_squares(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> float:
     """The conditional ``cv_ls`` criterion (module docstring), rows of ``x``'s weights
     shifted by their largest (each row's ratio is scale-free)."""
-    log_w = log_pair_terms(x, x, hx, cx, "density")
-    np.fill_diagonal(log_w, -np.inf)
-    top = np.max(log_w, axis=1, keepdims=True)
-    if not np.all(np.isfinite(top)):
+    own_rows = np.arange(x.shape[0])
+    w, _, empty = shifted_weights(log_pair_terms(x, x, hx, cx, "density"), left_out=own_rows)
+    if np.any(empty):
         return math.inf
-    w = np.exp(log_w - top)
     log_c = log_pair_terms(y, y, hy, cy, "convolution")
     shift = np.max(log_c)
     square = np.einsum("lj,lj->l", w @ np.exp(log_c - shift), w) * math.exp(shift)

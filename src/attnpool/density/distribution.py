@@ -90,15 +90,13 @@ def log_cdf(x: np.ndarray, q: np.ndarray, name: str, h: np.ndarray, w: np.ndarra
     one-dimensional kernel ``name``'s distribution function (a product over the
     columns) and positive weights ``w (n,)``: shifted by each row's largest term, so
     that a tail far below the float range keeps its logarithm."""
-    from ..engines.numpy_engine import NUMPY_CHUNK_PAIRS
+    from ..sums.pair_weights import row_blocks
 
     with np.errstate(divide="ignore"):  # a weight of 0: a log weight of −inf
         log_w = np.log(w / np.sum(w))
     result = np.empty(q.shape[0])
-    step = max(1, NUMPY_CHUNK_PAIRS // x.shape[0])
     with np.errstate(divide="ignore"):
-        for start in range(0, q.shape[0], step):
-            rows = slice(start, start + step)
+        for rows in row_blocks(q.shape[0], x.shape[0]):
             log_g = log_w[None, :] + sum(
                 log_kernel_cdf(name, (q[rows, j, None] - x[None, :, j]) / h[j])
                 for j in range(x.shape[1])

@@ -28,13 +28,12 @@ import numpy as np
 from .. import kernels
 from .._support.units import midrange, value_unit
 from .._support.validation import check_bandwidth_representable
-from ..kernels.edges import edge_log_profile, has_edge
-from ..kernels.norms import squared_norm
 from ..sums import plan
 from ..sums.facts import fit_facts
-from ..sums.local_model import LocalModel, log_categorical, model_for, solve_moments
+from ..sums.local_model import LocalModel, model_for, solve_moments
 from ..sums.nearest import column_units, nearest_mean
 from ..sums.observation_weights import augmented, column_scale
+from ..sums.pair_weights import log_weights, row_blocks, shifted_weights
 
 __all__ = [
     "NATIVE_POOL_MIN_PAIRS",
@@ -50,8 +49,6 @@ __all__ = [
 #: engine takes: its time per evaluation there is ~10 ms on two cores, so a search of a
 #: few dozen evaluations costs less than building and loading its programs.
 NUMPY_MAX_WORK = plan.NUMPY_MAX_WORK
-#: Pairs evaluated at once (memory: a few arrays of this many float64 numbers).
-NUMPY_CHUNK_PAIRS = 2**18
 
 
 def serves(
@@ -105,12 +102,9 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
         return found[0] * scale, found[1] * scale, np.zeros(q.shape[0], bool)
     fit, slopes = np.empty((q.shape[0], p)), np.empty((q.shape[0], d, p))
     empty = np.empty(q.shape[0], bool)
-    rows_per_chunk = max(1, NUMPY_CHUNK_PAIRS // max(1, x.shape[0]))
-    for start in range(0, q.shape[0], rows_per_chunk):
-        rows = slice(start, start + rows_per_chunk)
-        means, empty[rows], mean_offset = _moments(
-            q[rows], x, h, y, model, start if exclude_self else None, w
-        )
+    for rows in row_blocks(q.shape[0], x.shape[0]):
+        own = np.arange(rows.start, rows.stop) if exclude_self else None
+        means, empty[rows], mean_offset = _moments(q[rows], x, h, y, model, own, w)
         fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree, mean_offset)
     if model.degree:
         slopes = slopes / column_units(h, model)[None, :, None]
@@ -175,42 +169,26 @@ def _native_fit(x, y, q, h, model: LocalModel, w=None):
         np.isfinite(pooled)) else None  # fmt: skip
 
 
-def _moments(queries, keys, h, y, model: LocalModel, self_offset, key_weights=None):
+def _moments(queries, keys, h, y, model: LocalModel, left_out=None, key_weights=None):
     """Weighted means of the responses per query, the empty-row mask and, for degree 1,
     the weighted mean offset ``μ`` (``(n, d)``, in bandwidths; else None). Degree 1
     returns the local moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
-    ``self_offset``: query ``i`` is key ``self_offset + i`` and is left out (all of its
-    weight, with observation weights ``key_weights``: :mod:`attnpool.sums.observation_weights`).
+    ``left_out (n,)``: the key each query leaves out (all of its weight, with observation
+    weights ``key_weights``: :mod:`attnpool.sums.observation_weights`).
 
     Offsets are ``(k − q) / h`` of the rows as given, the difference first: scaled first,
     two keys equally far from a query at a tiny bandwidth were no longer tied (scaled
     coordinates round at ``eps·|x / h|``), and a compact kernel's edge could be decided
     otherwise than on the other paths. Categorical columns add their kernels' log weights
-    (:func:`attnpool.sums.local_model.log_categorical`, ``λ`` their bandwidth) and enter a
+    (:func:`attnpool.sums.pair_weights.log_weights`, ``λ`` their bandwidth) and enter a
     local linear fit by their codes' differences, as on the compiled engines."""
     units = column_units(h, model)
     offsets = [(keys[None, :, a] - queries[:, a, None]) / units[a] for a in range(h.shape[0])]
-    continuous = [offsets[a] for a in model.continuous]
-    if not continuous:
-        log_w = np.zeros((queries.shape[0], keys.shape[0]))
-    elif has_edge(model.kernel):  # the support's edge decided exactly, as on every path
-        log_w = edge_log_profile(continuous, model.kernel)
-    else:
-        log_w = model.kernel.log_profile(squared_norm(continuous, model.kernel))
-    for a in model.categorical:
-        kind, count = model.var_type[a], model.levels[a]
-        log_w = log_w + log_categorical(queries[:, a, None], keys[None, :, a], h[a], kind, count)
-    factors = None  # observation weights multiply after the shift (see local_fits)
-    if key_weights is not None:
-        factors = np.broadcast_to(key_weights[None, :], log_w.shape).copy()
-    if self_offset is not None:
-        own = np.arange(queries.shape[0])  # the whole row, all of its weight
-        log_w[own, self_offset + own] = -np.inf
-    top = np.max(log_w, axis=1)
-    empty = ~(top > -np.inf)
-    w = np.exp(np.subtract(log_w, np.where(empty, 0.0, top)[:, None], out=log_w), out=log_w)
-    if factors is not None:
-        w *= factors
+    categorical = [(queries[:, a, None], keys[None, :, a], h[a], model.var_type[a],
+                    model.levels[a]) for a in model.categorical]  # fmt: skip
+    log_w = log_weights([offsets[a] for a in model.continuous], model.kernel, categorical,
+                        shape=(queries.shape[0], keys.shape[0]))  # fmt: skip
+    w, _, empty = shifted_weights(log_w, left_out=left_out, weights=key_weights)
     total = w.sum(axis=1)
     safe = np.where(empty, 1.0, total)[:, None]
     if model.degree == 0:
@@ -247,16 +225,13 @@ def gaussian_slopes(x_train, y_train, x_query, bandwidth, weights=None):
     x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
     h = np.asarray(bandwidth, np.float64)
     y = y - y.mean(axis=0)  # the slopes do not see the mean; the sums then cancel less
+    w = None if weights is None else np.asarray(weights, np.float64)
     slopes = np.empty((q.shape[0], x.shape[1], y.shape[1]))
-    rows_per_chunk = max(1, NUMPY_CHUNK_PAIRS // max(1, x.shape[0]))
+    gaussian = kernels.get("gaussian")
     with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, q.shape[0], rows_per_chunk):
-            rows = slice(start, start + rows_per_chunk)
+        for rows in row_blocks(q.shape[0], x.shape[0]):
             offsets = [(x[None, :, a] - q[rows, a, None]) / h[a] for a in range(h.shape[0])]
-            log_w = -0.5 * sum(u * u for u in offsets)
-            if weights is not None:
-                log_w += np.log(weights)[None, :]
-            alpha = np.exp(log_w - np.max(log_w, axis=1, keepdims=True))
+            alpha, _, _ = shifted_weights(log_weights(offsets, gaussian), weights=w)
             alpha /= alpha.sum(axis=1, keepdims=True)
             if not np.all(np.isfinite(alpha)):
                 return None

@@ -24,9 +24,8 @@ import numpy as np
 
 from .. import kernels as _kernels
 from ..sums.local_model import log_categorical
+from ..sums.pair_weights import log_weights, row_blocks, shifted_weights
 from .calculus import kernel_integrals, log_kernel_cdf
-from .edges import edge_log_profile, has_edge
-from .norms import squared_norm
 
 __all__ = ["MixedColumns", "log_pair_terms", "log_sums"]
 
@@ -99,14 +98,9 @@ def log_pair_terms(q, k, bandwidth, columns: MixedColumns, form: str = "density"
         elif cont:
             scale = math.sqrt(2.0) if form == "convolution" else 1.0
             us = [(q[:, c, None] - k[None, :, c]) / (scale * h[c]) for c in cont]
-            if has_edge(columns.kernel):
-                log_k = edge_log_profile(us, columns.kernel)
-            else:
-                r2 = squared_norm(us, columns.kernel)
-                log_k = np.asarray(columns.kernel.log_profile(r2), float)
             integral = kernel_integrals(columns.kernel, len(cont))[0]
             log_norm = math.log(integral) + sum(math.log(scale * h[c]) for c in cont)
-            total = total + log_k - log_norm
+            total = total + log_weights(us, columns.kernel) - log_norm
         for c in columns.categorical:
             a, b, lam = q[:, c, None], k[None, :, c], float(h[c])
             kind, levels = columns.var_type[c], columns.levels[c]
@@ -128,18 +122,14 @@ def log_sums(parts, *, leave_out=False, weights=None):
     shift (as ``log ω`` they would round away beside the log terms of a tiny bandwidth)."""
     n, m = parts[0][0].shape[0], parts[0][1].shape[0]
     out = np.empty(n)
-    step = max(1, _CHUNK_PAIRS // max(m, 1))
-    for start in range(0, n, step):
-        rows = np.arange(start, min(start + step, n))
+    for rows in row_blocks(n, m, block_pairs=_CHUNK_PAIRS):
         terms = sum(log_pair_terms(q[rows], k, h, columns, form)
                     for q, k, h, columns, form in parts)  # fmt: skip
+        left_out_rows = None
         if leave_out is not False:
-            own = rows if leave_out is True else np.asarray(leave_out)[rows]
-            terms[np.arange(rows.size), own] = -np.inf
-        top = np.max(terms, axis=1)
-        safe = np.where(np.isfinite(top), top, 0.0)
-        shares = np.exp(terms - safe[:, None])
+            ids = np.arange(rows.start, rows.stop)
+            left_out_rows = ids if leave_out is True else np.asarray(leave_out)[rows]
+        shares, shift, _ = shifted_weights(terms, left_out=left_out_rows, weights=weights)
         with np.errstate(divide="ignore"):
-            sums = shares.sum(axis=1) if weights is None else shares @ weights
-            out[rows] = safe + np.log(sums)
+            out[rows] = shift + np.log(shares.sum(axis=1))
     return out

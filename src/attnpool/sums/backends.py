@@ -21,6 +21,7 @@ import numpy as np
 
 from ..kernels import Kernel
 from ..kernels.edges import pair_log_weights
+from .pair_weights import row_blocks, shifted_weights
 from .problem import LogSums, SumProblem
 
 __all__ = [
@@ -32,9 +33,6 @@ __all__ = [
     "register_backend",
     "unregister_backend",
 ]
-
-#: Pairs summed at once by :func:`exact_log_sums` (memory: a few such float64 arrays).
-CHUNK_PAIRS = 2**18
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,23 +253,16 @@ def exact_log_sums(problem: SumProblem) -> LogSums:
     columns = np.concatenate([np.ones((m, 1)), v], axis=1)
     log_w = None if problem.weights is None else _log(problem.weights)
     shift, sums = np.zeros(n), np.zeros((n, columns.shape[1]))
-    step = max(1, CHUNK_PAIRS // max(1, m))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for start in range(0, n, step):
-            rows = slice(start, start + step)
+        for rows in row_blocks(n, m):
             us = [(q[rows, j, None] - k[None, :, j]) / h[j] for j in range(k.shape[1])]
             logs = problem.power * np.asarray(pair_log_weights(us, problem.kernel), float)
             logs = np.where(np.isnan(logs), -np.inf, logs)
-            if log_w is not None:
+            if log_w is not None:  # (in the log domain: weights spanning any range)
                 logs = logs + log_w[None, :]
-            if problem.left_out is not None:
-                own = problem.left_out[rows]
-                inside = own >= 0
-                logs[np.nonzero(inside)[0], own[inside]] = -np.inf
-            top = np.max(logs, axis=1)
-            top = np.where(np.isfinite(top), top, 0.0)
-            shift[rows] = top
-            sums[rows] = np.exp(logs - top[:, None]) @ columns
+            left_out = None if problem.left_out is None else problem.left_out[rows]
+            shares, shift[rows], _ = shifted_weights(logs, left_out=left_out)
+            sums[rows] = shares @ columns
     return LogSums(shift, sums, np.ones(n, bool))
 
 

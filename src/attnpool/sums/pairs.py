@@ -36,6 +36,7 @@ import numpy as np
 from .. import kernels as _kernels
 from .._support.units import midrange
 from .local_model import solve_moments
+from .pair_weights import row_blocks, shifted_weights
 
 __all__ = ["BANDWIDTH_SOURCES", "local_fit", "needs_pair_sums", "pool"]
 
@@ -182,23 +183,20 @@ def local_fit(
     m, p = y.shape
     omega = np.ones(m) if weights is None else np.asarray(weights, np.float64)
     features = p if degree == 0 else p + d + d * d + d * p
-    block = max(1, _BLOCK_ENTRIES // max(m * max(features, d), 1))
     fit, slopes = np.empty((n, p)), np.zeros((n, d, p))
     empty = np.zeros(n, bool)
     middle = midrange(y) if m else np.zeros(p)
     centred = y - middle  # the local-constant sums: no offset to cancel, nothing to overflow
-    for start in range(0, n, block):
-        rows = slice(start, min(start + block, n))
+    for rows in row_blocks(n, m, max(features, d), _BLOCK_ENTRIES):
         diff = x_query[rows][:, None, :] - x_train[None, :, :]
         h = _pair_bandwidths(bandwidth, by, rows, m, d)
         factors, allowed = _pair_factors(omega, weights is not None, exclude_self, rows, m)
         log_w, sign = _row_log_weights(diff, h, kernel, by == "key", allowed)
-        top = np.max(log_w, axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", over="ignore"):  # (−inf − −inf: a row of none)
-            w = np.exp(log_w - np.where(np.isfinite(top), top, 0.0)) * factors * sign
+        heaviest = np.argmax(log_w, axis=1)  # the moments' reference: no cancellation
+        w, _, _ = shifted_weights(log_w)
+        w = w * factors * sign
         total = w.sum(axis=1)
         hollow = total == 0
-        heaviest = np.argmax(log_w, axis=1)  # the moments' reference: no cancellation
         reference = y[heaviest]
         with np.errstate(invalid="ignore", divide="ignore"):
             if degree == 0:
