@@ -14,9 +14,7 @@ from ...sums.backends import Backend
 from ...sums.problem import SumProblem
 from ..options import Binned, TopK, Tree
 from . import compiled_loop, expansions, support
-from .grid import BinnedGrid
 from .kd_tree import KdTree
-from .nearest_keys import NearestKeys
 
 __all__ = ["BUILT_IN", "BuiltInBackend", "host_backend"]
 
@@ -46,10 +44,14 @@ def host_backend(name: str, options: Binned | TopK | Tree | None = None) -> Buil
     if name == "tree":
         tree = options if isinstance(options, Tree) else Tree()
         return KdTree(tree.rtol, tree.atol, tree.leaf_size)
-    if name == "topk":
+    if name == "topk":  # (its module and binned's import JAX: only when asked for)
+        from .nearest_keys import NearestKeys
+
         top = options if isinstance(options, TopK) else TopK()
         return NearestKeys(top.k, top.tolerance)
     if name == "binned":
+        from .grid import BinnedGrid
+
         grid = options if isinstance(options, Binned) else Binned()
         return BinnedGrid(grid.grid_size, grid.tolerance)
     raise ValueError(
