@@ -209,22 +209,22 @@ def _nearest_limit(
     qx: Any, qy: Any, x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any, y_form: Any
 ) -> np.ndarray:
     """The limit of vanishing ``x`` bandwidths: ``y``'s terms pooled over the training
-    points nearest each query in scaled distance over the continuous columns (``log r² =
-    logsumexp(2 log|Δ| − 2 log h)``, no overflow), ties weighted by their categorical
-    kernel — as pooling's nearest-key limit, for the conditional's weights."""
+    points nearest each query in scaled distance over the continuous columns
+    (:func:`attnpool.sums.nearest.closest`: no overflow, ties kept), ties weighted by
+    their categorical kernel — as pooling's nearest-key limit, for the conditional's
+    weights."""
     from copy import copy
 
     from scipy.special import logsumexp
 
+    from ..sums.nearest import closest
+
     cont = cx.continuous
-    with np.errstate(divide="ignore"):
-        log_u2 = 2.0 * (np.log(np.abs(qx[:, None, cont] - x[None, :, cont])) - np.log(hx[cont]))
     categorical = copy(cx)
     categorical.continuous = []
     log_l = log_pair_terms(qx, x, hx, categorical, "density")  # the categorical factors
-    closeness = np.where(np.isfinite(log_l), -logsumexp(log_u2, axis=-1), -np.inf)
-    nearest = closeness == np.max(closeness, axis=1, keepdims=True)
-    share = np.where(nearest & np.isfinite(closeness), log_l, -np.inf)
+    nearest = closest(qx[:, cont], x[:, cont], hx[cont], cx.kernel.norm, np.isfinite(log_l))
+    share = np.where(nearest, log_l, -np.inf)
     with np.errstate(invalid="ignore"):
         joint = logsumexp(share + log_pair_terms(qy, y, hy, cy, y_form), axis=1)
         return np.asarray(joint - logsumexp(share, axis=1))

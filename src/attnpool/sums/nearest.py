@@ -4,18 +4,33 @@ As the bandwidth shrinks, every weight but the closest keys' vanishes against th
 so a query's pool tends to the mean value of its nearest keys (ties averaged, in
 proportion to their observation weights): the pooling state at zero temperature. It
 is what a row gets whose weights all vanished — every key beyond a compact kernel's
-support, or distances beyond the float range — and is computed here from differences
-scaled by ``min h / h_j ≤ 1``, which cannot overflow.
+support, or distances beyond the float range.
+
+Every NumPy path finds those keys by :func:`closest` — the NumPy engine, the layer's
+finishing step, the pair engine of varying bandwidths, the conditional densities. The
+differences are taken in units of each pair's smallest bandwidth (a column of that
+bandwidth as it is, unrounded: keys tied in the data — ``(3, 4)`` and ``(5, 0)`` from
+the origin — stay tied, as a division by the bandwidth or logarithms would not keep
+them), each row times the power of two that brings its largest below 1 (exact, and
+nothing overflows); a row whose nearest distance is then near the bottom of the float
+range (or 0) is measured again about its nearest key, and a row whose differences
+overflow is halved.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..kernels.norms import squared_norm
 from .local_model import LocalModel
+from .pair_weights import row_blocks
 
-__all__ = ["column_units", "nearest_mean"]
+__all__ = ["closest", "column_units", "nearest_mean"]
+
+#: A row's nearest ``‖u‖^p`` (its largest difference below 1) under which the row is
+#: measured again about its nearest key: its powers are near the float range's bottom.
+LOW = 2.0**-900
 
 
 def column_units(h: np.ndarray, model: LocalModel) -> np.ndarray:
@@ -28,20 +43,72 @@ def _continuous(model: LocalModel) -> np.ndarray:
     return np.array([t == "c" for t in model.var_type])
 
 
+def closest(queries: np.ndarray, keys: np.ndarray, units: np.ndarray, norm: float = 2.0,
+            allowed: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """``(n, m)`` bool: each row's keys nearest in ``‖(q − k) / units‖_norm`` (ties all
+    kept) among the ``allowed (n, m)`` ones (None: all); a row with none allowed has none.
+
+    ``queries (n, c)``, ``keys (m, c)``; ``units``: positive, ``(c,)`` or broadcast
+    against the pairs' ``(n, m, c)`` (a bandwidth per query or per key); ``norm``: the
+    Minkowski ``p`` (``math.inf``: the largest column)."""
+    n, m, c = queries.shape[0], keys.shape[0], queries.shape[1]
+    units = np.asarray(units, np.float64)
+    found = np.zeros((n, m), bool)
+    for rows in row_blocks(n, m, 4 * c):
+        block_units = units if units.ndim < 3 or units.shape[0] == 1 else units[rows]
+        kept = None if allowed is None else allowed[rows]
+        found[rows] = _closest_block(queries[rows], keys, block_units, norm, kept)
+    return found
+
+
+def _closest_block(queries, keys, units, norm, allowed):
+    """:func:`closest` of a block of rows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        difference = queries[:, None, :] - keys[None, :, :]
+        overflowed = np.isinf(difference).any(axis=(1, 2))
+        if overflowed.any():  # halved: the same order
+            difference[overflowed] = queries[overflowed, None, :] / 2 - keys[None, :, :] / 2
+        smallest = np.min(units, axis=-1, keepdims=True)
+        gaps = np.abs(difference * (smallest / units))
+        size = _norm(_about(gaps, np.max(gaps, axis=(1, 2))), norm)
+        if allowed is not None:
+            size = np.where(allowed, size, np.inf)
+        best = np.min(size, axis=1)
+        low = np.flatnonzero(best < LOW)
+        if low.size:  # again about the nearest key: its norm about 1, the far ones inf
+            top = np.max(gaps[low, np.argmin(size[low], axis=1)], axis=-1)
+            again = _norm(_about(gaps[low], top), norm)
+            exact = np.where(np.all(gaps[low] == 0, axis=-1), 0.0, np.inf)
+            again = np.where(top[:, None] > 0, again, exact)  # (an exact match: only those)
+            size[low] = again if allowed is None else np.where(allowed[low], again, np.inf)
+            best[low] = np.min(size[low], axis=1)
+    return (size == best[:, None]) & (best < np.inf)[:, None]
+
+
+def _about(gaps: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """Each row's ``gaps`` times the power of two that brings ``top`` (per row) below 1."""
+    exponent = np.frexp(np.where(np.isfinite(top), top, 0.0))[1]
+    return np.ldexp(gaps, -exponent[:, None, None])
+
+
+def _norm(u: np.ndarray, norm: float) -> np.ndarray:
+    """``‖u‖_p^p`` over the last axis (``max |u_j|`` for ``p = ∞``): the same order."""
+    if norm == 2.0:
+        return np.sum(u * u, axis=-1)
+    if norm == math.inf:
+        return np.max(np.abs(u), axis=-1)
+    if norm == 1.0:
+        return np.sum(np.abs(u), axis=-1)
+    return np.sum(np.abs(u) ** norm, axis=-1)
+
+
 def nearest_mean(queries, keys, y, h, model: LocalModel, w=None):
     """``(k, p)``: the mean of ``y (m, p)`` over each query's nearest keys (ties averaged,
-    in proportion to the observation weights ``w`` if given), from differences weighted
-    by ``min h / h_j ≤ 1`` over the continuous columns (a categorical column's codes as
-    they are, as the compiled engines measure it), in the kernel's norm."""
-    continuous = _continuous(model)
-    smallest = np.min(h[continuous]) if continuous.any() else 1.0
-    factor = np.where(continuous, smallest / column_units(h, model), 1.0)
-    differences = [(queries[:, j, None] - keys[None, :, j]) * factor[j] for j in range(len(h))]
-    # each row in units of its largest difference: squares of 1e200 would overflow
-    largest = np.max([np.max(np.abs(u), axis=1) for u in differences], axis=0)
-    largest = np.where((largest > 0) & np.isfinite(largest), largest, 1.0)[:, None]
-    r2 = squared_norm([u / largest for u in differences], model.kernel)
-    closest = (r2 == r2.min(axis=1, keepdims=True)).astype(float)
+    in proportion to the observation weights ``w`` if given), in units of the bandwidth
+    over the continuous columns (a categorical column's codes as they are, as the
+    compiled engines measure it), in the kernel's norm."""
+    units = column_units(np.asarray(h, np.float64), model)
+    share = closest(queries, keys, units, model.kernel.norm).astype(float)
     if w is not None:
-        closest *= w[None, :]
-    return closest @ y / closest.sum(axis=1, keepdims=True)
+        share *= w[None, :]
+    return share @ y / share.sum(axis=1, keepdims=True)

@@ -20,8 +20,8 @@ pair (with observation weights, keep ``ω_i − 1`` copies of it).
 Rows whose weights sum to zero — no key inside a compact support, or signed weights that
 cancel exactly — are *empty*. With ``nearest`` they, and every row of an unbounded
 kernel whose distances overflow, take the limit of vanishing bandwidths: the mean
-response of the keys nearest in scaled distance (ties by weight), where
-``log r² = log Σ_c exp(2 log|q_c − k_c| − 2 log H_c)`` orders them without overflow.
+response of the keys nearest in scaled distance (ties by weight), found as every NumPy
+path finds them (:func:`attnpool.sums.nearest.closest`: no overflow, ties kept).
 
 The cost is ``O(n m d)`` time in blocks of queries, ``O(block · m)`` memory: the exact
 engine of these weights, in NumPy (no program to compile).
@@ -36,6 +36,7 @@ import numpy as np
 from .. import kernels as _kernels
 from .._support.units import midrange
 from .local_model import solve_moments
+from .nearest import closest
 from .pair_weights import row_blocks, shifted_weights
 
 __all__ = ["BANDWIDTH_SOURCES", "local_fit", "needs_pair_sums", "pool"]
@@ -138,21 +139,6 @@ def _pair_bandwidths(bandwidth, by: str, rows: slice, m: int, d: int) -> np.ndar
     return bandwidth[None, :, :]
 
 
-def _nearest_rows(diff, bandwidth, allowed, y, factors):
-    """The vanishing-bandwidth limit of rows: mean response of the nearest keys (in
-    scaled distance, ties shared by observation weight) among the ``allowed`` ones."""
-    from scipy import special
-
-    with np.errstate(divide="ignore"):
-        log_u2 = 2.0 * (np.log(np.abs(diff)) - np.log(np.maximum(bandwidth, 5e-324)))
-    closeness = np.where(allowed, -special.logsumexp(log_u2, axis=-1), -np.inf)
-    best = np.max(closeness, axis=1, keepdims=True)
-    ties = (closeness == best) & np.isfinite(best) & (factors > 0)
-    share = np.where(ties, factors, 0.0)
-    with np.errstate(invalid="ignore"):
-        return (share @ y) / share.sum(axis=1)[:, None]
-
-
 def local_fit(
     x_train,
     y,
@@ -225,7 +211,11 @@ def local_fit(
         if limit.any():
             h_rows = np.broadcast_to(h, diff.shape)[limit]
             shares = np.broadcast_to(factors, w.shape)[limit]
-            fit[rows][limit] = _nearest_rows(diff[limit], h_rows, shares > 0, y, shares)
+            ties = closest(x_query[rows][limit], x_train, np.maximum(h_rows, 5e-324),
+                           kernel.norm, shares > 0)  # fmt: skip
+            share = np.where(ties, shares, 0.0)
+            with np.errstate(invalid="ignore"):
+                fit[rows][limit] = (share @ y) / share.sum(axis=1)[:, None]
             slopes[rows][limit] = 0.0
         if not nearest:
             fit[rows][hollow] = np.nan
