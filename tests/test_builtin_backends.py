@@ -84,7 +84,44 @@ def test_each_declares_what_it_serves_and_refuses_the_rest_by_name():
                          kernels.get("epanechnikov"))  # fmt: skip
     assert "'native' pools the built-in 'gaussian'" in host_backend("native").refusal(compact)
     for backend in BUILT_IN.values():
-        assert not backend.serves.leave_one_out and backend.serves.powers == (1,)
+        assert backend.serves.leave_one_out and backend.serves.powers == (1,)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("name, kernel, d", CASES)
+def test_each_backends_leave_one_out_sums_are_the_textbook_ones(name, kernel, d, weighted):
+    whole = hostile_problem(kernel, d, seed=d + 20, weighted=weighted)
+    problem = SumProblem.leave_one_out(whole.keys, whole.values, whole.bandwidth, whole.kernel,
+                                       whole.weights)  # fmt: skip
+    got, want = host_backend(name).log_sums(problem), exact_log_sums(problem)
+    # (unsettled: the points whose own term the rest's rounding could swamp)
+    assert got.settled.mean() > (0.5 if weighted else 0.9)
+    rows = got.settled & (want.sums[:, 0] > 0)
+    assert np.array_equal(got.sums[got.settled, 0] > 0, want.sums[got.settled, 0] > 0)
+    with np.errstate(divide="ignore"):
+        log_total = [found.shift[rows] + np.log(found.sums[rows, 0]) for found in (got, want)]
+    # the own term taken away: the rest's rounding is relative to the sum with it
+    tolerance = {"fgt": 1e-9, "native": 1e-12, "sparse": 1e-9}[name]
+    np.testing.assert_allclose(*log_total, rtol=0, atol=tolerance)
+    ratios = [found.sums[rows, 1:] / found.sums[rows, :1] for found in (got, want)]
+    scale = np.max(np.abs(problem.values), axis=0)
+    np.testing.assert_allclose(ratios[0] / scale, ratios[1] / scale, rtol=0, atol=tolerance)
+    finished = layer.solve(host_backend(name), problem)
+    assert finished.settled.all()
+
+
+@pytest.mark.parametrize("name, kernel, d", CASES[::3])
+def test_rows_leaving_out_other_keys_are_left_to_the_layer(name, kernel, d):
+    whole = hostile_problem(kernel, d, seed=d + 30, weighted=False)
+    left_out = np.where(np.arange(whole.queries.shape[0]) % 3 == 0, -1, 7)
+    problem = dataclasses.replace(whole, left_out=left_out)
+    got = host_backend(name).log_sums(problem)
+    assert not got.settled[left_out >= 0].any()
+    found, want = layer.solve(host_backend(name), problem), exact_log_sums(problem)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(found.shift + np.log(found.sums[:, 0]),
+                                   want.shift + np.log(want.sums[:, 0]), rtol=0,
+                                   atol=TOLERANCE[name])  # fmt: skip
 
 
 @pytest.mark.parametrize("kernel, d", [("gaussian", 2), ("epanechnikov", 3), ("laplacian", 1)])

@@ -220,11 +220,14 @@ def test_sparse_bandwidth_search_in_two_dimensions():
 )
 def test_host_methods_leave_one_out_sums_are_the_textbook_ones(pooling, kernel, d):
     from attnpool.kernels import get
-    from attnpool.methods.options import host_leave_one_out
+    from attnpool.methods.backends import host_backend
+    from attnpool.sums import layer
+    from attnpool.sums.problem import SumProblem
 
     _, keys, values = data(127, m=300, d=d, layout="clustered")
     h = np.full(d, 0.4)
-    sums = host_leave_one_out(pooling)(keys, values, 1.0 / h, get(kernel))
+    problem = SumProblem.leave_one_out(keys, values, h, get(kernel))
+    sums = layer.solve(host_backend(pooling), problem).sums
     want = leave_one_out_pool(keys, values, h, kernel)
     with np.errstate(invalid="ignore"):  # alone in its support: NaN in both
         np.testing.assert_allclose(sums[:, 1:] / sums[:, :1], want, rtol=1e-11, atol=1e-12)

@@ -222,37 +222,10 @@ def sorted_sums(q, nearest2, k, features, farthest, tolerance):
     return _evaluate(q - k[0], nearest2, table, width, half, order)
 
 
-#: Leave-one-out weights (in units of ``K(0)``) below which a point's sums are redone
-#: pair by pair: the expansion's error is relative to the weight *with* the own term.
+#: Leave-one-out weights (in units of ``K(0)``) below which a point's sums are summed
+#: again pair by pair: the expansion's error is relative to the weight *with* the own
+#: term (:mod:`attnpool.methods.backends.expansions`, :mod:`attnpool.methods.loo_weights`).
 LOO_MIN_WEIGHT = 1e-4
-#: Most pairs summed for those points; beyond, :func:`leave_one_out_sums` gives up.
-LOO_REDO_MAX_PAIRS = 2**27
-
-
-def leave_one_out_sums(points, values, scale, kernel: Kernel | None = None) -> np.ndarray | None:
-    """``(n, 1 + p)``: each point's Gaussian sums over the others, in units of ``K(0)``,
-    or None when more than :data:`LOO_REDO_MAX_PAIRS` pairs would be redone.
-
-    ``points (n, 1)``, ``values (n, p)``, ``scale`` the inverse bandwidth. Each point's
-    nearest key is itself, so the expansion's sums are unscaled and its own term is
-    ``[1, v]``. Points left with less than :data:`LOO_MIN_WEIGHT` are summed pair by
-    pair (shifted by their largest weight, a factor that cancels in their ratio).
-    """
-    points, values = np.asarray(points, np.float64), np.asarray(values, np.float64)
-    bandwidth = 1.0 / float(np.asarray(scale, np.float64).reshape(-1)[0])
-    sums, _ = expansion_sums(points, points, values, 1.0 / bandwidth)
-    sums[:, 0] -= 1.0
-    sums[:, 1:] -= values
-    alone = np.flatnonzero(~(sums[:, 0] >= LOO_MIN_WEIGHT))
-    n = points.shape[0]
-    if alone.size * n > LOO_REDO_MAX_PAIRS:
-        return None
-    for rows in np.array_split(alone, -(-alone.size * n // 2**22) or 1):
-        log_w = -0.5 * ((points[rows] - points[:, 0]) / bandwidth) ** 2  # (rows, n)
-        log_w[np.arange(rows.size), rows] = -np.inf  # leave the point out
-        w = np.exp(log_w - log_w.max(axis=1, keepdims=True))
-        sums[rows] = np.concatenate([w.sum(axis=1, keepdims=True), w @ values], axis=1)
-    return sums
 
 
 def nearest_squared(q, ordered):

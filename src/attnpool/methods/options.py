@@ -26,7 +26,6 @@ __all__ = [
     "Traits",
     "Tree",
     "exact_engine",
-    "host_leave_one_out",
     "method_module",
     "refusal",
     "resolve",
@@ -46,10 +45,10 @@ class Traits:
     leave-one-out sums, or ``"auto"`` (which chooses, and takes ``fgt``'s and
     ``native``'s sums where they are the fastest exact ones); ``leave_one_out``: how it
     sums each point over the others — ``"traced"`` inside the compiled criterion (own
-    pairs masked, or taken away as binned), ``"host"`` by its module's
-    ``leave_one_out_sums(points, values, scale, kernel)`` (``(n, 1 + p)`` sums, None
-    where it cannot settle them), ``""`` not at all (a search asked for it is an
-    error naming the methods that can). Which kernels and dimensions it serves, each
+    pairs masked, or taken away as binned), ``"host"`` by its backend's sums of a
+    leave-one-out problem (:mod:`attnpool.methods.backends`, as a registered backend's),
+    ``""`` not at all (a search asked for it is an error naming the methods that
+    can). Which kernels and dimensions it serves, each
     method's module says (``refusal(kernel, d)``).
     """
 
@@ -112,7 +111,7 @@ def exact_engine(pairs: int) -> str:
 
 def method_module(name: str) -> Any:
     """The module of the method ``name`` (``attnpool.methods.<name>``): its
-    ``refusal(kernel, d)``, and ``leave_one_out_sums`` where its traits say ``"host"``."""
+    ``refusal(kernel, d)``."""
     import importlib
 
     return importlib.import_module(f".{name}", __package__)
@@ -122,18 +121,6 @@ def refusal(name: str, kernel: Kernel, d: int) -> str | None:
     """Why the method ``name`` cannot pool ``kernel`` in ``d`` dimensions, or None."""
     says = getattr(method_module(name), "refusal", None)
     return says(kernel, d) if says else None
-
-
-def host_leave_one_out(name: str) -> Any:
-    """The host method ``name``'s ``leave_one_out_sums(points, values, scale, kernel)``, or
-    a ``ValueError`` naming the methods that have one."""
-    if name not in TRAITS or TRAITS[name].leave_one_out != "host":
-        have = [n for n, traits in TRAITS.items() if traits.leave_one_out == "host"]
-        raise ValueError(
-            f"method: {name!r} has no leave-one-out sums on the host; those of "
-            f"{', '.join(map(repr, have))} do"
-        )
-    return method_module(name).leave_one_out_sums
 
 
 @dataclass(frozen=True)

@@ -82,20 +82,13 @@ def sparse_sums(queries, keys, values, scale, kernel: Kernel, *, edges=None) -> 
 
 
 #: Leave-one-out weights (in units of ``K(0)``) at or below this are none: what is left
-#: of a point's sum once its own term is taken away is that term's rounding.
+#: of a point's sum once its own term is taken away is that term's rounding (the backend's
+#: leave-one-out sums, :mod:`attnpool.methods.backends.support`).
 LOO_MIN_WEIGHT = 1e-9
-
-
-def leave_one_out_sums(points, values, scale, kernel: Kernel) -> np.ndarray:
-    """``(n, 1 + p)``: :func:`sparse_sums` of each point over the others (its own term,
-    exactly ``K(0)·[1, v]`` in units of ``K(0)``, taken away); a point with no other
-    point inside its support has weight 0. ``points (n, d)``, ``values (n, p)``."""
-    values = np.asarray(values, np.float64)
-    rest = sparse_sums(points, points, values, scale, kernel)
-    rest[:, 0] -= 1.0
-    rest[:, 1:] -= values
-    rest[rest[:, 0] <= LOO_MIN_WEIGHT] = 0.0
-    return rest
+#: Leave-one-out rests (in units of ``K(0)``, and of the point's own weight) below which
+#: the point is summed again exactly: a rest of keys near the support's edge has the
+#: relative error of kernel values taken from scaled coordinates there.
+LOO_SETTLED = 1e-3
 
 
 def _offsets(queries, keys, bandwidth):
@@ -254,6 +247,11 @@ def _sums_tree(queries, keys, scale, unscaled, values, kernel, inside_raw):
         slack = max(slack, 64 * np.finfo(unscaled[0].dtype).eps)
     reach = kernel.support * (1 + slack)
     raw_queries, raw_keys, bandwidth = unscaled
+    # r² of offsets in float64 is within d·eps of the exact sum of the rounded ones, and
+    # those of float32 inputs within a few eps32: farther from the edge, it decides
+    radius2 = support_edge(kernel)[0]
+    precision = np.finfo(np.result_type(raw_queries, raw_keys, np.float32)).eps
+    edge_margin = 16 * queries.shape[1] * precision * radius2
     start = 0
     while start < queries.shape[0]:
         rows = slice(start, start + chunk)
@@ -265,10 +263,10 @@ def _sums_tree(queries, keys, scale, unscaled, values, kernel, inside_raw):
         local, columns = pairs["i"].astype(np.intp), pairs["j"].astype(np.intp)
         pair_queries, pair_keys = raw_queries[start:][local], raw_keys[columns]
         r2 = np.sum(_offsets(pair_queries, pair_keys, bandwidth) ** 2, axis=1)
-        if inside_raw is None:
-            keep = _inside(r2, kernel)
-        else:
-            keep = inside_raw(pair_queries, pair_keys)
+        keep = _inside(r2, kernel)
+        if inside_raw is not None:  # decided exactly where r² could round across the edge
+            close = np.flatnonzero(np.abs(r2 - radius2) <= edge_margin)
+            keep[close] = inside_raw(pair_queries[close], pair_keys[close])
         partial_sums = np.zeros((block.n, sums.shape[1]))
         # inside by the test: a pair weighs at least the edge's weight
         _accumulate(

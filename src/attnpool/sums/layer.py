@@ -28,7 +28,7 @@ from .local_model import model_for
 from .nearest import nearest_mean
 from .problem import LogSums, SumProblem
 
-__all__ = ["log_density", "log_kernel_sums", "loo_fit", "pool", "solve"]
+__all__ = ["finish", "log_density", "log_kernel_sums", "loo_fit", "pool", "solve"]
 
 
 def host_arrays(name: str, *arrays: Any) -> tuple[Any, ...]:
@@ -65,9 +65,14 @@ def solve(name: str | Backend, problem: SumProblem, argument: str = "method") ->
     checked by its caller: a built-in one), finished: every row it leaves unsettled, or
     whose sums are not finite, summed again exactly."""
     backend = backend_for(name, problem, argument) if isinstance(name, str) else name
-    name = backend.name
+    return finish(backend.name, problem, backend.log_sums(problem))
+
+
+def finish(name: str, problem: SumProblem, found: LogSums) -> LogSums:
+    """The backend ``name``'s answer ``found`` to ``problem``, its shapes checked and
+    every row it leaves unsettled, or whose sums are not finite, summed again exactly."""
     n, _, _, p = problem.sizes
-    shift, sums, settled = backend.log_sums(problem)
+    shift, sums, settled = found
     shift, sums = np.asarray(shift, np.float64), np.asarray(sums, np.float64)
     settled = np.asarray(settled, bool)
     if shift.shape != (n,) or sums.shape != (n, 1 + p) or settled.shape != (n,):

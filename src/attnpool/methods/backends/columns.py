@@ -11,7 +11,9 @@ ratio of two sums whose product with its unit would underflow first.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -19,7 +21,8 @@ import numpy as np
 from ...sums.observation_weights import augmented, column_scale
 from ...sums.problem import LogSums, SumProblem
 
-__all__ = ["Columns", "log_sums_of", "summed_columns"]
+__all__ = ["Columns", "leaves_own_rows", "log_sums_of", "others_left_out", "summed_columns",
+           "without_own_terms"]  # fmt: skip
 
 
 class Columns(NamedTuple):
@@ -52,3 +55,35 @@ def log_sums_of(raw: np.ndarray, shift: np.ndarray, settled: np.ndarray,
                               axis=1)  # fmt: skip
         shift = shift + np.log(unit) + (0.0 if largest is None else math.log(largest))
     return LogSums(shift, sums, settled)
+
+
+def leaves_own_rows(problem: SumProblem) -> bool:
+    """Whether ``problem`` is a leave-one-out one (:meth:`SumProblem.leave_one_out`): its
+    queries are its keys and row ``i`` leaves out key ``i`` — what the methods' own
+    leave-one-out sums compute."""
+    left_out, q, k = problem.left_out, problem.queries, problem.keys
+    return (left_out is not None and q.shape == k.shape
+            and np.array_equal(left_out, np.arange(q.shape[0]))
+            and (q is k or np.array_equal(q, k)))  # fmt: skip
+
+
+def others_left_out(problem: SumProblem, log_sums: Callable[[SumProblem], LogSums]) -> LogSums:
+    """A problem whose rows leave out other keys than their own: every key summed by
+    ``log_sums``, the rows that leave one out unsettled (the layer sums them exactly)."""
+    left_out = np.asarray(problem.left_out)
+    found = log_sums(dataclasses.replace(problem, left_out=None))
+    return found._replace(settled=found.settled & (left_out < 0))
+
+
+def without_own_terms(raw: np.ndarray, columns: Columns, floor: float) -> np.ndarray:
+    """Each point's own term ``K(0) · [1, c_i]`` taken away from its sums ``raw (n, 1 + c)``
+    over every point (in units of ``K(0)``, in place); returns the rows whose rest is at
+    least ``floor`` of that term — in the kernel's sum and, with observation weights, in
+    the weights' (a heavy point's own weight cancels against its neighbours' light ones)
+    — which the subtraction's rounding cannot swamp."""
+    raw[:, 0] -= 1.0
+    raw[:, 1:] -= columns.values
+    settled = raw[:, 0] >= floor
+    if columns.largest_weight is not None:
+        settled &= raw[:, 1] >= floor * columns.values[:, 0]
+    return settled

@@ -13,7 +13,7 @@ from ..._support.units import midrange
 from ...sums.backends import Serves
 from ...sums.problem import LogSums, SumProblem
 from .. import native
-from .columns import log_sums_of, summed_columns
+from .columns import leaves_own_rows, log_sums_of, others_left_out, summed_columns
 
 __all__ = ["BACKEND", "CompiledLoop"]
 
@@ -22,15 +22,18 @@ class CompiledLoop:
     """The ``native`` backend (the Gaussian, d ≤ 16, a CPU; observation weights)."""
 
     name = "native"
-    serves = Serves(kernels=("gaussian",), max_columns=native.DIMS_BUILT[-1],
-                    leave_one_out=False, powers=(1,))  # fmt: skip
+    serves = Serves(kernels=("gaussian",), max_columns=native.DIMS_BUILT[-1], powers=(1,))
 
     def refusal(self, problem: SumProblem) -> str | None:
         """Why it cannot sum ``problem`` (:func:`attnpool.methods.native.refusal`), or None."""
         return native.refusal(problem.kernel, problem.keys.shape[1])
 
     def log_sums(self, problem: SumProblem) -> LogSums:
-        """``problem``'s sums about the loop's running shift (``ln 2 · shift₂``)."""
+        """``problem``'s sums about the loop's running shift (``ln 2 · shift₂``); leaving
+        each row's own key out, the loop masks its own pair."""
+        own = problem.left_out is not None
+        if own and not leaves_own_rows(problem):
+            return others_left_out(problem, self.log_sums)
         q, k, h = problem.queries, problem.keys, problem.bandwidth
         centre = midrange(k)
         columns = summed_columns(problem)
@@ -38,7 +41,7 @@ class CompiledLoop:
         if values.shape[1] == 0:  # the loop sums at least one value column
             values = np.ones((k.shape[0], 1), values.dtype)
         raw, shift = native.native_sums(q - centre, k - centre, values, 1.0 / np.asarray(h),
-                                        return_shift=True)  # fmt: skip
+                                        exclude_self=own, return_shift=True)  # fmt: skip
         raw = raw[:, : 1 + columns.values.shape[1]]
         settled = np.all(np.isfinite(raw), axis=1) & np.isfinite(shift)
         return log_sums_of(raw, math.log(2.0) * shift, settled, columns)

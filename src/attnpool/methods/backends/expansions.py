@@ -13,7 +13,13 @@ from ...kernels import is_gaussian
 from ...sums.backends import Serves, exact_log_sums
 from ...sums.problem import LogSums, SumProblem
 from .. import fgt
-from .columns import log_sums_of, summed_columns
+from .columns import (
+    leaves_own_rows,
+    log_sums_of,
+    others_left_out,
+    summed_columns,
+    without_own_terms,
+)
 
 __all__ = ["BACKEND", "Expansions"]
 
@@ -22,7 +28,7 @@ class Expansions:
     """The ``fgt`` backend (the Gaussian, one column; observation weights; exact)."""
 
     name = "fgt"
-    serves = Serves(kernels=("gaussian",), max_columns=1, leave_one_out=False, powers=(1,))
+    serves = Serves(kernels=("gaussian",), max_columns=1, powers=(1,))
 
     def refusal(self, problem: SumProblem) -> str | None:
         """Why it cannot sum ``problem``, or None."""
@@ -33,6 +39,10 @@ class Expansions:
 
     def log_sums(self, problem: SumProblem) -> LogSums:
         """``problem``'s sums about each row's nearest key, ``shift = −r²/2``."""
+        if problem.left_out is not None:
+            if not leaves_own_rows(problem):
+                return others_left_out(problem, self.log_sums)
+            return self._leave_one_out(problem)
         q, k, h, w = problem.queries, problem.keys, problem.bandwidth, problem.weights
         centre = midrange(k)
         columns = summed_columns(problem)
@@ -50,6 +60,18 @@ class Expansions:
             ))  # fmt: skip
             found.shift[again], found.sums[again] = part.shift, part.sums
         return LogSums(found.shift, found.sums, np.ones(q.shape[0], bool))
+
+    def _leave_one_out(self, problem: SumProblem) -> LogSums:
+        """Each point's sums over the others: each is its own nearest key (shift 0), its
+        own term ``[1, c]`` taken away; a point left with less than
+        :data:`attnpool.methods.fgt.LOO_MIN_WEIGHT` of it (where the expansions' error,
+        relative to the sum with that term, would show) is unsettled."""
+        x, h = problem.keys, problem.bandwidth
+        centred = x - midrange(x)
+        columns = summed_columns(problem)
+        raw, _ = fgt.expansion_sums(centred, centred, columns.values, 1.0 / h[0])
+        settled = without_own_terms(raw, columns, fgt.LOO_MIN_WEIGHT)
+        return log_sums_of(raw, np.zeros(x.shape[0]), settled, columns)
 
 
 BACKEND = Expansions()

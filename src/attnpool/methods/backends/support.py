@@ -1,7 +1,7 @@
 """``sparse`` as a backend: a compact radial kernel summed over the keys inside each
 query's support only (:mod:`attnpool.methods.sparse`: prefix sums in one column, a k-d
 tree above), exact; the support's edge decided on the unscaled inputs, as on every
-path."""
+path. Its leave-one-out sums take each point's own term away."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ from ..._support.units import midrange
 from ...sums.backends import Serves
 from ...sums.problem import LogSums, SumProblem
 from .. import sparse
-from .columns import log_sums_of, summed_columns
+from .columns import (
+    leaves_own_rows,
+    log_sums_of,
+    others_left_out,
+    summed_columns,
+    without_own_terms,
+)
 
 __all__ = ["BACKEND", "Support"]
 
@@ -20,7 +26,7 @@ class Support:
     """The ``sparse`` backend (compact radial kernels, any d; observation weights)."""
 
     name = "sparse"
-    serves = Serves(leave_one_out=False, powers=(1,))
+    serves = Serves(powers=(1,))
 
     def refusal(self, problem: SumProblem) -> str | None:
         """Why it cannot sum ``problem`` (:func:`attnpool.methods.sparse.refusal`), or None."""
@@ -28,16 +34,27 @@ class Support:
 
     def log_sums(self, problem: SumProblem) -> LogSums:
         """``problem``'s sums in units of ``K(0)`` (``shift = log K(0)``); a row with no
-        key inside its support has sums 0."""
+        key inside its support has sums 0. Leaving each row's own key out, its term —
+        exactly ``K(0) · [1, c]`` — is taken away: a rest of the kernel's sum below
+        :data:`attnpool.methods.sparse.LOO_MIN_WEIGHT` (that term's rounding) is none,
+        and a rest below :data:`attnpool.methods.sparse.LOO_SETTLED` of the term, in
+        the kernel's sum or the weights', is left unsettled."""
+        if problem.left_out is not None and not leaves_own_rows(problem):
+            return others_left_out(problem, self.log_sums)
         q, k, h = problem.queries, problem.keys, problem.bandwidth
         centre = midrange(k)
         columns = summed_columns(problem)
         raw = sparse.sparse_sums(
             q - centre, k - centre, columns.values, 1.0 / h, problem.kernel, edges=(q, k, h)
         )
-        top = float(np.asarray(problem.kernel.log_profile(np.zeros(()))))
         n = q.shape[0]
-        return log_sums_of(raw, np.full(n, top), np.ones(n, bool), columns)
+        settled = np.ones(n, bool)
+        if problem.left_out is not None:
+            settled = without_own_terms(raw, columns, sparse.LOO_SETTLED)
+            none = raw[:, 0] <= sparse.LOO_MIN_WEIGHT
+            raw[none], settled[none] = 0.0, True
+        top = float(np.asarray(problem.kernel.log_profile(np.zeros(()))))
+        return log_sums_of(raw, np.full(n, top), settled, columns)
 
 
 BACKEND = Support()
