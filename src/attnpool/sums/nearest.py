@@ -107,7 +107,11 @@ def nearest_mean(queries, keys, y, h, model: LocalModel, w=None):
     in proportion to the observation weights ``w`` if given), in units of the bandwidth
     over the continuous columns (a categorical column's codes as they are, as the
     compiled engines measure it), in the kernel's norm."""
-    units = column_units(np.asarray(h, np.float64), model)
+    h = np.asarray(h, np.float64)
+    continuous = _continuous(model)
+    smallest = np.min(h[continuous]) if continuous.any() else 1.0
+    # a categorical column's unit is the smallest bandwidth: its codes count as they are
+    units = np.where(continuous, h, smallest)
     share = closest(queries, keys, units, model.kernel.norm).astype(float)
     if w is not None:
         share *= w[None, :]
