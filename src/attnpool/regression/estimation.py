@@ -134,6 +134,35 @@ def fitted_bandwidth(
     return selection.bandwidth, scores.get(bandwidth, {})
 
 
+def _route(x_train, y_train, queries: int, options: FitOptions, weights=None):
+    """``(path, facts)`` of a fit at ``queries`` points: ``"pairs"`` (the pair engine) or
+    the method named (facts None), or the planner's fit table's
+    (:mod:`attnpool.sums.plan`) ``"numpy"``, ``"pool"`` or ``"compiled"`` and the
+    :class:`~attnpool.sums.plan.Facts` it read."""
+    if pair_regression.is_pair_fit(options.kernel, options.bandwidth_type):
+        return "pairs", None
+    name = method_name(x_train, options)
+    if name != "auto":
+        return name, None
+    outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
+    facts = fit_facts(
+        _model(x_train, options),
+        queries,
+        x_train.shape[0],
+        outputs,
+        weighted=weights is not None,
+        block_size=options.block_size is not None,
+    )
+    return plan(facts).backend, facts
+
+
+def _model(x_train, options: FitOptions):
+    """The fit's :class:`~attnpool.sums.local_model.LocalModel`: its levels counted in the
+    training inputs (never in the queries: one query has one level)."""
+    return model_for(x_train, kernel=options.kernel, var_type=options.var_type,
+                     degree=options.degree)  # fmt: skip
+
+
 def planned_backend(x_train, y_train, bandwidth, options: FitOptions, *, weights=None) -> str:
     """The backend that computes the fit at the training rows — resolved in ``fit``, as
     scikit-learn resolves ``algorithm="auto"``: ``"pairs"`` (the pair engine), the method
@@ -141,21 +170,13 @@ def planned_backend(x_train, y_train, bandwidth, options: FitOptions, *, weights
     table's method for a local-constant fit, the compiled local fits' engine else.
     ``predict`` asks the same tables for its own number of queries (a few of them may
     go to NumPy where thousands went to a method)."""
-    if pair_regression.is_pair_fit(options.kernel, options.bandwidth_type):
-        return "pairs"
-    name = method_name(x_train, options)
-    if name != "auto":
-        return name
-    model = model_for(x_train, kernel=options.kernel, var_type=options.var_type,
-                      degree=options.degree)  # fmt: skip
-    y = y_train.reshape(y_train.shape[0], -1)
-    n, blocked = x_train.shape[0], options.block_size is not None
-    facts = fit_facts(model, n, n, y.shape[1], weighted=weights is not None, block_size=blocked)
-    planned = plan(facts).backend
+    n = x_train.shape[0]
+    planned, facts = _route(x_train, y_train, n, options, weights)
+    blocked = options.block_size is not None
     if planned == "pool":
-        h = np.asarray(bandwidth, np.float64)
-        pool = pool_facts(model.kernel, x_train, x_train, h, values=y, numpy=True,
-                          block_size=blocked)  # fmt: skip
+        pool = pool_facts(_model(x_train, options).kernel, x_train, x_train,
+                          np.asarray(bandwidth, np.float64), values=y_train.reshape(n, -1),
+                          numpy=True, block_size=blocked)  # fmt: skip
         return plan(pool).backend
     if planned == "compiled":
         from ..methods.options import exact_engine
@@ -173,30 +194,22 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
     of a ``bandwidth_type`` by neighbours."""
     kernel, degree, var_type = options.kernel, options.degree, options.var_type
     empty, block_size, method = options.empty, options.block_size, options.method
-    if pair_regression.is_pair_fit(kernel, options.bandwidth_type):
+    route, _ = _route(x_train, y_train, x.shape[0], options, weights)
+    if route == "pairs":
         return pair_regression.estimator_prediction(
             x_train, y_train, x, setting=bandwidth, empty=empty, weights=weights,
             kernel=kernel, bandwidth_type=options.bandwidth_type, degree=degree,
             var_type=var_type, method=method,
         )  # fmt: skip
-    name = method_name(x, options)
-    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
-    outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
-    planned = None
-    if name == "auto":  # the planner's fit table: numpy, pool or compiled
-        facts = fit_facts(
-            model, x.shape[0], x_train.shape[0], outputs, weighted=weights is not None,
-            block_size=block_size is not None,
-        )  # fmt: skip
-        planned = plan(facts).backend
-    if planned == "numpy":
+    if route == "numpy":
+        model = _model(x_train, options)
         return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
     common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}
-    if planned == "compiled" or (name in EXACT_ENGINES and name != "auto"):
+    if route == "compiled" or route in EXACT_ENGINES:
         from ..methods.stream import KEY_BLOCK
         from . import local_regression
 
-        if name == "stream" and block_size is None:
+        if route == "stream" and block_size is None:
             block_size = KEY_BLOCK
         return local_regression(
             x_train,
@@ -205,7 +218,7 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
             degree=degree,
             var_type=var_type,
             block_size=block_size,
-            method="pallas" if name == "pallas" else "auto",
+            method="pallas" if route == "pallas" else "auto",
             **common,
         )
     from ..pooling import attention_pool
