@@ -8,7 +8,8 @@ as every backend's is finished (:mod:`attnpool.sums.layer`)."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ...sums.backends import Backend
 from ...sums.problem import SumProblem
@@ -16,7 +17,7 @@ from ..options import Binned, TopK, Tree
 from . import compiled_loop, expansions, support
 from .kd_tree import KdTree
 
-__all__ = ["BUILT_IN", "BuiltInBackend", "host_backend"]
+__all__ = ["BUILT_IN", "CONFIGURED", "BuiltInBackend", "host_backend"]
 
 
 class BuiltInBackend(Backend, Protocol):
@@ -35,26 +36,41 @@ BUILT_IN: dict[str, BuiltInBackend] = {
 }
 
 
+def _kd_tree(options: Tree) -> BuiltInBackend:
+    return KdTree(options.rtol, options.atol, options.leaf_size)
+
+
+def _nearest_keys(options: TopK) -> BuiltInBackend:
+    from .nearest_keys import NearestKeys  # (it and binned's import JAX: only when asked)
+
+    return NearestKeys(options.k, options.tolerance)
+
+
+def _grid(options: Binned) -> BuiltInBackend:
+    from .grid import BinnedGrid
+
+    return BinnedGrid(options.grid_size, options.tolerance)
+
+
+#: The host backends made with their method's record, by name: the record's type and
+#: how a backend is made of one.
+CONFIGURED: dict[str, tuple[type, Callable[[Any], BuiltInBackend]]] = {
+    "tree": (Tree, _kd_tree),
+    "topk": (TopK, _nearest_keys),
+    "binned": (Binned, _grid),
+}
+
+
 def host_backend(name: str, options: Binned | TopK | Tree | None = None) -> BuiltInBackend:
     """The built-in host backend ``name``: ``"fgt"``, ``"sparse"``, ``"native"``, or
     ``"tree"``, ``"topk"``, ``"binned"`` with the settings of ``options`` (the method's
     record; its defaults where None)."""
     if name in BUILT_IN:
         return BUILT_IN[name]
-    if name == "tree":
-        tree = options if isinstance(options, Tree) else Tree()
-        return KdTree(tree.rtol, tree.atol, tree.leaf_size)
-    if name == "topk":  # (its module and binned's import JAX: only when asked for)
-        from .nearest_keys import NearestKeys
-
-        top = options if isinstance(options, TopK) else TopK()
-        return NearestKeys(top.k, top.tolerance)
-    if name == "binned":
-        from .grid import BinnedGrid
-
-        grid = options if isinstance(options, Binned) else Binned()
-        return BinnedGrid(grid.grid_size, grid.tolerance)
-    raise ValueError(
-        f"method: {name!r} is not a host method; those are "
-        f"{', '.join(map(repr, [*BUILT_IN, 'tree', 'topk', 'binned']))}"
-    )
+    if name not in CONFIGURED:
+        raise ValueError(
+            f"method: {name!r} is not a host method; those are "
+            f"{', '.join(map(repr, [*BUILT_IN, *CONFIGURED]))}"
+        )
+    record, make = CONFIGURED[name]
+    return make(options if isinstance(options, record) else record())
