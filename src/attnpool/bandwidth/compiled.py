@@ -20,9 +20,7 @@ import numpy as np
 from .. import kernels
 from .._support.interop import compute_dtype, precision_scope
 from .._support.shapes import MAX_ROWS, bucket, pad_rows, padded
-from ..kernels.edges import has_edge
 from ..methods import binned, fgt, sparse
-from ..methods.options import TRAITS, refusal
 from ..methods.stream import KEY_BLOCK
 from ..sums import plan
 from ..sums.local_model import LocalModel
@@ -36,7 +34,6 @@ from .search import (
     best_candidate,
     best_of,
     planned_search,
-    select_on_host,
     smoothed_out,
 )
 
@@ -92,8 +89,6 @@ def search(
     planned = pooling == "auto" and planned_search(model, y, method, block_size, weights)
     if pooling == "binned" or planned == "binned":
         return _select_binned(x, y, model, thetas, dtype, options, progress, weights)
-    if pooling != "auto" and TRAITS[pooling].leave_one_out == "host":
-        return _select_by_host_sums(x, y, model, thetas, method, pooling, options, progress)
     if pooling == "stream" and block_size is None:
         options["block_size"] = KEY_BLOCK
     limits = smoothed_out(x, model)  # (of the data, before any padding)
@@ -279,32 +274,12 @@ def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, option
     return None, False
 
 
-def _select_by_host_sums(x, y, model: LocalModel, thetas, method, pooling, options, progress):
-    """Exact LOO CV of a local-constant fit on the host method ``pooling``'s own
-    leave-one-out sums; a bandwidth those cannot settle is evaluated on the exact
-    streamed program instead."""
-    reason = refusal(pooling, model.kernel, x.shape[1])
-    if reason or not (method == "cv" and model.degree == 0 and set(model.var_type) == {"c"}):
-        raise ValueError(
-            f"pooling: {pooling!r} searches CV bandwidths of a local-constant fit (degree=0) "
-            f"of continuous columns{' (' + reason + ')' if reason else ''}; received "
-            f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
-            f"kernel={model.kernel.name!r}"
-        )
-    by_sums = leave_one_out.cv_objective(pooling, x, y, model.kernel)
-    exact = {**options, "block_size": KEY_BLOCK}
-
-    def cv(theta) -> float:
-        value = by_sums(theta)
-        if value is None:
-            with precision_scope(np.float64):
-                t, xd, yd = (np.asarray(a, np.float64) for a in (theta, x, y))
-                value = float(objective(t, xd, yd, **exact))
-        return value
-
-    if has_edge(model.kernel):  # the objective jumps as keys enter a support
-        return select_on_host(cv, thetas, progress, model, smooth=False)
-    return select_on_host(cv, thetas, progress, model, limits=smoothed_out(x, model))
+def exact_cv(theta, x, y, model: LocalModel, method: str) -> float:
+    """The criterion at ``θ`` on the exact streamed program in float64: a bandwidth a host
+    backend's leave-one-out sums leave (:mod:`attnpool.bandwidth.leave_one_out`)."""
+    with precision_scope(np.float64):
+        t, xd, yd = (np.asarray(a, np.float64) for a in (theta, x, y))
+        return float(objective(t, xd, yd, model=model, method=method, block_size=KEY_BLOCK))
 
 
 def criterion_curve(

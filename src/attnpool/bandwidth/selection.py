@@ -18,7 +18,7 @@ from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..sums.backends import get_backend
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import merged_rows, positive_rows
-from . import by_backend
+from . import by_backend, leave_one_out
 from .rules import rule_of_thumb
 from .search import (
     GRID,
@@ -107,6 +107,15 @@ def _search(
             smooth=smooth,
             limits=smoothed_out(x, model),
         )
+    if pooling in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
+
+        def exact(theta: np.ndarray) -> float:
+            from . import compiled
+
+            return compiled.exact_cv(theta, x, y, model, method)
+
+        return leave_one_out.select_by_host_sums(x, y, model, thetas, method, pooling,
+                                                 progress, exact, weights)  # fmt: skip
     from . import compiled
 
     return compiled.search(x, y, model, thetas, method, pooling, block_size, progress, weights)
