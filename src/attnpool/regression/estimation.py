@@ -135,25 +135,20 @@ def fitted_bandwidth(
 
 
 def _route(x_train, y_train, queries: int, options: FitOptions, weights=None):
-    """``(path, facts)`` of a fit at ``queries`` points: ``"pairs"`` (the pair engine) or
-    the method named (facts None), or the planner's fit table's
-    (:mod:`attnpool.sums.plan`) ``"numpy"``, ``"pool"`` or ``"compiled"`` and the
-    :class:`~attnpool.sums.plan.Facts` it read."""
+    """``(path, model, facts)`` of a fit at ``queries`` points: ``"pairs"`` (the pair
+    engine) or the method named (model and facts None), or the planner's fit table's
+    (:mod:`attnpool.sums.plan`) ``"numpy"``, ``"pool"`` or ``"compiled"``, with the
+    fit's model and the :class:`~attnpool.sums.plan.Facts` it read."""
     if pair_regression.is_pair_fit(options.kernel, options.bandwidth_type):
-        return "pairs", None
+        return "pairs", None, None
     name = method_name(x_train, options)
     if name != "auto":
-        return name, None
+        return name, None, None
+    model = _model(x_train, options)
     outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
-    facts = fit_facts(
-        _model(x_train, options),
-        queries,
-        x_train.shape[0],
-        outputs,
-        weighted=weights is not None,
-        block_size=options.block_size is not None,
-    )
-    return plan(facts).backend, facts
+    facts = fit_facts(model, queries, x_train.shape[0], outputs, weighted=weights is not None,
+                      block_size=options.block_size is not None)  # fmt: skip
+    return plan(facts).backend, model, facts
 
 
 def _model(x_train, options: FitOptions):
@@ -171,10 +166,10 @@ def planned_backend(x_train, y_train, bandwidth, options: FitOptions, *, weights
     ``predict`` asks the same tables for its own number of queries (a few of them may
     go to NumPy where thousands went to a method)."""
     n = x_train.shape[0]
-    planned, facts = _route(x_train, y_train, n, options, weights)
+    planned, model, facts = _route(x_train, y_train, n, options, weights)
     blocked = options.block_size is not None
     if planned == "pool":
-        pool = pool_facts(_model(x_train, options).kernel, x_train, x_train,
+        pool = pool_facts(model.kernel, x_train, x_train,
                           np.asarray(bandwidth, np.float64), values=y_train.reshape(n, -1),
                           numpy=True, block_size=blocked)  # fmt: skip
         return plan(pool).backend
@@ -194,7 +189,7 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
     of a ``bandwidth_type`` by neighbours."""
     kernel, degree, var_type = options.kernel, options.degree, options.var_type
     empty, block_size, method = options.empty, options.block_size, options.method
-    route, _ = _route(x_train, y_train, x.shape[0], options, weights)
+    route, model, _ = _route(x_train, y_train, x.shape[0], options, weights)
     if route == "pairs":
         return pair_regression.estimator_prediction(
             x_train, y_train, x, setting=bandwidth, empty=empty, weights=weights,
@@ -202,7 +197,6 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
             var_type=var_type, method=method,
         )  # fmt: skip
     if route == "numpy":
-        model = _model(x_train, options)
         return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
     common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}
     if route == "compiled" or route in EXACT_ENGINES:

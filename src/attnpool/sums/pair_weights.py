@@ -81,8 +81,7 @@ def shifted_weights(
     top = np.max(log_w, axis=1)
     empty = ~(top > -np.inf)
     shift = np.where(empty, 0.0, top)
-    with np.errstate(invalid="ignore"):
-        w = np.exp(np.subtract(log_w, shift[:, None], out=log_w), out=log_w)
+    w = np.exp(np.subtract(log_w, shift[:, None], out=log_w), out=log_w)  # (−inf − 0: 0)
     if weights is not None:
         w *= np.asarray(weights, np.float64)[None, :]
     return w, shift, empty
