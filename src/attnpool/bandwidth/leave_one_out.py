@@ -24,7 +24,7 @@ from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
 from .search import BandwidthSelection, select_on_host, smoothed_out
 
-__all__ = ["HOST_POOLINGS", "REDO_MAX_PAIRS", "cv_objective", "select_by_host_sums"]
+__all__ = ["HOST_POOLINGS", "REDO_MAX_PAIRS", "cv_objective", "refuse_weights", "select_by_host_sums"]
 
 #: The ``pooling=`` of a CV search whose sums a host backend gives.
 HOST_POOLINGS = tuple(name for name, traits in TRAITS.items() if traits.leave_one_out == "host")
@@ -58,11 +58,11 @@ def cv_objective(method: str, x, y, kernel: Kernel) -> Callable[[np.ndarray], fl
 
 def select_by_host_sums(
     x, y, model: LocalModel, thetas, method: str, pooling: str, progress,
-    exact: Callable[[np.ndarray], float], weights=None,
+    exact: Callable[[np.ndarray], float],
 ) -> BandwidthSelection:  # fmt: skip
-    """Exact LOO CV of a local-constant fit on the host backend ``pooling``'s sums; a
-    bandwidth those cannot settle is evaluated by ``exact(θ)`` (the compiled program:
-    JAX is imported only then)."""
+    """Exact LOO CV of a local-constant fit (unweighted) on the host backend
+    ``pooling``'s sums; a bandwidth those cannot settle is evaluated by ``exact(θ)`` (the
+    compiled program: JAX is imported only then)."""
     reason = refusal(pooling, model.kernel, x.shape[1])
     if reason or not (method == "cv" and model.degree == 0 and set(model.var_type) == {"c"}):
         raise ValueError(
@@ -70,12 +70,6 @@ def select_by_host_sums(
             f"of continuous columns{' (' + reason + ')' if reason else ''}; received "
             f"method={method!r}, degree={model.degree}, var_type={model.var_type!r}, "
             f"kernel={model.kernel.name!r}"
-        )
-    if weights is not None:
-        raise ValueError(
-            f"pooling: {pooling!r} has no weighted leave-one-out sums; with weights (or "
-            "repeated rows, which a search merges into weights) the search runs on the "
-            "exact engines or binned: pooling='auto', 'dense', 'stream', 'pallas' or 'binned'"
         )
     by_sums = cv_objective(pooling, x, y, model.kernel)
 
@@ -86,3 +80,13 @@ def select_by_host_sums(
     if has_edge(model.kernel):  # the objective jumps as keys enter a support
         return select_on_host(cv, thetas, progress, model, smooth=False)
     return select_on_host(cv, thetas, progress, model, limits=smoothed_out(x, model))
+
+
+def refuse_weights(pooling: str, weights) -> None:
+    """A ``ValueError`` naming ``pooling`` where a search on its sums is given weights."""
+    if weights is not None:
+        raise ValueError(
+            f"pooling: {pooling!r} has no weighted leave-one-out sums; with weights (or "
+            "repeated rows, which a search merges into weights) the search runs on the "
+            "exact engines or binned: pooling='auto', 'dense', 'stream', 'pallas' or 'binned'"
+        )

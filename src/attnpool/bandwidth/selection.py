@@ -108,6 +108,7 @@ def _search(
             limits=smoothed_out(x, model),
         )
     if pooling in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
+        leave_one_out.refuse_weights(pooling, weights)
 
         def exact(theta: np.ndarray) -> float:
             from . import compiled
@@ -115,7 +116,7 @@ def _search(
             return compiled.exact_cv(theta, x, y, model, method)
 
         return leave_one_out.select_by_host_sums(x, y, model, thetas, method, pooling,
-                                                 progress, exact, weights)  # fmt: skip
+                                                 progress, exact)  # fmt: skip
     from . import compiled
 
     return compiled.search(x, y, model, thetas, method, pooling, block_size, progress, weights)
