@@ -24,7 +24,13 @@ from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
 from .search import BandwidthSelection, select_on_host, smoothed_out
 
-__all__ = ["HOST_POOLINGS", "REDO_MAX_PAIRS", "cv_objective", "refuse_weights", "select_by_host_sums"]
+__all__ = [
+    "HOST_POOLINGS",
+    "REDO_MAX_PAIRS",
+    "cv_objective",
+    "refuse_weights",
+    "select_by_host_sums",
+]
 
 #: The ``pooling=`` of a CV search whose sums a host backend gives.
 HOST_POOLINGS = tuple(name for name, traits in TRAITS.items() if traits.leave_one_out == "host")
