@@ -19,6 +19,7 @@ overflow is halved.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -62,44 +63,53 @@ def closest(queries: np.ndarray, keys: np.ndarray, units: np.ndarray, norm: floa
 
 
 def _closest_block(queries, keys, units, norm, allowed):
-    """:func:`closest` of a block of rows."""
+    """:func:`closest` of a block of rows, column by column (``(n, m)`` arrays)."""
+    n, c = queries.shape
+    smallest = np.min(units, axis=-1)
     with np.errstate(over="ignore", invalid="ignore"):
-        difference = queries[:, None, :] - keys[None, :, :]
-        overflowed = np.isinf(difference).any(axis=(1, 2))
+        gaps = [np.abs(queries[:, j, None] - keys[None, :, j]) for j in range(c)]
+        overflowed = np.zeros(n, bool)
+        for gap in gaps:
+            overflowed |= np.isinf(gap).any(axis=1)
         if overflowed.any():  # halved: the same order
-            difference[overflowed] = queries[overflowed, None, :] / 2 - keys[None, :, :] / 2
-        smallest = np.min(units, axis=-1, keepdims=True)
-        gaps = np.abs(difference * (smallest / units))
-        size = _norm(_about(gaps, np.max(gaps, axis=(1, 2))), norm)
+            for j, gap in enumerate(gaps):
+                gap[overflowed] = np.abs(queries[overflowed, j, None] / 2 - keys[None, :, j] / 2)
+        gaps = [gap * (smallest / units[..., j]) for j, gap in enumerate(gaps)]
+        size = _norm(gaps, _row_top(gaps), norm)
         if allowed is not None:
             size = np.where(allowed, size, np.inf)
         best = np.min(size, axis=1)
         low = np.flatnonzero(best < LOW)
         if low.size:  # again about the nearest key: its norm about 1, the far ones inf
-            top = np.max(gaps[low, np.argmin(size[low], axis=1)], axis=-1)
-            again = _norm(_about(gaps[low], top), norm)
-            exact = np.where(np.all(gaps[low] == 0, axis=-1), 0.0, np.inf)
-            again = np.where(top[:, None] > 0, again, exact)  # (an exact match: only those)
+            nearest = np.argmin(size[low], axis=1)
+            low_gaps = [gap[low] for gap in gaps]
+            top = functools.reduce(np.maximum, [gap[np.arange(low.size), nearest]
+                                                for gap in low_gaps])  # fmt: skip
+            again = _norm(low_gaps, top, norm)
+            match = functools.reduce(np.logical_and, [gap == 0 for gap in low_gaps])
+            again = np.where(top[:, None] > 0, again, np.where(match, 0.0, np.inf))
             size[low] = again if allowed is None else np.where(allowed[low], again, np.inf)
             best[low] = np.min(size[low], axis=1)
     return (size == best[:, None]) & (best < np.inf)[:, None]
 
 
-def _about(gaps: np.ndarray, top: np.ndarray) -> np.ndarray:
-    """Each row's ``gaps`` times the power of two that brings ``top`` (per row) below 1."""
-    exponent = np.frexp(np.where(np.isfinite(top), top, 0.0))[1]
-    return np.ldexp(gaps, -exponent[:, None, None])
+def _row_top(gaps: list[np.ndarray]) -> np.ndarray:
+    """Each row's largest gap over the keys and columns."""
+    return functools.reduce(np.maximum, [np.max(gap, axis=1) for gap in gaps])
 
 
-def _norm(u: np.ndarray, norm: float) -> np.ndarray:
-    """``‖u‖_p^p`` over the last axis (``max |u_j|`` for ``p = ∞``): the same order."""
-    if norm == 2.0:
-        return np.sum(u * u, axis=-1)
+def _norm(gaps: list[np.ndarray], top: np.ndarray, norm: float) -> np.ndarray:
+    """``‖u‖_p^p`` (``max |u_j|`` for ``p = ∞``: the same order) of the columns' gaps
+    ``u_j``, each row times the power of two that brings its ``top`` below 1 (exact)."""
+    exponent = np.frexp(np.where(np.isfinite(top), top, 0.0))[1][:, None]
+    scaled = [np.ldexp(gap, -exponent) for gap in gaps]
     if norm == math.inf:
-        return np.max(np.abs(u), axis=-1)
+        return functools.reduce(np.maximum, scaled)
+    if norm == 2.0:
+        return sum(u * u for u in scaled)
     if norm == 1.0:
-        return np.sum(np.abs(u), axis=-1)
-    return np.sum(np.abs(u) ** norm, axis=-1)
+        return sum(scaled)
+    return sum(u**norm for u in scaled)
 
 
 def nearest_mean(queries, keys, y, h, model: LocalModel, w=None):
