@@ -202,3 +202,22 @@ def test_the_binned_backend_is_within_its_tolerance_where_it_settles(kernel, d):
 def test_host_backend_names_the_host_methods():
     with pytest.raises(ValueError, match="'dense' is not a host method; those are 'fgt'"):
         host_backend("dense")
+
+
+@pytest.mark.parametrize("kernel, d, spacing", [("tricube", 1, 0.98), ("biweight", 2, 0.995)])
+def test_sparse_settles_its_leave_one_out_rows_over_the_keys_in_their_support(kernel, d, spacing):
+    # keys on a lattice just inside each other's support's edge, shifted a million
+    # bandwidths: every point's rest is a small share of its own term, so the rows are
+    # summed again over the keys within their support (not left to the layer: every key)
+    h = 1e-3
+    axes = np.meshgrid(*[np.arange(12) * spacing * h] * d, indexing="ij")
+    x = np.stack([a.ravel() for a in axes], axis=1) + 1e3
+    values = np.sin(np.arange(x.shape[0]))[:, None]
+    problem = SumProblem.leave_one_out(x, values, np.full(d, h), kernels.get(kernel))
+    got, want = host_backend("sparse").log_sums(problem), exact_log_sums(problem)
+    assert got.settled.all()
+    assert np.all(want.sums[:, 0] > 0) and np.all(got.sums[:, 0] > 0)
+    log_total = [found.shift + np.log(found.sums[:, 0]) for found in (got, want)]
+    np.testing.assert_allclose(*log_total, rtol=0, atol=1e-9)
+    ratios = [found.sums[:, 1:] / found.sums[:, :1] for found in (got, want)]
+    np.testing.assert_allclose(*ratios, rtol=0, atol=1e-9)

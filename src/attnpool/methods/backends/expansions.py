@@ -69,8 +69,8 @@ class Expansions:
         x, h = problem.keys, problem.bandwidth
         centred = x - midrange(x)
         columns = summed_columns(problem)
-        raw, _ = fgt.expansion_sums(centred, centred, columns.values, 1.0 / h[0])
-        settled = without_own_terms(raw, columns, fgt.LOO_MIN_WEIGHT)
+        raw, expanded = fgt.expansion_sums(centred, centred, columns.values, 1.0 / h[0])
+        settled = without_own_terms(raw, columns, fgt.LOO_MIN_WEIGHT) & expanded
         return log_sums_of(raw, np.zeros(x.shape[0]), settled, columns)
 
 
