@@ -19,6 +19,7 @@ from attnpool.methods.prefix_sums import PREFIX_RTOL
 from attnpool.sums import layer
 from attnpool.sums.backends import exact_log_sums
 from attnpool.sums.problem import SumProblem
+from sum_problems import hostile_problem
 
 CASES = [("fgt", "gaussian", 1), ("sparse", "epanechnikov", 1), ("sparse", "tricube", 2),
          ("sparse", "biweight", 3), ("native", "gaussian", 1), ("native", "gaussian", 2),
@@ -27,18 +28,6 @@ CASES = [("fgt", "gaussian", 1), ("sparse", "epanechnikov", 1), ("sparse", "tric
 #: (both to the offsets' rounding), sparse's one-column prefix sums within PREFIX_RTOL of
 #: each row's sum.
 TOLERANCE = {"fgt": 1e-12, "native": 1e-12, "sparse": 2 * PREFIX_RTOL}
-
-
-def hostile_problem(kernel: str, d: int, seed: int, weighted: bool) -> SumProblem:
-    rng = np.random.default_rng(seed)
-    keys = rng.uniform(-1, 1, (400, d)) * 1e3 + 1e6
-    keys[:80] = keys[0]  # ties
-    queries = np.concatenate([keys[:20], rng.uniform(-1.2, 1.2, (40, d)) * 1e3 + 1e6,
-                              keys[:5] + 40.0 * 30])  # far: 30 bandwidths off  # fmt: skip
-    values = np.stack([np.sin(keys[:, 0]), 2.0**-1000 * np.cos(keys[:, -1]),
-                       2.0**1000 * rng.uniform(-1, 1, 400)], axis=1)  # fmt: skip
-    weights = 2.0 ** rng.uniform(-250, 250, 400) if weighted else None
-    return SumProblem(queries, keys, values, np.full(d, 40.0), kernels.get(kernel), weights)
 
 
 @pytest.mark.parametrize("weighted", [False, True])

@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnpool import EmptyNeighbourhoodWarning, TopK, attention_pool, kernels
-from attnpool.engines.programs import nearest_key
+from attnpool.engines.blocks import nearest_key
 from attnpool.methods import binned, prefix_sums, sparse
 from method_data import BINNED_TOLERANCE, EXACT_RTOL, FUSED_RTOL, data, value_range
 from oracle import exact_pool

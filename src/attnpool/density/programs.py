@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import kernels as _kernels
-from ..engines.programs import kernel_block, pool_state
+from ..engines.blocks import kernel_block, pool_state
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
 

@@ -25,15 +25,15 @@ from ..sums.geometry import key_centre
 from ..sums.local_model import LocalModel, log_weights, prepare, relative, solve_moments
 from ..sums.observation_weights import augmented, column_scale, divided
 from ..sums.state import block_state, finalize, hard_block_state
-from .programs import (
+from .blocks import (
     kernel_block,
     mask_own_pairs,
     mask_padding,
     nearest_key,
     nearest_log_weight,
     pool_state,
-    with_nearest_limit,
 )
+from .programs import with_nearest_limit
 
 __all__ = ["hat_diagonal", "local_fit", "loo_residuals", "tiled_model", "weights_core"]
 

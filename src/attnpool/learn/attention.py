@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ..engines.programs import mask_own_pairs, pool_state
+from ..engines.blocks import mask_own_pairs, pool_state
 from ..methods import normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK

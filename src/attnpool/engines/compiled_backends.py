@@ -1,0 +1,326 @@
+"""The compiled engines as backends: ``dense``, ``stream``, ``fused`` and ``pallas``.
+
+Each is one object that declares what it serves (:class:`~attnpool.sums.backends.Serves`)
+and computes the log-domain pooling state ``(m, s, t)`` of :mod:`attnpool.sums.state` in
+two settings:
+
+- :meth:`Engine.state`, inside a traced program: pooling's (:mod:`.programs`), with a
+  key mask, padded keys and a bound on each row's log weights — what ``jit``, ``grad``
+  and ``vmap`` run;
+- :meth:`Engine.log_sums` of a concrete :class:`~attnpool.sums.problem.SumProblem`: the
+  backend protocol's one call, answered as every host backend answers it, in float64,
+  with observation weights, leave-one-out rows and ``K²`` where it serves them.
+
+``dense`` sums every key in one block (the ``(n, m)`` matrix formed), ``stream`` merges
+key blocks in a scan (memory ``O(block)``), ``fused`` runs each block through
+:func:`jax.nn.dot_product_attention` (the Gaussian's matrix-product form; float32
+logits) and ``pallas`` the tiled kernel (Triton on GPUs, interpreted elsewhere).
+:data:`ENGINES` holds them by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import kernels as _kernels
+from .._support.interop import precision_scope
+from .._support.shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
+from ..methods import dense_state, fused, pallas, stream_state
+from ..methods.backends.columns import Columns, log_sums_of
+from ..methods.options import exact_engine
+from ..methods.options import refusal as method_refusal
+from ..methods.stream import KEY_BLOCK
+from ..sums.backends import Serves
+from ..sums.backends import refusal as declared_refusal
+from ..sums.geometry import block_log_weights, scale_coordinates
+from ..sums.observation_weights import column_scale
+from ..sums.problem import LogSums, SumProblem
+from ..sums.state import PoolingState, block_state
+from .blocks import (
+    kernel_block,
+    log_weight_bound,
+    mask_own_pairs,
+    mask_padding,
+    nearest_log_weight,
+)
+
+__all__ = ["ENGINES", "FUSED_KEY_BLOCK", "Engine"]
+
+#: Keys per block of the fused method (the fused kernel tiles each block itself).
+FUSED_KEY_BLOCK = 16384
+#: A streamed row whose weights under the log-weight bound sum to less than the keys'
+#: count times ``2 / eps`` smallest normal numbers (float64: 2^53) is pooled again with
+#: row maxima: the weights below the smallest normal number (each flushed to 0 on a CPU,
+#: as XLA does) could then take more than the precision's rounding of its sum (far from
+#: every key in d ≥ 3, rows 35 bandwidths off lost 6e-8 of their pool under a fixed 2^24).
+UNDERFLOW_PER_KEY_EPS = 2.0
+#: Up to one row in this many is pooled again by itself; more, and every row is.
+AGAIN_SHARE = 16
+#: A weighted row's weight sum, in units of its largest kernel weight times the largest
+#: observation weight, below which :meth:`Engine.log_sums` does not vouch for it (the
+#: weights multiply after the shift: below ``2^−969`` a product may have lost digits).
+SETTLED_WEIGHTED_SUM = 2.0**-969
+
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """A compiled engine: its ``name``, what it ``serves``, and how it sums.
+
+    Attributes
+    ----------
+    name : str
+        The ``method=`` that selects it.
+    serves : Serves
+        What :meth:`log_sums` takes; pooling's program takes more (key masks, the dot
+        kernel) where the method's own ``refusal`` allows.
+    one_block : bool
+        Every key in one block (``dense``), else key blocks in a scan.
+    pads_keys : bool
+        Keys padded to their bucket (:mod:`attnpool._support.shapes`): one program per
+        bucket, not per size.
+    """
+
+    name: str
+    serves: Serves
+    one_block: bool = False
+    pads_keys: bool = True
+
+    def refusal(self, problem: SumProblem) -> str | None:
+        """Why it cannot sum ``problem``: a kernel of signed or similarity weights (no log
+        domain), its declaration, then its method's own words."""
+        kernel, d = problem.kernel, problem.keys.shape[1]
+        if kernel.similarity != "distance" or kernel.base is not None:
+            return f"{self.name!r} sums non-negative distance kernels; received {kernel.name!r}"
+        return declared_refusal(self, problem, kernel) or method_refusal(self.name, kernel, d)
+
+    def blocks(self, block, queries, keys, values, *, key_block: int, hard: bool = False):
+        """The state of ``block`` over every key: one block, or blocks in a scan."""
+        if self.one_block:
+            return dense_state(block, queries, keys, values)
+        return stream_state(block, queries, keys, values, key_block=key_block, hard=hard)
+
+    def state(
+        self, queries, keys, values, divisor, *, kernel: _kernels.Kernel, key_count=None,
+        allowed=None, key_block: int = KEY_BLOCK, bounded: bool = True,
+    ) -> PoolingState:  # fmt: skip
+        """Pooling's state of block coordinates ``queries (n, d)``, ``keys (m, d)`` with
+        ``values (m, p)`` (traceable). ``divisor``: unscaled coordinates
+        (:func:`~attnpool.sums.geometry.block_coordinates`); ``key_count``: keys from
+        this one on are padding; ``allowed``: a key mask (:mod:`attnpool.sums.masks`);
+        ``bounded``: streamed blocks may skip their max reduction under a bound."""
+        known = None
+        if not self.one_block and allowed is None:  # a mask may hide the nearest key
+            known = nearest_log_weight(queries, keys, kernel, divisor)
+            if known is None and bounded:
+                known = log_weight_bound(queries, kernel)
+        block = kernel_block(kernel, max_log=known, streamed=not self.one_block,
+                             key_count=key_count, divisor=divisor, allowed=allowed)  # fmt: skip
+        return self.blocks(block, queries, keys, values, key_block=key_block)
+
+    def closest(
+        self, queries, keys, values, *, kernel, key_count=None, allowed=None,
+        key_block: int = KEY_BLOCK,
+    ) -> PoolingState:  # fmt: skip
+        """The zero-temperature state: the mean of each row's closest keys (relative
+        coordinates, :func:`~attnpool.sums.geometry.scale_coordinates`)."""
+        block = kernel_block(kernel, hard=True, key_count=key_count, allowed=allowed)
+        return self.blocks(block, queries, keys, values, key_block=key_block, hard=True)
+
+    def problem_state(
+        self, queries, keys, columns, divisor, *, kernel, factors, left_out, key_count, power
+    ) -> PoolingState:
+        """The state of a :class:`SumProblem`'s arrays (traceable), unscaled rows and their
+        ``divisor`` the bandwidth: ``columns (m, 1 + p)``
+        (ones, then the values), ``factors (m,)`` the observation weights (None: ones),
+        ``left_out (n,)`` the key each row leaves out (None: none), ``power`` ``r``."""
+        streamed = not self.one_block
+
+        def block(query_rows, query_ids, key_rows, key_ids, value_rows):
+            scores = block_log_weights(query_rows, key_rows, kernel, by_column=streamed,
+                                       divisor=divisor)  # fmt: skip
+            scores = mask_padding(power * scores, key_ids, key_count)
+            if left_out is not None:
+                scores = mask_own_pairs(scores, left_out[query_ids], key_ids)
+            weights = None if factors is None else factors[key_ids][None, :]
+            return block_state(scores, value_rows, factors=weights)
+
+        return self.blocks(block, queries, keys, columns, key_block=KEY_BLOCK)
+
+    def log_sums(self, problem: SumProblem) -> LogSums:
+        """``problem``'s sums in float64; a weighted row whose sum is too small a share of
+        its largest weight to have kept its digits is left unsettled."""
+        return _log_sums(self, problem)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stream(Engine):
+    """``stream``: where the bound on the log weights let every weight of a row
+    underflow, the row is pooled again with its own maximum."""
+
+    def state(
+        self, queries, keys, values, divisor, *, kernel: _kernels.Kernel, key_count=None,
+        allowed=None, key_block: int = KEY_BLOCK, bounded: bool = True,
+    ) -> PoolingState:  # fmt: skip
+        again = partial(Engine.state, self, divisor=divisor, kernel=kernel, key_count=key_count,
+                        allowed=allowed, key_block=key_block, bounded=False)  # fmt: skip
+        result = Engine.state(self, queries, keys, values, divisor, kernel=kernel,
+                              key_count=key_count, allowed=allowed, key_block=key_block,
+                              bounded=bounded)  # fmt: skip
+        bound = bounded and allowed is None and _kernels.is_monotone(kernel)
+        if not bound or kernel.compact or queries.shape[1] == 1:  # (then the maxima are known)
+            return result
+        info = jnp.finfo(result.weight_sum.dtype)
+        floor = keys.shape[0] * UNDERFLOW_PER_KEY_EPS / float(info.eps) * float(info.tiny)
+        low = result.weight_sum < floor
+        few = max(1, queries.shape[0] // AGAIN_SHARE)
+
+        def some_again():  # a few rows by themselves
+            rows = jnp.nonzero(low, size=few, fill_value=-1)[0]
+            rows = jnp.where(rows >= 0, rows, rows[0])  # padding repeats a row that is low
+            exact = again(queries[rows], keys, values)
+            return jax.tree_util.tree_map(lambda a, b: a.at[rows].set(b), result, exact)
+
+        def all_again():
+            exact = again(queries, keys, values)
+            return jax.tree_util.tree_map(
+                lambda a, b: jnp.where(low.reshape(-1, *[1] * (a.ndim - 1)), a, b), exact, result
+            )
+
+        count = jnp.sum(low)
+        return jax.lax.cond(
+            count == 0, lambda: result, lambda: jax.lax.cond(count <= few, some_again, all_again)
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Fused(Engine):
+    """``fused``: blocks through :func:`jax.nn.dot_product_attention`, coordinates
+    centred on the keys' mean; a key mask is the kernel's own."""
+
+    def state(
+        self, queries, keys, values, divisor, *, kernel: _kernels.Kernel, key_count=None,
+        allowed=None, key_block: int = KEY_BLOCK, bounded: bool = True,
+    ) -> PoolingState:  # fmt: skip
+        engine = ENGINES[exact_engine(queries.shape[0] * keys.shape[0])]
+        block = fused.fused_block(kernel, allowed)
+        centred = fused.centred(queries, keys, kernel)
+        return engine.blocks(block, *centred, values, key_block=FUSED_KEY_BLOCK)
+
+    def problem_state(
+        self, queries, keys, columns, divisor, *, kernel, factors, left_out, key_count, power
+    ) -> PoolingState:
+        # the matrix-product form drops each row's −‖q‖²/2, which absolute sums add back
+        q, k = fused.centred(*scale_coordinates(queries, keys, divisor, kernel), kernel)
+        found = self.state(q, k, columns, None, kernel=kernel)
+        return found._replace(max_log=found.max_log - 0.5 * jnp.sum(q * q, axis=1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Pallas(Engine):
+    """``pallas``: the tiled kernel (:mod:`attnpool.methods.pallas`); a mask that is not
+    a prefix of the keys is streamed with the mask's matrix."""
+
+    def state(
+        self, queries, keys, values, divisor, *, kernel: _kernels.Kernel, key_count=None,
+        allowed=None, key_block: int = KEY_BLOCK, bounded: bool = True,
+    ) -> PoolingState:  # fmt: skip
+        if allowed is not None and allowed.ndim != 1:
+            return ENGINES["stream"].state(queries, keys, values, divisor, kernel=kernel,
+                                           key_count=key_count, allowed=allowed,
+                                           key_block=key_block)  # fmt: skip
+        return pallas.tiled_state(queries, keys, values, divisor, kernel=kernel,
+                                  key_count=key_count, lengths=allowed)  # fmt: skip
+
+    def problem_state(
+        self, queries, keys, columns, divisor, *, kernel, factors, left_out, key_count, power
+    ) -> PoolingState:
+        return pallas.tiled_state(queries, keys, columns, divisor, kernel=kernel,
+                                  key_count=key_count, left_out=left_out,
+                                  factors=factors)  # fmt: skip
+
+
+#: The compiled engines by name.
+ENGINES: dict[str, Engine] = {
+    engine.name: engine
+    for engine in (
+        Engine("dense", Serves(), one_block=True),
+        Stream("stream", Serves()),
+        Fused(
+            "fused",
+            Serves(kernels=("gaussian",), weights=False, leave_one_out=False, powers=(1,)),
+            pads_keys=False,
+        ),
+        Pallas("pallas", Serves(powers=(1,))),
+    )
+}
+
+
+def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:
+    """:meth:`Engine.log_sums`: rows and keys padded to their buckets, the program run in
+    float64; each row's sums taken relative to its weights' sum
+    (:func:`~attnpool.methods.backends.columns.log_sums_of`), so that a value column at
+    ``2^−1000`` keeps its digits."""
+    n, p = problem.sizes[0], problem.sizes[3]
+    problem, unit = _weighing_keys(problem)
+    m = problem.keys.shape[0]
+    if n == 0 or m == 0:
+        return LogSums(np.zeros(n), np.zeros((n, 1 + p)), np.ones(n, bool))
+    keys, weights = problem.keys, problem.weights
+    scale = column_scale(problem.values)  # each value column in units of its largest
+    columns = np.concatenate([np.ones((m, 1)), problem.values / scale], axis=1)
+    key_count = None
+    if engine.pads_keys and m <= MAX_ROWS:
+        key_count = np.int32(m)
+        keys, columns = padded(keys, columns, size=bucket(m))
+        weights = None if weights is None else pad_rows(weights, bucket(m))
+    rows = query_bucket(n)
+    left_out = problem.left_out
+    left_out = None if left_out is None else pad_rows(np.asarray(left_out, np.int32), rows)
+    with precision_scope(np.float64):
+        state = _problem_program(pad_rows(problem.queries, rows), keys, columns,
+                                 problem.bandwidth, weights, left_out, key_count,
+                                 engine=engine, kernel=problem.kernel,
+                                 power=problem.power)  # fmt: skip
+    shift, total, sums = (np.asarray(a, np.float64)[:n] for a in state)
+    settled = np.ones(n, bool)
+    if weights is not None:  # (a row no key of weight reaches is empty: settled)
+        settled = (total >= SETTLED_WEIGHTED_SUM) | ~np.isfinite(shift)
+    shift = np.where(np.isfinite(shift), shift, 0.0) + unit
+    return log_sums_of(sums, shift, settled, Columns(columns, None, scale))
+
+
+def _weighing_keys(problem: SumProblem) -> tuple[SumProblem, float]:
+    """``(problem, log unit)``: the keys of positive weight alone (a row whose left-out
+    key had none leaves none out), their weights in units of the largest one's power of
+    two (factors after the shift, at most 1)."""
+    weights, left_out = problem.weights, problem.left_out
+    if weights is None:
+        return problem, 0.0
+    kept = weights > 0
+    if left_out is not None:
+        at = np.maximum(left_out, 0)
+        left_out = np.where((left_out < 0) | ~kept[at], -1, np.cumsum(kept)[at] - 1)
+    weights = weights[kept]
+    exponent = math.frexp(float(np.max(weights)))[1] if weights.size else 0
+    trimmed = dataclasses.replace(problem, keys=problem.keys[kept], values=problem.values[kept],
+                                  weights=np.ldexp(weights, -exponent),
+                                  left_out=left_out)  # fmt: skip
+    return trimmed, exponent * math.log(2.0)
+
+
+@partial(jax.jit, static_argnames=("engine", "kernel", "power"))
+def _problem_program(queries, keys, columns, bandwidth, factors, left_out, key_count, *,
+                     engine: Engine, kernel: Any, power: int) -> PoolingState:  # fmt: skip
+    # differences of the unscaled rows, divided by the bandwidth: absolute sums (the
+    # matrix-product form, whose per-row constant cancels in a pool, would not do)
+    divisor = jnp.broadcast_to(bandwidth, keys.shape[1:])
+    return engine.problem_state(queries, keys, columns, divisor, kernel=kernel, factors=factors,
+                                left_out=left_out, key_count=key_count,
+                                power=power)  # fmt: skip

@@ -1,0 +1,114 @@
+"""The compiled engines (``dense``, ``stream``, ``pallas``; ``fused`` within its float32
+logits) behind the backend protocol: each is a :class:`attnpool.Backend` whose
+``log_sums`` equals the textbook's sums in float64
+(:func:`attnpool.sums.backends.exact_log_sums`) on hostile data — ties, queries far
+from every key, observation weights spanning 2^±250, values at 2^±1000, leave-one-out
+rows, ``K²`` — and the layer finishes it as it finishes a host backend or one of
+your own."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from attnpool import Backend, kernels
+from attnpool.engines.compiled_backends import ENGINES
+from attnpool.sums import layer
+from attnpool.sums.backends import exact_log_sums
+from attnpool.sums.problem import SumProblem
+from sum_problems import hostile_problem
+
+EXACT = ["dense", "stream", "pallas"]
+TOLERANCE = {"dense": 1e-12, "stream": 1e-12, "pallas": 1e-12}
+
+
+def fused_tolerance(problem: SumProblem) -> float:
+    """fused's declared accuracy: its logits in float32, ``eps32 · ‖x − centre‖²/h²`` at
+    the data's extent from the keys' mean (the matrix-product form's terms)."""
+    rows = np.concatenate([problem.queries, problem.keys]) - problem.keys.mean(axis=0)
+    extent = np.max(np.sum((rows / problem.bandwidth) ** 2, axis=1))
+    return float(np.finfo(np.float32).eps * extent)
+
+
+def assert_equal_sums(problem: SumProblem, got, want, tolerance: float) -> None:
+    """``log S₀ + shift`` and ``S_j / S₀`` (per value column's largest) as the textbook's,
+    the same rows empty."""
+    assert np.array_equal(got.sums[:, 0] > 0, want.sums[:, 0] > 0)
+    rows = want.sums[:, 0] > 0
+    log_total = [found.shift[rows] + np.log(found.sums[rows, 0]) for found in (got, want)]
+    np.testing.assert_allclose(*log_total, rtol=0, atol=tolerance)
+    ratios = [found.sums[rows, 1:] / found.sums[rows, :1] for found in (got, want)]
+    scale = np.max(np.abs(problem.values), axis=0)
+    np.testing.assert_allclose(ratios[0] / scale, ratios[1] / scale, rtol=0, atol=tolerance)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("name, kernel, d", [("dense", "gaussian", 3), ("stream", "tricube", 2),
+                                             ("pallas", "epanechnikov", 1),
+                                             ("fused", "gaussian", 2)])  # fmt: skip
+def test_each_engine_equals_the_textbook_sums(name, kernel, d, weighted):
+    problem = hostile_problem(kernel, d, seed=d, weighted=weighted)
+    engine = ENGINES[name]
+    assert isinstance(engine, Backend)
+    if weighted and not engine.serves.weights:
+        assert "'fused' takes no observation weights" in engine.refusal(problem)
+        return
+    assert engine.refusal(problem) is None
+    got = engine.log_sums(problem)
+    assert got.settled.all()
+    tolerance = fused_tolerance(problem) if name == "fused" else TOLERANCE[name]
+    assert_equal_sums(problem, got, exact_log_sums(problem), tolerance)
+
+
+@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_each_engines_leave_one_out_sums_are_the_textbook_ones(name, weighted):
+    whole = hostile_problem("biweight", 2, seed=11, weighted=weighted)
+    problem = SumProblem.leave_one_out(whole.keys, whole.values, whole.bandwidth, whole.kernel,
+                                       whole.weights)  # fmt: skip
+    # rows that leave out another key, or none, among them
+    left_out = problem.left_out.copy()
+    left_out[::7], left_out[1::7] = -1, 3
+    problem = dataclasses.replace(problem, left_out=left_out)
+    if weighted:  # a left-out key of no weight: the row leaves nothing out
+        problem.weights[3] = 0.0
+    got = ENGINES[name].log_sums(problem)
+    assert got.settled.all()
+    assert_equal_sums(problem, got, exact_log_sums(problem), TOLERANCE[name])
+
+
+@pytest.mark.parametrize("name", ["dense", "stream"])
+def test_the_sums_of_the_squared_kernel_are_the_textbook_ones(name):
+    problem = dataclasses.replace(hostile_problem("laplacian", 1, seed=5, weighted=True), power=2)
+    got = ENGINES[name].log_sums(problem)
+    assert_equal_sums(problem, got, exact_log_sums(problem), TOLERANCE[name])
+
+
+def test_each_declares_what_it_serves_and_refuses_the_rest_by_name():
+    squared = dataclasses.replace(hostile_problem("gaussian", 1, seed=1, weighted=False), power=2)
+    assert "'pallas' sums K^r for r in [1]" in ENGINES["pallas"].refusal(squared)
+    compact = hostile_problem("epanechnikov", 1, seed=1, weighted=False)
+    assert "'fused' takes the kernels ['gaussian']" in ENGINES["fused"].refusal(compact)
+    higher = dataclasses.replace(compact, kernel=kernels.get("gaussian-order4"))  # signed
+    for engine in ENGINES.values():
+        said = engine.refusal(higher)
+        assert f"{engine.name!r} sums non-negative distance kernels" in said
+        assert "received 'gaussian-order4'" in said
+
+
+def test_the_layer_sums_again_the_weighted_rows_an_engine_does_not_vouch_for():
+    # every key but one of weight 2^-1000 beside one of 2^40 far away: rows near the light
+    # keys hold sums too small a share of the heaviest weight to have kept their digits
+    rng = np.random.default_rng(3)
+    keys = rng.uniform(0, 1, (60, 1))
+    keys[0] = 500.0
+    weights = np.full(60, 2.0**-1000)
+    weights[0] = 2.0**40
+    problem = SumProblem(keys[1:10], keys, np.sin(keys), np.array([0.3]),
+                         kernels.get("gaussian"), weights)  # fmt: skip
+    got = ENGINES["stream"].log_sums(problem)
+    assert not got.settled.any()
+    assert_equal_sums(problem, layer.solve(ENGINES["stream"], problem), exact_log_sums(problem),
+                      1e-12)  # fmt: skip
