@@ -4,7 +4,7 @@ logits) behind the backend protocol: each is a :class:`attnpool.Backend` whose
 (:func:`attnpool.sums.backends.exact_log_sums`) on hostile data — ties, queries far
 from every key, observation weights spanning 2^±250, values at 2^±1000, leave-one-out
 rows, ``K²`` — and the layer finishes it as it finishes a host backend or one of
-your own."""
+your own, and sums many unsettled rows again on it."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from attnpool import Backend, kernels
+from attnpool import Backend, Serves, kernels
 from attnpool.engines.compiled_backends import ENGINES
 from attnpool.sums import layer
 from attnpool.sums.backends import exact_log_sums
-from attnpool.sums.problem import SumProblem
+from attnpool.sums.facts import finish_facts
+from attnpool.sums.plan import plan
+from attnpool.sums.problem import LogSums, SumProblem
 from sum_problems import hostile_problem
 
 EXACT = ["dense", "stream", "pallas"]
@@ -112,3 +114,26 @@ def test_the_layer_sums_again_the_weighted_rows_an_engine_does_not_vouch_for():
     assert not got.settled.any()
     assert_equal_sums(problem, layer.solve(ENGINES["stream"], problem), exact_log_sums(problem),
                       1e-12)  # fmt: skip
+
+
+class SettlesNothing:
+    """A backend that leaves every row to the layer."""
+
+    name, serves = "settles-nothing", Serves()
+
+    def log_sums(self, problem: SumProblem) -> LogSums:
+        n, _, _, p = problem.sizes
+        return LogSums(np.zeros(n), np.zeros((n, 1 + p)), np.zeros(n, bool))
+
+
+@pytest.mark.parametrize("n, backend", [(60, "numpy"), (2100, "stream")])
+def test_the_layer_sums_unsettled_rows_again_by_its_finishing_table(n, backend):
+    rng = np.random.default_rng(8)
+    keys = np.concatenate([rng.normal(size=(2100, 2)), np.full((40, 2), 1e3)]) + 1e6
+    weights = 2.0 ** rng.uniform(-200, 200, keys.shape[0])
+    problem = SumProblem(keys[:n] + 0.1, keys, np.cos(keys), np.array([0.2, 0.3]),
+                         kernels.get("epanechnikov"), weights)  # fmt: skip
+    assert plan(finish_facts(problem)).backend == backend
+    found = layer.solve(SettlesNothing(), problem)
+    assert found.settled.all()
+    assert_equal_sums(problem, found, exact_log_sums(problem), 1e-12)

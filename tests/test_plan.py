@@ -141,8 +141,22 @@ SEARCH_TABLE = [
 ]
 
 
+def finish(**changes) -> Facts:
+    return Facts("finish", 100, BIG, 2, outputs=3)._replace(**changes)
+
+
+FINISH_TABLE = [
+    (finish(), "numpy", 1),  # 100·3000·3 ≤ 2²²
+    (finish(n=2**20 // 3, m=4, outputs=3), "numpy", 1),  # on the edge: 2²² numbers
+    (finish(n=2**20 // 3 + 1, m=4, outputs=3), "dense", 2),
+    (finish(host_profile=False), "dense", 2),  # 3·10⁵ pairs
+    (finish(n=BIG), "stream", 2),  # 9·10⁶ pairs > 2²¹
+]
+
+
 @pytest.mark.parametrize(
-    "facts, backend, rule", POOLING_TABLE + DENSITY_TABLE + FIT_TABLE + SEARCH_TABLE
+    "facts, backend, rule",
+    POOLING_TABLE + DENSITY_TABLE + FIT_TABLE + SEARCH_TABLE + FINISH_TABLE,
 )
 def test_the_tables(facts, backend, rule):
     assert plan(facts) == Plan(backend, rule)
@@ -153,6 +167,7 @@ def test_every_rule_is_in_the_tables():
     assert {r for _, _, r in DENSITY_TABLE} == set(range(1, 8))
     assert {r for _, _, r in FIT_TABLE} == set(range(1, 5))
     assert {r for _, _, r in SEARCH_TABLE} == set(range(1, 4))
+    assert {r for _, _, r in FINISH_TABLE} == set(range(1, 3))
 
 
 def test_the_thresholds_are_the_planners_and_sit_on_their_edges():

@@ -22,8 +22,9 @@ from .._support.validation import numpy_dtype
 from ..kernels import Kernel
 from .local_model import LocalModel
 from .plan import EXPANSION_MIN_PAIRS, Facts
+from .problem import SumProblem
 
-__all__ = ["density_facts", "device", "fit_facts", "pool_facts", "search_facts"]
+__all__ = ["density_facts", "device", "finish_facts", "fit_facts", "pool_facts", "search_facts"]
 
 #: JAX's names of GPU platforms.
 GPU_BACKENDS = frozenset(["gpu", "cuda", "rocm"])
@@ -172,6 +173,12 @@ def search_facts(
         binnable=kernels.is_builtin(model.kernel, BINNED_SMOOTH_KERNELS),
         **_kernel_facts(model.kernel),
     )  # fmt: skip
+
+
+def finish_facts(problem: SumProblem) -> Facts:
+    """The facts of summing every pair of ``problem`` again (the layer's finishing step)."""
+    n, m, d, p = problem.sizes
+    return Facts("finish", n, m, d, 1 + p, **_kernel_facts(problem.kernel))
 
 
 def _in_range(queries: Any, keys: Any, bandwidth: Any) -> bool:

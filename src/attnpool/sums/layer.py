@@ -1,10 +1,10 @@
 """The front ends' one call to a backend, and the one finishing step after it.
 
 :func:`solve` checks a :class:`~attnpool.sums.problem.SumProblem` against what the
-backend declares, runs it, checks the answer's shapes, and sums again exactly (by
-:func:`~attnpool.sums.backends.exact_log_sums`) every row the backend did not settle
-or whose sums are not finite. Each front end then reads what it needs from the same
-sums:
+backend declares, runs it, checks the answer's shapes, and sums again exactly
+(:func:`exact_sums`: NumPy pairs, or the compiled exact engine for many) every row the
+backend did not settle or whose sums are not finite. Each front end then reads what it
+needs from the same sums:
 
 - **pooling**: ``S[v] / S[1]``; a row of no weight takes the nearest-key limit
   (:mod:`attnpool.sums.nearest`) or NaN, as the empty policy says (:func:`pool`);
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,11 +25,13 @@ import numpy as np
 from .._support.units import value_unit
 from .._support.validation import is_traced
 from .backends import Backend, exact_log_sums, get_backend, refusal
+from .facts import finish_facts
 from .local_model import model_for
 from .nearest import nearest_mean
+from .plan import plan
 from .problem import LogSums, SumProblem
 
-__all__ = ["finish", "log_density", "log_kernel_sums", "loo_fit", "pool", "solve"]
+__all__ = ["exact_sums", "finish", "log_density", "log_kernel_sums", "loo_fit", "pool", "solve"]
 
 
 def host_arrays(name: str, *arrays: Any) -> tuple[Any, ...]:
@@ -70,7 +73,29 @@ def solve(name: str | Backend, problem: SumProblem, argument: str = "method") ->
 
 def finish(name: str, problem: SumProblem, found: LogSums) -> LogSums:
     """The backend ``name``'s answer ``found`` to ``problem``, its shapes checked and
-    every row it leaves unsettled, or whose sums are not finite, summed again exactly."""
+    every row it leaves unsettled, or whose sums are not finite, summed again exactly
+    (:func:`exact_sums`)."""
+    return _settled(name, problem, found, exact_sums)
+
+
+def exact_sums(problem: SumProblem) -> LogSums:
+    """Every pair of ``problem`` summed exactly, as the planner's finishing table says
+    (:mod:`attnpool.sums.plan`): NumPy pairs (:func:`exact_log_sums`), or beyond them
+    the compiled exact engine in float64 (:mod:`attnpool.engines.compiled_backends`),
+    the rows it does not vouch for by NumPy pairs."""
+    backend = plan(finish_facts(problem)).backend
+    if backend == "numpy":
+        return exact_log_sums(problem)
+    from ..engines.compiled_backends import ENGINES  # (JAX: only for many pairs)
+
+    engine = ENGINES[backend]
+    return _settled(engine.name, problem, engine.log_sums(problem), exact_log_sums)
+
+
+def _settled(
+    name: str, problem: SumProblem, found: LogSums, again: Callable[[SumProblem], LogSums]
+) -> LogSums:
+    """``found`` checked, its unsettled and non-finite rows replaced by ``again``'s."""
     n, _, _, p = problem.sizes
     shift, sums, settled = found
     shift, sums = np.asarray(shift, np.float64), np.asarray(sums, np.float64)
@@ -85,12 +110,14 @@ def finish(name: str, problem: SumProblem, found: LogSums) -> LogSums:
         settled &= sums[:, 0] >= 0
     if not settled.all():
         shift, sums = shift.copy(), sums.copy()
-        again = exact_log_sums(problem.rows(~settled))
-        shift[~settled], sums[~settled] = again.shift, again.sums
+        redone = again(problem.rows(~settled))
+        shift[~settled], sums[~settled] = redone.shift, redone.sums
     return LogSums(shift, sums, np.ones(n, bool))
 
 
-def pool(name: str, problem: SumProblem, *, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
+def pool(
+    name: str | Backend, problem: SumProblem, *, nearest: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """``(pooled (n, p), empty (n,))``: ``S[v] / S[1]`` by the backend ``name``; a row of
     no weight is ``empty`` and takes the nearest keys' mean where ``nearest``, else NaN
     (the caller's empty policy reports it)."""

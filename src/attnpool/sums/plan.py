@@ -73,6 +73,17 @@ rule  when                                                        backend
 3     otherwise                                                   ``compiled``
 ====  ==========================================================  ================
 
+**Exact re-sums** (the sums layer's finishing step: the rows a backend leaves
+unsettled, each over every key; ``w = 1 + p`` numbers a pair carries):
+
+====  ==========================================================  ================
+rule  when                                                        backend
+====  ==========================================================  ================
+1     a kernel NumPy evaluates, ``n·m·w ≤ NUMPY_MAX_WORK``        ``numpy``
+2     otherwise: by size (``n·m ≤ DENSE_MAX_PAIRS``)              ``dense`` /
+                                                                  ``stream``
+====  ==========================================================  ================
+
 (``fgt`` and ``native`` truncate far keys: observation weights spanning more than
 their truncation allows skip the rules that take them.)
 """
@@ -136,7 +147,7 @@ class Facts(NamedTuple):
     asked only by the rules that need them.
     """
 
-    task: str  # "pool", "density", "fit" or "search"
+    task: str  # "pool", "density", "fit", "search" or "finish"
     n: int
     m: int
     d: int
@@ -185,8 +196,11 @@ def plan(facts: Facts) -> Plan:
         return _plan_fit(facts)
     if facts.task == "search":
         return _plan_search(facts)
+    if facts.task == "finish":
+        return _plan_finish(facts)
     raise ValueError(
-        f"facts.task: expected 'pool', 'density', 'fit' or 'search'; received {facts.task!r}"
+        "facts.task: expected 'pool', 'density', 'fit', 'search' or 'finish'; received "
+        f"{facts.task!r}"
     )
 
 
@@ -285,3 +299,9 @@ def _plan_density(f: Facts) -> Plan:
     if f.d >= 2 and native and f.in_range():
         return Plan("native", 6)
     return Plan(by_size, 7)
+
+
+def _plan_finish(f: Facts) -> Plan:
+    if f.host_profile and f.n * f.m * f.outputs <= NUMPY_MAX_WORK:
+        return Plan("numpy", 1)
+    return Plan("dense" if f.n * f.m <= DENSE_MAX_PAIRS else "stream", 2)
