@@ -100,9 +100,10 @@ def test_each_declares_what_it_serves_and_refuses_the_rest_by_name():
         assert "received 'gaussian-order4'" in said
 
 
-def test_the_layer_sums_again_the_weighted_rows_an_engine_does_not_vouch_for():
-    # every key but one of weight 2^-1000 beside one of 2^40 far away: rows near the light
-    # keys hold sums too small a share of the heaviest weight to have kept their digits
+def test_weights_wider_than_the_engines_span_are_left_to_the_layer():
+    # every key but one of weight 2^-1000 beside one of 2^40 far away: in units of the
+    # heaviest, the light keys' weights are below the smallest normal number (flushed to 0
+    # by XLA:CPU), yet they hold nearly all of each row's sum
     rng = np.random.default_rng(3)
     keys = rng.uniform(0, 1, (60, 1))
     keys[0] = 500.0

@@ -125,7 +125,7 @@ def _log_density(
     x_train: Any, x_query: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any,
     method: Any,
 ) -> np.ndarray:  # fmt: skip
-    from ..methods.options import Binned, Tree, resolve
+    from ..methods.options import HOST_METHODS, Binned, Tree, resolve
 
     if is_haversine(kernel):  # (latitude, longitude) rows: the chords of unit vectors
         if var_type is not None and set(var_type) != {"c"}:
@@ -168,36 +168,28 @@ def _log_density(
     w = None if weights is None else check_weights(weights, x.shape[0], dtype)
     if w is not None and not is_jax(w) and not np.all(w > 0):
         x, w = x[w > 0], w[w > 0]  # weight 0 counts nowhere: never a row's nearest key
-    total = x.shape[0] if w is None else float(np.sum(w))
-    constant = math.log(total) + float(np.sum(np.log(h))) + math.log(first)
     n, m = q.shape[0], x.shape[0]
     if n == 0:
         return np.zeros(0)
     host = not (is_jax(x) or is_jax(q))
-    if host and name in ("auto", "fgt", "sparse", "native", "binned", "tree"):
+    if host and (name == "auto" or name in HOST_METHODS):
         found = _host_log_density(x, q, record, h, w, method)
         if found is not None:  # no program to build
+            total = x.shape[0] if w is None else float(np.sum(w))
             return np.asarray(found - math.log(total))
-    elif name in ("fgt", "sparse", "native", "binned", "tree"):
+    elif name in HOST_METHODS:
         raise ValueError(f"method: {name!r} sums concrete NumPy arrays; received JAX arrays")
-    # the compiled engines (JAX is imported here, not for the host methods above)
-    from .._support.interop import precision_scope
-    from .._support.shapes import MAX_ROWS, bucket, pad_rows, padded, query_bucket
-    from .programs import log_density_program
+    # the compiled engines (JAX is imported here, not for the host methods above), in the
+    # inputs' precision, finished by the sums layer
+    from ..engines.compiled_backends import ENGINES
+    from ..sums import layer
+    from ..sums.problem import SumProblem
 
-    count = None
-    keys = np.asarray(x, dtype)
-    if m <= MAX_ROWS:  # rows padded to their buckets: a program per bucket, not per size
-        count = np.int32(m)
-        keys = pad_rows(keys, bucket(m))
-        w = None if w is None else padded(np.asarray(w, dtype), size=bucket(m))[0]
-    with precision_scope(dtype):
-        result = log_density_program(
-            keys, pad_rows(np.asarray(q, dtype), query_bucket(n)), np.asarray(h, dtype),
-            None if w is None else np.asarray(w, dtype), count, np.asarray(constant, dtype),
-            kernel=record, method=_compiled_method(name, record, x, q),
-        )  # fmt: skip
-    return np.asarray(result, np.float64)[:n]
+    keys, queries = (np.asarray(a, dtype) for a in (x, q))
+    w = None if w is None else np.asarray(w, np.float64)
+    problem = SumProblem(queries, keys, np.zeros((m, 0), dtype), h, record, w)
+    engine = ENGINES[_compiled_method(name, record, x, q)]
+    return layer.log_density(engine, problem, first)
 
 
 def _compiled_method(name: str, record: Any, x: Any, q: Any) -> str:

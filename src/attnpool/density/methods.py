@@ -85,7 +85,7 @@ def method_log_sums(
     if name in BUILT_IN:
         return _backend_log_sums(name, x, q, record, h, w)
     if name == "tree":
-        return _tree_log_sums(x, q, record, h, w, options, exact)
+        return _tree_log_sums(x, q, record, h, w, options)
     reason = refusal(record, d)
     if reason:
         raise ValueError(f"method: {reason}")
@@ -99,11 +99,11 @@ def method_log_sums(
     return _binned_log_sums(x, q, record, h, options, exact, w / smallest) + math.log(smallest)
 
 
-def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any, exact: Any) -> Any:
+def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any) -> Any:
     """Normalised log sums by the k-d tree (:mod:`attnpool.methods.tree`), each density
     within ``options.atol + options.rtol · f``; rows whose weights all underflowed under
     the tree's shift (a smooth kernel far from every key), and those the walk leaves,
-    summed exactly, as ``"auto"`` sums them."""
+    summed exactly by the sums layer's finishing step."""
     from ..methods.backends.kd_tree import KdTree
 
     problem = SumProblem(q, x, np.zeros((x.shape[0], 0)), h, record)
@@ -121,13 +121,8 @@ def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any, ex
     if options.atol > 0:
         with np.errstate(over="ignore"):
             absolute = float(options.atol * x.shape[0] * np.exp(log_norm))
-    found = KdTree(options.rtol, absolute, options.leaf_size).log_sums(problem)
-    with np.errstate(divide="ignore"):
-        out = np.log(found.sums[:, 0]) + found.shift - log_norm
-    again = np.flatnonzero(~found.settled)
-    if again.size:
-        out[again] = exact(x, q[again], None) + math.log(x.shape[0])
-    return out
+    tree = KdTree(options.rtol, absolute, options.leaf_size)
+    return log_kernel_sums(tree, problem) - log_norm
 
 
 def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: Any, w: Any) -> Any:

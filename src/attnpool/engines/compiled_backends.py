@@ -8,8 +8,9 @@ two settings:
   key mask, padded keys and a bound on each row's log weights — what ``jit``, ``grad``
   and ``vmap`` run;
 - :meth:`Engine.log_sums` of a concrete :class:`~attnpool.sums.problem.SumProblem`: the
-  backend protocol's one call, answered as every host backend answers it, in float64,
-  with observation weights, leave-one-out rows and ``K²`` where it serves them.
+  backend protocol's one call, answered as every host backend answers it, in the rows'
+  precision (float64 for float64 rows), with observation weights, leave-one-out rows and
+  ``K²`` where it serves them.
 
 ``dense`` sums every key in one block (the ``(n, m)`` matrix formed), ``stream`` merges
 key blocks in a scan (memory ``O(block)``), ``fused`` runs each block through
@@ -63,10 +64,12 @@ FUSED_KEY_BLOCK = 16384
 UNDERFLOW_PER_KEY_EPS = 2.0
 #: Up to one row in this many is pooled again by itself; more, and every row is.
 AGAIN_SHARE = 16
-#: A weighted row's weight sum, in units of its largest kernel weight times the largest
-#: observation weight, below which :meth:`Engine.log_sums` does not vouch for it (the
-#: weights multiply after the shift: below ``2^−969`` a product may have lost digits).
-SETTLED_WEIGHTED_SUM = 2.0**-969
+#: The widest span of observation weights the engines sum: each key's weight, in units of
+#: the largest, multiplies its kernel weight after the shift, and a row's sum is then at
+#: least ``1 / MAX_WEIGHT_SPAN`` (its heaviest kernel weight's key); a product flushed to
+#: zero (XLA:CPU flushes subnormal numbers) is below ``2^−122`` of that. Wider weights
+#: leave every row to the layer.
+MAX_WEIGHT_SPAN = 2.0**900
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +148,10 @@ class Engine:
         def block(query_rows, query_ids, key_rows, key_ids, value_rows):
             scores = block_log_weights(query_rows, key_rows, kernel, by_column=streamed,
                                        divisor=divisor)  # fmt: skip
-            scores = mask_padding(power * scores, key_ids, key_count)
+            scores = mask_padding(scores if power == 1 else power * scores, key_ids, key_count)
+            if factors is not None:  # a key of weight 0 never sets a row's shift (it would
+                # leave log 0 beside a far key that weighs)
+                scores = jnp.where(factors[key_ids][None, :] > 0, scores, -jnp.inf)
             if left_out is not None:
                 scores = mask_own_pairs(scores, left_out[query_ids], key_ids)
             weights = None if factors is None else factors[key_ids][None, :]
@@ -154,8 +160,8 @@ class Engine:
         return self.blocks(block, queries, keys, columns, key_block=KEY_BLOCK)
 
     def log_sums(self, problem: SumProblem) -> LogSums:
-        """``problem``'s sums in float64; a weighted row whose sum is too small a share of
-        its largest weight to have kept its digits is left unsettled."""
+        """``problem``'s sums in its rows' precision (float64 with observation weights);
+        weights spanning more than :data:`MAX_WEIGHT_SPAN` leave every row unsettled."""
         return _log_sums(self, problem)
 
 
@@ -264,36 +270,47 @@ ENGINES: dict[str, Engine] = {
 
 def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:
     """:meth:`Engine.log_sums`: rows and keys padded to their buckets, the program run in
-    float64; each row's sums taken relative to its weights' sum
+    the rows' precision (:func:`_precision`); each row's sums taken relative to its weights' sum
     (:func:`~attnpool.methods.backends.columns.log_sums_of`), so that a value column at
     ``2^−1000`` keeps its digits."""
     n, p = problem.sizes[0], problem.sizes[3]
     problem, unit = _weighing_keys(problem)
     m = problem.keys.shape[0]
-    if n == 0 or m == 0:
-        return LogSums(np.zeros(n), np.zeros((n, 1 + p)), np.ones(n, bool))
-    keys, weights = problem.keys, problem.weights
+    weights = problem.weights
+    too_wide = weights is not None and m > 0 and np.min(weights) * MAX_WEIGHT_SPAN < 1.0
+    if n == 0 or m == 0 or too_wide:
+        return LogSums(np.zeros(n), np.zeros((n, 1 + p)), np.full(n, not too_wide))
+    keys = problem.keys
+    dtype = _precision(problem)
     scale = column_scale(problem.values)  # each value column in units of its largest
-    columns = np.concatenate([np.ones((m, 1)), problem.values / scale], axis=1)
+    values = np.asarray(problem.values / scale, dtype)
     key_count = None
     if engine.pads_keys and m <= MAX_ROWS:
         key_count = np.int32(m)
-        keys, columns = padded(keys, columns, size=bucket(m))
+        keys, values = padded(keys, values, size=bucket(m))
         weights = None if weights is None else pad_rows(weights, bucket(m))
     rows = query_bucket(n)
     left_out = problem.left_out
     left_out = None if left_out is None else pad_rows(np.asarray(left_out, np.int32), rows)
-    with precision_scope(np.float64):
-        state = _problem_program(pad_rows(problem.queries, rows), keys, columns,
-                                 problem.bandwidth, weights, left_out, key_count,
+    queries, keys, bandwidth = (np.asarray(a, dtype) for a in (problem.queries, keys,
+                                                               problem.bandwidth))  # fmt: skip
+    weights = None if weights is None else np.asarray(weights, dtype)
+    with precision_scope(dtype):
+        state = _problem_program(pad_rows(queries, rows), keys, values, bandwidth, weights,
+                                 left_out, key_count,
                                  engine=engine, kernel=problem.kernel,
                                  power=problem.power)  # fmt: skip
-    shift, total, sums = (np.asarray(a, np.float64)[:n] for a in state)
-    settled = np.ones(n, bool)
-    if weights is not None:  # (a row no key of weight reaches is empty: settled)
-        settled = (total >= SETTLED_WEIGHTED_SUM) | ~np.isfinite(shift)
+    shift, sums = (np.asarray(a, np.float64)[:n] for a in state)
     shift = np.where(np.isfinite(shift), shift, 0.0) + unit
-    return log_sums_of(sums, shift, settled, Columns(columns, None, scale))
+    return log_sums_of(sums, shift, np.ones(n, bool), Columns(values, None, scale))
+
+
+def _precision(problem: SumProblem) -> type:
+    """The program's precision: the rows' own, float32 at the least (narrower floats sum
+    in float32, as pooling's programs take them); float64 with observation weights,
+    whose factors span the whole float64 range."""
+    rows = np.result_type(problem.queries, problem.keys)
+    return np.float64 if rows == np.float64 or problem.weights is not None else np.float32
 
 
 def _weighing_keys(problem: SumProblem) -> tuple[SumProblem, float]:
@@ -316,11 +333,15 @@ def _weighing_keys(problem: SumProblem) -> tuple[SumProblem, float]:
 
 
 @partial(jax.jit, static_argnames=("engine", "kernel", "power"))
-def _problem_program(queries, keys, columns, bandwidth, factors, left_out, key_count, *,
-                     engine: Engine, kernel: Any, power: int) -> PoolingState:  # fmt: skip
+def _problem_program(queries, keys, values, bandwidth, factors, left_out, key_count, *,
+                     engine: Engine, kernel: Any, power: int) -> tuple[Any, Any]:  # fmt: skip
     # differences of the unscaled rows, divided by the bandwidth: absolute sums (the
     # matrix-product form, whose per-row constant cancels in a pool, would not do)
     divisor = jnp.broadcast_to(bandwidth, keys.shape[1:])
-    return engine.problem_state(queries, keys, columns, divisor, kernel=kernel, factors=factors,
-                                left_out=left_out, key_count=key_count,
-                                power=power)  # fmt: skip
+    # the ones' column made here: a density's sums (no values) are then reductions
+    columns = jnp.concatenate([jnp.ones((keys.shape[0], 1), values.dtype), values], axis=1)
+    state = engine.problem_state(queries, keys, columns, divisor, kernel=kernel,
+                                 factors=factors, left_out=left_out, key_count=key_count,
+                                 power=power)  # fmt: skip
+    # (the weights' sum is the ones' column: XLA then drops the state's own)
+    return state.max_log, state.weighted_values

@@ -114,8 +114,15 @@ class Backend(Protocol):
     operations on the GPU, with autodiff, without memory overflows. *JMLR* 22(74), 1–6.
     """
 
-    name: str
-    serves: Serves
+    @property
+    def name(self) -> str:
+        """What ``method=`` / ``pooling=`` select it by (an attribute will do)."""
+        ...
+
+    @property
+    def serves(self) -> Serves:
+        """What it computes (an attribute will do)."""
+        ...
 
     def log_sums(self, problem: SumProblem) -> LogSums:
         """The sums of ``problem``, rows of no weight included (shift finite, sums 0)."""

@@ -151,7 +151,7 @@ def log_kernel_sums(
         return np.asarray(found.shift + np.log(found.sums[:, 0]), np.float64)
 
 
-def log_density(name: str, problem: SumProblem, integral: float) -> np.ndarray:
+def log_density(name: str | Backend, problem: SumProblem, integral: float) -> np.ndarray:
     """``(n,)``: ``log f̂(q) = log Σ w_i K_h(q − k_i) − log(W ∏h ∫K)``, ``W`` the total
     weight (``m`` unweighted), ``integral`` the kernel's ``∫K``."""
     total = problem.keys.shape[0] if problem.weights is None else float(np.sum(problem.weights))
