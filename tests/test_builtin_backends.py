@@ -188,6 +188,30 @@ def test_the_binned_backend_is_within_its_tolerance_where_it_settles(kernel, d):
     np.testing.assert_allclose(*log_total, rtol=0, atol=1e-2)
 
 
+@pytest.mark.parametrize("kernel, d, weighted", [("gaussian", 1, False), ("gaussian", 2, True),
+                                                 ("epanechnikov", 1, True),
+                                                 ("biweight", 2, False)])  # fmt: skip
+def test_the_binned_backends_densities_are_each_within_their_tolerance(kernel, d, weighted):
+    # a density's sums (no values): the rows the bound cannot settle — 30 bandwidths out,
+    # little weight near an edge — are summed by the backend over the keys within reach
+    spread = spread_problem(kernel, d, seed=23, bandwidth=100.0)
+    rng = np.random.default_rng(4)
+    weights = 2.0 ** rng.uniform(-20, 20, spread.keys.shape[0]) if weighted else None
+    problem = dataclasses.replace(spread, values=np.zeros((spread.keys.shape[0], 0)),
+                                  weights=weights)  # fmt: skip
+    backend = host_backend("binned", Binned(tolerance=1e-3))
+    assert backend.refusal(problem) is None
+    got, want = backend.log_sums(problem), exact_log_sums(problem)
+    assert got.settled.all()
+    assert np.array_equal(got.sums[:, 0] > 0, want.sums[:, 0] > 0)  # the same empty rows
+    rows = want.sums[:, 0] > 0
+    log_total = [found.shift[rows] + np.log(found.sums[rows, 0]) for found in (got, want)]
+    assert np.all(np.abs(np.expm1(log_total[0] - log_total[1])) <= 1e-3)
+    if weighted:
+        with_values = dataclasses.replace(problem, values=spread.values)
+        assert "'binned' pools unweighted keys" in backend.refusal(with_values)
+
+
 def test_host_backend_names_the_host_methods():
     with pytest.raises(ValueError, match="'dense' is not a host method; those are 'fgt'"):
         host_backend("dense")

@@ -318,6 +318,50 @@ def test_densities_on_the_host_methods_need_no_jax(tmp_path):
         np.testing.assert_array_equal(got[f"arr_{index}"], expected)
 
 
+LAYER_RESUMS = (
+    "import sys, numpy as np, attnpool\n"
+    "class Lazy:  # settles nothing: every row is the layer's\n"
+    "    name, serves = 'lazy', attnpool.Serves()\n"
+    "    def log_sums(self, problem):\n"
+    "        n, p = problem.queries.shape[0], problem.values.shape[1]\n"
+    "        return attnpool.LogSums(np.zeros(n), np.zeros((n, 1 + p)), np.zeros(n, bool))\n"
+    "attnpool.register_backend(Lazy())\n"
+    "rng = np.random.default_rng(9)\n"
+    "x, x3 = rng.normal(size=(20000, 1)), rng.normal(size=(3000, 3))\n"
+    "out = [attnpool.attention_pool(x[:3000], x, np.sin(x), bandwidth=0.05, method='lazy'),\n"
+    "       attnpool.attention_pool(x[:3000], x, np.sin(x), kernel='tricube',\n"
+    "                               bandwidth=0.05, method='lazy'),\n"
+    "       attnpool.kernel_density(x3, x3[:1500] + 0.1, bandwidth=0.4, method='lazy')]\n"
+    "np.savez(sys.argv[1], *out)\n"
+    "print('jax' in sys.modules)\n"
+)
+
+
+def test_the_layer_sums_many_rows_again_on_exact_host_backends_without_jax(tmp_path):
+    """Rows a backend leaves, too many pairs for NumPy, are summed again by the
+    finishing table's exact host backends — ``fgt`` (a Gaussian column), ``sparse`` (a
+    compact one), ``native`` (the Gaussian in three) — with no JAX; the same numbers as
+    the textbook's sums."""
+    from attnpool.methods import native
+    from attnpool.sums.backends import exact_log_sums
+    from attnpool.sums.problem import SumProblem
+
+    assert native.available(True, 3, 1), native.unavailable_reason()
+    run = python(["-c", LAYER_RESUMS, str(tmp_path / "out.npz")], os.environ.get("ATTNPOOL_CACHE"))
+    assert run.stdout.split() == ["False"]
+    rng = np.random.default_rng(9)
+    x, x3 = rng.normal(size=(20000, 1)), rng.normal(size=(3000, 3))
+    got = np.load(tmp_path / "out.npz")
+    for index, kernel in enumerate(["gaussian", "tricube"]):
+        want = exact_log_sums(SumProblem(x[:3000], x, np.sin(x), np.array([0.05]),
+                                         attnpool.kernels.get(kernel)))  # fmt: skip
+        np.testing.assert_allclose(got[f"arr_{index}"], want.sums[:, 1:] / want.sums[:, :1],
+                                   rtol=0, atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        got["arr_2"], attnpool.kernel_density(x3, x3[:1500] + 0.1, bandwidth=0.4), rtol=1e-12
+    )
+
+
 HOST_SEARCHES = (
     "import sys, numpy as np\n"
     "from attnpool import select_bandwidth\n"

@@ -148,9 +148,20 @@ def finish(**changes) -> Facts:
 FINISH_TABLE = [
     (finish(), "numpy", 1),  # 100·3000·3 ≤ 2²²
     (finish(n=2**20 // 3, m=4, outputs=3), "numpy", 1),  # on the edge: 2²² numbers
-    (finish(n=2**20 // 3 + 1, m=4, outputs=3), "dense", 2),
-    (finish(host_profile=False), "dense", 2),  # 3·10⁵ pairs
-    (finish(n=BIG), "stream", 2),  # 9·10⁶ pairs > 2²¹
+    (finish(n=2**20 // 3 + 1, m=4, outputs=3), "dense", 4),
+    (finish(host_profile=False), "dense", 4),  # 3·10⁵ pairs
+    (finish(n=BIG), "stream", 4),  # 9·10⁶ pairs > 2²¹
+    (finish(n=BIG, d=1, gaussian=True), "fgt", 2),
+    (finish(n=BIG, d=1, gaussian=True, truncating=False), "stream", 4),
+    (finish(n=BIG, d=1, gaussian=True, power=2), "stream", 4),
+    (finish(n=BIG, d=1, gaussian=True, in_range=far), "stream", 4),
+    (finish(n=BIG, d=1, compact=True, radial=True), "sparse", 2),
+    (finish(n=BIG, d=1, compact=True, radial=True, builtin=False), "stream", 4),
+    (finish(n=BIG, d=2, compact=True, radial=True), "stream", 4),
+    (finish(n=BIG, gaussian=True, loops=True), "native", 3),
+    (finish(n=BIG, gaussian=True, loops=True, device="gpu"), "stream", 4),
+    (finish(n=BIG, gaussian=True, loops=False), "stream", 4),
+    (finish(n=BIG, gaussian=True, loops=True, truncating=False), "stream", 4),
 ]
 
 
@@ -167,7 +178,7 @@ def test_every_rule_is_in_the_tables():
     assert {r for _, _, r in DENSITY_TABLE} == set(range(1, 8))
     assert {r for _, _, r in FIT_TABLE} == set(range(1, 5))
     assert {r for _, _, r in SEARCH_TABLE} == set(range(1, 4))
-    assert {r for _, _, r in FINISH_TABLE} == set(range(1, 3))
+    assert {r for _, _, r in FINISH_TABLE} == set(range(1, 5))
 
 
 def test_the_thresholds_are_the_planners_and_sit_on_their_edges():

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec, MethodSpec
-from .._support.units import column_extremes, remember_extremes, remembering_extremes, rows_less
+from .._support.units import centred_on_keys, remembering_extremes
 from .._support.validation import check_bandwidth, check_points, is_jax, numpy_dtype
 from ..kernels.calculus import density_integral, kernel_integrals
 from ..kernels.sphere import is_haversine, to_chords
@@ -240,34 +240,8 @@ def _host_log_density(
         found = host_log_sums(x64, q64, record, h, w64)
         return None if found is None else np.asarray(found)
     name = method.name if isinstance(method, Binned | Tree) else method
-    options = method if isinstance(method, Binned | Tree) else Binned()
-
-    def exact(
-        keys: np.ndarray, queries: np.ndarray, weights: np.ndarray | None = None
-    ) -> np.ndarray:
-        # the rows "auto" sums
-        return log_density(keys, queries, kernel=record, bandwidth=h, weights=weights)
-
-    return np.asarray(method_log_sums(x64, q64, record, h, w64, name, options, exact))
-
-
-#: A sample whose midrange is within this fraction of its half-range counts as centred.
-CENTRED = 1 / 64
-
-
-def centred_on_keys(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(keys, queries)`` less the keys' midrange (a density is translation invariant):
-    the host methods scale coordinates by ``1/h``, and data far from the origin (Unix
-    times) would lose their low digits scaled first. Keys already about the origin (their
-    midrange within :data:`CENTRED` of their half-range) are left as they are: their
-    coordinates are at most that much larger, and 10⁶ of them are not copied."""
-    low, high = column_extremes(keys)
-    centre = low / 2 + high / 2
-    if np.all(np.abs(centre) <= CENTRED * (high / 2 - low / 2)):
-        return keys, queries
-    centred = rows_less(keys, centre)
-    remember_extremes(centred, low - centre, high - centre)  # rounding is monotone
-    return centred, queries - centre
+    options = method if isinstance(method, Binned | Tree) else None
+    return np.asarray(method_log_sums(x64, q64, record, h, w64, name, options))
 
 
 def mixed_columns(

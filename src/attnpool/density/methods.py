@@ -1,10 +1,11 @@
-"""How :func:`attnpool.density.log_density` sums on the host, method by method: NumPy
-pairs for small problems, and in one column the ``fgt`` expansions (the Gaussian) and
-the ``sparse`` support windows (compact kernels), all exact; ``native`` (the Gaussian,
-any dimension, exact) and ``binned`` (``d ≤ 2``, each density within a relative
-tolerance, the rows its bound cannot settle summed exactly over the keys within their
-reach). Each returns ``log Σ_i w_i K_h(q − x_i)`` normalised by ``Π h`` and ``∫K``, not
-by the weights' total."""
+"""How :func:`attnpool.density.log_density` sums on the host, method by method, each
+through the backend protocol (:mod:`attnpool.methods.backends`) and finished by the sums
+layer: NumPy pairs for small problems, and in one column the ``fgt`` expansions (the
+Gaussian) and the ``sparse`` support windows (compact kernels), all exact; ``native``
+(the Gaussian, any dimension, exact), ``binned`` (``d ≤ 2``, each density within a
+relative tolerance, the rows its bound cannot settle summed exactly over the keys within
+their reach) and ``tree``. Each returns ``log Σ_i w_i K_h(q − x_i)`` normalised by
+``Π h`` and ``∫K``, not by the weights' total."""
 
 from __future__ import annotations
 
@@ -52,12 +53,13 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     return None
 
 
-def _backend_log_sums(name: str, x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
+def _backend_log_sums(name: str, x: Any, q: Any, record: Any, h: Any, w: Any,
+                      options: Any = None) -> Any:  # fmt: skip
     """Normalised log sums by the built-in host backend ``name`` (:mod:`attnpool.methods.backends`:
-    ``fgt``, ``sparse``, ``native``), finished as every backend's answer is: ``−inf``
-    where no key weighs."""
+    ``fgt``, ``sparse``, ``native``; ``binned`` with ``options``), finished as every
+    backend's answer is: ``−inf`` where no key weighs."""
     problem = SumProblem(q, x, np.zeros((x.shape[0], 0)), h, record, w)
-    backend = host_backend(name)
+    backend = host_backend(name, options)
     reason = backend.refusal(problem)
     if reason:
         raise ValueError(f"method: {reason}")
@@ -66,37 +68,21 @@ def _backend_log_sums(name: str, x: Any, q: Any, record: Any, h: Any, w: Any) ->
     return found - math.log(integral) - float(np.sum(np.log(h)))
 
 
-def method_log_sums(
-    x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any, exact: Any
-) -> Any:
+def method_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any) -> Any:
     """``method="fgt"``, ``"sparse"``, ``"native"``, ``"tree"`` or ``"binned"``: refused where the
-    method cannot serve, else its sums, the rows it leaves unsettled summed exactly
-    (``exact(keys, queries)``: their normalised log densities, as ``"auto"`` sums them)."""
+    method cannot serve, else its sums, the rows it leaves unsettled summed exactly (by
+    the backend over the keys within their reach — ``binned`` — or by the sums layer)."""
     from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths
-    from ..methods.binned import refusal
     from ..sums.observation_weights import refuse_wide_span
 
-    d = x.shape[1]
     refuse_wide_span(name, w)
     if extent_in_bandwidths(q, x, h) > HOST_MAX_EXTENT:
         raise ValueError(
             f"method: {name!r} takes data within 2^40 bandwidths of its centre; use 'auto'"
         )
-    if name in BUILT_IN:
-        return _backend_log_sums(name, x, q, record, h, w)
     if name == "tree":
         return _tree_log_sums(x, q, record, h, w, options)
-    reason = refusal(record, d)
-    if reason:
-        raise ValueError(f"method: {reason}")
-    if w is None:
-        return _binned_log_sums(x, q, record, h, options, exact, None)
-    kept = w > 0
-    x, w = x[kept], w[kept]
-    # in units of the smallest weight, whose key weighs at least K(r) in a row's sum (the
-    # reach of the rows binning leaves assumes it)
-    smallest = float(np.min(w))
-    return _binned_log_sums(x, q, record, h, options, exact, w / smallest) + math.log(smallest)
+    return _backend_log_sums(name, x, q, record, h, w, options)
 
 
 def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any) -> Any:
@@ -123,46 +109,3 @@ def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any) ->
             absolute = float(options.atol * x.shape[0] * np.exp(log_norm))
     tree = KdTree(options.rtol, absolute, options.leaf_size)
     return log_kernel_sums(tree, problem) - log_norm
-
-
-def _binned_log_sums(x: Any, q: Any, record: Any, h: Any, options: Any, exact: Any, w: Any) -> Any:
-    """Normalised log sums by binning (:mod:`attnpool.methods.binned_host`): each density
-    within ``options.tolerance`` of itself, or summed exactly over the keys within its
-    reach (:mod:`attnpool.methods.binned_near`). ``w``: the keys' weights, at least 1, or
-    None."""
-    from ..methods.binned_host import binned_sums, plan_grid
-    from ..methods.binned_near import keys_near, near_log_sums
-
-    d, scale = x.shape[1], 1.0 / h
-    total = x.shape[0] if w is None else float(np.sum(w))
-    plan = plan_grid(q, x, scale, record, options.grid_size, options.tolerance)
-    grid, reach, hopeless = plan.grid, plan.reach, plan.hopeless
-    top = float(np.asarray(record.log_profile(np.zeros(()))))
-    constant = top - math.log(kernel_integrals(record, d)[0]) - float(np.sum(np.log(h)))
-    if hopeless:
-        return exact(x, q, w) + math.log(total)
-    # one column finds the keys near a row without each key's cell (8 bytes a key)
-    sums, error, binning = binned_sums(q, x, scale, record, grid, reach, cells=d == 2,
-                                       correct_queries=plan.correct_queries,
-                                       order=plan.order, weights=w)  # fmt: skip
-    weight = sums[:, 0]
-    settled = (weight > 0) & (error <= options.tolerance * weight)
-    with np.errstate(divide="ignore", invalid="ignore"):  # unsettled rows: redone below
-        out = np.log(weight) + constant
-    again = np.flatnonzero(~settled)
-    if again.size:  # exactly, over the keys that can matter to them
-        least = weight[again] - error[again]  # the exact sum is at least this
-        rows = q[again] * scale
-        if w is None:  # the compiled pass sums unweighted keys
-            summed = near_log_sums(rows, record, binning, total, least, x, scale)
-            if summed is not None:
-                out[again] = summed + constant
-                return out
-        near = keys_near(rows, record, binning, total, least, x, scale)
-        out[again] = -np.inf
-        if near.size:
-            near_w = None if w is None else w[near]
-            found = exact(x[near], q[again], near_w)
-            count = near.size if near_w is None else float(np.sum(near_w))
-            out[again] = found + math.log(count)
-    return out

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .._support.units import value_unit
 from .._support.validation import is_traced
-from .backends import Backend, exact_log_sums, get_backend, refusal
-from .facts import finish_facts
+from ..methods.backends.exact import exact_sums, settled_sums
+from .backends import Backend, get_backend, refusal
 from .local_model import model_for
 from .nearest import nearest_mean
-from .plan import plan
 from .problem import LogSums, SumProblem
 
 __all__ = ["exact_sums", "finish", "log_density", "log_kernel_sums", "loo_fit", "pool", "solve"]
@@ -75,44 +73,7 @@ def finish(name: str, problem: SumProblem, found: LogSums) -> LogSums:
     """The backend ``name``'s answer ``found`` to ``problem``, its shapes checked and
     every row it leaves unsettled, or whose sums are not finite, summed again exactly
     (:func:`exact_sums`)."""
-    return _settled(name, problem, found, exact_sums)
-
-
-def exact_sums(problem: SumProblem) -> LogSums:
-    """Every pair of ``problem`` summed exactly, as the planner's finishing table says
-    (:mod:`attnpool.sums.plan`): NumPy pairs (:func:`exact_log_sums`), or beyond them
-    the compiled exact engine in float64 (:mod:`attnpool.engines.compiled_backends`),
-    the rows it does not vouch for by NumPy pairs."""
-    backend = plan(finish_facts(problem)).backend
-    if backend == "numpy":
-        return exact_log_sums(problem)
-    from ..engines.compiled_backends import ENGINES  # (JAX: only for many pairs)
-
-    engine = ENGINES[backend]
-    return _settled(engine.name, problem, engine.log_sums(problem), exact_log_sums)
-
-
-def _settled(
-    name: str, problem: SumProblem, found: LogSums, again: Callable[[SumProblem], LogSums]
-) -> LogSums:
-    """``found`` checked, its unsettled and non-finite rows replaced by ``again``'s."""
-    n, _, _, p = problem.sizes
-    shift, sums, settled = found
-    shift, sums = np.asarray(shift, np.float64), np.asarray(sums, np.float64)
-    settled = np.asarray(settled, bool)
-    if shift.shape != (n,) or sums.shape != (n, 1 + p) or settled.shape != (n,):
-        raise ValueError(
-            f"backend {name!r}: log_sums must return shift ({n},), sums ({n}, {1 + p}) and "
-            f"settled ({n},); received {shift.shape}, {sums.shape}, {settled.shape}"
-        )
-    with np.errstate(invalid="ignore"):
-        settled = settled & np.isfinite(shift) & np.all(np.isfinite(sums), axis=1)
-        settled &= sums[:, 0] >= 0
-    if not settled.all():
-        shift, sums = shift.copy(), sums.copy()
-        redone = again(problem.rows(~settled))
-        shift[~settled], sums[~settled] = redone.shift, redone.sums
-    return LogSums(shift, sums, np.ones(n, bool))
+    return settled_sums(name, problem, found, exact_sums)
 
 
 def pool(

@@ -80,9 +80,15 @@ unsettled, each over every key; ``w = 1 + p`` numbers a pair carries):
 rule  when                                                        backend
 ====  ==========================================================  ================
 1     a kernel NumPy evaluates, ``n·m·w ≤ NUMPY_MAX_WORK``        ``numpy``
-2     otherwise: by size (``n·m ≤ DENSE_MAX_PAIRS``)              ``dense`` /
+2     ``K`` (not ``K²``) within 2⁴⁰ bandwidths, one column: the   ``fgt`` /
+      Gaussian / a compact built-in kernel                        ``sparse``
+3     ``K`` within 2⁴⁰ bandwidths, a CPU, the Gaussian in 2–16    ``native``
+      columns, the compiled loops
+4     otherwise: by size (``n·m ≤ DENSE_MAX_PAIRS``)              ``dense`` /
                                                                   ``stream``
 ====  ==========================================================  ================
+
+(The exact host methods first: a re-sum then imports no JAX.)
 
 (``fgt`` and ``native`` truncate far keys: observation weights spanning more than
 their truncation allows skip the rules that take them.)
@@ -175,6 +181,7 @@ class Facts(NamedTuple):
     loo_loops: bool = False  # the compiled loop sums the leave-one-out terms here
     criterion: str = "cv"  # a search's: "cv" or "aicc"
     binnable: bool = False  # a smooth built-in kernel the binned search takes
+    power: int = 1  # the sums' power of the kernel (2: a band's K²)
     in_range: Callable[[], bool] = _always_in_range
     neighbour_share: Callable[[], float] = _all_keys
 
@@ -304,4 +311,11 @@ def _plan_density(f: Facts) -> Plan:
 def _plan_finish(f: Facts) -> Plan:
     if f.host_profile and f.n * f.m * f.outputs <= NUMPY_MAX_WORK:
         return Plan("numpy", 1)
-    return Plan("dense" if f.n * f.m <= DENSE_MAX_PAIRS else "stream", 2)
+    host = f.power == 1 and f.in_range()
+    if host and f.d == 1 and f.gaussian and f.truncating:
+        return Plan("fgt", 2)
+    if host and f.d == 1 and f.compact and f.radial and f.builtin:
+        return Plan("sparse", 2)
+    if host and f.device == "cpu" and f.gaussian and f.d >= 2 and f.loops and f.truncating:
+        return Plan("native", 3)
+    return Plan("dense" if f.n * f.m <= DENSE_MAX_PAIRS else "stream", 4)

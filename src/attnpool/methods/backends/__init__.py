@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from ...sums.backends import Backend
 from ...sums.problem import SumProblem
 from ..options import Binned, TopK, Tree
-from . import compiled_loop, expansions, support
+from .exact import EXACT_HOST
 from .kd_tree import KdTree
 
 __all__ = ["BUILT_IN", "CONFIGURED", "BuiltInBackend", "host_backend"]
@@ -30,10 +30,7 @@ class BuiltInBackend(Backend, Protocol):
 
 
 #: The built-in exact host backends by name.
-BUILT_IN: dict[str, BuiltInBackend] = {
-    backend.name: backend
-    for backend in (expansions.BACKEND, support.BACKEND, compiled_loop.BACKEND)
-}
+BUILT_IN: dict[str, BuiltInBackend] = dict(EXACT_HOST)
 
 
 def _kd_tree(options: Tree) -> BuiltInBackend:

@@ -1,0 +1,65 @@
+"""The sums layer's exact re-sums: the backend the planner's finishing table gives a
+problem (:mod:`attnpool.sums.plan`) — NumPy pairs, the exact host backends ``fgt``,
+``sparse``, ``native`` (no JAX), or a compiled exact engine — and an answer's rows it
+does not vouch for replaced by another's (:func:`settled_sums`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...sums.backends import Backend, exact_log_sums
+from ...sums.facts import finish_facts
+from ...sums.plan import plan
+from ...sums.problem import LogSums, SumProblem
+from . import compiled_loop, expansions, support
+
+__all__ = ["exact_sums", "settled_sums"]
+
+#: The exact host backends a re-sum may take, by name.
+EXACT_HOST = {b.name: b for b in (expansions.BACKEND, support.BACKEND, compiled_loop.BACKEND)}
+
+
+def exact_sums(problem: SumProblem) -> LogSums:
+    """Every pair of ``problem`` summed exactly, as the planner's finishing table says
+    (:mod:`attnpool.sums.plan`): NumPy pairs (:func:`exact_log_sums`), or beyond them an
+    exact host backend (``fgt``, ``sparse``, ``native``: no JAX) or the compiled exact
+    engine (:mod:`attnpool.engines.compiled_backends`), the rows it does not vouch for
+    by NumPy pairs."""
+    name = plan(finish_facts(problem)).backend
+    if name == "numpy":
+        return exact_log_sums(problem)
+    backend = _exact_backend(name)
+    return settled_sums(name, problem, backend.log_sums(problem), exact_log_sums)
+
+
+def _exact_backend(name: str) -> Backend:
+    if name in EXACT_HOST:
+        return EXACT_HOST[name]
+    from ...engines.compiled_backends import ENGINES  # (JAX: only for the compiled engines)
+
+    return ENGINES[name]
+
+
+def settled_sums(
+    name: str, problem: SumProblem, found: LogSums, again: Callable[[SumProblem], LogSums]
+) -> LogSums:
+    """``found`` checked, its unsettled and non-finite rows replaced by ``again``'s."""
+    n, _, _, p = problem.sizes
+    shift, sums, settled = found
+    shift, sums = np.asarray(shift, np.float64), np.asarray(sums, np.float64)
+    settled = np.asarray(settled, bool)
+    if shift.shape != (n,) or sums.shape != (n, 1 + p) or settled.shape != (n,):
+        raise ValueError(
+            f"backend {name!r}: log_sums must return shift ({n},), sums ({n}, {1 + p}) and "
+            f"settled ({n},); received {shift.shape}, {sums.shape}, {settled.shape}"
+        )
+    with np.errstate(invalid="ignore"):
+        settled = settled & np.isfinite(shift) & np.all(np.isfinite(sums), axis=1)
+        settled &= sums[:, 0] >= 0
+    if not settled.all():
+        shift, sums = shift.copy(), sums.copy()
+        redone = again(problem.rows(~settled))
+        shift[~settled], sums[~settled] = redone.shift, redone.sums
+    return LogSums(shift, sums, np.ones(n, bool))
