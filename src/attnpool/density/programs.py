@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import kernels as _kernels
-from ..engines.compiled_backends import ENGINES
+from ..engines.compiled_backends import ENGINES, Rows
 from ..methods.options import exact_engine
 
 __all__ = ["log_kernel_sums"]
@@ -34,7 +34,7 @@ def log_kernel_sums(
     engine = ENGINES[method or exact_engine(n * m)]
     divisor = jnp.broadcast_to(bandwidth, x_train.shape[1:])  # differences: absolute sums
     ones = jnp.ones((m, 1), x_train.dtype)
-    state = engine.problem_state(x_query, x_train, ones, divisor, kernel=kernel, factors=weights,
-                                 left_out=None, key_count=key_count, power=1)  # fmt: skip
+    state = engine.problem_state(Rows(x_query, x_train, divisor), ones, kernel=kernel,
+                                 factors=weights, key_count=key_count)  # fmt: skip
     sums: jax.Array = state.max_log + jnp.log(state.weighted_values[:, 0])
     return sums

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -72,6 +72,16 @@ AGAIN_SHARE = 16
 MAX_WEIGHT_SPAN = 2.0**900
 
 
+class Rows(NamedTuple):
+    """Block coordinates (:func:`~attnpool.sums.geometry.block_coordinates`): ``queries
+    (n, d)``, ``keys (m, d)`` and, for unscaled rows, the ``divisor (d,)`` each difference
+    is divided by (None: the rows are scaled)."""
+
+    queries: Any
+    keys: Any
+    divisor: Any = None
+
+
 @dataclasses.dataclass(frozen=True)
 class Engine:
     """A compiled engine: its ``name``, what it ``serves``, and how it sums.
@@ -110,14 +120,14 @@ class Engine:
         return stream_state(block, queries, keys, values, key_block=key_block, hard=hard)
 
     def state(
-        self, queries, keys, values, divisor, *, kernel: _kernels.Kernel, key_count=None,
-        allowed=None, key_block: int = KEY_BLOCK, bounded: bool = True,
+        self, rows: Rows, values, *, kernel: _kernels.Kernel, key_count=None, allowed=None,
+        key_block: int = KEY_BLOCK, bounded: bool = True,
     ) -> PoolingState:  # fmt: skip
-        """Pooling's state of block coordinates ``queries (n, d)``, ``keys (m, d)`` with
-        ``values (m, p)`` (traceable). ``divisor``: unscaled coordinates
-        (:func:`~attnpool.sums.geometry.block_coordinates`); ``key_count``: keys from
-        this one on are padding; ``allowed``: a key mask (:mod:`attnpool.sums.masks`);
-        ``bounded``: streamed blocks may skip their max reduction under a bound."""
+        """Pooling's state of the block coordinates ``rows`` with ``values (m, p)``
+        (traceable). ``key_count``: keys from this one on are padding; ``allowed``: a key
+        mask (:mod:`attnpool.sums.masks`); ``bounded``: streamed blocks may skip their max
+        reduction under a bound."""
+        queries, keys, divisor = rows
         known = None
         if not self.one_block and allowed is None:  # a mask may hide the nearest key
             known = nearest_log_weight(queries, keys, kernel, divisor)
@@ -128,21 +138,24 @@ class Engine:
         return self.blocks(block, queries, keys, values, key_block=key_block)
 
     def closest(
-        self, queries, keys, values, *, kernel, key_count=None, allowed=None,
+        self, rows: Rows, values, *, kernel, key_count=None, allowed=None,
         key_block: int = KEY_BLOCK,
     ) -> PoolingState:  # fmt: skip
-        """The zero-temperature state: the mean of each row's closest keys (relative
-        coordinates, :func:`~attnpool.sums.geometry.scale_coordinates`)."""
+        """The zero-temperature state: the mean of each row's closest keys (``rows`` in
+        relative coordinates, :func:`~attnpool.sums.geometry.scale_coordinates`)."""
         block = kernel_block(kernel, hard=True, key_count=key_count, allowed=allowed)
-        return self.blocks(block, queries, keys, values, key_block=key_block, hard=True)
+        return self.blocks(block, rows.queries, rows.keys, values, key_block=key_block,
+                           hard=True)  # fmt: skip
 
     def problem_state(
-        self, queries, keys, columns, divisor, *, kernel, factors, left_out, key_count, power
-    ) -> PoolingState:
-        """The state of a :class:`SumProblem`'s arrays (traceable), unscaled rows and their
-        ``divisor`` the bandwidth: ``columns (m, 1 + p)``
-        (ones, then the values), ``factors (m,)`` the observation weights (None: ones),
-        ``left_out (n,)`` the key each row leaves out (None: none), ``power`` ``r``."""
+        self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
+        power: int = 1,
+    ) -> PoolingState:  # fmt: skip
+        """The state of a :class:`SumProblem`'s arrays (traceable): ``rows`` unscaled,
+        their divisor the bandwidth; ``columns (m, 1 + p)`` (ones, then the values),
+        ``factors (m,)`` the observation weights (None: ones), ``left_out (n,)`` the key
+        each row leaves out (None: none), ``power`` ``r``."""
+        queries, keys, divisor = rows
         streamed = not self.one_block
 
         def block(query_rows, query_ids, key_rows, key_ids, value_rows):
@@ -171,14 +184,17 @@ class Stream(Engine):
     underflow, the row is pooled again with its own maximum."""
 
     def state(
-        self, queries, keys, values, divisor, *, kernel: _kernels.Kernel, key_count=None,
-        allowed=None, key_block: int = KEY_BLOCK, bounded: bool = True,
+        self, rows: Rows, values, *, kernel: _kernels.Kernel, key_count=None, allowed=None,
+        key_block: int = KEY_BLOCK, bounded: bool = True,
     ) -> PoolingState:  # fmt: skip
-        again = partial(Engine.state, self, divisor=divisor, kernel=kernel, key_count=key_count,
-                        allowed=allowed, key_block=key_block, bounded=False)  # fmt: skip
-        result = Engine.state(self, queries, keys, values, divisor, kernel=kernel,
-                              key_count=key_count, allowed=allowed, key_block=key_block,
-                              bounded=bounded)  # fmt: skip
+        settings = dict(kernel=kernel, key_count=key_count, allowed=allowed, key_block=key_block)
+        result = Engine.state(self, rows, values, bounded=bounded, **settings)
+        queries, keys, _ = rows
+
+        def again(queries):
+            return Engine.state(self, rows._replace(queries=queries), values, bounded=False,
+                                **settings)  # fmt: skip
+
         bound = bounded and allowed is None and _kernels.is_monotone(kernel)
         if not bound or kernel.compact or queries.shape[1] == 1:  # (then the maxima are known)
             return result
@@ -190,11 +206,11 @@ class Stream(Engine):
         def some_again():  # a few rows by themselves
             rows = jnp.nonzero(low, size=few, fill_value=-1)[0]
             rows = jnp.where(rows >= 0, rows, rows[0])  # padding repeats a row that is low
-            exact = again(queries[rows], keys, values)
+            exact = again(queries[rows])
             return jax.tree_util.tree_map(lambda a, b: a.at[rows].set(b), result, exact)
 
         def all_again():
-            exact = again(queries, keys, values)
+            exact = again(queries)
             return jax.tree_util.tree_map(
                 lambda a, b: jnp.where(low.reshape(-1, *[1] * (a.ndim - 1)), a, b), exact, result
             )
@@ -211,20 +227,22 @@ class Fused(Engine):
     centred on the keys' mean; a key mask is the kernel's own."""
 
     def state(
-        self, queries, keys, values, divisor, *, kernel: _kernels.Kernel, key_count=None,
-        allowed=None, key_block: int = KEY_BLOCK, bounded: bool = True,
+        self, rows: Rows, values, *, kernel: _kernels.Kernel, key_count=None, allowed=None,
+        key_block: int = KEY_BLOCK, bounded: bool = True,
     ) -> PoolingState:  # fmt: skip
+        queries, keys, _ = rows
         engine = ENGINES[exact_engine(queries.shape[0] * keys.shape[0])]
         block = fused.fused_block(kernel, allowed)
         centred = fused.centred(queries, keys, kernel)
         return engine.blocks(block, *centred, values, key_block=FUSED_KEY_BLOCK)
 
     def problem_state(
-        self, queries, keys, columns, divisor, *, kernel, factors, left_out, key_count, power
-    ) -> PoolingState:
+        self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
+        power: int = 1,
+    ) -> PoolingState:  # fmt: skip
         # the matrix-product form drops each row's −‖q‖²/2, which absolute sums add back
-        q, k = fused.centred(*scale_coordinates(queries, keys, divisor, kernel), kernel)
-        found = self.state(q, k, columns, None, kernel=kernel)
+        q, k = fused.centred(*scale_coordinates(*rows, kernel), kernel)
+        found = self.state(Rows(q, k), columns, kernel=kernel)
         return found._replace(max_log=found.max_log - 0.5 * jnp.sum(q * q, axis=1))
 
 
@@ -234,19 +252,21 @@ class Pallas(Engine):
     a prefix of the keys is streamed with the mask's matrix."""
 
     def state(
-        self, queries, keys, values, divisor, *, kernel: _kernels.Kernel, key_count=None,
-        allowed=None, key_block: int = KEY_BLOCK, bounded: bool = True,
+        self, rows: Rows, values, *, kernel: _kernels.Kernel, key_count=None, allowed=None,
+        key_block: int = KEY_BLOCK, bounded: bool = True,
     ) -> PoolingState:  # fmt: skip
         if allowed is not None and allowed.ndim != 1:
-            return ENGINES["stream"].state(queries, keys, values, divisor, kernel=kernel,
-                                           key_count=key_count, allowed=allowed,
-                                           key_block=key_block)  # fmt: skip
+            return ENGINES["stream"].state(rows, values, kernel=kernel, key_count=key_count,
+                                           allowed=allowed, key_block=key_block)  # fmt: skip
+        queries, keys, divisor = rows
         return pallas.tiled_state(queries, keys, values, divisor, kernel=kernel,
                                   key_count=key_count, lengths=allowed)  # fmt: skip
 
     def problem_state(
-        self, queries, keys, columns, divisor, *, kernel, factors, left_out, key_count, power
-    ) -> PoolingState:
+        self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
+        power: int = 1,
+    ) -> PoolingState:  # fmt: skip
+        queries, keys, divisor = rows
         return pallas.tiled_state(queries, keys, columns, divisor, kernel=kernel,
                                   key_count=key_count, left_out=left_out,
                                   factors=factors)  # fmt: skip
@@ -296,8 +316,8 @@ def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:
                                                                problem.bandwidth))  # fmt: skip
     weights = None if weights is None else np.asarray(weights, dtype)
     with precision_scope(dtype):
-        state = _problem_program(pad_rows(queries, rows), keys, values, bandwidth, weights,
-                                 left_out, key_count,
+        state = _problem_program(Rows(pad_rows(queries, rows), keys, bandwidth), values,
+                                 weights, left_out, key_count,
                                  engine=engine, kernel=problem.kernel,
                                  power=problem.power)  # fmt: skip
     shift, sums = (np.asarray(a, np.float64)[:n] for a in state)
@@ -333,15 +353,17 @@ def _weighing_keys(problem: SumProblem) -> tuple[SumProblem, float]:
 
 
 @partial(jax.jit, static_argnames=("engine", "kernel", "power"))
-def _problem_program(queries, keys, values, bandwidth, factors, left_out, key_count, *,
-                     engine: Engine, kernel: Any, power: int) -> tuple[Any, Any]:  # fmt: skip
-    # differences of the unscaled rows, divided by the bandwidth: absolute sums (the
-    # matrix-product form, whose per-row constant cancels in a pool, would not do)
-    divisor = jnp.broadcast_to(bandwidth, keys.shape[1:])
+def _problem_program(rows: Rows, values, factors, left_out, key_count, *, engine: Engine,
+                     kernel: Any, power: int) -> tuple[Any, Any]:  # fmt: skip
+    """``(shift, sums)`` of unscaled ``rows`` whose ``divisor`` is the bandwidth:
+    differences divided by it, absolute sums (the matrix-product form, whose per-row
+    constant cancels in a pool, would not do)."""
+    keys = rows.keys
+    rows = rows._replace(divisor=jnp.broadcast_to(rows.divisor, keys.shape[1:]))
     # the ones' column made here: a density's sums (no values) are then reductions
     columns = jnp.concatenate([jnp.ones((keys.shape[0], 1), values.dtype), values], axis=1)
-    state = engine.problem_state(queries, keys, columns, divisor, kernel=kernel,
-                                 factors=factors, left_out=left_out, key_count=key_count,
+    state = engine.problem_state(rows, columns, kernel=kernel, factors=factors,
+                                 left_out=left_out, key_count=key_count,
                                  power=power)  # fmt: skip
     # (the weights' sum is the ones' column: XLA then drops the state's own)
     return state.max_log, state.weighted_values

@@ -22,7 +22,7 @@ from ..methods import dense_weights
 from ..sums.geometry import block_coordinates, scale_coordinates
 from ..sums.masks import allowed_block, keyless_rows, padded_mask
 from ..sums.state import finalize
-from .compiled_backends import ENGINES
+from .compiled_backends import ENGINES, Rows
 
 __all__ = ["pool_core", "weights_core", "with_nearest_limit"]
 
@@ -85,14 +85,14 @@ def _pool_program(
     queries, keys, values, bandwidth, key_count, allowed, *, kernel, method, key_block, nearest
 ):
     engine = ENGINES[method]
-    *scaled, divisor = block_coordinates(queries, keys, bandwidth, kernel)
-    result = engine.state(*scaled, values, divisor, kernel=kernel, key_count=key_count,
-                          allowed=allowed, key_block=key_block)  # fmt: skip
+    rows = Rows(*block_coordinates(queries, keys, bandwidth, kernel))
+    result = engine.state(rows, values, kernel=kernel, key_count=key_count, allowed=allowed,
+                          key_block=key_block)  # fmt: skip
     pooled, empty_rows = finalize(result)
 
     def closest():
-        relative = scale_coordinates(queries, keys, bandwidth, kernel, relative=True)
-        state = engine.closest(*relative, values, kernel=kernel, key_count=key_count,
+        relative = Rows(*scale_coordinates(queries, keys, bandwidth, kernel, relative=True))
+        state = engine.closest(relative, values, kernel=kernel, key_count=key_count,
                                allowed=allowed, key_block=key_block)  # fmt: skip
         return finalize(state)[0]
 
