@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._support.interop import precision_scope
-from ..engines.blocks import kernel_block, mask_own_pairs, pool_state
+from ..engines.blocks import kernel_block, mask_own_pairs
+from ..engines.compiled_backends import pool_state
 from ..kernels.edges import has_edge
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK

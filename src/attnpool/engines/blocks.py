@@ -2,7 +2,8 @@
 
 A block function ``(query_rows, query_ids, key_rows, key_ids, value_rows) ->
 PoolingState`` is what the dense and the streamed engines run
-(:func:`pool_state`): :func:`kernel_block` for plain kernel pooling (its key mask,
+(:func:`attnpool.engines.compiled_backends.pool_state`): :func:`kernel_block` for plain
+kernel pooling (its key mask,
 padding and known row maxima), and the masks and bounds the programs above build
 their own blocks from — regression's moments, learned attention, inference and Dask.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .. import kernels as _kernels
-from ..methods import dense_state, stream_state
 from ..sums.geometry import MATMUL_MIN_DIM, block_log_weights, closeness
 from ..sums.masks import mask_keys
 from ..sums.state import block_state, hard_block_state
@@ -24,7 +24,6 @@ __all__ = [
     "mask_padding",
     "nearest_key",
     "nearest_log_weight",
-    "pool_state",
 ]
 
 
@@ -147,10 +146,3 @@ def log_weight_bound(queries, kernel: _kernels.Kernel):
         return -kernel.quadratic * jnp.sum(queries * queries, axis=1)
     top = kernel.log_profile(jnp.zeros((), queries.dtype))
     return jnp.broadcast_to(top, queries.shape[:1])
-
-
-def pool_state(block_function, queries, keys, values, *, method: str, key_block: int, hard=False):
-    """The pooling state by the dense or the streamed engine."""
-    if method == "dense":
-        return dense_state(block_function, queries, keys, values)
-    return stream_state(block_function, queries, keys, values, key_block=key_block, hard=hard)

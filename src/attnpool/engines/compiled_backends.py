@@ -52,7 +52,7 @@ from .blocks import (
     nearest_log_weight,
 )
 
-__all__ = ["ENGINES", "FUSED_KEY_BLOCK", "Engine"]
+__all__ = ["ENGINES", "FUSED_KEY_BLOCK", "Engine", "Rows", "pool_state"]
 
 #: Keys per block of the fused method (the fused kernel tiles each block itself).
 FUSED_KEY_BLOCK = 16384
@@ -286,6 +286,12 @@ ENGINES: dict[str, Engine] = {
         Pallas("pallas", Serves(powers=(1,))),
     )
 }
+
+
+def pool_state(block, queries, keys, values, *, method: str, key_block: int, hard=False):
+    """The state of a block function over every key by the engine ``method``: one block
+    (``dense``), else key blocks in a scan (traceable)."""
+    return ENGINES[method].blocks(block, queries, keys, values, key_block=key_block, hard=hard)
 
 
 def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:

@@ -31,8 +31,8 @@ from .blocks import (
     mask_padding,
     nearest_key,
     nearest_log_weight,
-    pool_state,
 )
+from .compiled_backends import pool_state
 from .programs import with_nearest_limit
 
 __all__ = ["hat_diagonal", "local_fit", "loo_residuals", "tiled_model", "weights_core"]

@@ -13,7 +13,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ..engines.blocks import mask_own_pairs, pool_state
+from ..engines.blocks import mask_own_pairs
+from ..engines.compiled_backends import pool_state
 from ..methods import normalise
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
@@ -88,13 +89,12 @@ def learned_pool(
         return block_state(log_w, value_rows)
 
     n, m = queries.shape[0], keys.shape[0]
-    dense = exact_engine(n * m * model.pair_width) == "dense"
     state = pool_state(
         block,
         embedded_queries,
         embedded_keys,
         values,
-        method="dense" if dense else "stream",
+        method=exact_engine(n * m * model.pair_width),
         key_block=max(64, KEY_BLOCK // model.pair_width),
     )
     pooled: tuple[jax.Array, jax.Array] = finalize(state)

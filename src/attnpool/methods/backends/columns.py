@@ -53,7 +53,7 @@ def log_sums_of(raw: np.ndarray, shift: np.ndarray, settled: np.ndarray,
         unit = np.where(total > 0, total, 1.0)
         sums = np.concatenate([(total / unit)[:, None], rest / unit[:, None] * columns.scale],
                               axis=1)  # fmt: skip
-        shift = shift + np.log(unit) + (0.0 if largest is None else math.log(largest))
+        shift = shift + np.log(unit) + (math.log(largest) if largest else 0.0)  # (0: no weight)
     return LogSums(shift, sums, settled)
 
 

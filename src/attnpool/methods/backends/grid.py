@@ -69,6 +69,8 @@ class BinnedGrid:
             # in units of the smallest weight, whose key weighs at least K(r) in a row's
             # sum (the reach of the rows binning leaves assumes it)
             k, w = k[w > 0], w[w > 0]
+            if not w.size:  # no key weighs: every row is empty
+                return LogSums(np.zeros(n), np.zeros((n, 1)), np.ones(n, bool))
             unit = math.log(float(np.min(w)))
             w = w / float(np.min(w))
         k, q = centred_on_keys(k, q)
