@@ -3,9 +3,10 @@
 (:func:`.numpy_engine.pool`, rule 3), one column to the ``fgt`` expansions or
 the ``sparse`` windows (rule 6), compact kernels of small neighbourhoods to ``sparse``
 (rule 7), large Gaussian ones in several columns on a CPU to the ``native`` C loop
-(rule 9). A first such call in a process then costs
-the loop's sums, not JAX's import (~1.3 s of a first 3·10⁴ × 3·10⁴ pool in eight
-columns that took 1.5 s)."""
+(rule 9); and a host method asked for by name (``sparse``, ``fgt``, ``native``,
+``tree``; ``topk`` and ``binned`` import JAX themselves). A first such call in a
+process then costs the loop's sums, not JAX's import (~1.3 s of a first 3·10⁴ × 3·10⁴
+pool in eight columns that took 1.5 s)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 from .._support.units import value_unit
 from .._support.validation import check_bandwidth_representable
 from ..kernels import Kernel
+from ..methods.options import check_applicable
 from ..sums.facts import pool_facts
 from ..sums.plan import plan
 from . import numpy_engine
@@ -41,7 +43,22 @@ def pool_without_jax(
     return None, backend
 
 
-def _host_pool(name: str, q: Any, k: Any, v: Any, h: Any, kernel: Kernel, nearest: bool) -> Any:
+def pool_named_on_host(
+    name: str, options: Any, q: Any, k: Any, v: Any, h: Any, kernel: Kernel, *, nearest: bool
+) -> Any:
+    """``(pooled (n, p), empty (n,))`` of NumPy arrays by the host method ``name`` asked
+    for (with its record ``options``), checked as every named method is, here without
+    JAX where that method's module needs none; None for JAX arrays, other precisions
+    or a ``native`` loop not built (the compiled path then runs it)."""
+    if not all(isinstance(a, np.ndarray) for a in (q, k, v, h)) or q.shape[0] == 0:
+        return None
+    check_applicable(name, kernel, k.shape[1], traced=False, weights=False)
+    return _host_pool(name, q, k, v, h, kernel, nearest, options)
+
+
+def _host_pool(
+    name: str, q: Any, k: Any, v: Any, h: Any, kernel: Kernel, nearest: bool, options: Any = None
+) -> Any:
     """The pool the planner gives a host method (``fgt``, ``sparse``, ``native``), by the
     same call (:func:`.host_methods.pool_host`) on the inputs as
     :func:`attnpool._support.interop.run_in_policy` casts them — the inputs and the bandwidth in
@@ -65,6 +82,6 @@ def _host_pool(name: str, q: Any, k: Any, v: Any, h: Any, kernel: Kernel, neares
     q, k, v, h = (np.asarray(a, dtype) for a in (q, k, v, h))
     unit = value_unit(v)
     pooled, empty_rows = pool_host(
-        q, k, v / unit, h, kernel=kernel, method=name, options=None, nearest=nearest
+        q, k, v / unit, h, kernel=kernel, method=name, options=options, nearest=nearest
     )
     return (pooled * unit).astype(dtype), empty_rows

@@ -21,27 +21,7 @@ from .._support.validation import is_traced
 from ..kernels import Kernel
 from ..sums.facts import pool_facts
 from ..sums.plan import plan
-from .options import TRAITS, refusal, resolve
-
-
-def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights: bool) -> None:
-    """A clear error when ``name`` cannot pool this kernel, dimension or input: from
-    what the method declares (:data:`attnpool.methods.options.TRAITS`) and its module's
-    ``refusal(kernel, d)``."""
-    traits = TRAITS[name]
-    if weights and not traits.weights:
-        raise ValueError(
-            f"method: {name!r} does not form the weight matrix; use method='dense' "
-            "(or 'auto') with return_weights=True"
-        )
-    if traced and not traits.traceable:
-        raise ValueError(
-            f"method: {name!r} needs concrete arrays; inside jit, grad or vmap use "
-            "'dense', 'stream' or 'fused'"
-        )
-    reason = refusal(name, kernel, d)
-    if reason:
-        raise ValueError(f"method: {reason}")
+from .options import check_applicable, resolve
 
 
 def choose_method(

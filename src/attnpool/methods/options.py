@@ -25,6 +25,7 @@ __all__ = [
     "TopK",
     "Traits",
     "Tree",
+    "check_applicable",
     "exact_engine",
     "method_module",
     "refusal",
@@ -107,6 +108,26 @@ def exact_engine(pairs: int) -> str:
     :data:`~attnpool.sums.plan.DENSE_MAX_PAIRS`, else ``"stream"``. Every path that pools
     exactly asks here."""
     return "dense" if pairs <= _plan.DENSE_MAX_PAIRS else "stream"
+
+
+def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights: bool) -> None:
+    """A clear error when ``name`` cannot pool this kernel, dimension or input: from
+    what the method declares (:data:`attnpool.methods.options.TRAITS`) and its module's
+    ``refusal(kernel, d)``."""
+    traits = TRAITS[name]
+    if weights and not traits.weights:
+        raise ValueError(
+            f"method: {name!r} does not form the weight matrix; use method='dense' "
+            "(or 'auto') with return_weights=True"
+        )
+    if traced and not traits.traceable:
+        raise ValueError(
+            f"method: {name!r} needs concrete arrays; inside jit, grad or vmap use "
+            "'dense', 'stream' or 'fused'"
+        )
+    reason = refusal(name, kernel, d)
+    if reason:
+        raise ValueError(f"method: {reason}")
 
 
 def method_module(name: str) -> Any:

@@ -23,7 +23,7 @@ from .._support.validation import (
     is_traced,
 )
 from ..kernels.sphere import is_haversine, to_chords
-from ..methods.options import DENSE_MAX_PAIRS, Binned, TopK, resolve
+from ..methods.options import DENSE_MAX_PAIRS, HOST_METHODS, Binned, TopK, resolve
 from ..sums.backends import get_backend
 from ..sums.empty_policy import (
     EMPTY_POLICIES,
@@ -280,20 +280,20 @@ def attention_pool(
         )  # fmt: skip
     allowed, keyless = checked_mask(mask, n, m, empty)
     nearest = takes_nearest(empty) or not kernel.compact
-    planned = None
-    if (
-        allowed is None
-        and resolve(method)[0] == "auto"
-        and block_size is None
-        and not return_weights
-    ):
-        from ..engines.host_route import pool_without_jax
+    planned, found = None, None
+    name, options = resolve(method)
+    if allowed is None and not return_weights and (name in HOST_METHODS or block_size is None):
+        from ..engines import host_route
 
-        found, planned = pool_without_jax(q, k, v, h, kernel, nearest=nearest)
-        if found is not None:
-            pooled, empty_rows = found
-            report_empty(kernel, empty, empty_rows)
-            return pooled[:, 0] if flat else pooled
+        if name in HOST_METHODS:  # NumPy stays NumPy: no JAX for a host method asked for
+            found = host_route.pool_named_on_host(name, options, q, k, v, h, kernel,
+                                                  nearest=nearest)  # fmt: skip
+        elif name == "auto":
+            found, planned = host_route.pool_without_jax(q, k, v, h, kernel, nearest=nearest)
+    if found is not None:
+        pooled, empty_rows = found
+        report_empty(kernel, empty, empty_rows)
+        return pooled[:, 0] if flat else pooled
     from .._support.interop import run_in_policy
     from ..engines.dispatch import pool_on_engine
     from ..methods import choice
