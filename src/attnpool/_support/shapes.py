@@ -11,7 +11,6 @@ arithmetic outweighs a compilation and shapes are used as they are.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 #: The smallest bucket: every problem with this many rows or fewer shares one shape.
@@ -54,7 +53,10 @@ def pad_rows(array, size: int):
     extra = size - array.shape[0]
     if extra == 0:
         return array
-    xp = np if isinstance(array, np.ndarray) else jnp
+    if isinstance(array, np.ndarray):
+        xp = np
+    else:
+        import jax.numpy as xp
     return xp.concatenate([array, xp.broadcast_to(array[:1], (extra, *array.shape[1:]))])
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from .. import kernels
 from .._support.interop import compute_dtype, precision_scope
 from .._support.shapes import MAX_ROWS, bucket, pad_rows, padded
-from ..methods import binned, fgt, sparse
+from ..methods import binned, binned_traced, fgt, sparse
 from ..methods.stream import KEY_BLOCK
 from ..sums import plan
 from ..sums.local_model import LocalModel
@@ -205,9 +205,9 @@ def _select_binned(
     candidates = np.exp(thetas[:, 0])
     grid = binned.grid_for(x[:, :1], float(candidates.min()))
     reach = binned.reach_for(model.kernel, float(candidates.max()), grid)
-    plan, count, xb, yb = binned.BinnedPlan(grid, reach), None, x, y
+    plan, count, xb, yb = binned_traced.BinnedPlan(grid, reach), None, x, y
     if x.shape[0] <= MAX_ROWS:  # rows and grid padded to buckets (padding bins nothing)
-        plan, count = binned.BinnedPlan.bucketed(grid, reach), np.int32(x.shape[0])
+        plan, count = binned_traced.BinnedPlan.bucketed(grid, reach), np.int32(x.shape[0])
         xb, yb = padded(x, y, size=bucket(x.shape[0]))
     wb = None if weights is None else np.asarray(pad_rows(weights, xb.shape[0]), np.float64)
     approximate = {**options, "binned": plan, "weights": wb}

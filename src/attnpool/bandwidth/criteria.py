@@ -62,7 +62,7 @@ def criterion(
 ):
     """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
 
-    ``binned`` (a :class:`~attnpool.methods.binned.BinnedPlan`) evaluates CV on the
+    ``binned`` (a :class:`~attnpool.methods.binned_traced.BinnedPlan`) evaluates CV on the
     binned approximation instead.
     ``count``: rows from this one on are padding (:mod:`attnpool._support.shapes`), left out.
     ``weights (n,)``: positive observation weights — each row counts ``w_i`` times in
@@ -169,13 +169,13 @@ def binned_loo_residuals(
     """Leave-one-out residuals of a 1-D continuous fit on a binned grid (traceable).
 
     ``x (n, 1)``, ``y (n, p)``; an approximation whose error falls as ``(Δ/h)²``
-    (see :mod:`attnpool.methods.binned`), used to search bandwidths fast. Degree 1
+    (see :mod:`attnpool.methods.binned_traced`), used to search bandwidths fast. Degree 1
     bins the moments of ``x`` about the grid's centre and recentres them at each point.
     Rows from ``count`` on are padding and bin nothing. ``weights (n,)``: observation
     weights, multiplying each row's features — its own term, taken away, is then its
     whole weight's (a row left out whole).
     """
-    from ..methods import binned
+    from ..methods import binned_traced
 
     h = bandwidth[0]
     centre = grid.start[0] + 0.5 * grid.spacing[0] * (grid.size[0] - 1)
@@ -190,7 +190,7 @@ def binned_loo_residuals(
         features = jnp.where(jnp.arange(x.shape[0])[:, None] < count, features, 0.0)
     if weights is not None:
         features = features * weights[:, None]
-    moments = binned.leave_one_out_sums(x[:, :1], features, h, model.kernel, grid, reach)
+    moments = binned_traced.leave_one_out_sums(x[:, :1], features, h, model.kernel, grid, reach)
     p = y.shape[1]
     if model.degree == 0:
         total = moments[:, :1]

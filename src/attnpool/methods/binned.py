@@ -11,8 +11,10 @@ For leave-one-out sums a point's own contribution *as binned* is removed
 exactly: with corner weights ``w_c`` it adds ``Σ_{c,c'} w_c w_c' K(c − c')``
 to its own interpolated sum (in 1-D ``K(0)((1 − f)² + f²) + 2 f (1 − f) K(Δ)``).
 
-Every function here is traceable, with the grid's shape static;
-:func:`binned_sums` is the pooling method, which also chooses the grid.
+This module holds the grid (its planning, the cells' corners, the FFT convolution and
+the interpolation, in NumPy or ``jax.numpy`` as ``xp`` says) and what ``binned`` takes,
+and imports no JAX; :mod:`.binned_host` bins on concrete arrays (pooling and densities),
+:mod:`.binned_traced` inside the bandwidth search's programs.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._support.shapes import bucket, query_bucket
@@ -78,35 +78,6 @@ def grid_bucket(size: int) -> int:
     return query_bucket(size) if size <= SMALL_GRID else bucket(size)
 
 
-@jax.tree_util.register_pytree_node_class
-class BinnedPlan:
-    """A grid and the kernel's reach on it, passed to jitted functions as a pytree whose
-    leaves are the grid's origin and spacing (traced) and whose structure holds the
-    grid's size and the reach (static)."""
-
-    def __init__(self, grid: Grid, reach: tuple[int, ...]):
-        self.grid, self.reach = grid, reach
-
-    def tree_flatten(self):
-        return (self.grid.start, self.grid.spacing), (self.grid.size, self.reach)
-
-    @classmethod
-    def tree_unflatten(cls, static, leaves):
-        size, reach = static
-        return cls(Grid(*leaves, size), reach)
-
-    @classmethod
-    def bucketed(cls, grid: Grid, reach: tuple[int, ...]) -> BinnedPlan:
-        """The plan on ``grid`` grown to a bucketed size (empty nodes past the data)."""
-        size = tuple(grid_bucket(s) for s in grid.size)
-        origin = (np.asarray(grid.start, np.float64), np.asarray(grid.spacing, np.float64))
-        # a reach cut at the grid's size (the kernel spans it all) spans the grown grid
-        reach = tuple(
-            new if r >= old else r for r, old, new in zip(reach, grid.size, size, strict=True)
-        )
-        return cls(Grid(*origin, size), reach)
-
-
 def grid_for(
     points,
     smallest_bandwidth,
@@ -149,14 +120,14 @@ def reach_for(kernel: Kernel, largest_bandwidth, grid: Grid) -> tuple[int, ...]:
     )
 
 
-def corners(points, grid: Grid, xp=jnp):
+def corners(points, grid: Grid, xp):
     """Flat node index ``(2^d, n)`` and weight ``(2^d, n)`` of each point's cell corners
     (its lowest corner clipped to the grid); ``xp``: ``jax.numpy`` (traceable) or NumPy."""
     start, spacing = xp.asarray(grid.start), xp.asarray(grid.spacing)
     position = (points - start) / spacing
     left = xp.clip(xp.floor(position), 0, xp.asarray(grid.size) - 2)
     fraction = position - left
-    left = left.astype(xp.int32 if xp is jnp else np.int64)
+    left = left.astype(np.int64 if xp is np else xp.int32)
     strides = np.cumprod((*grid.size[1:], 1)[::-1])[::-1]
     indices, weights = [], []
     for corner in itertools.product((0, 1), repeat=len(grid.size)):
@@ -166,36 +137,13 @@ def corners(points, grid: Grid, xp=jnp):
     return xp.stack(indices), xp.stack(weights)
 
 
-def linear_bin(points, features, grid: Grid, into=None):
-    """Binned sums ``(*size, f)`` of ``features (n, f)`` at ``points (n, d)`` (added to
-    ``into``, if given), and the corners."""
-    indices, weights = corners(points, grid)
-    binned = jnp.zeros((int(np.prod(grid.size)), features.shape[1]), features.dtype)
-    if into is not None:
-        binned = into.reshape(binned.shape)
-    for index, weight in zip(indices, weights, strict=True):
-        binned = binned.at[index].add(weight[:, None] * features)
-    return binned.reshape(*grid.size, features.shape[1]), (indices, weights)
-
-
-def kernel_on_grid(kernel: Kernel, bandwidth, grid: Grid, reach: tuple[int, ...]):
-    """``K(offset / h) / K(0)`` at the node offsets ``−reach … reach`` (shape ``2·reach + 1``)."""
-    bandwidth = jnp.broadcast_to(bandwidth, (len(grid.size),))
-    axes = [
-        (jnp.arange(-r, r + 1) * spacing / bandwidth[j]) ** 2
-        for j, (r, spacing) in enumerate(zip(reach, grid.spacing, strict=True))
-    ]
-    r2 = sum(jnp.meshgrid(*axes, indexing="ij"))
-    return jnp.exp(kernel.log_profile(r2) - kernel.log_profile(jnp.zeros((), r2.dtype)))
-
-
 def fft_lengths(size, weights_shape) -> list[int]:
     """The FFT's length in each dimension for :func:`convolve`: a power of two past the
     grid and the weights together (a linear, not circular, convolution)."""
     return [1 << int(np.ceil(np.log2(s + w))) for s, w in zip(size, weights_shape, strict=True)]
 
 
-def convolve(binned, weights, xp=jnp):
+def convolve(binned, weights, xp):
     """Linear (not circular) convolution of each feature of ``binned (*size, f)`` with
     ``weights (2·reach + 1)``, cropped back to the grid; ``xp``: ``jax.numpy`` or NumPy."""
     d = weights.ndim
@@ -216,29 +164,3 @@ def interpolate(values, corners):
     return sum(
         weight[:, None] * flat[index] for index, weight in zip(indices, weights, strict=True)
     )
-
-
-def self_weight(weights, corners):
-    """A point's own contribution to its interpolated, binned, convolved sum (per unit feature)."""
-    d = weights.ndim
-    centre = np.array([(w - 1) // 2 for w in weights.shape])
-    offsets = list(itertools.product((0, 1), repeat=d))
-    _, corner_weights = corners
-    total = 0.0
-    for a, offset_a in enumerate(offsets):
-        for b, offset_b in enumerate(offsets):
-            lag = tuple(centre + np.array(offset_a) - np.array(offset_b))
-            total = total + corner_weights[a] * corner_weights[b] * weights[lag]
-    return total
-
-
-def leave_one_out_sums(points, features, bandwidth, kernel: Kernel, grid: Grid, reach):
-    """``(n, f)``: each point's binned kernel sums of ``features (n, f)`` over the others
-    (traceable): the points binned, convolved with the kernel at ``bandwidth``,
-    interpolated back, and each point's own contribution *as binned* taken away
-    (:func:`self_weight`). ``points (n, d)`` inside ``grid``; rows of zero features bin
-    nothing."""
-    sums, corners = linear_bin(points, features, grid)
-    weights = kernel_on_grid(kernel, bandwidth, grid, reach)
-    moments = interpolate(convolve(sums, weights), corners)
-    return moments - self_weight(weights, corners)[:, None] * features

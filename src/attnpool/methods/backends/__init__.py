@@ -38,7 +38,7 @@ def _kd_tree(options: Tree) -> BuiltInBackend:
 
 
 def _nearest_keys(options: TopK) -> BuiltInBackend:
-    from .nearest_keys import NearestKeys  # (it and binned's import JAX: only when asked)
+    from .nearest_keys import NearestKeys  # (it imports JAX: only when asked)
 
     return NearestKeys(options.k, options.tolerance)
 
