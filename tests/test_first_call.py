@@ -288,7 +288,10 @@ DENSITIES = (
     "out = [kernel_density(x1, np.linspace(-4, 4, 300), bandwidth=0.1),  # fgt\n"
     "       kernel_density(x3, x3[:700] + 0.1, bandwidth=0.4),  # native\n"
     "       kernel_density(x3[:200], x3[:50], bandwidth=0.4),  # NumPy pairs\n"
-    "       select_density_bandwidth(x1[:2000], method='cv_ml').bandwidth]\n"
+    "       select_density_bandwidth(x1[:2000], method='cv_ml').bandwidth,\n"
+    "       kernel_density(x1, np.linspace(-4, 4, 300), bandwidth=0.1, method='binned'),\n"
+    "       kernel_density(x3[:, :2], x3[:300, :2], bandwidth=0.4,\n"
+    "                      weights=np.linspace(1, 2, 3000), method='binned')]\n"
     "np.savez(sys.argv[1], *out)\n"
     "print('jax' in sys.modules, 'attnpool.engines.numpy_engine' in sys.modules)\n"
 )
@@ -296,7 +299,8 @@ DENSITIES = (
 
 def test_densities_on_the_host_methods_need_no_jax(tmp_path):
     """A density summed by the host methods (NumPy pairs, the ``fgt`` expansions, the
-    ``native`` loop) and likelihood CV in one column import no JAX (~1 s of a
+    ``native`` loop, ``binned`` with or without observation weights) and likelihood CV
+    in one column import no JAX (~1 s of a
     first call), nor the regressions' bandwidth selection and its engines (~2 ms); in a
     process that has JAX they give the same numbers."""
     from attnpool.methods import native
@@ -312,7 +316,10 @@ def test_densities_on_the_host_methods_need_no_jax(tmp_path):
     want = [attnpool.kernel_density(x1, np.linspace(-4, 4, 300), bandwidth=0.1),
             attnpool.kernel_density(x3, x3[:700] + 0.1, bandwidth=0.4),
             attnpool.kernel_density(x3[:200], x3[:50], bandwidth=0.4),
-            attnpool.select_density_bandwidth(x1[:2000], method="cv_ml").bandwidth]  # fmt: skip
+            attnpool.select_density_bandwidth(x1[:2000], method="cv_ml").bandwidth,
+            attnpool.kernel_density(x1, np.linspace(-4, 4, 300), bandwidth=0.1, method="binned"),
+            attnpool.kernel_density(x3[:, :2], x3[:300, :2], bandwidth=0.4,
+                                    weights=np.linspace(1, 2, 3000), method="binned")]  # fmt: skip
     got = np.load(tmp_path / "out.npz")
     for index, expected in enumerate(want):
         np.testing.assert_array_equal(got[f"arr_{index}"], expected)
