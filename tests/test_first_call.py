@@ -232,6 +232,34 @@ def test_a_large_numpy_pool_on_a_host_method_needs_no_jax(tmp_path, method, d, k
     np.testing.assert_array_equal(np.load(tmp_path / "auto.npy"), np.load(tmp_path / "named.npy"))
 
 
+APPROXIMATE_POOLS = (
+    "import sys, numpy as np, attnpool\n"
+    "rng = np.random.default_rng(4)\n"
+    "k, q = rng.uniform(0, 1, (5000, 2)), rng.uniform(0, 1, (300, 2))\n"
+    "v = np.sin(8 * k)\n"
+    "out = [attnpool.attention_pool(q, k, v, bandwidth=0.02, method=method) for method in\n"
+    "       (attnpool.Tree(rtol=1e-6), attnpool.TopK(k=400), attnpool.Binned(tolerance=1e-5))]\n"
+    "np.savez(sys.argv[1], *out)\n"
+    "print('jax' in sys.modules)\n"
+)
+
+
+def test_the_approximate_host_methods_asked_for_need_no_jax(tmp_path):
+    """``Tree``, ``TopK`` and ``Binned`` pools of NumPy arrays run on the host route: a
+    fresh process imports no JAX, and gets what a process that has it gets."""
+    run = python(["-c", APPROXIMATE_POOLS, str(tmp_path / "out.npz")])
+    assert run.stdout.split() == ["False"]
+    import jax  # noqa: F401
+
+    rng = np.random.default_rng(4)
+    k, q = rng.uniform(0, 1, (5000, 2)), rng.uniform(0, 1, (300, 2))
+    got = np.load(tmp_path / "out.npz")
+    for index, method in enumerate([attnpool.Tree(rtol=1e-6), attnpool.TopK(k=400),
+                                    attnpool.Binned(tolerance=1e-5)]):  # fmt: skip
+        want = attnpool.attention_pool(q, k, np.sin(8 * k), bandwidth=0.02, method=method)
+        np.testing.assert_array_equal(got[f"arr_{index}"], want)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("d", [2, 8])
 def test_the_route_without_jax_pools_what_the_compiled_path_pools(dtype, d):

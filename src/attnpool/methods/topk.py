@@ -14,15 +14,11 @@ bounds what the truncation can change; :func:`topk_state` returns ``β`` per que
 
 from __future__ import annotations
 
-from functools import partial
+from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._support.interop import precision_scope
 from ..kernels import Kernel, is_monotone
-from ..sums.state import PoolingState, block_state
 
 #: Queries whose neighbours are gathered at once.
 QUERY_CHUNK = 2**15
@@ -48,22 +44,39 @@ def neighbours(queries, keys, k: int):
     return np.asarray(index, np.int64).reshape(len(queries), k)
 
 
-@partial(jax.jit, static_argnames="kernel")
-def _candidate_state(queries, candidates, values, n_keys, inside, largest_inside, *, kernel):
-    diff = queries[:, None, :] - candidates
-    r2 = jnp.sum(diff * diff, axis=-1)
+class NearestState(NamedTuple):
+    """Each query's pooling state over its nearest keys (the fields of
+    :class:`attnpool.sums.state.PoolingState`, NumPy float64)."""
+
+    max_log: np.ndarray
+    weight_sum: np.ndarray
+    weighted_values: np.ndarray
+
+
+def _candidate_state(queries, candidates, values, n_keys, inside, largest_inside, kernel):
+    r2 = 0.0
+    for j in range(queries.shape[1]):  # (n, k) a column, not an (n, k, d) difference
+        u = queries[:, j, None] - candidates[:, :, j]
+        r2 = r2 + u * u
     if inside is not None:  # the support's edge decided on the unscaled inputs
-        r2 = jnp.where(inside, jnp.minimum(r2, largest_inside), jnp.inf)
-    log_weights = kernel.log_profile(r2)
-    state = block_state(log_weights, values)
-    farthest = log_weights[:, -1] - jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
-    left_out = (n_keys - candidates.shape[1]) * jnp.exp(farthest) / state.weight_sum
-    return state, jnp.where(state.weight_sum > 0, left_out, 0.0)
+        r2 = np.where(inside, np.minimum(r2, largest_inside), np.inf)
+    with np.errstate(divide="ignore", over="ignore"):
+        log_weights = np.asarray(kernel.log_profile(r2), np.float64)
+    top = np.max(log_weights, axis=1)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(under="ignore"):
+        weights = np.exp(log_weights - shift[:, None])
+    weighted = np.matmul(weights[:, None, :], values)[:, 0]
+    state = NearestState(top, weights.sum(axis=1), weighted)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        left_out = (n_keys - candidates.shape[1]) * np.exp(log_weights[:, -1] - shift)
+        left_out = left_out / state.weight_sum
+    return state, np.where(state.weight_sum > 0, left_out, 0.0)
 
 
 def topk_state(
     queries, keys, values, kernel: Kernel, k: int, *, edges=None
-) -> tuple[PoolingState, np.ndarray]:
+) -> tuple[NearestState, np.ndarray]:
     """State over each query's ``k`` nearest keys and the bound ``β (n,)`` on what was left out
     (NumPy, float64).
 
@@ -73,27 +86,22 @@ def topk_state(
     """
     from .sparse import inside_support, largest_inside
 
+    queries, keys = (np.asarray(a, np.float64) for a in (queries, keys))
+    values = np.asarray(values, np.float64)
     k = min(k, keys.shape[0])
     index = neighbours(queries, keys, k)
     states, bounds = [], []
-    with precision_scope(np.float64):
-        for start in range(0, queries.shape[0], QUERY_CHUNK):
-            rows = index[start : start + QUERY_CHUNK]
-            inside = None
-            if edges is not None:
-                raw_queries = np.repeat(edges[0][start : start + QUERY_CHUNK], k, axis=0)
-                inside = inside_support(raw_queries, edges[1][rows.ravel()], edges[2], kernel)
-                inside = jnp.asarray(inside.reshape(rows.shape))
-            state, bound = _candidate_state(
-                jnp.asarray(queries[start : start + QUERY_CHUNK], jnp.float64),
-                jnp.asarray(keys[rows], jnp.float64),
-                jnp.asarray(values[rows], jnp.float64),
-                keys.shape[0],
-                inside,
-                largest_inside(kernel),
-                kernel=kernel,
-            )
-            states.append(PoolingState(*(np.asarray(leaf) for leaf in state)))
-            bounds.append(np.asarray(bound))
-    state = PoolingState(*(np.concatenate(leaves) for leaves in zip(*states, strict=True)))
+    for start in range(0, queries.shape[0], QUERY_CHUNK):
+        rows = index[start : start + QUERY_CHUNK]
+        inside = None
+        if edges is not None:
+            raw_queries = np.repeat(edges[0][start : start + QUERY_CHUNK], k, axis=0)
+            inside = inside_support(raw_queries, edges[1][rows.ravel()], edges[2], kernel)
+            inside = inside.reshape(rows.shape)
+        state, bound = _candidate_state(queries[start : start + QUERY_CHUNK], keys[rows],
+                                        values[rows], keys.shape[0], inside,
+                                        largest_inside(kernel), kernel)  # fmt: skip
+        states.append(state)
+        bounds.append(bound)
+    state = NearestState(*(np.concatenate(leaves) for leaves in zip(*states, strict=True)))
     return state, np.concatenate(bounds)

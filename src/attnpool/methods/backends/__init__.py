@@ -38,7 +38,7 @@ def _kd_tree(options: Tree) -> BuiltInBackend:
 
 
 def _nearest_keys(options: TopK) -> BuiltInBackend:
-    from .nearest_keys import NearestKeys  # (it imports JAX: only when asked)
+    from .nearest_keys import NearestKeys  # (SciPy's k-d tree: only when asked)
 
     return NearestKeys(options.k, options.tolerance)
 
