@@ -4,9 +4,9 @@
 the ``sparse`` windows (rule 6), compact kernels of small neighbourhoods to ``sparse``
 (rule 7), large Gaussian ones in several columns on a CPU to the ``native`` C loop
 (rule 9); and a host method asked for by name (``sparse``, ``fgt``, ``native``,
-``tree``; ``topk`` and ``binned`` import JAX themselves). A first such call in a
-process then costs the loop's sums, not JAX's import (~1.3 s of a first 3·10⁴ × 3·10⁴
-pool in eight columns that took 1.5 s)."""
+``tree``, ``topk``, ``binned``). A first such call in a process then costs the loop's
+sums, not JAX's import (~1.3 s of a first 3·10⁴ × 3·10⁴ pool in eight columns that took
+1.5 s)."""
 
 from __future__ import annotations
 
