@@ -174,15 +174,45 @@ def test_a_small_asymptotic_band_is_numpys_and_the_compiled_engines(degree, kern
     np.testing.assert_allclose(band.std, std[:, 0], rtol=1e-10)
 
 
-def test_a_small_asymptotic_band_needs_no_jax():
+def test_an_asymptotic_band_on_the_host_needs_no_jax():
     script = (
         "import sys, attnpool\n"
         "data = attnpool.datasets.sine_data(n=80, seed=1)\n"
         "attnpool.confidence_band(data.x_train, data.y_train, [1.0, 2.0], bandwidth=0.4)\n"
         "attnpool.LocalLinear(bandwidth=0.4).fit(data.x_train[:, None], data.y_train)"
         ".predict_interval([[1.0], [2.0]])\n"
+        "large = attnpool.datasets.sine_data(n=6000, seed=1)  # the fgt backend's sums\n"
+        "attnpool.confidence_band(large.x_train, large.y_train, [1.0, 2.0], bandwidth=0.2)\n"
         "print('jax' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True).stdout  # fmt: skip
     assert out.split() == ["False"]
+
+
+@pytest.mark.parametrize("kernel, d, backend", [("gaussian", 1, "fgt"),
+                                                ("epanechnikov", 1, "sparse"),
+                                                ("gaussian", 3, "native")])  # fmt: skip
+def test_a_large_local_constant_band_is_the_host_backends_and_the_compiled_ones(kernel, d, backend):
+    """Beyond the NumPy engine, the asymptotic band of a local-constant fit takes its
+    sums — the fit, the leave-one-out residuals, their smooth, ``Σ K`` — from the exact
+    host backend the planner names, through the sums layer (no JAX), and equals the
+    compiled engines' band to rounding."""
+    from attnpool.inference.band_sums import BandSettings
+    from attnpool.inference.bands import _compiled_band
+    from attnpool.regression import validated
+    from attnpool.sums.facts import pool_facts
+    from attnpool.sums.plan import plan
+
+    rng = np.random.default_rng(d)
+    x = rng.uniform(0, 10, (6000, d)) + 1e6
+    y = np.sin(x[:, 0]) + 0.2 * rng.normal(size=6000)
+    q = rng.uniform(0, 10, (200, d)) + 1e6
+    h = 0.2 if d == 1 else 1.0
+    x64, y64, q64, h64, model, _ = validated(x, y, q, h, kernel, None, 0)
+    assert plan(pool_facts(model.kernel, x64, x64, h64, values=y64, numpy=True)).backend == (
+        backend)  # fmt: skip
+    band = confidence_band(x, y, q, bandwidth=h, kernel=kernel)
+    fit, std = _compiled_band(x64, y64, q64, h64, model, BandSettings("asymptotic", 10, "wild", 0))
+    np.testing.assert_allclose(band.fit, fit[:, 0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(band.std, std[:, 0], rtol=1e-10)

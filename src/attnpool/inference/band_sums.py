@@ -12,11 +12,12 @@ import numpy as np
 
 from ..kernels.calculus import kernel_integrals
 from ..sums import layer
+from ..sums.backends import Backend
 from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
 
 __all__ = ["BandSettings", "backend_band", "bootstrap_responses", "finite_residuals",
-           "numpy_band"]  # fmt: skip
+           "host_band", "numpy_band"]  # fmt: skip
 
 
 class BandSettings(NamedTuple):
@@ -32,9 +33,10 @@ class BandSettings(NamedTuple):
 
 def backend_band(
     name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, h: np.ndarray, model: LocalModel,
-    settings: BandSettings,
+    settings: BandSettings, backend: Backend | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """``(fit (k, p), std (k, p))`` of the band (checked arguments)."""
+    """``(fit (k, p), std (k, p))`` of the band (checked arguments) by the backend
+    registered as ``name``, or by ``backend`` (a built-in one, chosen by the planner)."""
     method, n_boot, bootstrap, seed = settings
     if model.degree != 0 or model.categorical:
         raise ValueError(
@@ -43,18 +45,19 @@ def backend_band(
         )
     x, y, q, h = layer.host_arrays(name, x, y, q, h)
     kernel = model.kernel
+    sums: str | Backend = name if backend is None else backend
 
     def pooled(queries: np.ndarray, values: np.ndarray) -> np.ndarray:
         problem = SumProblem(queries, x, values, h, kernel)
-        return layer.pool(name, problem, nearest=False)[0]
+        return layer.pool(sums, problem, nearest=False)[0]
 
     fit = pooled(q, y)
-    loo = layer.loo_fit(name, SumProblem.leave_one_out(x, y, h, kernel), "pooling")
+    loo = layer.loo_fit(sums, SumProblem.leave_one_out(x, y, h, kernel), "pooling")
     residuals = finite_residuals(y - loo)
     if method == "asymptotic":
         noise = pooled(q, residuals**2)
         first, second = kernel_integrals(kernel, x.shape[1])
-        counts = layer.log_kernel_sums(name, SumProblem(q, x, np.zeros((x.shape[0], 0)), h,
+        counts = layer.log_kernel_sums(sums, SumProblem(q, x, np.zeros((x.shape[0], 0)), h,
                                                          kernel), "pooling")  # fmt: skip
         return fit, np.sqrt(noise * (second / first) * np.exp(-counts)[:, None])
     from .._support.interop import precision_scope  # the compiled engines' draws, in float64
@@ -65,6 +68,28 @@ def backend_band(
     p = y.shape[1]
     refits = pooled(q, replicates.reshape(x.shape[0], n_boot * p)).reshape(q.shape[0], n_boot, p)
     return fit, refits.std(axis=1, ddof=1)
+
+
+def host_band(
+    x: np.ndarray, y: np.ndarray, q: np.ndarray, h: np.ndarray, model: LocalModel
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(fit, std)`` of the asymptotic band of a local-constant fit of continuous columns
+    on the exact host backend (``fgt``, ``sparse``, ``native``) the planner's pooling
+    table gives its leave-one-out fits of NumPy float64 data — every sum by the sums
+    layer, no JAX — else None."""
+    from ..methods.backends import BUILT_IN
+    from ..sums.facts import pool_facts
+    from ..sums.plan import plan
+
+    if model.degree != 0 or model.categorical:
+        return None
+    if not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in (x, y, q, h)):
+        return None
+    name = plan(pool_facts(model.kernel, x, x, h, values=y, numpy=True)).backend
+    if name not in BUILT_IN:
+        return None
+    return backend_band(name, x, y, q, h, model, BandSettings("asymptotic", 0, "wild", 0),
+                        backend=BUILT_IN[name])  # fmt: skip
 
 
 def numpy_band(

@@ -52,6 +52,7 @@ from .band_sums import (
     backend_band,
     bootstrap_responses,
     finite_residuals,
+    host_band,
     numpy_band,
 )
 
@@ -185,7 +186,9 @@ def confidence_band(
         fit, std = backend_band(pooling, x, y, q, h, model, settings)
         return _band(fit, std, level, method, flat)
     check_choice(pooling, "pooling", ("auto",))
-    found = numpy_band(x, y, q, h, model) if method == "asymptotic" else None
+    found = None
+    if method == "asymptotic":  # NumPy pairs, or the exact host backends: no JAX
+        found = numpy_band(x, y, q, h, model) or host_band(x, y, q, h, model)
     if found is None:
         found = _compiled_band(x, y, q, h, model, settings)
     fit, std = found

@@ -120,7 +120,7 @@ def log_density(name: str | Backend, problem: SumProblem, integral: float) -> np
     return np.asarray(log_kernel_sums(name, problem) - constant, np.float64)
 
 
-def loo_fit(name: str, problem: SumProblem, argument: str = "pooling") -> np.ndarray:
+def loo_fit(name: str | Backend, problem: SumProblem, argument: str = "pooling") -> np.ndarray:
     """``(m, p)``: each row's pool over the other keys, NaN where none weighs."""
     found = solve(name, problem, argument)
     with np.errstate(invalid="ignore", divide="ignore"):
