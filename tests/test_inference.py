@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+import attnpool
 from attnpool import LocalLinear, NadarayaWatson, confidence_band, datasets, kernels
 from attnpool.inference.bands import kernel_integrals
 from reference import reference_weights
@@ -216,3 +217,13 @@ def test_a_large_local_constant_band_is_the_host_backends_and_the_compiled_ones(
     fit, std = _compiled_band(x64, y64, q64, h64, model, BandSettings("asymptotic", 10, "wild", 0))
     np.testing.assert_allclose(band.fit, fit[:, 0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(band.std, std[:, 0], rtol=1e-10)
+
+
+def test_queries_no_training_point_reaches_are_reported_not_silently_nan():
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.uniform(0, 4, 300), rng.uniform(6, 10, 300)])
+    with pytest.warns(attnpool.EmptyNeighbourhoodWarning, match=r"^1 of 3 queries have no "
+                      r"training point within the 'epanechnikov' kernel's support"):  # fmt: skip
+        band = confidence_band(x, np.sin(x), [1.0, 5.0, 8.0], bandwidth=0.3,
+                               kernel="epanechnikov")  # fmt: skip
+    assert np.isnan(band.fit[1]) and np.isnan(band.upper[1]) and np.all(np.isfinite(band.fit[::2]))

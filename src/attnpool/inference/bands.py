@@ -37,6 +37,7 @@ linear and the bootstrap near the edges.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -47,6 +48,7 @@ from .._support.validation import check_choice, check_positive_int
 from ..kernels.calculus import kernel_integrals
 from ..regression import validated
 from ..sums.backends import get_backend
+from ..sums.empty_policy import EmptyNeighbourhoodWarning, user_stacklevel
 from .band_sums import (
     BandSettings,
     backend_band,
@@ -184,6 +186,7 @@ def confidence_band(
     settings = BandSettings(method, n_boot, bootstrap, seed)
     if get_backend(pooling) is not None:
         fit, std = backend_band(pooling, x, y, q, h, model, settings)
+        _report_empty(fit, model.kernel)
         return _band(fit, std, level, method, flat)
     check_choice(pooling, "pooling", ("auto",))
     found = None
@@ -192,7 +195,22 @@ def confidence_band(
     if found is None:
         found = _compiled_band(x, y, q, h, model, settings)
     fit, std = found
+    _report_empty(fit, model.kernel)
     return _band(fit, std, level, method, flat)
+
+
+def _report_empty(fit: np.ndarray, kernel: Any) -> None:
+    """One :class:`~attnpool.EmptyNeighbourhoodWarning` for the queries no training
+    point reaches (a compact kernel): their fit and band are NaN."""
+    empty = int(np.sum(np.all(np.isnan(fit), axis=1)))
+    if empty:
+        warnings.warn(
+            f"{empty} of {fit.shape[0]} queries have no training point within the "
+            f"{kernel.name!r} kernel's support; their fit and band are NaN (widen the "
+            "bandwidth)",
+            EmptyNeighbourhoodWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 def _compiled_band(
