@@ -405,7 +405,8 @@ HOST_SEARCHES = (
     "y1, y2 = np.sin(x1[:, 0]) + 0.1 * x1[:, 0] ** 2, np.sin(x2[:, 0]) + x2[:, 1]\n"
     "out = [select_bandwidth(x1, y1, kernel='epanechnikov', pooling='sparse').bandwidth,\n"
     "       select_bandwidth(x1, y1, pooling='fgt').bandwidth,\n"
-    "       select_bandwidth(x2, y2, pooling='native').bandwidth]\n"
+    "       select_bandwidth(x2, y2, pooling='native').bandwidth,\n"
+    "       select_bandwidth(x1, y1).bandwidth]  # auto: fgt's sums\n"
     "np.savez(sys.argv[1], *out)\n"
     "print('jax' in sys.modules)\n"
 )
@@ -414,7 +415,8 @@ HOST_SEARCHES = (
 def test_searches_on_a_host_backends_sums_need_no_jax(tmp_path):
     """A CV search with ``pooling="sparse"``, ``"fgt"`` or ``"native"`` sums on the host
     backend and imports no JAX (its compiled program is only the fallback for a bandwidth
-    the sums leave); in a process that has JAX it finds the same bandwidths."""
+    the sums leave), as does ``"auto"``'s of a Gaussian column beyond the NumPy engine
+    (``fgt``'s sums); in a process that has JAX it finds the same bandwidths."""
     run = python(["-c", HOST_SEARCHES, str(tmp_path / "out.npz")], os.environ.get("ATTNPOOL_CACHE"))
     assert run.stdout.split() == ["False"]
     import jax  # noqa: F401
@@ -424,7 +426,8 @@ def test_searches_on_a_host_backends_sums_need_no_jax(tmp_path):
     y1, y2 = np.sin(x1[:, 0]) + 0.1 * x1[:, 0] ** 2, np.sin(x2[:, 0]) + x2[:, 1]
     want = [attnpool.select_bandwidth(x1, y1, kernel="epanechnikov", pooling="sparse").bandwidth,
             attnpool.select_bandwidth(x1, y1, pooling="fgt").bandwidth,
-            attnpool.select_bandwidth(x2, y2, pooling="native").bandwidth]  # fmt: skip
+            attnpool.select_bandwidth(x2, y2, pooling="native").bandwidth,
+            attnpool.select_bandwidth(x1, y1, pooling="fgt").bandwidth]  # fmt: skip
     got = np.load(tmp_path / "out.npz")
     for index, expected in enumerate(want):
         np.testing.assert_array_equal(got[f"arr_{index}"], expected)

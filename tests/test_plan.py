@@ -120,24 +120,34 @@ def search(**changes) -> Facts:
 
 SEARCH_TABLE = [
     (search(), "numpy", 1),  # 500² ≤ 2²¹ in NumPy
-    (search(criterion="aicc"), "compiled", 3),
-    (search(block_size=True), "compiled", 3),
+    (search(criterion="aicc"), "compiled", 4),
+    (search(block_size=True), "compiled", 4),
     (search(m=1500, n=1500, loo_loops=True), "numpy", 1),  # 1500² × 40 ≤ 2²⁷
-    (search(m=2000, n=2000, loo_loops=True), "compiled", 3),  # 2000² × 40 > 2²⁷
-    (search(m=2000, n=2000, loo_loops=True, binnable=True, degree=1), "binned", 2),
-    (search(m=2000, n=2000, loo_loops=True, weighted=True, binnable=True), "binned", 2),
+    (search(m=2000, n=2000, loo_loops=True), "fgt", 2),  # 2000² × 40 > 2²⁷: fgt's sums
+    (search(m=2000, n=2000, loo_loops=True, degree=1), "compiled", 4),
+    (search(m=2000, n=2000, loo_loops=True, block_size=True), "compiled", 4),
+    (search(m=2000, n=2000, loo_loops=True, categorical=True), "compiled", 4),
+    (search(m=2000, n=2000, loo_loops=True, weighted=True), "compiled", 4),
+    (search(m=2000, n=2000, loo_loops=True, criterion="aicc"), "compiled", 4),
+    (search(m=2000, n=2000, loo_loops=True, binnable=True), "fgt", 2),
+    (search(m=2**17, n=2**17, binnable=True), "fgt", 2),  # on the edge
+    (search(m=2**17 + 1, n=2**17 + 1, binnable=True), "binned", 3),
+    (search(m=2000, n=2000, loo_loops=True, binnable=True, degree=1), "binned", 3),
+    (search(m=2000, n=2000, loo_loops=True, weighted=True, binnable=True), "binned", 3),
     (search(m=2000, n=2000, d=3, loo_loops=True), "numpy", 1),  # several columns: any size
     (search(m=50_000, n=50_000, d=3, loo_loops=True), "numpy", 1),
-    (search(m=2000, n=2000, d=3), "compiled", 3),
+    (search(m=2000, n=2000, d=3), "compiled", 4),
     (search(m=600, n=600, d=2), "numpy", 1),  # 600² ≤ 2¹⁹
-    (search(m=800, n=800, d=2), "compiled", 3),
-    (search(m=400, n=400, degree=1, d=2), "compiled", 3),  # 400² × 9 > 2¹⁹
-    (search(m=400, n=400, host_profile=False), "compiled", 3),
+    (search(m=800, n=800, d=2), "compiled", 4),
+    (search(m=400, n=400, degree=1, d=2), "compiled", 4),  # 400² × 9 > 2¹⁹
+    (search(m=400, n=400, host_profile=False), "fgt", 2),  # the built-in Gaussian: fgt
+    (search(m=400, n=400, host_profile=False, gaussian=False), "compiled", 4),
     (search(m=1000, n=1000, binnable=True), "numpy", 1),  # 10⁶ ≤ 2²¹
-    (search(m=1500, n=1500, binnable=True), "binned", 2),
-    (search(m=1500, n=1500, binnable=True, categorical=True), "compiled", 3),
-    (search(m=1500, n=1500, binnable=True, criterion="aicc"), "compiled", 3),
-    (search(m=999, n=999, binnable=True, host_profile=False), "compiled", 3),
+    (search(m=1500, n=1500, binnable=True), "fgt", 2),
+    (search(m=1500, n=1500, binnable=True, gaussian=False), "binned", 3),
+    (search(m=1500, n=1500, binnable=True, categorical=True), "compiled", 4),
+    (search(m=1500, n=1500, binnable=True, criterion="aicc"), "compiled", 4),
+    (search(m=999, n=999, binnable=True, host_profile=False, gaussian=False), "compiled", 4),
 ]
 
 
@@ -177,7 +187,7 @@ def test_every_rule_is_in_the_tables():
     assert {r for _, _, r in POOLING_TABLE} == set(range(1, 11))
     assert {r for _, _, r in DENSITY_TABLE} == set(range(1, 8))
     assert {r for _, _, r in FIT_TABLE} == set(range(1, 5))
-    assert {r for _, _, r in SEARCH_TABLE} == set(range(1, 4))
+    assert {r for _, _, r in SEARCH_TABLE} == set(range(1, 5))
     assert {r for _, _, r in FINISH_TABLE} == set(range(1, 5))
 
 

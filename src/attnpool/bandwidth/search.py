@@ -132,7 +132,8 @@ def best_candidate(thetas, objectives, method: str):
 
 def planned_search(model: LocalModel, y: Any, method: str, block_size: Any, weights: Any) -> str:
     """The planner's search for ``pooling="auto"`` (its search table): ``"numpy"`` (on
-    the host), ``"binned"`` or ``"compiled"``."""
+    the host), ``"fgt"`` (its leave-one-out sums, on the host), ``"binned"`` or
+    ``"compiled"``."""
     facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
                          block_size=block_size is not None)  # fmt: skip
     return plan(facts).backend

@@ -95,7 +95,8 @@ def _search(
         smooth = not has_edge(model.kernel)
         return select_on_host(objective, thetas, progress, model, xatol=NUMPY_SEARCH_XATOL,
                               smooth=smooth, limits=smoothed_out(x, model))  # fmt: skip
-    if pooling == "auto" and planned_search(model, y, method, block_size, weights) == "numpy":
+    planned = planned_search(model, y, method, block_size, weights) if pooling == "auto" else None
+    if planned == "numpy":
         objective = numpy_search.loo_objective(x, y, model, weights)
         smooth = not has_edge(model.kernel)
         return select_on_host(
@@ -107,6 +108,8 @@ def _search(
             smooth=smooth,
             limits=smoothed_out(x, model),
         )
+    if planned in leave_one_out.HOST_POOLINGS:  # the planner's host leave-one-out sums
+        pooling = planned
     if pooling in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
         leave_one_out.refuse_weights(pooling, weights)
 
