@@ -3,8 +3,8 @@
 (:mod:`attnpool.methods.backends`, as densities call them) and finished by the sums
 layer as every backend is (:func:`attnpool.sums.layer.pool`): rows a method cannot
 settle — its error bound above the tolerance, sums not finite — are summed again
-exactly (NumPy pairs, or the compiled exact engine for many), and empty rows take the
-nearest-key limit where asked.
+exactly (NumPy pairs, or an exact host backend or compiled engine for many), and empty
+rows take the nearest-key limit where asked.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 :func:`solve` checks a :class:`~attnpool.sums.problem.SumProblem` against what the
 backend declares, runs it, checks the answer's shapes, and sums again exactly
-(:func:`exact_sums`: NumPy pairs, or the compiled exact engine for many) every row the
-backend did not settle or whose sums are not finite. Each front end then reads what it
-needs from the same sums:
+(:func:`exact_sums`: NumPy pairs, or an exact host backend or compiled engine for many)
+every row the backend did not settle or whose sums are not finite. Each front end then
+reads what it needs from the same sums:
 
 - **pooling**: ``S[v] / S[1]``; a row of no weight takes the nearest-key limit
   (:mod:`attnpool.sums.nearest`) or NaN, as the empty policy says (:func:`pool`);
