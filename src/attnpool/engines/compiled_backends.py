@@ -240,6 +240,8 @@ class Fused(Engine):
         self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
         power: int = 1,
     ) -> PoolingState:  # fmt: skip
+        if factors is not None or left_out is not None or power != 1:
+            raise ValueError("'fused' sums K of unweighted keys, every key in each row")
         # the matrix-product form drops each row's −‖q‖²/2, which absolute sums add back
         q, k = fused.centred(*scale_coordinates(*rows, kernel), kernel)
         found = self.state(Rows(q, k), columns, kernel=kernel)
@@ -266,6 +268,8 @@ class Pallas(Engine):
         self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
         power: int = 1,
     ) -> PoolingState:  # fmt: skip
+        if power != 1:
+            raise ValueError("'pallas' sums K, not its powers")
         queries, keys, divisor = rows
         return pallas.tiled_state(queries, keys, columns, divisor, kernel=kernel,
                                   key_count=key_count, left_out=left_out,
@@ -296,9 +300,9 @@ def pool_state(block, queries, keys, values, *, method: str, key_block: int, har
 
 def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:
     """:meth:`Engine.log_sums`: rows and keys padded to their buckets, the program run in
-    the rows' precision (:func:`_precision`); each row's sums taken relative to its weights' sum
-    (:func:`~attnpool.methods.backends.columns.log_sums_of`), so that a value column at
-    ``2^−1000`` keeps its digits."""
+    the rows' precision (:func:`_precision`); each row's sums taken relative to its
+    weights' sum (:func:`~attnpool.methods.backends.columns.log_sums_of`), so that a value
+    column at ``2^−1000`` keeps its digits."""
     n, p = problem.sizes[0], problem.sizes[3]
     problem, unit = _weighing_keys(problem)
     m = problem.keys.shape[0]
