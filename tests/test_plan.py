@@ -172,6 +172,8 @@ FINISH_TABLE = [
     (finish(n=BIG, gaussian=True, loops=True, device="gpu"), "stream", 4),
     (finish(n=BIG, gaussian=True, loops=False), "stream", 4),
     (finish(n=BIG, gaussian=True, loops=True, truncating=False), "stream", 4),
+    (finish(n=BIG, d=1, gaussian=True, degree=1), "numpy", 1),  # only NumPy sums moments
+    (finish(n=BIG, gaussian=True, loops=True, categorical=True), "numpy", 1),
 ]
 
 

@@ -23,17 +23,22 @@ searches are in :mod:`.numpy_search`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import kernels
 from .._support.units import midrange, value_unit
 from .._support.validation import check_bandwidth_representable
-from ..sums import plan
+from ..sums import layer, plan
+from ..sums.backends import NUMPY_PAIRS
+from ..sums.exact_pairs import heaviest_keys
 from ..sums.facts import fit_facts
-from ..sums.local_model import LocalModel, model_for, solve_moments
-from ..sums.nearest import column_units, nearest_mean
+from ..sums.local_model import LocalModel, model_for
+from ..sums.nearest import nearest_mean
 from ..sums.observation_weights import augmented, column_scale
 from ..sums.pair_weights import log_weights, row_blocks, shifted_weights
+from ..sums.problem import SumProblem
 
 __all__ = [
     "NATIVE_POOL_MIN_PAIRS",
@@ -96,27 +101,20 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
     # column in units of its largest (the weights' span times 2⁻¹⁰⁰⁰ underflowed)
     scale = value_unit(y) if w is None else column_scale(y)
     y = y / scale
-    d, p = x.shape[1], y.shape[1]
     found = None if exclude_self else _native_fit(x, y, q, h, model, w)
     if found is not None:
         return found[0] * scale, found[1] * scale, np.zeros(q.shape[0], bool)
-    fit, slopes = np.empty((q.shape[0], p)), np.empty((q.shape[0], d, p))
-    empty = np.empty(q.shape[0], bool)
-    for rows in row_blocks(q.shape[0], x.shape[0]):
-        own = np.arange(rows.start, rows.stop) if exclude_self else None
-        means, empty[rows], mean_offset = _moments(q[rows], x, h, y, model, own, w)
-        fit[rows], slopes[rows], _ = solve_moments(means, d, p, model.degree, mean_offset)
+    left_out = np.arange(q.shape[0]) if exclude_self else None
+    problem = SumProblem(q, x, y, h, model.kernel, w, left_out, var_type=model.var_type,
+                         levels=model.levels, degree=model.degree)  # fmt: skip
     if model.degree:
-        slopes = slopes / column_units(h, model)[None, :, None]
-    if exclude_self:
-        fit[empty] = np.nan
-    else:
+        problem = dataclasses.replace(problem, origin=heaviest_keys(problem))
+    fit, slopes, empty = layer.local_fit(NUMPY_PAIRS, problem)
+    if not exclude_self:
         fallback = ~np.all(np.isfinite(fit), axis=1) & ~empty
         fallback |= empty & nearest
         if np.any(fallback):
             fit[fallback] = nearest_mean(q[fallback], x, y, h, model, w)
-        if not nearest:
-            fit[empty] = np.nan
     return fit * scale, slopes * scale, empty
 
 
@@ -167,53 +165,6 @@ def _native_fit(x, y, q, h, model: LocalModel, w=None):
         pooled = sums[:, 1:] / sums[:, :1] * column_scale(y)
     return (pooled, np.zeros((*pooled.shape[:1], x.shape[1], y.shape[1]))) if np.all(
         np.isfinite(pooled)) else None  # fmt: skip
-
-
-def _moments(queries, keys, h, y, model: LocalModel, left_out=None, key_weights=None):
-    """Weighted means of the responses per query, the empty-row mask and, for degree 1,
-    the weighted mean offset ``μ`` (``(n, d)``, in bandwidths; else None). Degree 1
-    returns the local moments about the weighted mean point: ``[ȳ, 0, Cov(δ), Cov(δ, y)]``.
-    ``left_out (n,)``: the key each query leaves out (all of its weight, with observation
-    weights ``key_weights``: :mod:`attnpool.sums.observation_weights`).
-
-    Offsets are ``(k − q) / h`` of the rows as given, the difference first: scaled first,
-    two keys equally far from a query at a tiny bandwidth were no longer tied (scaled
-    coordinates round at ``eps·|x / h|``), and a compact kernel's edge could be decided
-    otherwise than on the other paths. Categorical columns add their kernels' log weights
-    (:func:`attnpool.sums.pair_weights.log_weights`, ``λ`` their bandwidth) and enter a
-    local linear fit by their codes' differences, as on the compiled engines."""
-    units = column_units(h, model)
-    offsets = [(keys[None, :, a] - queries[:, a, None]) / units[a] for a in range(h.shape[0])]
-    categorical = [(queries[:, a, None], keys[None, :, a], h[a], model.var_type[a],
-                    model.levels[a]) for a in model.categorical]  # fmt: skip
-    log_w = log_weights([offsets[a] for a in model.continuous], model.kernel, categorical,
-                        shape=(queries.shape[0], keys.shape[0]))  # fmt: skip
-    w, _, empty = shifted_weights(log_w, left_out=left_out, weights=key_weights)
-    total = w.sum(axis=1)
-    safe = np.where(empty, 1.0, total)[:, None]
-    if model.degree == 0:
-        return (w @ y) / safe, empty, None
-    # Two passes: the weighted mean offset first, then the covariances about it. In one
-    # pass, E[δδᵀ] − E[δ]E[δ]ᵀ cancels to rounding once one key carries nearly all the
-    # weight (a small bandwidth): the local slope came out of that rounding.
-    n, d, p = queries.shape[0], queries.shape[1], y.shape[1]
-    y_bar = (w @ y) / safe
-    mu1 = np.stack([np.einsum("nk,nk->n", w, o) for o in offsets], axis=1) / safe
-    centred = [o - mu1[:, a, None] for a, o in enumerate(offsets)]
-    covariance = np.empty((n, d, d))
-    cross = np.empty((n, d, p))
-    for a in range(d):
-        weighted = w * centred[a]
-        # Σ w (δ − μ)(y − ȳ) = Σ w (δ − μ) y − ȳ Σ w (δ − μ), the second ~ rounding
-        cross[:, a] = (weighted @ y - y_bar * weighted.sum(axis=1)[:, None]) / safe
-        for b in range(a, d):
-            value = np.einsum("nk,nk->n", weighted, centred[b]) / safe[:, 0]
-            covariance[:, a, b] = covariance[:, b, a] = value
-    # moments about the weighted mean point (its mean offset is 0), which lies μ from the query
-    means = np.concatenate(
-        [y_bar, np.zeros((n, d)), covariance.reshape(n, d * d), cross.reshape(n, d * p)], axis=1
-    )
-    return means, empty, mu1
 
 
 def gaussian_slopes(x_train, y_train, x_query, bandwidth, weights=None):

@@ -17,15 +17,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-
 from ..kernels import Kernel
-from ..kernels.edges import pair_log_weights
-from .pair_weights import row_blocks, shifted_weights
+from .exact_pairs import exact_log_sums
 from .problem import LogSums, SumProblem
 
 __all__ = [
+    "NUMPY_PAIRS",
     "Backend",
+    "NumpyPairs",
     "Serves",
     "backend_names",
     "exact_log_sums",
@@ -51,6 +50,11 @@ class Serves:
         Rows that leave a key out (bandwidth searches, bands' residuals).
     powers : tuple of int
         The powers ``r`` of ``K^r`` it sums (2: a band's variance).
+    var_types : str
+        The column types it takes: ``"c"`` continuous, ``"o"``/``"u"`` ordered and
+        unordered categorical columns.
+    degrees : tuple of int
+        The moments it sums: 0 weights and values, 1 local linear's moments.
 
     Examples
     --------
@@ -70,6 +74,8 @@ class Serves:
     weights: bool = True
     leave_one_out: bool = True
     powers: tuple[int, ...] = (1, 2)
+    var_types: str = "c"
+    degrees: tuple[int, ...] = (0,)
 
 
 @runtime_checkable
@@ -249,30 +255,30 @@ def refusal(backend: Backend, problem: SumProblem, kernel: Kernel) -> str | None
         return f"{name!r} has no leave-one-out sums"
     if problem.power not in serves.powers:
         return f"{name!r} sums K^r for r in {list(serves.powers)}; K^{problem.power} is needed"
+    kinds = set(problem.var_type or "c")
+    if not kinds <= set(serves.var_types):
+        return (
+            f"{name!r} takes the column types {serves.var_types!r}; received "
+            f"var_type={problem.var_type!r}"
+        )
+    if problem.degree not in serves.degrees:
+        degrees = list(serves.degrees)
+        return f"{name!r} sums the moments of degrees {degrees}; received {problem.degree}"
     return None
 
 
-def exact_log_sums(problem: SumProblem) -> LogSums:
-    """Every pair in NumPy float64: the textbook's weights ``w_i K((q − k_i)/h)^r``, each
-    row about its largest log weight; every row settled."""
-    q, k, v, h = problem.queries, problem.keys, problem.values, problem.bandwidth
-    n, m = q.shape[0], k.shape[0]
-    columns = np.concatenate([np.ones((m, 1)), v], axis=1)
-    log_w = None if problem.weights is None else _log(problem.weights)
-    shift, sums = np.zeros(n), np.zeros((n, columns.shape[1]))
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for rows in row_blocks(n, m):
-            us = [(q[rows, j, None] - k[None, :, j]) / h[j] for j in range(k.shape[1])]
-            logs = problem.power * np.asarray(pair_log_weights(us, problem.kernel), float)
-            logs = np.where(np.isnan(logs), -np.inf, logs)
-            if log_w is not None:  # (in the log domain: weights spanning any range)
-                logs = logs + log_w[None, :]
-            left_out = None if problem.left_out is None else problem.left_out[rows]
-            shares, shift[rows], _ = shifted_weights(logs, left_out=left_out)
-            sums[rows] = shares @ columns
-    return LogSums(shift, sums, np.ones(n, bool))
+class NumpyPairs:
+    """Every pair in NumPy float64 (:func:`exact_log_sums`): the backend of small
+    problems and of every exact re-sum they need, serving every problem a kernel NumPy
+    evaluates."""
+
+    name = "numpy"
+    serves = Serves(var_types="cou", degrees=(0, 1))
+
+    @staticmethod
+    def log_sums(problem: SumProblem) -> LogSums:
+        return exact_log_sums(problem)
 
 
-def _log(weights: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return np.asarray(np.log(weights), np.float64)
+#: The NumPy pairs backend.
+NUMPY_PAIRS = NumpyPairs()

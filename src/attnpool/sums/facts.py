@@ -179,11 +179,12 @@ def finish_facts(problem: SumProblem) -> Facts:
     """The facts of summing every pair of ``problem`` again (the layer's finishing step)."""
     from .observation_weights import too_wide_to_truncate
 
-    n, m, d, p = problem.sizes
+    n, m, d, _ = problem.sizes
     q, k, h = problem.queries, problem.keys, problem.bandwidth
     where = device() if d >= 2 else "cpu"  # (only the native rule reads it)
     return Facts(
-        "finish", n, m, d, 1 + p, power=problem.power, device=where,
+        "finish", n, m, d, problem.width, power=problem.power, device=where,
+        degree=problem.degree, categorical=problem.categorical,
         truncating=not too_wide_to_truncate(problem.weights),
         loops=where == "cpu" and d >= 2 and _loops(d),
         in_range=functools.partial(_in_range, q, k, h), **_kernel_facts(problem.kernel),

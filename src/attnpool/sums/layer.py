@@ -10,6 +10,8 @@ reads what it needs from the same sums:
   (:mod:`attnpool.sums.nearest`) or NaN, as the empty policy says (:func:`pool`);
 - **density**: ``log S[1] + m − log(W ∏h ∫K)`` (:func:`log_density`);
 - **leave-one-out fit**: pooling with each row's own key left out (:func:`loo_fit`);
+- **local fit**: the local polynomial at each query, local linear's solved from its
+  moments about each row's reference key (:func:`local_fit`);
 - **kernel sums**: ``log Σ w K^r`` (:func:`log_kernel_sums`), a band's counts.
 """
 
@@ -24,12 +26,21 @@ import numpy as np
 from .._support.units import value_unit
 from .._support.validation import is_traced
 from ..methods.backends.exact import exact_sums, settled_sums
-from .backends import Backend, get_backend, refusal
-from .local_model import model_for
-from .nearest import nearest_mean
+from .backends import NUMPY_PAIRS, Backend, exact_log_sums, get_backend, refusal
+from .local_model import model_for, solve_moments
+from .nearest import column_units, nearest_mean
 from .problem import LogSums, SumProblem
 
-__all__ = ["exact_sums", "finish", "log_density", "log_kernel_sums", "loo_fit", "pool", "solve"]
+__all__ = [
+    "exact_sums",
+    "finish",
+    "local_fit",
+    "log_density",
+    "log_kernel_sums",
+    "loo_fit",
+    "pool",
+    "solve",
+]
 
 
 def host_arrays(name: str, *arrays: Any) -> tuple[Any, ...]:
@@ -66,6 +77,8 @@ def solve(name: str | Backend, problem: SumProblem, argument: str = "method") ->
     checked by its caller: a built-in one), finished: every row it leaves unsettled, or
     whose sums are not finite, summed again exactly."""
     backend = backend_for(name, problem, argument) if isinstance(name, str) else name
+    if backend is NUMPY_PAIRS:  # the finishing step's own exact sums: nothing to finish
+        return exact_log_sums(problem)
     return finish(backend.name, problem, backend.log_sums(problem))
 
 
@@ -127,3 +140,30 @@ def loo_fit(name: str | Backend, problem: SumProblem, argument: str = "pooling")
         fit = np.asarray(found.sums[:, 1:] / found.sums[:, :1], np.float64)
     fit[found.sums[:, 0] <= 0] = np.nan
     return fit
+
+
+def local_fit(
+    name: str | Backend, problem: SumProblem
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(fit (n, p), slopes (n, d, p), empty (n,))``: the local polynomial of
+    ``problem.degree`` at each query, from its sums by the backend ``name`` — the pooled
+    values (slopes 0), or local linear's fit and slopes solved from the moments about
+    each row's reference (:func:`~attnpool.sums.local_model.solve_moments`), the slopes
+    per unit of each column. A row of no weight is ``empty``, its fit NaN (the caller's
+    nearest-key limit or empty policy decides)."""
+    found = solve(name, problem)
+    n, _, d, p = problem.sizes
+    total = found.sums[:, 0]
+    empty = ~(total > 0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        means = found.sums[:, 1:] / np.where(empty, 1.0, total)[:, None]
+        if problem.degree == 0:
+            fit, slopes = means, np.zeros((n, d, p))
+        else:
+            units = column_units(problem.bandwidth, problem.model)
+            about_keys, about_values = problem.reference()
+            offset = (about_keys - problem.queries) / units
+            fit, slopes, _ = solve_moments(means, d, p, 1, offset)
+            fit, slopes = fit + about_values, slopes / units[None, :, None]
+    fit[empty] = np.nan
+    return fit, slopes, empty

@@ -77,12 +77,13 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 
 **Exact re-sums** (the sums layer's finishing step: the rows a backend leaves
-unsettled, each over every key; ``w = 1 + p`` numbers a pair carries):
+unsettled, each over every key; ``w`` the sums' columns, ``1 + p`` or local linear's more):
 
 ====  ==========================================================  ================
 rule  when                                                        backend
 ====  ==========================================================  ================
-1     a kernel NumPy evaluates, ``n·m·w ≤ NUMPY_MAX_WORK``        ``numpy``
+1     a kernel NumPy evaluates, ``n·m·w ≤ NUMPY_MAX_WORK``, or    ``numpy``
+      categorical columns or local moments (only NumPy sums them)
 2     ``K`` (not ``K²``) within 2⁴⁰ bandwidths, one column: the   ``fgt`` /
       Gaussian / a compact built-in kernel                        ``sparse``
 3     ``K`` within 2⁴⁰ bandwidths, a CPU, the Gaussian in 2–16    ``native``
@@ -321,7 +322,8 @@ def _plan_density(f: Facts) -> Plan:
 
 
 def _plan_finish(f: Facts) -> Plan:
-    if f.host_profile and f.n * f.m * f.outputs <= NUMPY_MAX_WORK:
+    small = f.n * f.m * f.outputs <= NUMPY_MAX_WORK
+    if f.host_profile and (small or f.degree or f.categorical):
         return Plan("numpy", 1)
     host = f.power == 1 and f.in_range()
     if host and f.d == 1 and f.gaussian and f.truncating:

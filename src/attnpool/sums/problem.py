@@ -6,10 +6,19 @@ the same sums over keys ``k_i`` for each query ``q``:
 .. math:: S_0(q) = \\sum_i w_i K\\big((q - k_i)/h\\big)^r, \\qquad
           S_j(q) = \\sum_i w_i K\\big((q - k_i)/h\\big)^r\\, v_{ij}
 
-(``r = 1``; ``r = 2`` for a band's variance, whose sums are of ``K²``). A
-:class:`SumProblem` names them; a backend answers with :class:`LogSums`, the sums
-divided by ``exp(shift)`` so that no weight underflows however small the bandwidth:
-the pooling state ``(m, s, t)`` of :mod:`attnpool.sums.state`, one row per query.
+(``r = 1``; ``r = 2`` for a band's variance, whose sums are of ``K²``). A local
+linear fit needs the local moments beside them,
+
+.. math:: \\sum_i w_i K_i \\, [1,\\; r_i,\\; δ_i,\\; δ_i δ_i^T,\\; δ_i r_i^T],
+          \\qquad δ_i = (k_i - k_o)/h, \\quad r_i = v_i - v_o,
+
+about a reference key ``o`` of each row (its heaviest: about the query itself, the
+covariance ``E[δδᵀ] − E[δ]E[δ]ᵀ`` cancels to rounding once one key carries nearly all
+the weight). Categorical columns weigh pairs by their own kernels (Aitchison–Aitken,
+Wang–van Ryzin), their bandwidth ``λ``. A :class:`SumProblem` names the sums; a backend
+answers with :class:`LogSums`, the sums divided by ``exp(shift)`` so that no weight
+underflows however small the bandwidth: the pooling state ``(m, s, t)`` of
+:mod:`attnpool.sums.state`, one row per query.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels import Kernel
+from .local_model import LocalModel
 
 __all__ = ["LogSums", "SumProblem"]
 
@@ -46,6 +56,17 @@ class SumProblem:
         (:meth:`leave_one_out`).
     power : int
         ``r``: 1, or 2 for the sums of ``K²``.
+    var_type : str, optional
+        One letter per column: ``"c"`` continuous, ``"o"`` ordered, ``"u"`` unordered
+        (categorical columns' ``bandwidth`` is their ``λ ∈ [0, 1)``, their codes'
+        differences their ``δ``); ``None``: every column continuous.
+    levels : tuple of int
+        Each unordered column's number of levels (others 0); empty where none is.
+    degree : int
+        The moments wanted: 0 the weights and values alone, 1 local linear's moments.
+    origin : ndarray of shape (n,), int, optional
+        Degree 1: the key each row's moments are taken about (``−1``: the query
+        itself, as ``None`` takes every row).
 
     Examples
     --------
@@ -70,6 +91,10 @@ class SumProblem:
     weights: np.ndarray | None = None
     left_out: np.ndarray | None = None
     power: int = 1
+    var_type: str | None = None
+    levels: tuple[int, ...] = ()
+    degree: int = 0
+    origin: np.ndarray | None = None
 
     @classmethod
     def leave_one_out(
@@ -85,11 +110,43 @@ class SumProblem:
         return (self.queries.shape[0], self.keys.shape[0], self.keys.shape[1],
                 self.values.shape[1])  # fmt: skip
 
+    @property
+    def width(self) -> int:
+        """The sums' columns: ``1 + p``, and ``d + d² + d·p`` more for degree 1."""
+        _, _, d, p = self.sizes
+        return 1 + p + (d + d * d + d * p if self.degree else 0)
+
+    @property
+    def categorical(self) -> bool:
+        """Whether some column is ordered or unordered."""
+        return self.var_type is not None and set(self.var_type) != {"c"}
+
+    @property
+    def model(self) -> LocalModel:
+        """The columns' description: kernel, var types, levels and degree."""
+        d = self.keys.shape[1]
+        var_type = "c" * d if self.var_type is None else self.var_type
+        return LocalModel(self.kernel, var_type, self.levels or (0,) * d, self.degree)
+
+    def reference(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys (n, d), values (n, p))`` each row's moments are taken about: its
+        ``origin`` key and that key's values, or the query itself and zeros."""
+        n, _, _, p = self.sizes
+        if self.origin is None:
+            return self.queries, np.zeros((n, p))
+        about = self.origin >= 0
+        at = np.where(about, self.origin, 0)
+        keys = np.where(about[:, None], self.keys[at], self.queries)
+        return keys, np.where(about[:, None], self.values[at], 0.0)
+
     def rows(self, which: np.ndarray) -> SumProblem:
         """The same sums for the queries ``which`` (a boolean mask or indices) alone,
-        each leaving out the key it left out."""
+        each leaving out the key it left out and about the key it was about."""
         left_out = None if self.left_out is None else self.left_out[which]
-        return dataclasses.replace(self, queries=self.queries[which], left_out=left_out)
+        origin = None if self.origin is None else self.origin[which]
+        return dataclasses.replace(
+            self, queries=self.queries[which], left_out=left_out, origin=origin
+        )
 
 
 class LogSums(NamedTuple):
@@ -100,9 +157,10 @@ class LogSums(NamedTuple):
     shift : ndarray of shape (n,)
         ``m``: each row's reference, at least its largest ``log(w_i K^r)`` (any finite
         number where the row has no weight).
-    sums : ndarray of shape (n, 1 + p)
+    sums : ndarray of shape (n, 1 + p), or (n, 1 + p + d + d² + d·p) for degree 1
         ``[S_0, S_1 … S_p] · exp(−m)``: column 0 the weights' sum (``≥ 0``), then the
-        weighted values.
+        weighted values (about the reference's, for degree 1), then the moments
+        ``Σ w K δ``, ``Σ w K δδᵀ`` (row-major), ``Σ w K δ rᵀ`` (row-major).
     settled : ndarray of shape (n,), bool
         The rows the backend vouches for; the others are summed again exactly.
 

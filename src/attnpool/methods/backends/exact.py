@@ -46,13 +46,13 @@ def settled_sums(
     name: str, problem: SumProblem, found: LogSums, again: Callable[[SumProblem], LogSums]
 ) -> LogSums:
     """``found`` checked, its unsettled and non-finite rows replaced by ``again``'s."""
-    n, _, _, p = problem.sizes
+    n, width = problem.sizes[0], problem.width
     shift, sums, settled = found
     shift, sums = np.asarray(shift, np.float64), np.asarray(sums, np.float64)
     settled = np.asarray(settled, bool)
-    if shift.shape != (n,) or sums.shape != (n, 1 + p) or settled.shape != (n,):
+    if shift.shape != (n,) or sums.shape != (n, width) or settled.shape != (n,):
         raise ValueError(
-            f"backend {name!r}: log_sums must return shift ({n},), sums ({n}, {1 + p}) and "
+            f"backend {name!r}: log_sums must return shift ({n},), sums ({n}, {width}) and "
             f"settled ({n},); received {shift.shape}, {sums.shape}, {settled.shape}"
         )
     with np.errstate(invalid="ignore"):

@@ -1,0 +1,175 @@
+"""Every pair in NumPy float64: the exact sums of a problem, and each row's heaviest key.
+
+:func:`exact_log_sums` is the reference every backend's answer is finished with
+(:mod:`attnpool.sums.layer`) and the NumPy backend of small problems: for a block of
+rows, the textbook's weights
+
+.. math:: w_{ij} = \\omega_j \\exp\\big(r \\log K_{ij} - s_i\\big), \\qquad
+          s_i = \\max_{j:\\, \\omega_j > 0} r \\log K_{ij},
+
+with ``log K`` the kernel of the continuous columns' scaled differences (the difference
+first, so that keys equally far from a query stay tied at any bandwidth, and a compact
+kernel's edge decided exactly, :func:`attnpool.kernels.edges.pair_log_weights`) plus the
+categorical columns' ``log L``, a row's left-out key masked, and the observation weights
+``ω`` — in units of the largest, keys of weight 0 dropped — multiplied after the shift:
+as ``log ω`` they rounded away beside the log terms of a tiny bandwidth (``−10¹⁵``, whose
+rounding step is ``0.125``), then each row scaled by the power of two that brings its
+largest term below 1. Weights spanning more than ``2^900``, whose smallest would
+underflow as factors, are added as ``log ω`` instead. Then the sums ``w @ [1, v]``, and
+local linear's moments about each row's reference key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import kernels
+from ..kernels.edges import pair_log_weights
+from ..kernels.norms import squared_norm
+from .local_model import log_categorical
+from .nearest import column_units
+from .pair_weights import row_blocks, shifted_weights
+from .problem import LogSums, SumProblem
+
+__all__ = ["exact_log_sums", "heaviest_keys"]
+
+
+LN2 = float(np.log(2.0))
+#: The widest span of observation weights taken as factors after the shift.
+FACTOR_SPAN = 2.0**-900
+
+
+def exact_log_sums(problem: SumProblem) -> LogSums:
+    """Every pair of ``problem`` in NumPy float64, each row about its largest log weight
+    (module docstring); every row settled."""
+    n, m, d, p = problem.sizes
+    factors, log_top, dropped, log_w = _factors(problem.weights)
+    shift, sums = np.zeros(n), np.zeros((n, problem.width))
+    per_pair = 1 if problem.degree == 0 else 2 + d + p
+    reference = problem.reference() if problem.degree else None
+    columns = np.concatenate([np.ones((m, 1)), problem.values], axis=1)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for rows in row_blocks(n, m, per_pair):
+            logs = _log_weights(problem, rows, dropped, log_w)
+            left_out = None if problem.left_out is None else problem.left_out[rows]
+            shares, shift[rows], _ = shifted_weights(logs, left_out=left_out, weights=factors)
+            if factors is not None:  # each row's largest term brought to [1/2, 1): exact
+                exponent = np.frexp(np.max(shares, axis=1, initial=0.0))[1]
+                shares = np.ldexp(shares, -exponent[:, None])
+                shift[rows] += exponent * LN2
+            if reference is None:
+                sums[rows] = shares @ columns
+            else:
+                sums[rows] = _moments(shares, problem, rows, reference)
+    return LogSums(shift + log_top, sums, np.ones(n, bool))
+
+
+def heaviest_keys(problem: SumProblem) -> np.ndarray:
+    """``(n,)``: each row's key of the largest weight ``ω_j K_ij`` (the first of ties; its
+    left-out key excluded): the reference of its moments. Unweighted continuous columns
+    and a kernel that never grows with the distance: the nearest key, found without
+    evaluating the kernel. A row no key weighs gets ``−1`` or a key (any reference serves
+    it: its sums are 0)."""
+    n, m, _, _ = problem.sizes
+    found = np.full(n, -1)
+    nearest = problem.weights is None and not problem.categorical
+    nearest = nearest and kernels.is_monotone(problem.kernel) and not problem.kernel.product
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        log_w = None if problem.weights is None else np.log(problem.weights)
+        for rows in row_blocks(n, m):
+            if nearest:
+                scores = -squared_norm(_differences(problem, rows), problem.kernel)
+                scores[np.isnan(scores)] = -np.inf
+            else:
+                scores = _log_weights(problem, rows, None, log_w)
+            if problem.left_out is not None:
+                at = np.flatnonzero(problem.left_out[rows] >= 0)
+                scores[at, problem.left_out[rows][at]] = -np.inf
+            best = np.argmax(scores, axis=1)
+            found[rows] = np.where(scores[np.arange(best.size), best] > -np.inf, best, -1)
+    return found
+
+
+def _factors(
+    weights: np.ndarray | None,
+) -> tuple[np.ndarray | None, float, np.ndarray | None, np.ndarray | None]:
+    """``(ω / max ω, log max ω, keys of weight 0, None)``; ``(None, 0, None, None)``
+    unweighted; ``(None, 0, None, log ω)`` for weights spanning more than
+    :data:`FACTOR_SPAN`, whose smallest would underflow as factors."""
+    if weights is None:
+        return None, 0.0, None, None
+    top = float(np.max(weights, initial=0.0))
+    dropped = weights <= 0
+    if not top > 0:
+        return np.zeros_like(weights), 0.0, dropped, None
+    if np.min(weights, where=~dropped, initial=top) < top * FACTOR_SPAN:
+        with np.errstate(divide="ignore"):
+            return None, 0.0, None, np.log(weights)
+    return weights / top, float(np.log(top)), dropped if dropped.any() else None, None
+
+
+def _log_weights(
+    problem: SumProblem, rows: slice, dropped: np.ndarray | None, log_w: np.ndarray | None
+) -> np.ndarray:
+    """``(rows, m)``: ``r log K`` of each pair (plus ``log ω``, where given), ``−inf``
+    for keys ``dropped`` and for NaN; a new array."""
+    q, k, h = problem.queries[rows], problem.keys, problem.bandwidth
+    model = problem.model
+    shape = (q.shape[0], k.shape[0])
+    us = _differences(problem, rows)
+    logs = np.asarray(pair_log_weights(us, model.kernel), np.float64) if us else np.zeros(shape)
+    if logs.shape != shape or not logs.flags.writeable:  # (a kernel of the user's)
+        logs = np.array(np.broadcast_to(logs, shape))
+    for j in model.categorical:
+        kind, count = model.var_type[j], model.levels[j]
+        logs += log_categorical(q[:, j, None], k[None, :, j], h[j], kind, count)
+    if problem.power != 1:
+        logs *= problem.power
+    if log_w is not None:
+        logs += log_w[None, :]
+    logs[np.isnan(logs)] = -np.inf
+    if dropped is not None:
+        logs[:, dropped] = -np.inf
+    return logs
+
+
+def _differences(problem: SumProblem, rows: slice) -> list[np.ndarray]:
+    """``(q − k) / h`` of the continuous columns, ``(rows, m)`` each: the difference first."""
+    q, k, h = problem.queries[rows], problem.keys, problem.bandwidth
+    return [(q[:, j, None] - k[None, :, j]) / h[j] for j in problem.model.continuous]
+
+
+def _moments(
+    shares: np.ndarray, problem: SumProblem, rows: slice,
+    reference: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:  # fmt: skip
+    """``(rows, width)``: ``Σ w [1, r, δ, δδᵀ, δrᵀ]`` about each row's reference, ``δ``
+    the keys' differences from its key in each column's unit (its bandwidth, or 1 for a
+    categorical column's codes) and ``r`` the values' from its values."""
+    k, v = problem.keys, problem.values
+    _, _, d, p = problem.sizes
+    units = column_units(problem.bandwidth, problem.model)
+    about_k, about_v = reference[0][rows], reference[1][rows]
+    delta = [(k[None, :, a] - about_k[:, a, None]) / units[a] for a in range(d)]
+    response = [v[None, :, c] - about_v[:, c, None] for c in range(p)]
+    n = shares.shape[0]
+    second, cross = np.empty((n, d, d)), np.empty((n, d, p))
+    for a in range(d):
+        moved = shares * delta[a]
+        for b in range(a, d):
+            second[:, a, b] = second[:, b, a] = np.einsum("nk,nk->n", moved, delta[b])
+        for c in range(p):
+            cross[:, a, c] = np.einsum("nk,nk->n", moved, response[c])
+    total = shares.sum(axis=1, keepdims=True)
+    return np.concatenate(
+        [total, _dots(shares, response), _dots(shares, delta), second.reshape(n, d * d),
+         cross.reshape(n, d * p)], axis=1,
+    )  # fmt: skip
+
+
+def _dots(shares: np.ndarray, arrays: list[np.ndarray]) -> np.ndarray:
+    """``(n, len(arrays))``: each row's ``Σ_k shares · array``."""
+    found = np.empty((shares.shape[0], len(arrays)))
+    for c, array in enumerate(arrays):
+        found[:, c] = np.einsum("nk,nk->n", shares, array)
+    return found

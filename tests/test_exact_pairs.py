@@ -1,0 +1,172 @@
+"""The NumPy pairs backend (:mod:`attnpool.sums.exact_pairs`): the sums of a problem —
+weights and values, categorical columns, local linear's moments about a reference key —
+equal to brute-force loops written from the textbook; observation weights multiplied
+after the shift (exact at tiny bandwidths); the layer's local fit equal to weighted
+least squares at each query; and a backend that does not declare moments or categorical
+columns refused them."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+
+import attnpool
+from attnpool import kernels
+from attnpool.sums import layer
+from attnpool.sums.backends import NUMPY_PAIRS, exact_log_sums
+from attnpool.sums.exact_pairs import heaviest_keys
+from attnpool.sums.problem import SumProblem
+
+
+def _brute_weight(q, k, h, var_type, levels):
+    """``K`` of one pair, written out: the Gaussian profile ``exp(−‖u‖²/2)`` of the
+    continuous columns times Aitchison–Aitken's (``"u"``) or Wang–van Ryzin's (``"o"``)
+    kernel of each categorical one, ``λ = h``."""
+    u2 = sum(((q[j] - k[j]) / h[j]) ** 2 for j, t in enumerate(var_type) if t == "c")
+    weight = np.exp(-u2 / 2)
+    for j, t in enumerate(var_type):
+        if t == "c":
+            continue
+        lam, same = h[j], q[j] == k[j]
+        if t == "u":
+            weight *= 1 - lam if same else lam / (levels[j] - 1)
+        else:
+            weight *= 1 - lam if same else (1 - lam) / 2 * lam ** abs(q[j] - k[j])
+    return weight
+
+
+def _brute_sums(problem: SumProblem) -> np.ndarray:
+    """``(n, width)``: ``Σ ω K [1, r, δ, δδᵀ, δrᵀ]`` by loops over every pair."""
+    q, k, v, h = problem.queries, problem.keys, problem.values, problem.bandwidth
+    var_type = problem.var_type or "c" * k.shape[1]
+    units = np.array([h[j] if t == "c" else 1.0 for j, t in enumerate(var_type)])
+    out = np.zeros((q.shape[0], problem.width))
+    for i, j in itertools.product(range(q.shape[0]), range(k.shape[0])):
+        if problem.left_out is not None and problem.left_out[i] == j:
+            continue
+        w = _brute_weight(q[i], k[j], h, var_type, problem.levels)
+        w *= 1.0 if problem.weights is None else problem.weights[j]
+        if problem.degree == 0:
+            out[i] += w * np.concatenate([[1.0], v[j]])
+            continue
+        o = problem.origin[i]
+        about_k, about_v = (q[i], np.zeros(v.shape[1])) if o < 0 else (k[o], v[o])
+        delta, r = (k[j] - about_k) / units, v[j] - about_v
+        terms = [[1.0], r, delta, np.outer(delta, delta).ravel(), np.outer(delta, r).ravel()]
+        out[i] += w * np.concatenate(terms)
+    return out
+
+
+def _mixed_problem(var_type: str, degree: int, seed: int = 0) -> SumProblem:
+    rng = np.random.default_rng(seed)
+    m, n = 30, 12
+    columns = [rng.normal(size=m) if t == "c" else rng.integers(0, 4, m).astype(float)
+               for t in var_type]  # fmt: skip
+    keys = np.stack(columns, axis=1)
+    queries = keys[rng.integers(0, m, n)] + np.where(np.array(list(var_type)) == "c", 0.3, 0.0)
+    values = rng.normal(size=(m, 2)) + 5.0
+    bandwidth = np.array([0.7 if t == "c" else 0.3 for t in var_type])
+    levels = tuple(int(np.unique(keys[:, j]).size) if t == "u" else 0
+                   for j, t in enumerate(var_type))  # fmt: skip
+    problem = SumProblem(queries, keys, values, bandwidth, kernels.get("gaussian"),
+                         weights=rng.uniform(0.5, 2.0, m), left_out=rng.integers(-1, m, n),
+                         var_type=var_type, levels=levels, degree=degree)  # fmt: skip
+    if degree:
+        origin = rng.integers(-1, m, n)  # any key will do as the reference, or the query
+        problem = dataclasses.replace(problem, origin=origin)
+    return problem
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+@pytest.mark.parametrize("var_type", ["c", "cc", "cu", "co", "uo"])
+def test_the_sums_are_the_brute_force_loops(var_type, degree):
+    problem = _mixed_problem(var_type, degree)
+    found = exact_log_sums(problem)
+    assert found.sums.shape == (12, problem.width) and found.settled.all()
+    want = _brute_sums(problem)
+    np.testing.assert_allclose(np.exp(found.shift)[:, None] * found.sums, want, rtol=1e-12,
+                               atol=1e-12 * np.max(np.abs(want)))  # fmt: skip
+
+
+def test_weights_multiply_after_the_shift_at_tiny_bandwidths():
+    # log K ≈ −5.6·10¹⁴ rounds in steps of 0.0625: log 2 added there became 0.6875, and
+    # the pool 0.6654
+    keys, values = np.array([[-1.0], [1.0]]), np.array([[0.0], [1.0]])
+    problem = SumProblem(np.zeros((1, 1)), keys, values, np.array([3e-8]),
+                         kernels.get("gaussian"), weights=np.array([1.0, 2.0]))  # fmt: skip
+    found = exact_log_sums(problem)
+    assert found.sums[0, 1] / found.sums[0, 0] == pytest.approx(2 / 3, rel=1e-15)
+    log_total = found.shift[0] + np.log(found.sums[0, 0])
+    assert log_total == pytest.approx(-0.5 / 3e-8**2 + np.log(3.0), abs=0.2)
+
+
+def test_values_at_the_floats_bottom_survive_weights_far_below_the_largest():
+    # the row's keys weigh 2⁻⁴⁰⁰ of the heaviest key elsewhere: each row is scaled by itself
+    keys = np.array([[0.0], [100.0]])
+    values = np.array([[2.0**-1000], [1.0]])
+    problem = SumProblem(np.zeros((1, 1)), keys, values, np.ones(1), kernels.get("epanechnikov"),
+                         weights=np.array([2.0**-400, 1.0]))  # fmt: skip
+    found = exact_log_sums(problem)
+    assert found.sums[0, 1] / found.sums[0, 0] == 2.0**-1000
+    assert found.shift[0] + np.log(found.sums[0, 0]) == pytest.approx(-400 * np.log(2), rel=1e-15)
+
+
+def test_the_heaviest_key_weighs_its_weight_leaves_out_its_own_and_is_none_where_none_reach():
+    keys = np.array([[0.0], [0.5], [3.0]])
+    problem = SumProblem(np.array([[0.0], [0.0], [10.0]]), keys, np.ones((3, 1)), np.ones(1),
+                         kernels.get("epanechnikov"), weights=np.array([1.0, 4.0, 1.0]),
+                         left_out=np.array([-1, 1, -1]))  # fmt: skip
+    # row 0: K(0)·1 = 1 < K(0.5)·4 = 3; row 1 leaves key 1 out; row 2 reaches nothing
+    assert heaviest_keys(problem).tolist() == [1, 0, -1]
+
+
+def _weighted_least_squares(x, y, q, h, weights):
+    """The local linear fit at ``q``: least squares of ``y`` on ``[1, x − q]`` with weights
+    ``ω K((x − q)/h)`` (the textbook's definition)."""
+    w = weights * np.exp(-0.5 * np.sum(((x - q) / h) ** 2, axis=1))
+    design = np.concatenate([np.ones((x.shape[0], 1)), x - q], axis=1)
+    root = np.sqrt(w)[:, None]
+    coefficients = np.linalg.lstsq(design * root, y * root, rcond=None)[0]
+    return coefficients[0], coefficients[1:]
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e6])
+def test_a_local_linear_fit_is_weighted_least_squares_at_each_query(offset):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (60, 2)) + offset
+    y = np.stack([np.sin(3 * x[:, 0] - 3 * offset) + x[:, 1], np.cos(x[:, 1])], axis=1)
+    q, h, w = x[:9] + 0.05, np.array([0.4, 0.6]), rng.uniform(0.2, 3.0, 60)
+    problem = SumProblem(q, x, y, h, kernels.get("gaussian"), weights=w, degree=1)
+    problem = dataclasses.replace(problem, origin=heaviest_keys(problem))
+    fit, slopes, empty = layer.local_fit(NUMPY_PAIRS, problem)
+    assert not empty.any()
+    for i in range(q.shape[0]):
+        want_fit, want_slopes = _weighted_least_squares(x, y, q[i], h, w)
+        np.testing.assert_allclose(fit[i], want_fit, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(slopes[i], want_slopes, rtol=0, atol=1e-8)
+
+
+def test_a_backend_is_refused_moments_and_column_types_it_does_not_declare():
+    class Brute:
+        name, serves = "brute-degree-0", attnpool.Serves()
+
+        @staticmethod
+        def log_sums(problem):
+            return exact_log_sums(problem)
+
+    attnpool.register_backend(Brute())
+    try:
+        with pytest.raises(ValueError, match=r"^method: 'brute-degree-0' sums the moments of "
+                           r"degrees \[0\]; received 1"):  # fmt: skip
+            layer.solve("brute-degree-0", _mixed_problem("c", 1))
+        with pytest.raises(ValueError, match=r"^method: 'brute-degree-0' takes the column types "
+                           r"'c'; received var_type='cu'"):  # fmt: skip
+            layer.solve("brute-degree-0", _mixed_problem("cu", 0))
+        problem = _mixed_problem("cc", 0)
+        np.testing.assert_array_equal(layer.solve("brute-degree-0", problem).sums,
+                                      exact_log_sums(problem).sums)  # fmt: skip
+    finally:
+        attnpool.unregister_backend("brute-degree-0")
