@@ -12,9 +12,10 @@ import pytest
 from distributed import Client, LocalCluster
 
 import attnpool
-from attnpool import NadarayaWatson, attention_pool, datasets
+from attnpool import NadarayaWatson, attention_pool, datasets, kernels
 from attnpool import distributed as dist
 from attnpool.distributed import selection as dask_selection
+from attnpool.distributed import tasks
 from reference import nearest_values
 
 # These tests share one worker (one cluster per run, and the first test runs before it exists).
@@ -290,3 +291,27 @@ def test_observation_weights_on_the_cluster(client, kernel):
         local = attnpool.attention_pool(queries, keys, values * scale, kernel=kernel,
                                         bandwidth=0.4, weights=wide, empty="nan")  # fmt: skip
         np.testing.assert_allclose(tiny / scale, local / scale, rtol=1e-11, atol=1e-13)
+
+
+def test_a_chunk_is_the_layers_exact_sums_each_query_leaving_its_own_key_out():
+    rng = np.random.default_rng(4)
+    x, gaussian = rng.normal(size=(300, 1)), kernels.get("gaussian")
+    values = np.stack([np.sin(3 * x[:, 0]), x[:, 0] ** 2], axis=1)
+    bandwidths = np.array([[0.3], [0.8]])
+    query_ids = np.arange(100, 200)  # their own keys: in either key chunk
+    states = [
+        tasks.host_states(
+            x[query_ids], x[a:b], values[a:b], bandwidths, gaussian, (query_ids, np.arange(a, b))
+        )
+        for a, b in ((0, 150), (150, 300))
+    ]
+    merged = tasks.combine(np.stack(states, axis=1), axis=(1,), keepdims=True)
+    pooled = tasks.finish_states(merged)  # (n, K, p)
+    for c, h in enumerate(bandwidths[:, 0]):
+        weights = np.exp(-0.5 * ((x[query_ids] - x[:, 0][None, :]) / h) ** 2)
+        weights[np.arange(100), query_ids] = 0.0  # leave-one-out, written out
+        want = weights @ values / weights.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(pooled[:, c], want, rtol=1e-12)
+    # a row no key of the chunk reaches is the empty state, m = −inf (a merge keeps the rest)
+    far = tasks.host_states(np.array([[50.0]]), x, values, bandwidths, kernels.get("epanechnikov"))
+    assert np.all(far[..., 0] == -np.inf) and np.all(far[..., 1:] == 0)

@@ -177,9 +177,23 @@ FINISH_TABLE = [
 ]
 
 
+def chunk(**changes) -> Facts:
+    return Facts("chunk", 100, BIG, 1, outputs=2)._replace(**changes)
+
+
+CHUNK_TABLE = [  # a Dask task: no NumPy pairs, however small (its program is reused)
+    (chunk(gaussian=True), "fgt", 1),
+    (chunk(compact=True, radial=True), "sparse", 1),
+    (chunk(gaussian=True, in_range=far), "dense", 3),
+    (chunk(d=3, gaussian=True, loops=True), "native", 2),
+    (chunk(d=3, gaussian=True, loops=True, device="gpu"), "dense", 3),
+    (chunk(d=3, n=BIG, compact=True, radial=True), "stream", 3),
+]
+
+
 @pytest.mark.parametrize(
     "facts, backend, rule",
-    POOLING_TABLE + DENSITY_TABLE + FIT_TABLE + SEARCH_TABLE + FINISH_TABLE,
+    POOLING_TABLE + DENSITY_TABLE + FIT_TABLE + SEARCH_TABLE + FINISH_TABLE + CHUNK_TABLE,
 )
 def test_the_tables(facts, backend, rule):
     assert plan(facts) == Plan(backend, rule)
@@ -191,6 +205,7 @@ def test_every_rule_is_in_the_tables():
     assert {r for _, _, r in FIT_TABLE} == set(range(1, 5))
     assert {r for _, _, r in SEARCH_TABLE} == set(range(1, 5))
     assert {r for _, _, r in FINISH_TABLE} == set(range(1, 5))
+    assert {r for _, _, r in CHUNK_TABLE} == set(range(1, 4))
 
 
 def test_the_thresholds_are_the_planners_and_sit_on_their_edges():

@@ -4,6 +4,13 @@
 packed side by side in one array (with the nearest keys' state where the chunk leaves a
 row without weight); :func:`combine`: their exact merge along the key chunks (the
 tree reduction's step); :func:`finish_states`: ``t / s``.
+
+A chunk of a distance kernel is a :class:`~attnpool.sums.problem.SumProblem` for each
+bandwidth, summed exactly by the sums layer (:func:`attnpool.sums.layer.exact_sums`:
+``fgt`` or ``sparse`` in one column, ``native`` for the Gaussian in several, else a
+compiled exact engine, as the planner's table of Dask chunks says); a
+dot-product score or a higher-order kernel runs on the compiled engines, the
+bandwidths at once (:func:`chunk_state`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
 from ..sums.geometry import block_log_weights, key_centre
 from ..sums.observation_weights import chunk_of_positive_weight
+from ..sums.problem import SumProblem
 from ..sums.state import PoolingState, block_state, finalize, merge_stacked
 
 __all__ = [
@@ -30,6 +38,7 @@ __all__ = [
     "chunk_state",
     "combine",
     "finish_states",
+    "host_states",
     "identity",
     "nearest_factor",
     "pack",
@@ -132,18 +141,22 @@ def state_task(
             empty[..., 0] = -np.inf
             return np.concatenate([empty, empty], axis=-1) if nearest else empty
     with precision_scope(dtype):
-        state = chunk_state(
-            jnp.asarray(queries, dtype),
-            jnp.asarray(extra[0][:, 0]) if leave_one_out else None,
-            jnp.asarray(keys, dtype),
-            jnp.asarray(extra[1][:, 0]) if leave_one_out else None,
-            jnp.asarray(values, dtype),
-            jnp.asarray(bandwidths, dtype),
-            kernel=kernel,
-            key_block=KEY_BLOCK,
-            leave_one_out=leave_one_out,
-        )
-        packed = pack(state)
+        if kernel.similarity == "distance" and kernel.base is None:
+            ids = (extra[0][:, 0], extra[1][:, 0]) if leave_one_out else None
+            packed = host_states(queries, keys, values, bandwidths, kernel, ids).astype(dtype)
+        else:
+            state = chunk_state(
+                jnp.asarray(queries, dtype),
+                jnp.asarray(extra[0][:, 0]) if leave_one_out else None,
+                jnp.asarray(keys, dtype),
+                jnp.asarray(extra[1][:, 0]) if leave_one_out else None,
+                jnp.asarray(values, dtype),
+                jnp.asarray(bandwidths, dtype),
+                kernel=kernel,
+                key_block=KEY_BLOCK,
+                leave_one_out=leave_one_out,
+            )
+            packed = pack(state)
         if nearest:
             closest = np.zeros_like(packed)  # the empty state: m = −inf, s = 0, t = 0
             closest[..., 0] = -np.inf
@@ -157,6 +170,32 @@ def state_task(
                 closest = pack(hard)[:, None]
             packed = np.concatenate([packed, closest], axis=-1)
         return packed[:, None]
+
+
+def host_states(
+    queries: np.ndarray, keys: np.ndarray, values: np.ndarray, bandwidths: np.ndarray,
+    kernel: Any, ids: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """``(n_i, K, p + 2)``: the packed states ``[m, s, t]`` of a query chunk over a key
+    chunk for each of the ``K`` bandwidths, each the exact sums of a
+    :class:`~attnpool.sums.problem.SumProblem` (:func:`attnpool.sums.layer.exact_sums`),
+    in the chunks' own precision; ``m = −inf`` where no key weighs (the empty state, so
+    that a merge keeps the other chunks' digits). ``ids``: the queries' and keys' global
+    row numbers, each query leaving out the key of its own number."""
+    from ..sums.layer import exact_sums
+
+    left_out = None
+    if ids is not None:
+        position = {key: at for at, key in enumerate(np.asarray(ids[1]).tolist())}
+        left_out = np.array([position.get(q, -1) for q in np.asarray(ids[0]).tolist()], int)
+    packed = np.empty((queries.shape[0], bandwidths.shape[0], values.shape[1] + 2))
+    for c, h in enumerate(np.asarray(bandwidths, np.float64)):
+        problem = SumProblem(queries, keys, values, h, kernel, left_out=left_out)
+        found = exact_sums(problem, table="chunk")
+        weighs = found.sums[:, 0] > 0
+        packed[:, c, 0] = np.where(weighs, found.shift, -np.inf)
+        packed[:, c, 1:] = found.sums
+    return packed
 
 
 def nearest_factor(queries: Any, bandwidth: Any) -> np.ndarray:

@@ -57,6 +57,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from . import profiles as profiles
+from . import record
 from .norms import with_norm as with_norm
 from .record import Kernel
 
@@ -379,4 +380,5 @@ for _name, _orders in HIGHER_ORDERS.items():
         register(_higher_order_record(_REGISTRY[_name], _order))
 #: The built-in records, as registered here (a later ``register(..., overwrite=True)``
 #: does not make a user kernel built in).
-_BUILTIN: dict[str, Kernel] = dict(_REGISTRY)
+_BUILTIN: dict[str, Kernel] = record.BUILT_IN
+_BUILTIN.update(_REGISTRY)

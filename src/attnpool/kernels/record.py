@@ -15,6 +15,16 @@ from . import profiles as profiles
 #: ``log K`` of the squared scaled distance, elementwise (JAX-traceable).
 LogProfile = Callable[[Any], Any]
 
+#: The built-in records by name, filled by :mod:`attnpool.kernels` as it makes them: a
+#: pickled built-in (a Dask task's argument, a saved model) comes back as the same
+#: record, which the methods built for it recognise (a copy would be a user's kernel).
+BUILT_IN: dict[str, Kernel] = {}
+
+
+def built_in(name: str) -> Kernel:
+    """The built-in record ``name`` (what a pickled built-in is rebuilt by)."""
+    return BUILT_IN[name]
+
 
 @dataclass(frozen=True)
 class Kernel:
@@ -102,6 +112,11 @@ class Kernel:
     host: bool = False
     norm: float | str = 2.0
     integrals: tuple[float, float] | None = None
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        if BUILT_IN.get(self.name) is self:  # by name: the same record once unpickled
+            return built_in, (self.name,)
+        return super().__reduce_ex__(protocol)
 
     @property
     def doc(self) -> str:

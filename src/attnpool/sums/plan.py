@@ -94,6 +94,21 @@ rule  when                                                        backend
 
 (The exact host methods first: a re-sum then imports no JAX.)
 
+**Dask chunks** (the exact sums of one query chunk over one key chunk, a task of
+:mod:`attnpool.distributed`: every chunk of a shape runs the same compiled program, so
+no rule takes NumPy pairs):
+
+====  ==========================================================  ================
+rule  when                                                        backend
+====  ==========================================================  ================
+1     ``K`` within 2⁴⁰ bandwidths, one column: the Gaussian / a   ``fgt`` /
+      compact built-in kernel                                     ``sparse``
+2     ``K`` within 2⁴⁰ bandwidths, a CPU, the Gaussian in 2–16    ``native``
+      columns, the compiled loops
+3     otherwise: by size (``n·m ≤ DENSE_MAX_PAIRS``)              ``dense`` /
+                                                                  ``stream``
+====  ==========================================================  ================
+
 (``fgt`` and ``native`` truncate far keys: observation weights spanning more than
 their truncation allows skip the rules that take them.)
 """
@@ -162,7 +177,7 @@ class Facts(NamedTuple):
     asked only by the rules that need them.
     """
 
-    task: str  # "pool", "density", "fit", "search" or "finish"
+    task: str  # "pool", "density", "fit", "search", "finish" or "chunk"
     n: int
     m: int
     d: int
@@ -214,9 +229,11 @@ def plan(facts: Facts) -> Plan:
         return _plan_search(facts)
     if facts.task == "finish":
         return _plan_finish(facts)
+    if facts.task == "chunk":
+        return _plan_chunk(facts)
     raise ValueError(
-        "facts.task: expected 'pool', 'density', 'fit', 'search' or 'finish'; received "
-        f"{facts.task!r}"
+        "facts.task: expected 'pool', 'density', 'fit', 'search', 'finish' or 'chunk'; "
+        f"received {facts.task!r}"
     )
 
 
@@ -325,11 +342,21 @@ def _plan_finish(f: Facts) -> Plan:
     small = f.n * f.m * f.outputs <= NUMPY_MAX_WORK
     if f.host_profile and (small or f.degree or f.categorical):
         return Plan("numpy", 1)
+    found = _plan_exact_host(f)
+    return Plan(found.backend, found.rule + 1)
+
+
+def _plan_chunk(f: Facts) -> Plan:
+    return _plan_exact_host(f)
+
+
+def _plan_exact_host(f: Facts) -> Plan:
+    """The exact host methods where they serve, else the compiled exact engine."""
     host = f.power == 1 and f.in_range()
     if host and f.d == 1 and f.gaussian and f.truncating:
-        return Plan("fgt", 2)
+        return Plan("fgt", 1)
     if host and f.d == 1 and f.compact and f.radial and f.builtin:
-        return Plan("sparse", 2)
+        return Plan("sparse", 1)
     if host and f.device == "cpu" and f.gaussian and f.d >= 2 and f.loops and f.truncating:
-        return Plan("native", 3)
-    return Plan("dense" if f.n * f.m <= DENSE_MAX_PAIRS else "stream", 4)
+        return Plan("native", 2)
+    return Plan("dense" if f.n * f.m <= DENSE_MAX_PAIRS else "stream", 3)

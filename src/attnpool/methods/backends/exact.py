@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...sums.backends import Backend, exact_log_sums
+from ...sums.backends import NUMPY_PAIRS, Backend, exact_log_sums
 from ...sums.facts import finish_facts
 from ...sums.plan import plan
 from ...sums.problem import LogSums, SumProblem
@@ -21,20 +21,21 @@ __all__ = ["exact_sums", "settled_sums"]
 EXACT_HOST = {b.name: b for b in (expansions.BACKEND, support.BACKEND, compiled_loop.BACKEND)}
 
 
-def exact_sums(problem: SumProblem) -> LogSums:
-    """Every pair of ``problem`` summed exactly, as the planner's finishing table says
-    (:mod:`attnpool.sums.plan`): NumPy pairs (:func:`exact_log_sums`), or beyond them an
-    exact host backend (``fgt``, ``sparse``, ``native``: no JAX) or the compiled exact
-    engine (:mod:`attnpool.engines.compiled_backends`), the rows it does not vouch for
-    by NumPy pairs."""
-    name = plan(finish_facts(problem)).backend
-    if name == "numpy":
-        return exact_log_sums(problem)
+def exact_sums(problem: SumProblem, table: str = "finish") -> LogSums:
+    """Every pair of ``problem`` summed exactly, by the backend the planner's ``table``
+    gives it (:mod:`attnpool.sums.plan`): ``"finish"``, the finishing step's — NumPy
+    pairs (:func:`exact_log_sums`), or beyond them an exact host backend (``fgt``,
+    ``sparse``, ``native``: no JAX) or the compiled exact engine
+    (:mod:`attnpool.engines.compiled_backends`) —, or ``"chunk"``, a Dask chunk's (the
+    same without NumPy pairs); the rows it does not vouch for by NumPy pairs."""
+    name = plan(finish_facts(problem)._replace(task=table)).backend
     backend = _exact_backend(name)
     return settled_sums(name, problem, backend.log_sums(problem), exact_log_sums)
 
 
 def _exact_backend(name: str) -> Backend:
+    if name == NUMPY_PAIRS.name:
+        return NUMPY_PAIRS
     if name in EXACT_HOST:
         return EXACT_HOST[name]
     from ...engines.compiled_backends import ENGINES  # (JAX: only for the compiled engines)
