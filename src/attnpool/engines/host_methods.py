@@ -13,25 +13,25 @@ import numpy as np
 
 from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from ..methods.options import exact_engine
+from .pool_route import PoolRoute
 
 
-def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
+def pool_host(q, k, v, h, route: PoolRoute, allowed=None):
     """Pooled values ``(n, p)`` in the inputs' dtype and the empty-row mask, NumPy arrays,
-    by a host method (``sparse``, ``fgt``, ``native``, ``tree``, ``topk``, ``binned``);
-    rows a mask ``allowed`` (:mod:`attnpool.sums.masks`) keeps from some key are pooled
-    exactly by the streamed core (JAX imported only then)."""
+    by ``route``'s host method (``sparse``, ``fgt``, ``native``, ``tree``, ``topk``,
+    ``binned``, configured by ``route.options``); rows a mask ``allowed``
+    (:mod:`attnpool.sums.masks`) keeps from some key are pooled exactly by the streamed
+    core (JAX imported only then)."""
     q, k, v = (np.asarray(a) for a in (q, k, v))  # on the host: no program per shape
     if allowed is not None:
-        return _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed)
+        return _pool_masked(q, k, v, h, route, allowed)
     dtype = q.dtype
     if not extent_in_bandwidths(q - midrange(k), k - midrange(k), h) <= HOST_MAX_EXTENT:
         # scaled coordinates this large overflow the host methods' float64 arithmetic
         # (KD-tree distances, Taylor boxes); the exact engines take the nearest-key limit
-        from ..methods.stream import KEY_BLOCK
         from .programs import pool_core
 
-        found = pool_core(q, k, v, h, kernel=kernel, method=exact_engine(q.shape[0] * k.shape[0]),
-                          key_block=KEY_BLOCK, nearest=nearest)  # fmt: skip
+        found = pool_core(q, k, v, h, _exact(route, q.shape[0] * k.shape[0]))
         return tuple(np.asarray(a) for a in found)
     from ..methods.backends import host_backend
     from ..sums import layer
@@ -39,15 +39,20 @@ def pool_host(q, k, v, h, *, kernel, method, options, nearest, allowed=None):
 
     # in the inputs' precision: each backend centres and scales them itself (a compact
     # support's edge is decided on them, unscaled, as every method decides it)
-    problem = SumProblem(q, k, v, np.asarray(h), kernel)
-    pooled, empty_rows = layer.pool(host_backend(method, options), problem, nearest=nearest)
+    problem = SumProblem(q, k, v, np.asarray(h), route.kernel)
+    backend = host_backend(route.method, route.options)
+    pooled, empty_rows = layer.pool(backend, problem, nearest=route.nearest)
     return pooled.astype(dtype, copy=False), empty_rows
 
 
-def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
+def _exact(route: PoolRoute, pairs: int) -> PoolRoute:
+    """``route`` on the exact compiled engine for ``pairs`` pairs (its default blocks)."""
+    return route._replace(method=exact_engine(pairs), key_block=None, options=None)
+
+
+def _pool_masked(q, k, v, h, route: PoolRoute, allowed):
     """A host method's pool under a key mask: the rows it does not restrict by the method,
     the others by the exact engine with the mask."""
-    from ..methods.stream import KEY_BLOCK
     from ..sums.masks import every_key_allowed
     from .programs import pool_core
 
@@ -56,22 +61,11 @@ def _pool_masked(q, k, v, h, kernel, method, options, nearest, allowed):
     pooled = np.empty((q.shape[0], v.shape[1]), q.dtype)
     empty_rows = np.empty(q.shape[0], bool)
     if full.any():
-        found = pool_host(
-            q[full], k, v, h, kernel=kernel, method=method, options=options, nearest=nearest
-        )
+        found = pool_host(q[full], k, v, h, route)
         pooled[full], empty_rows[full] = (np.asarray(a) for a in found)
     rest = np.flatnonzero(~full)
     if rest.size:
-        found = pool_core(
-            q[rest],
-            k,
-            v,
-            h,
-            kernel=kernel,
-            method=exact_engine(rest.size * k.shape[0]),
-            key_block=KEY_BLOCK,
-            nearest=nearest,
-            allowed=allowed if allowed.shape[0] == 1 else allowed[rest],
-        )
+        mask = allowed if allowed.shape[0] == 1 else allowed[rest]
+        found = pool_core(q[rest], k, v, h, _exact(route, rest.size * k.shape[0]), mask)
         pooled[rest], empty_rows[rest] = (np.asarray(a) for a in found)
     return pooled, empty_rows

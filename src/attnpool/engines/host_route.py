@@ -21,6 +21,7 @@ from ..methods.options import check_applicable
 from ..sums.facts import pool_facts
 from ..sums.plan import plan
 from . import numpy_engine
+from .pool_route import PoolRoute
 
 #: The planner's backends that pool NumPy arrays here, on the host, without JAX.
 HOST_BACKENDS = ("fgt", "sparse", "native")
@@ -82,6 +83,6 @@ def _host_pool(
     q, k, v, h = (np.asarray(a, dtype) for a in (q, k, v, h))
     unit = value_unit(v)
     pooled, empty_rows = pool_host(
-        q, k, v / unit, h, kernel=kernel, method=name, options=options, nearest=nearest
+        q, k, v / unit, h, PoolRoute(kernel, name, nearest, None, options)
     )
     return (pooled * unit).astype(dtype), empty_rows

@@ -10,6 +10,7 @@ pair inside the blocks; the hat diagonal is ``α_ii`` (degree 0) or
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +36,7 @@ from .blocks import (
 from .compiled_backends import pool_state
 from .programs import with_nearest_limit
 
-__all__ = ["hat_diagonal", "local_fit", "loo_residuals", "tiled_model", "weights_core"]
+__all__ = ["FitRoute", "hat_diagonal", "local_fit", "loo_residuals", "tiled_model", "weights_core"]
 
 
 def _block_function(
@@ -87,10 +88,25 @@ def _block_function(
     return block
 
 
-def _heaviest_keys(queries, keys, y, lambdas, model, exclude_self, key_count, method, key_block):
+class FitRoute(NamedTuple):
+    """A compiled local fit's static settings (hashable: the program's static argument):
+    the model, the engine and its key blocks, leave-one-out, the hat diagonal, and the
+    nearest-key limit for empty rows."""
+
+    model: LocalModel
+    method: str
+    key_block: int
+    exclude_self: bool = False
+    with_hat: bool = False
+    nearest: bool = False
+
+
+def _heaviest_keys(queries, keys, y, lambdas, key_count, route: FitRoute):
     """Each query's heaviest key with its response, ``(n, d + p)``, and its log weight
     ``(n,)``: by a sorted search in one continuous column, else by an exp-free pass over
     the keys (ties: their mean). No gradient: the fits do not depend on it."""
+    model, exclude_self = route.model, route.exclude_self
+    method, key_block = route.method, route.key_block
     lambdas, queries, keys, y = jax.lax.stop_gradient((lambdas, queries, keys, y))
     rows = jnp.concatenate([keys, y], axis=1)
     if model.var_type == "c" and _kernels.is_monotone(model.kernel):
@@ -104,25 +120,10 @@ def _heaviest_keys(queries, keys, y, lambdas, model, exclude_self, key_count, me
     return finalize(state)[0], state.max_log
 
 
-@partial(
-    jax.jit,
-    static_argnames=("model", "method", "key_block", "exclude_self", "with_hat", "nearest"),
-)
-def _local_core(
-    x_train,
-    y_train,
-    x_query,
-    bandwidth,
-    key_count,
-    *,
-    model,
-    method,
-    key_block,
-    exclude_self,
-    with_hat,
-    nearest,
-    weights=None,
-):
+@partial(jax.jit, static_argnames=("route",))
+def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRoute,
+                weights=None):  # fmt: skip
+    model, method, exclude_self = route.model, route.method, route.exclude_self
     cont = jnp.array(model.continuous, dtype=int)
     centre = key_centre(x_train[:, cont]) if model.continuous else None
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
@@ -134,9 +135,7 @@ def _local_core(
         # The moments are taken about each query's heaviest key: about the query,
         # E[δδᵀ] − E[δ]E[δ]ᵀ cancels to rounding once that key carries nearly all the
         # weight, and the slope came out of the rounding; about it, its own terms are 0.
-        reference, known = _heaviest_keys(
-            queries, keys, y_train, lambdas, model, exclude_self, key_count, method, key_block
-        )
+        reference, known = _heaviest_keys(queries, keys, y_train, lambdas, key_count, route)
         offset = reference[:, :d] - queries
         rows = jnp.concatenate([queries, reference], axis=1)
         if weights is not None:  # log w moves the row's largest log weight
@@ -164,7 +163,7 @@ def _local_core(
             key_count=key_count,
             weights=weights,
         )
-        state = pool_state(block, rows, keys, y_train, method=method, key_block=key_block)
+        state = pool_state(block, rows, keys, y_train, method=method, key_block=route.key_block)
     means, empty = finalize(state)
     fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree, offset)
     if reference is not None:
@@ -174,7 +173,7 @@ def _local_core(
         units = units.at[: len(model.continuous)].set(bandwidth[cont])
     slopes = (slopes / units[None, :, None])[:, np.argsort(model.order), :]
     hat = None
-    if with_hat:
+    if route.with_hat:
         self_log = _self_log_weights(queries, lambdas, model, method)
         shift = jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
         hat = jnp.exp(self_log - shift) / jnp.where(empty, 1.0, state.weight_sum) * inverse_11
@@ -189,13 +188,13 @@ def _local_core(
             relative(x_train, bandwidth, centre, model),
             y_train if weights is None else augmented(y_train, weights),
             method=method,
-            key_block=key_block,
+            key_block=route.key_block,
             hard=True,
         )
         limit = finalize(state)[0]
         return limit if weights is None else divided(limit, y_train)
 
-    return with_nearest_limit(fit, empty, nearest, closest), slopes, hat, empty
+    return with_nearest_limit(fit, empty, route.nearest, closest), slopes, hat, empty
 
 
 def _self_log_weights(queries, lambdas, model: LocalModel, method: str):
@@ -270,29 +269,14 @@ def local_fit(
             )
         method = "pallas"
     key_block = block_size or max(64, KEY_BLOCK // width)
+    route = FitRoute(model, method, key_block, exclude_self, with_hat, nearest)
     if weights is not None:  # the responses in units of their column's largest: the
         # weights' span (to 2⁵¹¹) times responses of 2⁻¹⁰⁰⁰ underflowed (the fit is linear in y)
         scale = column_scale(y_train)
-        fit, slopes, *rest = _local_core(
-            x_train, y_train / scale, x_query, bandwidth, key_count, model=model,
-            method=method, key_block=key_block, exclude_self=exclude_self,
-            with_hat=with_hat, nearest=nearest, weights=weights,
-        )  # fmt: skip
+        fit, slopes, *rest = _local_core(x_train, y_train / scale, x_query, bandwidth,
+                                         key_count, route=route, weights=weights)  # fmt: skip
         return (fit * scale, slopes * scale, *rest)
-    return _local_core(
-        x_train,
-        y_train,
-        x_query,
-        bandwidth,
-        key_count,
-        model=model,
-        method=method,
-        key_block=key_block,
-        exclude_self=exclude_self,
-        with_hat=with_hat,
-        nearest=nearest,
-        weights=weights,
-    )
+    return _local_core(x_train, y_train, x_query, bandwidth, key_count, route=route)
 
 
 def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=None,

@@ -23,46 +23,37 @@ from ..sums.geometry import block_coordinates, scale_coordinates
 from ..sums.masks import allowed_block, keyless_rows, padded_mask
 from ..sums.state import finalize
 from .compiled_backends import ENGINES, Rows
+from .pool_route import PoolRoute
 
 __all__ = ["pool_core", "weights_core", "with_nearest_limit"]
 
 
-def pool_core(
-    queries, keys, values, bandwidth, *, kernel, method, key_block, nearest, allowed=None
-):
-    """The jitted pooling program on rows padded to their buckets: ``(pooled, empty)``.
+def pool_core(queries, keys, values, bandwidth, route: PoolRoute, allowed=None):
+    """The jitted pooling program on rows padded to their buckets: ``(pooled, empty)``,
+    by ``route``'s compiled engine (its key blocks the stream's default where it names
+    none).
 
     ``allowed``: the keys each query may attend (:func:`~attnpool.sums.masks.mask_keys`);
-    a query left no key is empty and NaN whatever ``nearest`` says. NumPy inputs are
-    summed in their own precision (float64 without the global flag), whoever calls."""
+    a query left no key is empty and NaN whatever ``route.nearest`` says. NumPy inputs
+    are summed in their own precision (float64 without the global flag), whoever calls."""
+    if route.key_block is None:
+        from ..methods.stream import KEY_BLOCK
+
+        route = route._replace(key_block=KEY_BLOCK)
+    route = route._replace(options=None)  # (a compiled engine takes none)
     if is_host(queries, keys, values):
         with precision_scope(np.result_type(queries, keys, values)):
-            return _pool_core(queries, keys, values, bandwidth, kernel=kernel, method=method,
-                              key_block=key_block, nearest=nearest, allowed=allowed)  # fmt: skip
-    return _pool_core(queries, keys, values, bandwidth, kernel=kernel, method=method,
-                      key_block=key_block, nearest=nearest, allowed=allowed)  # fmt: skip
+            return _pool_core(queries, keys, values, bandwidth, route, allowed)
+    return _pool_core(queries, keys, values, bandwidth, route, allowed)
 
 
-def _pool_core(
-    queries, keys, values, bandwidth, *, kernel, method, key_block, nearest, allowed=None
-):
+def _pool_core(queries, keys, values, bandwidth, route: PoolRoute, allowed=None):
     n, m = queries.shape[0], keys.shape[0]
     if n == 0:
-        return _pool_program(
-            queries,
-            keys,
-            values,
-            bandwidth,
-            None,
-            allowed,
-            kernel=kernel,
-            method=method,
-            key_block=key_block,
-            nearest=nearest,
-        )
+        return _pool_program(queries, keys, values, bandwidth, None, allowed, route=route)
     host = is_host(queries, keys, values)
     key_count = None
-    if ENGINES[method].pads_keys and m <= MAX_ROWS:
+    if ENGINES[route.method].pads_keys and m <= MAX_ROWS:
         key_count = np.int32(m)
         keys, values = padded(keys, values, size=bucket(m))
     results = _pool_program(
@@ -72,19 +63,14 @@ def _pool_core(
         bandwidth,
         key_count,
         padded_mask(allowed, query_bucket(n), keys.shape[0]),
-        kernel=kernel,
-        method=method,
-        key_block=key_block,
-        nearest=nearest,
+        route=route,
     )
     return unpadded(results, n, host=host)
 
 
-@partial(jax.jit, static_argnames=("kernel", "method", "key_block", "nearest"))
-def _pool_program(
-    queries, keys, values, bandwidth, key_count, allowed, *, kernel, method, key_block, nearest
-):
-    engine = ENGINES[method]
+@partial(jax.jit, static_argnames=("route",))
+def _pool_program(queries, keys, values, bandwidth, key_count, allowed, *, route: PoolRoute):
+    engine, kernel, key_block = ENGINES[route.method], route.kernel, route.key_block
     rows = Rows(*block_coordinates(queries, keys, bandwidth, kernel))
     result = engine.state(rows, values, kernel=kernel, key_count=key_count, allowed=allowed,
                           key_block=key_block)  # fmt: skip
@@ -96,7 +82,7 @@ def _pool_program(
                                allowed=allowed, key_block=key_block)  # fmt: skip
         return finalize(state)[0]
 
-    pooled = with_nearest_limit(pooled, empty_rows, nearest, closest)
+    pooled = with_nearest_limit(pooled, empty_rows, route.nearest, closest)
     if allowed is None:
         return pooled, empty_rows
     return _without_keyless(pooled, empty_rows, allowed)

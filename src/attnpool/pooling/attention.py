@@ -296,6 +296,7 @@ def attention_pool(
         return pooled[:, 0] if flat else pooled
     from .._support.interop import run_in_policy
     from ..engines.dispatch import pool_on_engine
+    from ..engines.pool_route import PoolRoute
     from ..methods import choice
 
     chosen, options = choice.choose(
@@ -311,19 +312,8 @@ def attention_pool(
     )
 
     def compute(q: Any, k: Any, v: Any, h: Any) -> Any:
-        return pool_on_engine(
-            q,
-            k,
-            v,
-            h,
-            kernel=kernel,
-            method=chosen,
-            options=options,
-            nearest=nearest,
-            block_size=block_size,
-            weights=return_weights,
-            allowed=allowed,
-        )
+        route = PoolRoute(kernel, chosen, nearest, block_size, options)
+        return pool_on_engine(q, k, v, h, route, weights=return_weights, allowed=allowed)
 
     result = run_in_policy(compute, (q, k, v, h), kernel, empty, n, keyless)
     pooled, weights = result if return_weights else (result, None)
