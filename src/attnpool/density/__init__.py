@@ -264,15 +264,15 @@ def mixed_columns(
 def _mixed_log_density(
     x: Any, q: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any
 ) -> np.ndarray:
-    from ..kernels.mixed import log_sums
+    from ..sums.backends import NUMPY_PAIRS
+    from .methods import mixed_problem, normalised_log_sums
 
     x, q = np.asarray(x, np.float64), np.asarray(q, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type)
     w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), np.float64)
-    if w is not None and not np.all(w > 0):  # (after the columns: their levels count all rows)
-        x, w = x[w > 0], w[w > 0]
     total = x.shape[0] if w is None else float(np.sum(w))
-    return np.asarray(log_sums([(q, x, h, columns, "density")], weights=w)) - math.log(total)
+    found = normalised_log_sums(NUMPY_PAIRS, mixed_problem(q, x, h, columns, w))
+    return np.asarray(found - math.log(total))
 
 
 def kernel_density(x_train: ArrayLike, x_query: ArrayLike, **options: Any) -> np.ndarray:

@@ -35,29 +35,29 @@ def loo_log_density(
 ) -> np.ndarray:
     """``(n,)`` leave-one-out log densities ``log f̂₋ᵢ(xᵢ)`` of the sample ``x (n, d)`` in
     float64: the criterion of likelihood cross-validation, ``−inf`` for a point no other
-    reaches. Sums in NumPy row chunks (:func:`attnpool.kernels.mixed.log_sums`, no
-    program; mixed data by ``var_type``); a Gaussian sample of one column of
+    reaches. Sums by NumPy pairs through the sums layer (no program; mixed data by
+    ``var_type``); a Gaussian sample of one column of
     :data:`EXPANSION_MIN_ROWS` points (fewer where
     :func:`attnpool.density.methods.expansions_pay`) by the ``fgt`` method's expansions,
     ``O(n)`` an evaluation (:class:`ExpandedLikelihood`). With observation ``weights
     (n,)``, ``f̂₋ᵢ = Σ_{j≠i} w_j K_h(xᵢ − x_j) / Σ_{j≠i} w_j``: row ``i`` is left out
     whole."""
-    from ..kernels.mixed import log_sums
+    from ..sums.backends import NUMPY_PAIRS
     from . import mixed_columns
+    from .methods import mixed_problem, normalised_log_sums
 
     x = np.asarray(x, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
-    if weights is not None:
-        w = np.asarray(weights, np.float64)
-        sums = log_sums([(x, x, h, columns, "density")], leave_out=True, weights=w)
-        return np.asarray(sums - np.log(np.sum(w) - w))
-    if by_expansions(x, columns):
+    if weights is None and by_expansions(x, columns):
         order = np.argsort(x[:, 0], kind="stable")
         out = np.empty(x.shape[0])
         out[order] = ExpandedLikelihood(x[order]).log_densities(h)
         return out
-    normalised = math.log(x.shape[0] - 1)
-    return np.asarray(log_sums([(x, x, h, columns, "density")], leave_out=True)) - normalised
+    w = None if weights is None else np.asarray(weights, np.float64)
+    problem = mixed_problem(x, x, h, columns, w, left_out=np.arange(x.shape[0]))
+    sums = normalised_log_sums(NUMPY_PAIRS, problem)
+    others = x.shape[0] - 1 if w is None else np.sum(w) - w  # the weight left
+    return np.asarray(sums - np.log(others))
 
 
 def by_expansions(x: np.ndarray, columns: Any) -> bool:

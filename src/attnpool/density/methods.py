@@ -15,10 +15,16 @@ from typing import Any
 import numpy as np
 
 from ..kernels.calculus import kernel_integrals
+from ..kernels.mixed import MixedColumns
 from ..methods.backends import BUILT_IN, host_backend
 from ..sums import plan
+from ..sums.backends import NUMPY_PAIRS, Backend
 from ..sums.layer import log_kernel_sums
 from ..sums.problem import SumProblem
+
+#: The backends of the density table's host rules, by name: NumPy pairs and the exact
+#: host methods.
+HOST_DENSITY: dict[str, Backend] = {NUMPY_PAIRS.name: NUMPY_PAIRS, **BUILT_IN}
 
 #: Pairs up to which a density is summed in NumPy (the planner's).
 HOST_PAIRS = plan.HOST_PAIRS
@@ -39,18 +45,15 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     ``fgt`` expansions of a Gaussian column (rows they leave unsettled by pairs), a
     compact kernel's support windows (``sparse``), the compiled Gaussian loop
     (``native``, passing over far keys) — or None where it gives the compiled engines."""
-    from ..kernels.mixed import MixedColumns, log_sums
     from ..sums.facts import density_facts
     from ..sums.observation_weights import too_wide_to_truncate
 
     truncating = not too_wide_to_truncate(w)  # (fgt and native)
     backend = plan.plan(density_facts(record, x, q, h, numpy=True, truncating=truncating)).backend
-    if backend == "numpy":
-        columns = MixedColumns(x, "c" * x.shape[1], record)
-        return log_sums([(q, x, h, columns, "density")], weights=w)
-    if backend in BUILT_IN:
-        return _backend_log_sums(backend, x, q, record, h, w)
-    return None
+    if backend not in HOST_DENSITY:
+        return None
+    problem = SumProblem(q, x, _no_values(x), h, record, w)
+    return normalised_log_sums(HOST_DENSITY[backend], problem)
 
 
 def _backend_log_sums(name: str, x: Any, q: Any, record: Any, h: Any, w: Any,
@@ -58,14 +61,40 @@ def _backend_log_sums(name: str, x: Any, q: Any, record: Any, h: Any, w: Any,
     """Normalised log sums by the built-in host backend ``name`` (:mod:`attnpool.methods.backends`:
     ``fgt``, ``sparse``, ``native``; ``binned`` with ``options``), finished as every
     backend's answer is: ``−inf`` where no key weighs."""
-    problem = SumProblem(q, x, np.zeros((x.shape[0], 0)), h, record, w)
+    problem = SumProblem(q, x, _no_values(x), h, record, w)
     backend = host_backend(name, options)
     reason = backend.refusal(problem)
     if reason:
         raise ValueError(f"method: {reason}")
-    integral = kernel_integrals(record, x.shape[1])[0]
+    return normalised_log_sums(backend, problem)
+
+
+def _no_values(x: Any) -> np.ndarray:  # a density sums no values
+    return np.zeros((x.shape[0], 0))
+
+
+def normalised_log_sums(backend: Backend, problem: SumProblem) -> np.ndarray:
+    """``(n,)``: ``log Σ_i w_i K_h(q − x_i)`` by ``backend`` through the sums layer, the
+    kernel of the continuous columns normalised (``∫K ∏h``; a categorical column's kernel
+    is a probability over its levels already); ``−inf`` where no key weighs."""
     found = log_kernel_sums(backend, problem)
-    return found - math.log(integral) - float(np.sum(np.log(h)))
+    continuous = list(problem.model.continuous)
+    if not continuous:
+        return found
+    integral = kernel_integrals(problem.kernel, len(continuous))[0]
+    return found - math.log(integral) - float(np.sum(np.log(problem.bandwidth[continuous])))
+
+
+def mixed_problem(
+    queries: np.ndarray, x: np.ndarray, h: np.ndarray, columns: MixedColumns,
+    weights: np.ndarray | None = None, left_out: np.ndarray | None = None,
+) -> SumProblem:  # fmt: skip
+    """The density sums of a mixed sample ``x`` (its :class:`MixedColumns`: var types,
+    levels, the continuous columns' kernel) at ``queries``."""
+    levels = tuple(columns.levels[c].size if t == "u" else 0
+                   for c, t in enumerate(columns.var_type))  # fmt: skip
+    return SumProblem(queries, x, _no_values(x), h, columns.kernel, weights, left_out,
+                      var_type=columns.var_type, levels=levels)  # fmt: skip
 
 
 def method_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any) -> Any:

@@ -1,5 +1,8 @@
 """Densities of mixed data in NumPy: the product kernel of continuous and categorical
-columns, its convolution and its distribution function, pair by pair in the log domain.
+columns, its convolution and its distribution function, pair by pair in the log domain
+(the joint density's plain sums are a :class:`~attnpool.sums.problem.SumProblem` of the
+columns' var types, :func:`attnpool.density.methods.mixed_problem`; these forms, and the
+conditionals' products of them, are summed here).
 
 Continuous columns take the density's kernel (radial over them, or a product), scaled by
 ``h``; categorical ones the kernels statsmodels and R's np use, each a probability over
