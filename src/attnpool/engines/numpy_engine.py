@@ -105,7 +105,8 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
     if found is not None:
         return found[0] * scale, found[1] * scale, np.zeros(q.shape[0], bool)
     left_out = np.arange(q.shape[0]) if exclude_self else None
-    problem = SumProblem(q, x, y, h, model.kernel, w, left_out, var_type=model.var_type,
+    var_type = model.var_type if model.categorical else None
+    problem = SumProblem(q, x, y, h, model.kernel, w, left_out, var_type=var_type,
                          levels=model.levels, degree=model.degree)  # fmt: skip
     if model.degree:
         problem = dataclasses.replace(problem, origin=heaviest_keys(problem))

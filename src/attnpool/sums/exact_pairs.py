@@ -44,24 +44,26 @@ def exact_log_sums(problem: SumProblem) -> LogSums:
     (module docstring); every row settled."""
     n, m, d, p = problem.sizes
     factors, log_top, dropped, log_w = _factors(problem.weights)
-    shift, sums = np.zeros(n), np.zeros((n, problem.width))
     per_pair = 1 if problem.degree == 0 else 2 + d + p
     reference = problem.reference() if problem.degree else None
     columns = np.concatenate([np.ones((m, 1)), problem.values], axis=1)
+    shifts, sums = [], []
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for rows in row_blocks(n, m, per_pair):
             logs = _log_weights(problem, rows, dropped, log_w)
             left_out = None if problem.left_out is None else problem.left_out[rows]
-            shares, shift[rows], _ = shifted_weights(logs, left_out=left_out, weights=factors)
+            shares, shift, _ = shifted_weights(logs, left_out=left_out, weights=factors)
             if factors is not None:  # each row's largest term brought to [1/2, 1): exact
                 exponent = np.frexp(np.max(shares, axis=1, initial=0.0))[1]
                 shares = np.ldexp(shares, -exponent[:, None])
-                shift[rows] += exponent * LN2
-            if reference is None:
-                sums[rows] = shares @ columns
-            else:
-                sums[rows] = _moments(shares, problem, rows, reference)
-    return LogSums(shift + log_top, sums, np.ones(n, bool))
+                shift = shift + exponent * LN2
+            shifts.append(shift)
+            sums.append(shares @ columns if reference is None
+                        else _moments(shares, problem, rows, reference))  # fmt: skip
+    if len(sums) != 1:
+        shifts, sums = [np.concatenate(shifts or [np.zeros(0)])], [
+            np.concatenate(sums) if sums else np.zeros((0, problem.width))]  # fmt: skip
+    return LogSums(shifts[0] + log_top, sums[0], np.ones(n, bool))
 
 
 def heaviest_keys(problem: SumProblem) -> np.ndarray:
@@ -114,20 +116,20 @@ def _log_weights(
     """``(rows, m)``: ``r log K`` of each pair (plus ``log ω``, where given), ``−inf``
     for keys ``dropped`` and for NaN; a new array."""
     q, k, h = problem.queries[rows], problem.keys, problem.bandwidth
-    model = problem.model
+    continuous, categorical = problem.column_kinds()
     shape = (q.shape[0], k.shape[0])
-    us = _differences(problem, rows)
-    logs = np.asarray(pair_log_weights(us, model.kernel), np.float64) if us else np.zeros(shape)
+    us = [(q[:, j, None] - k[None, :, j]) / h[j] for j in continuous]
+    logs = np.asarray(pair_log_weights(us, problem.kernel), np.float64) if us else np.zeros(shape)
     if logs.shape != shape or not logs.flags.writeable:  # (a kernel of the user's)
         logs = np.array(np.broadcast_to(logs, shape))
-    for j in model.categorical:
-        kind, count = model.var_type[j], model.levels[j]
+    for j in categorical:
+        kind, count = problem.var_type[j], (problem.levels or (0,) * k.shape[1])[j]
         logs += log_categorical(q[:, j, None], k[None, :, j], h[j], kind, count)
     if problem.power != 1:
         logs *= problem.power
     if log_w is not None:
         logs += log_w[None, :]
-    logs[np.isnan(logs)] = -np.inf
+    np.fmax(logs, -np.inf, out=logs)  # NaN (a pair no kernel weighs) to −inf
     if dropped is not None:
         logs[:, dropped] = -np.inf
     return logs
@@ -136,7 +138,7 @@ def _log_weights(
 def _differences(problem: SumProblem, rows: slice) -> list[np.ndarray]:
     """``(q − k) / h`` of the continuous columns, ``(rows, m)`` each: the difference first."""
     q, k, h = problem.queries[rows], problem.keys, problem.bandwidth
-    return [(q[:, j, None] - k[None, :, j]) / h[j] for j in problem.model.continuous]
+    return [(q[:, j, None] - k[None, :, j]) / h[j] for j in problem.column_kinds()[0]]
 
 
 def _moments(

@@ -119,7 +119,14 @@ class SumProblem:
     @property
     def categorical(self) -> bool:
         """Whether some column is ordered or unordered."""
-        return self.var_type is not None and set(self.var_type) != {"c"}
+        return self.var_type is not None and self.var_type.count("c") != len(self.var_type)
+
+    def column_kinds(self) -> tuple[list[int], list[int]]:
+        """``(continuous, categorical)``: the columns of each kind."""
+        if self.var_type is None:
+            return list(range(self.keys.shape[1])), []
+        kinds = [t == "c" for t in self.var_type]
+        return ([j for j, c in enumerate(kinds) if c], [j for j, c in enumerate(kinds) if not c])
 
     @property
     def model(self) -> LocalModel:
