@@ -122,9 +122,9 @@ def _log_weights(
     logs = np.asarray(pair_log_weights(us, problem.kernel), np.float64) if us else np.zeros(shape)
     if logs.shape != shape or not logs.flags.writeable:  # (a kernel of the user's)
         logs = np.array(np.broadcast_to(logs, shape))
+    kinds, levels = problem.var_type or "", problem.levels or (0,) * k.shape[1]
     for j in categorical:
-        kind, count = problem.var_type[j], (problem.levels or (0,) * k.shape[1])[j]
-        logs += log_categorical(q[:, j, None], k[None, :, j], h[j], kind, count)
+        logs += log_categorical(q[:, j, None], k[None, :, j], h[j], kinds[j], levels[j])
     if problem.power != 1:
         logs *= problem.power
     if log_w is not None:
