@@ -97,7 +97,8 @@ def _search(
                               smooth=smooth, limits=smoothed_out(x, model))  # fmt: skip
     planned = planned_search(model, y, method, block_size, weights) if pooling == "auto" else None
     if planned == "numpy":
-        objective = numpy_search.loo_objective(x, y, model, weights)
+        of = numpy_search.loo_objective if method == "cv" else numpy_search.aicc_objective
+        objective = of(x, y, model, weights)
         smooth = not has_edge(model.kernel)
         return select_on_host(
             objective,

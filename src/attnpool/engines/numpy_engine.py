@@ -43,6 +43,7 @@ from ..sums.problem import SumProblem
 __all__ = [
     "NATIVE_POOL_MIN_PAIRS",
     "NUMPY_MAX_WORK",
+    "fit_and_hat",
     "gaussian_slopes",
     "local_fit",
     "pool",
@@ -95,6 +96,29 @@ def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclud
         return _fit(x, y, q, h, model, exclude_self, nearest, w)
 
 
+def fit_and_hat(x_train, y_train, bandwidth, model: LocalModel, *, weights=None):
+    """``(fit (n, p), hat (n,))``: the in-sample fit and the smoother matrix's diagonal
+    in float64 (:func:`attnpool.sums.layer.fit_and_hat`; with observation ``weights``,
+    one copy of each row's), what AICc reads."""
+    x, y = np.asarray(x_train, np.float64), np.asarray(y_train, np.float64)
+    w = None if weights is None else np.asarray(weights, np.float64)
+    scale = value_unit(y) if w is None else column_scale(y)
+    problem = _problem(x, y / scale, x, np.asarray(bandwidth, np.float64), model, w, None)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        fit, hat = layer.fit_and_hat(NUMPY_PAIRS, problem)
+    return fit * scale, hat
+
+
+def _problem(x, y, q, h, model: LocalModel, w, left_out) -> SumProblem:
+    """The sums of a fit of ``model`` at ``q``, its moments about each row's heaviest key."""
+    var_type = model.var_type if model.categorical else None
+    problem = SumProblem(q, x, y, h, model.kernel, w, left_out, var_type=var_type,
+                         levels=model.levels, degree=model.degree)  # fmt: skip
+    if model.degree:
+        problem = dataclasses.replace(problem, origin=heaviest_keys(problem))
+    return problem
+
+
 def _fit(x, y, q, h, model, exclude_self, nearest, w):
     """:func:`local_fit` in float64."""
     # columns near the float limit in power-of-two units; with observation weights every
@@ -105,12 +129,7 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
     if found is not None:
         return found[0] * scale, found[1] * scale, np.zeros(q.shape[0], bool)
     left_out = np.arange(q.shape[0]) if exclude_self else None
-    var_type = model.var_type if model.categorical else None
-    problem = SumProblem(q, x, y, h, model.kernel, w, left_out, var_type=var_type,
-                         levels=model.levels, degree=model.degree)  # fmt: skip
-    if model.degree:
-        problem = dataclasses.replace(problem, origin=heaviest_keys(problem))
-    fit, slopes, empty = layer.local_fit(NUMPY_PAIRS, problem)
+    fit, slopes, empty = layer.local_fit(NUMPY_PAIRS, _problem(x, y, q, h, model, w, left_out))
     if not exclude_self:
         fallback = ~np.all(np.isfinite(fit), axis=1) & ~empty
         fallback |= empty & nearest

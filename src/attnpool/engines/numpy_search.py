@@ -10,12 +10,13 @@ import numpy as np
 from ..sums import plan
 from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, bandwidth_of
-from .numpy_engine import local_fit
+from .numpy_engine import fit_and_hat, local_fit
 
 __all__ = [
     "NATIVE_SEARCH_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK_SEVERAL",
+    "aicc_objective",
     "loo_objective",
     "native_serves",
     "searches",
@@ -83,6 +84,32 @@ def loo_objective(x, y, model: LocalModel, weights=None):
             return objective(theta) if found is None else found
 
         objective.estimate = estimate
+    return objective
+
+
+def aicc_objective(x, y, model: LocalModel, weights=None):
+    """``θ (d,) → float``: AICc (Hurvich, Simonoff & Tsai, 1998) at bandwidths ``exp(θ)``
+    in NumPy float64, ``log σ̂² + (1 + tr H / n) / (1 − (tr H + 2) / n)`` — ``inf`` where
+    the denominator is not positive — from the in-sample fit and the smoother matrix's
+    diagonal by the sums layer (:func:`.numpy_engine.fit_and_hat`), as the compiled
+    criterion computes it (:func:`attnpool.bandwidth.criteria.criterion`): with positive
+    observation ``weights``, ``σ̂²`` weighs each row's squared residuals by ``w_i`` and the
+    trace counts each row's whole self-influence, ``Σ w_i H_ii``."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    counts = np.ones(x.shape[0]) if weights is None else np.asarray(weights, np.float64)
+    rows = x.shape[0]
+
+    def objective(theta) -> float:
+        fit, hat = fit_and_hat(x, y, bandwidth_of(theta, model), model, weights=weights)
+        sigma2 = _mean_square(y - fit, weights)
+        trace = float(counts @ hat)
+        denominator = 1.0 - (trace + 2.0) / rows
+        if not (denominator > 0 and np.isfinite(trace) and sigma2 < np.inf):
+            return np.inf
+        with np.errstate(divide="ignore"):
+            value = float(np.log(sigma2) + (1.0 + trace / rows) / denominator)
+        return value if np.isfinite(value) else np.inf
+
     return objective
 
 

@@ -31,7 +31,7 @@ from .nearest import column_units
 from .pair_weights import row_blocks, shifted_weights
 from .problem import LogSums, SumProblem
 
-__all__ = ["exact_log_sums", "heaviest_keys"]
+__all__ = ["diagonal_log_weights", "exact_log_sums", "heaviest_keys"]
 
 
 LN2 = float(np.log(2.0))
@@ -90,6 +90,24 @@ def heaviest_keys(problem: SumProblem) -> np.ndarray:
             best = np.argmax(scores, axis=1)
             found[rows] = np.where(scores[np.arange(best.size), best] > -np.inf, best, -1)
     return found
+
+
+def diagonal_log_weights(problem: SumProblem) -> np.ndarray:
+    """``(n,)``: ``r log K`` of each query with itself — a difference of 0 in every
+    continuous column, the same level in every categorical one: a row's weight on one
+    copy of itself, as the sums' rows are (its observation weight not counted)."""
+    n = problem.queries.shape[0]
+    continuous, categorical = problem.column_kinds()
+    zero = np.zeros((n, 1))
+    logs = np.zeros((n, 1))
+    if continuous:
+        logs = logs + np.asarray(pair_log_weights([zero] * len(continuous), problem.kernel))
+    kinds, levels = problem.var_type or "", problem.levels or (0,) * problem.keys.shape[1]
+    q, h = problem.queries, problem.bandwidth
+    for j in categorical:
+        with np.errstate(divide="ignore"):
+            logs = logs + log_categorical(q[:, j, None], q[:, j, None], h[j], kinds[j], levels[j])
+    return problem.power * logs[:, 0]
 
 
 def _factors(

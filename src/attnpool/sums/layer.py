@@ -27,6 +27,7 @@ from .._support.units import value_unit
 from .._support.validation import is_traced
 from ..methods.backends.exact import exact_sums, settled_sums
 from .backends import NUMPY_PAIRS, Backend, exact_log_sums, get_backend, refusal
+from .exact_pairs import diagonal_log_weights
 from .local_model import model_for, solve_moments
 from .nearest import column_units, nearest_mean
 from .problem import LogSums, SumProblem
@@ -34,6 +35,7 @@ from .problem import LogSums, SumProblem
 __all__ = [
     "exact_sums",
     "finish",
+    "fit_and_hat",
     "local_fit",
     "log_density",
     "log_kernel_sums",
@@ -151,19 +153,39 @@ def local_fit(
     each row's reference (:func:`~attnpool.sums.local_model.solve_moments`), the slopes
     per unit of each column. A row of no weight is ``empty``, its fit NaN (the caller's
     nearest-key limit or empty policy decides)."""
+    fit, slopes, _, empty = _solved(problem, solve(name, problem))
+    return fit, slopes, empty
+
+
+def fit_and_hat(name: str | Backend, problem: SumProblem) -> tuple[np.ndarray, np.ndarray]:
+    """``(fit (n, p), hat (n,))`` at the keys themselves (``problem``'s queries are its
+    keys, none left out): the in-sample fit and the diagonal of the smoother matrix,
+    ``α_ii`` (local constant) or ``α_ii (1 + μ₁ᵀ C⁻¹ μ₁)`` (local linear), ``α_ii`` the
+    weight of one copy of row ``i`` (its observation weight not counted) over the row's
+    whole weight; AICc's penalty is their trace."""
     found = solve(name, problem)
+    fit, _, inverse_11, empty = _solved(problem, found)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        own = np.exp(diagonal_log_weights(problem) - found.shift)
+        hat = own / np.where(empty, 1.0, found.sums[:, 0]) * inverse_11
+    hat[empty] = np.nan
+    return fit, hat
+
+
+def _solved(problem: SumProblem, found: LogSums) -> tuple[np.ndarray, ...]:
+    """``(fit, slopes, (M⁻¹)₁₁, empty)`` of ``problem``'s sums ``found``."""
     n, _, d, p = problem.sizes
     total = found.sums[:, 0]
     empty = ~(total > 0)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         means = found.sums[:, 1:] / np.where(empty, 1.0, total)[:, None]
         if problem.degree == 0:
-            fit, slopes = means, np.zeros((n, d, p))
+            fit, slopes, inverse_11 = means, np.zeros((n, d, p)), np.ones(n)
         else:
             units = column_units(problem.bandwidth, problem.model)
             about_keys, about_values = problem.reference()
             offset = (about_keys - problem.queries) / units
-            fit, slopes, _ = solve_moments(means, d, p, 1, offset)
+            fit, slopes, inverse_11 = solve_moments(means, d, p, 1, offset)
             fit, slopes = fit + about_values, slopes / units[None, :, None]
     fit[empty] = np.nan
-    return fit, slopes, empty
+    return fit, slopes, inverse_11, empty

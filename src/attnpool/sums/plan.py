@@ -64,10 +64,10 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 rule  when                                                        backend
 ====  ==========================================================  ================
-1     CV, no block size; unweighted, the Gaussian of continuous   ``numpy`` (the
+1     no block size; CV unweighted, the Gaussian of continuous    ``numpy`` (the
       columns on the compiled loop (several columns, or ``m²``    host search)
-      times the evaluations ≤ 2²⁷); else a kernel NumPy
-      evaluates and ``m²·w`` ≤ 2²¹ (one column) or 2¹⁹
+      times the evaluations ≤ 2²⁷); else CV or AICc, a kernel
+      NumPy evaluates and ``m²·w`` ≤ 2²¹ (one column) or 2¹⁹
 2     CV, no block size, unweighted, local constant, the          ``fgt`` (its
       Gaussian in one continuous column, ``m ≤ FGT_SEARCH_MAX_``  leave-one-out
       ``ROWS``                                                    sums, exact)
@@ -270,7 +270,7 @@ def _plan_fit(f: Facts) -> Plan:
 
 def _plan_search(f: Facts) -> Plan:
     cv = f.criterion == "cv"
-    if cv and not f.block_size and _host_searches(f):
+    if not f.block_size and _host_searches(f):
         return Plan("numpy", 1)
     column = f.d == 1 and not f.categorical
     expansions = column and f.gaussian and f.m <= FGT_SEARCH_MAX_ROWS
@@ -282,7 +282,7 @@ def _plan_search(f: Facts) -> Plan:
 
 
 def _host_searches(f: Facts) -> bool:
-    if not f.weighted and f.loo_loops:
+    if f.criterion == "cv" and not f.weighted and f.loo_loops:  # (the loop's sums: CV's)
         return f.d > 1 or f.m * f.m * search_evaluations(f) <= NATIVE_SEARCH_MAX_WORK
     limit = NUMPY_SEARCH_MAX_WORK if f.d == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
     return f.host_profile and f.m * f.m * work_width(f) <= limit
