@@ -173,14 +173,17 @@ HOST_AICC = (
     "found = [attnpool.select_bandwidth(x, y, method='aicc', degree=d) for d in (0, 1)]\n"
     "found += [attnpool.select_bandwidth(xm, ym, method='aicc', degree=1, var_type='cu',\n"
     "                                    weights=w)]\n"
-    "np.savez(sys.argv[1], *[s.bandwidth for s in found], [s.objective for s in found])\n"
+    "curves = [attnpool.cv_curve(x, y, [0.05, 0.2]),\n"
+    "          attnpool.aicc_curve(xm, ym, [[0.1, 0.0], [0.3, 0.5]], var_type='cu', weights=w)]\n"
+    "np.savez(sys.argv[1], *[s.bandwidth for s in found], [s.objective for s in found], *curves)\n"
     "print('jax' in sys.modules)\n"
 )
 
 
-def test_a_small_aicc_search_needs_no_jax_and_finds_the_compiled_searchs_optimum(tmp_path):
+def test_a_small_aicc_search_and_the_curves_need_no_jax_and_equal_the_compiled_ones(tmp_path):
     # AICc's in-sample fits and smoother diagonals by NumPy pairs through the sums layer
-    # (a first 200-row fit: 0.13 s, against 2.2 s when it built its program)
+    # (a first 200-row fit: 0.13 s, against 2.2 s when it built its program); cv_curve
+    # and aicc_curve of small fits too
     run = python(["-c", HOST_AICC, str(tmp_path / "out.npz")], os.environ.get("ATTNPOOL_CACHE"))
     assert run.stdout.split() == ["False"]
     got = np.load(tmp_path / "out.npz")
@@ -196,6 +199,12 @@ def test_a_small_aicc_search_needs_no_jax_and_finds_the_compiled_searchs_optimum
     for index, want in enumerate(compiled):
         np.testing.assert_allclose(got[f"arr_{index}"], want.bandwidth, rtol=1e-4)
         assert got["arr_3"][index] <= want.objective + 1e-9 * abs(want.objective)
+    # the curves (a λ of 0 included) on the host, as the compiled criterion gives them
+    np.testing.assert_allclose(got["arr_4"], attnpool.cv_curve(x, y, [0.05, 0.2], block_size=64),
+                               rtol=1e-12)  # fmt: skip
+    compiled_curve = attnpool.aicc_curve(xm, ym, [[0.1, 0.0], [0.3, 0.5]], var_type="cu",
+                                         weights=w, block_size=64)  # fmt: skip
+    np.testing.assert_allclose(got["arr_5"], compiled_curve, rtol=1e-12)
 
 
 @pytest.mark.parametrize("degree", [0, 1])

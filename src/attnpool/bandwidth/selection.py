@@ -414,6 +414,10 @@ def _curve(
             f"{np.asarray(bandwidths).shape} with values from {np.min(candidates):.3g} to "
             f"{np.max(candidates):.3g}"
         )
+    if block_size is None:  # on the host where NumPy pairs serve the search (no JAX)
+        found = numpy_search.criterion_curve(x, y, candidates, model, method, weights)
+        if found is not None:
+            return found
     from .compiled import criterion_curve
 
     return criterion_curve(x, y, candidates, model, block_size, method, weights)

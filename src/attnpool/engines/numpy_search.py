@@ -16,7 +16,10 @@ __all__ = [
     "NATIVE_SEARCH_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK",
     "NUMPY_SEARCH_MAX_WORK_SEVERAL",
+    "aicc_at",
     "aicc_objective",
+    "criterion_curve",
+    "loo_at",
     "loo_objective",
     "native_serves",
     "searches",
@@ -62,12 +65,12 @@ def loo_objective(x, y, model: LocalModel, weights=None):
 
         native = NativeObjective(x, y, model)
 
+    at = loo_at(x, y, model, weights)
+
     def objective(theta) -> float:
         value = None if native is None else native.value(np.exp(theta))
         if value is None:
-            h = bandwidth_of(theta, model)  # categorical columns: logits of λ
-            fit, _, _ = local_fit(x, y, x, h, model, exclude_self=True, weights=weights)
-            value = _mean_square(y - fit, weights)
+            value = at(bandwidth_of(theta, model))  # categorical columns: logits of λ
         return value
 
     if native is not None and native.gradients:
@@ -87,8 +90,39 @@ def loo_objective(x, y, model: LocalModel, weights=None):
     return objective
 
 
+def loo_at(x, y, model: LocalModel, weights=None):
+    """``h (d,) → float``: the leave-one-out CV error at bandwidths ``h`` by NumPy pairs
+    (each point left out whole, its squared residual counted ``w_i`` times), ``inf``
+    where some point has no neighbour left."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+
+    def at(h) -> float:
+        fit, _, _ = local_fit(x, y, x, h, model, exclude_self=True, weights=weights)
+        return _mean_square(y - fit, weights)
+
+    return at
+
+
+def criterion_curve(x, y, candidates, model: LocalModel, method: str, weights=None):
+    """The criterion ``method`` (``"cv"``, ``"aicc"``) at each row of ``candidates (k, d)``
+    by NumPy pairs, or None where the planner's search table gives such a search to the
+    compiled engines (beyond its NumPy pairs' sizes)."""
+    facts = search_facts(model, *np.shape(y), weighted=weights is not None, criterion=method)
+    if plan.plan(facts._replace(loo_loops=False)).backend != "numpy":
+        return None
+    at = (loo_at if method == "cv" else aicc_at)(x, y, model, weights)
+    return np.array([at(np.asarray(h, np.float64)) for h in candidates])
+
+
 def aicc_objective(x, y, model: LocalModel, weights=None):
-    """``θ (d,) → float``: AICc (Hurvich, Simonoff & Tsai, 1998) at bandwidths ``exp(θ)``
+    """``θ (d,) → float``: :func:`aicc_at` at bandwidths ``exp(θ)`` (categorical columns:
+    logits of ``λ``)."""
+    at = aicc_at(x, y, model, weights)
+    return lambda theta: at(bandwidth_of(theta, model))
+
+
+def aicc_at(x, y, model: LocalModel, weights=None):
+    """``h (d,) → float``: AICc (Hurvich, Simonoff & Tsai, 1998) at bandwidths ``h``
     in NumPy float64, ``log σ̂² + (1 + tr H / n) / (1 − (tr H + 2) / n)`` — ``inf`` where
     the denominator is not positive — from the in-sample fit and the smoother matrix's
     diagonal by the sums layer (:func:`.numpy_engine.fit_and_hat`), as the compiled
@@ -99,8 +133,8 @@ def aicc_objective(x, y, model: LocalModel, weights=None):
     counts = np.ones(x.shape[0]) if weights is None else np.asarray(weights, np.float64)
     rows = x.shape[0]
 
-    def objective(theta) -> float:
-        fit, hat = fit_and_hat(x, y, bandwidth_of(theta, model), model, weights=weights)
+    def at(h) -> float:
+        fit, hat = fit_and_hat(x, y, h, model, weights=weights)
         sigma2 = _mean_square(y - fit, weights)
         trace = float(counts @ hat)
         denominator = 1.0 - (trace + 2.0) / rows
@@ -110,7 +144,7 @@ def aicc_objective(x, y, model: LocalModel, weights=None):
             value = float(np.log(sigma2) + (1.0 + trace / rows) / denominator)
         return value if np.isfinite(value) else np.inf
 
-    return objective
+    return at
 
 
 def native_serves(model: LocalModel, rows: int, outputs: int) -> bool:
