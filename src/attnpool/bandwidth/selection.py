@@ -89,26 +89,18 @@ def _search(
     cont = list(model.continuous)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
+    planned = planned_search(model, y, method, block_size, weights) if pooling == "auto" else None
+    objective = None
     if get_backend(pooling) is not None:  # a registered backend's leave-one-out sums
         by_backend.check_served(pooling, model, method)
         objective = by_backend.loo_objective(pooling, x, y, model, weights)
-        smooth = not has_edge(model.kernel)
-        return select_on_host(objective, thetas, progress, model, xatol=NUMPY_SEARCH_XATOL,
-                              smooth=smooth, limits=smoothed_out(x, model))  # fmt: skip
-    planned = planned_search(model, y, method, block_size, weights) if pooling == "auto" else None
-    if planned == "numpy":
+    elif planned == "numpy":  # NumPy pairs (CV, AICc), or CV on the compiled loop
         of = numpy_search.loo_objective if method == "cv" else numpy_search.aicc_objective
         objective = of(x, y, model, weights)
-        smooth = not has_edge(model.kernel)
-        return select_on_host(
-            objective,
-            thetas,
-            progress,
-            model,
-            xatol=NUMPY_SEARCH_XATOL,
-            smooth=smooth,
-            limits=smoothed_out(x, model),
-        )
+    if objective is not None:
+        return select_on_host(objective, thetas, progress, model, xatol=NUMPY_SEARCH_XATOL,
+                              smooth=not has_edge(model.kernel),
+                              limits=smoothed_out(x, model))  # fmt: skip
     if planned in leave_one_out.HOST_POOLINGS:  # the planner's host leave-one-out sums
         pooling = planned
     if pooling in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
