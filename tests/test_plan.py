@@ -123,6 +123,7 @@ SEARCH_TABLE = [
     (search(criterion="aicc"), "numpy", 1),  # AICc's in-sample fits in NumPy too
     (search(m=1500, n=1500, criterion="aicc"), "compiled", 4),  # 1500² > 2²¹
     (search(m=600, n=600, d=2, criterion="aicc", loo_loops=True), "numpy", 1),  # 600² ≤ 2¹⁹
+    (search(criterion="aicc", weighted=True), "compiled", 4),  # its exact gradient
     (search(block_size=True), "compiled", 4),
     (search(m=1500, n=1500, loo_loops=True), "numpy", 1),  # 1500² × 40 ≤ 2²⁷
     (search(m=2000, n=2000, loo_loops=True), "fgt", 2),  # 2000² × 40 > 2²⁷: fgt's sums

@@ -66,8 +66,9 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 1     no block size; CV unweighted, the Gaussian of continuous    ``numpy`` (the
       columns on the compiled loop (several columns, or ``m²``    host search)
-      times the evaluations ≤ 2²⁷); else CV or AICc, a kernel
-      NumPy evaluates and ``m²·w`` ≤ 2²¹ (one column) or 2¹⁹
+      times the evaluations ≤ 2²⁷); else CV or unweighted AICc,
+      a kernel NumPy evaluates, ``m²·w`` ≤ 2²¹ (one column) or
+      2¹⁹
 2     CV, no block size, unweighted, local constant, the          ``fgt`` (its
       Gaussian in one continuous column, ``m ≤ FGT_SEARCH_MAX_``  leave-one-out
       ``ROWS``                                                    sums, exact)
@@ -284,6 +285,10 @@ def _plan_search(f: Facts) -> Plan:
 def _host_searches(f: Facts) -> bool:
     if f.criterion == "cv" and not f.weighted and f.loo_loops:  # (the loop's sums: CV's)
         return f.d > 1 or f.m * f.m * search_evaluations(f) <= NATIVE_SEARCH_MAX_WORK
+    if f.criterion == "aicc" and f.weighted:
+        # the compiled search's exact gradient finds the optimum below the criterion's
+        # rounding (scaling every weight moves it by < 1e-8); Brent's, by up to 4e-8
+        return False
     limit = NUMPY_SEARCH_MAX_WORK if f.d == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
     return f.host_profile and f.m * f.m * work_width(f) <= limit
 
