@@ -184,10 +184,7 @@ def host_states(
     row numbers, each query leaving out the key of its own number."""
     from ..sums.layer import exact_sums
 
-    left_out = None
-    if ids is not None:
-        position = {key: at for at, key in enumerate(np.asarray(ids[1]).tolist())}
-        left_out = np.array([position.get(q, -1) for q in np.asarray(ids[0]).tolist()], int)
+    left_out = None if ids is None else _own_keys(*(np.asarray(a) for a in ids))
     packed = np.empty((queries.shape[0], bandwidths.shape[0], values.shape[1] + 2))
     for c, h in enumerate(np.asarray(bandwidths, np.float64)):
         problem = SumProblem(queries, keys, values, h, kernel, left_out=left_out)
@@ -196,6 +193,16 @@ def host_states(
         packed[:, c, 0] = np.where(weighs, found.shift, -np.inf)
         packed[:, c, 1:] = found.sums
     return packed
+
+
+def _own_keys(query_ids: np.ndarray, key_ids: np.ndarray) -> np.ndarray:
+    """``(n,)``: the position in the key chunk of the key whose row number each query's
+    is, ``−1`` where the chunk does not hold it."""
+    if key_ids.size == 0:
+        return np.full(query_ids.shape[0], -1)
+    order = np.argsort(key_ids, kind="stable")
+    at = np.minimum(np.searchsorted(key_ids[order], query_ids), key_ids.size - 1)
+    return np.where(key_ids[order][at] == query_ids, order[at], -1)
 
 
 def nearest_factor(queries: Any, bandwidth: Any) -> np.ndarray:
