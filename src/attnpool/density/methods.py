@@ -16,15 +16,12 @@ import numpy as np
 
 from ..kernels.calculus import kernel_integrals
 from ..kernels.mixed import MixedColumns
-from ..methods.backends import BUILT_IN, host_backend
+from ..methods.backends import host_backend
+from ..methods.backends.exact import EXACT_ON_HOST
 from ..sums import plan
-from ..sums.backends import NUMPY_PAIRS, Backend
+from ..sums.backends import Backend
 from ..sums.layer import log_kernel_sums
 from ..sums.problem import SumProblem
-
-#: The backends of the density table's host rules, by name: NumPy pairs and the exact
-#: host methods.
-HOST_DENSITY: dict[str, Backend] = {NUMPY_PAIRS.name: NUMPY_PAIRS, **BUILT_IN}
 
 #: Pairs up to which a density is summed in NumPy (the planner's).
 HOST_PAIRS = plan.HOST_PAIRS
@@ -50,10 +47,10 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
 
     truncating = not too_wide_to_truncate(w)  # (fgt and native)
     backend = plan.plan(density_facts(record, x, q, h, numpy=True, truncating=truncating)).backend
-    if backend not in HOST_DENSITY:
+    if backend not in EXACT_ON_HOST:
         return None
     problem = SumProblem(q, x, _no_values(x), h, record, w)
-    return normalised_log_sums(HOST_DENSITY[backend], problem)
+    return normalised_log_sums(EXACT_ON_HOST[backend], problem)
 
 
 def _backend_log_sums(name: str, x: Any, q: Any, record: Any, h: Any, w: Any,

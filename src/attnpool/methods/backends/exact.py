@@ -15,10 +15,12 @@ from ...sums.plan import plan
 from ...sums.problem import LogSums, SumProblem
 from . import compiled_loop, expansions, support
 
-__all__ = ["exact_sums", "settled_sums"]
+__all__ = ["EXACT_HOST", "EXACT_ON_HOST", "exact_sums", "settled_sums"]
 
 #: The exact host backends a re-sum may take, by name.
 EXACT_HOST = {b.name: b for b in (expansions.BACKEND, support.BACKEND, compiled_loop.BACKEND)}
+#: The backends of the exact tables' host rules: NumPy pairs and the exact host backends.
+EXACT_ON_HOST: dict[str, Backend] = {NUMPY_PAIRS.name: NUMPY_PAIRS, **EXACT_HOST}
 
 
 def exact_sums(problem: SumProblem, table: str = "finish") -> LogSums:
@@ -34,10 +36,8 @@ def exact_sums(problem: SumProblem, table: str = "finish") -> LogSums:
 
 
 def _exact_backend(name: str) -> Backend:
-    if name == NUMPY_PAIRS.name:
-        return NUMPY_PAIRS
-    if name in EXACT_HOST:
-        return EXACT_HOST[name]
+    if name in EXACT_ON_HOST:
+        return EXACT_ON_HOST[name]
     from ...engines.compiled_backends import ENGINES  # (JAX: only for the compiled engines)
 
     return ENGINES[name]
