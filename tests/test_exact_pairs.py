@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import jax
 import numpy as np
 import pytest
 
@@ -18,6 +19,7 @@ from attnpool import kernels
 from attnpool.sums import layer
 from attnpool.sums.backends import NUMPY_PAIRS, exact_log_sums
 from attnpool.sums.exact_pairs import heaviest_keys
+from attnpool.sums.local_model import solve_moments
 from attnpool.sums.problem import SumProblem
 
 
@@ -170,3 +172,44 @@ def test_a_backend_is_refused_moments_and_column_types_it_does_not_declare():
                                       exact_log_sums(problem).sums)  # fmt: skip
     finally:
         attnpool.unregister_backend("brute-degree-0")
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_the_one_column_solve_is_the_batched_solve(signed):
+    # the host's one-column form divides where the batched form solves 1 × 1 systems
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(5)
+    p = 2
+    means = rng.normal(size=(40, p + 1 + 1 + p))
+    means[:, p + 1] = means[:, p] ** 2 + rng.uniform(-0.5 if signed else 0.0, 1.0, 40)
+    means[:4, p + 1] = means[:4, p] ** 2  # no spread: the ridge decides
+    offset = rng.normal(size=(40, 1))
+    with jax.enable_x64(True):
+        batched = solve_moments(jnp.asarray(means), 1, p, 1, jnp.asarray(offset), signed)
+        batched = [np.asarray(part) for part in batched]
+    host = solve_moments(means, 1, p, 1, offset, signed)
+    for got, want in zip(host, batched, strict=True):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+def test_a_replaced_problem_forgets_what_it_derived():
+    keys = np.array([[0.0], [1.0], [2.0]])
+    problem = SumProblem(keys, keys, np.array([[1.0], [2.0], [4.0]]), np.ones(1),
+                         kernels.get("gaussian"), degree=1, origin=np.array([0, 0, 0]))  # fmt: skip
+    assert problem.reference()[1].ravel().tolist() == [1.0, 1.0, 1.0]
+    moved = problem.replace(origin=np.array([2, 1, -1]))
+    assert moved.reference()[1].ravel().tolist() == [4.0, 2.0, 0.0]
+    assert moved.reference()[0].ravel().tolist() == [2.0, 1.0, 2.0]
+    want = dataclasses.replace(problem, origin=np.array([2, 1, -1]))
+    for field in dataclasses.fields(SumProblem):
+        assert getattr(moved, field.name) is getattr(want, field.name) or field.name == "origin"
+
+
+def test_the_reference_of_one_column_is_the_nearest_key_first_of_ties():
+    keys = np.array([[0.0], [2.0], [4.0], [-3.0]])
+    queries = np.array([[1.0], [2.9], [-10.0], [1e6]])
+    problem = SumProblem(queries, keys, np.ones((4, 1)), np.array([1e-3]),
+                         kernels.get("tricube"), degree=1)  # fmt: skip
+    assert heaviest_keys(problem).tolist() == [0, 1, 3, 2]

@@ -313,12 +313,11 @@ def column_or_1d(y) -> np.ndarray:
 
 
 def _check_finite(array: np.ndarray, label: str) -> None:
+    if np.isfinite(array).all():
+        return
     if np.isnan(array).any():
         raise ValueError(f"Input {label} contains NaN.")
-    if not np.isfinite(array).all():
-        raise ValueError(
-            f"Input {label} contains infinity or a value too large for {array.dtype!r}."
-        )
+    raise ValueError(f"Input {label} contains infinity or a value too large for {array.dtype!r}.")
 
 
 def _is_sparse(X) -> bool:

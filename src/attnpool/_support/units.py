@@ -26,6 +26,9 @@ import numpy as np
 NARROW = 16
 #: Rows taken as one long row where a narrow array is reduced or shifted by columns.
 ROW_STRETCH = 256
+#: Entries up to which an array's extremes are found again rather than remembered
+#: (finding them costs less than the memo's lookup).
+REMEMBERED_SIZE = 4096
 
 
 def column_extremes(a) -> tuple[np.ndarray, np.ndarray]:
@@ -35,7 +38,7 @@ def column_extremes(a) -> tuple[np.ndarray, np.ndarray]:
     rows some thirty times more slowly. Inside
     :func:`remembering_extremes`, an array's extremes are found once."""
     a = np.asarray(a)
-    memo = _remembered.get()
+    memo = _remembered.get() if a.size > REMEMBERED_SIZE else None
     if memo is not None:
         # the same object (a cheap key), else the same memory seen through another view
         known = memo.get(id(a)) or memo.get(_identity(a))
@@ -49,7 +52,8 @@ def column_extremes(a) -> tuple[np.ndarray, np.ndarray]:
         columns = [a[:, j] for j in range(a.shape[1])]
         low = np.array([c.min() for c in columns], a.dtype)
         found = low, np.array([c.max() for c in columns], a.dtype)
-    remember_extremes(a, *found)
+    if memo is not None:
+        remember_extremes(a, *found)
     return found
 
 
@@ -91,7 +95,7 @@ def remembering() -> bool:
 def remember_extremes(a, low, high) -> None:
     """Records ``a``'s column extremes inside :func:`remembering_extremes` (say, those of
     a shifted copy: rounding is monotone, so they are the shifted extremes)."""
-    memo = _remembered.get()
+    memo = _remembered.get() if np.size(a) > REMEMBERED_SIZE else None
     if memo is not None:
         memo[_identity(a)] = memo[id(a)] = (a, (low, high))  # (kept alive: ids not reused)
 
@@ -201,6 +205,13 @@ class SearchUnits:
         return value
 
 
+#: ``(smallest, largest)`` column maxima that need no unit, per float dtype.
+_ORDINARY = {
+    np.dtype(t): (2.0 ** (np.finfo(t).minexp // 2), 2.0 ** (np.finfo(t).maxexp // 2))
+    for t in (np.float16, np.float32, np.float64)
+}
+
+
 def value_unit(values):
     """A power of two ``(p,)`` per value column: 1, or for a column whose largest
     magnitude exceeds the square root of the dtype's largest number, or is below the
@@ -216,13 +227,13 @@ def value_unit(values):
     """
     if isinstance(values, np.ndarray):
         xp = np
-        largest = np.max(np.abs(values), axis=0)
-        info = np.finfo(values.dtype)
-        ordinary = (largest < 2.0 ** (info.maxexp // 2)) & (
-            (largest >= 2.0 ** (info.minexp // 2)) | (largest == 0)
-        )
-        if np.all(ordinary):
-            return np.ones_like(largest)  # (the common case, without the steps below)
+        largest = np.abs(values).max(axis=0)
+        low, high = _ORDINARY.get(values.dtype, (np.inf, 0.0))
+        if largest.size == 1:  # (one column: the common case, without the steps below)
+            if low <= largest[0] < high:
+                return np.ones_like(largest)
+        elif largest.size == 0 or (largest.min() >= low and largest.max() < high):
+            return np.ones_like(largest)
     else:
         import jax.numpy as xp
 

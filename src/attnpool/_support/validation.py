@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .units import column_extremes, remembering
+from .units import REMEMBERED_SIZE, column_extremes, remembering
 
 
 def is_jax(x) -> bool:
@@ -45,6 +45,8 @@ def numpy_dtype(*data) -> np.dtype:
     """Floating dtype a computation on NumPy ``data`` runs in: float64 for integers,
     float32 at least."""
     dtype = np.result_type(*(getattr(a, "dtype", a) for a in data))  # JAX arrays too
+    if dtype == np.float64:
+        return dtype
     if not np.issubdtype(dtype, np.floating):
         return np.dtype(np.float64)
     return np.promote_types(dtype, np.float32)
@@ -53,6 +55,8 @@ def numpy_dtype(*data) -> np.dtype:
 def check_numeric_dtype(dtype, name: str) -> None:
     """``TypeError`` naming ``name`` unless ``dtype`` is an integer or floating type."""
     dtype = np.dtype(dtype)
+    if dtype.kind in "iuf":  # (the common case, without the steps below)
+        return
     if dtype == np.bool_ or not (
         np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)
     ):
@@ -79,7 +83,7 @@ def check_finite(x, name: str) -> None:
     a = np.asarray(x)
     if a.dtype.kind in "biu":
         return
-    if a.ndim == 2 and a.size and remembering():  # the extremes, found once, say it
+    if a.ndim == 2 and a.size > REMEMBERED_SIZE and remembering():  # found once, they say it
         low, high = column_extremes(a)
         if np.isfinite(low).all() and np.isfinite(high).all():
             return
@@ -148,7 +152,7 @@ def check_bandwidth(bandwidth, dims: int):
         )
     if not is_traced(h):
         concrete = np.asarray(h, dtype=float)
-        if not (np.all(np.isfinite(concrete)) and np.all(concrete > 0)):
+        if not (np.isfinite(concrete).all() and (concrete > 0).all()):
             raise ValueError(
                 f"bandwidth: expected positive finite number(s); received {concrete.tolist()}"
             )

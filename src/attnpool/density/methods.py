@@ -75,11 +75,12 @@ def normalised_log_sums(backend: Backend, problem: SumProblem) -> np.ndarray:
     kernel of the continuous columns normalised (``∫K ∏h``; a categorical column's kernel
     is a probability over its levels already); ``−inf`` where no key weighs."""
     found = log_kernel_sums(backend, problem)
-    continuous = list(problem.model.continuous)
+    continuous = problem.column_kinds()[0]
     if not continuous:
         return found
     integral = kernel_integrals(problem.kernel, len(continuous))[0]
-    return found - math.log(integral) - float(np.sum(np.log(problem.bandwidth[continuous])))
+    found -= math.log(integral) + float(np.log(problem.bandwidth[continuous]).sum())
+    return found
 
 
 def mixed_problem(

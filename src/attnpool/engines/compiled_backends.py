@@ -356,7 +356,7 @@ def _weighing_keys(problem: SumProblem) -> tuple[SumProblem, float]:
         left_out = np.where((left_out < 0) | ~kept[at], -1, np.cumsum(kept)[at] - 1)
     weights = weights[kept]
     exponent = math.frexp(float(np.max(weights)))[1] if weights.size else 0
-    trimmed = dataclasses.replace(problem, keys=problem.keys[kept], values=problem.values[kept],
+    trimmed = problem.replace(keys=problem.keys[kept], values=problem.values[kept],
                                   weights=np.ldexp(weights, -exponent),
                                   left_out=left_out)  # fmt: skip
     return trimmed, exponent * math.log(2.0)

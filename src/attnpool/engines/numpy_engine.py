@@ -23,8 +23,6 @@ searches are in :mod:`.numpy_search`.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from .. import kernels
@@ -115,7 +113,7 @@ def _problem(x, y, q, h, model: LocalModel, w, left_out) -> SumProblem:
     problem = SumProblem(q, x, y, h, model.kernel, w, left_out, var_type=var_type,
                          levels=model.levels, degree=model.degree)  # fmt: skip
     if model.degree:
-        problem = dataclasses.replace(problem, origin=heaviest_keys(problem))
+        problem = problem.replace(origin=heaviest_keys(problem))
     return problem
 
 
@@ -130,10 +128,10 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
         return found[0] * scale, found[1] * scale, np.zeros(q.shape[0], bool)
     left_out = np.arange(q.shape[0]) if exclude_self else None
     fit, slopes, empty = layer.local_fit(NUMPY_PAIRS, _problem(x, y, q, h, model, w, left_out))
-    if not exclude_self:
-        fallback = ~np.all(np.isfinite(fit), axis=1) & ~empty
-        fallback |= empty & nearest
-        if np.any(fallback):
+    if not exclude_self and not np.isfinite(fit).all():  # (an empty row's fit is NaN)
+        finite = np.isfinite(fit).all(axis=1)
+        fallback = ~finite if nearest else ~finite & ~empty
+        if fallback.any():
             fit[fallback] = nearest_mean(q[fallback], x, y, h, model, w)
     return fit * scale, slopes * scale, empty
 

@@ -134,21 +134,31 @@ def fitted_bandwidth(
     return selection.bandwidth, scores.get(bandwidth, {})
 
 
-def _route(x_train, y_train, queries: int, options: FitOptions, weights=None):
+def _route(x_train, y_train, queries: int, options: FitOptions, weights=None, model=None):
     """``(path, model, facts)`` of a fit at ``queries`` points: ``"pairs"`` (the pair
     engine) or the method named (model and facts None), or the planner's fit table's
     (:mod:`attnpool.sums.plan`) ``"numpy"``, ``"pool"`` or ``"compiled"``, with the
-    fit's model and the :class:`~attnpool.sums.plan.Facts` it read."""
+    fit's model (``model``, where the caller has it: :func:`fit_model`) and the
+    :class:`~attnpool.sums.plan.Facts` it read."""
     if pair_regression.is_pair_fit(options.kernel, options.bandwidth_type):
         return "pairs", None, None
     name = method_name(x_train, options)
     if name != "auto":
         return name, None, None
-    model = _model(x_train, options)
+    model = model or _model(x_train, options)
     outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
     facts = fit_facts(model, queries, x_train.shape[0], outputs, weighted=weights is not None,
                       block_size=options.block_size is not None)  # fmt: skip
     return plan(facts).backend, model, facts
+
+
+def fit_model(x_train, options: FitOptions):
+    """The :class:`~attnpool.sums.local_model.LocalModel` of a fit's planned route, or
+    None for the pair engine's fits (nearest-neighbour bandwidths, signed kernels): what an
+    estimator keeps from ``fit`` for each ``predict``."""
+    if pair_regression.is_pair_fit(options.kernel, options.bandwidth_type):
+        return None
+    return _model(x_train, options)
 
 
 def _model(x_train, options: FitOptions):
@@ -182,14 +192,15 @@ def planned_backend(x_train, y_train, bandwidth, options: FitOptions, *, weights
     return planned
 
 
-def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None):
+def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None, model=None):
     """The fitted regression function at ``x (m, d)``: ``(m,)`` or ``(m, p)`` like
     ``y_train``, by the path that serves the fit (module docstring); ``weights``: the
     training rows' positive observation weights; ``bandwidth`` the numbers of neighbours
-    of a ``bandwidth_type`` by neighbours."""
+    of a ``bandwidth_type`` by neighbours; ``model`` the fit's :func:`fit_model` where
+    the caller kept it (its unordered columns' levels are not counted again)."""
     kernel, degree, var_type = options.kernel, options.degree, options.var_type
     empty, block_size, method = options.empty, options.block_size, options.method
-    route, model, _ = _route(x_train, y_train, x.shape[0], options, weights)
+    route, model, _ = _route(x_train, y_train, x.shape[0], options, weights, model)
     if route == "pairs":
         return pair_regression.estimator_prediction(
             x_train, y_train, x, setting=bandwidth, empty=empty, weights=weights,

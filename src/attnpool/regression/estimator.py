@@ -102,16 +102,16 @@ class _LocalRegression(MultiOutputRegressor):
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         check_numeric_targets(y)  # y_numeric converts object arrays, not text ones
         X, y, weights = positive_rows(X, y, sample_weight, name="sample_weight")
-        self.bandwidth_, scores = estimation.fitted_bandwidth(
-            X, y, self.bandwidth, self._options(), weights=weights
-        )
+        options = self._options()
+        self.bandwidth_, scores = estimation.fitted_bandwidth(X, y, self.bandwidth, options,
+                                                              weights=weights)  # fmt: skip
         for name, value in scores.items():
             setattr(self, name, value)
         self.X_train_, self.y_train_, self._weights = X, y, weights
-        options = self._options()
         self.backend_ = estimation.planned_backend(X, y, self.bandwidth_, options, weights=weights)
         self._chosen_by = self.bandwidth if isinstance(self.bandwidth, str) else "fixed"
         self._in_sample: np.ndarray | None = None
+        self._model_kept = (options, estimation.fit_model(X, options))
         return self
 
     @property
@@ -154,14 +154,9 @@ class _LocalRegression(MultiOutputRegressor):
                 raise ValueError("return_std: not available for Dask inputs; received True")
             from .. import distributed
 
-            return distributed.attention_pool(
-                X,
-                self.X_train_,
-                self.y_train_,
-                kernel=self.kernel,
-                bandwidth=self.bandwidth_,
-                weights=self._weights,
-            )
+            return distributed.attention_pool(X, self.X_train_, self.y_train_, kernel=self.kernel,
+                                              bandwidth=self.bandwidth_,
+                                              weights=self._weights)  # fmt: skip
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._predicted(X, return_std)
 
@@ -169,12 +164,20 @@ class _LocalRegression(MultiOutputRegressor):
         """:meth:`predict` of validated rows ``X (n, d)``."""
         if return_std:
             pair_regression.refuse(self.kernel, self.bandwidth_type, "return_std")
-        fit = estimation.predict(
-            self.X_train_, self.y_train_, X, self.bandwidth_, self._options(), weights=self._weights
-        )
+        options = self._options()
+        model = self._fitted_model(options)
+        fit = estimation.predict(self.X_train_, self.y_train_, X, self.bandwidth_, options,
+                                 weights=self._weights, model=model)  # fmt: skip
         if not return_std:
             return fit
         return fit, self._band(X, method="asymptotic").std
+
+    def _fitted_model(self, options: estimation.FitOptions) -> Any:
+        """The model ``fit`` kept (:func:`estimation.fit_model`), while ``options`` hold."""
+        kept = self.__dict__.get("_model_kept")
+        if kept is None or kept[0] != options:
+            return estimation.fit_model(self.X_train_, options)
+        return kept[1]
 
     def predict_interval(
         self,
@@ -195,9 +198,8 @@ class _LocalRegression(MultiOutputRegressor):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        band = self._band(
-            X, level=level, method=method, n_boot=n_boot, bootstrap=bootstrap, seed=seed
-        )
+        band = self._band(X, level=level, method=method, n_boot=n_boot, bootstrap=bootstrap,
+                          seed=seed)  # fmt: skip
         return band.lower, band.upper
 
     def _band(self, X: Any, **options: Any) -> Any:
@@ -209,16 +211,10 @@ class _LocalRegression(MultiOutputRegressor):
                 "sample_weight: confidence bands (return_std, predict_interval) are computed "
                 "for unweighted fits; this one was fitted with sample_weight"
             )
-        return confidence_band(
-            self.X_train_,
-            self.y_train_,
-            X,
-            kernel=self.kernel,
-            bandwidth=self.bandwidth_,
-            degree=self._degree,
-            var_type=fitted_var_type(self, self.var_type),
-            **options,
-        )
+        return confidence_band(self.X_train_, self.y_train_, X, kernel=self.kernel,
+                               bandwidth=self.bandwidth_, degree=self._degree,
+                               var_type=fitted_var_type(self, self.var_type),
+                               **options)  # fmt: skip
 
 
 class NadarayaWatson(_LocalRegression):

@@ -87,9 +87,9 @@ def report_empty(
 ) -> None:
     """The ``empty`` policy for the rows of a compact kernel that no key reached: one
     :class:`EmptyNeighbourhoodWarning` (``"nan"``) or a ``ValueError`` (``"raise"``)."""
-    n_empty = int(np.sum(empty_rows))
-    if not (kernel.compact and empty != "nearest" and n_empty):
+    if not kernel.compact or empty == "nearest" or not empty_rows.any():
         return
+    n_empty = int(np.sum(empty_rows))
     n = len(empty_rows)
     if empty == "warn":
         _warn_nearest(n_empty, n, kernel.name)

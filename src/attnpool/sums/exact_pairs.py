@@ -21,14 +21,15 @@ local linear's moments about each row's reference key.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import kernels
 from ..kernels.edges import pair_log_weights
 from ..kernels.norms import squared_norm
 from .local_model import log_categorical
-from .nearest import column_units
-from .pair_weights import row_blocks, shifted_weights
+from .pair_weights import BLOCK_PAIRS, row_blocks, shifted_weights
 from .problem import LogSums, SumProblem
 
 __all__ = ["diagonal_log_weights", "exact_log_sums", "heaviest_keys"]
@@ -43,27 +44,41 @@ def exact_log_sums(problem: SumProblem) -> LogSums:
     """Every pair of ``problem`` in NumPy float64, each row about its largest log weight
     (module docstring); every row settled."""
     n, m, d, p = problem.sizes
-    factors, log_top, dropped, log_w = _factors(problem.weights)
+    weighing = _factors(problem.weights)
     per_pair = 1 if problem.degree == 0 else 2 + d + p
     reference = problem.reference() if problem.degree else None
-    columns = np.concatenate([np.ones((m, 1)), problem.values], axis=1)
-    shifts, sums = [], []
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for rows in row_blocks(n, m, per_pair):
-            logs = _log_weights(problem, rows, dropped, log_w)
-            left_out = None if problem.left_out is None else problem.left_out[rows]
-            shares, shift, _ = shifted_weights(logs, left_out=left_out, weights=factors)
-            if factors is not None:  # each row's largest term brought to [1/2, 1): exact
-                exponent = np.frexp(np.max(shares, axis=1, initial=0.0))[1]
-                shares = np.ldexp(shares, -exponent[:, None])
-                shift = shift + exponent * LN2
-            shifts.append(shift)
-            sums.append(shares @ columns if reference is None
-                        else _moments(shares, problem, rows, reference))  # fmt: skip
-    if len(sums) != 1:
-        shifts, sums = [np.concatenate(shifts or [np.zeros(0)])], [
-            np.concatenate(sums) if sums else np.zeros((0, problem.width))]  # fmt: skip
-    return LogSums(shifts[0] + log_top, sums[0], np.ones(n, bool))
+        if n * m * per_pair <= BLOCK_PAIRS:  # (one block: the small calls' own path)
+            shift, sums = _block_sums(problem, slice(None), weighing, reference)
+        else:
+            found = [_block_sums(problem, rows, weighing, reference)
+                     for rows in row_blocks(n, m, per_pair)]  # fmt: skip
+            shift = np.concatenate([f[0] for f in found])
+            sums = np.concatenate([f[1] for f in found])
+    return LogSums(shift + weighing[1], sums, np.ones(n, bool))
+
+
+def _block_sums(
+    problem: SumProblem, rows: slice, weighing: tuple[Any, ...],
+    reference: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """``(shift, sums)`` of the query ``rows``: the weights shifted by each row's largest,
+    observation weights multiplied after the shift (:func:`_factors`), then ``Σ w [1, v]``
+    or the moments about each row's ``reference``."""
+    factors, _, dropped, log_w = weighing
+    logs = _log_weights(problem, rows, dropped, log_w)
+    left_out = None if problem.left_out is None else problem.left_out[rows]
+    shares, shift, _ = shifted_weights(logs, left_out=left_out, weights=factors)
+    if factors is not None:  # each row's largest term brought to [1/2, 1): exact
+        exponent = np.frexp(shares.max(axis=1, initial=0.0))[1]
+        shares = np.ldexp(shares, -exponent[:, None])
+        shift = shift + exponent * LN2
+    if reference is not None:
+        return shift, _moments(shares, problem, rows, reference)
+    sums = np.empty((shares.shape[0], 1 + problem.values.shape[1]))
+    sums[:, 0] = shares.sum(axis=1)
+    sums[:, 1:] = shares @ problem.values
+    return shift, sums
 
 
 def heaviest_keys(problem: SumProblem) -> np.ndarray:
@@ -73,23 +88,32 @@ def heaviest_keys(problem: SumProblem) -> np.ndarray:
     evaluating the kernel. A row no key weighs gets ``−1`` or a key (any reference serves
     it: its sums are 0)."""
     n, m, _, _ = problem.sizes
-    found = np.full(n, -1)
     nearest = problem.weights is None and not problem.categorical
     nearest = nearest and kernels.is_monotone(problem.kernel) and not problem.kernel.product
+    log_w = None if problem.weights is None else np.log(problem.weights)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        log_w = None if problem.weights is None else np.log(problem.weights)
-        for rows in row_blocks(n, m):
-            if nearest:
-                scores = -squared_norm(_differences(problem, rows), problem.kernel)
-                scores[np.isnan(scores)] = -np.inf
-            else:
-                scores = _log_weights(problem, rows, None, log_w)
-            if problem.left_out is not None:
-                at = np.flatnonzero(problem.left_out[rows] >= 0)
-                scores[at, problem.left_out[rows][at]] = -np.inf
-            best = np.argmax(scores, axis=1)
-            found[rows] = np.where(scores[np.arange(best.size), best] > -np.inf, best, -1)
-    return found
+        found = [_heaviest(problem, rows, nearest, log_w) for rows in row_blocks(n, m)]
+    return found[0] if len(found) == 1 else np.concatenate([np.zeros(0, int), *found])
+
+
+def _heaviest(
+    problem: SumProblem, rows: slice, nearest: bool, log_w: np.ndarray | None
+) -> np.ndarray:
+    """:func:`heaviest_keys` of the query ``rows``."""
+    if nearest:  # the least distance (in one column, any norm's is |u|; never NaN)
+        differences = _differences(problem, rows)
+        scores = (np.abs(differences[0]) if len(differences) == 1
+                  else squared_norm(differences, problem.kernel))  # fmt: skip
+        if problem.left_out is None:
+            return np.asarray(scores.argmin(axis=1))
+        scores = np.negative(scores, out=scores)
+    else:
+        scores = _log_weights(problem, rows, None, log_w)
+    if problem.left_out is not None:
+        at = np.flatnonzero(problem.left_out[rows] >= 0)
+        scores[at, problem.left_out[rows][at]] = -np.inf
+    best = scores.argmax(axis=1)
+    return np.where(scores.max(axis=1) > -np.inf, best, -1)
 
 
 def diagonal_log_weights(problem: SumProblem) -> np.ndarray:
@@ -168,7 +192,7 @@ def _moments(
     categorical column's codes) and ``r`` the values' from its values."""
     k, v = problem.keys, problem.values
     _, _, d, p = problem.sizes
-    units = column_units(problem.bandwidth, problem.model)
+    units = problem.units
     about_k, about_v = reference[0][rows], reference[1][rows]
     delta = [(k[None, :, a] - about_k[:, a, None]) / units[a] for a in range(d)]
     response = [v[None, :, c] - about_v[:, c, None] for c in range(p)]
@@ -177,9 +201,9 @@ def _moments(
     for a in range(d):
         moved = shares * delta[a]
         for b in range(a, d):
-            second[:, a, b] = second[:, b, a] = np.einsum("nk,nk->n", moved, delta[b])
+            second[:, a, b] = second[:, b, a] = np.vecdot(moved, delta[b])
         for c in range(p):
-            cross[:, a, c] = np.einsum("nk,nk->n", moved, response[c])
+            cross[:, a, c] = np.vecdot(moved, response[c])
     total = shares.sum(axis=1, keepdims=True)
     return np.concatenate(
         [total, _dots(shares, response), _dots(shares, delta), second.reshape(n, d * d),
@@ -191,5 +215,5 @@ def _dots(shares: np.ndarray, arrays: list[np.ndarray]) -> np.ndarray:
     """``(n, len(arrays))``: each row's ``Σ_k shares · array``."""
     found = np.empty((shares.shape[0], len(arrays)))
     for c, array in enumerate(arrays):
-        found[:, c] = np.einsum("nk,nk->n", shares, array)
+        found[:, c] = np.vecdot(shares, array)
     return found

@@ -17,7 +17,6 @@ reads what it needs from the same sums:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -29,7 +28,7 @@ from ..methods.backends.exact import exact_sums, settled_sums
 from .backends import NUMPY_PAIRS, Backend, exact_log_sums, get_backend, refusal
 from .exact_pairs import diagonal_log_weights
 from .local_model import model_for, solve_moments
-from .nearest import column_units, nearest_mean
+from .nearest import nearest_mean
 from .problem import LogSums, SumProblem
 
 __all__ = [
@@ -98,7 +97,7 @@ def pool(
     no weight is ``empty`` and takes the nearest keys' mean where ``nearest``, else NaN
     (the caller's empty policy reports it)."""
     unit = value_unit(problem.values) if problem.values.size else np.ones(problem.sizes[3])
-    scaled = dataclasses.replace(problem, values=problem.values / unit)
+    scaled = problem.replace(values=problem.values / unit)
     found = solve(name, scaled)
     total = found.sums[:, :1]
     empty = total[:, 0] <= 0
@@ -182,7 +181,7 @@ def _solved(problem: SumProblem, found: LogSums) -> tuple[np.ndarray, ...]:
         if problem.degree == 0:
             fit, slopes, inverse_11 = means, np.zeros((n, d, p)), np.ones(n)
         else:
-            units = column_units(problem.bandwidth, problem.model)
+            units = problem.units
             about_keys, about_values = problem.reference()
             offset = (about_keys - problem.queries) / units
             fit, slopes, inverse_11 = solve_moments(means, d, p, 1, offset)

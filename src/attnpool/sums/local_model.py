@@ -196,6 +196,9 @@ def solve_moments(means, d: int, p: int, degree: int, offset=None, signed: bool 
     n = means.shape[0]
     if degree == 0:
         return y_bar, xp.zeros((n, d, p), means.dtype), xp.ones(n, means.dtype)
+    ridge = 1e-12 if means.dtype == np.float64 else 1e-6
+    if d == 1 and xp is np:
+        return _one_column(means, p, offset, signed, ridge)
     mu1 = means[:, p : p + d]
     mu2 = means[:, p + d : p + d + d * d].reshape(n, d, d)
     mu_dy = means[:, p + d + d * d :].reshape(n, d, p)
@@ -206,14 +209,40 @@ def solve_moments(means, d: int, p: int, degree: int, offset=None, signed: bool 
         sign = xp.where(variance < 0, -1.0, 1.0)[:, :, None]
     else:
         spread, sign = xp.sqrt(xp.where(variance > 0, variance, 1.0)), 1.0
-    ridge = 1e-12 if means.dtype == np.float64 else 1e-6
     unit = covariance / (spread[:, :, None] * spread[:, None, :]) + ridge * sign * xp.eye(
         d, dtype=means.dtype
     )
     moment = (mu_dy - mu1[:, :, None] * y_bar[:, None, :]) / spread[:, :, None]
-    slopes = xp.linalg.solve(unit, moment) / spread[:, :, None]
     from_query = mu1 if offset is None else mu1 + offset
-    intercept = y_bar - xp.einsum("nd,ndp->np", from_query, slopes)
     mean = from_query / spread
-    inverse_11 = 1.0 + xp.einsum("nd,nd->n", mean, xp.linalg.solve(unit, mean[:, :, None])[..., 0])
+    # one solve for the slopes' columns and (M⁻¹)₁₁'s (a division in one column on the host)
+    both = xp.concatenate([moment, mean[:, :, None]], axis=2)
+    solved = both / unit if d == 1 and xp is np else xp.linalg.solve(unit, both)
+    slopes = solved[..., :p] / spread[:, :, None]
+    intercept = y_bar - xp.einsum("nd,ndp->np", from_query, slopes)
+    inverse_11 = 1.0 + xp.einsum("nd,nd->n", mean, solved[..., p])
     return intercept, slopes, inverse_11
+
+
+def _one_column(means: np.ndarray, p: int, offset, signed: bool, ridge: float):
+    """:func:`solve_moments` of degree 1 in one column, in NumPy: the same arithmetic on
+    ``(n, 1)`` columns, each ``1 × 1`` system a division (a batched solve costs more)."""
+    y_bar, mu1, mu2, mu_dy = (
+        means[:, :p],
+        means[:, p : p + 1],
+        means[:, p + 1 : p + 2],
+        means[:, p + 2 :],
+    )
+    variance = mu2 - mu1 * mu1
+    if signed:
+        spread = np.sqrt(np.where(variance != 0, np.abs(variance), 1.0))
+        sign = np.where(variance < 0, -1.0, 1.0)
+    else:
+        spread, sign = np.sqrt(np.where(variance > 0, variance, 1.0)), 1.0
+    unit = variance / (spread * spread) + ridge * sign
+    from_query = mu1 if offset is None else mu1 + offset
+    mean = from_query / spread
+    slopes = (mu_dy - mu1 * y_bar) / spread / unit / spread
+    intercept = y_bar - from_query * slopes
+    inverse_11 = 1.0 + (mean * (mean / unit))[:, 0]
+    return intercept, slopes[:, None, :], inverse_11

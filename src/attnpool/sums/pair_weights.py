@@ -79,9 +79,9 @@ def shifted_weights(
     if left_out is not None:
         rows = np.flatnonzero(left_out >= 0)
         log_w[rows, left_out[rows]] = -np.inf
-    top = np.max(log_w, axis=1)
+    top = log_w.max(axis=1)
     empty = ~(top > -np.inf)
-    shift = np.where(empty, 0.0, top)
+    shift = np.where(empty, 0.0, top) if empty.any() else top
     w = np.exp(np.subtract(log_w, shift[:, None], out=log_w), out=log_w)  # (−inf − 0: 0)
     if weights is not None:
         w *= np.asarray(weights, np.float64)[None, :]

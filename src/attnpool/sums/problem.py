@@ -24,6 +24,7 @@ underflows however small the bandwidth: the pooling state ``(m, s, t)`` of
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -128,32 +129,56 @@ class SumProblem:
         kinds = [t == "c" for t in self.var_type]
         return ([j for j, c in enumerate(kinds) if c], [j for j, c in enumerate(kinds) if not c])
 
-    @property
+    @functools.cached_property
     def model(self) -> LocalModel:
         """The columns' description: kernel, var types, levels and degree."""
         d = self.keys.shape[1]
         var_type = "c" * d if self.var_type is None else self.var_type
         return LocalModel(self.kernel, var_type, self.levels or (0,) * d, self.degree)
 
+    @functools.cached_property
+    def units(self) -> np.ndarray:
+        """``(d,)``: each column's unit — its bandwidth for a continuous column, 1 for a
+        categorical one (its codes' differences): the moments' ``δ`` are in these."""
+        if self.var_type is None:
+            return self.bandwidth
+        return np.where([t == "c" for t in self.var_type], self.bandwidth, 1.0)
+
     def reference(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys (n, d), values (n, p))`` each row's moments are taken about: its
         ``origin`` key and that key's values, or the query itself and zeros."""
+        return self._reference
+
+    @functools.cached_property
+    def _reference(self) -> tuple[np.ndarray, np.ndarray]:
         n, _, _, p = self.sizes
         if self.origin is None:
             return self.queries, np.zeros((n, p))
         about = self.origin >= 0
+        if about.all():
+            return self.keys[self.origin], self.values[self.origin]
         at = np.where(about, self.origin, 0)
         keys = np.where(about[:, None], self.keys[at], self.queries)
         return keys, np.where(about[:, None], self.values[at], 0.0)
+
+    def replace(self, **changes: object) -> SumProblem:
+        """A copy with the fields ``changes``: :func:`dataclasses.replace`'s result without
+        its checks of each field, which cost more than a small call's sums."""
+        copy = object.__new__(type(self))
+        fields = {name: self.__dict__[name] for name in _FIELDS}
+        fields.update(changes)
+        copy.__dict__.update(fields)
+        return copy
 
     def rows(self, which: np.ndarray) -> SumProblem:
         """The same sums for the queries ``which`` (a boolean mask or indices) alone,
         each leaving out the key it left out and about the key it was about."""
         left_out = None if self.left_out is None else self.left_out[which]
         origin = None if self.origin is None else self.origin[which]
-        return dataclasses.replace(
-            self, queries=self.queries[which], left_out=left_out, origin=origin
-        )
+        return self.replace(queries=self.queries[which], left_out=left_out, origin=origin)
+
+
+_FIELDS = tuple(field.name for field in dataclasses.fields(SumProblem))
 
 
 class LogSums(NamedTuple):

@@ -11,7 +11,6 @@ ratio of two sums whose product with its unit would underflow first.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -71,7 +70,7 @@ def others_left_out(problem: SumProblem, log_sums: Callable[[SumProblem], LogSum
     """A problem whose rows leave out other keys than their own: every key summed by
     ``log_sums``, the rows that leave one out unsettled (the layer sums them exactly)."""
     left_out = np.asarray(problem.left_out)
-    found = log_sums(dataclasses.replace(problem, left_out=None))
+    found = log_sums(problem.replace(left_out=None))
     return found._replace(settled=found.settled & (left_out < 0))
 
 
