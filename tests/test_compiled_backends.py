@@ -138,3 +138,51 @@ def test_the_layer_sums_unsettled_rows_again_by_its_finishing_table(n, backend):
     found = layer.solve(SettlesNothing(), problem)
     assert found.settled.all()
     assert_equal_sums(problem, found, exact_log_sums(problem), 1e-12)
+
+
+def _mixed_problem(var_type: str, degree: int, weighted: bool, seed: int) -> SumProblem:
+    """Ties, an offset of 10⁶ bandwidths, ordered and unordered codes, a key of weight 0
+    (which some row takes as its reference), every row leaving its own key out."""
+    from attnpool.sums.exact_pairs import heaviest_keys
+
+    rng = np.random.default_rng(seed)
+    m = 40
+    columns = [np.round(rng.normal(size=m), 1) + 1e6 if t == "c" else rng.integers(0, 4, m)
+               for t in var_type]  # fmt: skip
+    x = np.stack(columns, axis=1).astype(float)
+    levels = tuple(4 if t == "u" else 0 for t in var_type)
+    h = np.array([0.4 if t == "c" else 0.3 for t in var_type])
+    weights = rng.uniform(0.5, 2.0, m) * 2.0 ** rng.integers(-60, 60, m) if weighted else None
+    if weighted:
+        weights[5] = 0.0
+    kernel = kernels.for_dimensions(kernels.get("epanechnikov"), max(var_type.count("c"), 1))
+    problem = SumProblem(x, x, rng.normal(size=(m, 2)) * 2.0 ** 300, h, kernel, weights,
+                         np.arange(m), var_type=var_type, levels=levels, degree=degree)  # fmt: skip
+    return problem.replace(origin=heaviest_keys(problem)) if degree else problem
+
+
+@pytest.mark.parametrize("name", ["dense", "stream"])
+@pytest.mark.parametrize("var_type, degree", [("cu", 0), ("uo", 0), ("c", 1), ("cc", 1),
+                                              ("cou", 1)])  # fmt: skip
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_exact_engines_sum_categorical_columns_and_local_moments(name, var_type, degree,
+                                                                     weighted):  # fmt: skip
+    problem = _mixed_problem(var_type, degree, weighted, seed=len(var_type) + degree)
+    engine = ENGINES[name]
+    assert engine.refusal(problem) is None
+    got, want = engine.log_sums(problem), exact_log_sums(problem)
+    assert got.sums.shape == want.sums.shape == (40, problem.width)
+    assert np.array_equal(got.sums[:, 0] > 0, want.sums[:, 0] > 0)
+    rows = want.sums[:, 0] > 0
+    log_total = [found.shift[rows] + np.log(found.sums[rows, 0]) for found in (got, want)]
+    np.testing.assert_allclose(*log_total, rtol=0, atol=1e-12)
+    ratios = [found.sums[rows, 1:] / found.sums[rows, :1] for found in (got, want)]
+    scale = np.maximum(np.max(np.abs(ratios[1]), axis=0), 1e-300)
+    np.testing.assert_allclose(ratios[0] / scale, ratios[1] / scale, rtol=0, atol=1e-12)
+
+
+def test_pallas_refuses_what_it_does_not_sum():
+    problem = _mixed_problem("c", 1, False, seed=0)
+    assert "sums the moments of degrees [0]; received 1" in ENGINES["pallas"].refusal(problem)
+    mixed = _mixed_problem("cu", 0, False, seed=0)
+    assert "takes the column types 'c'; received var_type='cu'" in ENGINES["pallas"].refusal(mixed)

@@ -40,17 +40,13 @@ from ..methods.options import refusal as method_refusal
 from ..methods.stream import KEY_BLOCK
 from ..sums.backends import Serves
 from ..sums.backends import refusal as declared_refusal
-from ..sums.geometry import block_log_weights, scale_coordinates
+from ..sums.geometry import scale_coordinates
+from ..sums.local_model import LocalModel
 from ..sums.observation_weights import column_scale
 from ..sums.problem import LogSums, SumProblem
-from ..sums.state import PoolingState, block_state
-from .blocks import (
-    kernel_block,
-    log_weight_bound,
-    mask_own_pairs,
-    mask_padding,
-    nearest_log_weight,
-)
+from ..sums.state import PoolingState
+from .blocks import kernel_block, log_weight_bound, nearest_log_weight
+from .problem_blocks import problem_block
 
 __all__ = ["ENGINES", "FUSED_KEY_BLOCK", "Engine", "Rows", "pool_state"]
 
@@ -149,28 +145,23 @@ class Engine:
 
     def problem_state(
         self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
-        power: int = 1,
+        power: int = 1, model: LocalModel | None = None,
     ) -> PoolingState:  # fmt: skip
         """The state of a :class:`SumProblem`'s arrays (traceable): ``rows`` unscaled,
         their divisor the bandwidth; ``columns (m, 1 + p)`` (ones, then the values),
         ``factors (m,)`` the observation weights (None: ones), ``left_out (n,)`` the key
-        each row leaves out (None: none), ``power`` ``r``."""
+        each row leaves out (None: none), ``power`` ``r``; ``model`` the columns' var types
+        and levels and the moments' degree (None: continuous columns of ``kernel``,
+        degree 0), for degree 1 each query row followed by its reference's ``d + p``
+        numbers (:mod:`.problem_blocks`)."""
         queries, keys, divisor = rows
-        streamed = not self.one_block
-
-        def block(query_rows, query_ids, key_rows, key_ids, value_rows):
-            scores = block_log_weights(query_rows, key_rows, kernel, by_column=streamed,
-                                       divisor=divisor)  # fmt: skip
-            scores = mask_padding(scores if power == 1 else power * scores, key_ids, key_count)
-            if factors is not None:  # a key of weight 0 never sets a row's shift (it would
-                # leave log 0 beside a far key that weighs)
-                scores = jnp.where(factors[key_ids][None, :] > 0, scores, -jnp.inf)
-            if left_out is not None:
-                scores = mask_own_pairs(scores, left_out[query_ids], key_ids)
-            weights = None if factors is None else factors[key_ids][None, :]
-            return block_state(scores, value_rows, factors=weights)
-
-        return self.blocks(block, queries, keys, columns, key_block=KEY_BLOCK)
+        d = keys.shape[1]
+        model = model or LocalModel(kernel, "c" * d, (0,) * d, 0)
+        block = problem_block(model, divisor, streamed=not self.one_block, factors=factors,
+                              left_out=left_out, key_count=key_count, power=power)  # fmt: skip
+        width = columns.shape[1] + (d + d * d + d * (columns.shape[1] - 1) if model.degree else 0)
+        key_block = max(64, KEY_BLOCK // width) if model.degree else KEY_BLOCK
+        return self.blocks(block, queries, keys, columns, key_block=key_block)
 
     def log_sums(self, problem: SumProblem) -> LogSums:
         """``problem``'s sums in its rows' precision (float64 with observation weights);
@@ -238,7 +229,7 @@ class Fused(Engine):
 
     def problem_state(
         self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
-        power: int = 1,
+        power: int = 1, model: LocalModel | None = None,
     ) -> PoolingState:  # fmt: skip
         if factors is not None or left_out is not None or power != 1:
             raise ValueError("'fused' sums K of unweighted keys, every key in each row")
@@ -266,7 +257,7 @@ class Pallas(Engine):
 
     def problem_state(
         self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
-        power: int = 1,
+        power: int = 1, model: LocalModel | None = None,
     ) -> PoolingState:  # fmt: skip
         if power != 1:
             raise ValueError("'pallas' sums K, not its powers")
@@ -280,8 +271,8 @@ class Pallas(Engine):
 ENGINES: dict[str, Engine] = {
     engine.name: engine
     for engine in (
-        Engine("dense", Serves(), one_block=True),
-        Stream("stream", Serves()),
+        Engine("dense", Serves(var_types="cou", degrees=(0, 1)), one_block=True),
+        Stream("stream", Serves(var_types="cou", degrees=(0, 1))),
         Fused(
             "fused",
             Serves(kernels=("gaussian",), weights=False, leave_one_out=False, powers=(1,)),
@@ -303,13 +294,14 @@ def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:
     the rows' precision (:func:`_precision`); each row's sums taken relative to its
     weights' sum (:func:`~attnpool.methods.backends.columns.log_sums_of`), so that a value
     column at ``2^−1000`` keeps its digits."""
-    n, p = problem.sizes[0], problem.sizes[3]
+    n, _, d, _ = problem.sizes
+    about = _about(problem)  # (before the keys of weight 0 leave: the origins index them)
     problem, unit = _weighing_keys(problem)
     m = problem.keys.shape[0]
     weights = problem.weights
     too_wide = weights is not None and m > 0 and np.min(weights) * MAX_WEIGHT_SPAN < 1.0
     if n == 0 or m == 0 or too_wide:
-        return LogSums(np.zeros(n), np.zeros((n, 1 + p)), np.full(n, not too_wide))
+        return LogSums(np.zeros(n), np.zeros((n, problem.width)), np.full(n, not too_wide))
     keys = problem.keys
     dtype = _precision(problem)
     scale = column_scale(problem.values)  # each value column in units of its largest
@@ -322,17 +314,29 @@ def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:
     rows = query_bucket(n)
     left_out = problem.left_out
     left_out = None if left_out is None else pad_rows(np.asarray(left_out, np.int32), rows)
-    queries, keys, bandwidth = (np.asarray(a, dtype) for a in (problem.queries, keys,
+    queries = problem.queries
+    if about is not None:  # the reference's values in the same units
+        queries = np.concatenate([queries, about[:, :d], about[:, d:] / scale], axis=1)
+    queries, keys, bandwidth = (np.asarray(a, dtype) for a in (queries, keys,
                                                                problem.bandwidth))  # fmt: skip
     weights = None if weights is None else np.asarray(weights, dtype)
     with precision_scope(dtype):
         state = _problem_program(Rows(pad_rows(queries, rows), keys, bandwidth), values,
-                                 weights, left_out, key_count,
-                                 engine=engine, kernel=problem.kernel,
-                                 power=problem.power)  # fmt: skip
+                                 weights, left_out, key_count, engine=engine,
+                                 model=problem.model, power=problem.power)  # fmt: skip
     shift, sums = (np.asarray(a, np.float64)[:n] for a in state)
     shift = np.where(np.isfinite(shift), shift, 0.0) + unit
+    if problem.degree:  # r and δr scale with the values; δ and δδ do not
+        scale = np.concatenate([scale, np.ones(d + d * d), np.tile(scale, d)])
     return log_sums_of(sums, shift, np.ones(n, bool), Columns(values, None, scale))
+
+
+def _about(problem: SumProblem) -> np.ndarray | None:
+    """``(n, d + p)``: each row's reference key and its values (degree 1), else None."""
+    if not problem.degree:
+        return None
+    keys, values = problem.reference()
+    return np.concatenate([keys, values], axis=1)
 
 
 def _precision(problem: SumProblem) -> type:
@@ -362,18 +366,19 @@ def _weighing_keys(problem: SumProblem) -> tuple[SumProblem, float]:
     return trimmed, exponent * math.log(2.0)
 
 
-@partial(jax.jit, static_argnames=("engine", "kernel", "power"))
+@partial(jax.jit, static_argnames=("engine", "model", "power"))
 def _problem_program(rows: Rows, values, factors, left_out, key_count, *, engine: Engine,
-                     kernel: Any, power: int) -> tuple[Any, Any]:  # fmt: skip
+                     model: LocalModel, power: int) -> tuple[Any, Any]:  # fmt: skip
     """``(shift, sums)`` of unscaled ``rows`` whose ``divisor`` is the bandwidth:
     differences divided by it, absolute sums (the matrix-product form, whose per-row
-    constant cancels in a pool, would not do)."""
+    constant cancels in a pool, would not do); for degree 1 each query row is followed
+    by its reference's ``d + p`` numbers."""
     keys = rows.keys
     rows = rows._replace(divisor=jnp.broadcast_to(rows.divisor, keys.shape[1:]))
     # the ones' column made here: a density's sums (no values) are then reductions
     columns = jnp.concatenate([jnp.ones((keys.shape[0], 1), values.dtype), values], axis=1)
-    state = engine.problem_state(rows, columns, kernel=kernel, factors=factors,
-                                 left_out=left_out, key_count=key_count,
-                                 power=power)  # fmt: skip
+    state = engine.problem_state(rows, columns, kernel=model.kernel, factors=factors,
+                                 left_out=left_out, key_count=key_count, power=power,
+                                 model=model)  # fmt: skip
     # (the weights' sum is the ones' column: XLA then drops the state's own)
     return state.max_log, state.weighted_values

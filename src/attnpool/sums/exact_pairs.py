@@ -90,8 +90,8 @@ def heaviest_keys(problem: SumProblem) -> np.ndarray:
     n, m, _, _ = problem.sizes
     nearest = problem.weights is None and not problem.categorical
     nearest = nearest and kernels.is_monotone(problem.kernel) and not problem.kernel.product
-    log_w = None if problem.weights is None else np.log(problem.weights)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        log_w = None if problem.weights is None else np.log(problem.weights)
         found = [_heaviest(problem, rows, nearest, log_w) for rows in row_blocks(n, m)]
     return found[0] if len(found) == 1 else np.concatenate([np.zeros(0, int), *found])
 

@@ -83,14 +83,14 @@ unsettled, each over every key; ``w`` the sums' columns, ``1 + p`` or local line
 ====  ==========================================================  ================
 rule  when                                                        backend
 ====  ==========================================================  ================
-1     a kernel NumPy evaluates, ``n·m·w ≤ NUMPY_MAX_WORK``, or    ``numpy``
-      categorical columns or local moments (only NumPy sums them)
+1     a kernel NumPy evaluates, ``n·m·w ≤ NUMPY_MAX_WORK``        ``numpy``
 2     ``K`` (not ``K²``) within 2⁴⁰ bandwidths, one column: the   ``fgt`` /
       Gaussian / a compact built-in kernel                        ``sparse``
 3     ``K`` within 2⁴⁰ bandwidths, a CPU, the Gaussian in 2–16    ``native``
       columns, the compiled loops
-4     otherwise: by size (``n·m ≤ DENSE_MAX_PAIRS``)              ``dense`` /
-                                                                  ``stream``
+4     otherwise, and before rule 2 for categorical columns or     ``dense`` /
+      local moments (no host method sums them): by size           ``stream``
+      (``n·m ≤ DENSE_MAX_PAIRS``)
 ====  ==========================================================  ================
 
 (The exact host methods first: a re-sum then imports no JAX.)
@@ -345,8 +345,10 @@ def _plan_density(f: Facts) -> Plan:
 
 def _plan_finish(f: Facts) -> Plan:
     small = f.n * f.m * f.outputs <= NUMPY_MAX_WORK
-    if f.host_profile and (small or f.degree or f.categorical):
+    if f.host_profile and small:
         return Plan("numpy", 1)
+    if f.degree or f.categorical:  # (no host method sums moments or categorical columns)
+        return Plan("dense" if f.n * f.m <= DENSE_MAX_PAIRS else "stream", 4)
     found = _plan_exact_host(f)
     return Plan(found.backend, found.rule + 1)
 
