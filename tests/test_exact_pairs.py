@@ -213,3 +213,18 @@ def test_the_reference_of_one_column_is_the_nearest_key_first_of_ties():
     problem = SumProblem(queries, keys, np.ones((4, 1)), np.array([1e-3]),
                          kernels.get("tricube"), degree=1)  # fmt: skip
     assert heaviest_keys(problem).tolist() == [0, 1, 3, 2]
+
+
+def test_the_nearest_keys_of_a_large_column_are_found_by_a_sorted_search():
+    # beyond one block of pairs: a nearest key (ties rounded to one decimal), never the
+    # row's own, equal in distance to the dense search's
+    rng = np.random.default_rng(8)
+    keys = np.round(rng.normal(size=(1200, 1)), 1)
+    left_out = np.where(rng.uniform(size=1200) < 0.8, np.arange(1200), -1)
+    problem = SumProblem(keys, keys, np.ones((1200, 1)), np.array([0.2]),
+                         kernels.get("tricube"), left_out=left_out, degree=1)  # fmt: skip
+    found = heaviest_keys(problem)
+    distances = np.abs(keys - keys.T)
+    distances[np.flatnonzero(left_out >= 0), left_out[left_out >= 0]] = np.inf
+    assert np.all(found >= 0) and np.all(found != left_out)
+    np.testing.assert_array_equal(distances[np.arange(1200), found], distances.min(axis=1))

@@ -95,8 +95,8 @@ def conditional_density(
     .. math:: \\hat f(y \\mid x) = \\frac{\\sum_i K((x - x_i)/h) \\, K((y - y_i)/b)}
               {\\prod_j b_j \\int K \\; \\sum_i K((x - x_i)/h)}
 
-    in the log domain (both sums by :func:`log_kernel_sums`): ``(k,)`` in float64, NaN
-    where no training point reaches ``x`` (a compact kernel). The Gaussian or a
+    in the log domain (both sums by :func:`attnpool.kernels.mixed.log_sums`): ``(k,)`` in
+    float64, NaN where no training point reaches ``x`` (a compact kernel). The Gaussian or a
     ``-product`` kernel (the joint kernel is then the product of the two); ``bandwidth``
     is ``x``'s, ``y_bandwidth`` ``y``'s. Continuous columns on the exact engines; with
     categorical ones (``x_var_type``, ``y_var_type``), :func:`conditional_log_density`.

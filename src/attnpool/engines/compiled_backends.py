@@ -159,7 +159,9 @@ class Engine:
         model = model or LocalModel(kernel, "c" * d, (0,) * d, 0)
         block = problem_block(model, divisor, streamed=not self.one_block, factors=factors,
                               left_out=left_out, key_count=key_count, power=power)  # fmt: skip
-        width = columns.shape[1] + (d + d * d + d * (columns.shape[1] - 1) if model.degree else 0)
+        width = columns.shape[1] + (
+            d + d * d + d * (columns.shape[1] - 1) - 1 if model.degree else 0
+        )
         key_block = max(64, KEY_BLOCK // width) if model.degree else KEY_BLOCK
         return self.blocks(block, queries, keys, columns, key_block=key_block)
 
@@ -380,5 +382,8 @@ def _problem_program(rows: Rows, values, factors, left_out, key_count, *, engine
     state = engine.problem_state(rows, columns, kernel=model.kernel, factors=factors,
                                  left_out=left_out, key_count=key_count, power=power,
                                  model=model)  # fmt: skip
+    if model.degree:  # (the moments' block sums no ones' column: the state's weight sum)
+        return state.max_log, jnp.concatenate([state.weight_sum[:, None],
+                                               state.weighted_values], axis=1)  # fmt: skip
     # (the weights' sum is the ones' column: XLA then drops the state's own)
     return state.max_log, state.weighted_values

@@ -8,9 +8,10 @@ column's bandwidth, the exact difference form) the block's pooling state is that
   :func:`attnpool.sums.local_model.log_categorical`), padded keys and each row's
   left-out key at ``−inf``, keys of weight 0 never setting a row's shift, observation
   weights multiplied after the shift;
-- summed against ``[1, v]``, or for local linear's moments against
-  ``[1, r, δ, δδᵀ, δrᵀ]`` with ``δ = (k − o) / units`` and ``r = v − v_o`` about each row's
-  reference ``(o, v_o)``, whose ``d + p`` numbers follow the row's ``d`` coordinates.
+- summed against ``[1, v]``, or for local linear's moments against ``[r, δ, δδᵀ, δrᵀ]``
+  (the ones' sum is the state's weight sum) with ``δ = (k − o) / units`` and
+  ``r = v − v_o`` about each row's reference ``(o, v_o)``, whose ``d + p`` numbers follow
+  the row's ``d`` coordinates.
 """
 
 from __future__ import annotations
@@ -80,15 +81,15 @@ def _log_weights(model: LocalModel, q: Any, k: Any, divisor: Any, continuous: li
 
 
 def _moment_rows(key_rows: Any, value_rows: Any, reference: Any, units: Any, d: int) -> Any:
-    """``(n, b, 1 + p + d + d² + d·p)``: ``[1, r, δ, δδᵀ, δrᵀ]`` of each pair about its row's
-    reference; ``value_rows (b, 1 + p)`` are ``[1, v]``."""
+    """``(n, b, p + d + d² + d·p)``: ``[r, δ, δδᵀ, δrᵀ]`` of each pair about its row's
+    reference (the ones' column is the state's weight sum); ``value_rows (b, 1 + p)``
+    are ``[1, v]``."""
     n, b = reference.shape[0], key_rows.shape[0]
     delta = (key_rows[None, :, :] - reference[:, None, :d]) / units
     response = value_rows[None, :, 1:] - reference[:, None, d:]
     p = response.shape[2]
     return jnp.concatenate(
         [
-            jnp.ones((n, b, 1), delta.dtype),
             response,
             delta,
             (delta[..., :, None] * delta[..., None, :]).reshape(n, b, d * d),

@@ -10,9 +10,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._support.units import value_unit
 from ..kernels.calculus import kernel_integrals
 from ..sums import layer
 from ..sums.backends import Backend
+from ..sums.exact_pairs import heaviest_keys
 from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
 
@@ -36,38 +38,56 @@ def backend_band(
     settings: BandSettings, backend: Backend | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """``(fit (k, p), std (k, p))`` of the band (checked arguments) by the backend
-    registered as ``name``, or by ``backend`` (a built-in one, chosen by the planner)."""
+    registered as ``name`` (a local-constant fit of continuous columns), or by ``backend``
+    (a built-in one, chosen by the planner: any fit it serves)."""
     method, n_boot, bootstrap, seed = settings
-    if model.degree != 0 or model.categorical:
+    if backend is None and (model.degree != 0 or model.categorical):
         raise ValueError(
             f"pooling: backend {name!r} gives bands of a local-constant fit of continuous "
             f"columns (degree=0); received degree={model.degree}, var_type={model.var_type!r}"
         )
     x, y, q, h = layer.host_arrays(name, x, y, q, h)
-    kernel = model.kernel
     sums: str | Backend = name if backend is None else backend
 
-    def pooled(queries: np.ndarray, values: np.ndarray) -> np.ndarray:
-        problem = SumProblem(queries, x, values, h, kernel)
-        return layer.pool(sums, problem, nearest=False)[0]
+    def fitted(queries: np.ndarray, values: np.ndarray, **options: Any) -> np.ndarray:
+        return local_fit(sums, queries, x, values, h, model, **options)
 
-    fit = pooled(q, y)
-    loo = layer.loo_fit(sums, SumProblem.leave_one_out(x, y, h, kernel), "pooling")
-    residuals = finite_residuals(y - loo)
+    fit = fitted(q, y)
+    residuals = finite_residuals(y - fitted(x, y, leave_out=True))
     if method == "asymptotic":
-        noise = pooled(q, residuals**2)
-        first, second = kernel_integrals(kernel, x.shape[1])
+        noise = fitted(q, residuals**2, degree=0)
+        first, second = kernel_integrals(model.kernel, x.shape[1])
         counts = layer.log_kernel_sums(sums, SumProblem(q, x, np.zeros((x.shape[0], 0)), h,
-                                                         kernel), "pooling")  # fmt: skip
+                                                         model.kernel), "pooling")  # fmt: skip
         return fit, np.sqrt(noise * (second / first) * np.exp(-counts)[:, None])
     from .._support.interop import precision_scope  # the compiled engines' draws, in float64
 
     with precision_scope(np.float64):
-        replicates = np.asarray(bootstrap_responses(pooled(x, y), residuals, n_boot, bootstrap,
+        replicates = np.asarray(bootstrap_responses(fitted(x, y), residuals, n_boot, bootstrap,
                                                     seed))  # fmt: skip
     p = y.shape[1]
-    refits = pooled(q, replicates.reshape(x.shape[0], n_boot * p)).reshape(q.shape[0], n_boot, p)
+    refits = fitted(q, replicates.reshape(x.shape[0], n_boot * p)).reshape(q.shape[0], n_boot, p)
     return fit, refits.std(axis=1, ddof=1)
+
+
+def local_fit(
+    sums: str | Backend, queries: np.ndarray, x: np.ndarray, values: np.ndarray, h: np.ndarray,
+    model: LocalModel, *, leave_out: bool = False, degree: int | None = None,
+) -> np.ndarray:  # fmt: skip
+    """``(k, p)``: the local fit of ``model`` (of ``degree``, where given) at ``queries``
+    by ``sums`` through the sums layer — each row's moments about its heaviest key, the
+    values in power-of-two units (:func:`~attnpool._support.units.value_unit`); each
+    training row leaving itself out where ``leave_out`` — NaN where no key weighs."""
+    unit = value_unit(values)
+    degree = model.degree if degree is None else degree
+    categorical = bool(model.categorical)
+    problem = SumProblem(queries, x, values / unit, h, model.kernel,
+                         left_out=np.arange(x.shape[0]) if leave_out else None,
+                         var_type=model.var_type if categorical else None,
+                         levels=model.levels if categorical else (), degree=degree)  # fmt: skip
+    if degree:
+        problem = problem.replace(origin=heaviest_keys(problem))
+    return np.asarray(layer.local_fit(sums, problem, "pooling")[0] * unit)
 
 
 def host_band(

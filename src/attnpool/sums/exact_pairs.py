@@ -85,11 +85,14 @@ def heaviest_keys(problem: SumProblem) -> np.ndarray:
     """``(n,)``: each row's key of the largest weight ``ω_j K_ij`` (the first of ties; its
     left-out key excluded): the reference of its moments. Unweighted continuous columns
     and a kernel that never grows with the distance: the nearest key, found without
-    evaluating the kernel. A row no key weighs gets ``−1`` or a key (any reference serves
-    it: its sums are 0)."""
-    n, m, _, _ = problem.sizes
+    evaluating the kernel — in one column beyond one block of pairs by a sorted search
+    (a nearest key, not always the first of ties). A row no key weighs gets ``−1`` or a
+    key (any reference serves it: its sums are 0)."""
+    n, m, d, _ = problem.sizes
     nearest = problem.weights is None and not problem.categorical
     nearest = nearest and kernels.is_monotone(problem.kernel) and not problem.kernel.product
+    if nearest and d == 1 and n * m > BLOCK_PAIRS:
+        return _nearest_in_one_column(problem)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         log_w = None if problem.weights is None else np.log(problem.weights)
         found = [_heaviest(problem, rows, nearest, log_w) for rows in row_blocks(n, m)]
@@ -114,6 +117,24 @@ def _heaviest(
         scores[at, problem.left_out[rows][at]] = -np.inf
     best = scores.argmax(axis=1)
     return np.where(scores.max(axis=1) > -np.inf, best, -1)
+
+
+def _nearest_in_one_column(problem: SumProblem) -> np.ndarray:
+    """:func:`heaviest_keys`' nearest keys in one column by a sorted search, O((n + m) log m):
+    the two keys on either side of each query's place among the sorted keys hold a
+    nearest one that is not left out (of tied keys, the first of those four; any serves
+    as a reference)."""
+    keys, queries = problem.keys[:, 0], problem.queries[:, 0]
+    order = np.argsort(keys, kind="stable")
+    place = np.searchsorted(keys[order], queries)
+    at = np.clip(place[:, None] + np.arange(-2, 2)[None, :], 0, keys.size - 1)
+    candidates = order[at]
+    distance = np.abs(keys[candidates] - queries[:, None])
+    if problem.left_out is not None:
+        distance[candidates == problem.left_out[:, None]] = np.inf
+    closest = distance.min(axis=1)
+    first = np.where(distance == closest[:, None], candidates, keys.size).min(axis=1)
+    return np.where(closest < np.inf, first, -1)
 
 
 def diagonal_log_weights(problem: SumProblem) -> np.ndarray:

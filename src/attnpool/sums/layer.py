@@ -144,7 +144,7 @@ def loo_fit(name: str | Backend, problem: SumProblem, argument: str = "pooling")
 
 
 def local_fit(
-    name: str | Backend, problem: SumProblem
+    name: str | Backend, problem: SumProblem, argument: str = "method"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(fit (n, p), slopes (n, d, p), empty (n,))``: the local polynomial of
     ``problem.degree`` at each query, from its sums by the backend ``name`` — the pooled
@@ -152,7 +152,7 @@ def local_fit(
     each row's reference (:func:`~attnpool.sums.local_model.solve_moments`), the slopes
     per unit of each column. A row of no weight is ``empty``, its fit NaN (the caller's
     nearest-key limit or empty policy decides)."""
-    fit, slopes, _, empty = _solved(problem, solve(name, problem))
+    fit, slopes, _, empty = _solved(problem, solve(name, problem, argument))
     return fit, slopes, empty
 
 
