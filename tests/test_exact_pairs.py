@@ -228,3 +228,21 @@ def test_the_nearest_keys_of_a_large_column_are_found_by_a_sorted_search():
     distances[np.flatnonzero(left_out >= 0), left_out[left_out >= 0]] = np.inf
     assert np.all(found >= 0) and np.all(found != left_out)
     np.testing.assert_array_equal(distances[np.arange(1200), found], distances.min(axis=1))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_the_nearest_keys_of_large_columns_are_found_by_a_tree(kernel):
+    # several columns of unequal bandwidths, 10⁶ from the origin, ties: a nearest key
+    # in the scaled distance, never the row's own
+    rng = np.random.default_rng(9)
+    keys = np.round(rng.normal(size=(700, 3)), 1) * [1.0, 10.0, 100.0] + 1e6
+    left_out = np.where(rng.uniform(size=700) < 0.7, np.arange(700), -1)
+    h = np.array([0.3, 3.0, 30.0])
+    problem = SumProblem(keys, keys, np.ones((700, 1)), h,
+                         kernels.for_dimensions(kernels.get(kernel), 3), left_out=left_out,
+                         degree=1)  # fmt: skip
+    found = heaviest_keys(problem)
+    squares = np.sum(((keys[:, None, :] - keys[None, :, :]) / h) ** 2, axis=2)
+    squares[np.flatnonzero(left_out >= 0), left_out[left_out >= 0]] = np.inf
+    assert np.all(found >= 0) and np.all(found != left_out)
+    np.testing.assert_allclose(squares[np.arange(700), found], squares.min(axis=1), atol=1e-12)

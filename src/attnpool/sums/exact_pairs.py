@@ -85,14 +85,14 @@ def heaviest_keys(problem: SumProblem) -> np.ndarray:
     """``(n,)``: each row's key of the largest weight ``ω_j K_ij`` (the first of ties; its
     left-out key excluded): the reference of its moments. Unweighted continuous columns
     and a kernel that never grows with the distance: the nearest key, found without
-    evaluating the kernel — in one column beyond one block of pairs by a sorted search
-    (a nearest key, not always the first of ties). A row no key weighs gets ``−1`` or a
-    key (any reference serves it: its sums are 0)."""
+    evaluating the kernel — beyond one block of pairs by a sorted search (one column) or
+    a k-d tree (several): a nearest key, not always the first of ties. A row no key
+    weighs gets ``−1`` or a key (any reference serves it: its sums are 0)."""
     n, m, d, _ = problem.sizes
     nearest = problem.weights is None and not problem.categorical
     nearest = nearest and kernels.is_monotone(problem.kernel) and not problem.kernel.product
-    if nearest and d == 1 and n * m > BLOCK_PAIRS:
-        return _nearest_in_one_column(problem)
+    if nearest and n * m > BLOCK_PAIRS:
+        return _nearest_in_one_column(problem) if d == 1 else _nearest_by_tree(problem)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         log_w = None if problem.weights is None else np.log(problem.weights)
         found = [_heaviest(problem, rows, nearest, log_w) for rows in row_blocks(n, m)]
@@ -135,6 +135,28 @@ def _nearest_in_one_column(problem: SumProblem) -> np.ndarray:
     closest = distance.min(axis=1)
     first = np.where(distance == closest[:, None], candidates, keys.size).min(axis=1)
     return np.where(closest < np.inf, first, -1)
+
+
+def _nearest_by_tree(problem: SumProblem) -> np.ndarray:
+    """:func:`heaviest_keys`' nearest keys in several columns by a k-d tree in the kernel's
+    norm, O((n + m) log m) for few columns: coordinates about the keys' midrange, each
+    column in units of ``h / min h`` (which cannot overflow); the second nearest where the
+    first is the row's left-out key."""
+    from scipy.spatial import cKDTree
+
+    from .._support.units import midrange
+
+    centre, scale = midrange(problem.keys), np.min(problem.bandwidth) / problem.bandwidth
+    keys, queries = ((a - centre) * scale for a in (problem.keys, problem.queries))
+    count = 1 if problem.left_out is None else min(2, keys.shape[0])
+    norm = problem.kernel.norm
+    _, found = cKDTree(keys).query(queries, k=count, p=norm)
+    found = np.asarray(found, int).reshape(queries.shape[0], count)
+    if problem.left_out is None:
+        return found[:, 0]
+    own = found[:, 0] == problem.left_out
+    first = np.where(own, found[:, -1], found[:, 0])
+    return np.where(own & (found[:, -1] == found[:, 0]), -1, first)
 
 
 def diagonal_log_weights(problem: SumProblem) -> np.ndarray:
