@@ -134,3 +134,21 @@ def test_the_nearest_key_limit_of_mixed_rows_is_the_compiled_engines(degree):
     want = local_regression(x, y, queries, kernel="epanechnikov", bandwidth=h, var_type="cu",
                             degree=degree, empty="nearest", block_size=64)  # fmt: skip
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+def test_the_nearest_keys_of_three_columns_are_told_apart_beside_a_categorical_one(degree):
+    # continuous coordinates of 1e-28 beside codes of 1: the compiled limit's matrix
+    # product left every key of a level tied (their mean), the differences do not
+    x, y = _mixed(150, "cuc", seed=2)
+    x[:, [0, 2]] *= 1e-28
+    queries = x[:6] + np.array([5e-28, 0.0, 5e-28])
+    h = np.array([1e-30, 0.4, 2e-30])
+    model = model_for(x, kernel="epanechnikov", var_type="cuc", degree=degree)
+    got = numpy_engine.local_fit(x, y, queries, h, model, nearest=True)[0]
+    want = local_regression(x, y, queries, kernel="epanechnikov", bandwidth=h, var_type="cuc",
+                            degree=degree, empty="nearest", block_size=64)  # fmt: skip
+    closest = [np.argmin(np.where(x[:, 1] == q[1], np.sum(((x - q) / h)[:, [0, 2]] ** 2, axis=1),
+                                  np.inf)) for q in queries]  # fmt: skip
+    np.testing.assert_allclose(got, y[closest], rtol=1e-12)
+    np.testing.assert_allclose(want, y[closest], rtol=1e-12)

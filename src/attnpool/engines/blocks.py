@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .. import kernels as _kernels
-from ..sums.geometry import MATMUL_MIN_DIM, block_log_weights, closeness
+from ..sums.geometry import MATMUL_MIN_DIM, block_log_weights, nearest_closeness
 from ..sums.masks import mask_keys
 from ..sums.state import block_state, hard_block_state
 
@@ -48,7 +48,7 @@ def kernel_block(
 
     def block(query_rows, query_ids, key_rows, key_ids, value_rows):
         if hard:
-            scores = closeness(query_rows, key_rows, kernel)
+            scores = nearest_closeness(query_rows, key_rows, kernel)
         else:
             scores = block_log_weights(
                 query_rows, key_rows, kernel, by_column=streamed, divisor=divisor

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels import Kernel
-from ..sums.geometry import block_log_weights, closeness
+from ..sums.geometry import block_log_weights, nearest_closeness
 from ..sums.state import PoolingState
 
 #: ``(query_rows, query_ids, key_rows, key_ids, value_rows) -> PoolingState`` of one block.
@@ -48,7 +48,7 @@ def dense_weights(queries, keys, kernel: Kernel, *, hard: bool = False, divisor=
     query may attend (the others get no weight).
     """
     if hard:
-        scores = closeness(queries, keys, kernel)
+        scores = nearest_closeness(queries, keys, kernel)
     else:
         scores = block_log_weights(queries, keys, kernel, divisor=divisor)
     if allowed is not None:

@@ -149,6 +149,15 @@ def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor
     return -jnp.maximum(sq - 2.0 * cross, 0.0)
 
 
+def nearest_closeness(queries, keys, kernel: Kernel):
+    """``(n, b)``: ``−‖q − k‖²`` in the kernel's norm, one difference per coordinate — the
+    nearest-key limit's scores. Never the matrix-product form: its rounding,
+    ``eps·(‖q‖² + ‖k‖²)``, ties keys whose distances differ by less, and a categorical
+    column's codes beside tiny continuous coordinates left every key of a level tied."""
+    us = [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
+    return -squared_norm(us, kernel, jnp)
+
+
 def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
     """``(n, b)`` log weights of scaled ``queries`` over ``keys``, up to a per-query constant.
 
