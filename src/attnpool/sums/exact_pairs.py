@@ -91,8 +91,10 @@ def heaviest_keys(problem: SumProblem) -> np.ndarray:
     n, m, d, _ = problem.sizes
     nearest = problem.weights is None and not problem.categorical
     nearest = nearest and kernels.is_monotone(problem.kernel) and not problem.kernel.product
-    if nearest and n * m > BLOCK_PAIRS:
-        return _nearest_in_one_column(problem) if d == 1 else _nearest_by_tree(problem)
+    if nearest and n * m > BLOCK_PAIRS and d == 1:
+        return _nearest_in_one_column(problem)
+    if nearest and n * m > BLOCK_PAIRS and isinstance(problem.kernel.norm, float | int):
+        return _nearest_by_tree(problem, float(problem.kernel.norm))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         log_w = None if problem.weights is None else np.log(problem.weights)
         found = [_heaviest(problem, rows, nearest, log_w) for rows in row_blocks(n, m)]
@@ -137,11 +139,11 @@ def _nearest_in_one_column(problem: SumProblem) -> np.ndarray:
     return np.where(closest < np.inf, first, -1)
 
 
-def _nearest_by_tree(problem: SumProblem) -> np.ndarray:
-    """:func:`heaviest_keys`' nearest keys in several columns by a k-d tree in the kernel's
-    norm, O((n + m) log m) for few columns: coordinates about the keys' midrange, each
-    column in units of ``h / min h`` (which cannot overflow); the second nearest where the
-    first is the row's left-out key."""
+def _nearest_by_tree(problem: SumProblem, norm: float) -> np.ndarray:
+    """:func:`heaviest_keys`' nearest keys in several columns by a k-d tree in the ``norm``
+    (a Minkowski one's), O((n + m) log m) for few columns: coordinates about the keys'
+    midrange, each column in units of ``h / min h`` (which cannot overflow); the second
+    nearest where the first is the row's left-out key."""
     from scipy.spatial import cKDTree
 
     from .._support.units import midrange
@@ -149,7 +151,6 @@ def _nearest_by_tree(problem: SumProblem) -> np.ndarray:
     centre, scale = midrange(problem.keys), np.min(problem.bandwidth) / problem.bandwidth
     keys, queries = ((a - centre) * scale for a in (problem.keys, problem.queries))
     count = 1 if problem.left_out is None else min(2, keys.shape[0])
-    norm = problem.kernel.norm
     _, found = cKDTree(keys).query(queries, k=count, p=norm)
     found = np.asarray(found, int).reshape(queries.shape[0], count)
     if problem.left_out is None:
