@@ -27,8 +27,8 @@ NARROW = 16
 #: Rows taken as one long row where a narrow array is reduced or shifted by columns.
 ROW_STRETCH = 256
 #: Entries up to which an array's extremes are found again rather than remembered
-#: (finding them costs less than the memo's lookup).
-REMEMBERED_SIZE = 4096
+#: (finding them costs less than the memo's lookup: a small call's arrays).
+REMEMBERED_SIZE = 512
 
 
 def column_extremes(a) -> tuple[np.ndarray, np.ndarray]:
@@ -36,7 +36,8 @@ def column_extremes(a) -> tuple[np.ndarray, np.ndarray]:
     a concrete ``(n ≥ 1, d)`` array. A narrow array is reduced by long stretches of
     rows (:func:`_stretched_extremes`) or column by column: NumPy reduces it along its
     rows some thirty times more slowly. Inside
-    :func:`remembering_extremes`, an array's extremes are found once."""
+    :func:`remembering_extremes`, an array's extremes are found once (one of more than
+    :data:`REMEMBERED_SIZE` entries: a smaller one's again, which costs less)."""
     a = np.asarray(a)
     memo = _remembered.get() if a.size > REMEMBERED_SIZE else None
     if memo is not None:
