@@ -103,14 +103,27 @@ FIT_TABLE = [
     (fit(n=100, m=500, degree=1, categorical=True, gaussian=False), "numpy", 1),
     (fit(n=100, m=500, block_size=True), "pool", 3),
     (fit(n=100, m=500, host_profile=False), "pool", 3),
-    (fit(degree=1, moments_loops=True), "numpy", 2),
-    (fit(degree=1, moments_loops=True, weighted=True), "compiled", 4),
-    (fit(degree=1, moments_loops=True, categorical=True), "compiled", 4),
-    (fit(degree=1, moments_loops=True, gaussian=False), "compiled", 4),
-    (fit(degree=1, moments_loops=True, block_size=True), "compiled", 4),
-    (fit(degree=1, moments_loops=False), "compiled", 4),
+    (fit(degree=1, moments_loops=True), "native", 2),
+    (fit(degree=1, moments_loops=True, weighted=True), "stream", 7),
+    (fit(degree=1, moments_loops=True, categorical=True), "stream", 7),
+    (fit(degree=1, moments_loops=True, gaussian=False), "stream", 7),
+    (fit(degree=1, moments_loops=True, block_size=True), "stream", 4),
+    (fit(degree=1, moments_loops=False), "stream", 7),
     (fit(), "pool", 3),
-    (fit(categorical=True), "compiled", 4),
+    (fit(categorical=True), "stream", 7),
+    (fit(categorical=True, block_size=True), "stream", 4),
+    # the compiled fits' table: one block up to 2²¹ numbers, the tiled kernel on a GPU
+    (fit(n=2**10, m=2**11, categorical=True, host_profile=False), "dense", 5),
+    (fit(n=2**10 + 1, m=2**11, categorical=True, host_profile=False), "stream", 7),
+    (fit(n=2**10, m=2**11, degree=1, host_profile=False), "stream", 7),  # 9 numbers a pair
+    (fit(n=2**5, m=2**11, degree=1, outputs=2, host_profile=False), "dense", 5),  # 18
+    (fit(degree=1, device="gpu"), "pallas", 6),
+    (fit(degree=1, device="gpu", block_size=True), "stream", 4),
+    (fit(degree=1, device="gpu", categorical=True), "stream", 7),
+    (fit(degree=1, device="gpu", tiled=False), "stream", 7),
+    (fit(categorical=True)._replace(task="compiled"), "stream", 7),
+    (fit(n=100, m=500, degree=1)._replace(task="compiled"), "dense", 5),  # never NumPy
+    (fit(device="gpu")._replace(task="compiled"), "pallas", 6),  # never pooling's table
 ]
 
 
@@ -207,7 +220,7 @@ def test_the_tables(facts, backend, rule):
 def test_every_rule_is_in_the_tables():
     assert {r for _, _, r in POOLING_TABLE} == set(range(1, 11))
     assert {r for _, _, r in DENSITY_TABLE} == set(range(1, 8))
-    assert {r for _, _, r in FIT_TABLE} == set(range(1, 5))
+    assert {r for _, _, r in FIT_TABLE} == set(range(1, 8))
     assert {r for _, _, r in SEARCH_TABLE} == set(range(1, 5))
     assert {r for _, _, r in FINISH_TABLE} == set(range(1, 5))
     assert {r for _, _, r in CHUNK_TABLE} == set(range(1, 4))
@@ -225,7 +238,7 @@ def test_the_thresholds_are_the_planners_and_sit_on_their_edges():
 
 
 def test_a_task_it_does_not_know_is_named():
-    with pytest.raises(ValueError, match=r"^facts.task: expected 'pool', 'density', 'fit'"):
+    with pytest.raises(ValueError, match=r"^facts.task: expected 'pool', 'density', 'fit', 'co"):
         plan(Facts("lookup", 1, 1, 1))
 
 

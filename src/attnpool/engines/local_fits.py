@@ -19,12 +19,13 @@ import numpy as np
 from .. import kernels as _kernels
 from .._support.shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ..methods import dense_weights, normalise, pallas
-from ..methods.options import exact_engine
 from ..methods.pallas_kernel import pair_log_weights
 from ..methods.stream import KEY_BLOCK
+from ..sums.facts import fit_facts
 from ..sums.geometry import key_centre
 from ..sums.local_model import LocalModel, log_weights, prepare, relative, solve_moments
 from ..sums.observation_weights import augmented, column_scale, divided
+from ..sums.plan import block_width, plan
 from ..sums.state import block_state, finalize, hard_block_state
 from .blocks import (
     kernel_block,
@@ -232,9 +233,9 @@ def local_fit(
     to their buckets (:mod:`attnpool._support.shapes`) unless ``key_count`` says the training
     rows from that one on are padding already (then queries are not padded either).
     ``weights (n,)``: positive observation weights of the training rows (the hat
-    diagonal is then that of one copy of each row). ``engine``: ``"pallas"`` sums on the
-    tiled kernel (:mod:`attnpool.methods.pallas`; continuous columns); None: dense or
-    streamed by size — on a GPU, the tiled kernel where it serves the model.
+    diagonal is then that of one copy of each row). ``engine``: ``"dense"``, ``"stream"``
+    or ``"pallas"`` (the tiled kernel, :mod:`attnpool.methods.pallas`; continuous
+    columns); None: the planner's compiled fits' table (:mod:`attnpool.sums.plan`).
     """
     n, m = x_query.shape[0], x_train.shape[0]
     if key_count is None and 0 < n and m <= MAX_ROWS:
@@ -258,17 +259,14 @@ def local_fit(
             engine=engine,
         )
         return unpadded(results, n, host=is_host(x_train, x_query))
-    width = 1 if model.degree == 0 else (1 + x_train.shape[1]) ** 2 * y_train.shape[1]
-    method = "stream" if block_size is not None else exact_engine(n * m * width)
-    if engine == "pallas" or (engine is None and method == "stream" and block_size is None
-                              and not pallas.interpreted() and tiled_model(model)):  # fmt: skip
-        if not tiled_model(model):
-            raise ValueError(
-                "method: 'pallas' fits continuous columns with a non-negative kernel; "
-                f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
-            )
-        method = "pallas"
-    key_block = block_size or max(64, KEY_BLOCK // width)
+    facts = fit_facts(model, n, m, y_train.shape[1], block_size=block_size is not None)
+    method = plan(facts._replace(task="compiled")).backend if engine is None else engine
+    if method == "pallas" and not tiled_model(model):
+        raise ValueError(
+            "method: 'pallas' fits continuous columns with a non-negative kernel; "
+            f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
+        )
+    key_block = block_size or max(64, KEY_BLOCK // block_width(facts))
     route = FitRoute(model, method, key_block, exclude_self, with_hat, nearest)
     if weights is not None:  # the responses in units of their column's largest: the
         # weights' span (to 2⁵¹¹) times responses of 2⁻¹⁰⁰⁰ underflowed (the fit is linear in y)

@@ -30,9 +30,9 @@ from ..bandwidth.selection import canonical_selector
 from ..engines import numpy_engine
 from ..methods.options import LOCAL_FIT_METHODS
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, report_empty, takes_nearest
-from ..sums.facts import device, fit_facts, pool_facts
+from ..sums.facts import fit_facts, pool_facts
 from ..sums.local_model import model_for
-from ..sums.plan import plan, work_width
+from ..sums.plan import plan
 from . import pairs as pair_regression
 
 __all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "planned_backend",
@@ -41,6 +41,8 @@ __all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "pl
 #: Methods every local fit runs on (``pallas``: continuous columns); the others pool
 #: (local constant, continuous columns).
 EXACT_ENGINES = LOCAL_FIT_METHODS
+#: The planner's fit backends the NumPy engine runs (``native``: its moments on the loop).
+NUMPY_ENGINE = ("numpy", "native")
 
 
 @dataclass(frozen=True)
@@ -135,21 +137,21 @@ def fitted_bandwidth(
 
 
 def _route(x_train, y_train, queries: int, options: FitOptions, weights=None, model=None):
-    """``(path, model, facts)`` of a fit at ``queries`` points: ``"pairs"`` (the pair
-    engine) or the method named (model and facts None), or the planner's fit table's
-    (:mod:`attnpool.sums.plan`) ``"numpy"``, ``"pool"`` or ``"compiled"``, with the
-    fit's model (``model``, where the caller has it: :func:`fit_model`) and the
-    :class:`~attnpool.sums.plan.Facts` it read."""
+    """``(path, model)`` of a fit at ``queries`` points: ``"pairs"`` (the pair engine) or
+    the method named (model None), or the backend of the planner's fit table
+    (:mod:`attnpool.sums.plan`: ``"numpy"``, ``"native"``, ``"pool"``, or a compiled
+    fit's engine) with the fit's model (``model``, where the caller has it:
+    :func:`fit_model`)."""
     if pair_regression.is_pair_fit(options.kernel, options.bandwidth_type):
-        return "pairs", None, None
+        return "pairs", None
     name = method_name(x_train, options)
     if name != "auto":
-        return name, None, None
+        return name, None
     model = model or _model(x_train, options)
     outputs = 1 if y_train.ndim == 1 else y_train.shape[1]
     facts = fit_facts(model, queries, x_train.shape[0], outputs, weighted=weights is not None,
                       block_size=options.block_size is not None)  # fmt: skip
-    return plan(facts).backend, model, facts
+    return plan(facts).backend, model
 
 
 def fit_model(x_train, options: FitOptions):
@@ -171,24 +173,18 @@ def _model(x_train, options: FitOptions):
 def planned_backend(x_train, y_train, bandwidth, options: FitOptions, *, weights=None) -> str:
     """The backend that computes the fit at the training rows — resolved in ``fit``, as
     scikit-learn resolves ``algorithm="auto"``: ``"pairs"`` (the pair engine), the method
-    named, or the planner's (:mod:`attnpool.sums.plan`): ``"numpy"``, the pooling
-    table's method for a local-constant fit, the compiled local fits' engine else.
+    named, or the planner's (:mod:`attnpool.sums.plan`): ``"numpy"``, ``"native"`` (local
+    linear's moments on the compiled loop), the pooling table's method for a
+    local-constant fit, the compiled fits' engine else.
     ``predict`` asks the same tables for its own number of queries (a few of them may
     go to NumPy where thousands went to a method)."""
     n = x_train.shape[0]
-    planned, model, facts = _route(x_train, y_train, n, options, weights)
-    blocked = options.block_size is not None
+    planned, model = _route(x_train, y_train, n, options, weights)
     if planned == "pool":
         pool = pool_facts(model.kernel, x_train, x_train,
                           np.asarray(bandwidth, np.float64), values=y_train.reshape(n, -1),
-                          numpy=True, block_size=blocked)  # fmt: skip
+                          numpy=True, block_size=options.block_size is not None)  # fmt: skip
         return plan(pool).backend
-    if planned == "compiled":
-        from ..methods.options import exact_engine
-
-        engine = "stream" if blocked else exact_engine(n * n * work_width(facts))
-        tiled = facts.tiled and not facts.categorical and device() == "gpu"
-        return "pallas" if engine == "stream" and tiled and not blocked else engine
     return planned
 
 
@@ -200,32 +196,22 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
     the caller kept it (its unordered columns' levels are not counted again)."""
     kernel, degree, var_type = options.kernel, options.degree, options.var_type
     empty, block_size, method = options.empty, options.block_size, options.method
-    route, model, _ = _route(x_train, y_train, x.shape[0], options, weights, model)
+    route, model = _route(x_train, y_train, x.shape[0], options, weights, model)
     if route == "pairs":
         return pair_regression.estimator_prediction(
             x_train, y_train, x, setting=bandwidth, empty=empty, weights=weights,
             kernel=kernel, bandwidth_type=options.bandwidth_type, degree=degree,
             var_type=var_type, method=method,
         )  # fmt: skip
-    if route == "numpy":
+    if route in NUMPY_ENGINE:
         return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
     common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}
-    if route == "compiled" or route in EXACT_ENGINES:
-        from ..methods.stream import KEY_BLOCK
+    if route in EXACT_ENGINES:
         from . import local_regression
 
-        if route == "stream" and block_size is None:
-            block_size = KEY_BLOCK
-        return local_regression(
-            x_train,
-            y_train,
-            x,
-            degree=degree,
-            var_type=var_type,
-            block_size=block_size,
-            method="pallas" if route == "pallas" else "auto",
-            **common,
-        )
+        named = route if method != "auto" else "auto"  # (else the compiled table's again)
+        return local_regression(x_train, y_train, x, degree=degree, var_type=var_type,
+                                block_size=block_size, method=named, **common)  # fmt: skip
     from ..pooling import attention_pool
 
     return attention_pool(x, x_train, y_train, method=method, block_size=block_size, **common)

@@ -175,19 +175,14 @@ def _engine(method: str, kernel: kernels.Kernel, x: Any, y: Any, q: Any, h: Any,
         if reason is not None:
             raise ValueError(f"method: {reason}")
         return method
-    from ..methods.options import exact_engine
     from ..sums.facts import polynomial_facts
-    from ..sums.plan import pair_width, plan
+    from ..sums.plan import plan
 
     facts = polynomial_facts(kernel, q.shape[0], x.shape[0], x.shape[1], y.shape[1], degree)
-    decision = plan(facts)
-    if on_host and decision.backend == "numpy":  # rule 2: the compiled loop's moments
-        return "numpy" if decision.rule == 1 else "native"
-    from ..methods import pallas
-
-    engine = exact_engine(q.shape[0] * x.shape[0] * pair_width(degree, x.shape[1], y.shape[1]))
-    tiled = engine == "stream" and not pallas.interpreted() and pallas.supports(kernel)
-    return "pallas" if tiled else engine
+    backend = plan(facts).backend
+    if on_host and backend in ENGINES and ENGINES[backend].host_only:  # numpy, native
+        return backend
+    return plan(facts._replace(task="compiled")).backend
 
 
 def loo_residuals(
@@ -206,7 +201,7 @@ def loo_residuals(
     h = np.broadcast_to(np.asarray(bandwidth, np.float64), (x.shape[1],))
     orders = [(0,) * x.shape[1]]
     facts = polynomial_facts(record, x.shape[0], x.shape[0], x.shape[1], y.shape[1], degree)
-    loop = method == "native" or (method != "numpy" and plan(facts) == ("numpy", 2))
+    loop = method == "native" or (method != "numpy" and plan(facts).backend == "native")
     if loop:  # each row's own pair left out
         found = native_fit(x, y, x, h, record, degree, orders, left_out=True)
         if found is not None:

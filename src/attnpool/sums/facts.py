@@ -21,7 +21,7 @@ from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._support.validation import numpy_dtype
 from ..kernels import Kernel
 from .local_model import LocalModel
-from .plan import EXPANSION_MIN_PAIRS, Facts
+from .plan import DENSE_MAX_PAIRS, EXPANSION_MIN_PAIRS, Facts
 from .problem import SumProblem
 
 __all__ = ["density_facts", "device", "finish_facts", "fit_facts", "pool_facts", "search_facts"]
@@ -133,8 +133,15 @@ def fit_facts(
     return Facts(
         "fit", queries, rows, d, outputs, degree=model.degree,
         categorical=set(model.var_type) != {"c"}, weighted=weighted, block_size=block_size,
-        moments_loops=moments, **_kernel_facts(model.kernel),
+        moments_loops=moments, device=_fit_device(queries * rows),
+        **_kernel_facts(model.kernel),
     )  # fmt: skip
+
+
+def _fit_device(pairs: int) -> str:
+    """Where JAX computes, read only where a rule asks (the compiled fits' ``pallas``
+    rule, beyond one dense block): a small fit imports nothing to tell."""
+    return device() if pairs > DENSE_MAX_PAIRS else "cpu"
 
 
 def polynomial_facts(
@@ -150,7 +157,7 @@ def polynomial_facts(
         else native_polynomial.serves(d, outputs, terms, basis)
     )  # fmt: skip
     return Facts("fit", queries, rows, d, outputs, degree=degree, moments_loops=loops,
-                 **kernel_facts)  # fmt: skip
+                 device=_fit_device(queries * rows), **kernel_facts)  # fmt: skip
 
 
 def search_facts(

@@ -51,12 +51,26 @@ carries: ``p``, or ``B² p`` for the moments of a local polynomial of ``B`` mono
 rule  when                                                        backend
 ====  ==========================================================  ================
 1     no block size, a kernel NumPy evaluates, ``n·m·w ≤ 2²²``    ``numpy``
-2     no block size, local linear or polynomial, the Gaussian,    ``numpy`` (its
-      continuous columns, unweighted, the compiled moments loop   moments on the
-                                                                  loop)
+2     no block size, local linear or polynomial, the Gaussian,    ``native`` (the
+      continuous columns, unweighted, the compiled moments loop   moments' loop)
 3     local constant, continuous columns                          ``pool``
                                                                   (pooling's table)
-4     otherwise                                                   ``compiled``
+4–7   otherwise: the compiled fits' table                         ``stream`` /
+                                                                  ``dense`` /
+                                                                  ``pallas``
+====  ==========================================================  ================
+
+**Compiled fits** (the engine of a local fit's compiled program — a regression
+beyond rules 1–3, a compiled CV search's leave-one-out fits; ``b`` the numbers a
+block holds per pair: 1 for local constant, ``w`` for the moments):
+
+====  ==========================================================  ================
+rule  when                                                        backend
+====  ==========================================================  ================
+4     ``block_size`` is given                                     ``stream``
+5     ``n·m·b ≤ DENSE_MAX_PAIRS``                                 ``dense``
+6     a GPU, continuous columns, a kernel the tiled kernel takes  ``pallas``
+7     otherwise                                                   ``stream``
 ====  ==========================================================  ================
 
 **Bandwidth searches** (``select_bandwidth(pooling="auto")`` of ``m`` rows):
@@ -126,6 +140,7 @@ __all__ = [
     "NUMPY_MAX_WORK",
     "Facts",
     "Plan",
+    "block_width",
     "pair_width",
     "plan",
     "search_evaluations",
@@ -178,7 +193,7 @@ class Facts(NamedTuple):
     asked only by the rules that need them.
     """
 
-    task: str  # "pool", "density", "fit", "search", "finish" or "chunk"
+    task: str  # "pool", "density", "fit", "compiled", "search", "finish" or "chunk"
     n: int
     m: int
     d: int
@@ -226,6 +241,8 @@ def plan(facts: Facts) -> Plan:
         return _plan_density(facts)
     if facts.task == "fit":
         return _plan_fit(facts)
+    if facts.task == "compiled":
+        return _plan_compiled_fit(facts)
     if facts.task == "search":
         return _plan_search(facts)
     if facts.task == "finish":
@@ -233,7 +250,8 @@ def plan(facts: Facts) -> Plan:
     if facts.task == "chunk":
         return _plan_chunk(facts)
     raise ValueError(
-        "facts.task: expected 'pool', 'density', 'fit', 'search', 'finish' or 'chunk'; "
+        "facts.task: expected 'pool', 'density', 'fit', 'compiled', 'search', 'finish' or "
+        "'chunk'; "
         f"received {facts.task!r}"
     )
 
@@ -263,10 +281,26 @@ def _plan_fit(f: Facts) -> Plan:
             return Plan("numpy", 1)
         moments = f.degree >= 1 and f.gaussian and not f.categorical and not f.weighted
         if moments and f.moments_loops:
-            return Plan("numpy", 2)
+            return Plan("native", 2)
     if f.degree == 0 and not f.categorical:
         return Plan("pool", 3)
-    return Plan("compiled", 4)
+    return _plan_compiled_fit(f)
+
+
+def _plan_compiled_fit(f: Facts) -> Plan:
+    if f.block_size:
+        return Plan("stream", 4)
+    if f.n * f.m * block_width(f) <= DENSE_MAX_PAIRS:
+        return Plan("dense", 5)
+    if f.device == "gpu" and f.tiled and not f.categorical:
+        return Plan("pallas", 6)
+    return Plan("stream", 7)
+
+
+def block_width(f: Facts) -> int:
+    """Numbers a compiled block holds per pair: its weight (local constant: the values
+    are a product with the weights), or the local polynomial's moments."""
+    return 1 if f.degree == 0 else work_width(f)
 
 
 def _plan_search(f: Facts) -> Plan:
