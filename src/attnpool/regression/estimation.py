@@ -19,9 +19,6 @@ Predictions run where the planner's fit table (:mod:`attnpool.sums.plan`) sends
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from .._support.validation import check_bandwidth, check_choice
@@ -34,6 +31,7 @@ from ..sums.facts import fit_facts, pool_facts
 from ..sums.local_model import model_for
 from ..sums.plan import plan
 from . import pairs as pair_regression
+from .options import FitOptions
 
 __all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "planned_backend",
            "predict"]  # fmt: skip
@@ -43,23 +41,6 @@ __all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "pl
 EXACT_ENGINES = LOCAL_FIT_METHODS
 #: The planner's fit backends the NumPy engine runs (``native``: its moments on the loop).
 NUMPY_ENGINE = ("numpy", "native")
-
-
-@dataclass(frozen=True)
-class FitOptions:
-    """How a regression is fitted, besides its data and bandwidth: one record from the
-    estimator's parameters (or the command line's), read by :func:`fitted_bandwidth`
-    and :func:`predict`. ``estimator`` names the estimator in messages; the pair engine
-    serves ``bandwidth_type`` by neighbours and higher-order kernels."""
-
-    kernel: Any = "gaussian"
-    degree: int = 0
-    var_type: str | None = None
-    empty: str = "warn"
-    block_size: int | None = None
-    method: Any = "auto"
-    estimator: str = "NadarayaWatson"
-    bandwidth_type: str = "fixed"
 
 
 def method_name(x, options: FitOptions) -> str:
@@ -113,10 +94,7 @@ def fitted_bandwidth(
     if isinstance(bandwidth, str):
         bandwidth = canonical_selector(bandwidth)
     if pair_regression.is_pair_fit(kernel, options.bandwidth_type):
-        return pair_regression.fitted_setting(
-            x, y, bandwidth=bandwidth, weights=weights, kernel=kernel, degree=degree,
-            bandwidth_type=options.bandwidth_type, var_type=var_type, method=options.method,
-        )  # fmt: skip
+        return pair_regression.fitted_setting(x, y, bandwidth, options, weights=weights)
     name = method_name(x, options)
     if not isinstance(bandwidth, str):
         return np.array(check_bandwidth(bandwidth, x.shape[1]), dtype=float), {}
@@ -198,12 +176,9 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
     empty, block_size, method = options.empty, options.block_size, options.method
     route, model = _route(x_train, y_train, x.shape[0], options, weights, model)
     if route == "pairs":
-        return pair_regression.estimator_prediction(
-            x_train, y_train, x, setting=bandwidth, empty=empty, weights=weights,
-            kernel=kernel, bandwidth_type=options.bandwidth_type, degree=degree,
-            var_type=var_type, method=method,
-        )  # fmt: skip
-    if route in NUMPY_ENGINE:
+        return pair_regression.estimator_prediction(x_train, y_train, x, bandwidth, options,
+                                                    weights=weights)  # fmt: skip
+    if route in NUMPY_ENGINE and model is not None:  # planned (a method named has no model)
         return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
     common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}
     if route in EXACT_ENGINES:

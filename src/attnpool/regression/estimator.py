@@ -393,10 +393,8 @@ class LocalLinear(_LocalRegression):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if self._by_pairs():
             return np.asarray(pair_regression.estimator_prediction(
-                self.X_train_, self.y_train_, X, setting=self.bandwidth_, empty=self.empty,
-                weights=self._weights, return_slopes=True, kernel=self.kernel, degree=1,
-                bandwidth_type=self.bandwidth_type, method=self.method,
-                var_type=fitted_var_type(self, self.var_type),
+                self.X_train_, self.y_train_, X, self.bandwidth_, self._options(),
+                weights=self._weights, return_slopes=True,
             ))  # fmt: skip
         from . import local_regression
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from ..sums.pairs import local_fit
+from .options import FitOptions
 
 __all__ = [
     "BANDWIDTH_TYPES",
@@ -291,15 +292,19 @@ def _described(bandwidth_type: str, kernel: _kernels.Kernel) -> str:
     return f"nearest-neighbour bandwidths ({bandwidth_type!r})"
 
 
-def fitted_setting(x, y, *, bandwidth, weights, kernel, bandwidth_type, degree, var_type,
-                   method):  # fmt: skip
-    """``(setting (d,), scores)`` of an estimator's pair fit: bandwidths or numbers of
-    neighbours, given or chosen by CV (``scores``: ``{"cv_score_": …}``)."""
+def fitted_setting(x, y, bandwidth, options: FitOptions, *, weights=None):
+    """``(setting (d,), scores)`` of an estimator's pair fit (``options``' kernel, degree,
+    var_type, method and bandwidth_type): bandwidths or numbers of neighbours, given or
+    chosen by CV (``scores``: ``{"cv_score_": …}``); ``weights``: observation weights."""
     from .._support.validation import check_bandwidth
 
-    kernel = _kernels.get(kernel)
+    kernel, degree, bandwidth_type = (
+        _kernels.get(options.kernel),
+        options.degree,
+        options.bandwidth_type,
+    )
     what = _described(bandwidth_type, kernel)
-    check_supported(kernel, bandwidth_type, var_type, method, what)
+    check_supported(kernel, bandwidth_type, options.var_type, options.method, what)
     y = y.reshape(y.shape[0], -1)
     if isinstance(bandwidth, str):
         if bandwidth != "cv":
@@ -317,22 +322,21 @@ def fitted_setting(x, y, *, bandwidth, weights, kernel, bandwidth_type, degree, 
     return setting, {}
 
 
-def estimator_prediction(
-    x_train, y_train, x, *, setting, empty, weights, kernel, bandwidth_type, degree,
-    var_type, method, return_slopes=False,
-):  # fmt: skip
-    """An estimator's pair-fit predictions (and slopes) at ``x``, shaped like ``y_train``,
-    with the ``empty`` policy of its other fits."""
+def estimator_prediction(x_train, y_train, x, setting, options: FitOptions, *, weights=None,
+                         return_slopes=False):  # fmt: skip
+    """An estimator's pair-fit predictions (or slopes) at ``x``, shaped like ``y_train``,
+    with ``options``' empty policy, as its other fits take it; ``setting``: the
+    bandwidths or numbers of neighbours of :func:`fitted_setting`."""
     from ..sums.empty_policy import report_empty, takes_nearest
 
-    kernel = _kernels.get(kernel)
+    kernel = _kernels.get(options.kernel)
     y = y_train.reshape(y_train.shape[0], -1)
     fit, slopes, empty_rows = predict(
-        x_train, y, x, kernel=kernel, setting=setting, bandwidth_type=bandwidth_type,
-        degree=degree, weights=weights, nearest=takes_nearest(empty) or not kernel.compact,
-        return_slopes=True,
+        x_train, y, x, kernel=kernel, setting=setting, bandwidth_type=options.bandwidth_type,
+        degree=options.degree, weights=weights, return_slopes=True,
+        nearest=takes_nearest(options.empty) or not kernel.compact,
     )  # fmt: skip
-    report_empty(kernel, empty, empty_rows, stacklevel=4)
+    report_empty(kernel, options.empty, empty_rows, stacklevel=4)
     if y_train.ndim == 1:
         fit, slopes = fit[:, 0], slopes[..., 0]
     return slopes if return_slopes else fit
