@@ -20,7 +20,7 @@ from functools import partial
 import numpy as np
 
 from ..kernels import Kernel, is_builtin
-from ..kernels.edges import inside_exactly, support_edge
+from ..kernels.edges import inside_decided, support_edge
 from .prefix_sums import QUERY_CHUNK, prefix_sums, split_kernel
 
 #: Query–key pairs evaluated at once (memory ``O(PAIR_BUDGET)``).
@@ -99,7 +99,7 @@ def _offsets(queries, keys, bandwidth):
 def inside_support(queries, keys, bandwidth, kernel: Kernel) -> np.ndarray:
     """Whether each pair of rows ``queries (P, d)``, ``keys (P, d)`` (unscaled) is inside the
     support, decided from ``u_j = (q_j − k_j) / h_j`` in the inputs' precision by
-    :func:`attnpool.kernels.edges.inside_exactly` — as the exact engines decide it."""
+    :func:`attnpool.kernels.edges.inside_decided` — as the exact engines decide it."""
     dtype = np.result_type(queries, keys, np.float32)
     bandwidth = np.broadcast_to(np.asarray(bandwidth, dtype), queries.shape[-1:])
     us = [
@@ -107,7 +107,8 @@ def inside_support(queries, keys, bandwidth, kernel: Kernel) -> np.ndarray:
         for j in range(queries.shape[1])
     ]
     radius2, closed = support_edge(kernel)
-    return inside_exactly(us, radius2, closed=closed, xp=np)
+    r2 = sum(u * u for u in us)
+    return inside_decided(us, r2, radius2, closed=closed)
 
 
 def _inside(r2, kernel: Kernel):

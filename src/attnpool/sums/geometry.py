@@ -200,7 +200,11 @@ def scaled_differences(queries, keys, divisor) -> list:
 
 def edge_log_weights(queries, keys, divisor, kernel: Kernel):
     """Log weights of a compact kernel from unscaled rows (see :mod:`attnpool.kernels.edges`)."""
-    return edge_log_profile(scaled_differences(queries, keys, divisor), kernel, jnp)
+    divisor = jnp.broadcast_to(divisor, queries.shape[1:])
+    differences = [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
+    us = [d / divisor[j] for j, d in enumerate(differences)]
+    divisors = [divisor[j] for j in range(queries.shape[1])]
+    return edge_log_profile(us, kernel, jnp, branch=True, quotients=(differences, divisors))
 
 
 def log_weights(close, kernel: Kernel):
