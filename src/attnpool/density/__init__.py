@@ -47,16 +47,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """:func:`attnpool.density.programs.log_kernel_sums`, imported (with JAX) when asked
-    for: the host methods that most densities take need no JAX."""
-    if name == "log_kernel_sums":
-        from .programs import log_kernel_sums
-
-        return log_kernel_sums
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 #: How :func:`log_density` sums: ``"auto"`` (exact: NumPy pairs for small problems, the
 #: ``fgt`` expansions for a Gaussian column of many points, else the compiled engines),
 #: ``"dense"``/``"stream"`` (the compiled engines), ``"fgt"`` (the Gaussian in one column),

@@ -36,7 +36,6 @@ linear and the bootstrap near the edges.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import Any, NamedTuple
 
@@ -52,8 +51,6 @@ from ..sums.empty_policy import EmptyNeighbourhoodWarning, user_stacklevel
 from .band_sums import (
     BandSettings,
     backend_band,
-    bootstrap_responses,
-    finite_residuals,
     host_band,
     numpy_band,
 )
@@ -101,21 +98,6 @@ class ConfidenceBand(NamedTuple):
     upper: np.ndarray
     level: float
     method: str
-
-
-@functools.cache
-def _inverse_kernel_sums() -> Any:
-    """The program of ``1 / Σ_i K((x − x_i)/h)`` at each query (JAX imported here)."""
-    import jax
-    import jax.numpy as jnp
-
-    from ..density.programs import log_kernel_sums
-
-    @functools.partial(jax.jit, static_argnames="kernel")
-    def inverse(x_train: Any, x_query: Any, bandwidth: Any, *, kernel: Any) -> Any:
-        return jnp.exp(-log_kernel_sums(x_train, x_query, bandwidth, kernel))
-
-    return inverse
 
 
 def confidence_band(
@@ -216,32 +198,13 @@ def _report_empty(fit: np.ndarray, kernel: Any) -> None:
 def _compiled_band(
     x: Any, y: Any, q: Any, h: Any, model: Any, settings: BandSettings
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(fit, std)`` on the compiled engines (JAX imported here)."""
-    method, n_boot, bootstrap, seed = settings
-    import jax.numpy as jnp
+    """``(fit, std)`` on the compiled exact engine (``dense`` or ``stream`` by size, JAX
+    imported there) through the sums layer, in float64."""
+    from ..engines.compiled_backends import ENGINES
+    from ..methods.options import exact_engine
 
-    from .._support.interop import compute_dtype, precision_scope
-    from ..engines.local_fits import local_fit, loo_residuals
-
-    dtype = compute_dtype(x, y, q, numpy=True)
-    with precision_scope(dtype):
-        xj, yj, qj, hj = (jnp.asarray(a, dtype) for a in (x, y, q, h))
-        fit = np.asarray(local_fit(xj, yj, qj, hj, model)[0])
-        residuals = finite_residuals(np.asarray(loo_residuals(xj, yj, hj, model)))
-        if method == "asymptotic":
-            squares = residuals**2
-            noise = np.asarray(local_fit(xj, squares, qj, hj, model._replace(degree=0))[0])
-            first, second = kernel_integrals(model.kernel, x.shape[1])
-            inverse = np.asarray(_inverse_kernel_sums()(xj, qj, hj, kernel=model.kernel))
-            std = np.sqrt(noise * (second / first) * inverse[:, None])
-        else:
-            in_sample = local_fit(xj, yj, xj, hj, model)[0]
-            replicates = bootstrap_responses(in_sample, residuals, n_boot, bootstrap, seed)
-            p = y.shape[1]
-            refits = local_fit(xj, replicates.reshape(x.shape[0], n_boot * p), qj, hj, model)[0]
-            refits = np.asarray(refits).reshape(q.shape[0], n_boot, p)
-            std = refits.std(axis=1, ddof=1)
-    return fit, std
+    engine = ENGINES[exact_engine(max(q.shape[0], x.shape[0]) * x.shape[0])]
+    return backend_band(engine.name, x, y, q, h, model, settings, backend=engine)
 
 
 def _band(fit: Any, std: Any, level: float, method: str, flat: bool) -> ConfidenceBand:
