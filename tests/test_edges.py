@@ -130,3 +130,28 @@ def test_a_key_exactly_one_bandwidth_away_is_on_the_edge_on_every_route(method, 
                                   method=method, empty="nan")  # fmt: skip
     np.testing.assert_array_equal(np.isnan(got[:, 0]), [False, True, True])
     assert got[0, 0] == 2.0  # key 30 alone
+
+
+@pytest.mark.parametrize("engine", ["dense", "stream"])
+@pytest.mark.parametrize("kernel", ["epanechnikov", "boxcar", "biweight-product"])
+def test_on_integer_grids_every_row_is_empty_or_not_as_numpy_says(engine, kernel):
+    # keys and queries on grids, bandwidths whole multiples of the step (h·fl(1/h) < 1
+    # for each of them): many pairs sit exactly on an edge, often a row's only ones, and
+    # the compiled sums drop each as NumPy's do
+    from attnpool.engines.compiled_backends import ENGINES
+    from attnpool.sums.exact_pairs import exact_log_sums
+    from attnpool.sums.problem import SumProblem
+
+    rng = np.random.default_rng(4)
+    record = kernels.for_dimensions(kernels.get(kernel), 2)
+    for step, widths in [(49.0, [49.0, 49.0]), (49.0, [98.0, 49.0]), (103.0, [103.0, 206.0])]:
+        keys = rng.integers(0, 12, (60, 2)) * step
+        queries = rng.integers(0, 12, (200, 2)) * step
+        values = rng.normal(size=(60, 1))
+        problem = SumProblem(queries, keys, values, np.array(widths), record)
+        want, got = exact_log_sums(problem), ENGINES[engine].log_sums(problem)
+        weighs = want.sums[:, 0] > 0
+        np.testing.assert_array_equal(got.sums[:, 0] > 0, weighs)
+        pooled = got.sums[weighs, 1] / got.sums[weighs, 0]
+        np.testing.assert_allclose(pooled, want.sums[weighs, 1] / want.sums[weighs, 0],
+                                   rtol=1e-12, atol=1e-12)  # fmt: skip
