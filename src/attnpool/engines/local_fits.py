@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._support.shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
+from ..kernels.edges import has_edge
 from ..methods import dense_weights, normalise, pallas
 from ..methods.pallas_kernel import pair_log_weights
 from ..methods.stream import KEY_BLOCK
@@ -49,18 +50,22 @@ def _block_function(
     key_count=None,
     hard=False,
     weights=None,
+    raw=None,
 ):
     """Block function of the local fits. Degree 0 pools the responses; degree 1 the
     moments ``[y, δ, δδᵀ, δy]`` about a reference point (a key and its response) that
     follows each query's ``d`` coordinates in its row. ``hard``: the zero-temperature
     state of ``[key, y]`` rows — each query's reference, its heaviest key. ``weights``:
     the keys' positive observation weights, multiplying their kernel weights (leaving one
-    out, the whole row: :mod:`attnpool.sums.observation_weights`)."""
+    out, the whole row: :mod:`attnpool.sums.observation_weights`). ``raw``: the
+    continuous columns' unscaled queries, keys and bandwidths (:func:`_raw_columns`),
+    whose differences give a compact kernel's weights."""
     d = len(model.var_type)
 
     def block(q, q_ids, k, k_ids, v):
         q, origin = q[:, :d], q[:, d:]
-        logw = mask_padding(log_weights(q, k, lambdas, model), k_ids, key_count)
+        pairs = None if raw is None else (raw[0][q_ids], raw[1][k_ids], raw[2])
+        logw = mask_padding(log_weights(q, k, lambdas, model, pairs), k_ids, key_count)
         factors = None  # the keys' weights multiply their kernel weights after the shift:
         # as log offsets they were lost beside log weights of ~1e15 (tiny bandwidths)
         if weights is not None and not hard:
@@ -163,6 +168,7 @@ def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRo
             max_log=known,
             key_count=key_count,
             weights=weights,
+            raw=_raw_columns(x_query, x_train, bandwidth, model),
         )
         state = pool_state(block, rows, keys, y_train, method=method, key_block=route.key_block)
     means, empty = finalize(state)
@@ -196,6 +202,15 @@ def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRo
         return limit if weights is None else divided(limit, y_train)
 
     return with_nearest_limit(fit, empty, route.nearest, closest), slopes, hat, empty
+
+
+def _raw_columns(x_query, x_train, bandwidth, model: LocalModel):
+    """``(queries, keys, bandwidths)`` of the continuous columns, unscaled, for a compact
+    kernel's weights (:func:`attnpool.sums.local_model.log_weights`); else None."""
+    if not (model.continuous and has_edge(model.kernel)):
+        return None
+    cont = jnp.array(model.continuous, dtype=int)
+    return x_query[:, cont], x_train[:, cont], bandwidth[cont]
 
 
 def _self_log_weights(queries, lambdas, model: LocalModel, method: str):
@@ -309,7 +324,8 @@ def weights_core(x_train, x_query, bandwidth, *, model, nearest):
     lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
     keys = prepare(x_train, bandwidth, centre, model)
     queries = prepare(x_query, bandwidth, centre, model)
-    weights, empty = normalise(log_weights(queries, keys, lambdas, model))
+    raw = _raw_columns(x_query, x_train, bandwidth, model)
+    weights, empty = normalise(log_weights(queries, keys, lambdas, model, raw))
 
     def closest():
         geometry = (

@@ -156,14 +156,20 @@ def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
     return h.astype(float)
 
 
-def log_weights(q, k, lambdas, model: LocalModel):
-    """``(nq, nk)`` product-kernel log weights of prepared rows."""
+def log_weights(q, k, lambdas, model: LocalModel, raw=None):
+    """``(nq, nk)`` product-kernel log weights of prepared rows. ``raw``: the continuous
+    columns' unscaled rows and bandwidths ``(q (nq, c), k (nk, c), h (c,))``, from which
+    a compact kernel's weights are taken, its edge decided exactly as on every path
+    (:func:`attnpool.sums.geometry.edge_log_weights`; prepared rows round ``q/h`` and
+    ``k/h`` apart, and a key exactly ``h`` away fell inside)."""
     import jax.numpy as jnp
 
-    from .geometry import block_log_weights
+    from .geometry import block_log_weights, edge_log_weights
 
     n_cont = len(model.continuous)
-    if n_cont:
+    if n_cont and raw is not None:
+        logw = edge_log_weights(*raw, model.kernel)
+    elif n_cont:
         logw = block_log_weights(q[:, :n_cont], k[:, :n_cont], model.kernel)
     else:
         logw = jnp.zeros((q.shape[0], k.shape[0]), q.dtype)
