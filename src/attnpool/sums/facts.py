@@ -21,7 +21,7 @@ from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._support.validation import numpy_dtype
 from ..kernels import Kernel
 from .local_model import LocalModel
-from .plan import DENSE_MAX_PAIRS, EXPANSION_MIN_PAIRS, Facts
+from .plan import DENSE_MAX_PAIRS, EXPANSION_MIN_PAIRS, Facts, block_width
 from .problem import SumProblem
 
 __all__ = ["density_facts", "device", "finish_facts", "fit_facts", "pool_facts", "search_facts"]
@@ -130,18 +130,20 @@ def fit_facts(
 
     d = len(model.var_type)
     moments = model.degree == 1 and native.moments_available(d, outputs)
-    return Facts(
+    return _on_device(Facts(
         "fit", queries, rows, d, outputs, degree=model.degree,
         categorical=set(model.var_type) != {"c"}, weighted=weighted, block_size=block_size,
-        moments_loops=moments, device=_fit_device(queries * rows),
-        **_kernel_facts(model.kernel),
-    )  # fmt: skip
+        moments_loops=moments, **_kernel_facts(model.kernel),
+    ))  # fmt: skip
 
 
-def _fit_device(pairs: int) -> str:
-    """Where JAX computes, read only where a rule asks (the compiled fits' ``pallas``
-    rule, beyond one dense block): a small fit imports nothing to tell."""
-    return device() if pairs > DENSE_MAX_PAIRS else "cpu"
+def _on_device(facts: Facts) -> Facts:
+    """``facts`` with where JAX computes, read only where a rule asks: the compiled fits'
+    ``pallas`` rule, beyond one dense block of pairs times the numbers each holds
+    (:func:`~attnpool.sums.plan.block_width`); a small fit imports nothing to tell."""
+    if facts.n * facts.m * block_width(facts) <= DENSE_MAX_PAIRS:
+        return facts
+    return facts._replace(device=device())
 
 
 def polynomial_facts(
@@ -156,8 +158,8 @@ def polynomial_facts(
         native.moments_available(d, outputs) if degree == 1
         else native_polynomial.serves(d, outputs, terms, basis)
     )  # fmt: skip
-    return Facts("fit", queries, rows, d, outputs, degree=degree, moments_loops=loops,
-                 device=_fit_device(queries * rows), **kernel_facts)  # fmt: skip
+    return _on_device(Facts("fit", queries, rows, d, outputs, degree=degree,
+                            moments_loops=loops, **kernel_facts))  # fmt: skip
 
 
 def search_facts(

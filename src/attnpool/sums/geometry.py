@@ -128,7 +128,7 @@ def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor
         if divisor is not None:
             us = scaled_differences(queries, keys, divisor)
         else:
-            us = [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
+            us = differences(queries, keys)
         return -squared_norm(us, kernel, jnp)
     if divisor is not None:
         r2 = 0.0
@@ -154,8 +154,7 @@ def nearest_closeness(queries, keys, kernel: Kernel):
     nearest-key limit's scores. Never the matrix-product form: its rounding,
     ``eps·(‖q‖² + ‖k‖²)``, ties keys whose distances differ by less, and a categorical
     column's codes beside tiny continuous coordinates left every key of a level tied."""
-    us = [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
-    return -squared_norm(us, kernel, jnp)
+    return -squared_norm(differences(queries, keys), kernel, jnp)
 
 
 def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
@@ -192,19 +191,25 @@ def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False,
     return log_weights(closeness(queries, keys, kernel, by_column=by_column), kernel)
 
 
+def differences(queries, keys) -> list:
+    """``[q_j − k_j]``, one ``(n, b)`` array per coordinate."""
+    return [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
+
+
 def scaled_differences(queries, keys, divisor) -> list:
     """``[(q_j − k_j) / h_j]``, one ``(n, b)`` array per coordinate, of unscaled rows."""
     divisor = jnp.broadcast_to(divisor, queries.shape[1:])
-    return [(queries[:, j, None] - keys[None, :, j]) / divisor[j] for j in range(queries.shape[1])]
+    return [d / divisor[j] for j, d in enumerate(differences(queries, keys))]
 
 
 def edge_log_weights(queries, keys, divisor, kernel: Kernel):
-    """Log weights of a compact kernel from unscaled rows (see :mod:`attnpool.kernels.edges`)."""
+    """Log weights of a compact kernel from unscaled rows (see :mod:`attnpool.kernels.edges`):
+    near the edge the differences are divided again as NumPy divides them."""
     divisor = jnp.broadcast_to(divisor, queries.shape[1:])
-    differences = [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
-    us = [d / divisor[j] for j, d in enumerate(differences)]
-    divisors = [divisor[j] for j in range(queries.shape[1])]
-    return edge_log_profile(us, kernel, jnp, branch=True, quotients=(differences, divisors))
+    diffs = differences(queries, keys)
+    us = [d / divisor[j] for j, d in enumerate(diffs)]
+    divisors = [divisor[j] for j in range(len(diffs))]
+    return edge_log_profile(us, kernel, jnp, branch=True, quotients=(diffs, divisors))
 
 
 def log_weights(close, kernel: Kernel):
