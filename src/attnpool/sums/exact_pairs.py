@@ -28,6 +28,7 @@ import numpy as np
 from .. import kernels
 from ..kernels.edges import pair_log_weights
 from ..kernels.norms import squared_norm
+from ..kernels.signed import signed_log_weights
 from .local_model import log_categorical
 from .pair_weights import BLOCK_PAIRS, row_blocks, shifted_weights
 from .problem import LogSums, SumProblem
@@ -66,13 +67,15 @@ def _block_sums(
     observation weights multiplied after the shift (:func:`_factors`), then ``Σ w [1, v]``
     or the moments about each row's ``reference``."""
     factors, _, dropped, log_w = weighing
-    logs = _log_weights(problem, rows, dropped, log_w)
+    logs, sign = _log_weights(problem, rows, dropped, log_w)
     left_out = None if problem.left_out is None else problem.left_out[rows]
     shares, shift, _ = shifted_weights(logs, left_out=left_out, weights=factors)
     if factors is not None:  # each row's largest term brought to [1/2, 1): exact
         exponent = np.frexp(shares.max(axis=1, initial=0.0))[1]
         shares = np.ldexp(shares, -exponent[:, None])
         shift = shift + exponent * LN2
+    if sign is not None:
+        shares *= sign
     if reference is not None:
         return shift, _moments(shares, problem, rows, reference)
     sums = np.empty((shares.shape[0], 1 + problem.values.shape[1]))
@@ -89,7 +92,7 @@ def heaviest_keys(problem: SumProblem) -> np.ndarray:
     a k-d tree (several): a nearest key, not always the first of ties. A row no key
     weighs gets ``−1`` or a key (any reference serves it: its sums are 0)."""
     n, m, d, _ = problem.sizes
-    nearest = problem.weights is None and not problem.categorical
+    nearest = problem.weights is None and not (problem.categorical or problem.varying)
     nearest = nearest and kernels.is_monotone(problem.kernel) and not problem.kernel.product
     if nearest and n * m > BLOCK_PAIRS and d == 1:
         return _nearest_in_one_column(problem)
@@ -113,7 +116,7 @@ def _heaviest(
             return np.asarray(scores.argmin(axis=1))
         scores = np.negative(scores, out=scores)
     else:
-        scores = _log_weights(problem, rows, None, log_w)
+        scores = _log_weights(problem, rows, None, log_w)[0]
     if problem.left_out is not None:
         at = np.flatnonzero(problem.left_out[rows] >= 0)
         scores[at, problem.left_out[rows][at]] = -np.inf
@@ -198,14 +201,25 @@ def _factors(
 
 def _log_weights(
     problem: SumProblem, rows: slice, dropped: np.ndarray | None, log_w: np.ndarray | None
-) -> np.ndarray:
-    """``(rows, m)``: ``r log K`` of each pair (plus ``log ω``, where given), ``−inf``
-    for keys ``dropped`` and for NaN; a new array."""
-    q, k, h = problem.queries[rows], problem.keys, problem.bandwidth
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(logs, sign)``: ``(rows, m)`` ``r log|K|`` of each pair (plus ``log ω``, where
+    given), ``−inf`` for keys ``dropped`` and for NaN, a new array; and the pairs' signs
+    for a higher-order kernel (else None)."""
+    q, k = problem.queries[rows], problem.keys
     continuous, categorical = problem.column_kinds()
     shape = (q.shape[0], k.shape[0])
-    us = [(q[:, j, None] - k[None, :, j]) / h[j] for j in continuous]
-    logs = np.asarray(pair_log_weights(us, problem.kernel), np.float64) if us else np.zeros(shape)
+    h = problem.bandwidth
+    sign, counts = None, None
+    if problem.varying:
+        us, counts, logs = _varying_differences(problem, rows)
+    else:
+        us, logs = [(q[:, j, None] - k[None, :, j]) / h[j] for j in continuous], None
+    if problem.signed:
+        found, sign = signed_log_weights(us, problem.kernel)
+    else:
+        found = pair_log_weights(us, problem.kernel) if us else np.zeros(shape)
+    found = np.asarray(found, np.float64)
+    logs = found if logs is None else logs + found
     if logs.shape != shape or not logs.flags.writeable:  # (a kernel of the user's)
         logs = np.array(np.broadcast_to(logs, shape))
     kinds, levels = problem.var_type or "", problem.levels or (0,) * k.shape[1]
@@ -218,7 +232,50 @@ def _log_weights(
     np.fmax(logs, -np.inf, out=logs)  # NaN (a pair no kernel weighs) to −inf
     if dropped is not None:
         logs[:, dropped] = -np.inf
-    return logs
+    if counts is not None:
+        _keep_most_infinite(logs, counts, None if problem.left_out is None
+                            else problem.left_out[rows])  # fmt: skip
+    return logs, sign
+
+
+def _varying_differences(
+    problem: SumProblem, rows: slice
+) -> tuple[list[np.ndarray], np.ndarray | None, np.ndarray | None]:
+    """``(us, counts, logs)`` of a varying bandwidth's pairs: the scaled differences, the
+    zero bandwidths' counts of infinite factors (None where none is 0), and the key's
+    ``−Σ_c log h_jc`` (a zero bandwidth counted apart; None by query). A pair unequal in
+    a column of zero bandwidth weighs nothing (``−inf`` in ``logs``)."""
+    q, k, h = problem.queries[rows], problem.keys, problem.pair_bandwidths(rows)
+    d = k.shape[1]
+    shape = (q.shape[0], k.shape[0])
+    zero = h == 0
+    unit = np.where(zero, 1.0, h)
+    logs = None
+    if problem.bandwidth_by == "key":  # the key's 1 / Π h
+        logs = np.broadcast_to(-np.sum(np.log(unit), axis=-1), shape).copy()
+    if not zero.any():
+        return [(q[:, j, None] - k[None, :, j]) / h[..., j] for j in range(d)], None, logs
+    us, counts = [], np.zeros(shape, int)
+    unequal = np.zeros(shape, bool)
+    for j in range(d):
+        difference = q[:, j, None] - k[None, :, j]
+        us.append(np.where(zero[..., j], 0.0, difference / unit[..., j]))
+        unequal |= zero[..., j] & (difference != 0)
+        counts += zero[..., j]
+    logs = np.zeros(shape) if logs is None else logs
+    logs[unequal] = -np.inf
+    return us, counts, logs
+
+
+def _keep_most_infinite(logs: np.ndarray, counts: np.ndarray, left_out: np.ndarray | None) -> None:
+    """Keep, in each row of ``logs`` (in place), only its weighed pairs with the most
+    infinite factors (``counts``: the columns of zero bandwidth a pair is equal in),
+    the row's left-out key not counted."""
+    if left_out is not None:
+        at = np.flatnonzero(left_out >= 0)
+        logs[at, left_out[at]] = -np.inf
+    counts = np.where(np.isfinite(logs), counts, -1)
+    logs[counts < counts.max(axis=1, keepdims=True)] = -np.inf
 
 
 def _differences(problem: SumProblem, rows: slice) -> list[np.ndarray]:
@@ -236,9 +293,9 @@ def _moments(
     categorical column's codes) and ``r`` the values' from its values."""
     k, v = problem.keys, problem.values
     _, _, d, p = problem.sizes
-    units = problem.units
+    units = problem.units[rows] if problem.varying else problem.units[None, :]
     about_k, about_v = reference[0][rows], reference[1][rows]
-    delta = [(k[None, :, a] - about_k[:, a, None]) / units[a] for a in range(d)]
+    delta = [(k[None, :, a] - about_k[:, a, None]) / units[:, a, None] for a in range(d)]
     response = [v[None, :, c] - about_v[:, c, None] for c in range(p)]
     n = shares.shape[0]
     second, cross = np.empty((n, d, d)), np.empty((n, d, p))

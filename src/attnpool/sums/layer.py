@@ -27,7 +27,7 @@ from .._support.validation import is_traced
 from ..methods.backends.exact import exact_sums, settled_sums
 from .backends import NUMPY_PAIRS, Backend, exact_log_sums, get_backend, refusal
 from .exact_pairs import diagonal_log_weights
-from .local_model import model_for, solve_moments
+from .local_model import solve_moments
 from .nearest import nearest_mean
 from .problem import LogSums, SumProblem
 
@@ -39,6 +39,7 @@ __all__ = [
     "log_density",
     "log_kernel_sums",
     "loo_fit",
+    "nearest_limit",
     "pool",
     "solve",
 ]
@@ -66,6 +67,11 @@ def backend_for(name: str, problem: SumProblem, argument: str = "method") -> Bac
         raise ValueError(
             f"kernel: backend {name!r} takes non-negative distance kernels; received "
             f"{kernel.name!r}"
+        )
+    if problem.varying:
+        raise ValueError(
+            f"bandwidth: backend {name!r} takes one bandwidth per column; received "
+            f"bandwidths by {problem.bandwidth_by}"
         )
     reason = refusal(backend, problem, kernel)
     if reason:
@@ -100,21 +106,38 @@ def pool(
     scaled = problem.replace(values=problem.values / unit)
     found = solve(name, scaled)
     total = found.sums[:, :1]
-    empty = total[:, 0] <= 0
+    empty = _without_weight(total[:, 0])
     with np.errstate(invalid="ignore", divide="ignore"):
         pooled = found.sums[:, 1:] / total
     if np.any(empty):
-        pooled[empty] = _limit(scaled, empty) if nearest else np.nan
+        pooled[empty] = nearest_limit(scaled, empty) if nearest else np.nan
     return pooled * unit, empty
 
 
-def _limit(problem: SumProblem, rows: np.ndarray) -> np.ndarray:
-    """The nearest-key limit of ``rows``: the mean of the closest keys with weight."""
-    k, v, w = problem.keys, problem.values, problem.weights
-    if w is not None:
-        k, v, w = k[w > 0], v[w > 0], w[w > 0]
-    model = model_for(k, kernel=problem.kernel)
-    return np.asarray(nearest_mean(problem.queries[rows], k, v, problem.bandwidth, model, w))
+def _without_weight(total: np.ndarray) -> np.ndarray:
+    """The rows whose weights sum to 0 (none weighs, or signed weights cancel exactly)."""
+    return np.asarray(~(np.abs(total) > 0))
+
+
+def nearest_limit(problem: SumProblem, rows: np.ndarray) -> np.ndarray:
+    """``(rows, p)``: the nearest-key limit of the queries ``rows`` (a mask or indices)
+    — the mean of the values of their closest keys with weight (ties in proportion to
+    the observation weights), in units of each pair's bandwidth, a row's left-out key
+    not counted (NaN where a row has no other)."""
+    part = problem.rows(rows)
+    n, m, _, _ = part.sizes
+    allowed = None
+    if part.weights is not None or part.left_out is not None:
+        allowed = np.ones((n, m), bool)
+        if part.weights is not None:
+            allowed &= part.weights[None, :] > 0
+        if part.left_out is not None:
+            at = np.flatnonzero(part.left_out >= 0)
+            allowed[at, part.left_out[at]] = False
+    h = part.pair_bandwidths(slice(None)) if part.varying else part.bandwidth
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(nearest_mean(part.queries, part.keys, part.values, h, part.model,
+                                       part.weights, allowed))  # fmt: skip
 
 
 def log_kernel_sums(
@@ -175,7 +198,7 @@ def _solved(problem: SumProblem, found: LogSums) -> tuple[np.ndarray, ...]:
     """``(fit, slopes, (M⁻¹)₁₁, empty)`` of ``problem``'s sums ``found``."""
     n, _, d, p = problem.sizes
     total = found.sums[:, 0]
-    empty = ~(total > 0)
+    empty = _without_weight(total)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         means = found.sums[:, 1:] / np.where(empty, 1.0, total)[:, None]
         if problem.degree == 0:
@@ -184,7 +207,7 @@ def _solved(problem: SumProblem, found: LogSums) -> tuple[np.ndarray, ...]:
             units = problem.units
             about_keys, about_values = problem.reference()
             offset = (about_keys - problem.queries) / units
-            fit, slopes, inverse_11 = solve_moments(means, d, p, 1, offset)
-            fit, slopes = fit + about_values, slopes / units[None, :, None]
+            fit, slopes, inverse_11 = solve_moments(means, d, p, 1, offset, problem.signed)
+            fit, slopes = fit + about_values, slopes / units[..., None]
     fit[empty] = np.nan
     return fit, slopes, inverse_11, empty

@@ -7,11 +7,11 @@ is what a row gets whose weights all vanished — every key beyond a compact ker
 support, or distances beyond the float range.
 
 Every NumPy path finds those keys by :func:`closest` — the NumPy engine, the layer's
-finishing step, the pair engine of varying bandwidths, the conditional densities. The
-differences are taken in units of each pair's smallest bandwidth (a column of that
-bandwidth as it is, unrounded: keys tied in the data — ``(3, 4)`` and ``(5, 0)`` from
-the origin — stay tied, as a division by the bandwidth or logarithms would not keep
-them), each row times the power of two that brings its largest below 1 (exact, and
+finishing step (fixed bandwidths, and those that vary by query or by key), the
+conditional densities. The differences are taken in units of each row's smallest
+bandwidth (a column of that bandwidth as it is, unrounded: keys tied in the data —
+``(3, 4)`` and ``(5, 0)`` from the origin — stay tied, as a division by the bandwidth or
+logarithms would not keep them), each row times the power of two that brings its largest below 1 (exact, and
 nothing overflows); a row whose nearest distance is then near the bottom of the float
 range (or 0) is measured again about its nearest key, and a row whose differences
 overflow is halved.
@@ -65,7 +65,8 @@ def closest(queries: np.ndarray, keys: np.ndarray, units: np.ndarray, norm: floa
 def _closest_block(queries, keys, units, norm, allowed):
     """:func:`closest` of a block of rows, column by column (``(n, m)`` arrays)."""
     n, c = queries.shape
-    smallest = np.min(units, axis=-1)
+    # one unit per row: each key's own units (a bandwidth by key) rank its keys
+    smallest = np.min(units, axis=-1) if units.ndim < 3 else np.min(units, axis=(1, 2))[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
         gaps = [np.abs(queries[:, j, None] - keys[None, :, j]) for j in range(c)]
         overflowed = np.zeros(n, bool)
@@ -112,17 +113,21 @@ def _norm(gaps: list[np.ndarray], top: np.ndarray, norm: float) -> np.ndarray:
     return sum(u**norm for u in scaled)
 
 
-def nearest_mean(queries, keys, y, h, model: LocalModel, w=None):
+def nearest_mean(queries, keys, y, h, model: LocalModel, w=None, allowed=None):
     """``(k, p)``: the mean of ``y (m, p)`` over each query's nearest keys (ties averaged,
-    in proportion to the observation weights ``w`` if given), in units of the bandwidth
-    over the continuous columns (a categorical column's codes as they are, as the
-    compiled engines measure it), in the kernel's norm."""
+    in proportion to the observation weights ``w`` if given) among the ``allowed (k, m)``
+    ones (None: all), in units of the bandwidth over the continuous columns — ``h (d,)``,
+    or each pair's broadcast against ``(k, m, d)`` (a bandwidth that varies, 0 counted
+    as the smallest positive number), a categorical column's codes as they are, as the
+    compiled engines measure it — in the kernel's norm."""
     h = np.asarray(h, np.float64)
     continuous = _continuous(model)
-    smallest = np.min(h[continuous]) if continuous.any() else 1.0
-    # a categorical column's unit is the smallest bandwidth: its codes count as they are
-    units = np.where(continuous, h, smallest)
-    share = closest(queries, keys, units, model.kernel.norm).astype(float)
+    if continuous.all():
+        units = np.maximum(h, 5e-324)
+    else:  # a categorical column's unit is the smallest bandwidth: its codes count as they are
+        smallest = np.min(h[continuous]) if continuous.any() else 1.0
+        units = np.where(continuous, h, smallest)
+    share = closest(queries, keys, units, model.kernel.norm, allowed).astype(float)
     if w is not None:
         share *= w[None, :]
     return share @ y / share.sum(axis=1, keepdims=True)

@@ -45,10 +45,12 @@ class SumProblem:
     keys : ndarray of shape (m, d)
     values : ndarray of shape (m, p)
         The columns ``v_ij`` summed beside the weights (``p`` may be 0: a density).
-    bandwidth : ndarray of shape (d,)
-        ``h``, per column.
+    bandwidth : ndarray of shape (d,), (n, d) or (m, d)
+        ``h``, per column; with ``bandwidth_by``, each query's or each key's.
     kernel : Kernel
-        A non-negative distance kernel of ``u = (q − k_i)/h`` (its norm included).
+        A distance kernel of ``u = (q − k_i)/h`` (its norm included): non-negative, or a
+        higher-order kernel (signed weights: ``S_0`` of any sign, a row whose weights
+        cancel exactly has no weight), which only the NumPy pairs backend sums.
     weights : ndarray of shape (m,), optional
         Observation weights ``w_i ≥ 0``; ``None`` for ``w_i = 1``.
     left_out : ndarray of shape (n,), int, optional
@@ -68,6 +70,14 @@ class SumProblem:
     origin : ndarray of shape (n,), int, optional
         Degree 1: the key each row's moments are taken about (``−1``: the query
         itself, as ``None`` takes every row).
+    bandwidth_by : {"fixed", "query", "key"}
+        Where a pair's bandwidth comes from: ``bandwidth (d,)`` for every pair, row
+        ``i`` of ``bandwidth (n, d)`` (a "balloon" estimate, R np's ``generalized_nn``),
+        or key ``j``'s row of ``bandwidth (m, d)``, whose kernel is then
+        ``K(u) / Π_c h_jc`` (a "sample-point" estimate, ``adaptive_nn``). Varying
+        bandwidths take continuous columns, and may be 0: that column's limit
+        ``K(Δ/h)/h → δ(Δ)``, a row keeping only its pairs with the most such infinite
+        factors. Only the NumPy pairs backend sums them.
 
     Examples
     --------
@@ -96,6 +106,7 @@ class SumProblem:
     levels: tuple[int, ...] = ()
     degree: int = 0
     origin: np.ndarray | None = None
+    bandwidth_by: str = "fixed"
 
     @classmethod
     def leave_one_out(
@@ -136,10 +147,37 @@ class SumProblem:
         var_type = "c" * d if self.var_type is None else self.var_type
         return LocalModel(self.kernel, var_type, self.levels or (0,) * d, self.degree)
 
+    @property
+    def varying(self) -> bool:
+        """Whether the bandwidth varies by query or by key (:attr:`bandwidth_by`)."""
+        return self.bandwidth_by != "fixed"
+
+    @property
+    def signed(self) -> bool:
+        """Whether the kernel is a higher-order one, its weights of either sign."""
+        return self.kernel.base is not None
+
+    def pair_bandwidths(self, rows: slice | np.ndarray) -> np.ndarray:
+        """``h`` of the pairs of the query ``rows``, broadcast against their
+        ``(rows, m, d)``: ``(1, 1, d)``, ``(rows, 1, d)`` or ``(1, m, d)``."""
+        if self.bandwidth_by == "query":
+            return self.bandwidth[rows][:, None, :]
+        if self.bandwidth_by == "key":
+            return self.bandwidth[None, :, :]
+        return self.bandwidth[None, None, :]
+
     @functools.cached_property
     def units(self) -> np.ndarray:
-        """``(d,)``: each column's unit — its bandwidth for a continuous column, 1 for a
-        categorical one (its codes' differences): the moments' ``δ`` are in these."""
+        """``(d,)``, or ``(n, d)`` for varying bandwidths: each column's unit — its
+        bandwidth for a continuous column (the query's, or the ``origin`` key's; 1 where
+        it is 0), 1 for a categorical one (its codes' differences): the moments' ``δ``
+        are in these."""
+        if self.bandwidth_by == "query":
+            return np.where(self.bandwidth == 0, 1.0, self.bandwidth)
+        if self.bandwidth_by == "key":
+            about = np.zeros(self.queries.shape[0], int) if self.origin is None else self.origin
+            found = np.where((about >= 0)[:, None], self.bandwidth[np.maximum(about, 0)], 1.0)
+            return np.where(found == 0, 1.0, found)
         if self.var_type is None:
             return self.bandwidth
         return np.where([t == "c" for t in self.var_type], self.bandwidth, 1.0)
@@ -175,7 +213,9 @@ class SumProblem:
         each leaving out the key it left out and about the key it was about."""
         left_out = None if self.left_out is None else self.left_out[which]
         origin = None if self.origin is None else self.origin[which]
-        return self.replace(queries=self.queries[which], left_out=left_out, origin=origin)
+        bandwidth = self.bandwidth[which] if self.bandwidth_by == "query" else self.bandwidth
+        return self.replace(queries=self.queries[which], left_out=left_out, origin=origin,
+                            bandwidth=bandwidth)  # fmt: skip
 
 
 _FIELDS = tuple(field.name for field in dataclasses.fields(SumProblem))
@@ -190,7 +230,8 @@ class LogSums(NamedTuple):
         ``m``: each row's reference, at least its largest ``log(w_i K^r)`` (any finite
         number where the row has no weight).
     sums : ndarray of shape (n, 1 + p), or (n, 1 + p + d + d² + d·p) for degree 1
-        ``[S_0, S_1 … S_p] · exp(−m)``: column 0 the weights' sum (``≥ 0``), then the
+        ``[S_0, S_1 … S_p] · exp(−m)``: column 0 the weights' sum (``≥ 0``; any sign
+        for a higher-order kernel, whose shift is its largest ``log|w_i K|``), then the
         weighted values (about the reference's, for degree 1), then the moments
         ``Σ w K δ``, ``Σ w K δδᵀ`` (row-major), ``Σ w K δ rᵀ`` (row-major).
     settled : ndarray of shape (n,), bool
