@@ -34,6 +34,45 @@ def test_the_band_has_the_estimate_s_spread_and_coverage():
         density_band(x, np.zeros(1), level=1.5)
 
 
+@pytest.mark.parametrize(("var_type", "kernel"), [("c", "gaussian"), ("cu", "epanechnikov"),
+                                                  ("co", "gaussian")])  # fmt: skip
+def test_the_band_is_the_textbook_mean_and_spread_of_the_terms(var_type, kernel):
+    """``f̂ ± z s`` with ``f̂`` the weighted mean of the terms ``K_h(q − X_i)`` written out
+    (continuous columns' kernel over ``∫K h``, Aitchison–Aitken or Wang–van Ryzin in the
+    categorical one) and ``s² = (mean(K_h²) − f̂²) / n_e``; also beyond NumPy's sizes."""
+    from scipy import stats
+
+    from attnpool import kernels
+
+    rng = np.random.default_rng(len(var_type) + len(kernel))
+    n = 60
+    x = np.column_stack([rng.normal(size=n), rng.integers(0, 3, n)])[:, : len(var_type)]
+    q = x[:7] + np.array([0.2, 0.0])[: len(var_type)]
+    h = np.array([0.8, 0.3])[: len(var_type)]
+    w = rng.uniform(0.2, 2.0, n)
+    record = kernels.get(kernel)
+    u = (q[:, None, 0] - x[None, :, 0]) / h[0]
+    terms = np.asarray(record(u.ravel())).reshape(u.shape) / h[0]
+    if var_type == "cu":
+        terms = terms * np.where(q[:, None, 1] == x[None, :, 1], 1 - h[1], h[1] / 2)
+    if var_type == "co":
+        same = q[:, None, 1] == x[None, :, 1]
+        gap = np.abs(q[:, None, 1] - x[None, :, 1])
+        terms = terms * np.where(same, 1 - h[1], (1 - h[1]) / 2 * h[1] ** gap)
+    share = w / w.sum()
+    mean, second = terms @ share, terms**2 @ share
+    spread = np.sqrt((second - mean**2) * np.sum(share**2)) * stats.norm.ppf(0.975)
+    lower, upper = density_band(x, q, kernel=kernel, bandwidth=h, weights=w, var_type=var_type)
+    np.testing.assert_allclose(lower, np.maximum(mean - spread, 0.0), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(upper, mean + spread, rtol=1e-12)
+    if var_type == "c":  # 8000 × 800 pairs: past the NumPy pairs' sizes
+        big = rng.normal(size=(8000, 1))
+        spot = np.zeros((800, 1))
+        many = density_band(big, spot, kernel=kernel, bandwidth=0.3)
+        few = density_band(big, spot[:1], kernel=kernel, bandwidth=0.3)
+        np.testing.assert_allclose([m[0] for m in many], [f[0] for f in few], rtol=1e-10)
+
+
 def test_pictures():
     grid = np.linspace(-3, 3, 50)
     density = np.exp(-(grid**2) / 2) / np.sqrt(2 * np.pi)

@@ -142,7 +142,7 @@ def test_a_zero_bandwidth_keeps_the_pairs_equal_in_the_most_such_columns():
     problem = SumProblem(query, keys, values, np.array([[0.0, 1.0]]), kernel,
                          bandwidth_by="query")  # fmt: skip
     found = exact_log_sums(problem)
-    near, far = math.exp(-0.25**2 / 2), math.exp(-0.75**2 / 2)
+    near, far = math.exp(-(0.25**2) / 2), math.exp(-(0.75**2) / 2)
     sums = np.exp(found.shift) * found.sums[0]
     np.testing.assert_allclose(sums / sums[0], [1.0, (1 * near + 2 * far) / (near + far)])
     # both columns 0: the key equal in both alone; left out, no key (each is unequal in

@@ -343,19 +343,19 @@ def density_band(
     """
     from scipy import stats
 
-    from ..kernels.mixed import log_sums
+    from .methods import exact_normalised_log_sums, mixed_problem
 
     if not 0 < level < 1:
         raise ValueError(f"level: expected a number strictly between 0 and 1; received {level!r}")
     x = np.asarray(check_points(x_train, "x_train"), np.float64)
     q = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
-    w = np.ones(x.shape[0]) if weights is None else np.asarray(
-        check_weights(weights, x.shape[0]), np.float64)  # fmt: skip
-    share = w / np.sum(w)
-    term = (q, x, h, columns, "density")
-    density = np.exp(log_sums([term], weights=share))
-    second = np.exp(log_sums([term, term], weights=share))
+    w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), np.float64)
+    problem = mixed_problem(q, x, h, columns, w)  # the sums of K_h, then of K_h²
+    log_total = math.log(x.shape[0] if w is None else float(np.sum(w)))
+    density = np.exp(exact_normalised_log_sums(problem) - log_total)
+    second = np.exp(exact_normalised_log_sums(problem.replace(power=2)) - log_total)
+    share = np.full(x.shape[0], 1.0 / x.shape[0]) if w is None else w / np.sum(w)
     effective = 1.0 / np.sum(share**2)
     spread = np.sqrt(np.maximum(second - density**2, 0.0) / effective)
     z = stats.norm.ppf(0.5 + level / 2)

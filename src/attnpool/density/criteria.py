@@ -134,7 +134,9 @@ def least_squares_criterion(
     ``f̂`` weighs each row by ``w_i``, the mean over the rows is weighted alike and each
     row is left out whole."""
     from ..kernels.mixed import log_sums
+    from ..sums.backends import NUMPY_PAIRS
     from . import mixed_columns
+    from .methods import mixed_problem, normalised_log_sums
 
     x = np.asarray(x, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
@@ -147,7 +149,7 @@ def least_squares_criterion(
     total = float(np.sum(w))
     pairs = log_sums([(x, x, h, columns, "convolution")], weights=None if weights is None else w)
     square = float(w @ np.exp(pairs - 2 * math.log(total)))
-    own = log_sums([(x, x, h, columns, "density")], leave_out=True,
-                   weights=None if weights is None else w)  # fmt: skip
-    loo = np.exp(own - np.log(total - w))
+    left_out = np.arange(x.shape[0])
+    problem = mixed_problem(x, x, h, columns, None if weights is None else w, left_out)
+    loo = np.exp(normalised_log_sums(NUMPY_PAIRS, problem) - np.log(total - w))
     return float(square - 2.0 * (w @ loo) / total)

@@ -71,16 +71,31 @@ def _no_values(x: Any) -> np.ndarray:  # a density sums no values
 
 
 def normalised_log_sums(backend: Backend, problem: SumProblem) -> np.ndarray:
-    """``(n,)``: ``log Σ_i w_i K_h(q − x_i)`` by ``backend`` through the sums layer, the
+    """``(n,)``: ``log Σ_i w_i K_h(q − x_i)^r`` by ``backend`` through the sums layer, the
     kernel of the continuous columns normalised (``∫K ∏h``; a categorical column's kernel
     is a probability over its levels already); ``−inf`` where no key weighs."""
-    found = log_kernel_sums(backend, problem)
+    return np.asarray(log_kernel_sums(backend, problem) - _log_norm(problem))
+
+
+def exact_normalised_log_sums(problem: SumProblem) -> np.ndarray:
+    """:func:`normalised_log_sums` by the exact backend the planner's finishing table
+    gives ``problem`` (:func:`attnpool.methods.backends.exact.exact_sums`: NumPy pairs,
+    beyond them an exact host backend or the compiled exact engine)."""
+    from ..methods.backends.exact import exact_sums
+
+    found = exact_sums(problem)
+    with np.errstate(divide="ignore"):
+        return np.asarray(found.shift + np.log(found.sums[:, 0]) - _log_norm(problem))
+
+
+def _log_norm(problem: SumProblem) -> float:
+    """``r log(∫K ∏h)`` over the continuous columns (0 where there are none)."""
     continuous = problem.column_kinds()[0]
     if not continuous:
-        return found
+        return 0.0
     integral = kernel_integrals(problem.kernel, len(continuous))[0]
-    found -= math.log(integral) + float(np.log(problem.bandwidth[continuous]).sum())
-    return found
+    log_norm = math.log(integral) + float(np.log(problem.bandwidth[continuous]).sum())
+    return problem.power * log_norm
 
 
 def mixed_problem(

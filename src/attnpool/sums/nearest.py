@@ -11,10 +11,10 @@ finishing step (fixed bandwidths, and those that vary by query or by key), the
 conditional densities. The differences are taken in units of each row's smallest
 bandwidth (a column of that bandwidth as it is, unrounded: keys tied in the data —
 ``(3, 4)`` and ``(5, 0)`` from the origin — stay tied, as a division by the bandwidth or
-logarithms would not keep them), each row times the power of two that brings its largest below 1 (exact, and
-nothing overflows); a row whose nearest distance is then near the bottom of the float
-range (or 0) is measured again about its nearest key, and a row whose differences
-overflow is halved.
+logarithms would not keep them), each row times the power of two that brings its
+largest below 1 (exact, and nothing overflows); a row whose nearest distance is then
+near the bottom of the float range (or 0) is measured again about its nearest key, and
+a row whose differences overflow is halved.
 """
 
 from __future__ import annotations
