@@ -160,8 +160,8 @@ def test_the_nearest_limit_measures_each_pair_in_its_own_bandwidth():
     bandwidth = np.array([[0.1], [100.0], [0.1]])
     # beyond every key's support (|400 − k| / h: 4000, 4.1, 3970): nearest in those units
     # is the key at −10, although the one at 3 is nearer in the data's units
-    fit, _, empty = pairs.local_fit(keys, values, np.array([[400.0]]), kernel=kernel,
-                                    bandwidth=bandwidth, by="key")  # fmt: skip
+    far = SumProblem(np.array([[400.0]]), keys, values, bandwidth, kernel, bandwidth_by="key")
+    fit, _, empty = pairs.local_fit(far)
     assert empty[0] and fit[0, 0] == 5.0
     # a left-out row's limit is over the other keys
     loo = SumProblem(keys, keys, values, bandwidth, kernel, left_out=np.arange(3),

@@ -264,10 +264,11 @@ def attention_pool(
         pooled = pool_by_backend(method, q, k, v, h, kernel, weights, empty=empty)
         return pooled[:, 0] if flat else pooled
     if kernel.base is not None:  # signed: summed pair by pair
-        from ..sums.pairs import pool
+        from ..sums.pairs import pool, refuse
 
-        pooled = pool(q, k, v, h, kernel=kernel, method=method, empty=empty, mask=mask,
-                      weights=weights, return_weights=return_weights)  # fmt: skip
+        refuse(kernel, method, mask=mask, return_weights=return_weights,
+               arrays=(q, k, v, h, weights))  # fmt: skip
+        pooled = pool(q, k, v, h, kernel=kernel, weights=weights, empty=empty)
         return pooled[:, 0] if flat else pooled
     if return_weights:
         check_weight_size(n, m)

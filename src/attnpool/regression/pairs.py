@@ -14,7 +14,8 @@ integers are chosen by leave-one-out CV (a grid of ``k`` shared by the columns, 
 golden-section search over the integers of each column in turn); a left-out point's
 bandwidths are those of the other points. A bandwidth of zero (``k`` within a run of
 repeated values) is its limit: the kernel of that column becomes exact lookup, the pairs
-equal in it outweighing every other (:func:`attnpool.sums.pairs.local_fit`).
+equal in it outweighing every other (:class:`~attnpool.sums.problem.SumProblem`'s
+``bandwidth_by``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from ..sums.pairs import local_fit
+from ..sums.problem import SumProblem
 from .options import FitOptions
 
 __all__ = [
@@ -131,26 +133,32 @@ def _bandwidths(x_train, x, setting, bandwidth_type: str, exclude_self: bool, we
                                whole_row=False)  # fmt: skip
 
 
-def predict(x_train, y, x, *, kernel, setting, bandwidth_type, degree, weights=None,
-            nearest=True, exclude_self=False, return_slopes=False):  # fmt: skip
-    """The fit at ``x (n, d)`` for ``y (m, p)``: ``(fit (n, p), empty (n,))`` (with
-    ``return_slopes``, ``(fit, slopes (n, d, p), empty)``). ``setting``: the bandwidths
-    ``(d,)`` or the numbers of neighbours ``(d,)``."""
-    bandwidth = _bandwidths(x_train, x, setting, bandwidth_type, exclude_self, weights)
-    fit, slopes, empty = local_fit(
-        x_train, y, x, kernel=kernel, bandwidth=bandwidth, by=_SOURCE[bandwidth_type],
-        degree=degree, exclude_self=exclude_self, weights=weights, nearest=nearest,
+def predict(x_train, y, x, setting, options: FitOptions, *, weights=None, exclude_self=False,
+            nearest=True):  # fmt: skip
+    """``(fit (n, p), slopes (n, d, p), empty (n,))``: the fit at ``x (n, d)`` for
+    ``y (m, p)`` with ``options``' kernel, degree and bandwidth type, ``setting`` the
+    bandwidths ``(d,)`` or the numbers of neighbours ``(d,)``: the sums of a
+    :class:`~attnpool.sums.problem.SumProblem` of each pair's bandwidth, solved by
+    :func:`attnpool.sums.pairs.local_fit`."""
+    x_train, x = np.asarray(x_train, np.float64), np.asarray(x, np.float64)
+    bandwidth_type = options.bandwidth_type
+    problem = SumProblem(
+        x, x_train, np.asarray(y, np.float64),
+        _bandwidths(x_train, x, setting, bandwidth_type, exclude_self, weights),
+        _kernels.get(options.kernel),
+        weights=None if weights is None else np.asarray(weights, np.float64),
+        left_out=np.arange(x.shape[0]) if exclude_self else None,
+        degree=options.degree, bandwidth_by=_SOURCE[bandwidth_type],
     )  # fmt: skip
-    return (fit, slopes, empty) if return_slopes else (fit, empty)
+    return local_fit(problem, nearest=nearest)
 
 
 def cv_score(x, y, *, kernel, setting, bandwidth_type, degree, weights=None) -> float:
     """The leave-one-out mean squared error (rows counted ``w_i`` times); ``inf`` where a
     left-out point has no weight."""
-    fit, empty = predict(
-        x, y, x, kernel=kernel, setting=setting, bandwidth_type=bandwidth_type,
-        degree=degree, weights=weights, nearest=not kernel.compact, exclude_self=True,
-    )  # fmt: skip
+    options = FitOptions(kernel=kernel, degree=degree, bandwidth_type=bandwidth_type)
+    fit, _, empty = predict(x, y, x, setting, options, weights=weights, exclude_self=True,
+                            nearest=not kernel.compact)  # fmt: skip
     residuals = np.mean((y - fit) ** 2, axis=1)
     if (empty.any() and kernel.compact) or not np.all(np.isfinite(residuals)):
         return math.inf
@@ -331,11 +339,9 @@ def estimator_prediction(x_train, y_train, x, setting, options: FitOptions, *, w
 
     kernel = _kernels.get(options.kernel)
     y = y_train.reshape(y_train.shape[0], -1)
-    fit, slopes, empty_rows = predict(
-        x_train, y, x, kernel=kernel, setting=setting, bandwidth_type=options.bandwidth_type,
-        degree=options.degree, weights=weights, return_slopes=True,
-        nearest=takes_nearest(options.empty) or not kernel.compact,
-    )  # fmt: skip
+    nearest = takes_nearest(options.empty) or not kernel.compact
+    fit, slopes, empty_rows = predict(x_train, y, x, setting, options, weights=weights,
+                                      nearest=nearest)  # fmt: skip
     report_empty(kernel, options.empty, empty_rows, stacklevel=4)
     if y_train.ndim == 1:
         fit, slopes = fit[:, 0], slopes[..., 0]

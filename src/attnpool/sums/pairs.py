@@ -27,8 +27,6 @@ response of the keys nearest in scaled distance (ties by weight,
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
 from .. import kernels as _kernels
@@ -39,50 +37,21 @@ from .layer import local_fit as layer_fit
 from .layer import nearest_limit
 from .problem import SumProblem
 
-__all__ = ["BANDWIDTH_SOURCES", "local_fit", "needs_pair_sums", "pool"]
-
-#: Where the bandwidth of a pair comes from: one for all, the query's, or the key's.
-BANDWIDTH_SOURCES = ("fixed", "query", "key")
+__all__ = ["local_fit", "pool", "refuse"]
 
 
-def needs_pair_sums(kernel: _kernels.Kernel) -> bool:
-    """Whether ``kernel`` is computed here in every case (a higher-order kernel)."""
-    return kernel.base is not None
-
-
-def local_fit(
-    x_train,
-    y,
-    x_query,
-    *,
-    kernel: _kernels.Kernel,
-    bandwidth,
-    by: Literal["fixed", "query", "key"] = "fixed",
-    degree: int = 0,
-    exclude_self: bool = False,
-    weights=None,
-    nearest: bool = True,
-):
-    """``(fit (n, p), slopes (n, d, p), empty (n,))`` of the local fit at ``x_query``.
-
-    ``x_train (m, d)``, ``y (m, p)``, ``x_query (n, d)``; ``bandwidth``: ``(d,)``
-    (``by="fixed"``), ``(n, d)`` (``"query"``) or ``(m, d)`` (``"key"``), positive (or
-    zero: the limit, :class:`~attnpool.sums.problem.SumProblem`'s ``bandwidth_by``);
-    ``degree`` 0 (local constant) or 1 (local linear); ``exclude_self``: query ``i`` is
-    training row ``i`` and leaves its pair out; ``weights (m,)``: positive observation
-    weights; ``nearest``: whether empty rows take the nearest keys' mean (else NaN).
-    ``empty`` marks the rows whose weights summed to zero.
+def local_fit(problem: SumProblem, *, nearest: bool = True):
+    """``(fit (n, p), slopes (n, d, p), empty (n,))`` of the local fit of ``problem``'s
+    degree at its queries: its values' local constant or local linear fit under its
+    kernel (signed, or not) and bandwidths (``bandwidth_by``: fixed, the query's or the
+    key's, positive or zero), its observation weights and left-out keys; ``nearest``:
+    whether empty rows take the nearest keys' mean (else NaN). ``empty`` marks the rows
+    whose weights summed to zero.
     """
-    x_train, x_query = (np.asarray(a, np.float64) for a in (x_train, x_query))
-    y = np.asarray(y, np.float64)
-    middle = midrange(y) if y.shape[0] else np.zeros(y.shape[1])
-    problem = SumProblem(
-        x_query, x_train, y - middle, np.asarray(bandwidth, np.float64), kernel,
-        weights=None if weights is None else np.asarray(weights, np.float64),
-        left_out=np.arange(x_query.shape[0]) if exclude_self else None,
-        degree=degree, bandwidth_by=by,
-    )  # fmt: skip
-    if degree:
+    values = problem.values
+    middle = midrange(values) if values.shape[0] else np.zeros(values.shape[1])
+    problem = problem.replace(values=values - middle)
+    if problem.degree:
         problem = problem.replace(origin=heaviest_keys(problem))
     fit, slopes, empty = layer_fit(NUMPY_PAIRS, problem)
     if nearest and empty.any():
@@ -91,21 +60,18 @@ def local_fit(
     return fit + middle, slopes, empty
 
 
-def pool(q, k, v, h, *, kernel: _kernels.Kernel, method, empty: str, mask, weights,
-         return_weights: bool):  # fmt: skip
-    """:func:`attnpool.attention_pool` of checked ``q (n, d)``, ``k (m, d)``, ``v (m, p)``,
-    ``h (d,)`` with a higher-order kernel: ``(n, p)`` in the values' precision, NumPy or
-    JAX as ``v`` is."""
-    from .._support.validation import is_jax, is_traced
+def refuse(kernel: _kernels.Kernel, method, *, mask, return_weights: bool, arrays) -> None:
+    """A ``ValueError`` naming the argument that :func:`pool` does not take with the
+    higher-order ``kernel``: a key mask, the weight matrix, a method other than
+    ``"auto"``, ``"dense"`` or ``"stream"``, or ``arrays`` traced by ``jit`` or ``grad``."""
+    from .._support.validation import is_traced
     from ..methods.options import resolve
-    from .empty_policy import report_empty, takes_nearest
-    from .observation_weights import check_weights
 
     refused = {"return_weights": return_weights, "mask": mask is not None}
     for name, asked in refused.items():
         if asked:
             raise ValueError(f"{name}: not available with the higher-order kernel {kernel.name!r}")
-    if any(is_traced(a) for a in (q, k, v, h, weights)):
+    if any(is_traced(a) for a in arrays):
         raise ValueError(
             f"kernel: the higher-order kernel {kernel.name!r} pools concrete arrays, not "
             "values traced by jit or grad"
@@ -116,11 +82,20 @@ def pool(q, k, v, h, *, kernel: _kernels.Kernel, method, empty: str, mask, weigh
             f"method: the higher-order kernel {kernel.name!r} is summed pair by pair "
             f"('auto', 'dense' or 'stream'); received {method!r}"
         )
+
+
+def pool(q, k, v, h, *, kernel: _kernels.Kernel, weights, empty: str):
+    """:func:`attnpool.attention_pool` of checked ``q (n, d)``, ``k (m, d)``, ``v (m, p)``,
+    ``h (d,)`` with a higher-order kernel (what it refuses, :func:`refuse`): ``(n, p)`` in
+    the values' precision, NumPy or JAX as ``v`` is."""
+    from .._support.validation import is_jax
+    from .empty_policy import report_empty, takes_nearest
+    from .observation_weights import check_weights
+
     w = None if weights is None else np.asarray(check_weights(weights, k.shape[0]), np.float64)
-    fit, _, empty_rows = local_fit(
-        np.asarray(k), np.asarray(v), np.asarray(q), kernel=kernel, bandwidth=np.asarray(h),
-        weights=w, nearest=takes_nearest(empty) or not kernel.compact,
-    )  # fmt: skip
+    q, k, v64, h = (np.asarray(a, np.float64) for a in (q, k, v, h))
+    problem = SumProblem(q, k, v64, h, kernel, w)
+    fit, _, empty_rows = local_fit(problem, nearest=takes_nearest(empty) or not kernel.compact)
     report_empty(kernel, empty, empty_rows, stacklevel=4)
     dtype = v.dtype if np.dtype(v.dtype).kind == "f" else np.float64
     if is_jax(v):
