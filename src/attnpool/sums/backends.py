@@ -55,6 +55,11 @@ class Serves:
         unordered categorical columns.
     degrees : tuple of int
         The moments it sums: 0 weights and values, 1 local linear's moments.
+    bandwidth_by : tuple of str
+        Where a pair's bandwidth may come from (``SumProblem.bandwidth_by``):
+        ``"fixed"`` (one per column), ``"query"``, ``"key"``.
+    signed : bool
+        Higher-order kernels, whose weights take either sign.
 
     Examples
     --------
@@ -76,6 +81,8 @@ class Serves:
     powers: tuple[int, ...] = (1, 2)
     var_types: str = "c"
     degrees: tuple[int, ...] = (0,)
+    bandwidth_by: tuple[str, ...] = ("fixed",)
+    signed: bool = False
 
 
 @runtime_checkable
@@ -264,6 +271,13 @@ def refusal(backend: Backend, problem: SumProblem, kernel: Kernel) -> str | None
     if problem.degree not in serves.degrees:
         degrees = list(serves.degrees)
         return f"{name!r} sums the moments of degrees {degrees}; received {problem.degree}"
+    if problem.bandwidth_by not in serves.bandwidth_by:
+        return (
+            f"{name!r} takes bandwidths {' or '.join(map(repr, serves.bandwidth_by))}; "
+            f"received bandwidths by {problem.bandwidth_by!r}"
+        )
+    if problem.signed and not serves.signed:
+        return f"{name!r} takes non-negative kernels; received {kernel.name!r}"
     return None
 
 
@@ -273,7 +287,8 @@ class NumpyPairs:
     evaluates."""
 
     name = "numpy"
-    serves = Serves(var_types="cou", degrees=(0, 1))
+    serves = Serves(var_types="cou", degrees=(0, 1), bandwidth_by=("fixed", "query", "key"),
+                    signed=True)  # fmt: skip
 
     @staticmethod
     def log_sums(problem: SumProblem) -> LogSums:

@@ -68,11 +68,6 @@ def backend_for(name: str, problem: SumProblem, argument: str = "method") -> Bac
             f"kernel: backend {name!r} takes non-negative distance kernels; received "
             f"{kernel.name!r}"
         )
-    if problem.varying:
-        raise ValueError(
-            f"bandwidth: backend {name!r} takes one bandwidth per column; received "
-            f"bandwidths by {problem.bandwidth_by}"
-        )
     reason = refusal(backend, problem, kernel)
     if reason:
         raise ValueError(f"{argument}: {reason}")
