@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 
 from attnpool import LocalLinear, NadarayaWatson, kernels
@@ -32,6 +34,22 @@ def test_distances_are_the_kth_smallest_gaps():
     got = neighbour_distances(x, x, k, exclude_self=True)
     assert np.array_equal(got, _kth_distances(x, x, k, exclude_self=True))
     assert np.all(neighbour_distances(np.zeros((5, 1)), np.zeros((5, 1)), np.array([2])) == 0)
+
+
+HOSTILE_VALUES = [-1e300, -3.5, -1.0, 0.0, 0.0, 2.0, 2.0, 7.25, 1e-300, 1e300]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.lists(st.sampled_from(HOSTILE_VALUES), min_size=1, max_size=12),
+    points=st.lists(st.floats(-1e300, 1e300, allow_nan=False), min_size=1, max_size=5),
+)
+def test_every_rank_s_distance_is_the_sorted_gaps_on_hostile_data(values, points):
+    x = np.array(values)[:, None]
+    q = np.array(points)[:, None]
+    for k in range(1, len(values) + 1):
+        want = _kth_distances(x, q, np.array([k]))
+        assert np.array_equal(neighbour_distances(x, q, np.array([k])), want)
 
 
 def _textbook(x_train, y, queries, kernel, k, bandwidth_type, leave_out=False):

@@ -64,15 +64,35 @@ def neighbour_distances(
     if weights is not None:
         own = (1.0 if whole_row else 0.0) if exclude_self else None
         return _weighted_distances(x_train, points, k, own, np.asarray(weights, float))
-    from scipy.spatial import cKDTree
-
     distances = np.empty(points.shape)
     for c in range(x_train.shape[1]):
-        tree = cKDTree(x_train[:, c : c + 1])
         rank = int(k[c]) + int(exclude_self)
-        # p = 1: |x − y| itself (a squared distance under- or overflows at 1e±160)
-        distances[:, c] = tree.query(points[:, c : c + 1], k=[rank], p=1)[0][:, 0]
+        distances[:, c] = _kth_distance(np.sort(x_train[:, c]), points[:, c], rank)
     return distances
+
+
+def _kth_distance(values: np.ndarray, points: np.ndarray, rank: int) -> np.ndarray:
+    """``(n,)``: the distance ``|p − v|`` from each point to its ``rank``-th nearest of the
+    sorted ``values`` (ties counted, rank ≥ 1). The ``rank`` nearest are a run
+    ``values[s : s + rank]``, whose farthest is ``max(p − values[s], values[s + rank − 1]
+    − p)``: the first term falls and the second rises with ``s`` (as rounded too), so the
+    least is at the first ``s`` where the second reaches the first, or just before it —
+    found by bisection, ``O(n log m)``, each distance one rounded difference."""
+    m = values.size
+    low, high = np.zeros(points.shape, int), np.full(points.shape, m - rank + 1)
+    while np.any(low < high):
+        middle = (low + high) // 2
+        at = np.minimum(middle, m - rank)
+        reached = values[at + rank - 1] - points >= points - values[at]
+        reached |= middle > m - rank
+        high = np.where(reached & (low < high), middle, high)
+        low = np.where(~reached & (low < high), middle + 1, low)
+    after = np.minimum(low, m - rank)
+    before = np.maximum(low - 1, 0)
+    farthest = [
+        np.maximum(points - values[s], values[s + rank - 1] - points) for s in (after, before)
+    ]
+    return np.minimum(*farthest)
 
 
 def _weighted_distances(x_train, points, k, own, weights) -> np.ndarray:

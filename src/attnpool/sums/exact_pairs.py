@@ -209,19 +209,22 @@ def _log_weights(
     continuous, categorical = problem.column_kinds()
     shape = (q.shape[0], k.shape[0])
     h = problem.bandwidth
-    sign, counts = None, None
+    sign, counts, offset, unequal = None, None, None, None
     if problem.varying:
-        us, counts, logs = _varying_differences(problem, rows)
+        us, counts, offset, unequal = _varying_differences(problem, rows)
     else:
-        us, logs = [(q[:, j, None] - k[None, :, j]) / h[j] for j in continuous], None
+        us = [(q[:, j, None] - k[None, :, j]) / h[j] for j in continuous]
     if problem.signed:
         found, sign = signed_log_weights(us, problem.kernel)
     else:
         found = pair_log_weights(us, problem.kernel) if us else np.zeros(shape)
-    found = np.asarray(found, np.float64)
-    logs = found if logs is None else logs + found
+    logs = np.asarray(found, np.float64)
     if logs.shape != shape or not logs.flags.writeable:  # (a kernel of the user's)
         logs = np.array(np.broadcast_to(logs, shape))
+    if offset is not None:
+        logs += offset
+    if unequal is not None:
+        logs[unequal] = -np.inf
     kinds, levels = problem.var_type or "", problem.levels or (0,) * k.shape[1]
     for j in categorical:
         logs += log_categorical(q[:, j, None], k[None, :, j], h[j], kinds[j], levels[j])
@@ -240,21 +243,22 @@ def _log_weights(
 
 def _varying_differences(
     problem: SumProblem, rows: slice
-) -> tuple[list[np.ndarray], np.ndarray | None, np.ndarray | None]:
-    """``(us, counts, logs)`` of a varying bandwidth's pairs: the scaled differences, the
-    zero bandwidths' counts of infinite factors (None where none is 0), and the key's
-    ``−Σ_c log h_jc`` (a zero bandwidth counted apart; None by query). A pair unequal in
-    a column of zero bandwidth weighs nothing (``−inf`` in ``logs``)."""
+) -> tuple[list[np.ndarray], np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """``(us, counts, offset, unequal)`` of a varying bandwidth's pairs: the scaled
+    differences; the zero bandwidths' counts of infinite factors, and the pairs unequal
+    in a column of zero bandwidth, which weigh nothing (both None where no bandwidth is
+    0); and the keys' ``−Σ_c log h_jc`` ``(1, m)`` (a zero bandwidth counted apart; None
+    by query)."""
     q, k, h = problem.queries[rows], problem.keys, problem.pair_bandwidths(rows)
     d = k.shape[1]
     shape = (q.shape[0], k.shape[0])
     zero = h == 0
     unit = np.where(zero, 1.0, h)
-    logs = None
+    offset = None
     if problem.bandwidth_by == "key":  # the key's 1 / Π h
-        logs = np.broadcast_to(-np.sum(np.log(unit), axis=-1), shape).copy()
+        offset = -np.sum(np.log(unit), axis=-1)
     if not zero.any():
-        return [(q[:, j, None] - k[None, :, j]) / h[..., j] for j in range(d)], None, logs
+        return [(q[:, j, None] - k[None, :, j]) / h[..., j] for j in range(d)], None, offset, None
     us, counts = [], np.zeros(shape, int)
     unequal = np.zeros(shape, bool)
     for j in range(d):
@@ -262,9 +266,7 @@ def _varying_differences(
         us.append(np.where(zero[..., j], 0.0, difference / unit[..., j]))
         unequal |= zero[..., j] & (difference != 0)
         counts += zero[..., j]
-    logs = np.zeros(shape) if logs is None else logs
-    logs[unequal] = -np.inf
-    return us, counts, logs
+    return us, counts, offset, unequal
 
 
 def _keep_most_infinite(logs: np.ndarray, counts: np.ndarray, left_out: np.ndarray | None) -> None:
