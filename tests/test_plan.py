@@ -189,6 +189,8 @@ FINISH_TABLE = [
     (finish(n=BIG, gaussian=True, loops=False), "stream", 4),
     (finish(n=BIG, gaussian=True, loops=True, truncating=False), "stream", 4),
     (finish(degree=1, categorical=True), "numpy", 1),
+    (finish(n=BIG, d=1, gaussian=True, pairs_only=True), "numpy", 1),  # signed, or varying h
+    (finish(n=BIG, degree=1, pairs_only=True), "numpy", 1),
     (finish(n=BIG, d=1, gaussian=True, degree=1), "stream", 4),  # no host method sums moments
     (finish(n=BIG, gaussian=True, loops=True, categorical=True), "stream", 4),
     (finish(m=4, gaussian=True, loops=True, categorical=True, outputs=2**17), "dense", 4),

@@ -194,6 +194,7 @@ def finish_facts(problem: SumProblem) -> Facts:
     return Facts(
         "finish", n, m, d, problem.width, power=problem.power, device=where,
         degree=problem.degree, categorical=problem.categorical,
+        pairs_only=problem.signed or problem.varying,
         truncating=not too_wide_to_truncate(problem.weights),
         loops=where == "cpu" and d >= 2 and _loops(d),
         in_range=functools.partial(_in_range, q, k, h), **_kernel_facts(problem.kernel),

@@ -63,10 +63,9 @@ def backend_for(name: str, problem: SumProblem, argument: str = "method") -> Bac
     if backend is None:
         raise ValueError(f"{argument}: no backend is registered as {name!r}")
     kernel = problem.kernel
-    if kernel.similarity != "distance" or kernel.base is not None:
+    if kernel.similarity != "distance":
         raise ValueError(
-            f"kernel: backend {name!r} takes non-negative distance kernels; received "
-            f"{kernel.name!r}"
+            f"kernel: backend {name!r} takes distance kernels; received {kernel.name!r}"
         )
     reason = refusal(backend, problem, kernel)
     if reason:

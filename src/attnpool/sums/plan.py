@@ -97,7 +97,9 @@ unsettled, each over every key; ``w`` the sums' columns, ``1 + p`` or local line
 ====  ==========================================================  ================
 rule  when                                                        backend
 ====  ==========================================================  ================
-1     a kernel NumPy evaluates, ``n·m·w ≤ NUMPY_MAX_WORK``        ``numpy``
+1     signed weights or varying bandwidths (no other backend      ``numpy``
+      sums them); a kernel NumPy evaluates, ``n·m·w ≤``
+      ``NUMPY_MAX_WORK``
 2     ``K`` (not ``K²``) within 2⁴⁰ bandwidths, one column: the   ``fgt`` /
       Gaussian / a compact built-in kernel                        ``sparse``
 3     ``K`` within 2⁴⁰ bandwidths, a CPU, the Gaussian in 2–16    ``native``
@@ -222,6 +224,7 @@ class Facts(NamedTuple):
     criterion: str = "cv"  # a search's: "cv" or "aicc"
     binnable: bool = False  # a smooth built-in kernel the binned search takes
     power: int = 1  # the sums' power of the kernel (2: a band's K²)
+    pairs_only: bool = False  # signed weights or varying bandwidths: NumPy pairs alone
     in_range: Callable[[], bool] = _always_in_range
     neighbour_share: Callable[[], float] = _all_keys
 
@@ -379,7 +382,7 @@ def _plan_density(f: Facts) -> Plan:
 
 def _plan_finish(f: Facts) -> Plan:
     small = f.n * f.m * f.outputs <= NUMPY_MAX_WORK
-    if f.host_profile and small:
+    if f.pairs_only or (f.host_profile and small):
         return Plan("numpy", 1)
     if f.degree or f.categorical:  # (no host method sums moments or categorical columns)
         return Plan("dense" if f.n * f.m <= DENSE_MAX_PAIRS else "stream", 4)
