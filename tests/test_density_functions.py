@@ -40,6 +40,16 @@ def test_the_hazard_keeps_its_digits_far_in_the_right_tail():
     assert model.sf(t)[2] == 0.0 and np.isfinite(model.cumhazard(t)).all()
 
 
+def test_the_hazard_keeps_its_digits_in_the_left_tail():
+    """Where ``Ŝ`` is near 1 the hazard ``−log Ŝ = −log1p(−F̂)`` is tiny: from ``Ŝ``'s own
+    logarithm it kept only the digits of ``1 − F̂`` (at −7, ``−0.0`` for ``7.3e−19``)."""
+    x = np.random.default_rng(3).normal(size=50)
+    model = KernelDensity(bandwidth=0.5).fit(x[:, None])
+    t = np.array([-7.0, -6.0, -5.0, -4.0, -3.0, 0.0, 2.0])
+    cdf = np.mean(special.ndtr((t[:, None] - x[None, :]) / 0.5), axis=1)
+    np.testing.assert_allclose(model.cumhazard(t[:, None]), -np.log1p(-cdf), rtol=1e-13)
+
+
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "triweight", "cosine"])
 def test_quantiles_invert_the_distribution_function(kernel):
     x = _sample(1)

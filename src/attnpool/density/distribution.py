@@ -4,13 +4,18 @@ functions, ``F̂(x) = Σ_i w_i Π_j G((x_j − x_ij)/h_j) / Σ w``, summed in th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.validation import check_bandwidth, check_points
-from ..kernels.calculus import CDF_KERNELS, log_kernel_cdf
+from ..kernels.calculus import CDF_KERNELS
 from ..sums.observation_weights import check_weights
+
+if TYPE_CHECKING:
+    from ..kernels.mixed import MixedColumns
 
 __all__ = ["CDF_KERNELS", "kernel_cdf"]
 
@@ -72,36 +77,31 @@ def kernel_cdf(
             f"{', '.join(CDF_KERNELS)} in one dimension, the Gaussian and the '-product' "
             f"kernels in several; received {record.name!r} in {x.shape[1]} dimension(s)"
         )
-    w = np.ones(x.shape[0]) if weights is None else check_weights(weights, x.shape[0])
+    w = None if weights is None else check_weights(weights, x.shape[0])
     if var_type is not None and set(var_type) != {"c"}:
-        from ..kernels.mixed import log_sums
         from . import mixed_columns
 
         columns, h = mixed_columns(x, kernel, bandwidth, var_type)
-        w = np.asarray(w, np.float64)
-        sums = log_sums([(q, x, h, columns, "cdf")], weights=w / w.sum())
-        return np.asarray(np.minimum(np.exp(sums), 1.0))
-    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
-    return np.asarray(np.minimum(np.exp(log_cdf(x, q, name, h, np.asarray(w, np.float64))), 1.0))
+    else:
+        from ..kernels.mixed import MixedColumns
+
+        columns = MixedColumns(x, "c" * x.shape[1], record)
+        h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
+    return np.asarray(np.minimum(np.exp(log_cdf(x, q, columns, h, w)), 1.0))
 
 
-def log_cdf(x: np.ndarray, q: np.ndarray, name: str, h: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``log F̂`` ``(k,)`` at ``q (k, d)`` of continuous columns ``x (n, d)`` with the
-    one-dimensional kernel ``name``'s distribution function (a product over the
-    columns) and positive weights ``w (n,)``: shifted by each row's largest term, so
-    that a tail far below the float range keeps its logarithm."""
-    from ..sums.pair_weights import row_blocks
+def log_cdf(
+    x: np.ndarray, q: np.ndarray, columns: MixedColumns, h: np.ndarray, w: ArrayLike | None
+) -> np.ndarray:
+    """``log F̂`` ``(k,)`` at ``q (k, d)`` of the sample ``x (n, d)`` of ``columns``
+    (:class:`~attnpool.kernels.mixed.MixedColumns`: a continuous column's kernel
+    distribution function, a categorical one's kernel summed over the levels up to
+    ``q``), bandwidths ``h`` and weights ``w (n,)`` (None: ones): each row about its
+    largest term, so that a tail far below the float range keeps its logarithm."""
+    from ..kernels.mixed import log_sums
 
-    with np.errstate(divide="ignore"):  # a weight of 0: a log weight of −inf
-        log_w = np.log(w / np.sum(w))
-    result = np.empty(q.shape[0])
-    with np.errstate(divide="ignore"):
-        for rows in row_blocks(q.shape[0], x.shape[0]):
-            log_g = log_w[None, :] + sum(
-                log_kernel_cdf(name, (q[rows, j, None] - x[None, :, j]) / h[j])
-                for j in range(x.shape[1])
-            )
-            top = np.max(log_g, axis=1)
-            safe = np.where(np.isfinite(top), top, 0.0)
-            result[rows] = safe + np.log(np.sum(np.exp(log_g - safe[:, None]), axis=1))
-    return result
+    term = (q, x, h, columns, "cdf")
+    if w is None:
+        return np.asarray(log_sums([term]) - np.log(x.shape[0]))
+    w = np.asarray(w, np.float64)
+    return np.asarray(log_sums([term], weights=w / np.sum(w)))

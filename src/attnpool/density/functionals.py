@@ -31,14 +31,22 @@ QUANTILE_STEPS = 70
 def log_survival(
     x: np.ndarray, points: ArrayLike, kernel: Any, h: np.ndarray, weights: Any = None
 ) -> np.ndarray:
-    """``log Ŝ(points)`` ``(k,)`` of the one-column sample ``x (n, 1)``: the distribution
-    function of the reflected sample at the reflected points, in the log domain (finite
-    where ``Ŝ`` itself is below the float range)."""
-    reflected = -np.asarray(points, np.float64).reshape(-1, 1)
-    kernel_cdf(-x, reflected[:1], kernel=kernel, bandwidth=h, weights=weights)  # the checks
-    name = _kernels.for_dimensions(_kernels.get(kernel), 1).name.removesuffix("-product")
-    w = np.ones(x.shape[0]) if weights is None else np.asarray(weights, np.float64)
-    return np.asarray(np.minimum(log_cdf(-x, reflected, name, np.asarray(h, np.float64), w), 0.0))
+    """``log Ŝ(points)`` ``(k,)`` of the one-column sample ``x (n, 1)``: ``log(1 − F̂)`` by
+    ``log1p`` where ``F̂ ≤ 1/2`` (``Ŝ`` near 1, whose logarithm is small: it keeps its
+    relative digits), else the distribution function of the reflected sample at the
+    reflected points, in the log domain (finite where ``Ŝ`` itself is below the float
+    range)."""
+    from ..kernels.mixed import MixedColumns
+
+    points = np.asarray(points, np.float64).reshape(-1, 1)
+    kernel_cdf(-x, -points[:1], kernel=kernel, bandwidth=h, weights=weights)  # the checks
+    columns = MixedColumns(x, "c", _kernels.for_dimensions(_kernels.get(kernel), 1))
+    w = None if weights is None else np.asarray(weights, np.float64)
+    h = np.asarray(h, np.float64)
+    below = np.exp(log_cdf(x, points, columns, h, w))
+    above = log_cdf(-x, -points, columns, h, w)
+    near_one = np.log1p(-np.minimum(below, 0.5))
+    return np.asarray(np.minimum(np.where(below <= 0.5, near_one, above), 0.0))
 
 
 def density_quantile(

@@ -27,13 +27,10 @@ import numpy as np
 
 from .. import kernels as _kernels
 from ..sums.local_model import log_categorical
-from ..sums.pair_weights import log_weights, row_blocks, shifted_weights
+from ..sums.pair_weights import log_weights
 from .calculus import kernel_integrals, log_kernel_cdf
 
 __all__ = ["MixedColumns", "log_pair_terms", "log_sums"]
-
-#: Pairs per chunk of rows.
-_CHUNK_PAIRS = 2**21
 
 
 class MixedColumns:
@@ -96,8 +93,8 @@ def log_pair_terms(q, k, bandwidth, columns: MixedColumns, form: str = "density"
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if cont and form == "cdf":
             name = columns.kernel.name.removesuffix("-product")
-            for c in cont:
-                total = total + log_kernel_cdf(name, (q[:, c, None] - k[None, :, c]) / h[c])
+            terms = [log_kernel_cdf(name, (q[:, c, None] - k[None, :, c]) / h[c]) for c in cont]
+            total = terms[0] if len(terms) == 1 and not columns.categorical else sum(terms, total)
         elif cont:
             scale = math.sqrt(2.0) if form == "convolution" else 1.0
             us = [(q[:, c, None] - k[None, :, c]) / (scale * h[c]) for c in cont]
@@ -119,20 +116,22 @@ def log_sums(parts, *, leave_out=False, weights=None):
     """``(n,)``: ``log Σ_j ω_j Π_parts T(q_i, k_j)`` of the terms of :func:`log_pair_terms`
     of each part ``(q (n, ·), k (m, ·), bandwidth, columns, form)`` (a conditional
     distribution multiplies the distribution of ``y``'s columns by the density of
-    ``x``'s), in chunks of rows; ``leave_out``: ``q`` is ``k`` and each row leaves its own
-    pair out (True), or the index of the key each row leaves out (an ``(n,)`` array);
-    ``weights (m,)``: positive ``ω`` (None: ones), multiplying after the row's
-    shift (as ``log ω`` they would round away beside the log terms of a tiny bandwidth)."""
+    ``x``'s), summed as every NumPy pair sum is
+    (:func:`attnpool.sums.exact_pairs.log_row_sums`); ``leave_out``: ``q`` is ``k`` and
+    each row leaves its own pair out (True), or the index of the key each row leaves out
+    (an ``(n,)`` array); ``weights (m,)``: ``ω ≥ 0`` (None: ones), multiplying after the
+    row's shift (as ``log ω`` they would round away beside the log terms of a tiny
+    bandwidth)."""
+    from ..sums.exact_pairs import log_row_sums
+
     n, m = parts[0][0].shape[0], parts[0][1].shape[0]
-    out = np.empty(n)
-    for rows in row_blocks(n, m, block_pairs=_CHUNK_PAIRS):
-        terms = sum(log_pair_terms(q[rows], k, h, columns, form)
-                    for q, k, h, columns, form in parts)  # fmt: skip
-        left_out_rows = None
-        if leave_out is not False:
-            ids = np.arange(rows.start, rows.stop)
-            left_out_rows = ids if leave_out is True else np.asarray(leave_out)[rows]
-        shares, shift, _ = shifted_weights(terms, left_out=left_out_rows, weights=weights)
-        with np.errstate(divide="ignore"):
-            out[rows] = shift + np.log(shares.sum(axis=1))
-    return out
+    left_out = None
+    if leave_out is not False:
+        left_out = np.arange(n) if leave_out is True else np.asarray(leave_out)
+
+    def terms(rows: slice) -> np.ndarray:
+        return sum(log_pair_terms(q[rows], k, h, columns, form)
+                   for q, k, h, columns, form in parts)  # fmt: skip
+
+    weights = None if weights is None else np.asarray(weights, np.float64)
+    return log_row_sums(terms, n, m, weights=weights, left_out=left_out)

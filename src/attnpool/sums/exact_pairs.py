@@ -21,6 +21,7 @@ local linear's moments about each row's reference key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from .local_model import log_categorical
 from .pair_weights import BLOCK_PAIRS, row_blocks, shifted_weights
 from .problem import LogSums, SumProblem
 
-__all__ = ["diagonal_log_weights", "exact_log_sums", "heaviest_keys"]
+__all__ = ["diagonal_log_weights", "exact_log_sums", "heaviest_keys", "log_row_sums"]
 
 
 LN2 = float(np.log(2.0))
@@ -69,11 +70,7 @@ def _block_sums(
     factors, _, dropped, log_w = weighing
     logs, sign = _log_weights(problem, rows, dropped, log_w)
     left_out = None if problem.left_out is None else problem.left_out[rows]
-    shares, shift, _ = shifted_weights(logs, left_out=left_out, weights=factors)
-    if factors is not None:  # each row's largest term brought to [1/2, 1): exact
-        exponent = np.frexp(shares.max(axis=1, initial=0.0))[1]
-        shares = np.ldexp(shares, -exponent[:, None])
-        shift = shift + exponent * LN2
+    shares, shift = _row_shares(logs, left_out, factors)
     if sign is not None:
         shares *= sign
     if reference is not None:
@@ -82,6 +79,48 @@ def _block_sums(
     sums[:, 0] = shares.sum(axis=1)
     sums[:, 1:] = shares @ problem.values
     return shift, sums
+
+
+def _row_shares(
+    logs: np.ndarray, left_out: np.ndarray | None, factors: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(shares, shift)``: the terms ``exp(logs)`` (overwritten) about each row's largest,
+    times the ``factors`` after the shift, each row then brought by a power of two to a
+    largest term in ``[1/2, 1)`` (exact: no share of a tiny factor is subnormal)."""
+    shares, shift, _ = shifted_weights(logs, left_out=left_out, weights=factors)
+    if factors is not None:
+        exponent = np.frexp(shares.max(axis=1, initial=0.0))[1]
+        shares = np.ldexp(shares, -exponent[:, None])
+        shift = shift + exponent * LN2
+    return shares, shift
+
+
+def log_row_sums(
+    log_terms: Callable[[slice], np.ndarray], n: int, m: int, *,
+    weights: np.ndarray | None = None, left_out: np.ndarray | None = None,
+) -> np.ndarray:  # fmt: skip
+    """``(n,)``: ``log Σ_j ω_j exp(T_ij)`` of pair terms that ``log_terms(rows)`` gives
+    ``(rows, m)`` a block of rows at a time (a kernel's other forms: its convolution, its
+    distribution function, products of them), weighed as :func:`exact_log_sums` weighs
+    (``weights (m,)`` ``ω ≥ 0`` after each row's shift, as ``log ω`` beyond
+    :data:`FACTOR_SPAN`); ``left_out (n,)``: the key each row leaves out (``−1``: none).
+    ``−inf`` where no pair weighs."""
+    factors, log_top, dropped, log_w = _factors(weights)
+    out = np.empty(n)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for rows in row_blocks(n, m):
+            logs = np.asarray(log_terms(rows), np.float64)
+            if not logs.flags.writeable:
+                logs = logs.copy()
+            if log_w is not None:
+                logs += log_w[None, :]
+            np.fmax(logs, -np.inf, out=logs)
+            if dropped is not None:
+                logs[:, dropped] = -np.inf
+            shares, shift = _row_shares(logs, None if left_out is None else left_out[rows],
+                                        factors)  # fmt: skip
+            out[rows] = shift + np.log(shares.sum(axis=1))
+    return out + log_top
 
 
 def heaviest_keys(problem: SumProblem) -> np.ndarray:
