@@ -65,7 +65,8 @@ def backend_for(name: str, problem: SumProblem, argument: str = "method") -> Bac
     kernel = problem.kernel
     if kernel.similarity != "distance":
         raise ValueError(
-            f"kernel: backend {name!r} takes distance kernels; received {kernel.name!r}"
+            f"kernel: backend {name!r} takes non-negative distance kernels; received "
+            f"{kernel.name!r}"
         )
     reason = refusal(backend, problem, kernel)
     if reason:
