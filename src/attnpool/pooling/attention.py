@@ -266,8 +266,7 @@ def attention_pool(
     if kernel.base is not None:  # signed: summed pair by pair
         from ..sums.pairs import pool, refuse
 
-        refuse(kernel, method, mask=mask, return_weights=return_weights,
-               arrays=(q, k, v, h, weights))  # fmt: skip
+        refuse(kernel, method, mask, return_weights, (q, k, v, h, weights))
         pooled = pool(q, k, v, h, kernel=kernel, weights=weights, empty=empty)
         return pooled[:, 0] if flat else pooled
     if return_weights:

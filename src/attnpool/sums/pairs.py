@@ -60,7 +60,7 @@ def local_fit(problem: SumProblem, *, nearest: bool = True):
     return fit + middle, slopes, empty
 
 
-def refuse(kernel: _kernels.Kernel, method, *, mask, return_weights: bool, arrays) -> None:
+def refuse(kernel: _kernels.Kernel, method, mask, return_weights: bool, arrays) -> None:
     """A ``ValueError`` naming the argument that :func:`pool` does not take with the
     higher-order ``kernel``: a key mask, the weight matrix, a method other than
     ``"auto"``, ``"dense"`` or ``"stream"``, or ``arrays`` traced by ``jit`` or ``grad``."""
