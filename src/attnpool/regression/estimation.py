@@ -13,8 +13,8 @@ Predictions run where the planner's fit table (:mod:`attnpool.sums.plan`) sends
 - :func:`attnpool.attention_pool` otherwise — local constant fits of continuous columns,
   where its faster methods (``fgt``, ``native``, ``binned``, ``sparse``, ``topk``)
   serve;
-- the pair engine (:mod:`attnpool.regression.pairs`) for higher-order kernels and
-  bandwidths by nearest neighbours.
+- the pair fits (:mod:`attnpool.regression.pairs`: NumPy pairs) for higher-order
+  kernels and bandwidths by nearest neighbours.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def fitted_bandwidth(
     (:data:`attnpool.bandwidth.SELECTORS`) chooses, with the criterion's value as
     ``{"cv_score_": …}`` or ``{"aicc_": …}`` (the estimator's attribute names);
     ``progress`` and ``weights`` (positive observation weights) as
-    :func:`attnpool.select_bandwidth` takes them. Fits by the pair engine (higher-order
+    :func:`attnpool.select_bandwidth` takes them. Pair fits (higher-order
     kernels, ``bandwidth_type`` by neighbours) get theirs from
     :func:`attnpool.regression.pairs.fitted_setting` (numbers of neighbours, for those)."""
     kernel, degree, var_type = options.kernel, options.degree, options.var_type
@@ -115,7 +115,7 @@ def fitted_bandwidth(
 
 
 def _route(x_train, y_train, queries: int, options: FitOptions, weights=None, model=None):
-    """``(path, model)`` of a fit at ``queries`` points: ``"pairs"`` (the pair engine) or
+    """``(path, model)`` of a fit at ``queries`` points: ``"pairs"`` (the pair fits) or
     the method named (model None), or the backend of the planner's fit table
     (:mod:`attnpool.sums.plan`: ``"numpy"``, ``"native"``, ``"pool"``, or a compiled
     fit's engine) with the fit's model (``model``, where the caller has it:
@@ -134,7 +134,7 @@ def _route(x_train, y_train, queries: int, options: FitOptions, weights=None, mo
 
 def fit_model(x_train, options: FitOptions):
     """The :class:`~attnpool.sums.local_model.LocalModel` of a fit's planned route, or
-    None for the pair engine's fits (nearest-neighbour bandwidths, signed kernels): what an
+    None for the pair fits (nearest-neighbour bandwidths, signed kernels): what an
     estimator keeps from ``fit`` for each ``predict``."""
     if pair_regression.is_pair_fit(options.kernel, options.bandwidth_type):
         return None
@@ -150,7 +150,7 @@ def _model(x_train, options: FitOptions):
 
 def planned_backend(x_train, y_train, bandwidth, options: FitOptions, *, weights=None) -> str:
     """The backend that computes the fit at the training rows — resolved in ``fit``, as
-    scikit-learn resolves ``algorithm="auto"``: ``"pairs"`` (the pair engine), the method
+    scikit-learn resolves ``algorithm="auto"``: ``"pairs"`` (the pair fits), the method
     named, or the planner's (:mod:`attnpool.sums.plan`): ``"numpy"``, ``"native"`` (local
     linear's moments on the compiled loop), the pooling table's method for a
     local-constant fit, the compiled fits' engine else.

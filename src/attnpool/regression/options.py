@@ -13,7 +13,7 @@ class FitOptions:
     """How a regression is fitted, besides its data and bandwidth: one record from the
     estimator's parameters (or the command line's), read by
     :func:`attnpool.regression.estimation.fitted_bandwidth` and
-    :func:`~attnpool.regression.estimation.predict` and by the pair engine's fits
+    :func:`~attnpool.regression.estimation.predict` and by the pair fits
     (:mod:`attnpool.regression.pairs`: ``bandwidth_type`` by neighbours, higher-order
     kernels). ``estimator`` names the estimator in messages."""
 

@@ -1,4 +1,4 @@
-"""Local fits whose weights need the pair-by-pair engine (:mod:`attnpool.sums.pairs`):
+"""Local fits whose weights only NumPy pairs sum (:mod:`attnpool.sums.pairs`):
 higher-order kernels, and bandwidths by nearest neighbours (R np's ``bwtype``).
 
 - ``"fixed"``: one bandwidth per column, chosen as usual (here by CV).
@@ -276,7 +276,7 @@ def _integer_minimum(function, low: int, high: int) -> int:
 
 
 def check_supported(kernel: _kernels.Kernel, bandwidth_type: str, var_type, method, what: str):
-    """Refuse what the pair engine does not serve, naming the argument."""
+    """Refuse what the pair fits do not serve, naming the argument."""
     if var_type and set(var_type) != {"c"}:
         raise ValueError(
             f"var_type: {what} take continuous columns; received var_type={var_type!r}"

@@ -1,9 +1,8 @@
-"""Kernel weights pair by pair in NumPy float64: what every host pair engine shares.
+"""Kernel weights pair by pair in NumPy float64: what every host pair sum shares.
 
 The NumPy pairs backend (:mod:`attnpool.sums.exact_pairs`: the NumPy fits and pools,
-the exact re-sums), the densities of mixed data (:mod:`attnpool.kernels.mixed`) and the
-pair engine of signed kernels and varying bandwidths (:mod:`attnpool.sums.pairs`) all
-sum the same thing: for a block of queries,
+signed kernels and varying bandwidths, the exact re-sums, and the kernel's other forms
+of :mod:`attnpool.kernels.mixed`) sums, for a block of queries,
 
 .. math:: w_{ij} = \\omega_j \\, \\exp\\big(\\log K_{ij} - s_i\\big), \\qquad
           s_i = \\max_j \\log K_{ij},
