@@ -36,6 +36,7 @@ from .blocks import (
     nearest_log_weight,
 )
 from .compiled_backends import pool_state
+from .problem_blocks import moment_features
 from .programs import with_nearest_limit
 
 __all__ = ["FitRoute", "hat_diagonal", "local_fit", "loo_residuals", "tiled_model", "weights_core"]
@@ -77,19 +78,9 @@ def _block_function(
         known = None if max_log is None else max_log[q_ids]
         if model.degree == 0:
             return block_state(logw, v, known, factors)
-        nq, nk, p = q.shape[0], k.shape[0], v.shape[1]
         delta = k[None, :, :] - origin[:, None, :d]
         response = v[None, :, :] - origin[:, None, d:]
-        features = jnp.concatenate(
-            [
-                response,
-                delta,
-                (delta[..., :, None] * delta[..., None, :]).reshape(nq, nk, d * d),
-                (delta[..., :, None] * response[..., None, :]).reshape(nq, nk, d * p),
-            ],
-            axis=-1,
-        )
-        return block_state(logw, features, known, factors)
+        return block_state(logw, moment_features(delta, response), known, factors)
 
     return block
 

@@ -25,7 +25,7 @@ from ..sums.local_model import LocalModel, log_categorical
 from ..sums.state import PoolingState, block_state
 from .blocks import mask_own_pairs, mask_padding
 
-__all__ = ["problem_block"]
+__all__ = ["moment_features", "problem_block"]
 
 
 def problem_block(
@@ -81,12 +81,18 @@ def _log_weights(model: LocalModel, q: Any, k: Any, divisor: Any, continuous: li
 
 
 def _moment_rows(key_rows: Any, value_rows: Any, reference: Any, units: Any, d: int) -> Any:
-    """``(n, b, p + d + d² + d·p)``: ``[r, δ, δδᵀ, δrᵀ]`` of each pair about its row's
+    """``(n, b, p + d + d² + d·p)``: :func:`moment_features` of each pair about its row's
     reference (the ones' column is the state's weight sum); ``value_rows (b, 1 + p)``
     are ``[1, v]``."""
-    n, b = reference.shape[0], key_rows.shape[0]
     delta = (key_rows[None, :, :] - reference[:, None, :d]) / units
-    response = value_rows[None, :, 1:] - reference[:, None, d:]
+    return moment_features(delta, value_rows[None, :, 1:] - reference[:, None, d:])
+
+
+def moment_features(delta: Any, response: Any) -> Any:
+    """``(n, b, p + d + d² + d·p)``: ``[r, δ, δδᵀ, δrᵀ]`` (row-major) of the pairs'
+    differences ``delta (n, b, d)`` and responses ``response (n, b, p)``: what local
+    linear's moments sum."""
+    n, b, d = delta.shape
     p = response.shape[2]
     return jnp.concatenate(
         [
