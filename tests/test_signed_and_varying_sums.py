@@ -117,6 +117,17 @@ def test_sums_are_the_textbook_sums_pair_by_pair(by, name, weighted, leave_one_o
     np.testing.assert_allclose(sums, expected, rtol=1e-11, atol=1e-12 * np.abs(expected).max())
 
 
+def test_the_sums_of_a_signed_kernel_s_square_are_positive():
+    rng = np.random.default_rng(8)
+    problem = _random_problem(rng, "key", kernels.get("gaussian-order4"), weighted=True,
+                              leave_one_out=False)  # fmt: skip
+    found = exact_log_sums(problem.replace(power=2))
+    squares = [_textbook_weights(problem, i) ** 2 / problem.weights
+               for i in range(problem.sizes[0])]  # fmt: skip
+    expected = np.array([[w.sum(), *(w @ problem.values)] for w in squares])
+    np.testing.assert_allclose(np.exp(found.shift)[:, None] * found.sums, expected, rtol=1e-11)
+
+
 @pytest.mark.parametrize("by", ["query", "key"])
 @pytest.mark.parametrize("name", ["gaussian", "gaussian-order4"])
 def test_local_linear_is_weighted_least_squares_with_each_pair_s_bandwidth(by, name):

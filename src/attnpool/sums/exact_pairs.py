@@ -255,6 +255,7 @@ def _log_weights(
         us = [(q[:, j, None] - k[None, :, j]) / h[j] for j in continuous]
     if problem.signed:
         found, sign = signed_log_weights(us, problem.kernel)
+        sign = sign if problem.power % 2 else None  # (K^r of an even r: no sign)
     else:
         found = pair_log_weights(us, problem.kernel) if us else np.zeros(shape)
     logs = np.asarray(found, np.float64)
