@@ -24,7 +24,7 @@ with ``w_l`` the weights ``K_h(x_l, x_i)`` of the other points and ``C`` the mat
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -54,8 +54,9 @@ def sides(
     kernel: Any,
     x_bandwidth: Any,
     y_bandwidth: Any,
-) -> Any:
-    """Checked ``(x, y, x side, y side)``: each side ``(columns, bandwidths)``."""
+) -> Sides:
+    """Checked :class:`Sides`: ``(x, y, x side, y side)``, each side ``(columns,
+    bandwidths)``."""
     x = np.asarray(check_points(x, "x_train"), np.float64)
     y = np.asarray(check_points(y, "y_train"), np.float64)
     if y.shape[0] != x.shape[0]:
@@ -64,7 +65,17 @@ def sides(
         )
     x_side = mixed_columns(x, kernel, x_bandwidth, x_var_type or "c" * x.shape[1])
     y_side = mixed_columns(y, kernel, y_bandwidth, y_var_type or "c" * y.shape[1])
-    return x, y, x_side, y_side
+    return Sides(x, y, x_side, y_side)
+
+
+class Sides(NamedTuple):
+    """A conditional's checked sample: ``x (n, d)``, ``y (n, e)`` and each side's
+    ``(columns, bandwidths)`` (:func:`attnpool.density.mixed_columns`)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    x_side: tuple[Any, np.ndarray]
+    y_side: tuple[Any, np.ndarray]
 
 
 def _queries(x: Any, y: Any, x_query: Any, y_query: Any) -> Any:
@@ -163,27 +174,16 @@ def conditional_density(
         out = np.exp(joint - marginal)
     limit = ~np.isfinite(marginal)  # the nearest-key limit, or NaN with a warning
     if limit.any():
-        out[limit] = np.exp(_log_pooled(x, y, qx[limit], qy[limit], "density", h, b, record,
-                                        None, None))  # fmt: skip
+        sample = sides(x, y, None, None, record, h, b)
+        out[limit] = np.exp(_log_pooled(sample, qx[limit], qy[limit], "density"))
     return np.asarray(out)
 
 
-def _log_pooled(
-    x_train: Any,
-    y_train: Any,
-    x_query: Any,
-    y_query: Any,
-    y_form: Any,
-    bandwidth: Any,
-    y_bandwidth: Any,
-    kernel: Any,
-    x_var_type: Any,
-    y_var_type: Any,
-) -> Any:
-    """``log Σ_i K_h(x, x_i) T_b(y, y_i) − log Σ_i K_h(x, x_i)``, ``T`` the ``y_form`` of
-    ``y``'s kernel (:func:`attnpool.kernels.mixed.log_pair_terms`)."""
-    x, y, (cx, hx), (cy, hy) = sides(x_train, y_train, x_var_type, y_var_type, kernel,
-                                      bandwidth, y_bandwidth)  # fmt: skip
+def _log_pooled(sample: Sides, x_query: Any, y_query: Any, y_form: str) -> np.ndarray:
+    """``log Σ_i K_h(x, x_i) T_b(y, y_i) − log Σ_i K_h(x, x_i)`` of the checked ``sample``
+    at the pairs ``(x_query[i], y_query[i])``, ``T`` the ``y_form`` of ``y``'s kernel
+    (:func:`attnpool.kernels.mixed.log_pair_terms`)."""
+    x, y, (cx, hx), (cy, hy) = sample
     qx, qy = _queries(x, y, x_query, y_query)
     joint = log_sums([(qx, x, hx, cx, "density"), (qy, y, hy, cy, y_form)])
     marginal = log_sums([(qx, x, hx, cx, "density")])
@@ -192,7 +192,7 @@ def _log_pooled(
     hollow = np.flatnonzero(~np.isfinite(marginal))
     if hollow.size and cx.continuous and not cx.kernel.compact:
         # every x weight underflowed (x's bandwidth vanishing): the nearest-key limit
-        out[hollow] = _nearest_limit(qx[hollow], qy[hollow], x, y, hx, hy, cx, cy, y_form)
+        out[hollow] = _nearest_limit(sample, qx[hollow], qy[hollow], y_form)
         hollow = hollow[np.isnan(out[hollow])]
     if hollow.size:
         warnings.warn(
@@ -202,12 +202,10 @@ def _log_pooled(
             EmptyNeighbourhoodWarning,
             stacklevel=3,
         )
-    return out
+    return np.asarray(out)
 
 
-def _nearest_limit(
-    qx: Any, qy: Any, x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any, y_form: Any
-) -> np.ndarray:
+def _nearest_limit(sample: Sides, qx: Any, qy: Any, y_form: str) -> np.ndarray:
     """The limit of vanishing ``x`` bandwidths: ``y``'s terms pooled over the training
     points nearest each query in scaled distance over the continuous columns
     (:func:`attnpool.sums.nearest.closest`: no overflow, ties kept), ties weighted by
@@ -219,6 +217,7 @@ def _nearest_limit(
 
     from ..sums.nearest import closest
 
+    x, y, (cx, hx), (cy, hy) = sample
     cont = cx.continuous
     categorical = copy(cx)
     categorical.continuous = []
@@ -248,10 +247,8 @@ def conditional_log_density(
     kernel of the nearest training points): ``var_type`` letters per side as
     :func:`attnpool.log_density` takes them; ``bandwidth`` is ``x``'s, ``y_bandwidth``
     ``y``'s (``λ`` for categorical columns)."""
-    return np.asarray(_log_pooled(
-        x_train, y_train, x_query, y_query, "density", bandwidth, y_bandwidth, kernel,
-        x_var_type, y_var_type,
-    ))  # fmt: skip
+    sample = sides(x_train, y_train, x_var_type, y_var_type, kernel, bandwidth, y_bandwidth)
+    return np.asarray(_log_pooled(sample, x_query, y_query, "density"))
 
 
 def conditional_cdf(
@@ -296,6 +293,6 @@ def conditional_cdf(
     ...                          y_bandwidth=0.5).round(3)       # F̂(3.5 | x = 2)
     array([0.445])
     """
-    log_f = _log_pooled(x_train, y_train, x_query, y_query, "cdf", bandwidth, y_bandwidth,
-                        kernel, x_var_type, y_var_type)  # fmt: skip
+    sample = sides(x_train, y_train, x_var_type, y_var_type, kernel, bandwidth, y_bandwidth)
+    log_f = _log_pooled(sample, x_query, y_query, "cdf")
     return np.asarray(np.minimum(np.exp(log_f), 1.0))
