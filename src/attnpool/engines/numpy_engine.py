@@ -33,7 +33,6 @@ from ..sums.backends import NUMPY_PAIRS
 from ..sums.exact_pairs import heaviest_keys
 from ..sums.facts import fit_facts
 from ..sums.local_model import LocalModel, model_for
-from ..sums.nearest import nearest_mean
 from ..sums.observation_weights import augmented, column_scale
 from ..sums.pair_weights import log_weights, row_blocks, shifted_weights
 from ..sums.problem import SumProblem
@@ -127,12 +126,13 @@ def _fit(x, y, q, h, model, exclude_self, nearest, w):
     if found is not None:
         return found[0] * scale, found[1] * scale, np.zeros(q.shape[0], bool)
     left_out = np.arange(q.shape[0]) if exclude_self else None
-    fit, slopes, empty = layer.local_fit(NUMPY_PAIRS, _problem(x, y, q, h, model, w, left_out))
+    problem = _problem(x, y, q, h, model, w, left_out)
+    fit, slopes, empty = layer.local_fit(NUMPY_PAIRS, problem)
     if not exclude_self and not np.isfinite(fit).all():  # (an empty row's fit is NaN)
         finite = np.isfinite(fit).all(axis=1)
         fallback = ~finite if nearest else ~finite & ~empty
         if fallback.any():
-            fit[fallback] = nearest_mean(q[fallback], x, y, h, model, w)
+            fit[fallback] = layer.nearest_limit(problem, fallback)
     return fit * scale, slopes * scale, empty
 
 
