@@ -34,22 +34,25 @@ def log_abs_polynomial(
     beyond as ``deg · log s + log|Σ_k c_k s^(k − deg)|``."""
     degree = len(coefficients) - 1
     s = np.asarray(s, np.float64)
-    far = ~(s <= 2.0 ** (900 // max(degree, 1)))
+    far = np.flatnonzero(~(s <= 2.0 ** (900 // max(degree, 1))))
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         value = _horner(coefficients, s)  # (overflows where far: replaced)
-        if far.any():
-            beyond = s[far]
-            value[far] = _horner(coefficients[::-1], 1.0 / beyond)  # P(s) / s^deg
+        if far.size:
+            beyond = s.ravel()[far]
+            value.ravel()[far] = _horner(coefficients[::-1], 1.0 / beyond)  # P(s) / s^deg
         log_abs = np.log(np.abs(value))
-        if far.any():
-            log_abs[far] += degree * np.log(beyond)
-    return log_abs, np.sign(value)
+        if far.size:
+            log_abs.ravel()[far] += degree * np.log(beyond)
+    return log_abs, np.sign(value, out=value)
 
 
 def _horner(coefficients: Sequence[float], s: np.ndarray) -> np.ndarray:
     """``Σ_k c_k s^k``, a new array."""
-    value = np.full(s.shape, float(coefficients[-1]))
-    for c in coefficients[-2::-1]:
+    if len(coefficients) == 1:
+        return np.full(s.shape, float(coefficients[0]))
+    value = s * float(coefficients[-1])
+    value += coefficients[-2]
+    for c in coefficients[-3::-1]:
         value *= s
         value += c
     return value
@@ -62,12 +65,15 @@ def signed_log_weights(us: Sequence[np.ndarray], kernel: Kernel) -> tuple[np.nda
     base = kernel.base
     if base is None:
         raise ValueError(f"kernel: expected a higher-order kernel; received {kernel.name!r}")
+    log_k, sign = None, None
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        log_k = sum(np.asarray(pair_log_weights([u], base), np.float64) for u in us)
-        sign = np.ones(np.shape(log_k))
         for u in us:
             log_p, sign_p = log_abs_polynomial(kernel.polynomial, u * u)
-            log_k = log_k + log_p  # −inf + inf: outside a support, or overflowed
-            sign = sign * sign_p
-    log_k = np.where(np.isnan(log_k), -np.inf, log_k)
-    return log_k, np.where(log_k > -np.inf, sign, 0.0)
+            log_p += np.asarray(pair_log_weights([u], base), np.float64)  # (−inf + inf: NaN)
+            log_k = log_p if log_k is None else np.add(log_k, log_p, out=log_k)
+            sign = sign_p if sign is None else np.multiply(sign, sign_p, out=sign)
+    if log_k is None or sign is None:
+        raise ValueError("us: expected the scaled differences of at least one column")
+    np.fmax(log_k, -np.inf, out=log_k)  # NaN: outside a support, or overflowed
+    sign[log_k == -np.inf] = 0.0
+    return log_k, sign
