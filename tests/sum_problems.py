@@ -2,10 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+
 import numpy as np
 
+import attnpool
 from attnpool import kernels
-from attnpool.sums.problem import SumProblem
+from attnpool.sums.backends import exact_log_sums
+from attnpool.sums.problem import LogSums, SumProblem
+
+
+@contextlib.contextmanager
+def brute_backend(
+    name: str, serves: attnpool.Serves | None = None,
+    settled: Callable[[int], np.ndarray] | None = None,
+) -> Iterator[str]:  # fmt: skip
+    """A brute-force backend (every pair by NumPy pairs) registered as ``name`` for the
+    block, declaring ``serves`` (``Serves()`` where None); ``settled(n)``: the rows it
+    vouches for (None: all), the others left to the finishing step."""
+
+    class Brute:
+        def log_sums(self, problem: SumProblem) -> LogSums:
+            found = exact_log_sums(problem)
+            if settled is None:
+                return found
+            return found._replace(settled=settled(problem.sizes[0]))
+
+    backend = Brute()
+    backend.name, backend.serves = name, serves or attnpool.Serves()
+    attnpool.register_backend(backend)
+    try:
+        yield name
+    finally:
+        attnpool.unregister_backend(name)
 
 
 def hostile_problem(kernel: str, d: int, seed: int, weighted: bool) -> SumProblem:

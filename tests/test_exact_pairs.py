@@ -14,13 +14,13 @@ import jax
 import numpy as np
 import pytest
 
-import attnpool
 from attnpool import kernels
 from attnpool.sums import layer
 from attnpool.sums.backends import NUMPY_PAIRS, exact_log_sums
 from attnpool.sums.exact_pairs import heaviest_keys
 from attnpool.sums.local_model import solve_moments
 from attnpool.sums.problem import SumProblem
+from sum_problems import brute_backend
 
 
 def _brute_weight(q, k, h, var_type, levels):
@@ -152,15 +152,7 @@ def test_a_local_linear_fit_is_weighted_least_squares_at_each_query(offset):
 
 
 def test_a_backend_is_refused_moments_and_column_types_it_does_not_declare():
-    class Brute:
-        name, serves = "brute-degree-0", attnpool.Serves()
-
-        @staticmethod
-        def log_sums(problem):
-            return exact_log_sums(problem)
-
-    attnpool.register_backend(Brute())
-    try:
+    with brute_backend("brute-degree-0"):
         with pytest.raises(ValueError, match=r"^method: 'brute-degree-0' sums the moments of "
                            r"degrees \[0\]; received 1"):  # fmt: skip
             layer.solve("brute-degree-0", _mixed_problem("c", 1))
@@ -170,8 +162,6 @@ def test_a_backend_is_refused_moments_and_column_types_it_does_not_declare():
         problem = _mixed_problem("cc", 0)
         np.testing.assert_array_equal(layer.solve("brute-degree-0", problem).sums,
                                       exact_log_sums(problem).sums)  # fmt: skip
-    finally:
-        attnpool.unregister_backend("brute-degree-0")
 
 
 @pytest.mark.parametrize("signed", [False, True])

@@ -22,6 +22,7 @@ from attnpool.sums.backends import NUMPY_PAIRS, exact_log_sums
 from attnpool.sums.exact_pairs import heaviest_keys
 from attnpool.sums.facts import finish_facts
 from attnpool.sums.problem import SumProblem
+from sum_problems import brute_backend
 
 HIGHER_ORDER = ["gaussian-order4", "gaussian-order8", "epanechnikov-order4", "epanechnikov-order6"]
 
@@ -186,16 +187,7 @@ def test_the_nearest_limit_measures_each_pair_in_its_own_bandwidth():
 
 @pytest.mark.parametrize("by", ["query", "key"])
 def test_every_other_backend_refuses_varying_bandwidths(by):
-    class Brute:
-        name = "brute-varying"
-        serves = attnpool.Serves()
-
-        @staticmethod
-        def log_sums(problem):
-            return exact_log_sums(problem)
-
-    attnpool.register_backend(Brute())
-    try:
+    with brute_backend("brute-varying"):
         problem = _random_problem(np.random.default_rng(0), by, kernels.get("gaussian"),
                                   weighted=False, leave_one_out=False)  # fmt: skip
         said = f"method: 'brute-varying' takes bandwidths 'fixed'; received bandwidths by '{by}'"
@@ -206,44 +198,27 @@ def test_every_other_backend_refuses_varying_bandwidths(by):
         assert finish_facts(problem).pairs_only  # its re-sums: NumPy pairs at any size
         fixed = problem.replace(bandwidth=np.ones(2), bandwidth_by="fixed")
         assert layer.solve("brute-varying", fixed).sums.shape == (12, 3)
-    finally:
-        attnpool.unregister_backend("brute-varying")
 
 
 def test_a_backend_that_declares_signed_weights_pools_them_and_its_rows_are_finished_exactly():
-    class Declared:
-        name = "signed-brute"
-        serves = attnpool.Serves(signed=True, bandwidth_by=("fixed", "query", "key"))
-
-        @staticmethod
-        def log_sums(problem):  # leaves every other row to the finishing step
-            found = exact_log_sums(problem)
-            return found._replace(settled=np.arange(problem.sizes[0]) % 2 == 0)
-
     rng = np.random.default_rng(5)
     q, k, v = rng.uniform(0, 3, (9, 1)), rng.uniform(0, 3, (40, 1)), rng.normal(size=(40, 2))
-    attnpool.register_backend(Declared())
-    try:
+    declared = attnpool.Serves(signed=True, bandwidth_by=("fixed", "query", "key"))
+
+    def every_other(n: int) -> np.ndarray:  # the rest: for the finishing step
+        return np.arange(n) % 2 == 0
+
+    with brute_backend("signed-brute", declared, every_other):
         for name in ("gaussian-order4", "epanechnikov-order6"):
             want = attnpool.attention_pool(q, k, v, kernel=name, bandwidth=0.7)
             got = attnpool.attention_pool(q, k, v, kernel=name, bandwidth=0.7,
                                           method="signed-brute")  # fmt: skip
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
-    finally:
-        attnpool.unregister_backend("signed-brute")
-    with pytest.raises(ValueError, match="method: 'plain' takes non-negative kernels; "
-                                         "received 'gaussian-order4'"):  # fmt: skip
-
-        class Plain:
-            name, serves = "plain", attnpool.Serves()
-
-            @staticmethod
-            def log_sums(problem):
-                return exact_log_sums(problem)
-
-        attnpool.register_backend(Plain())
-        try:
-            attnpool.attention_pool(q, k, v, kernel="gaussian-order4", bandwidth=0.7,
-                                    method="plain")  # fmt: skip
-        finally:
-            attnpool.unregister_backend("plain")
+    with (
+        brute_backend("plain"),
+        pytest.raises(
+            ValueError,
+            match="method: 'plain' takes non-negative kernels; received 'gaussian-order4'",
+        ),
+    ):
+        attnpool.attention_pool(q, k, v, kernel="gaussian-order4", bandwidth=0.7, method="plain")
