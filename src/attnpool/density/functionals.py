@@ -44,9 +44,11 @@ def log_survival(
     w = None if weights is None else np.asarray(weights, np.float64)
     h = np.asarray(h, np.float64)
     below = np.exp(log_cdf(x, points, columns, h, w))
-    above = log_cdf(-x, -points, columns, h, w)
-    near_one = np.log1p(-np.minimum(below, 0.5))
-    return np.asarray(np.minimum(np.where(below <= 0.5, near_one, above), 0.0))
+    found = np.log1p(-np.minimum(below, 0.5))
+    upper = below > 0.5  # (the reflected sums only where they are needed)
+    if upper.any():
+        found[upper] = log_cdf(-x, -points[upper], columns, h, w)
+    return np.asarray(np.minimum(found, 0.0))
 
 
 def density_quantile(
