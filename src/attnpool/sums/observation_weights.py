@@ -93,10 +93,12 @@ def check_weights(weights, m: int, dtype=np.float64, name: str = "weights"):
 
 
 def span(w) -> float:
-    """Largest over smallest positive weight of concrete weights ``w``."""
+    """Largest over smallest positive weight of concrete weights ``w`` (``inf`` beyond
+    the float range)."""
     positive = np.asarray(w, np.float64)
     positive = positive[positive > 0]
-    return float(positive.max() / positive.min()) if positive.size else 1.0
+    with np.errstate(over="ignore"):
+        return float(positive.max() / positive.min()) if positive.size else 1.0
 
 
 def too_wide_to_truncate(w) -> bool:
