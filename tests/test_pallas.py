@@ -230,7 +230,7 @@ def test_leave_one_out_moments_and_their_gradient_lower_to_triton_for_a_gpu():
     model = model_for(x, kernel="epanechnikov", degree=1)
     text = _lowered_for_cuda(
         jax.grad(lambda x, y, h: jnp.sum(loo_residuals(x, y, h, model, engine="pallas") ** 2),
-                 argnums=2),
+                 argnums=(0, 2)),
         jnp.asarray(x, np.float32), jnp.asarray(y, np.float32), jnp.ones(2, np.float32),
     )  # fmt: skip
     assert "__gpu$xla.gpu.triton" in text

@@ -46,7 +46,7 @@ from ..sums.observation_weights import column_scale
 from ..sums.problem import LogSums, SumProblem
 from ..sums.state import PoolingState
 from .blocks import kernel_block, log_weight_bound, nearest_log_weight
-from .problem_blocks import problem_block
+from .problem_blocks import BlockArrays, ProblemSums, problem_block
 
 __all__ = ["ENGINES", "FUSED_KEY_BLOCK", "Engine", "Rows", "pool_state"]
 
@@ -94,12 +94,17 @@ class Engine:
     pads_keys : bool
         Keys padded to their bucket (:mod:`attnpool._support.shapes`): one program per
         bucket, not per size.
+    scales_rows : bool
+        Its blocks take rows already divided by the bandwidth where a local fit gives them
+        (XLA's blocks: a bandwidth's gradient is then cheapest); else unscaled rows, each
+        difference divided in the blocks.
     """
 
     name: str
     serves: Serves
     one_block: bool = False
     pads_keys: bool = True
+    scales_rows: bool = True
 
     def refusal(self, problem: SumProblem) -> str | None:
         """Why it cannot sum ``problem``: a kernel of signed or similarity weights (no log
@@ -143,27 +148,25 @@ class Engine:
         return self.blocks(block, rows.queries, rows.keys, values, key_block=key_block,
                            hard=True)  # fmt: skip
 
-    def problem_state(
-        self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
-        power: int = 1, model: LocalModel | None = None,
-    ) -> PoolingState:  # fmt: skip
-        """The state of a :class:`SumProblem`'s arrays (traceable): ``rows`` unscaled,
-        their divisor the bandwidth; ``columns (m, 1 + p)`` (ones, then the values),
-        ``factors (m,)`` the observation weights (None: ones), ``left_out (n,)`` the key
-        each row leaves out (None: none), ``power`` ``r``; ``model`` the columns' var types
-        and levels and the moments' degree (None: continuous columns of ``kernel``,
-        degree 0), for degree 1 each query row followed by its reference's ``d + p``
-        numbers (:mod:`.problem_blocks`)."""
+    def problem_state(self, rows: Rows, columns, sums: ProblemSums,
+                      arrays: BlockArrays, *,
+                      key_block: int | None = None) -> PoolingState:  # fmt: skip
+        """The state of a problem's arrays (traceable): ``rows`` unscaled, their divisor
+        the bandwidth (or scaled, as ``sums`` says: :class:`~.problem_blocks.ProblemSums`),
+        ``columns (m, c)`` the values summed — a :class:`SumProblem`'s ones, then its
+        values; for moments the ones and the ``p`` values, each query row followed by
+        its reference's ``d + p`` numbers (:mod:`.problem_blocks`) — and ``arrays`` what
+        the blocks read beside them. ``key_block``: keys per streamed block (None: by the
+        block's width)."""
         queries, keys, divisor = rows
         d = keys.shape[1]
-        model = model or LocalModel(kernel, "c" * d, (0,) * d, 0)
-        block = problem_block(model, divisor, streamed=not self.one_block, factors=factors,
-                              left_out=left_out, key_count=key_count, power=power)  # fmt: skip
-        width = columns.shape[1] + (
-            d + d * d + d * (columns.shape[1] - 1) - 1 if model.degree else 0
-        )
-        key_block = max(64, KEY_BLOCK // width) if model.degree else KEY_BLOCK
-        return self.blocks(block, queries, keys, columns, key_block=key_block)
+        block = problem_block(sums, divisor, arrays, streamed=not self.one_block)
+        if key_block is None:
+            moments = sums.model.degree and not sums.hard
+            width = columns.shape[1] + (d + d * d + d * (columns.shape[1] - 1) - 1 if moments
+                                        else 0)  # fmt: skip
+            key_block = max(64, KEY_BLOCK // width) if moments else KEY_BLOCK
+        return self.blocks(block, queries, keys, columns, key_block=key_block, hard=sums.hard)
 
     def log_sums(self, problem: SumProblem) -> LogSums:
         """``problem``'s sums in its rows' precision (float64 with observation weights);
@@ -229,11 +232,12 @@ class Fused(Engine):
         centred = fused.centred(queries, keys, kernel)
         return engine.blocks(block, *centred, values, key_block=FUSED_KEY_BLOCK)
 
-    def problem_state(
-        self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
-        power: int = 1, model: LocalModel | None = None,
-    ) -> PoolingState:  # fmt: skip
-        if factors is not None or left_out is not None or power != 1:
+    def problem_state(self, rows: Rows, columns, sums: ProblemSums,
+                      arrays: BlockArrays, *,
+                      key_block: int | None = None) -> PoolingState:  # fmt: skip
+        kernel = sums.model.kernel
+        unweighted = arrays.factors is None and arrays.left_out is None
+        if not unweighted or sums.power != 1 or sums.hard or sums.scaled:
             raise ValueError("'fused' sums K of unweighted keys, every key in each row")
         # the matrix-product form drops each row's −‖q‖²/2, which absolute sums add back
         q, k = fused.centred(*scale_coordinates(*rows, kernel), kernel)
@@ -257,16 +261,22 @@ class Pallas(Engine):
         return pallas.tiled_state(queries, keys, values, divisor, kernel=kernel,
                                   key_count=key_count, lengths=allowed)  # fmt: skip
 
-    def problem_state(
-        self, rows: Rows, columns, *, kernel, factors=None, left_out=None, key_count=None,
-        power: int = 1, model: LocalModel | None = None,
-    ) -> PoolingState:  # fmt: skip
-        if power != 1:
+    def problem_state(self, rows: Rows, columns, sums: ProblemSums,
+                      arrays: BlockArrays, *,
+                      key_block: int | None = None) -> PoolingState:  # fmt: skip
+        if sums.hard:  # the nearest keys: streamed blocks
+            return Engine.problem_state(self, rows, columns, sums, arrays, key_block=key_block)
+        if sums.power != 1:
             raise ValueError("'pallas' sums K, not its powers")
+        if sums.scaled:
+            raise ValueError("'pallas' divides unscaled rows in its tiles")
         queries, keys, divisor = rows
-        return pallas.tiled_state(queries, keys, columns, divisor, kernel=kernel,
-                                  key_count=key_count, left_out=left_out,
-                                  factors=factors)  # fmt: skip
+        moments = sums.model.degree == 1
+        if moments:  # (the ones' sum is the state's weight sum)
+            columns = columns[:, 1:]
+        return pallas.tiled_state(queries, keys, columns, divisor, kernel=sums.model.kernel,
+                                  key_count=arrays.key_count, left_out=arrays.left_out,
+                                  factors=arrays.factors, moments=moments)  # fmt: skip
 
 
 #: The compiled engines by name.
@@ -280,7 +290,7 @@ ENGINES: dict[str, Engine] = {
             Serves(kernels=("gaussian",), weights=False, leave_one_out=False, powers=(1,)),
             pads_keys=False,
         ),
-        Pallas("pallas", Serves(powers=(1,))),
+        Pallas("pallas", Serves(powers=(1,)), scales_rows=False),
     )
 }
 
@@ -379,9 +389,9 @@ def _problem_program(rows: Rows, values, factors, left_out, key_count, *, engine
     rows = rows._replace(divisor=jnp.broadcast_to(rows.divisor, keys.shape[1:]))
     # the ones' column made here: a density's sums (no values) are then reductions
     columns = jnp.concatenate([jnp.ones((keys.shape[0], 1), values.dtype), values], axis=1)
-    state = engine.problem_state(rows, columns, kernel=model.kernel, factors=factors,
-                                 left_out=left_out, key_count=key_count, power=power,
-                                 model=model)  # fmt: skip
+    state = engine.problem_state(
+        rows, columns, ProblemSums(model, power), BlockArrays(factors, left_out, key_count)
+    )
     if model.degree:  # (the moments' block sums no ones' column: the state's weight sum)
         return state.max_log, jnp.concatenate([state.weight_sum[:, None],
                                                state.weighted_values], axis=1)  # fmt: skip

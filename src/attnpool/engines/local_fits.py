@@ -10,7 +10,7 @@ pair inside the blocks; the hat diagonal is ``α_ii`` (degree 0) or
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,69 +20,19 @@ from .. import kernels as _kernels
 from .._support.shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ..kernels.edges import has_edge
 from ..methods import dense_weights, normalise, pallas
-from ..methods.pallas_kernel import pair_log_weights
 from ..methods.stream import KEY_BLOCK
 from ..sums.facts import fit_facts
 from ..sums.geometry import key_centre
-from ..sums.local_model import LocalModel, log_weights, prepare, relative, solve_moments
+from ..sums.local_model import LocalModel, relative, solve_moments
 from ..sums.observation_weights import augmented, column_scale, divided
 from ..sums.plan import block_width, plan
-from ..sums.state import block_state, finalize, hard_block_state
-from .blocks import (
-    kernel_block,
-    mask_own_pairs,
-    mask_padding,
-    nearest_key,
-    nearest_log_weight,
-)
-from .compiled_backends import pool_state
-from .problem_blocks import moment_features
+from ..sums.state import finalize
+from .blocks import nearest_key, nearest_log_weight
+from .compiled_backends import ENGINES, Rows
+from .problem_blocks import BlockArrays, ProblemSums, column_units, log_weights, scaled_rows
 from .programs import with_nearest_limit
 
 __all__ = ["FitRoute", "hat_diagonal", "local_fit", "loo_residuals", "tiled_model", "weights_core"]
-
-
-def _block_function(
-    model: LocalModel,
-    lambdas,
-    *,
-    exclude_self: bool,
-    max_log=None,
-    key_count=None,
-    hard=False,
-    weights=None,
-    raw=None,
-):
-    """Block function of the local fits. Degree 0 pools the responses; degree 1 the
-    moments ``[y, δ, δδᵀ, δy]`` about a reference point (a key and its response) that
-    follows each query's ``d`` coordinates in its row. ``hard``: the zero-temperature
-    state of ``[key, y]`` rows — each query's reference, its heaviest key. ``weights``:
-    the keys' positive observation weights, multiplying their kernel weights (leaving one
-    out, the whole row: :mod:`attnpool.sums.observation_weights`). ``raw``: the
-    continuous columns' unscaled queries, keys and bandwidths (:func:`_raw_columns`),
-    whose differences give a compact kernel's weights."""
-    d = len(model.var_type)
-
-    def block(q, q_ids, k, k_ids, v):
-        q, origin = q[:, :d], q[:, d:]
-        pairs = None if raw is None else (raw[0][q_ids], raw[1][k_ids], raw[2])
-        logw = mask_padding(log_weights(q, k, lambdas, model, pairs), k_ids, key_count)
-        factors = None  # the keys' weights multiply their kernel weights after the shift:
-        # as log offsets they were lost beside log weights of ~1e15 (tiny bandwidths)
-        if weights is not None and not hard:
-            factors = jnp.broadcast_to(weights[k_ids][None, :], logw.shape)
-        if exclude_self:  # the whole row, all of its weight
-            logw = mask_own_pairs(logw, q_ids, k_ids)
-        if hard:
-            return hard_block_state(logw, v)
-        known = None if max_log is None else max_log[q_ids]
-        if model.degree == 0:
-            return block_state(logw, v, known, factors)
-        delta = k[None, :, :] - origin[:, None, :d]
-        response = v[None, :, :] - origin[:, None, d:]
-        return block_state(logw, moment_features(delta, response), known, factors)
-
-    return block
 
 
 class FitRoute(NamedTuple):
@@ -98,118 +48,126 @@ class FitRoute(NamedTuple):
     nearest: bool = False
 
 
-def _heaviest_keys(queries, keys, y, lambdas, key_count, route: FitRoute):
-    """Each query's heaviest key with its response, ``(n, d + p)``, and its log weight
-    ``(n,)``: by a sorted search in one continuous column, else by an exp-free pass over
-    the keys (ties: their mean). No gradient: the fits do not depend on it."""
+class _Geometry(NamedTuple):
+    """A local fit's rows as its engine's blocks take them: ``queries``, ``keys``, the
+    ``divisor`` (the bandwidths) and whether the rows are ``scaled`` (their continuous
+    columns divided already; the divisor then gives the categorical columns' ``λ``)."""
+
+    queries: Any
+    keys: Any
+    divisor: Any
+    scaled: bool
+
+
+def _geometry(x_query, x_train, bandwidth, model: LocalModel, engine, *,
+              edges: bool = True) -> _Geometry:  # fmt: skip
+    """A smooth kernel's rows centred and divided by the bandwidth (:func:`scaled_rows`)
+    where the engine takes them so; else the rows as they are, each difference divided in
+    the blocks — a compact kernel's edge decided as on every path
+    (:mod:`attnpool.kernels.edges`). ``edges=False``: a compact kernel's rows scaled
+    too (where no edge is decided exactly: the search for each row's heaviest key)."""
+    exact_edges = edges and has_edge(model.kernel)
+    if not (engine.scales_rows and model.continuous) or exact_edges:
+        return _Geometry(x_query, x_train, bandwidth, False)
+    centre = key_centre(x_train[:, jnp.array(model.continuous)])
+    return _Geometry(scaled_rows(x_query, bandwidth, centre, model),
+                     scaled_rows(x_train, bandwidth, centre, model), bandwidth, True)  # fmt: skip
+
+
+def _heaviest_keys(search: _Geometry, keys, y, key_count, route: FitRoute):
+    """Each query's heaviest key — its row of ``keys`` (the sums' coordinates) and its
+    response, ``(n, d + p)`` — and its log weight ``(n,)``, found in the ``search``
+    geometry: by a sorted search in one continuous column, else by the engine's
+    zero-temperature state (ties: their mean). No gradient: the fits do not depend on it."""
     model, exclude_self = route.model, route.exclude_self
-    method, key_block = route.method, route.key_block
-    lambdas, queries, keys, y = jax.lax.stop_gradient((lambdas, queries, keys, y))
-    rows = jnp.concatenate([keys, y], axis=1)
-    if model.var_type == "c" and _kernels.is_monotone(model.kernel):
-        index = nearest_key(queries, keys, key_count=key_count, exclude_self=exclude_self)
-        gaps = queries[:, 0] - keys[index, 0]
-        return rows[index], model.kernel.log_profile(gaps * gaps)
-    block = _block_function(
-        model, lambdas, exclude_self=exclude_self, key_count=key_count, hard=True
+    queries, candidates, divisor, rows = jax.lax.stop_gradient(
+        (*search[:3], jnp.concatenate([keys, y], axis=1))
     )
-    state = pool_state(block, queries, keys, rows, method=method, key_block=key_block, hard=True)
+    if model.var_type == "c" and _kernels.is_monotone(model.kernel):
+        index = nearest_key(queries, candidates, key_count=key_count, exclude_self=exclude_self)
+        gaps = queries[:, 0] - candidates[index, 0]
+        gaps = gaps if search.scaled else gaps / divisor[0]
+        return rows[index], model.kernel.log_profile(gaps * gaps)
+    state = ENGINES[route.method].problem_state(
+        Rows(queries, candidates, divisor),
+        rows,
+        ProblemSums(model, hard=True, scaled=search.scaled),
+        BlockArrays(left_out=_left_out(queries, exclude_self), key_count=key_count),
+        key_block=route.key_block,
+    )
     return finalize(state)[0], state.max_log
+
+
+def _left_out(queries, exclude_self: bool):
+    """``(n,)``: the key each row leaves out — its own, the queries being the keys."""
+    return jnp.arange(queries.shape[0]) if exclude_self else None
 
 
 @partial(jax.jit, static_argnames=("route",))
 def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRoute,
                 weights=None):  # fmt: skip
+    """The fit of :func:`local_fit` by the blocks every compiled sum takes
+    (:mod:`.problem_blocks`)."""
     model, method, exclude_self = route.model, route.method, route.exclude_self
-    cont = jnp.array(model.continuous, dtype=int)
-    centre = key_centre(x_train[:, cont]) if model.continuous else None
-    lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
-    keys = prepare(x_train, bandwidth, centre, model)
-    queries = prepare(x_query, bandwidth, centre, model)
-    known, reference, offset, rows = None, None, None, queries
+    engine = ENGINES[method]
     d, p = x_train.shape[1], y_train.shape[1]
+    geometry = _geometry(x_query, x_train, bandwidth, model, engine)
+    queries, keys, divisor, scaled = geometry
+    known, reference, offset, rows, columns = None, None, None, queries, y_train
     if model.degree == 1:
         # The moments are taken about each query's heaviest key: about the query,
         # E[δδᵀ] − E[δ]E[δ]ᵀ cancels to rounding once that key carries nearly all the
         # weight, and the slope came out of the rounding; about it, its own terms are 0.
-        reference, known = _heaviest_keys(queries, keys, y_train, lambdas, key_count, route)
+        search = _geometry(x_query, x_train, bandwidth, model, engine, edges=False)
+        reference, known = _heaviest_keys(search, keys, y_train, key_count, route)
         offset = reference[:, :d] - queries
+        offset = offset if scaled else offset / column_units(model, bandwidth)
         rows = jnp.concatenate([queries, reference], axis=1)
+        columns = jnp.concatenate([jnp.ones((x_train.shape[0], 1), y_train.dtype), y_train],
+                                  axis=1)  # fmt: skip
         if weights is not None:  # log w moves the row's largest log weight
             known = None
     elif method == "stream" and not exclude_self and model.var_type == "c" and weights is None:
         # the nearest key's log weight is each row's maximum (not when leaving one out)
-        known = nearest_log_weight(queries, keys, model.kernel)
-    if method == "pallas":
-        state = pallas.tiled_state(
-            rows,
-            keys,
-            y_train,
-            kernel=model.kernel,
-            key_count=key_count,
-            left_out=jnp.arange(rows.shape[0]) if exclude_self else None,
-            factors=weights,
-            moments=model.degree == 1,
-        )
-    else:
-        block = _block_function(
-            model,
-            lambdas,
-            exclude_self=exclude_self,
-            max_log=known,
-            key_count=key_count,
-            weights=weights,
-            raw=_raw_columns(x_query, x_train, bandwidth, model),
-        )
-        state = pool_state(block, rows, keys, y_train, method=method, key_block=route.key_block)
+        known = nearest_log_weight(queries, keys, model.kernel, None if scaled else divisor)
+    state = engine.problem_state(
+        Rows(rows, keys, divisor),
+        columns,
+        ProblemSums(model, scaled=scaled),
+        BlockArrays(weights, _left_out(queries, exclude_self), key_count, known),
+        key_block=route.key_block,
+    )
     means, empty = finalize(state)
     fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree, offset)
     if reference is not None:
         fit = fit + reference[:, d:]
-    units = jnp.ones(d, x_train.dtype)
-    if model.continuous:
-        units = units.at[: len(model.continuous)].set(bandwidth[cont])
-    slopes = (slopes / units[None, :, None])[:, np.argsort(model.order), :]
+    slopes = slopes / column_units(model, bandwidth)[None, :, None]
     hat = None
-    if route.with_hat:
-        self_log = _self_log_weights(queries, lambdas, model, method)
+    if route.with_hat:  # each row's weight on itself, in the convention of the sums
+        own = jax.vmap(lambda row: log_weights(model, row[None], row[None], divisor,
+                                               scaled=scaled)[0, 0])(queries)  # fmt: skip
         shift = jnp.where(jnp.isfinite(state.max_log), state.max_log, 0.0)
-        hat = jnp.exp(self_log - shift) / jnp.where(empty, 1.0, state.weight_sum) * inverse_11
+        hat = jnp.exp(own - shift) / jnp.where(empty, 1.0, state.weight_sum) * inverse_11
     if exclude_self:  # leave-one-out: a row that is empty or overflowed stays NaN
         return jnp.where(empty[:, None], jnp.nan, fit), slopes, hat, empty
 
     def closest():  # ties share in proportion to their observation weights
-        hard = kernel_block(_kernels.get("gaussian"), hard=True, key_count=key_count)
-        state = pool_state(
-            hard,
-            relative(x_query, bandwidth, centre, model),
-            relative(x_train, bandwidth, centre, model),
-            y_train if weights is None else augmented(y_train, weights),
-            method=method,
-            key_block=route.key_block,
-            hard=True,
-        )
+        nearest_rows = _relative_rows(x_query, x_train, bandwidth, model)
+        values = y_train if weights is None else augmented(y_train, weights)
+        state = engine.closest(nearest_rows, values, kernel=_kernels.get("gaussian"),
+                               key_count=key_count, key_block=route.key_block)  # fmt: skip
         limit = finalize(state)[0]
         return limit if weights is None else divided(limit, y_train)
 
     return with_nearest_limit(fit, empty, route.nearest, closest), slopes, hat, empty
 
 
-def _raw_columns(x_query, x_train, bandwidth, model: LocalModel):
-    """``(queries, keys, bandwidths)`` of the continuous columns, unscaled, for a compact
-    kernel's weights (:func:`attnpool.sums.local_model.log_weights`); else None."""
-    if not (model.continuous and has_edge(model.kernel)):
-        return None
+def _relative_rows(x_query, x_train, bandwidth, model: LocalModel) -> Rows:
+    """The nearest-key geometry of both sides (:func:`~attnpool.sums.local_model.relative`)."""
     cont = jnp.array(model.continuous, dtype=int)
-    return x_query[:, cont], x_train[:, cont], bandwidth[cont]
-
-
-def _self_log_weights(queries, lambdas, model: LocalModel, method: str):
-    """Each row's log weight on itself, in the convention of ``method``'s sums."""
-    if method == "pallas":  # the difference form, exactly
-        columns = [queries[:, j] for j in range(queries.shape[1])]
-        return pair_log_weights(columns, columns, model.kernel)
-    return jax.vmap(lambda row: log_weights(row[None], row[None], lambdas, model)[0, 0])(queries)
+    centre = key_centre(x_train[:, cont]) if model.continuous else None
+    return Rows(relative(x_query, bandwidth, centre, model),
+                relative(x_train, bandwidth, centre, model))  # fmt: skip
 
 
 def tiled_model(model: LocalModel) -> bool:
@@ -310,19 +268,13 @@ def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None, count=N
 
 @partial(jax.jit, static_argnames=("model", "nearest"))
 def weights_core(x_train, x_query, bandwidth, *, model, nearest):
-    cont = jnp.array(model.continuous, dtype=int)
-    centre = key_centre(x_train[:, cont]) if model.continuous else None
-    lambdas = bandwidth[jnp.array(model.categorical, dtype=int)] if model.categorical else None
-    keys = prepare(x_train, bandwidth, centre, model)
-    queries = prepare(x_query, bandwidth, centre, model)
-    raw = _raw_columns(x_query, x_train, bandwidth, model)
-    weights, empty = normalise(log_weights(queries, keys, lambdas, model, raw))
+    """``(weights (n_q, n), empty (n_q,))``: the local-constant fit's normalised weights
+    of ``model`` (:func:`~.problem_blocks.log_weights`), the nearest-key limit's rows
+    where ``nearest`` and a row is empty."""
+    weights, empty = normalise(log_weights(model, x_query, x_train, bandwidth))
 
     def closest():
-        geometry = (
-            relative(x_query, bandwidth, centre, model),
-            relative(x_train, bandwidth, centre, model),
-        )
-        return dense_weights(*geometry, _kernels.get("gaussian"), hard=True)[0]
+        rows = _relative_rows(x_query, x_train, bandwidth, model)
+        return dense_weights(rows.queries, rows.keys, _kernels.get("gaussian"), hard=True)[0]
 
     return with_nearest_limit(weights, empty, nearest, closest), empty

@@ -89,9 +89,10 @@ def tiled_state(
     out (``−1``: none); ``factors (m,)``: the keys' positive weights, multiplying their
     kernel weights after the shift. ``moments``: sum local linear's moments about the
     reference row of ``d + p`` numbers that follows each query's ``d`` coordinates
-    (:mod:`attnpool.engines.local_fits`); ``weighted_values`` is then ``(n, p + d + d² +
-    d·p)``. ``stage``, ``polynomial``: a local polynomial's sums from the columns that
-    follow each query's coordinates (:class:`~.pallas_kernel.TileSums`).
+    (:mod:`attnpool.engines.local_fits`; the differences in units of ``divisor`` where it
+    is given); ``weighted_values`` is then ``(n, p + d + d² + d·p)``. ``stage``,
+    ``polynomial``: a local polynomial's sums from the columns that follow each query's
+    coordinates (:class:`~.pallas_kernel.TileSums`).
     """
     n, m, d = queries.shape[0], keys.shape[0], keys.shape[1]
     if key_count is not None:

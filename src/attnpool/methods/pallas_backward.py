@@ -63,7 +63,7 @@ def _tile_pullback(spec: TileSums, query_rows, key_rows, divisor, positions):
 
     def terms(q, k, v, h):
         log_w = pair_log_weights(q[:d], k, spec.kernel, h)
-        return log_w, pair_features(spec, q, k, v, log_w)
+        return log_w, pair_features(spec, q, k, v, log_w, h)
 
     (log_w, features), pull_back = jax.vjp(terms, q, k, v, h)
     allowed = allowed_pairs(spec, positions, None if ids is None else ids[None, :],

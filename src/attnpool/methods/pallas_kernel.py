@@ -118,10 +118,12 @@ def pair_log_weights(query_columns, key_columns, kernel: Kernel, divisor=None):
     return kernel.log_profile(squared_norm(us, kernel, jnp))
 
 
-def pair_features(spec: TileSums, query_columns, key_columns, value_columns, log_w=None) -> list:
+def pair_features(spec: TileSums, query_columns, key_columns, value_columns, log_w=None,
+                  divisor=None) -> list:  # fmt: skip
     """The summed features of a tile's pairs, each ``(n, b)`` or broadcastable to it;
     ``log_w``: the pairs' log weights (a polynomial's monomials are 0 where they are
-    ``−inf``: far keys' powers would overflow, and 0 · inf is NaN)."""
+    ``−inf``: far keys' powers would overflow, and 0 · inf is NaN). ``divisor``: the
+    rows are unscaled, and the moments' differences are taken in its units."""
     if spec.stage:
         return _polynomial_features(spec, query_columns, key_columns, value_columns, log_w)
     if not spec.moments:
@@ -129,6 +131,8 @@ def pair_features(spec: TileSums, query_columns, key_columns, value_columns, log
     d, p = spec.d, spec.p
     origin = query_columns[d:]
     delta = [key_columns[j] - origin[j] for j in range(d)]
+    if divisor is not None:
+        delta = [u / h for u, h in zip(delta, divisor[:d], strict=True)]
     response = [value_columns[c] - origin[d + c] for c in range(p)]
     products = {}
     for j in range(d):
@@ -219,7 +223,7 @@ def _forward_body(blocked, whole, top_ref, sum_ref, *feature_refs, spec: TileSum
             weights = weights * factors[None, :]
         rescale = jnp.exp(top - shift)
         values = [v[None, :] for v in values]
-        pairs = pair_features(spec, query_columns, key_columns, values, log_w)
+        pairs = pair_features(spec, query_columns, key_columns, values, log_w, divisor)
         sums = tuple(
             rescale * old + jnp.sum(weights * feature, axis=1)
             for old, feature in zip(sums, pairs, strict=True)

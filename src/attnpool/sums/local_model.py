@@ -6,8 +6,7 @@ traced functions import ``jax.numpy`` when first called.
 Continuous columns use the kernel of the scaled distance (radial, or a product of
 one-dimensional kernels: :mod:`attnpool.kernels`); ordered categorical
 columns Wang–van Ryzin's kernel and unordered ones Aitchison–Aitken's, each with its
-own ``λ ∈ [0, 1)``, as statsmodels and R's np do. Rows are prepared once per bandwidth:
-continuous columns centred on the training points' midrange, then divided by ``h``.
+own ``λ ∈ [0, 1)``, as statsmodels and R's np do.
 """
 
 from __future__ import annotations
@@ -25,9 +24,7 @@ __all__ = [
     "bandwidth_of",
     "categorical_upper",
     "log_categorical",
-    "log_weights",
     "model_for",
-    "prepare",
     "relative",
     "solve_moments",
 ]
@@ -50,11 +47,6 @@ class LocalModel(NamedTuple):
     @property
     def categorical(self) -> tuple[int, ...]:
         return tuple(j for j, t in enumerate(self.var_type) if t != "c")
-
-    @property
-    def order(self) -> np.ndarray:
-        """Column order of the prepared arrays: continuous first, then categorical."""
-        return np.array(self.continuous + self.categorical, dtype=int)
 
 
 def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalModel:
@@ -84,20 +76,6 @@ def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalM
     )
     kernel = _kernels.for_dimensions(kernel, var_type.count("c"))
     return LocalModel(kernel, var_type, levels, int(degree))
-
-
-def prepare(x, bandwidth, centre, model: LocalModel):
-    """Continuous columns centred on the training points' midrange and divided by ``h``
-    (far from the origin, x ≈ 1.7e9, scaling first would lose the low digits)."""
-    import jax.numpy as jnp
-
-    cont, cat = list(model.continuous), list(model.categorical)
-    parts = []
-    if cont:
-        parts.append((x[:, cont] - centre) / bandwidth[jnp.array(cont)])
-    if cat:
-        parts.append(x[:, cat])
-    return jnp.concatenate(parts, axis=1)
 
 
 def relative(x, bandwidth, centre, model: LocalModel):
@@ -154,30 +132,6 @@ def bandwidth_of(theta, model: LocalModel, dtype=np.float64) -> np.ndarray:
         with np.errstate(over="ignore"):  # a very negative logit: λ = 0
             h[cat] = categorical_upper(model).astype(dtype) / (1 + np.exp(-theta[cat]))
     return h.astype(float)
-
-
-def log_weights(q, k, lambdas, model: LocalModel, raw=None):
-    """``(nq, nk)`` product-kernel log weights of prepared rows. ``raw``: the continuous
-    columns' unscaled rows and bandwidths ``(q (nq, c), k (nk, c), h (c,))``, from which
-    a compact kernel's weights are taken, its edge decided exactly as on every path
-    (:func:`attnpool.sums.geometry.edge_log_weights`; prepared rows round ``q/h`` and
-    ``k/h`` apart, and a key exactly ``h`` away fell inside)."""
-    import jax.numpy as jnp
-
-    from .geometry import block_log_weights, edge_log_weights
-
-    n_cont = len(model.continuous)
-    if n_cont and raw is not None:
-        logw = edge_log_weights(*raw, model.kernel)
-    elif n_cont:
-        logw = block_log_weights(q[:, :n_cont], k[:, :n_cont], model.kernel)
-    else:
-        logw = jnp.zeros((q.shape[0], k.shape[0]), q.dtype)
-    for position, column in enumerate(model.categorical):
-        a, b = q[:, n_cont + position][:, None], k[:, n_cont + position][None, :]
-        kind, count = model.var_type[column], model.levels[column]
-        logw = logw + log_categorical(a, b, lambdas[position], kind, count, jnp)
-    return logw
 
 
 def solve_moments(means, d: int, p: int, degree: int, offset=None, signed: bool = False):
