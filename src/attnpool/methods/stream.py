@@ -15,8 +15,10 @@ from .dense import BlockFunction
 
 QUERY_BLOCK = 1024
 KEY_BLOCK = 2048
-#: Keys narrower than this are scanned column by column (see :func:`stream_state`).
-SPLIT_BELOW_DIM = 3
+#: Keys narrower than this are scanned column by column (see :func:`stream_state`; a
+#: compact kernel's streamed pool in 3–8 columns took twice as long with its key blocks
+#: scanned whole).
+SPLIT_BELOW_DIM = 9
 
 
 def stream_state(
@@ -44,7 +46,8 @@ def stream_state(
     key_ids = jnp.arange(m)
     # Narrow keys are scanned one coordinate per array: a column sliced out of a scanned
     # (blocks, key_block, d) array is a strided read that XLA:CPU does not vectorise
-    # (d = 2 ran ten times slower than d = 1); stacked again inside, the slices fold away.
+    # (d = 2 ran ten times slower than d = 1, a compact kernel in d = 3–8 twice as slow);
+    # stacked again inside, the slices fold away.
     split = keys.ndim == 2 and 1 < keys.shape[1] < SPLIT_BELOW_DIM
     columns = tuple(keys[:, j] for j in range(keys.shape[1])) if split else (keys,)
     blocks = tuple(
