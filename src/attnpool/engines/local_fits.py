@@ -118,7 +118,8 @@ def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRo
         # The moments are taken about each query's heaviest key: about the query,
         # E[δδᵀ] − E[δ]E[δ]ᵀ cancels to rounding once that key carries nearly all the
         # weight, and the slope came out of the rounding; about it, its own terms are 0.
-        search = _geometry(x_query, x_train, bandwidth, model, engine, edges=False)
+        search = geometry if scaled else _geometry(x_query, x_train, bandwidth, model, engine,
+                                                   edges=False)  # fmt: skip
         reference, known = _heaviest_keys(search, keys, y_train, key_count, route)
         offset = reference[:, :d] - queries
         offset = offset if scaled else offset / column_units(model, bandwidth)
