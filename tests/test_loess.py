@@ -161,9 +161,15 @@ def test_offsets_far_beyond_the_spread_leave_the_fit_unmoved():
 def test_constant_response_and_outliers(family):
     rng = np.random.default_rng(6)
     x = rng.uniform(0, 10, (300, 1))
-    constant = attnpool.Loess(span=0.3, family=family).fit(x, np.full(300, 3.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no 0/0 on the way: the MAD of the residuals is 0
+        constant = attnpool.Loess(span=0.3, family=family).fit(x, np.full(300, 3.0))
+        fits, errors = constant.predict(x[:5] + 0.1, return_std=True)
     np.testing.assert_array_equal(constant.fitted_values_, 3.0)
-    np.testing.assert_array_equal(constant.predict(x[:5] + 0.1), 3.0)
+    np.testing.assert_array_equal(fits, 3.0)
+    assert constant.residual_scale_ == 0.0  # a constant has no residual scale but zero
+    np.testing.assert_array_equal(errors, 0.0)
+    assert "nan" not in constant.summary()
     y = np.sin(x[:, 0])
     spoiled = y.copy()
     spoiled[::20] += 30.0

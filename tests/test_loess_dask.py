@@ -126,6 +126,8 @@ def test_hostile_data(client, case):
     _same_fit(ours, theirs, 1e-9)
     if case == "outliers":
         assert np.all(ours.robustness_weights_.compute()[::50] < 0.1)
+    if case == "constant":  # zero residuals have zero scale, not 0/0
+        assert ours.residual_scale_ == theirs.residual_scale_ == 0.0
 
 
 def test_exact_statistics_and_small_problems(client):

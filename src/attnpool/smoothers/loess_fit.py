@@ -106,8 +106,20 @@ def pseudovalues(y, fitted, prior, robust) -> np.ndarray:
 
 
 def pseudo_shares(y, fitted, prior, robust, spread) -> np.ndarray:
-    """Each row's term ``√ρ (1 − w e² / (6 MAD)² · 5)`` of the pseudovalues' ``c``."""
-    return (1.0 - (y - fitted) ** 2 * prior / ((6.0 * spread) ** 2 / 5.0)) * np.sqrt(robust)
+    """Each row's term ``√ρ (1 − w e² / (6 MAD)² · 5)`` of the pseudovalues' ``c``.
+
+    Where the MAD is 0 (more than half the residuals vanish, a constant response), the
+    terms are their limit: ``√ρ`` for a row of zero residual, ``−∞`` for any other row
+    of ``ρ > 0``; ``c`` is then 0 or multiplies zero residuals, and the pseudovalues are
+    the fit itself.
+    """
+    squares = (y - fitted) ** 2 * prior
+    scale = (6.0 * spread) ** 2 / 5.0
+    if scale > 0:
+        ratio = squares / scale
+    else:
+        ratio = np.where(squares > 0, np.inf, 0.0)
+    return np.multiply(1.0 - ratio, np.sqrt(robust), out=np.zeros_like(ratio), where=robust > 0)
 
 
 def fits_at(X, y, weights, queries, radius, degree, kernel) -> np.ndarray:
