@@ -32,6 +32,42 @@ def test_kernel_integrals_give_the_recorded_roughness_in_one_dimension(name):
     assert second / first**2 == pytest.approx(kernel.roughness, rel=1e-7)
 
 
+def _cauchy(u):
+    return 1.0 / (1.0 + u**2)
+
+
+def _heavy(u):  # (1 + r²)^(−1.1): integrable in two columns, not in three
+    return (1.0 + u**2) ** -1.1
+
+
+@pytest.mark.filterwarnings("error")  # no quadrature warning let out
+def test_kernel_integrals_of_heavy_tails_are_finite_or_infinite_in_closed_form():
+    kernel_integrals.cache_clear()
+    # ∫ dx/(1+x²) = π, ∫ dx/(1+x²)² = π/2; over ℝ² the first diverges, the second is π
+    assert kernel_integrals(kernels.get(_cauchy), 1) == pytest.approx((math.pi, math.pi / 2))
+    first, second = kernel_integrals(kernels.get(_cauchy), 2)
+    assert first == math.inf and second == pytest.approx(math.pi)
+    # 2π ∫₀^∞ r (1+r²)^(−1.1) dr = 2π / 0.2; in three columns r² (1+r²)^(−1.1) ~ r^(−0.2)
+    assert kernel_integrals(kernels.get(_heavy), 2)[0] == pytest.approx(10 * math.pi)
+    assert kernel_integrals(kernels.get(_heavy), 3)[0] == math.inf
+    assert kernel_integrals(kernels.get("constant"), 1) == (math.inf, math.inf)
+
+
+def test_kernels_of_infinite_integral_have_no_density_and_no_asymptotic_band():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(60, 2))
+    y = x[:, 0] + 0.1 * rng.normal(size=60)
+    with pytest.raises(ValueError, match=r"kernel: a density needs .* finite integral"):
+        attnpool.kernel_density(x, x[:3], bandwidth=0.5, kernel=_cauchy)
+    with pytest.raises(ValueError, match=r"kernel: method 'asymptotic' .* 2 column.*'_cauchy'"):
+        confidence_band(x, y, x[:3], bandwidth=0.5, kernel=_cauchy)
+    band = confidence_band(x, y, x[:3], bandwidth=0.5, kernel=_cauchy, method="bootstrap",
+                           n_boot=40)  # fmt: skip
+    assert np.all(np.isfinite(band.std)) and np.all(band.std > 0)
+    one = confidence_band(x[:, :1], y, x[:3, :1], bandwidth=0.5, kernel=_cauchy)
+    assert np.all(np.isfinite(one.std)) and np.all(one.std > 0)
+
+
 def test_asymptotic_standard_error_is_the_formula_in_numpy():
     data = datasets.sine_data(n=150, seed=4)
     x, y, h = data.x_train, data.y_train, 0.3

@@ -160,11 +160,8 @@ def confidence_band(
     x, y, q, h, model, flat = validated(
         x_train, y_train, x_query, bandwidth, kernel, var_type, degree
     )
-    if method == "asymptotic" and model.categorical:
-        raise ValueError(
-            f"method: 'asymptotic' needs continuous columns only; var_type {model.var_type!r} "
-            "has categorical ones; use method='bootstrap'"
-        )
+    if method == "asymptotic":
+        _check_asymptotic(model, x.shape[1])
     settings = BandSettings(method, n_boot, bootstrap, seed)
     if get_backend(pooling) is not None:
         fit, std = backend_band(pooling, x, y, q, h, model, settings)
@@ -179,6 +176,21 @@ def confidence_band(
     fit, std = found
     _report_empty(fit, model.kernel)
     return _band(fit, std, level, method, flat)
+
+
+def _check_asymptotic(model: Any, d: int) -> None:
+    """The asymptotic band's ``∫K²/∫K`` needs continuous columns and a kernel of finite
+    integral."""
+    if model.categorical:
+        raise ValueError(
+            f"method: 'asymptotic' needs continuous columns only; var_type {model.var_type!r} "
+            "has categorical ones; use method='bootstrap'"
+        )
+    if not 0 < kernel_integrals(model.kernel, d)[0] < float("inf"):
+        raise ValueError(
+            f"kernel: method 'asymptotic' needs a kernel of finite integral in {d} "
+            f"column(s); received {model.kernel.name!r}; use method='bootstrap'"
+        )
 
 
 def _report_empty(fit: np.ndarray, kernel: Any) -> None:

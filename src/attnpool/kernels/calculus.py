@@ -36,7 +36,6 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     if _kernels.is_gaussian(kernel):  # exp(−r²/2): (2π)^{d/2} and π^{d/2}
         return (2 * math.pi) ** (d / 2), math.pi ** (d / 2)
     import jax.numpy as jnp
-    from scipy import integrate
 
     from .._support.interop import precision_scope
 
@@ -44,13 +43,23 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
     sphere = d * unit_ball_volume(d, kernel.norm)
 
     def profile(r):
-        with precision_scope(np.float64):
+        with precision_scope(np.float64), np.errstate(over="ignore"):
             return float(np.exp(kernel.log_profile(jnp.asarray(r * r, jnp.float64))))
 
-    upper = kernel.support if kernel.compact else np.inf
-    first = integrate.quad(lambda r: profile(r) * r ** (d - 1), 0, upper, limit=200)[0]
-    second = integrate.quad(lambda r: profile(r) ** 2 * r ** (d - 1), 0, upper, limit=200)[0]
-    return float(sphere * first), float(sphere * second)
+    upper = kernel.support if kernel.compact else math.inf
+    first = _radial(lambda r: profile(r) * r ** (d - 1), upper)
+    second = _radial(lambda r: profile(r) ** 2 * r ** (d - 1), upper)
+    return sphere * first, sphere * second
+
+
+def _radial(integrand, upper: float) -> float:
+    """``∫₀^upper integrand(r) dr`` by adaptive quadrature; ``∞`` on an unbounded range
+    where the quadrature cannot show the integral finite (a tail that decays like
+    ``r^{−d}`` or slower: the Cauchy kernel in two columns, the constant kernel)."""
+    from scipy import integrate
+
+    value, _, _, *failure = integrate.quad(integrand, 0, upper, limit=200, full_output=1)
+    return math.inf if failure and math.isinf(upper) else float(value)
 
 
 def density_integral(kernel: _kernels.Kernel, d: int) -> float:
