@@ -33,7 +33,6 @@ from .search import (
     bandwidth_of,
     best_candidate,
     best_of,
-    planned_search,
     smoothed_out,
 )
 
@@ -56,8 +55,9 @@ EXPANSION_OBJECTIVE_MIN_PAIRS = 2**22
 def search(
     x, y, model: LocalModel, thetas, method: str, pooling: str, block_size, progress, weights=None
 ):
-    """The compiled (and host-method) searches from the grid ``thetas``; with observation
-    ``weights`` the exact compiled search (the binned and host sums take none)."""
+    """The compiled searches from the grid ``thetas``: ``pooling`` ``"binned"`` on a
+    binned grid, ``"dense"``, ``"stream"`` or ``"pallas"`` by that engine, the planner's
+    ``"compiled"`` by the engine the planner's fit table takes."""
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     options = {"model": model, "method": method, "block_size": block_size}
     if pooling == "pallas":
@@ -69,12 +69,6 @@ def search(
                 f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
             )
         options["engine"] = "pallas"
-    if weights is not None and pooling not in ("auto", "dense", "stream", "pallas", "binned"):
-        raise ValueError(
-            f"pooling: {pooling!r} has no weighted leave-one-out sums; with weights (or "
-            "repeated rows, which a search merges into weights) the search runs on the "
-            "exact engines or binned: pooling='auto', 'dense', 'stream', 'pallas' or 'binned'"
-        )
     binnable = (
         method == "cv"
         and model.var_type == "c"
@@ -86,8 +80,7 @@ def search(
             f"kernels {sorted(BINNED_KERNELS)}; received method={method!r}, "
             f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
         )
-    planned = pooling == "auto" and planned_search(model, y, method, block_size, weights)
-    if pooling == "binned" or planned == "binned":
+    if pooling == "binned":
         return _select_binned(x, y, model, thetas, dtype, options, progress, weights)
     if pooling == "stream" and block_size is None:
         options["block_size"] = KEY_BLOCK

@@ -89,33 +89,31 @@ def _search(
     cont = list(model.continuous)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
-    planned = planned_search(model, y, method, block_size, weights) if pooling == "auto" else None
+    route = planned_search(model, y, method, block_size, weights) if pooling == "auto" else pooling
     objective = None
     if get_backend(pooling) is not None:  # a registered backend's leave-one-out sums
         by_backend.check_served(pooling, model, method)
         objective = by_backend.loo_objective(pooling, x, y, model, weights)
-    elif planned == "numpy":  # NumPy pairs (CV, AICc), or CV on the compiled loop
+    elif route == "numpy":  # NumPy pairs (CV, AICc), or CV on the compiled loop
         of = numpy_search.loo_objective if method == "cv" else numpy_search.aicc_objective
         objective = of(x, y, model, weights)
     if objective is not None:
         return select_on_host(objective, thetas, progress, model, xatol=NUMPY_SEARCH_XATOL,
                               smooth=not has_edge(model.kernel),
                               limits=smoothed_out(x, model))  # fmt: skip
-    if planned in leave_one_out.HOST_POOLINGS:  # the planner's host leave-one-out sums
-        pooling = planned
-    if pooling in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
-        leave_one_out.refuse_weights(pooling, weights)
+    if route in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
+        leave_one_out.refuse_weights(route, weights)
 
         def exact(theta: np.ndarray) -> float:
             from . import compiled
 
             return compiled.exact_cv(theta, x, y, model, method)
 
-        return leave_one_out.select_by_host_sums(x, y, model, thetas, method, pooling,
+        return leave_one_out.select_by_host_sums(x, y, model, thetas, method, route,
                                                  progress, exact)  # fmt: skip
     from . import compiled
 
-    return compiled.search(x, y, model, thetas, method, pooling, block_size, progress, weights)
+    return compiled.search(x, y, model, thetas, method, route, block_size, progress, weights)
 
 
 def _checked_training_data(
