@@ -69,14 +69,14 @@ def test_hat_diagonal_and_weighted_sums_equal_the_streamed_engine(x64, degree):
 
 
 def test_the_cv_gradient_equals_the_streamed_engines(x64):
-    from attnpool.bandwidth.criteria import objective_and_gradient
+    from attnpool.bandwidth.criteria import Criterion, objective_and_gradient
 
     x, y = smooth(5, 200, 2)
     model = model_for(x, kernel="gaussian", degree=1)
     theta = np.log(np.array([0.6, 0.9]))
-    options = {"model": model, "method": "cv", "block_size": None}
-    value, gradient = objective_and_gradient(theta, x, y, engine="pallas", **options)
-    want_value, want_gradient = objective_and_gradient(theta, x, y, **options)
+    spec = Criterion(model, "cv")
+    value, gradient = objective_and_gradient(theta, x, y, spec=spec._replace(engine="pallas"))
+    want_value, want_gradient = objective_and_gradient(theta, x, y, spec=spec)
     np.testing.assert_allclose(value, want_value, rtol=1e-12)
     np.testing.assert_allclose(gradient, want_gradient, rtol=1e-8)
 

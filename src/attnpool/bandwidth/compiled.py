@@ -25,7 +25,14 @@ from ..methods.stream import KEY_BLOCK
 from ..sums import plan
 from ..sums.local_model import LocalModel
 from . import leave_one_out
-from .criteria import curve_objectives, grid_objectives, objective, objective_and_gradient, refine
+from .criteria import (
+    Criterion,
+    curve_objectives,
+    grid_objectives,
+    objective,
+    objective_and_gradient,
+    refine,
+)
 from .search import (
     GRID,
     BandwidthSelection,
@@ -52,14 +59,13 @@ EXACT_OBJECTIVE_MAX_PAIRS = 2**34
 EXPANSION_OBJECTIVE_MIN_PAIRS = 2**22
 
 
-def search(
-    x, y, model: LocalModel, thetas, method: str, pooling: str, block_size, progress, weights=None
-):
-    """The compiled searches from the grid ``thetas``: ``pooling`` ``"binned"`` on a
-    binned grid, ``"dense"``, ``"stream"`` or ``"pallas"`` by that engine, the planner's
-    ``"compiled"`` by the engine the planner's fit table takes."""
+def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> BandwidthSelection:
+    """The compiled searches of ``spec`` from the grid ``thetas``: ``pooling``
+    ``"binned"`` on a binned grid, ``"dense"``, ``"stream"`` or ``"pallas"`` by that
+    engine, the planner's ``"compiled"`` by the engine the planner's fit table takes.
+    ``weights``: observation weights or None."""
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
-    options = {"model": model, "method": method, "block_size": block_size}
+    model, method = spec.model, spec.method
     if pooling == "pallas":
         from ..engines.local_fits import tiled_model
 
@@ -68,7 +74,7 @@ def search(
                 "pooling: 'pallas' searches continuous columns with a non-negative kernel; "
                 f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
             )
-        options["engine"] = "pallas"
+        spec = spec._replace(engine="pallas")
     binnable = (
         method == "cv"
         and model.var_type == "c"
@@ -81,9 +87,9 @@ def search(
             f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
         )
     if pooling == "binned":
-        return _select_binned(x, y, model, thetas, dtype, options, progress, weights)
-    if pooling == "stream" and block_size is None:
-        options["block_size"] = KEY_BLOCK
+        return _select_binned(x, y, weights, thetas, dtype, spec, progress)
+    if pooling == "stream" and spec.block_size is None:
+        spec = spec._replace(block_size=KEY_BLOCK)
     limits = smoothed_out(x, model)  # (of the data, before any padding)
     count = None
     if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket: the programs are reused
@@ -92,22 +98,23 @@ def search(
         if weights is not None:
             weights = pad_rows(weights, x.shape[0])
     if x.shape[0] <= ONE_PROGRAM_ROWS:
-        return _search_one_program(x, y, count, thetas, dtype, options, progress, weights, limits)
+        return _search_one_program(x, y, count, weights, thetas, spec, progress, limits)
     total = len(GRID) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.
     x32, y32 = np.asarray(x, np.float32), np.asarray(y, np.float32)
-    options32 = {**options, "weights": _cast(weights, np.float32)}
-    options = {**options, "weights": _cast(weights, dtype)}
+    coarse_options = {"spec": spec, "weights": _cast(weights, np.float32)}
+    options = {"spec": spec, "weights": _cast(weights, dtype)}
     objectives = []
     for done, chunk in enumerate(range(0, len(GRID), _CHUNK), start=1):
         rows = np.asarray(thetas[chunk : chunk + _CHUNK], np.float32)
-        objectives.extend(np.asarray(grid_objectives(rows, x32, y32, count, **options32)).tolist())
+        found = grid_objectives(rows, x32, y32, count, **coarse_options)
+        objectives.extend(np.asarray(found).tolist())
         if progress:
             progress(done, total)
     objectives = np.array(objectives)
     best = best_candidate(thetas, objectives, method)
-    coarse = Counted(lambda t: objective_and_gradient(t, x32, y32, count, **options32))
+    coarse = Counted(lambda t: objective_and_gradient(t, x32, y32, count, **coarse_options))
     theta, _ = _from_both(
         lambda start: refine(coarse, start, jnp.float32, tolerance=1e-6, maxiter=8),
         best, thetas, objectives,
@@ -132,7 +139,7 @@ def search(
         progress(total, total)
     evaluations = len(thetas) + coarse.calls + fine.calls + 1
     return BandwidthSelection(
-        bandwidth, float(value), options["method"], (GRID, objectives), True, evaluations
+        bandwidth, float(value), method, (GRID, objectives), True, evaluations
     )
 
 
@@ -143,10 +150,12 @@ ONE_PROGRAM_ROWS = 2**10
 
 
 def _search_one_program(
-    x, y, count, thetas, dtype, options, progress, weights=None, limits=None
+    x, y, count, weights, thetas, spec: Criterion, progress, limits
 ) -> BandwidthSelection:
-    """The exact search of a small problem with one program: the grid, then L-BFGS."""
-    options = {**options, "weights": _cast(weights, dtype)}
+    """The exact search of a small problem with one program, in the data's precision:
+    the grid, then L-BFGS."""
+    dtype = np.dtype(compute_dtype(x, y, numpy=True))
+    options = {"spec": spec, "weights": _cast(weights, dtype)}
     with precision_scope(dtype):
         xd, yd = np.asarray(x, dtype), np.asarray(y, dtype)
 
@@ -161,7 +170,7 @@ def _search_one_program(
             objectives[i] = float(evaluate(theta)[0])
             if progress and (i + 1) % _CHUNK == 0:
                 progress((i + 1) // _CHUNK, len(GRID) // _CHUNK + 1)
-        best = best_candidate(thetas, objectives, options["method"])
+        best = best_candidate(thetas, objectives, spec.method)
         theta, value = _from_both(
             lambda start: refine(
                 evaluate, start, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14
@@ -175,17 +184,15 @@ def _search_one_program(
         start_value = float(np.nanmin(np.where(np.isfinite(objectives), objectives, np.nan)))
         if not value <= start_value:  # never worse than the best grid point
             theta, value = best, start_value
-    bandwidth = bandwidth_of(theta, options["model"], dtype)
+    bandwidth = bandwidth_of(theta, spec.model, dtype)
     if progress:
         progress(len(GRID) // _CHUNK + 1, len(GRID) // _CHUNK + 1)
     return BandwidthSelection(
-        bandwidth, float(value), options["method"], (GRID, objectives), True, evaluate.calls
+        bandwidth, float(value), spec.method, (GRID, objectives), True, evaluate.calls
     )
 
 
-def _select_binned(
-    x, y, model, thetas, dtype, options, progress, weights=None
-) -> BandwidthSelection:
+def _select_binned(x, y, weights, thetas, dtype, spec: Criterion, progress) -> BandwidthSelection:
     """CV for one continuous column: grid and L-BFGS on the binned objective.
 
     With 16 grid nodes per bandwidth the binned objective's optimum lies within about
@@ -197,13 +204,13 @@ def _select_binned(
     """
     candidates = np.exp(thetas[:, 0])
     grid = binned.grid_for(x[:, :1], float(candidates.min()))
-    reach = binned.reach_for(model.kernel, float(candidates.max()), grid)
+    reach = binned.reach_for(spec.model.kernel, float(candidates.max()), grid)
     plan, count, xb, yb = binned_traced.BinnedPlan(grid, reach), None, x, y
     if x.shape[0] <= MAX_ROWS:  # rows and grid padded to buckets (padding bins nothing)
         plan, count = binned_traced.BinnedPlan.bucketed(grid, reach), np.int32(x.shape[0])
         xb, yb = padded(x, y, size=bucket(x.shape[0]))
     wb = None if weights is None else np.asarray(pad_rows(weights, xb.shape[0]), np.float64)
-    approximate = {**options, "binned": plan, "weights": wb}
+    approximate = {"spec": spec, "binned": plan, "weights": wb}
     with precision_scope(np.float64):
         xb, yb = np.asarray(xb, np.float64), np.asarray(yb, np.float64)
         # candidates at once, as many as keep the batched (candidates, n) arrays small
@@ -231,8 +238,8 @@ def _select_binned(
         )
     if progress:
         progress(2, 3)
-    bandwidth = bandwidth_of(theta, model, dtype)
-    value, exact = _reported_objective(x, y, theta, bandwidth, model, dtype, options, weights)
+    bandwidth = bandwidth_of(theta, spec.model, dtype)
+    value, exact = _reported_objective(x, y, weights, theta, dtype, spec)
     if value is None:
         with precision_scope(np.float64):
             value = float(objective(np.asarray(theta, np.float64), xb, yb, count, **approximate))
@@ -243,9 +250,10 @@ def _select_binned(
     return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), exact, evaluations)
 
 
-def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, options, weights=None):
+def _reported_objective(x, y, weights, theta, dtype, spec: Criterion):
     """``(objective, True)`` computed exactly where a way applies, else ``(None, False)``
     (with ``weights``, by all pairs only: the host methods' sums take none)."""
+    model = spec.model
     pairs, local_constant = x.shape[0] ** 2, model.degree == 0 and weights is None
     if local_constant and fgt.supports(model.kernel) and pairs >= EXPANSION_OBJECTIVE_MIN_PAIRS:
         value = leave_one_out.cv_objective("fgt", x, y, model.kernel)(np.asarray(theta))
@@ -262,7 +270,7 @@ def _reported_objective(x, y, theta, bandwidth, model: LocalModel, dtype, option
         with precision_scope(dtype):
             t, xd, yd = (np.asarray(a, dtype) for a in (theta, x, y))
             return float(
-                objective(t, xd, yd, count, **options, weights=_cast(weights, dtype))
+                objective(t, xd, yd, count, spec=spec, weights=_cast(weights, dtype))
             ), True
     return None, False
 
@@ -272,7 +280,7 @@ def exact_cv(theta, x, y, model: LocalModel, method: str) -> float:
     backend's leave-one-out sums leave (:mod:`attnpool.bandwidth.leave_one_out`)."""
     with precision_scope(np.float64):
         t, xd, yd = (np.asarray(a, np.float64) for a in (theta, x, y))
-        return float(objective(t, xd, yd, model=model, method=method, block_size=KEY_BLOCK))
+        return float(objective(t, xd, yd, spec=Criterion(model, method, KEY_BLOCK)))
 
 
 def criterion_curve(
@@ -281,12 +289,11 @@ def criterion_curve(
     """The criterion ``method`` (``"cv"`` or ``"aicc"``) at bandwidths ``candidates (k, d)``:
     :func:`attnpool.cv_curve` and :func:`attnpool.aicc_curve`."""
     dtype = compute_dtype(x, y, numpy=True)
-    options = {"model": model, "method": method, "block_size": block_size}
     with precision_scope(dtype):
         values = curve_objectives(
             *(jnp.asarray(a, dtype) for a in (candidates, x, y)),
             _cast(weights, dtype),
-            **options,
+            spec=Criterion(model, method, block_size),
         )
         return np.asarray(values, dtype=float)
 

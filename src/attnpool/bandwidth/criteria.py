@@ -11,6 +11,7 @@ bandwidth (traceable; ``inf`` where undefined); :func:`objective`,
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +23,7 @@ from .search import GRID, bandwidth_of, best_candidate, categorical_upper, minim
 
 __all__ = [
     "GRID",
+    "Criterion",
     "bandwidth_of",
     "best_candidate",
     "binned_loo_residuals",
@@ -47,20 +49,21 @@ def to_bandwidth(theta, model: LocalModel):
     return h
 
 
-def criterion(
-    x,
-    y,
-    bandwidth,
-    model: LocalModel,
-    method: str,
-    *,
-    block_size=None,
-    binned=None,
-    count=None,
-    weights=None,
-    engine=None,
-):
-    """The CV or AICc objective at ``bandwidth (d,)`` (traceable; ``inf`` if undefined).
+class Criterion(NamedTuple):
+    """What a compiled search minimises, one static record (one program per record):
+    ``method`` (``"cv"`` or ``"aicc"``) of the ``model``'s fits, the keys summed in
+    blocks of ``block_size`` (None: in one) by ``engine``
+    (:func:`attnpool.engines.local_fits.local_fit`'s; ``"pallas"``: the tiled kernel)."""
+
+    model: LocalModel
+    method: str
+    block_size: int | None = None
+    engine: str | None = None
+
+
+def criterion(x, y, bandwidth, spec: Criterion, *, binned=None, count=None, weights=None):
+    """The CV or AICc objective ``spec`` names at ``bandwidth (d,)`` (traceable; ``inf`` if
+    undefined).
 
     ``binned`` (a :class:`~attnpool.methods.binned_traced.BinnedPlan`) evaluates CV on the
     binned approximation instead.
@@ -69,33 +72,29 @@ def criterion(
     the fits and in the mean of the squared residuals; leave-one-out leaves a row out
     whole, and AICc's penalty counts rows (its trace each row's whole self-influence),
     so that scaling every weight changes nothing (:mod:`attnpool.sums.observation_weights`).
-    ``engine``: the fits' engine (:func:`attnpool.engines.local_fits.local_fit`).
     """
     real = jnp.arange(x.shape[0])[:, None] < (x.shape[0] if count is None else count)
     counts = real[:, 0].astype(x.dtype)
     if weights is not None:
         counts = counts * weights
     n = jnp.sum(counts)
+    fits = {"block_size": spec.block_size, "count": count, "weights": weights,
+            "engine": spec.engine}  # fmt: skip
 
     def mean(terms):  # over the real rows, as often as they count, and every column
         return jnp.sum(counts[:, None] * jnp.where(real, terms, 0.0)) / (n * terms.shape[1])
 
-    if method == "cv":
+    if spec.method == "cv":
         if binned is None:
-            residuals = loo_residuals(
-                x, y, bandwidth, model, block_size=block_size, count=count, weights=weights,
-                engine=engine,
-            )  # fmt: skip
+            residuals = loo_residuals(x, y, bandwidth, spec.model, **fits)
         else:
             residuals = binned_loo_residuals(
-                x, y, bandwidth, model, binned.grid, binned.reach, count=count, weights=weights
-            )
+                x, y, bandwidth, spec.model, binned.grid, binned.reach, count=count,
+                weights=weights,
+            )  # fmt: skip
         residuals = jnp.where(real, residuals, 0.0)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
-    fit, hat = hat_diagonal(
-        x, y, bandwidth, model, block_size=block_size, count=count, weights=weights,
-        engine=engine,
-    )  # fmt: skip
+    fit, hat = hat_diagonal(x, y, bandwidth, spec.model, **fits)
     # a row's self-influence is its whole weight's (w_i times one copy's); the penalty
     # counts rows, not Σ w: else weights (or repeated rows) let interpolation, tr H = the
     # rows, pass for n − 2 free of it, and AICc fell without end as h → 0
@@ -109,45 +108,34 @@ def criterion(
 
 # ``binned`` is a pytree whose grid origin and spacing are traced: a new data set reuses
 # the program of its grid's (bucketed) size.
-_STATIC = ("model", "method", "block_size", "engine")
+@partial(jax.jit, static_argnames="spec")
+def objective(theta, x, y, count=None, *, spec: Criterion, binned=None, weights=None):
+    """The criterion at the search variables ``θ`` (:func:`to_bandwidth`)."""
+    bandwidth = to_bandwidth(theta, spec.model)
+    return criterion(x, y, bandwidth, spec, binned=binned, count=count, weights=weights)
 
 
-@partial(jax.jit, static_argnames=_STATIC)
-def objective(
-    theta, x, y, count=None, *, model, method, block_size, binned=None, weights=None,
-    engine=None,
-):  # fmt: skip
-    bandwidth = to_bandwidth(theta, model)
-    return criterion(
-        x, y, bandwidth, model, method, block_size=block_size, binned=binned, count=count,
-        weights=weights, engine=engine,
-    )  # fmt: skip
+@partial(jax.jit, static_argnames="spec")
+def grid_objectives(thetas, x, y, count=None, binned=None, weights=None, *, spec: Criterion):
+    return jax.vmap(_of_theta(x, y, count, binned, weights, spec))(thetas)
 
 
-@partial(jax.jit, static_argnames=_STATIC)
-def grid_objectives(thetas, x, y, count=None, binned=None, weights=None, **static):
-    return jax.vmap(_of_theta(x, y, count, binned, weights, static))(thetas)
+@partial(jax.jit, static_argnames="spec")
+def objective_and_gradient(theta, x, y, count=None, binned=None, weights=None, *,
+                           spec: Criterion):  # fmt: skip
+    return jax.value_and_grad(_of_theta(x, y, count, binned, weights, spec))(theta)
 
 
-@partial(jax.jit, static_argnames=_STATIC)
-def objective_and_gradient(theta, x, y, count=None, binned=None, weights=None, **static):
-    return jax.value_and_grad(_of_theta(x, y, count, binned, weights, static))(theta)
-
-
-@partial(jax.jit, static_argnames=_STATIC)
-def curve_objectives(bandwidths, x, y, weights=None, *, model, method, block_size, engine=None):
+@partial(jax.jit, static_argnames="spec")
+def curve_objectives(bandwidths, x, y, weights=None, *, spec: Criterion):
     """The criterion at each bandwidth ``(k, d)`` as given (not through ``θ``, whose
     logits cannot hold a categorical ``λ`` of 0 or near it)."""
-    return jax.vmap(
-        lambda h: criterion(
-            x, y, h, model, method, block_size=block_size, weights=weights, engine=engine
-        )
-    )(bandwidths)
+    return jax.vmap(lambda h: criterion(x, y, h, spec, weights=weights))(bandwidths)
 
 
-def _of_theta(x, y, count, binned, weights, static):
+def _of_theta(x, y, count, binned, weights, spec):
     """The objective as a function of ``θ`` alone (for ``vmap`` and ``grad``)."""
-    return lambda theta: objective(theta, x, y, count, binned=binned, weights=weights, **static)
+    return lambda theta: objective(theta, x, y, count, spec=spec, binned=binned, weights=weights)
 
 
 def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=None):

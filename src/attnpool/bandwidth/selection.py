@@ -113,7 +113,8 @@ def _search(
                                                  progress, exact)  # fmt: skip
     from . import compiled
 
-    return compiled.search(x, y, model, thetas, method, route, block_size, progress, weights)
+    spec = compiled.Criterion(model, method, block_size)
+    return compiled.search(x, y, weights, thetas, spec, route, progress)
 
 
 def _checked_training_data(
