@@ -160,4 +160,5 @@ def _solve(moments: list[Any], q: Any, reference: Any, mean: Any, spread: Any,
            exponents: list[Index], orders: list[Index]) -> np.ndarray:  # fmt: skip
     gram = reduce(np.add, [m[0] for m in moments])
     t = reduce(np.add, [m[1] for m in moments])
-    return blocks.solve(gram, t, mean[0], mean[1], spread, q, reference, exponents, orders)[0]
+    summed = blocks.Moments(gram, t, mean[0], mean[1], spread)
+    return blocks.solve(summed, q, reference, exponents, orders)[0]

@@ -22,6 +22,7 @@ then gave fits apart by half their size).
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from ..kernels.record import Kernel
 from .monomials import SINGULAR, derivative_rows
 
 __all__ = [
+    "Moments",
     "fit_block",
     "heavier",
     "heaviest",
@@ -48,6 +50,19 @@ Offsets = list[np.ndarray]
 Index = tuple[int, ...]
 #: Each query's largest log weight, its key and its response.
 Reference = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class Moments(NamedTuple):
+    """A local polynomial fit's sums for ``k`` queries, what :func:`solve` takes (NumPy
+    or JAX arrays): the monomials' Gram matrix ``Σ w z^α z^β (k, B, B)`` and response
+    moments ``Σ w z^α (y − y_r) (k, B, p)``, the weight ``Σ w (k,)``, the mean offset
+    ``μ (k, d)`` from the reference key and the spread ``s (k, d)`` about it."""
+
+    gram: Any
+    responses: Any
+    total: Any
+    mean: Any
+    spread: Any
 
 
 def log_weights(
@@ -145,13 +160,14 @@ def moment_sums(
 
 @np.errstate(over="ignore", invalid="ignore")
 def solve(
-    gram: np.ndarray, t: np.ndarray, total: np.ndarray, mean: np.ndarray, spread: np.ndarray,
-    q: np.ndarray, reference: Reference, exponents: list[Index], orders: list[Index],
+    moments: Moments, q: np.ndarray, reference: Reference, exponents: list[Index],
+    orders: list[Index],
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """``(estimates (k, len(orders), p), undetermined (k,))`` from the summed moments: the
     Jacobi-scaled Gram matrix's eigen-solve, the derivatives ``orders`` of the polynomial
     at the queries ``q`` (``z = (q − x_r − μ)/s``) in the data's units, the reference's
     response added back to the fit; NaN where the matrix is singular."""
+    gram, t, total, mean, spread = moments
     safe = np.where(total > 0, total, 1.0)[:, None, None]
     gram, t = gram / safe, t / safe
     finite = np.all(np.isfinite(gram), axis=(1, 2)) & np.all(np.isfinite(t), axis=(1, 2))
@@ -184,4 +200,4 @@ def fit_block(
     total, mean = mean_of(mean_sums(log_w, offsets, shift))
     spread = spread_of(spread_sums(log_w, offsets, shift, mean), total)
     gram, t = moment_sums(log_w, offsets, shift, mean, spread, y, reference[2], exponents)
-    return solve(gram, t, total, mean, spread, q, reference, exponents, orders)
+    return solve(Moments(gram, t, total, mean, spread), q, reference, exponents, orders)

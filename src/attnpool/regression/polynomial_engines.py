@@ -19,7 +19,7 @@ from .._support.validation import is_jax
 from ..methods import native
 from ..smoothers.windows import CHUNK_ENTRIES
 from .monomials import monomials
-from .polynomial_blocks import fit_block, solve
+from .polynomial_blocks import Moments, fit_block, solve
 
 __all__ = ["ENGINES", "Engine", "compiled_fit", "native_fit", "native_refusal", "numpy_fit"]
 
@@ -75,8 +75,8 @@ def native_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: i
         return None
     row = np.maximum(sums.reference, 0)
     reference = (sums.total, x[row], y[row])
-    return solve(sums.gram, sums.responses, sums.total, sums.mean * h, sums.spread * h, q,
-                 reference, exponents[:basis], orders)  # fmt: skip
+    moments = Moments(sums.gram, sums.responses, sums.total, sums.mean * h, sums.spread * h)
+    return solve(moments, q, reference, exponents[:basis], orders)
 
 
 def compiled_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree: int,
@@ -89,17 +89,17 @@ def compiled_fit(x: Any, y: Any, q: Any, h: Any, kernel: kernels.Kernel, degree:
 
     from .._support.interop import precision_scope
     from ..methods.stream import KEY_BLOCK
-    from .polynomial_program import compiled_polynomial
+    from .polynomial_program import Polynomial, compiled_polynomial
 
     on_host = not any(is_jax(a) for a in (x, y, q, h))
     dtype = np.float64 if on_host else jnp.result_type(x, y, q, h, jnp.float32)
     width = len(monomials(x.shape[1], degree)) ** 2 * y.shape[1]
     key_block = max(64, KEY_BLOCK // width) if blocked else None
     with precision_scope(dtype):
-        fit, undetermined = compiled_polynomial(
-            *(jnp.asarray(a, dtype) for a in (x, y, q, h)), kernel=kernel, degree=degree,
-            orders=orders, key_block=key_block, tiled=tiled,
-        )  # fmt: skip
+        xd, yd, qd, hd = (jnp.asarray(a, dtype) for a in (x, y, q, h))
+        spec = Polynomial.of(kernel, x.shape[1], degree, orders)
+        fit, undetermined = compiled_polynomial(xd, yd, qd, hd, spec, key_block=key_block,
+                                                tiled=tiled)  # fmt: skip
         if on_host:
             return np.asarray(fit, np.float64), np.asarray(undetermined)
     return fit, undetermined

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -28,22 +29,36 @@ from .._support.shapes import query_bucket
 from ..kernels.edges import pair_log_weights
 from ..kernels.record import Kernel
 from .monomials import SINGULAR, derivative_rows, monomials
+from .polynomial_blocks import Moments
 
-__all__ = ["compiled_polynomial"]
+__all__ = ["Polynomial", "compiled_polynomial"]
 
 #: Pair entries (queries × keys × monomials) formed at a time.
 CHUNK_ENTRIES = 2**22
 
 
-def compiled_polynomial(
-    x, y, q, h, *, kernel: Kernel, degree: int, orders, key_block=None, tiled: bool = False
-):
+class Polynomial(NamedTuple):
+    """What a compiled local polynomial fit computes, static (one program per record): the
+    ``kernel``'s weights, the monomials' ``exponents`` and the derivative ``orders``."""
+
+    kernel: Kernel
+    exponents: tuple[tuple[int, ...], ...]
+    orders: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def of(cls, kernel: Kernel, d: int, degree: int, orders) -> Polynomial:
+        """The fit of ``degree`` in ``d`` columns."""
+        exponents = tuple(tuple(alpha) for alpha in monomials(d, degree))
+        return cls(kernel, exponents, tuple(tuple(order) for order in orders))
+
+
+def compiled_polynomial(x, y, q, h, spec: Polynomial, *, key_block=None, tiled: bool = False):
     """``(estimates (k, len(orders), p), undetermined (k,))`` of queries ``q (k, d)``
     over keys ``x (n, d)`` with responses ``y (n, p)`` and bandwidths ``h (d,)``; keys
     in blocks of ``key_block`` (None: one block); ``tiled``: the three sums by the tiled
     Pallas kernel (compiled by Triton on a GPU, interpreted elsewhere)."""
     n, d = x.shape
-    exponents = tuple(monomials(d, degree))
+    exponents, orders = spec.exponents, spec.orders
     block = n if key_block is None else min(int(key_block), n)
     blocks = -(-n // block)
     pad = blocks * block - n
@@ -58,14 +73,12 @@ def compiled_polynomial(
     if tiled:  # the kernel's memory is O(n + m): every query at once
         rows = query_bucket(k)
         q = jnp.concatenate([q, jnp.broadcast_to(q[:1], (rows - k, d))])
-        estimate, undetermined = _tiled_fit(x, y, keys, responses, real, q, h, kernel=kernel,
-                                            exponents=exponents, orders=tuple(orders))  # fmt: skip
+        estimate, undetermined = _tiled_fit(x, y, keys, responses, real, q, h, spec=spec)
         return estimate[:k], undetermined[:k]
     rows = min(rows, query_bucket(k))  # chunks of one shape: one program
     q = jnp.concatenate([q, jnp.broadcast_to(q[:1], (-k % rows, d))])
     parts = [
-        _fit(keys, responses, real, q[start : start + rows], h, kernel=kernel,
-             exponents=exponents, orders=tuple(orders))
+        _fit(keys, responses, real, q[start : start + rows], h, spec=spec)
         for start in range(0, q.shape[0], rows)
     ]  # fmt: skip
     estimate = jnp.concatenate([part[0] for part in parts])[:k]
@@ -96,9 +109,9 @@ def _heaviest(keys, responses, real, q, h, kernel):
     return jax.lax.stop_gradient(jax.lax.scan(step, start, (keys, responses, real))[0])
 
 
-@partial(jax.jit, static_argnames=("kernel", "exponents", "orders"))
-def _fit(keys, responses, real, q, h, *, kernel, exponents, orders):
-    d = q.shape[1]
+@partial(jax.jit, static_argnames="spec")
+def _fit(keys, responses, real, q, h, *, spec: Polynomial):
+    d, (kernel, exponents, orders) = q.shape[1], spec
 
     def scan(step, init):
         return jax.lax.scan(lambda c, b: (step(c, *b), None), init, (keys, responses, real))[0]
@@ -142,14 +155,16 @@ def _fit(keys, responses, real, q, h, *, kernel, exponents, orders):
 
     gram, t = scan(moment_step, (jnp.zeros((q.shape[0], width, width), q.dtype),
                                  jnp.zeros((q.shape[0], width, p), q.dtype)))  # fmt: skip
-    return _solved(gram, t, total, mean, spread, q - x_ref, y_ref, exponents, orders)
+    return _solved(Moments(gram, t, total, mean, spread), q - x_ref, y_ref, exponents, orders)
 
 
-@partial(jax.jit, static_argnames=("kernel", "exponents", "orders"))
-def _tiled_fit(x, y, keys, responses, real, q, h, *, kernel, exponents, orders):
+@partial(jax.jit, static_argnames="spec")
+def _tiled_fit(x, y, keys, responses, real, q, h, *, spec: Polynomial):
     """The same fit with the three sums by the tiled kernel (:mod:`attnpool.methods.pallas`)
     on unscaled rows, the reference by :func:`_heaviest` over the key blocks."""
     from ..methods.pallas import tiled_state
+
+    kernel, exponents, orders = spec
 
     _, x_ref, y_ref = _heaviest(keys, responses, real, q, h, kernel)
 
@@ -165,7 +180,8 @@ def _tiled_fit(x, y, keys, responses, real, q, h, *, kernel, exponents, orders):
     width, p = len(exponents), y.shape[1]
     gram = third.weighted_values[:, : width * width].reshape(-1, width, width)
     t = third.weighted_values[:, width * width :].reshape(-1, width, p)
-    return _solved(gram, t, third.weight_sum, mean, spread, q - x_ref, y_ref, exponents, orders)
+    moments = Moments(gram, t, third.weight_sum, mean, spread)
+    return _solved(moments, q - x_ref, y_ref, exponents, orders)
 
 
 def _safe(total):
@@ -178,9 +194,10 @@ def _spread(squares, total):
     return jnp.where((spread > 0) & jnp.isfinite(spread), spread, 1.0)
 
 
-def _solved(gram, t, total, mean, spread, at_reference, y_ref, exponents, orders):
+def _solved(moments: Moments, at_reference, y_ref, exponents, orders):
     """:func:`attnpool.regression.polynomial_blocks.solve` in JAX (``jnp.linalg.solve``,
     differentiable): ``at_reference`` is each query's offset from its reference key."""
+    gram, t, total, mean, spread = moments
     width = len(exponents)
     gram, t = gram / _safe(total)[:, None, None], t / _safe(total)[:, None, None]
     finite = jnp.all(jnp.isfinite(gram), axis=(1, 2)) & jnp.all(jnp.isfinite(t), axis=(1, 2))
