@@ -160,6 +160,11 @@ class Engine:
         block's width)."""
         queries, keys, divisor = rows
         d = keys.shape[1]
+        if not self.one_block and arrays.max_log is None and _nearest_is_heaviest(sums, arrays):
+            # each row's maximum known beforehand: the streamed blocks skip its reduction
+            known = nearest_log_weight(queries, keys, sums.model.kernel,
+                                       None if sums.scaled else divisor)  # fmt: skip
+            arrays = arrays._replace(max_log=known)
         block = problem_block(sums, divisor, arrays, streamed=not self.one_block)
         if key_block is None:
             moments = sums.model.degree and not sums.hard
@@ -172,6 +177,18 @@ class Engine:
         """``problem``'s sums in its rows' precision (float64 with observation weights);
         weights spanning more than :data:`MAX_WEIGHT_SPAN` leave every row unsettled."""
         return _log_sums(self, problem)
+
+
+def _nearest_is_heaviest(sums: ProblemSums, arrays: BlockArrays) -> bool:
+    """Whether each row's heaviest key is its nearest (:func:`.blocks.nearest_log_weight`
+    finds it in one column): plain sums of ``K`` over every key, unweighted."""
+    plain = sums.power == 1 and not sums.hard and sums.model.degree == 0
+    return (
+        plain
+        and sums.model.var_type == "c"
+        and arrays.factors is None
+        and (arrays.left_out is None)
+    )
 
 
 @dataclasses.dataclass(frozen=True)

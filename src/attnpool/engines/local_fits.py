@@ -27,7 +27,7 @@ from ..sums.local_model import LocalModel, relative, solve_moments
 from ..sums.observation_weights import augmented, column_scale, divided
 from ..sums.plan import block_width, plan
 from ..sums.state import finalize
-from .blocks import nearest_key, nearest_log_weight
+from .blocks import nearest_key
 from .compiled_backends import ENGINES, Rows
 from .problem_blocks import BlockArrays, ProblemSums, column_units, log_weights, scaled_rows
 from .programs import with_nearest_limit
@@ -128,9 +128,6 @@ def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRo
                                   axis=1)  # fmt: skip
         if weights is not None:  # log w moves the row's largest log weight
             known = None
-    elif method == "stream" and not exclude_self and model.var_type == "c" and weights is None:
-        # the nearest key's log weight is each row's maximum (not when leaving one out)
-        known = nearest_log_weight(queries, keys, model.kernel, None if scaled else divisor)
     state = engine.problem_state(
         Rows(rows, keys, divisor),
         columns,
