@@ -34,7 +34,6 @@ from ..sums.exact_pairs import heaviest_keys
 from ..sums.facts import fit_facts
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import augmented, column_scale
-from ..sums.pair_weights import log_weights, row_blocks, shifted_weights
 from ..sums.problem import SumProblem
 
 __all__ = [
@@ -186,26 +185,28 @@ def _native_fit(x, y, q, h, model: LocalModel, w=None):
 
 
 def gaussian_slopes(x_train, y_train, x_query, bandwidth, weights=None):
-    """The gradient ``(k, d, p)`` of the Gaussian Nadaraya–Watson fit at ``x_query``,
-    ``∂_j ĝ = Σ_i α_i u_ij (y_i − ĝ) / h_j`` with ``u = (x_i − x) / h``, in float64 — the
-    local-constant marginal effects without a program — or None where a row's weights
-    are not finite (scaled distances beyond the float range: the caller's exact path
-    takes that limit). ``weights``: positive observation weights."""
+    """The gradient ``(k, d, p)`` of the Gaussian Nadaraya–Watson fit at ``x_query`` in
+    float64 — the local-constant marginal effects without a program — or None where a
+    row has no weight or a sum is not finite (scaled distances beyond the float range:
+    the caller's exact path takes that limit). ``weights``: positive observation weights.
+
+    For the Gaussian ``∂_j log K = (x_ij − x_j) / h_j²``, so the slope is the weighted
+    covariance of the column and the responses, ``∂_j ĝ = Cov_α(x_j, y) / h_j²``: local
+    linear's moments about each row's heaviest key (:func:`attnpool.sums.layer.solve`)."""
     x, y, q = (np.asarray(a, np.float64) for a in (x_train, y_train, x_query))
     h = np.asarray(bandwidth, np.float64)
-    y = y - y.mean(axis=0)  # the slopes do not see the mean; the sums then cancel less
     w = None if weights is None else np.asarray(weights, np.float64)
-    slopes = np.empty((q.shape[0], x.shape[1], y.shape[1]))
-    gaussian = kernels.get("gaussian")
-    with np.errstate(over="ignore", invalid="ignore"):
-        for rows in row_blocks(q.shape[0], x.shape[0]):
-            offsets = [(x[None, :, a] - q[rows, a, None]) / h[a] for a in range(h.shape[0])]
-            alpha, _, _ = shifted_weights(log_weights(offsets, gaussian), weights=w)
-            alpha /= alpha.sum(axis=1, keepdims=True)
-            if not np.all(np.isfinite(alpha)):
-                return None
-            fit = alpha @ y
-            for a, u in enumerate(offsets):
-                moved = alpha * u
-                slopes[rows, a] = (moved @ y - fit * moved.sum(axis=1)[:, None]) / h[a]
-    return slopes
+    scale = value_unit(y) if w is None else column_scale(y)
+    model = model_for(x, kernel="gaussian", degree=1)
+    problem = _problem(x, y / scale, q, h, model, w, None)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        found = layer.solve(NUMPY_PAIRS, problem)
+        total = found.sums[:, 0]
+        if not (np.all(total > 0) and np.all(np.isfinite(found.sums))):
+            return None
+        n, d, p = q.shape[0], x.shape[1], y.shape[1]
+        means = found.sums[:, 1:] / total[:, None]
+        y_bar, mu1 = means[:, :p], means[:, p : p + d]
+        mu_dy = means[:, p + d + d * d :].reshape(n, d, p)
+        covariance = mu_dy - mu1[:, :, None] * y_bar[:, None, :]  # in the moments' units
+        return covariance * (problem.units / h**2)[..., None] * scale
