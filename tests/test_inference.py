@@ -53,6 +53,19 @@ def test_kernel_integrals_of_heavy_tails_are_finite_or_infinite_in_closed_form()
     assert kernel_integrals(kernels.get("constant"), 1) == (math.inf, math.inf)
 
 
+def _rough(u):  # compact, but its support unseen: |sin 60u| + 0.1 on [−1, 1]
+    return np.where(np.abs(u) <= 1, np.abs(np.sin(60 * u)) + 0.1, 0.0)
+
+
+def test_a_rough_profile_the_quadrature_cannot_settle_is_finite_and_warned():
+    kernel_integrals.cache_clear()
+    # 2 ∫₀¹ (|sin 60r| + 0.1) dr: 19 whole arches of area 2 below 60, then 1 − cos(60 − 19π)
+    exact = 2 * ((2 * 19 + 1 - math.cos(60 - 19 * math.pi)) / 60 + 0.1)
+    with pytest.warns(RuntimeWarning, match="kernel integral: .* approximate"):
+        first, _ = kernel_integrals(kernels.get(_rough), 1)
+    assert first == pytest.approx(exact, rel=1e-6)
+
+
 def test_kernels_of_infinite_integral_have_no_density_and_no_asymptotic_band():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(60, 2))

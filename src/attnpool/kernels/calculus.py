@@ -4,6 +4,7 @@ and bands) and the one-dimensional kernels' distribution functions."""
 from __future__ import annotations
 
 import math
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -53,13 +54,49 @@ def kernel_integrals(kernel: _kernels.Kernel, d: int) -> tuple[float, float]:
 
 
 def _radial(integrand, upper: float) -> float:
-    """``∫₀^upper integrand(r) dr`` by adaptive quadrature; ``∞`` on an unbounded range
-    where the quadrature cannot show the integral finite (a tail that decays like
-    ``r^{−d}`` or slower: the Cauchy kernel in two columns, the constant kernel)."""
+    """``∫₀^upper integrand(r) dr`` of a non-negative integrand by adaptive quadrature.
+
+    Where the quadrature does not converge on an unbounded range, the integral is summed
+    over ``[0, 1]`` and the shells ``[2^k, 2^{k+1}]``: finite once a shell adds less than
+    :data:`SHELL_TOLERANCE` of the total (a kernel vanishing beyond a support the
+    quadrature did not see, a rough profile), else ``∞`` — a tail that decays like
+    ``r^{−d}`` or slower adds as much in every shell (the Cauchy kernel in two columns,
+    the constant kernel)."""
     from scipy import integrate
 
-    value, _, _, *failure = integrate.quad(integrand, 0, upper, limit=200, full_output=1)
-    return math.inf if failure and math.isinf(upper) else float(value)
+    def quad(low: float, high: float) -> tuple[float, bool]:
+        value, _, _, *failure = integrate.quad(integrand, low, high, limit=200, full_output=1)
+        return float(value), not failure
+
+    value, converged = quad(0.0, upper)
+    if converged or not math.isinf(upper):
+        return _checked(value, converged)
+    total, converged = quad(0.0, 1.0)
+    for k in range(SHELLS):
+        shell, within = quad(2.0**k, 2.0 ** (k + 1))
+        total, converged = total + shell, converged and within
+        if shell <= SHELL_TOLERANCE * total:
+            return _checked(total, converged)
+    return math.inf
+
+
+def _checked(value: float, converged: bool) -> float:
+    """``value``, with a warning where the quadrature did not reach its tolerance."""
+    if not converged:
+        warnings.warn(
+            f"kernel integral: the quadrature did not reach its tolerance on this kernel's "
+            f"profile (a rough or oscillating one): ∫ = {value:.10g} is approximate, and "
+            "so are the densities and bands normalised by it",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return value
+
+
+#: Dyadic shells :func:`_radial` sums out to ``2^SHELLS`` before it calls a tail infinite,
+#: and the share of the total below which a shell ends the sum.
+SHELLS = 64
+SHELL_TOLERANCE = 1e-13
 
 
 def density_integral(kernel: _kernels.Kernel, d: int) -> float:
