@@ -82,10 +82,11 @@ def check_weights(weights, m: int, dtype=np.float64, name: str = "weights"):
     positive = concrete[concrete > 0]
     if positive.size == 0:
         raise ValueError(f"{name}: expected some positive weight; received {m} zeros")
-    span = positive.max() / positive.min()
-    if not span <= max_span(dtype):
+    widest = span(positive)
+    if not widest <= max_span(dtype):
         raise ValueError(
-            f"{name}: the positive weights span {span:.3g} (largest / smallest), beyond "
+            f"{name}: the positive weights span {widest:.3g} (largest {positive.max():.3g} / "
+            f"smallest {positive.min():.3g}), beyond "
             f"{max_span(dtype):.3g}, which {np.dtype(dtype).name} pooling resolves; drop "
             "the negligible rows (weight 0) or rescale"
         )
