@@ -78,23 +78,24 @@ def criterion(x, y, bandwidth, spec: Criterion, *, binned=None, count=None, weig
     if weights is not None:
         counts = counts * weights
     n = jnp.sum(counts)
-    fits = {"block_size": spec.block_size, "count": count, "weights": weights,
-            "engine": spec.engine}  # fmt: skip
+    model, block_size, engine = spec.model, spec.block_size, spec.engine
 
     def mean(terms):  # over the real rows, as often as they count, and every column
         return jnp.sum(counts[:, None] * jnp.where(real, terms, 0.0)) / (n * terms.shape[1])
 
     if spec.method == "cv":
         if binned is None:
-            residuals = loo_residuals(x, y, bandwidth, spec.model, **fits)
+            residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size,
+                                      count=count, weights=weights, engine=engine)  # fmt: skip
         else:
             residuals = binned_loo_residuals(
-                x, y, bandwidth, spec.model, binned.grid, binned.reach, count=count,
+                x, y, bandwidth, model, binned.grid, binned.reach, count=count,
                 weights=weights,
             )  # fmt: skip
         residuals = jnp.where(real, residuals, 0.0)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
-    fit, hat = hat_diagonal(x, y, bandwidth, spec.model, **fits)
+    fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size, count=count,
+                            weights=weights, engine=engine)  # fmt: skip
     # a row's self-influence is its whole weight's (w_i times one copy's); the penalty
     # counts rows, not Σ w: else weights (or repeated rows) let interpolation, tr H = the
     # rows, pass for n − 2 free of it, and AICc fell without end as h → 0

@@ -183,12 +183,8 @@ def _nearest_is_heaviest(sums: ProblemSums, arrays: BlockArrays) -> bool:
     """Whether each row's heaviest key is its nearest (:func:`.blocks.nearest_log_weight`
     finds it in one column): plain sums of ``K`` over every key, unweighted."""
     plain = sums.power == 1 and not sums.hard and sums.model.degree == 0
-    return (
-        plain
-        and sums.model.var_type == "c"
-        and arrays.factors is None
-        and (arrays.left_out is None)
-    )
+    unweighted = arrays.factors is None and arrays.left_out is None
+    return plain and unweighted and sums.model.var_type == "c"
 
 
 @dataclasses.dataclass(frozen=True)
