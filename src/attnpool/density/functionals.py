@@ -10,9 +10,8 @@ The survival function is summed from the right, ``Ŝ(x) = Σ_i w_i G((x_i − x)
 
 from __future__ import annotations
 
-import itertools
 import math
-import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -86,48 +85,109 @@ def density_quantile(
 
 
 def density_entropy(x: np.ndarray, kernel: Any, h: np.ndarray, weights: Any = None) -> float:
-    """``−∫ f̂ log f̂`` of the one-column estimate. A compact kernel's estimate is smooth
-    between the points where a key's support begins, peaks or ends: Gauss–Legendre
-    nodes on each of those intervals, all in one vectorised sum. An unbounded kernel's:
-    adaptive quadrature between the estimate's quantiles (its mass in equal parts) and
-    out to where it vanishes."""
+    """``−∫ f̂ log f̂`` of the one-column estimate, by Gauss–Legendre nodes on pieces where
+    the integrand is smooth: a compact kernel's estimate is a polynomial between the
+    points where a key's support begins, peaks or ends; an unbounded one's is smooth
+    between the keys (the Gaussian's everywhere), on pieces of at most ``PIECE``
+    bandwidths out to where every key's kernel has fallen ``e^−REACH_DROP`` below its
+    peak (what lies beyond is below float64's resolution of the integral).
+
+    The pieces are summed in frames of at most ``FRAME_SPAN`` bandwidths, each about a
+    key of its own and over the keys within reach of it: a node keeps its digits
+    relative to ``h`` wherever the keys lie, and the result does not move with them."""
     from . import kernel_density
 
     record = _kernels.get(kernel)
-
-    def entropy_density(t: np.ndarray) -> np.ndarray:
-        f = kernel_density(x, t[:, None], kernel=kernel, bandwidth=h, weights=weights)
-        return np.where(f > 0, -f * np.log(np.where(f > 0, f, 1.0)), 0.0)
-
+    band = float(h[0])
+    order = np.argsort(x[:, 0], kind="stable")
+    keys = x[order, 0]
+    w = None if weights is None else np.asarray(weights, np.float64)[order]
+    reach = band * (record.support if record.compact else _reach(record))
+    a, b = _pieces(keys, band, reach, record)
+    u, u_weights = np.polynomial.legendre.leggauss(GAUSS_NODES)
+    u, u_weights = (u + 1) / 2, u_weights / 2
     if record.compact:
-        reach = float(h[0]) * record.support
-        breaks = np.unique(np.r_[x[:, 0] - reach, x[:, 0], x[:, 0] + reach])
-        # Gauss–Legendre in u, t = a + (b − a) S(u) with S(u) = 6u⁵ − 15u⁴ + 10u³: the
-        # nodes gather at both ends, where f̂ may vanish and f̂ log f̂ is not smooth
-        u, u_weights = np.polynomial.legendre.leggauss(GAUSS_NODES)
-        u, u_weights = (u + 1) / 2, u_weights / 2
+        # t = a + (b − a) S(u) with S(u) = 6u⁵ − 15u⁴ + 10u³: the nodes gather at both
+        # ends, where f̂ may vanish and f̂ log f̂ is not smooth
         step = u**3 * (10 - 15 * u + 6 * u**2)
         stretch = u_weights * 30 * u**2 * (1 - u) ** 2
-        total = 0.0
-        for part in np.array_split(np.arange(breaks.size - 1), max(1, breaks.size // 512)):
-            a, b = breaks[part], breaks[part + 1]
-            t = a[:, None] + (b - a)[:, None] * step[None, :]
-            values = entropy_density(t.reshape(-1)).reshape(t.shape)
-            total += float(np.sum((b - a) * (values @ stretch)))
-        return total
-    from scipy import integrate
-
-    edges = density_quantile(x, np.linspace(0, 1, 65), kernel, h, weights)
-    edges[0] = float(np.min(x)) - 40 * float(h[0])  # beyond, f̂ < e^(−800)
-    edges[-1] = float(np.max(x)) + 40 * float(h[0])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", integrate.IntegrationWarning)  # (rounding, at 1e-13)
-        return float(sum(
-            integrate.quad(lambda s: float(entropy_density(np.array([s]))[0]), a, b,
-                           limit=200, epsabs=1e-13)[0]
-            for a, b in itertools.pairwise(edges) if b > a
-        ))  # fmt: skip
+    else:
+        step, stretch = u, u_weights
+    total = 0.0
+    for lo, hi in _frames(a, b, band):
+        centre = keys[min(int(np.searchsorted(keys, a[lo])), keys.size - 1)]
+        near = slice(
+            np.searchsorted(keys, a[lo] - reach), np.searchsorted(keys, b[hi - 1] + reach, "right")
+        )
+        t = (a[lo:hi, None] - centre) + (b - a)[lo:hi, None] * step[None, :]
+        f = kernel_density(keys[near, None] - centre, t.reshape(-1, 1), kernel=kernel,
+                           bandwidth=h, weights=None if w is None else w[near])  # fmt: skip
+        f *= (near.stop - near.start) / keys.size if w is None else np.sum(w[near]) / np.sum(w)
+        values = np.where(f > 0, -f * np.log(np.where(f > 0, f, 1.0)), 0.0).reshape(t.shape)
+        total += float(np.sum((b - a)[lo:hi] * (values @ stretch)))
+    return total
 
 
-#: Gauss–Legendre nodes per interval of :func:`density_entropy` (compact kernels).
+def _pieces(keys: np.ndarray, h: float, reach: float, record: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, b)``, ascending: pieces of at most ``PIECE · h`` covering every ``t`` within
+    ``reach`` of a key (sorted ``keys``), broken where the estimate is not smooth — a
+    compact kernel's support's ends and peaks, an unbounded kernel's keys unless its
+    profile is smooth there (only the Gaussian's, ``log K`` quadratic, is)."""
+    keys = np.unique(keys)
+    starts, ends = keys - reach, keys + reach
+    first = np.r_[True, starts[1:] > ends[:-1]]  # a key beyond the previous one's reach
+    last = np.r_[first[1:], True]
+    run_starts, run_ends = starts[first], ends[last]
+    kinks = [starts, keys, ends] if record.compact else [] if record.quadratic else [keys]
+    breaks = np.unique(np.concatenate([run_starts, run_ends, *kinks]))
+    a, b = breaks[:-1], breaks[1:]
+    inside = np.searchsorted(run_starts, a, "right") == np.searchsorted(run_ends, a, "right") + 1
+    a, b = a[inside], b[inside]  # (not the gaps between runs of overlapping reaches)
+    pieces = np.ceil((b - a) / (PIECE * h)).astype(np.int64)
+    owner = np.repeat(np.arange(a.size), pieces)
+    index = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    width = (b - a)[owner] / pieces[owner]
+    left = a[owner] + index * width
+    right = np.where(index == pieces[owner] - 1, b[owner], np.r_[left[1:], 0.0])
+    return left, right  # (each piece ends where the next begins: they tile exactly)
+
+
+def _frames(a: np.ndarray, b: np.ndarray, h: float) -> Iterator[tuple[int, int]]:
+    """``[lo, hi)`` runs of the pieces, each at most ``FRAME_PIECES`` pieces spanning at
+    most ``FRAME_SPAN · h`` (or one piece)."""
+    lo = 0
+    while lo < a.size:
+        span = int(np.searchsorted(b, a[lo] + FRAME_SPAN * h, "right"))
+        hi = max(lo + 1, min(lo + FRAME_PIECES, span))
+        yield lo, hi
+        lo = hi
+
+
+def _reach(record: Any) -> float:
+    """The scaled distance where the kernel has fallen ``e^−REACH_DROP`` below its peak."""
+    peak = float(record.log_profile(np.zeros(1))[0])
+
+    def fallen(u: float) -> bool:
+        return float(record.log_profile(np.array([u * u]))[0]) < peak - REACH_DROP
+
+    high = 1.0
+    while not fallen(high):
+        high *= 2
+    low = high / 2
+    for _ in range(30):
+        middle = (low + high) / 2
+        low, high = (low, middle) if fallen(middle) else (middle, high)
+    return high
+
+
+#: Gauss–Legendre nodes per interval of :func:`density_entropy`.
 GAUSS_NODES = 24
+#: The widest piece of the entropy integral, in bandwidths.
+PIECE = 2.0
+#: The most pieces, and their widest span in bandwidths, that one sum of the entropy
+#: integral evaluates about one key.
+FRAME_PIECES = 4096
+FRAME_SPAN = 64.0
+#: How far below its peak (in nats) a key's kernel has fallen where the unbounded
+#: kernel's entropy integral stops.
+REACH_DROP = 50.0
