@@ -134,6 +134,24 @@ def test_the_binned_fit_is_near_the_exact_fit(derivative, bound):
         assert error.max() <= bound * np.ptp(exact)
 
 
+@pytest.mark.parametrize("degree", [1, 2])
+def test_binned_nodes_whose_counts_cannot_carry_the_polynomial_are_nan(degree):
+    """An outlier 50 units out binned onto one node alone: there S is singular (numpy
+    raised ``LinAlgError``); the nodes near it are NaN, the others equal the fit of the
+    sample without it (whose counts it does not reach)."""
+    x, y = data("wave")
+    grid, with_outlier = binned_local_polynomial(
+        np.r_[x, 50.0], np.r_[y, 0.0], bandwidth=0.05, degree=degree, gridsize=801,
+        range_x=(x.min(), 50.0),
+    )  # fmt: skip
+    _, without = binned_local_polynomial(x, y, bandwidth=0.05, degree=degree, gridsize=801,
+                                         range_x=(x.min(), 50.0))  # fmt: skip
+    reached = np.abs(grid - 50.0) <= 4 * 0.05
+    assert np.isnan(with_outlier[reached]).all()
+    np.testing.assert_array_equal(with_outlier[~reached], without[~reached])
+    assert np.isfinite(with_outlier[grid <= x.max()]).sum() > 0
+
+
 def test_columns_of_responses_are_fitted_alike():
     x, y = data("sine")
     q = np.linspace(1, 4, 5)

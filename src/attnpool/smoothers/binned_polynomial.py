@@ -93,6 +93,14 @@ def _moments(
     return np.asarray(windows @ (weights[None, :] * powers).T)
 
 
+def _nodes_within(occupied: np.ndarray, steps: int) -> np.ndarray:
+    """``(M,)``: how many ``occupied`` nodes lie within ``steps`` of each node."""
+    running = np.concatenate([[0], np.cumsum(occupied)])
+    index = np.arange(occupied.shape[0])
+    above, below = np.minimum(index + steps + 1, index.shape[0]), np.maximum(index - steps, 0)
+    return np.asarray(running[above] - running[below])
+
+
 def _range(
     x: ArrayLike, range_x: tuple[float, float] | None, name: str = "range_x"
 ) -> tuple[float, float]:
@@ -142,7 +150,8 @@ def binned_local_polynomial(
     -------
     grid : ndarray of shape (gridsize,)
     estimate : ndarray of shape (gridsize,)
-        NaN where no count is within reach of a node.
+        NaN where the counts within reach of a node lie on fewer than ``degree + 1``
+        nodes (none, for ``degree=0``): there the polynomial is not determined.
 
     References
     ----------
@@ -181,7 +190,7 @@ def binned_local_polynomial(
     s = _moments(counts, delta, bandwidth, 2 * degree + 1, steps)
     t = _moments(sums, delta, bandwidth, degree + 1, steps)
     estimate = np.full(gridsize, np.nan)
-    solvable = s[:, 0] > 0
+    solvable = _nodes_within(counts > 0, steps) > degree  # else S is singular
     if solvable.any():
         beta = np.linalg.solve(hankel(s[solvable]), t[solvable][..., None])[..., 0]
         # β in grid steps: the derivative in the data's units divides by δ^ν
