@@ -12,6 +12,7 @@ from attnpool import kernels
 from attnpool.smoothers.local_polynomial import design, kernel_weights
 from attnpool.smoothers.neighbour_sums import (
     KERNEL_FORMS,
+    Neighbourhoods,
     compiled_neighbours,
     neighbour_band,
     neighbour_moments,
@@ -70,10 +71,10 @@ def test_moments_and_rows_equal_brute_force(d, degree, name):
     beyond = np.where(distances > distances[:, 199:200], distances, np.inf).min(axis=1)
     radius = 0.5 * (distances[:, 199] + beyond)
     layout = strips(X, float(np.median(radius)))
-    gram, cross = neighbour_moments(layout, weights, values, queries, radius, degree, kernel)
+    at = Neighbourhoods(queries, radius, degree)
+    gram, cross = neighbour_moments(layout, weights, values, at, kernel)
     a = rng.normal(size=gram.shape[:2])
-    spread, smooths = neighbour_rows(layout, weights, signs, square, a, queries, radius,
-                                     degree, kernel)  # fmt: skip
+    spread, smooths = neighbour_rows(layout, weights, signs, square, a, at, kernel)
     for i, q in enumerate(queries):
         b, w = _brute(X, weights, q, radius[i], degree, kernel)
         scale = np.abs(w[:, None] * b).sum(axis=0)
@@ -93,8 +94,9 @@ def test_rows_take_sign_vectors_only():
     layout = strips(X, 0.3)
     halves = np.full((200, 1), 0.5)
     with pytest.raises(ValueError, match=r"\+1 or -1"):
-        neighbour_rows(layout, np.ones(200), halves, np.ones(200), np.zeros((3, 6)), X[:3],
-                       np.full(3, 0.3), 2, kernels.get("tricube"))  # fmt: skip
+        at = Neighbourhoods(X[:3], np.full(3, 0.3), 2)
+        neighbour_rows(layout, np.ones(200), halves, np.ones(200), np.zeros((3, 6)), at,
+                       kernels.get("tricube"))  # fmt: skip
 
 
 def _both_paths(monkeypatch, X, y, weights=None, **options):

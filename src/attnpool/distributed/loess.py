@@ -19,6 +19,7 @@ import numpy as np
 
 from .._support.optional import require
 from ..smoothers.loess_fit import LoessResult, probe_signs, robustness_weights, two_delta
+from ..smoothers.operator_rows import Columns
 from .order_statistics import median, tree_sum
 from .row_sums import (
     Spread,
@@ -105,7 +106,7 @@ def _chosen_span(estimator, training, spans):
     for span in spans:
         groups, radius = _neighbourhoods(estimator, training, span)
         sums = distributed_sums(training.parts, training.spread, groups, radius,
-                                training.weights, training.values, estimator.degree,
+                                Columns(training.values, training.weights), estimator.degree,
                                 estimator._kernel(), own=True)  # fmt: skip
         pieces = [[sums[i] for i in rows] for rows in _by_part(groups, len(training.parts))]
         totals = _total(_criterion_sums, pieces, training.values, training.weights)
@@ -148,9 +149,8 @@ def _iterations(estimator, training, groups, radius):
 
     exact = estimator.statistics == "exact"
     probes = _each(_probes, parts) if exact else None
-    sums = distributed_sums(parts, spread, groups, radius, prior, y, degree, kernel, own=True,
-                            squares=_each(ones_of, parts) if exact else None,
-                            extra=probes)  # fmt: skip
+    columns = Columns(y, prior, _each(ones_of, parts) if exact else None, probes)
+    sums = distributed_sums(parts, spread, groups, radius, columns, degree, kernel, own=True)
     fitted = joined(sums)
     trace, squares = (float(total) for total in _total(_statistic_sums, sums))
     if exact:
@@ -166,15 +166,16 @@ def _iterations(estimator, training, groups, radius):
         residuals = _each(np.subtract, y, fitted)
         middle = median(_each(np.abs, residuals), n)
         robust = _each(robustness_weights, residuals, [middle] * len(parts))
-        sums = distributed_sums(parts, spread, groups, radius, _each(np.multiply, prior, robust),
-                                y, degree, kernel)  # fmt: skip
+        columns = Columns(y, _each(np.multiply, prior, robust))
+        sums = distributed_sums(parts, spread, groups, radius, columns, degree, kernel)
         fitted = list(dask.persist(*joined(sums)))
     if iterations > 1:  # the pseudovalues' smooth measures the residual scale
         middle = median(_each(_scaled_residuals, y, fitted, prior), n)
         last = _each(np.multiply, prior, robust)
         shares = _total(_share_sum, y, fitted, prior, last, [middle] * len(parts))
         pseudo = _each(_pseudo, y, fitted, last, [n / shares] * len(parts))
-        sums = distributed_sums(parts, spread, groups, radius, prior, pseudo, degree, kernel)
+        sums = distributed_sums(parts, spread, groups, radius, Columns(pseudo, prior), degree,
+                                kernel)  # fmt: skip
         sum_squares = _total(_weighted_squares, pseudo, joined(sums), prior)
     else:
         sum_squares = _total(_weighted_squares, y, fitted, prior)
@@ -236,9 +237,9 @@ def distributed_predict(estimator, X, return_std: bool):
     weights = [delayed(np.multiply)(w, r)
                for w, r in zip(training.weights, estimator._robust_parts, strict=True)]  # fmt: skip
     squares = [delayed(np.reciprocal)(w) for w in training.weights] if return_std else None
-    sums = distributed_sums(training.parts, training.spread, groups, radius, weights,
-                            training.values, estimator.degree, estimator._kernel(),
-                            squares=squares)  # fmt: skip
+    sums = distributed_sums(training.parts, training.spread, groups, radius,
+                            Columns(training.values, weights, squares), estimator.degree,
+                            estimator._kernel())  # fmt: skip
     group_sizes = [g.size for g in groups]
     fits = _array(dask.persist(*[delayed(_fits)(s, estimator._level) for s in sums]), group_sizes)
     se = None

@@ -24,8 +24,15 @@ import numpy as np
 
 from .._support.optional import require
 from ..smoothers.local_polynomial import intercept_solution
-from ..smoothers.neighbour_sums import terms
-from ..smoothers.operator_rows import GRAM_ENTRIES, RowSums, engine_type, key_engine, refit
+from ..smoothers.neighbour_sums import Neighbourhoods, terms
+from ..smoothers.operator_rows import (
+    GRAM_ENTRIES,
+    Columns,
+    RowSums,
+    engine_type,
+    key_engine,
+    refit,
+)
 from ..sums.observation_weights import positive_rows
 from .neighbourhoods import LIST_ENTRIES, distributed_radii, reaches, within_reach
 from .order_statistics import tree_sum
@@ -36,6 +43,7 @@ from dask import delayed  # noqa: E402
 
 __all__ = [
     "Group",
+    "Layout",
     "Part",
     "Spread",
     "distributed_sums",
@@ -193,30 +201,44 @@ def keys_of(part: Part) -> np.ndarray:
     return part.X
 
 
-def distributed_sums(parts, spread, groups, radius, weights, values, degree, kernel, *,
-                     own=False, squares=None, extra=None) -> list:  # fmt: skip
+@dataclass(frozen=True)
+class Layout:
+    """The operator's rows over blocks: the training ``parts`` and their ``spread``, the
+    query ``groups`` with their radii (``radius``: delayed (m,) each), and the parts
+    within each group's reach (``near``: their indices)."""
+
+    parts: list
+    spread: Spread
+    groups: list
+    radius: list
+    near: list
+
+
+def distributed_sums(parts, spread, groups, radius, columns: Columns, degree, kernel, *,
+                     own=False) -> list:  # fmt: skip
     """:func:`~attnpool.smoothers.operator_rows.row_sums` of every group, over the key
-    ``parts`` with per-part delayed ``weights`` and ``values`` (and ``squares`` and
-    ``extra`` columns where the second pass is wanted): persisted :class:`RowSums`."""
+    ``parts`` and their ``columns`` (per-part delayed arrays; the second pass where
+    ``columns.squares`` or ``columns.extra`` is given): persisted :class:`RowSums`."""
     hint = float(np.median(dask.compute(*[delayed(np.median)(r) for r in radius])))
     engines = dask.persist(*[delayed(key_engine)(delayed(keys_of)(part), w, kernel, hint)
-                             for part, w in zip(parts, weights, strict=True)])  # fmt: skip
+                             for part, w in zip(parts, columns.weights, strict=True)])  # fmt: skip
     extents = dask.compute(
         *[delayed(_extent)(g.queries, r) for g, r in zip(groups, radius, strict=True)]
     )
-    pairs = [reaches(spread.boxes, box, reach) for box, reach in extents]
+    layout = Layout(parts, spread, groups, radius,
+                    [reaches(spread.boxes, box, reach) for box, reach in extents])  # fmt: skip
     condition = engine_type(spread.low.shape[0], kernel).condition
     out = []
-    for group, reach, near in zip(groups, radius, pairs, strict=True):
-        moments = tree_sum([delayed(_moments)(engines[j], values[j], group.queries, reach, degree)
-                            for j in near])  # fmt: skip
-        own_weights = delayed(_own_weights)(weights[group.own[0]], group.own[1]) if own else None
+    for group, reach, near in zip(groups, radius, layout.near, strict=True):
+        moments = tree_sum([delayed(_moments)(engines[j], columns.values[j], group.queries,
+                                              reach, degree) for j in near])  # fmt: skip
+        own_weights = (delayed(_own_weights)(columns.weights[group.own[0]], group.own[1])
+                       if own else None)  # fmt: skip
         out.append(delayed(_solved)(moments, condition, own_weights))
     out = list(dask.persist(*out))
-    if squares is not None or extra is not None:
-        out = _second_pass(out, groups, radius, pairs, engines, squares, extra, degree, parts)
-    return _refitted(out, groups, radius, pairs, parts, spread, weights, values, squares, extra,
-                     degree, kernel, own)  # fmt: skip
+    if columns.squares is not None or columns.extra is not None:
+        out = _second_pass(out, layout, engines, columns, degree)
+    return _refitted(out, layout, columns, degree, kernel, own)
 
 
 def _extent(queries, radius):
@@ -224,7 +246,7 @@ def _extent(queries, radius):
 
 
 def _moments(engine, values, queries, radius, degree):
-    return engine.moments(values[:, None], queries, radius, degree)
+    return engine.moments(values[:, None], Neighbourhoods(queries, radius, degree))
 
 
 def _own_weights(weights, rows):
@@ -240,15 +262,16 @@ def _solved(moments, condition, own_weights):
     return sums, a, redo
 
 
-def _second_pass(out, groups, radius, pairs, engines, squares, extra, degree, parts):
-    ones = [delayed(ones_of)(part) for part in parts]
-    columns = extra or [delayed(_no_columns)(part) for part in parts]
-    weights_squared = squares or ones
+def _second_pass(out, layout: Layout, engines, columns: Columns, degree):
+    extra = columns.extra or [delayed(_no_columns)(part) for part in layout.parts]
+    squares = columns.squares or [delayed(ones_of)(part) for part in layout.parts]
+    spread, smooths = columns.squares is not None, columns.extra is not None
     following = []
-    for solved, group, reach, near in zip(out, groups, radius, pairs, strict=True):
-        rows = tree_sum([delayed(_rows)(engines[j], columns[j], weights_squared[j], solved,
+    for solved, group, reach, near in zip(out, layout.groups, layout.radius, layout.near,
+                                          strict=True):  # fmt: skip
+        rows = tree_sum([delayed(_rows)(engines[j], extra[j], squares[j], solved,
                                         group.queries, reach, degree) for j in near])  # fmt: skip
-        following.append(delayed(_with_rows)(solved, rows, squares is not None, extra is not None))
+        following.append(delayed(_with_rows)(solved, rows, spread, smooths))
     return list(dask.persist(*following))
 
 
@@ -262,7 +285,7 @@ def _no_columns(part):
 
 
 def _rows(engine, columns, squares, solved, queries, radius, degree):
-    return engine.rows(columns, squares, solved[1], queries, radius, degree)
+    return engine.rows(columns, squares, solved[1], Neighbourhoods(queries, radius, degree))
 
 
 def _with_rows(solved, rows, spread, smooths):
@@ -271,24 +294,22 @@ def _with_rows(solved, rows, spread, smooths):
                    smooths=rows[1] if smooths else None), a, redo  # fmt: skip
 
 
-def _refitted(out, groups, radius, pairs, parts, spread, weights, values, squares, extra,
-              degree, kernel, final_own):  # fmt: skip
+def _refitted(out, layout: Layout, columns: Columns, degree, kernel, final_own) -> list:
     """The groups' :class:`RowSums`, their ill-conditioned rows refitted from the
     neighbours gathered from every block within reach."""
     redo = dask.compute(*[delayed(_redo_count)(solved) for solved in out])
     final = []
-    for solved, group, reach, near, count in zip(out, groups, radius, pairs, redo, strict=True):
+    for solved, group, reach, near, count in zip(out, layout.groups, layout.radius,
+                                                 layout.near, redo, strict=True):  # fmt: skip
         if not count:
             final.append(delayed(_first)(solved))
             continue
-        gathered = [delayed(_gathered)(parts[j], weights[j], values[j],
-                                       None if squares is None else squares[j],
-                                       None if extra is None else extra[j], solved,
-                                       group.queries, reach) for j in near]  # fmt: skip
+        gathered = [delayed(_gathered)(layout.parts[j], columns.of(j), solved, group.queries,
+                                       reach) for j in near]  # fmt: skip
         own_ids = None
         if group.own is not None and final_own:
             index, rows = group.own
-            own_ids = np.arange(rows.start, rows.stop) + spread.starts[index]
+            own_ids = np.arange(rows.start, rows.stop) + layout.spread.starts[index]
         final.append(delayed(_refit)(solved, gathered, group.queries, reach, own_ids, degree,
                                      kernel))  # fmt: skip
     return list(dask.persist(*final))
@@ -302,20 +323,18 @@ def _first(solved):
     return solved[0]
 
 
-def _gathered(part, weights, values, squares, extra, solved, queries, radius):
+def _gathered(part, columns: Columns, solved, queries, radius):
     redo = solved[2]
     near = within_reach(part.X, queries[redo], radius[redo])
-    pick = lambda a: None if a is None else a[near]  # noqa: E731
-    return (part.X[near], pick(values), pick(weights), pick(squares), pick(extra),
-            part.start + near)  # fmt: skip
+    return part.X[near], columns.of(near), part.start + near
 
 
 def _refit(solved, gathered, queries, radius, own_ids, degree, kernel):
     sums, _, redo = solved
-    X, y, w, s, z, ids = (None if column[0] is None else np.concatenate(column)
-                          for column in zip(*gathered, strict=True))  # fmt: skip
+    X, ids = (np.concatenate([piece[i] for piece in gathered]) for i in (0, 2))
+    columns = Columns.joined([piece[1] for piece in gathered])
     rows = np.flatnonzero(redo)
     own_rows = None if own_ids is None else np.searchsorted(ids, own_ids[rows])
-    refit(sums, rows, X, y, w, queries[rows], radius[rows], degree, kernel, s, z,
-          own_rows=own_rows)  # fmt: skip
+    at = Neighbourhoods(queries[rows], radius[rows], degree)
+    refit(sums, rows, X, columns, at, kernel, own_rows=own_rows)
     return sums

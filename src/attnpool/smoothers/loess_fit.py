@@ -23,7 +23,8 @@ import numpy as np
 
 from .approximate_statistics import approximate_deltas
 from .local_polynomial import local_fit
-from .operator_rows import row_sums, served
+from .neighbour_sums import Neighbourhoods
+from .operator_rows import Columns, row_sums, served
 
 __all__ = [
     "PROBES",
@@ -126,7 +127,9 @@ def fits_at(X, y, weights, queries, radius, degree, kernel) -> np.ndarray:
     """Local polynomial fits at ``queries``: from moments where they serve, else from the
     operator's rows."""
     if served(X, kernel, X.shape[0] * queries.shape[0]):
-        return row_sums(X, y, weights, queries, radius, degree, kernel).fits
+        return row_sums(
+            X, Columns(y, weights), Neighbourhoods(queries, radius, degree), kernel
+        ).fits
     out = np.empty(queries.shape[0])
     for part in local_fit(X, y, weights, queries, radius, degree, kernel):
         out[part.rows] = part.fits
@@ -145,8 +148,8 @@ def fit_loess(X, y, prior, radius, degree, kernel, iterations, statistics="exact
         one_delta, two = approximate_deltas(trace, n, X.shape[1], degree)
     elif n > EXACT_STATISTICS and served(X, kernel, n * n):
         probes = probe_signs(0, n)
-        sums = row_sums(X, y, prior, X, radius, degree, kernel, at_rows=True,
-                        square_weights=np.ones(n), extra=probes)  # fmt: skip
+        sums = row_sums(X, Columns(y, prior, np.ones(n), probes),
+                        Neighbourhoods(X, radius, degree), kernel, at_rows=True)  # fmt: skip
         first, trace, squares = sums.fits, float(sums.own.sum()), float(sums.spread.sum())
         one_delta = n - 2.0 * trace + squares
         two = two_delta(trace, squares, n, probe_products(probes, sums.smooths))
@@ -172,7 +175,8 @@ def leverage(X, y, prior, radius, degree, kernel) -> tuple[np.ndarray, np.ndarra
     moments where they serve, else from the operator's rows."""
     n = X.shape[0]
     if served(X, kernel, n * n):
-        sums = row_sums(X, y, prior, X, radius, degree, kernel, at_rows=True)
+        sums = row_sums(X, Columns(y, prior), Neighbourhoods(X, radius, degree), kernel,
+                        at_rows=True)  # fmt: skip
         return sums.fits, sums.own
     fitted, own = np.empty(n), np.empty(n)
     for part in local_fit(X, y, prior, X, radius, degree, kernel):
@@ -188,7 +192,8 @@ def fits_and_spread(X, y, weights, prior, queries, radius, degree, kernel):
     rows."""
     inverse = 1.0 / prior
     if served(X, kernel, X.shape[0] * queries.shape[0]):
-        sums = row_sums(X, y, weights, queries, radius, degree, kernel, square_weights=inverse)
+        sums = row_sums(X, Columns(y, weights, squares=inverse),
+                        Neighbourhoods(queries, radius, degree), kernel)  # fmt: skip
         return sums.fits, sums.spread
     fits, spread = np.empty(queries.shape[0]), np.empty(queries.shape[0])
     for part in local_fit(X, y, weights, queries, radius, degree, kernel):

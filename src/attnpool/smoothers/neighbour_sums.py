@@ -30,6 +30,7 @@ from ..methods.threads import cores, thread_pool
 __all__ = [
     "KERNEL_FORMS",
     "MAX_COLUMNS",
+    "Neighbourhoods",
     "Strips",
     "compiled_neighbours",
     "compiled_radii",
@@ -57,6 +58,20 @@ MAX_COLUMNS = 8
 PARTS_PER_CORE = 8
 #: Numbers past the last key of every array the loop reads by key (its batch).
 PAD = 64
+
+
+@dataclass(frozen=True)
+class Neighbourhoods:
+    """Where a local polynomial's operator rows are asked: the ``queries`` (m, d), each
+    one's ``radius`` (m,), and the polynomial's ``degree``."""
+
+    queries: np.ndarray
+    radius: np.ndarray
+    degree: int
+
+    def rows(self, rows: np.ndarray | slice) -> Neighbourhoods:
+        """The neighbourhoods of the queries ``rows``."""
+        return Neighbourhoods(self.queries[rows], self.radius[rows], self.degree)
 
 
 @dataclass(frozen=True)
@@ -203,19 +218,11 @@ def neighbour_band(
 
 
 def neighbour_moments(
-    layout: Strips,
-    weights: np.ndarray,
-    values: np.ndarray,
-    queries: np.ndarray,
-    radius: np.ndarray,
-    degree: int,
-    kernel: Kernel,
+    layout: Strips, weights: np.ndarray, values: np.ndarray, at: Neighbourhoods, kernel: Kernel
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``G`` (m, p, p) and ``T`` (m, p, c) at ``queries`` (m, d) of ``radius`` (m,), as
-    defined above; ``weights`` (n,) and ``values`` (n, c) in ``X``'s row order."""
-    p = terms(layout.keys.shape[0], degree)
-    return _sums(layout, weights, values, None, None, queries, radius, degree, kernel,
-                 (p, p), (p, values.shape[1]))  # fmt: skip
+    """``G`` (m, p, p) and ``T`` (m, p, c) in the neighbourhoods ``at``, as defined above;
+    ``weights`` (n,) and ``values`` (n, c) in ``X``'s row order."""
+    return _sums(layout, weights, values, None, None, at, kernel)
 
 
 def neighbour_rows(
@@ -224,9 +231,7 @@ def neighbour_rows(
     signs: np.ndarray,
     square_weights: np.ndarray,
     coefficients: np.ndarray,
-    queries: np.ndarray,
-    radius: np.ndarray,
-    degree: int,
+    at: Neighbourhoods,
     kernel: Kernel,
 ) -> tuple[np.ndarray, np.ndarray]:
     """With each query's operator row ``lⱼ = wⱼ aᵀbⱼ`` (``a`` its ``coefficients``, (m, p)):
@@ -234,23 +239,26 @@ def neighbour_rows(
     (n, c) of ±1 (read as bytes: eight times less memory to stream than numbers)."""
     if not np.all(np.abs(signs) == 1):
         raise ValueError("neighbour_rows smooths sign vectors: every entry must be +1 or -1")
-    return _sums(layout, weights, signs.astype(np.float32), square_weights, coefficients,
-                 queries, radius, degree, kernel, (), (signs.shape[1],))  # fmt: skip
+    return _sums(layout, weights, signs.astype(np.float32), square_weights, coefficients, at,
+                 kernel)  # fmt: skip
 
 
-def _sums(layout, weights, values, square_weights, coefficients, queries, radius, degree,
-          kernel, first_shape, second_shape):  # fmt: skip
+def _sums(layout, weights, values, square_weights, coefficients, at, kernel):
+    """The moments (``coefficients`` None: shapes (m, p, p), (m, p, c)) or the operator
+    rows' sums ((m,), (m, c)) of :func:`neighbour_moments` and :func:`neighbour_rows`."""
     d, stride = layout.keys.shape
+    p, c = terms(d, at.degree), values.shape[1]
+    first_shape, second_shape = ((p, p), (p, c)) if coefficients is None else ((), (c,))
     power, exponent = KERNEL_FORMS[kernel.name]
     w = _padded(weights[layout.order])
     by_column = _padded(values[layout.order].T, values.dtype)
     numbers, signs = (None, by_column) if values.dtype == np.float32 else (by_column, None)
     s = None if square_weights is None else _padded(square_weights[layout.order])
-    at = layout.query_order(queries)
-    ordered = np.ascontiguousarray(queries[at], dtype=np.float64)
-    reach = np.ascontiguousarray(radius[at], dtype=np.float64)
-    a = None if coefficients is None else np.ascontiguousarray(coefficients[at])
-    m = at.shape[0]
+    at_order = layout.query_order(at.queries)
+    ordered = np.ascontiguousarray(at.queries[at_order], dtype=np.float64)
+    reach = np.ascontiguousarray(at.radius[at_order], dtype=np.float64)
+    a = None if coefficients is None else np.ascontiguousarray(coefficients[at_order])
+    m = at_order.shape[0]
     first, second = np.empty((m, *first_shape)), np.empty((m, *second_shape))
     function = expansion_function("neighbour_moments")
 
@@ -260,14 +268,14 @@ def _sums(layout, weights, values, square_weights, coefficients, queries, radius
             address(layout.high), layout.start.shape[0] - 1, address(w),
             None if numbers is None else address(numbers),
             None if signs is None else address(signs), by_column.shape[0],
-            None if s is None else address(s), None if a is None else address(a, lo), degree,
-            power, exponent, address(ordered, lo), address(reach, lo), hi - lo,
+            None if s is None else address(s), None if a is None else address(a, lo),
+            at.degree, power, exponent, address(ordered, lo), address(reach, lo), hi - lo,
             address(first, lo), address(second, lo),
         )  # fmt: skip
 
     _run(task, m)
     out_first, out_second = np.empty_like(first), np.empty_like(second)
-    out_first[at], out_second[at] = first, second
+    out_first[at_order], out_second[at_order] = first, second
     return out_first, out_second
 
 

@@ -26,6 +26,7 @@ pseudo-inverse is ``loess``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -40,11 +41,19 @@ from .local_polynomial import (
     local_fit,
     windows_within,
 )
-from .neighbour_sums import compiled_neighbours, neighbour_moments, neighbour_rows, strips, terms
+from .neighbour_sums import (
+    Neighbourhoods,
+    compiled_neighbours,
+    neighbour_moments,
+    neighbour_rows,
+    strips,
+    terms,
+)
 from .windows import CHUNK_ENTRIES
 
 __all__ = [
     "MOMENT_WORK",
+    "Columns",
     "RowSums",
     "engine_type",
     "key_engine",
@@ -103,32 +112,31 @@ class WindowEngine:
     def query_order(self, queries: np.ndarray) -> np.ndarray:
         return np.argsort(queries[:, 0], kind="stable")
 
-    def _windows(self, queries, radius, weights, values, profile, moments, value_moments):
-        at = self.query_order(queries)
-        ordered, reach = queries[at, 0], radius[at]
+    def _windows(self, at, weights, values, profile, moments, value_moments):
+        order = self.query_order(at.queries)
+        ordered, reach = at.queries[order, 0], at.radius[order]
         lo, hi = windows_within(self.keys, ordered, reach)
         s, t = polynomial_window_sums(self.keys, weights, values, ordered, reach, lo, hi,
                                       profile, moments, value_moments)  # fmt: skip
         found_s, found_t = np.empty_like(s), np.empty_like(t)
-        found_s[at], found_t[at] = s, t
+        found_s[order], found_t[order] = s, t
         return found_s, found_t
 
-    def moments(self, values, queries, radius, degree):
+    def moments(self, values: np.ndarray, at: Neighbourhoods):
         """``G`` (m, p, p) and ``T`` (m, p, c) of ``values`` (n, c)."""
-        s, t = self._windows(queries, radius, self.weights, values[self.order], self.profile,
-                             2 * degree, degree)  # fmt: skip
+        s, t = self._windows(at, self.weights, values[self.order], self.profile,
+                             2 * at.degree, at.degree)  # fmt: skip
         return hankel(s), t
 
-    def rows(self, columns, squares, a, queries, radius, degree):
+    def rows(self, columns: np.ndarray, squares: np.ndarray, a: np.ndarray, at: Neighbourhoods):
         """``Σ l² s`` (m,) and the smooths ``Σ l z`` (m, c) of ``columns`` (n, c)."""
         squared = self.weights**2 * squares[self.order]
-        h, t = self._windows(queries, radius, squared, None, _squared(self.profile),
-                             2 * degree, -1)  # fmt: skip
+        h, t = self._windows(at, squared, None, _squared(self.profile), 2 * at.degree, -1)
         spread = np.einsum("qi,qij,qj->q", a, hankel(h), a)
         if columns.shape[1] == 0:
             return spread, np.zeros((a.shape[0], 0))
-        _, t = self._windows(queries, radius, self.weights, columns[self.order], self.profile,
-                             degree, degree)  # fmt: skip
+        _, t = self._windows(at, self.weights, columns[self.order], self.profile, at.degree,
+                             at.degree)  # fmt: skip
         return spread, np.einsum("qi,qic->qc", a, t)
 
 
@@ -154,13 +162,11 @@ class NeighbourEngine:
     def query_order(self, queries: np.ndarray) -> np.ndarray:
         return self.layout.query_order(queries)
 
-    def moments(self, values, queries, radius, degree):
-        return neighbour_moments(self.layout, self.weights, values, queries, radius, degree,
-                                 self.kernel)  # fmt: skip
+    def moments(self, values: np.ndarray, at: Neighbourhoods):
+        return neighbour_moments(self.layout, self.weights, values, at, self.kernel)
 
-    def rows(self, columns, squares, a, queries, radius, degree):
-        return neighbour_rows(self.layout, self.weights, columns, squares, a, queries, radius,
-                              degree, self.kernel)  # fmt: skip
+    def rows(self, columns: np.ndarray, squares: np.ndarray, a: np.ndarray, at: Neighbourhoods):
+        return neighbour_rows(self.layout, self.weights, columns, squares, a, at, self.kernel)
 
 
 class PairEngine:
@@ -174,28 +180,28 @@ class PairEngine:
     def query_order(self, queries: np.ndarray) -> np.ndarray:
         return np.arange(queries.shape[0])
 
-    def _tiles(self, queries, radius, degree):
+    def _tiles(self, at: Neighbourhoods):
         """``(rows, w K, b)`` for tiles of queries: (c, n) and (c, n, p)."""
         n, d = self.X.shape
-        step = max(1, CHUNK_ENTRIES // max(n * terms(d, degree), 1))
-        for start in range(0, queries.shape[0], step):
+        step = max(1, CHUNK_ENTRIES // max(n * terms(d, at.degree), 1))
+        for start in range(0, at.queries.shape[0], step):
             rows = slice(start, start + step)
-            u = (self.X[None] - queries[rows, None, :]) / radius[rows, None, None]
+            u = (self.X[None] - at.queries[rows, None, :]) / at.radius[rows, None, None]
             weighted = self.weights * kernel_weights(self.kernel, np.sum(u * u, axis=-1))
-            yield rows, weighted, design(u, degree)
+            yield rows, weighted, design(u, at.degree)
 
-    def moments(self, values, queries, radius, degree):
-        m, p = queries.shape[0], terms(self.X.shape[1], degree)
+    def moments(self, values: np.ndarray, at: Neighbourhoods):
+        m, p = at.queries.shape[0], terms(self.X.shape[1], at.degree)
         gram, cross = np.empty((m, p, p)), np.empty((m, p, values.shape[1]))
-        for rows, weighted, basis in self._tiles(queries, radius, degree):
+        for rows, weighted, basis in self._tiles(at):
             gram[rows] = np.einsum("cn,cnp,cnr->cpr", weighted, basis, basis)
             cross[rows] = np.einsum("cn,cnp,nk->cpk", weighted, basis, values)
         return gram, cross
 
-    def rows(self, columns, squares, a, queries, radius, degree):
-        spread = np.empty(queries.shape[0])
-        smooths = np.empty((queries.shape[0], columns.shape[1]))
-        for rows, weighted, basis in self._tiles(queries, radius, degree):
+    def rows(self, columns: np.ndarray, squares: np.ndarray, a: np.ndarray, at: Neighbourhoods):
+        spread = np.empty(at.queries.shape[0])
+        smooths = np.empty((at.queries.shape[0], columns.shape[1]))
+        for rows, weighted, basis in self._tiles(at):
             operator = weighted * np.einsum("cnp,cp->cn", basis, a[rows])
             spread[rows] = np.sum(operator**2 * squares, axis=1)
             smooths[rows] = operator @ columns
@@ -228,57 +234,82 @@ def query_chunks(order: np.ndarray, p: int):
     return [order[start : start + step] for start in range(0, order.shape[0], step)]
 
 
+@dataclass(frozen=True)
+class Columns:
+    """What a query's operator row is summed against, per training row: the responses
+    ``values`` (n,) and prior ``weights`` (n,); for the second pass the weights
+    ``squares`` of ``Σ L² s`` (n,) and the ``extra`` columns to smooth (n, c: ±1 signs in
+    several predictors), or None. (Over Dask blocks: each a list of per-block arrays.)"""
+
+    values: Any
+    weights: Any
+    squares: Any = None
+    extra: Any = None
+
+    def of(self, index: Any) -> Columns:
+        """Each column's entries ``index`` (over blocks: block ``index``'s arrays)."""
+        return Columns(*(None if c is None else c[index] for c in self._fields()))
+
+    @staticmethod
+    def joined(pieces: list[Columns]) -> Columns:
+        """The ``pieces``' rows, one after another."""
+        fields = zip(*(piece._fields() for piece in pieces), strict=True)
+        return Columns(*(None if c[0] is None else np.concatenate(c) for c in fields))
+
+    def _fields(self) -> tuple:
+        return self.values, self.weights, self.squares, self.extra
+
+
 def row_sums(
-    X: np.ndarray,
-    y: np.ndarray,
-    weights: np.ndarray,
-    queries: np.ndarray,
-    radius: np.ndarray,
-    degree: int,
-    kernel: Kernel,
-    *,
-    at_rows: bool = False,
-    square_weights: np.ndarray | None = None,
-    extra: np.ndarray | None = None,
+    X: np.ndarray, columns: Columns, at: Neighbourhoods, kernel: Kernel, *, at_rows: bool = False
 ) -> RowSums:
-    """The fits at ``queries`` (m, d) of ``radius`` (m,) on ``X`` (n, d), ``y`` and
-    ``weights`` (n,), with ``Lᵢᵢ`` if ``at_rows`` (the queries are ``X``'s rows), ``Σ L² s``
-    for ``square_weights`` ``s`` (n,) and the smooths of ``extra`` (n, c), ±1 signs in
-    several columns."""
-    engine = key_engine(X, weights, kernel, float(np.median(radius)))
-    m, p = queries.shape[0], terms(X.shape[1], degree)
+    """The fits in the neighbourhoods ``at`` (m queries) on ``X`` (n, d) and its
+    ``columns``, with ``Lᵢᵢ`` if ``at_rows`` (the queries are ``X``'s rows), ``Σ L² s`` for
+    ``columns.squares`` and the smooths of ``columns.extra``."""
+    y, weights = columns.values, columns.weights
+    engine = key_engine(X, weights, kernel, float(np.median(at.radius)))
+    m, p = at.queries.shape[0], terms(X.shape[1], at.degree)
     a, fits, redo = np.empty((m, p)), np.empty(m), np.empty(m, dtype=bool)
-    for rows in query_chunks(engine.query_order(queries), p):
-        gram, cross = engine.moments(y[:, None], queries[rows], radius[rows], degree)
+    for rows in query_chunks(engine.query_order(at.queries), p):
+        gram, cross = engine.moments(y[:, None], at.rows(rows))
         a[rows], redo[rows] = intercept_solution(gram, engine.condition)
         fits[rows] = np.einsum("qi,qi->q", a[rows], cross[:, :, 0])
     sums = RowSums(fits, weights * a[:, 0] if at_rows else None, None, None)
-    if square_weights is not None or extra is not None:
-        columns = np.zeros((X.shape[0], 0)) if extra is None else extra
-        squares = np.ones(X.shape[0]) if square_weights is None else square_weights
-        spread, smooths = engine.rows(columns, squares, a, queries, radius, degree)
-        sums.spread = None if square_weights is None else spread
-        sums.smooths = None if extra is None else smooths
+    if columns.squares is not None or columns.extra is not None:
+        extra = np.zeros((X.shape[0], 0)) if columns.extra is None else columns.extra
+        squares = np.ones(X.shape[0]) if columns.squares is None else columns.squares
+        spread, smooths = engine.rows(extra, squares, a, at)
+        sums.spread = None if columns.squares is None else spread
+        sums.smooths = None if columns.extra is None else smooths
     if redo.any():
         rows = np.flatnonzero(redo)
-        refit(sums, rows, X, y, weights, queries[rows], radius[rows], degree, kernel,
-              square_weights, extra, own_rows=rows if at_rows else None)  # fmt: skip
+        refit(sums, rows, X, columns, at.rows(rows), kernel, own_rows=rows if at_rows else None)
     return sums
 
 
-def refit(sums, rows, X, y, weights, queries, radius, degree, kernel, square_weights, extra,
-          own_rows=None) -> None:  # fmt: skip
-    """Replace ``rows`` of ``sums`` by the sums over the operator rows at ``queries``,
-    computed directly from keys ``X`` that hold every neighbour of them; ``own_rows``:
-    each query's own row of ``X`` (where ``sums.own`` is kept)."""
-    for part in local_fit(X, y, weights, queries, radius, degree, kernel):
+def refit(
+    sums: RowSums,
+    rows: np.ndarray,
+    X: np.ndarray,
+    columns: Columns,
+    at: Neighbourhoods,
+    kernel: Kernel,
+    own_rows: np.ndarray | None = None,
+) -> None:
+    """Replace ``rows`` of ``sums`` by the sums over the operator rows in the
+    neighbourhoods ``at`` (of those rows), computed directly from keys ``X`` that hold
+    every neighbour of them; ``own_rows``: each query's own row of ``X`` (where
+    ``sums.own`` is kept)."""
+    parts = local_fit(X, columns.values, columns.weights, at.queries, at.radius, at.degree, kernel)
+    for part in parts:
         where = rows[part.rows]
         sums.fits[where] = part.fits
         if sums.own is not None:
             mine = part.neighbours == own_rows[part.rows, None]
             sums.own[where] = np.sum(np.where(mine, part.operator, 0.0), axis=1)
         if sums.spread is not None:
-            squares = part.operator**2 * square_weights[part.neighbours]
+            squares = part.operator**2 * columns.squares[part.neighbours]
             sums.spread[where] = np.sum(squares, axis=1)
         if sums.smooths is not None:
-            sums.smooths[where] = np.einsum("cw,cwk->ck", part.operator, extra[part.neighbours])
+            extra = columns.extra[part.neighbours]
+            sums.smooths[where] = np.einsum("cw,cwk->ck", part.operator, extra)
