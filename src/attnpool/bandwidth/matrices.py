@@ -31,6 +31,14 @@ __all__ = ["lscv_matrix", "lscv_matrix_criterion", "normal_scale_matrix"]
 
 #: Pair differences formed at a time (memory).
 _CHUNK = 2**20
+#: The least eigenvalue of a sample's correlation matrix below which its covariance is
+#: taken as singular (a column a combination of the others, to rounding).
+SINGULAR_CORRELATION = 1e-12
+#: How far (in log units) the search for the LSCV matrix's Cholesky factor may move its
+#: diagonal from the normal reference's on the sphered sample (off the diagonal: as far
+#: as ``e^LOG_REACH`` times its largest diagonal entry), and how often it restarts.
+LOG_REACH = 12.0
+RESTARTS = 8
 
 
 def checked_sample(x: ArrayLike) -> np.ndarray:
@@ -41,6 +49,53 @@ def checked_sample(x: ArrayLike) -> np.ndarray:
             f"x: a bandwidth matrix needs more rows than columns + 1; received shape {data.shape}"
         )
     return data
+
+
+def scaled_covariance(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(C, unit)``: the covariance ``(d, d)`` of the centred columns of checked ``data``
+    each divided by its ``unit`` (its largest deviation, so that no square under- or
+    overflows on the way); the sample covariance is ``unit_i unit_j C_ij``. Refused
+    unless positive definite (a constant column, or one a combination of the others,
+    has no bandwidth matrix)."""
+    centred = data - data.mean(axis=0)
+    unit = np.max(np.abs(centred), axis=0)
+    unit = np.where(unit > 0, unit, 1.0)
+    d = data.shape[1]
+    scaled = np.asarray(np.cov(centred / unit, rowvar=False), float).reshape(d, d)
+    spread = np.sqrt(np.diag(scaled))
+    if not (np.all(spread > 0) and np.linalg.eigvalsh(scaled / np.outer(spread, spread))[0]
+            > SINGULAR_CORRELATION):  # fmt: skip
+        raise ValueError(
+            "x: a bandwidth matrix needs a sample whose covariance is positive definite "
+            "(no column constant or a combination of the others)"
+        )
+    return scaled, unit
+
+
+def sample_covariance(data: np.ndarray) -> np.ndarray:
+    """The sample covariance ``(d, d)`` of checked ``data`` (:func:`scaled_covariance`),
+    refused where it lies beyond the float range."""
+    return in_data_units(*scaled_covariance(data))
+
+
+def in_data_units(matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """``unit_i unit_j matrix_ij``: a matrix of the columns divided by ``unit``
+    (:func:`scaled_covariance`) in the data's own units, refused where it lies beyond the
+    float range (no bandwidth matrix of such data is a float64 number)."""
+    with np.errstate(over="ignore", under="ignore"):
+        return representable(matrix * np.outer(unit, unit), unit)
+
+
+def representable(matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """``matrix``, a bandwidth matrix (or covariance) of columns spread over ``unit``,
+    refused where it lies beyond the float range (where it overflowed or underflowed
+    on its way)."""
+    if not (np.all(np.isfinite(matrix)) and np.all(np.diag(matrix) >= np.finfo(float).tiny)):
+        raise ValueError(
+            f"x: a bandwidth matrix of columns spread over {unit.tolist()} lies beyond the "
+            "float range; rescale x"
+        )
+    return matrix
 
 
 def normal_scale_matrix(x: ArrayLike) -> np.ndarray:
@@ -69,8 +124,7 @@ def normal_scale_matrix(x: ArrayLike) -> np.ndarray:
     """
     data = checked_sample(x)
     n, d = data.shape
-    covariance = np.asarray(np.cov(data, rowvar=False), float).reshape(d, d)
-    return np.asarray((4 / (n * (d + 2))) ** (2 / (d + 4)) * covariance)
+    return np.asarray((4 / (n * (d + 2))) ** (2 / (d + 4)) * sample_covariance(data))
 
 
 def _pair_sums(data: np.ndarray, inverse: np.ndarray) -> tuple[float, float]:
@@ -184,10 +238,9 @@ def lscv_matrix(x: ArrayLike) -> np.ndarray:
     # searched on the sphered sample (its covariance the identity): LSCV is equivariant,
     # LSCV_x(T H Tᵀ) = LSCV_z(H) / |T|, so the minimiser is T H_z Tᵀ at any scale or shift
     # (data scaled by 1e-150 or 1e100 broke the search in the data's own units)
-    unit = np.max(np.abs(data - data.mean(axis=0)), axis=0)
-    unit = np.where(unit > 0, unit, 1.0)
-    centred = (data - data.mean(axis=0)) / unit
-    sphere = unit[:, None] * np.linalg.cholesky(np.cov(centred, rowvar=False).reshape(d, d))
+    scaled, unit = scaled_covariance(data)
+    factor = np.linalg.cholesky(scaled)
+    sphere = unit[:, None] * factor
     data = np.linalg.solve(sphere, (data - data.mean(axis=0)).T).T
     start = np.linalg.cholesky(normal_scale_matrix(data))
     lower = np.tril_indices(d)
@@ -205,5 +258,16 @@ def lscv_matrix(x: ArrayLike) -> np.ndarray:
 
     theta = start[lower].copy()
     theta[diagonal] = np.log(theta[diagonal])
-    found = minimize(criterion, theta, method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-10})
-    return np.asarray(sphere @ matrix(found.x) @ sphere.T)
+    # bounded (a first step of e^±1000 left the search where the criterion is not
+    # finite, and it stopped short), and restarted where it stopped until it stays
+    centre = np.where(diagonal, theta, 0.0)
+    reach = np.where(diagonal, LOG_REACH, math.exp(LOG_REACH) * np.exp(theta[diagonal]).max())
+    bounds = list(zip(centre - reach, centre + reach, strict=True))
+    value = criterion(theta)
+    for _ in range(RESTARTS):
+        found = minimize(criterion, theta, method="L-BFGS-B", bounds=bounds,
+                         options={"ftol": 1e-15, "gtol": 1e-10})  # fmt: skip
+        if not found.fun < value - 1e-13 * abs(value):
+            break
+        theta, value = found.x, found.fun
+    return in_data_units(factor @ matrix(theta) @ factor.T, unit)

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._support.hints import ArrayLike
-from .matrices import checked_sample
+from .matrices import checked_sample, in_data_units, representable, scaled_covariance
 
 __all__ = ["plug_in_matrix"]
 
@@ -333,14 +333,13 @@ def plug_in_matrix(
         raise ValueError(f"pilot: expected 'auto', 'samse' or 'dscalar'; received {pilot!r}")
     if stages not in (1, 2) or isinstance(stages, bool):
         raise ValueError(f"stages: expected 1 or 2; received {stages!r}")
+    scaled, unit = scaled_covariance(data)
+    in_data_units(scaled, unit)  # (refused where the sample has no matrix)
     covariance = np.cov(data, rowvar=False).reshape(d, d)
-    if not np.all(np.isfinite(covariance)) or np.linalg.eigvalsh(covariance)[0] <= 0:
-        raise ValueError(
-            "x: a plug-in matrix needs a sample whose covariance is positive definite "
-            "(no column constant or a combination of the others)"
-        )
     root = _symmetric_sqrt(covariance)
     sphered = data @ np.linalg.inv(root)
     tensor = _tensor(d, _fourth_functionals(sphered, choice, stages, ks_indexing))
     start = (4 / (n * (d + 2))) ** (2 / (d + 4)) * np.cov(sphered, rowvar=False).reshape(d, d)
-    return np.asarray(root @ _minimise(tensor, n, start) @ root)
+    found = _minimise(tensor, n, start)
+    with np.errstate(over="ignore", under="ignore"):
+        return representable(root @ found @ root, unit)
