@@ -3,6 +3,7 @@
 import math
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -64,6 +65,27 @@ def test_a_rough_profile_the_quadrature_cannot_settle_is_finite_and_warned():
     with pytest.warns(RuntimeWarning, match="kernel integral: .* approximate"):
         first, _ = kernel_integrals(kernels.get(_rough), 1)
     assert first == pytest.approx(exact, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [200, 5000])  # NumPy pairs; the compiled engines
+@pytest.mark.parametrize("degree", [0, 1])
+def test_the_asymptotic_band_beyond_the_data_says_it_is_no_standard_error(n, degree):
+    """Twenty bandwidths beyond the data ``Σ K`` is 1e-88 and the formula's standard
+    error 1e42 where the fit's own is of the noise's size (the bootstrap's): a warning
+    names the queries; inside the data, and for the bootstrap, none."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, n)
+    y = np.sin(6 * x) + rng.normal(0, 0.1, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        inside = confidence_band(x, y, [0.2, 0.5, 0.9], bandwidth=0.05, degree=degree)
+        confidence_band(x, y, [2.0], bandwidth=0.05, degree=degree, method="bootstrap",
+                        n_boot=20)  # fmt: skip
+    assert np.all(inside.std < 0.1)
+    with pytest.warns(UserWarning, match=r"x_query: 2 of 3 queries have less than one .*"
+                      r"no standard error of the fit; method='bootstrap'"):  # fmt: skip
+        beyond = confidence_band(x, y, [0.5, 1.5, 2.0], bandwidth=0.05, degree=degree)
+    assert beyond.std[2] > 1e30
 
 
 def test_kernels_of_infinite_integral_have_no_density_and_no_asymptotic_band():

@@ -6,6 +6,7 @@ its ``B`` replicates ``B`` value columns of the same weights."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,12 +15,13 @@ from .._support.units import value_unit
 from ..kernels.calculus import kernel_integrals
 from ..sums import layer
 from ..sums.backends import Backend
+from ..sums.empty_policy import user_stacklevel
 from ..sums.exact_pairs import heaviest_keys
 from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
 
 __all__ = ["BandSettings", "backend_band", "bootstrap_responses", "finite_residuals",
-           "host_band", "numpy_band"]  # fmt: skip
+           "host_band", "numpy_band", "warn_beyond_the_data"]  # fmt: skip
 
 
 class BandSettings(NamedTuple):
@@ -59,6 +61,7 @@ def backend_band(
         first, second = kernel_integrals(model.kernel, x.shape[1])
         counts = layer.log_kernel_sums(sums, SumProblem(q, x, np.zeros((x.shape[0], 0)), h,
                                                          model.kernel), "pooling")  # fmt: skip
+        warn_beyond_the_data(counts, model.kernel)
         return fit, np.sqrt(noise * (second / first) * np.exp(-counts)[:, None])
     from .._support.interop import precision_scope  # the compiled engines' draws, in float64
 
@@ -134,8 +137,28 @@ def numpy_band(
     first, second = kernel_integrals(model.kernel, x.shape[1])
     found = exact_log_sums(SumProblem(q, x, np.zeros((n, 0)), h, model.kernel))
     with np.errstate(divide="ignore", over="ignore"):
-        inverse = np.exp(-(found.shift + np.log(found.sums[:, 0])))
-    return fit, np.sqrt(noise * (second / first) * inverse[:, None])
+        counts = found.shift + np.log(found.sums[:, 0])
+        warn_beyond_the_data(counts, model.kernel)
+        return fit, np.sqrt(noise * (second / first) * np.exp(-counts)[:, None])
+
+
+def warn_beyond_the_data(log_counts: np.ndarray, kernel: Any) -> None:
+    """One warning for the queries with less than one training point's peak weight under
+    the kernel (``Σ K < K(0)``; ``log_counts`` ``(k,)``: ``log Σ K``): beyond the data,
+    where the asymptotic variance ``σ² (∫K² / ∫K) / Σ K`` grows without bound and is no
+    standard error of the fit (queries no key reaches are reported as empty)."""
+    peak = float(np.asarray(kernel.log_profile(np.zeros(1)))[0])
+    sparse = np.isfinite(log_counts) & (log_counts < peak)
+    if sparse.any():
+        warnings.warn(
+            f"x_query: {int(sparse.sum())} of {log_counts.shape[0]} queries have less than "
+            "one training point's kernel weight under them (beyond or between the data, "
+            f"down to {float(np.exp(np.min(log_counts[sparse]) - peak)):.3g}); the asymptotic "
+            "variance there grows as 1 / Σ K and is no standard error of the fit; "
+            "method='bootstrap' gives one",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 def finite_residuals(residuals: np.ndarray) -> np.ndarray:

@@ -31,7 +31,10 @@ Neither method corrects the smoothing bias: the bands cover ``E ĝ(x)``, which i
 Nadaraya–Watson's bias is ``O(h)`` (local linear's stays ``O(h²)``) and the asymptotic
 variance is too small (fewer points lie under the kernel than its formula assumes for
 the interior constant), so bands there cover less than their level; prefer local
-linear and the bootstrap near the edges.
+linear and the bootstrap near the edges. Beyond the data (or in a gap of it), where
+less than one point's weight lies under the kernel, the formula's variance grows as
+``1 / Σ K`` — to 10⁴² twenty bandwidths out, where the fit's own spread is the noise's —
+and is no standard error: the asymptotic band warns there, and the bootstrap's is one.
 """
 
 from __future__ import annotations
