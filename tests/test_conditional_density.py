@@ -154,6 +154,19 @@ def test_the_estimator():
         ConditionalDensity(bandwidth="aicc").fit(x, y)
 
 
+@pytest.mark.parametrize("method", ["cv_ml", "normal_reference"])
+def test_a_constant_column_is_named_by_its_argument(method):
+    """A constant response was reported as ``x``'s column 1 (the joint sample's)."""
+    rng = np.random.default_rng(5)
+    x = np.c_[rng.normal(size=40), rng.integers(0, 3, 40)]
+    y = rng.normal(size=40)
+    with pytest.raises(ValueError, match=r"y: column\(s\) \[0\] are constant"):
+        select_conditional_bandwidth(x, np.full(40, 2.0), method=method, x_var_type="cu")
+    with pytest.raises(ValueError, match=r"x: column\(s\) \[0\] are constant"):
+        select_conditional_bandwidth(np.c_[np.ones(40), x[:, 1]], y, method=method,
+                                     x_var_type="cu")  # fmt: skip
+
+
 def test_vanishing_x_bandwidths_take_the_nearest_key_limit():
     """At h = 1e-200 every x weight underflows; the estimate is its limit — y's kernel of
     the training point nearest x (ties shared by their categorical kernel) — not 0/0.

@@ -139,6 +139,10 @@ def select_conditional_bandwidth(
     both = np.hstack([x, y])
     var_type = (x_var_type or "c" * x.shape[1]) + (y_var_type or "c" * y.shape[1])
     model = model_for(both, kernel=kernel, var_type=var_type)
+    for name, values, types in (("x", x, var_type[: x.shape[1]]), ("y", y, var_type[x.shape[1] :])):
+        constant = [j for j, kind in enumerate(types) if kind == "c" and np.ptp(values[:, j]) == 0]
+        if constant:
+            raise ValueError(f"{name}: column(s) {constant} are constant; a bandwidth needs spread")
     if method == "normal_reference" and subsample is None:
         return BandwidthSelection(normal_reference(both, model), math.nan, method, NO_GRID)
     d = x.shape[1]
