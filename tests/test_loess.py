@@ -188,6 +188,22 @@ def test_running_moments_equal_direct_fits():
 
 
 @pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
+def test_span_selection_passes_over_spans_too_small_for_tied_rows(criterion):
+    """x rounded to 0.1: at span 0.05 each row's 15 nearest rows are its own ties, which
+    raised and ended the search; it is infinite there, the others as fitted alone."""
+    rng = np.random.default_rng(1)
+    x = np.round(rng.uniform(0, 1, 300), 1)[:, None]
+    y = np.sin(6 * x[:, 0]) + rng.normal(0, 0.3, 300)
+    model = attnpool.Loess(span=criterion, spans=[0.05, 0.3, 0.6]).fit(x, y)
+    assert model.criterion_[0] == np.inf and np.isfinite(model.criterion_[1:]).all()
+    for span, value in zip([0.3, 0.6], model.criterion_[1:], strict=True):
+        alone = attnpool.Loess(span=criterion, spans=[span]).fit(x, y)
+        assert alone.criterion_[0] == value
+    with pytest.raises(ValueError, match=r"span=0\.05 is too small"):
+        attnpool.Loess(span=criterion, spans=[0.02, 0.05]).fit(x, y)
+
+
+@pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
 def test_span_selection_criteria(criterion):
     X, y = _data(1, n=150)
     spans = np.array([0.2, 0.35, 0.5, 0.8])

@@ -147,6 +147,13 @@ def test_span_chosen_over_the_blocks(client):
     theirs = clone(model).fit(X, y)
     assert ours.span_ == theirs.span_
     _close(ours.criterion_, theirs.criterion_, 1e-10)
+    # tied rows: a span too small for them is passed over (it aborted the search)
+    ties = np.repeat(np.arange(20.0), 30)[:, None]
+    tied = attnpool.Loess(span="gcv", spans=[0.02, 0.2, 0.4], statistics="approximate")
+    ours = clone(tied).fit(*_lazy(ties, y, None, 150))
+    theirs = clone(tied).fit(ties, y)
+    assert ours.span_ == theirs.span_ and ours.criterion_[0] == theirs.criterion_[0] == np.inf
+    _close(ours.criterion_[1:], theirs.criterion_[1:], 1e-10)
 
 
 def test_bad_inputs_are_clear_errors(client):

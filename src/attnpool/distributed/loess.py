@@ -99,19 +99,19 @@ def _neighbourhoods(estimator, training, span):
 
 def _chosen_span(estimator, training, spans):
     """:func:`~attnpool.smoothers.span_selection.select_span` over the blocks."""
-    from ..smoothers.span_selection import best_span, checked_spans, criterion_value
+    from ..smoothers.span_selection import best_span, checked_spans, criterion_value, span_values
 
-    spans = checked_spans(spans)
-    values = []
-    for span in spans:
+    def value_of(span: float) -> float:
         groups, radius = _neighbourhoods(estimator, training, span)
         sums = distributed_sums(training.parts, training.spread, groups, radius,
                                 Columns(training.values, training.weights), estimator.degree,
                                 estimator._kernel(), own=True)  # fmt: skip
         pieces = [[sums[i] for i in rows] for rows in _by_part(groups, len(training.parts))]
         totals = _total(_criterion_sums, pieces, training.values, training.weights)
-        values.append(criterion_value(estimator.span, training.spread.n, *totals))
-    return best_span(spans, np.array(values), estimator.span)
+        return criterion_value(estimator.span, training.spread.n, *totals)
+
+    spans = checked_spans(spans)
+    return best_span(spans, span_values(spans, value_of), estimator.span)
 
 
 def _criterion_sums(sums, y, prior):

@@ -18,11 +18,23 @@ import numpy as np
 from .neighbour_sums import compiled_radii, neighbour_radii
 from .windows import first_index
 
-__all__ = ["NEIGHBOUR_WORK", "neighbour_count", "radii", "sorted_radii", "trimmed_scale"]
+__all__ = [
+    "NEIGHBOUR_WORK",
+    "SpanTooSmall",
+    "neighbour_count",
+    "radii",
+    "sorted_radii",
+    "trimmed_scale",
+]
 
 #: Queries × rows from which the compiled loop finds the radii in several columns (the
 #: k-d tree below).
 NEIGHBOUR_WORK = 2**20
+
+
+class SpanTooSmall(ValueError):
+    """A span whose neighbourhoods are empty: some row's nearest rows all lie on it
+    (ties). A span search passes over such a candidate."""
 
 
 def trimmed_scale(X: np.ndarray) -> np.ndarray:
@@ -67,7 +79,7 @@ def radii(X: np.ndarray, queries: np.ndarray, span: float, count: int | None = N
         radius = distances[:, 0]
     if not np.all(radius > 0):
         where = queries[int(np.flatnonzero(~(radius > 0))[0])]
-        raise ValueError(
+        raise SpanTooSmall(
             f"span={span!r} is too small: the {q} nearest rows to {where.tolist()} all lie "
             f"on it (ties), leaving no neighbourhood; take a larger span"
         )

@@ -12,11 +12,13 @@ criteria are those of the local regression literature for linear smoothers:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..kernels import Kernel
 from .loess_fit import leverage
-from .neighbourhoods import radii
+from .neighbourhoods import SpanTooSmall, radii
 
 __all__ = [
     "CRITERIA",
@@ -25,6 +27,7 @@ __all__ = [
     "criterion_sums",
     "criterion_value",
     "select_span",
+    "span_values",
 ]
 
 CRITERIA = ("gcv", "aicc", "cv")
@@ -42,8 +45,25 @@ def select_span(
     """The span of ``spans`` with the smallest ``criterion`` (the largest among equals),
     and the criterion at each. ``X`` scaled, shape (n, d); ``prior`` the weights."""
     spans = checked_spans(spans)
-    values = np.array([_criterion(X, y, prior, span, degree, kernel, criterion) for span in spans])
+    values = span_values(spans, lambda span: _criterion(X, y, prior, span, degree, kernel,
+                                                        criterion))  # fmt: skip
     return best_span(spans, values, criterion)
+
+
+def span_values(spans: np.ndarray, value_of: Callable[[float], float]) -> np.ndarray:
+    """``value_of(span)`` for each of the ``spans``: ``inf`` where the span is too small
+    for the data (:class:`.neighbourhoods.SpanTooSmall`: tied rows), unless every one
+    is (that refusal is then raised)."""
+    values, refusal = [], None
+    for span in spans:
+        try:
+            values.append(value_of(float(span)))
+        except SpanTooSmall as error:
+            values.append(np.inf)
+            refusal = error
+    if refusal is not None and not np.isfinite(values).any():
+        raise refusal
+    return np.array(values)
 
 
 def checked_spans(spans) -> np.ndarray:
