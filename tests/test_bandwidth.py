@@ -268,3 +268,33 @@ def test_a_search_reports_its_objective_evaluations():
     assert select_bandwidth(x, y).evaluations > len(GRID)  # the C loop's host search
     assert select_bandwidth(x[:, :1], y, block_size=64).evaluations > len(GRID)  # compiled
     assert select_bandwidth(x, y, method="scott").evaluations == 0
+
+
+@pytest.mark.parametrize("method", ["cv", "aicc"])
+@pytest.mark.parametrize("d", [1, 2])
+def test_a_constant_response_gets_the_rule_of_thumb_and_a_warning(method, d):
+    """Every bandwidth fits a constant exactly: CV was 0 everywhere and the search went
+    below its grid to 4e-6 (one column) or 6e-3 (two); AICc's log σ̂² was −∞ everywhere
+    and the search raised. The rule of thumb, with a warning, and the criterion's value."""
+    import attnpool
+
+    x = np.random.default_rng(3).uniform(size=(120, d))
+    warning = attnpool.bandwidth.ConstantResponseWarning
+    with pytest.warns(warning, match=f"y: the response is constant: .* {method} criterion"):
+        found = select_bandwidth(x, np.full(120, 2.5), method=method)
+    np.testing.assert_allclose(found.bandwidth, rule_of_thumb(x), rtol=1e-12)
+    assert found.method == method and found.objective == (0.0 if method == "cv" else -np.inf)
+    for estimator in (attnpool.NadarayaWatson, attnpool.LocalLinear):
+        with pytest.warns(warning, match="the response is constant"):
+            model = estimator(bandwidth=method).fit(x, np.full(120, -7.0))
+        np.testing.assert_allclose(model.predict(x[:5]), -7.0, rtol=1e-14)
+
+
+def test_the_selection_names_its_criterion_on_every_route():
+    """AICc selected on the NumPy engine's route reported ``method='cv'``."""
+    rng = np.random.default_rng(4)
+    for n in (80, 3000):  # NumPy pairs; the compiled search
+        x = rng.uniform(size=(n, 1))
+        y = np.sin(6 * x[:, 0]) + rng.normal(0, 0.2, n)
+        assert select_bandwidth(x, y, method="aicc").method == "aicc"
+        assert select_bandwidth(x, y, method="cv").method == "cv"

@@ -10,6 +10,7 @@ import pytest
 
 import attnpool
 from attnpool import LocalLinear, NadarayaWatson, confidence_band, datasets, kernels
+from attnpool.inference import BeyondTheDataWarning
 from attnpool.inference.bands import kernel_integrals
 from reference import reference_weights
 
@@ -82,7 +83,7 @@ def test_the_asymptotic_band_beyond_the_data_says_it_is_no_standard_error(n, deg
         confidence_band(x, y, [2.0], bandwidth=0.05, degree=degree, method="bootstrap",
                         n_boot=20)  # fmt: skip
     assert np.all(inside.std < 0.1)
-    with pytest.warns(UserWarning, match=r"x_query: 2 of 3 queries have less than one .*"
+    with pytest.warns(BeyondTheDataWarning, match=r"x_query: 2 of 3 queries have less than one .*"
                       r"no standard error of the fit; method='bootstrap'"):  # fmt: skip
         beyond = confidence_band(x, y, [0.5, 1.5, 2.0], bandwidth=0.05, degree=degree)
     assert beyond.std[2] > 1e30

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "BandwidthSelection",
+    "ConstantResponseWarning",
     "aicc_curve",
     "cv_curve",
     "rule_of_thumb",
@@ -36,6 +37,7 @@ __all__ = [
 #: and its minimisers only, not the regressions' engines (~2 ms of a first call).
 _NAMES = {
     "BandwidthSelection": "search",
+    "ConstantResponseWarning": "selection",
     "GRID": "search",
     "rule_of_thumb": "rules",
     "NUMPY_SEARCH_XATOL": "selection",
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
     from .selection import NUMPY_SEARCH_XATOL as NUMPY_SEARCH_XATOL
     from .selection import POOLINGS as POOLINGS
     from .selection import SELECTORS as SELECTORS
-    from .selection import aicc_curve, cv_curve, select_bandwidth
+    from .selection import ConstantResponseWarning, aicc_curve, cv_curve, select_bandwidth
 
 
 def __getattr__(name: str) -> Any:

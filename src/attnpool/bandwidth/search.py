@@ -150,6 +150,7 @@ def host_search(
     limits=None,
     value_and_gradient=None,
     grid_objective=None,
+    criterion: str = "cv",
 ):
     """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid, ``grid``
     its multipliers), refined without an analytic gradient to ``xatol`` in ``θ``
@@ -160,7 +161,8 @@ def host_search(
     best grid point. ``limits`` and ``value_and_gradient``: as :func:`minimize_smooth`'s.
     ``grid_objective``: what ranks the grid instead of ``objective`` (an estimate); the
     refinement's result is then compared with the best point's objective — in one column
-    that objective starts Brent's method, the estimates beside it its first parabola."""
+    that objective starts Brent's method, the estimates beside it its first parabola.
+    ``criterion``: the objective's name, in messages."""
     objectives = np.array([(grid_objective or objective)(theta) for theta in thetas])
     on_grid = objectives
     if progress:
@@ -168,7 +170,7 @@ def host_search(
     step = float(np.log(grid[1] / grid[0]))
     if thetas.shape[1] == 1:
         thetas, objectives = _below_the_grid(grid_objective or objective, thetas, objectives, step)
-    best = best_candidate(thetas, objectives, "cv")
+    best = best_candidate(thetas, objectives, criterion)
     best_value = None
     if thetas.shape[1] == 1:
         if grid_objective is not None and smooth:
@@ -304,8 +306,11 @@ def _bracket(thetas, objectives, best: float, step: float, at_best) -> tuple | N
     return (best, (low, middle, high)) if low >= middle and high >= middle else None
 
 
-def select_on_host(objective, thetas, progress, model=None, **options) -> BandwidthSelection:
-    """CV by an objective ``θ → float`` computed on the host (no gradient; ``options`` as
+def select_on_host(
+    objective, thetas, progress, model=None, criterion: str = "cv", **options
+) -> BandwidthSelection:
+    """The bandwidth by the ``criterion`` (its name: ``"cv"``, ``"aicc"``), an objective
+    ``θ → float`` computed on the host (no gradient; ``options`` as
     :func:`attnpool.bandwidth.search.host_search`); ``model``: the bandwidths' model, whose
     categorical columns' ``θ`` are logits (None: log-bandwidths only)."""
     counted = Counted(objective)
@@ -317,7 +322,8 @@ def select_on_host(objective, thetas, progress, model=None, **options) -> Bandwi
     if estimate is not None:
         estimate = Counted(estimate)
         options = {**options, "grid_objective": estimate}
-    theta, value, objectives = host_search(counted, thetas, GRID, progress, **options)
+    theta, value, objectives = host_search(counted, thetas, GRID, progress, criterion=criterion,
+                                           **options)  # fmt: skip
     calls = counted.calls + sum(f.calls for f in (exact_gradient, estimate) if f is not None)
     bandwidth = np.exp(theta) if model is None else bandwidth_of(theta, model)
-    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), True, calls)
+    return BandwidthSelection(bandwidth, value, criterion, (GRID, objectives), True, calls)

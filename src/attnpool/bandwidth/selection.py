@@ -3,6 +3,8 @@ curves (:func:`cv_curve`, :func:`aicc_curve`); the package's docstring describes
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +18,7 @@ from ..engines import numpy_search
 from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..sums.backends import get_backend
+from ..sums.empty_policy import user_stacklevel
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import merged_rows, positive_rows
 from . import by_backend, leave_one_out
@@ -35,6 +38,7 @@ __all__ = [
     "POOLINGS",
     "SELECTORS",
     "SELECTOR_ALIASES",
+    "ConstantResponseWarning",
     "aicc_curve",
     "canonical_selector",
     "cv_curve",
@@ -65,6 +69,11 @@ POOLINGS = ("auto", *LEAVE_ONE_OUT_METHODS)
 NUMPY_SEARCH_XATOL = 1e-8
 
 
+class ConstantResponseWarning(UserWarning):
+    """A bandwidth search on a constant response: every bandwidth fits it exactly, so no
+    criterion can choose one; the rule of thumb is returned."""
+
+
 def _search(
     x: Any,
     y: Any,
@@ -86,6 +95,15 @@ def _search(
     )
     if method in ("scott", "silverman"):
         return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
+    if np.all(y == y[:1]):
+        warnings.warn(
+            f"y: the response is constant: every bandwidth fits it exactly and the {method} "
+            "criterion cannot choose one; the rule of thumb is returned",
+            ConstantResponseWarning,
+            stacklevel=user_stacklevel(),
+        )
+        exact = 0.0 if method == "cv" else -math.inf  # (AICc: log σ̂² of σ̂² = 0)
+        return BandwidthSelection(start, exact, method, (np.array([]), np.array([])))
     cont = list(model.continuous)
     thetas = np.tile(to_theta(start, model), (len(GRID), 1))
     thetas[:, cont] += np.log(GRID)[:, None]
@@ -98,7 +116,7 @@ def _search(
         of = numpy_search.loo_objective if method == "cv" else numpy_search.aicc_objective
         objective = of(x, y, model, weights)
     if objective is not None:
-        return select_on_host(objective, thetas, progress, model, xatol=NUMPY_SEARCH_XATOL,
+        return select_on_host(objective, thetas, progress, model, method, xatol=NUMPY_SEARCH_XATOL,
                               smooth=not has_edge(model.kernel),
                               limits=smoothed_out(x, model))  # fmt: skip
     if route in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums

@@ -216,7 +216,7 @@ def search(
     estimated = None if grid_objective is None else Counted(above_floor(grid_objective))
     theta, value, objectives = host_search(
         counted, thetas, GRID, progress,
-        smooth=not model.kernel.compact, grid_objective=estimated,
+        smooth=not model.kernel.compact, grid_objective=estimated, criterion=method,
     )  # fmt: skip
     theta, value = _categorical_edges(counted, theta, value, model)
     calls = counted.calls + (0 if estimated is None else estimated.calls)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["BAND_METHODS", "ConfidenceBand", "SignificanceTest", "confidence_band",
-           "significance_test"]  # fmt: skip
+__all__ = ["BAND_METHODS", "BeyondTheDataWarning", "ConfidenceBand", "SignificanceTest",
+           "confidence_band", "significance_test"]  # fmt: skip
 
 _HOMES = {
     "BAND_METHODS": "bands",
+    "BeyondTheDataWarning": "band_sums",
     "ConfidenceBand": "bands",
     "confidence_band": "bands",
     "SignificanceTest": "significance",
@@ -22,6 +23,7 @@ _HOMES = {
 }
 
 if TYPE_CHECKING:
+    from .band_sums import BeyondTheDataWarning
     from .bands import BAND_METHODS, ConfidenceBand, confidence_band
     from .significance import SignificanceTest, significance_test
 

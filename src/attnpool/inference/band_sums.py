@@ -20,8 +20,13 @@ from ..sums.exact_pairs import heaviest_keys
 from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
 
-__all__ = ["BandSettings", "backend_band", "bootstrap_responses", "finite_residuals",
-           "host_band", "numpy_band", "warn_beyond_the_data"]  # fmt: skip
+__all__ = ["BandSettings", "BeyondTheDataWarning", "backend_band", "bootstrap_responses",
+           "finite_residuals", "host_band", "numpy_band", "warn_beyond_the_data"]  # fmt: skip
+
+
+class BeyondTheDataWarning(UserWarning):
+    """An asymptotic band at queries with less than one training point's weight under
+    the kernel: its variance there is no standard error of the fit."""
 
 
 class BandSettings(NamedTuple):
@@ -156,7 +161,7 @@ def warn_beyond_the_data(log_counts: np.ndarray, kernel: Any) -> None:
             f"down to {float(np.exp(np.min(log_counts[sparse]) - peak)):.3g}); the asymptotic "
             "variance there grows as 1 / Σ K and is no standard error of the fit; "
             "method='bootstrap' gives one",
-            UserWarning,
+            BeyondTheDataWarning,
             stacklevel=user_stacklevel(),
         )
 
