@@ -138,7 +138,8 @@ def _pieces(keys: np.ndarray, h: float, reach: float, record: Any) -> tuple[np.n
     first = np.r_[True, starts[1:] > ends[:-1]]  # a key beyond the previous one's reach
     last = np.r_[first[1:], True]
     run_starts, run_ends = starts[first], ends[last]
-    kinks = [starts, keys, ends] if record.compact else [] if record.quadratic else [keys]
+    smooth = record.quadratic is not None  # the Gaussian: smooth at the keys too
+    kinks = [starts, keys, ends] if record.compact else [] if smooth else [keys]
     breaks = np.unique(np.concatenate([run_starts, run_ends, *kinks]))
     a, b = breaks[:-1], breaks[1:]
     inside = np.searchsorted(run_starts, a, "right") == np.searchsorted(run_ends, a, "right") + 1
