@@ -8,6 +8,8 @@ times):
 - ``cv_ml``: likelihood cross-validation of one column — statsmodels'
   ``KDEMultivariate(bw="cv_ml")``;
 - ``cv_ls mixed``: least squares, a continuous and an unordered column;
+- ``entropy``: the differential entropy of a one-column Gaussian estimate —
+  statsmodels' ``KDEUnivariate.entropy`` (adaptive quadrature over the line);
 - ``sklearn``: scikit-learn's ``KernelDensity`` (kd-tree, ``rtol=1e-6``) in three
   columns, exact for us;
 - ``grid``: KDEpy's ``FFTKDE`` on its grid of 1024 points, both binned (ours
@@ -164,6 +166,21 @@ def main() -> None:
     agree = (f"λ {ours.bandwidth[1]:.3g} vs {theirs.bw[1]:.3g}: objective "
              f"{ours.objective:.6g} vs {theirs.imse(theirs.bw):.6g}")  # fmt: skip
     _row("cv_ls mixed", n, t_ours, t_theirs, "statsmodels cv_ls", agree)
+
+    from statsmodels.nonparametric.kde import KDEUnivariate
+
+    from attnpool import KernelDensity
+
+    n = 1000 if quick else 5000
+    x = rng.normal(size=n)
+    univariate = KDEUnivariate(x)
+    univariate.fit(bw=0.2, fft=False)
+    ours, t_ours = _timed(lambda: KernelDensity(bandwidth=0.2).fit(x[:, None]).entropy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (its quadrature over the whole line)
+        theirs, t_theirs = _timed(lambda: univariate.entropy)
+    _row("entropy", n, t_ours, t_theirs, "statsmodels KDEUnivariate",
+         f"rel. diff {abs(ours / theirs - 1):.1e}")  # fmt: skip
 
     n = 20_000 if quick else 100_000
     x = rng.normal(size=(n, 3))
