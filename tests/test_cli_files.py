@@ -316,6 +316,20 @@ def test_predictions_carry_each_data_rows_number_across_dropna(data, capsys):
     assert [float(line.split(",")[0]) for line in lines[1:]] == [1, 2, 3, 5, 6]
 
 
+def test_a_band_beyond_the_data_warns_in_the_command_lines_words(data, capsys):
+    (data / "queries.csv").write_text("x\n2\n9\n")
+    args = ["fit", "data.csv", "--x", "x", "--y", "y", "--bandwidth", "0.1", "--interval",
+            "0.9", "--predict", "queries.csv", "--out", "-"]  # fmt: skip
+    code, err = run_cli(capsys, *args)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "warning" in line]
+    assert len(warning) == 1 and warning[0].startswith(
+        "attnpool: warning: x_query: 1 of 2 queries have less than one training point's "
+        "kernel weight under them"
+    )
+    assert warning[0].endswith("is no standard error of the fit; a wider --bandwidth reaches them")
+
+
 def test_the_librarys_warnings_are_one_line_naming_the_option(data, capsys):
     (data / "queries.csv").write_text("x\n1\n9\n")
     args = ["fit", "data.csv", "--x", "x", "--y", "y", "--kernel", "epanechnikov",

@@ -316,7 +316,10 @@ def _report(caught: list[warnings.WarningMessage]) -> None:
 
 
 #: The library's advice in warnings, in the command line's words.
-OPTION_WORDS = {"empty='nearest'": "--empty nearest"}
+OPTION_WORDS = {
+    "empty='nearest'": "--empty nearest",
+    "method='bootstrap' gives one": "a wider --bandwidth reaches them",
+}
 
 
 def _run(argv: list[str] | None) -> int:
