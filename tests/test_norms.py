@@ -139,3 +139,20 @@ def test_estimators_take_a_norm():
 def test_bad_norms_name_the_argument(kernel, norm, message):
     with pytest.raises(ValueError, match=message):
         with_norm(get(kernel), norm)
+
+
+def test_a_kernel_is_named_as_everywhere_else():
+    """``with_norm("epanechnikov", 1)`` raised ``AttributeError`` ('str' object has no
+    attribute 'similarity'): the kernel is resolved as every function resolves it, and
+    the density of each norm still integrates to one."""
+    assert with_norm("epanechnikov", 1) == with_norm(get("epanechnikov"), 1)
+    assert with_norm("gaussian", "haversine").norm == "haversine"
+    with pytest.raises(ValueError, match="kernel: unknown kernel 'nope'"):
+        with_norm("nope", 1)
+    x = np.random.default_rng(0).normal(size=(5, 2)) * 0.3
+    grid = np.arange(-3, 3, 0.01) + 0.005
+    points = np.stack(np.meshgrid(grid, grid), -1).reshape(-1, 2)
+    for p in (1, 3, math.inf):
+        density = attnpool.kernel_density(x, points, kernel=with_norm("triangular", p),
+                                          bandwidth=0.5)  # fmt: skip
+        assert np.sum(density) * 0.01**2 == pytest.approx(1.0, abs=1e-3)  # (the grid)

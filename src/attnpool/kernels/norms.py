@@ -30,14 +30,14 @@ __all__ = ["NAMED_NORMS", "squared_norm", "unit_ball_volume", "with_norm"]
 NAMED_NORMS = {"euclidean": 2.0, "manhattan": 1.0, "cityblock": 1.0, "chebyshev": math.inf}
 
 
-def with_norm(kernel: Kernel, norm: float | str) -> Kernel:
+def with_norm(kernel: Kernel | str, norm: float | str) -> Kernel:
     """``kernel`` of the Minkowski norm ``‖u‖_p`` (``p ≥ 1``, ``math.inf``, or a name of
     :data:`NAMED_NORMS`) instead of the Euclidean one.
 
     Parameters
     ----------
-    kernel : Kernel
-        A radial, non-negative distance kernel.
+    kernel : str, Kernel or callable
+        A radial, non-negative distance kernel (as :func:`attnpool.kernels.get` takes it).
     norm : float or str
         ``p``, or ``"euclidean"``, ``"manhattan"`` (``"cityblock"``), ``"chebyshev"``; or
         ``"haversine"``: the great-circle distance of rows ``(latitude, longitude)`` in
@@ -61,6 +61,9 @@ def with_norm(kernel: Kernel, norm: float | str) -> Kernel:
     ...                         kernel=manhattan, bandwidth=1.0).round(4)   # weights 0.64, 0.75
     array([2.0791])
     """
+    from . import get
+
+    kernel = get(kernel)
     if norm == HAVERSINE:
         return haversine(kernel)
     p = NAMED_NORMS.get(norm, norm) if isinstance(norm, str) else norm
