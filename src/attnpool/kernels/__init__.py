@@ -58,7 +58,7 @@ from typing import Any
 
 from . import profiles as profiles
 from . import record
-from .norms import with_norm as with_norm
+from .norms import normed
 from .record import Kernel
 
 __all__ = [
@@ -269,6 +269,40 @@ def get(kernel: str | Kernel | Callable[..., Any]) -> Kernel:
 
 #: The bases and orders of the built-in higher-order kernels (R np's ``ckerorder``).
 HIGHER_ORDERS = {"gaussian": (4, 6, 8), "epanechnikov": (4, 6, 8)}
+
+
+def with_norm(kernel: str | Kernel | Callable[..., Any], norm: float | str) -> Kernel:
+    """``kernel`` of the Minkowski norm ``‖u‖_p`` (``p ≥ 1``, ``math.inf``, or a name of
+    :data:`attnpool.kernels.norms.NAMED_NORMS`) instead of the Euclidean one.
+
+    Parameters
+    ----------
+    kernel : str, Kernel or callable
+        A radial, non-negative distance kernel (as :func:`attnpool.kernels.get` takes it).
+    norm : float or str
+        ``p``, or ``"euclidean"``, ``"manhattan"`` (``"cityblock"``), ``"chebyshev"``; or
+        ``"haversine"``: the great-circle distance of rows ``(latitude, longitude)`` in
+        radians, with one bandwidth in radians (:mod:`attnpool.kernels.sphere`).
+
+    Returns
+    -------
+    Kernel
+
+    References
+    ----------
+    KDEpy's ``NaiveKDE(norm=p)``; scikit-learn's ``KernelDensity(metric=…)``.
+
+    Examples
+    --------
+    >>> import numpy as np, attnpool
+    >>> manhattan = attnpool.kernels.with_norm(attnpool.kernels.get("epanechnikov"), 1)
+    >>> manhattan.name, manhattan.norm
+    ('epanechnikov-l1', 1.0)
+    >>> attnpool.attention_pool([[0.0, 0.0]], [[0.3, 0.3], [0.5, 0.0]], [1.0, 3.0],
+    ...                         kernel=manhattan, bandwidth=1.0).round(4)   # weights 0.64, 0.75
+    array([2.0791])
+    """
+    return normed(get(kernel), norm)
 
 
 def _higher_order_record(base: Kernel, order: int) -> Kernel:

@@ -24,46 +24,14 @@ import numpy as np
 from .record import Kernel
 from .sphere import HAVERSINE, haversine
 
-__all__ = ["NAMED_NORMS", "squared_norm", "unit_ball_volume", "with_norm"]
+__all__ = ["NAMED_NORMS", "normed", "squared_norm", "unit_ball_volume"]
 
 #: Names of norms, as scikit-learn's metrics call them.
 NAMED_NORMS = {"euclidean": 2.0, "manhattan": 1.0, "cityblock": 1.0, "chebyshev": math.inf}
 
 
-def with_norm(kernel: Kernel | str, norm: float | str) -> Kernel:
-    """``kernel`` of the Minkowski norm ``‖u‖_p`` (``p ≥ 1``, ``math.inf``, or a name of
-    :data:`NAMED_NORMS`) instead of the Euclidean one.
-
-    Parameters
-    ----------
-    kernel : str, Kernel or callable
-        A radial, non-negative distance kernel (as :func:`attnpool.kernels.get` takes it).
-    norm : float or str
-        ``p``, or ``"euclidean"``, ``"manhattan"`` (``"cityblock"``), ``"chebyshev"``; or
-        ``"haversine"``: the great-circle distance of rows ``(latitude, longitude)`` in
-        radians, with one bandwidth in radians (:mod:`attnpool.kernels.sphere`).
-
-    Returns
-    -------
-    Kernel
-
-    References
-    ----------
-    KDEpy's ``NaiveKDE(norm=p)``; scikit-learn's ``KernelDensity(metric=…)``.
-
-    Examples
-    --------
-    >>> import numpy as np, attnpool
-    >>> manhattan = attnpool.kernels.with_norm(attnpool.kernels.get("epanechnikov"), 1)
-    >>> manhattan.name, manhattan.norm
-    ('epanechnikov-l1', 1.0)
-    >>> attnpool.attention_pool([[0.0, 0.0]], [[0.3, 0.3], [0.5, 0.0]], [1.0, 3.0],
-    ...                         kernel=manhattan, bandwidth=1.0).round(4)   # weights 0.64, 0.75
-    array([2.0791])
-    """
-    from . import get
-
-    kernel = get(kernel)
+def normed(kernel: Kernel, norm: float | str) -> Kernel:
+    """The record :func:`attnpool.kernels.with_norm` returns, of a ``kernel`` record."""
     if norm == HAVERSINE:
         return haversine(kernel)
     p = NAMED_NORMS.get(norm, norm) if isinstance(norm, str) else norm
