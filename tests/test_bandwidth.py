@@ -288,6 +288,17 @@ def test_a_constant_response_gets_the_rule_of_thumb_and_a_warning(method, d):
         with pytest.warns(warning, match="the response is constant"):
             model = estimator(bandwidth=method).fit(x, np.full(120, -7.0))
         np.testing.assert_allclose(model.predict(x[:5]), -7.0, rtol=1e-14)
+    if method == "cv":  # the pair fits' searches: a higher-order kernel, neighbours
+        with pytest.warns(warning, match="the rule of thumb is returned"):
+            model = attnpool.NadarayaWatson(bandwidth="cv", kernel="gaussian-order4").fit(
+                x, np.full(120, 3.0)
+            )
+        np.testing.assert_allclose(model.bandwidth_, rule_of_thumb(x), rtol=1e-12)
+        with pytest.warns(warning, match="the largest number of neighbours is returned"):
+            model = attnpool.NadarayaWatson(bandwidth="cv", bandwidth_type="adaptive_nn").fit(
+                x, np.full(120, 3.0)
+            )
+        assert np.all(model.bandwidth_ == 119) and model.cv_score_ == 0.0
 
 
 def test_the_selection_names_its_criterion_on_every_route():

@@ -37,7 +37,7 @@ __all__ = [
 #: and its minimisers only, not the regressions' engines (~2 ms of a first call).
 _NAMES = {
     "BandwidthSelection": "search",
-    "ConstantResponseWarning": "selection",
+    "ConstantResponseWarning": "search",
     "GRID": "search",
     "rule_of_thumb": "rules",
     "NUMPY_SEARCH_XATOL": "selection",
@@ -51,11 +51,11 @@ _NAMES = {
 if TYPE_CHECKING:
     from .rules import rule_of_thumb
     from .search import GRID as GRID
-    from .search import BandwidthSelection
+    from .search import BandwidthSelection, ConstantResponseWarning
     from .selection import NUMPY_SEARCH_XATOL as NUMPY_SEARCH_XATOL
     from .selection import POOLINGS as POOLINGS
     from .selection import SELECTORS as SELECTORS
-    from .selection import ConstantResponseWarning, aicc_curve, cv_curve, select_bandwidth
+    from .selection import aicc_curve, cv_curve, select_bandwidth
 
 
 def __getattr__(name: str) -> Any:

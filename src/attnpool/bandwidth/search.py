@@ -9,11 +9,13 @@ the rule of thumb.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..sums.empty_policy import user_stacklevel
 from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, bandwidth_of, categorical_upper
 from ..sums.plan import plan
@@ -30,10 +32,12 @@ __all__ = [
     "SMOOTHED_OUT",
     "WIDE",
     "BandwidthSelection",
+    "ConstantResponseWarning",
     "bandwidth_of",
     "best_candidate",
     "best_of",
     "categorical_upper",
+    "constant_response",
     "finite_or_largest",
     "host_search",
     "initial_simplex",
@@ -61,6 +65,26 @@ SMOOTHED_OUT = 2.0**20
 #: The bandwidth, in half-widths, from which the criterion is near its limit — the
 #: column's whole width — and a bandwidth still growing is tried smoothed out.
 WIDE = 2.0
+
+
+class ConstantResponseWarning(UserWarning):
+    """A bandwidth search on a constant response: every bandwidth fits it exactly, so no
+    criterion can choose one (the rule of thumb, or the most neighbours, is returned)."""
+
+
+def constant_response(y: np.ndarray, method: str, returned: str) -> bool:
+    """Whether every column of ``y (n, p)`` is constant — then with a
+    :class:`ConstantResponseWarning` saying what is ``returned`` instead of the
+    ``method``'s optimum."""
+    if not np.all(y == y[:1]):
+        return False
+    warnings.warn(
+        f"y: the response is constant: every bandwidth fits it exactly and the {method} "
+        f"criterion cannot choose one; {returned} is returned",
+        ConstantResponseWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return True
 
 
 class BandwidthSelection(NamedTuple):

@@ -4,7 +4,6 @@ curves (:func:`cv_curve`, :func:`aicc_curve`); the package's docstring describes
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,6 @@ from ..engines import numpy_search
 from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..sums.backends import get_backend
-from ..sums.empty_policy import user_stacklevel
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import merged_rows, positive_rows
 from . import by_backend, leave_one_out
@@ -26,6 +24,8 @@ from .rules import rule_of_thumb
 from .search import (
     GRID,
     BandwidthSelection,
+    ConstantResponseWarning,
+    constant_response,
     planned_search,
     select_on_host,
     smoothed_out,
@@ -69,11 +69,6 @@ POOLINGS = ("auto", *LEAVE_ONE_OUT_METHODS)
 NUMPY_SEARCH_XATOL = 1e-8
 
 
-class ConstantResponseWarning(UserWarning):
-    """A bandwidth search on a constant response: every bandwidth fits it exactly, so no
-    criterion can choose one; the rule of thumb is returned."""
-
-
 def _search(
     x: Any,
     y: Any,
@@ -95,13 +90,7 @@ def _search(
     )
     if method in ("scott", "silverman"):
         return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
-    if np.all(y == y[:1]):
-        warnings.warn(
-            f"y: the response is constant: every bandwidth fits it exactly and the {method} "
-            "criterion cannot choose one; the rule of thumb is returned",
-            ConstantResponseWarning,
-            stacklevel=user_stacklevel(),
-        )
+    if constant_response(y, method, "the rule of thumb"):
         exact = 0.0 if method == "cv" else -math.inf  # (AICc: log σ̂² of σ̂² = 0)
         return BandwidthSelection(start, exact, method, (np.array([]), np.array([])))
     cont = list(model.continuous)

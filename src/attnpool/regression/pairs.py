@@ -189,10 +189,20 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     """``(setting (d,), cv score, evaluations)``: bandwidths (``"fixed"``) or numbers of
     neighbours chosen by leave-one-out CV (identical rows merged into one of their total
     weight, left out together: :mod:`attnpool.sums.observation_weights`)."""
+    from ..bandwidth.rules import rule_of_thumb
+    from ..bandwidth.search import constant_response
     from ..sums.observation_weights import merged_rows
 
     flat = np.ndim(y) == 1
     x, y, weights = merged_rows(x, np.reshape(y, (x.shape[0], -1)), weights)
+    total = math.floor(x.shape[0] if weights is None else float(np.sum(weights)))
+    if bandwidth_type != "fixed":
+        check_neighbours(1, x.shape[1], total)  # at least two points
+    if constant_response(y, "cv", "the rule of thumb" if bandwidth_type == "fixed"
+                         else "the largest number of neighbours"):  # fmt: skip
+        if bandwidth_type == "fixed":
+            return rule_of_thumb(x, kernel=kernel.base or kernel, weights=weights), 0.0, 0
+        return np.full(x.shape[1], total - 1), 0.0, 0
     y = y[:, 0] if flat else y
 
     def score(setting):
@@ -201,8 +211,6 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
 
     if bandwidth_type == "fixed":
         return _select_bandwidth(x, score, kernel, weights, progress)
-    total = math.floor(x.shape[0] if weights is None else float(np.sum(weights)))
-    check_neighbours(1, x.shape[1], total)  # at least two points
     return _select_neighbours((total, x.shape[1]), score, progress)
 
 
