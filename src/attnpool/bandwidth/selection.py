@@ -24,7 +24,6 @@ from .rules import rule_of_thumb
 from .search import (
     GRID,
     BandwidthSelection,
-    ConstantResponseWarning,
     constant_response,
     planned_search,
     select_on_host,
@@ -38,7 +37,6 @@ __all__ = [
     "POOLINGS",
     "SELECTORS",
     "SELECTOR_ALIASES",
-    "ConstantResponseWarning",
     "aicc_curve",
     "canonical_selector",
     "cv_curve",
