@@ -21,6 +21,7 @@ from sklearn.base import clone
 from skmisc.loess import loess as netlib_loess
 
 import attnpool
+from attnpool.bandwidth import ConstantResponseWarning
 from attnpool.smoothers.local_polynomial import design
 from sklearn_checks import scikit_learn_checks
 
@@ -201,6 +202,18 @@ def test_span_selection_passes_over_spans_too_small_for_tied_rows(criterion):
         assert alone.criterion_[0] == value
     with pytest.raises(ValueError, match=r"span=0\.05 is too small"):
         attnpool.Loess(span=criterion, spans=[0.02, 0.05]).fit(x, y)
+
+
+@pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
+def test_span_selection_on_a_constant_response_takes_the_largest_span(criterion):
+    """Every span fits a constant exactly; computed, the criteria followed rounding
+    errors (GCV chose 0.15, AICc 0.35 of the default spans)."""
+    X, _ = _data(2, n=200)
+    with pytest.warns(ConstantResponseWarning, match="every span"):
+        model = attnpool.Loess(span=criterion).fit(X, np.full(200, 3.0))
+    assert model.span_ == 1.0
+    assert np.all(model.criterion_ == (-np.inf if criterion == "aicc" else 0.0))
+    np.testing.assert_array_equal(model.predict(X[:5]), 3.0)
 
 
 @pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])

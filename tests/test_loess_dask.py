@@ -11,6 +11,7 @@ from distributed import Client, LocalCluster
 from sklearn.base import clone
 
 import attnpool
+from attnpool.bandwidth import ConstantResponseWarning
 from attnpool.distributed import order_statistics
 from attnpool.smoothers.neighbourhoods import trimmed_scale
 
@@ -154,6 +155,10 @@ def test_span_chosen_over_the_blocks(client):
     theirs = clone(tied).fit(ties, y)
     assert ours.span_ == theirs.span_ and ours.criterion_[0] == theirs.criterion_[0] == np.inf
     _close(ours.criterion_[1:], theirs.criterion_[1:], 1e-10)
+    # a constant response: the largest span, as in memory
+    with pytest.warns(ConstantResponseWarning, match="every span"):
+        constant = clone(model).fit(*_lazy(X, np.full(600, -2.0), None, 150))
+    assert constant.span_ == 0.8 and np.all(constant.criterion_ == 0.0)
 
 
 def test_bad_inputs_are_clear_errors(client):

@@ -68,23 +68,31 @@ WIDE = 2.0
 
 
 class ConstantResponseWarning(UserWarning):
-    """A bandwidth search on a constant response: every bandwidth fits it exactly, so no
-    criterion can choose one (the rule of thumb, or the most neighbours, is returned)."""
+    """A bandwidth or span search on a constant response: every setting fits it exactly,
+    so no criterion can choose one (the rule of thumb, the most neighbours or the largest
+    span is returned)."""
 
 
-def constant_response(y: np.ndarray, method: str, returned: str) -> bool:
+def constant_response(
+    y: np.ndarray, method: str, returned: str, setting: str = "bandwidth"
+) -> bool:
     """Whether every column of ``y (n, p)`` is constant — then with a
-    :class:`ConstantResponseWarning` saying what is ``returned`` instead of the
-    ``method``'s optimum."""
+    :class:`ConstantResponseWarning` (:func:`warn_constant_response`)."""
     if not np.all(y == y[:1]):
         return False
+    warn_constant_response(method, returned, setting)
+    return True
+
+
+def warn_constant_response(method: str, returned: str, setting: str = "bandwidth") -> None:
+    """A :class:`ConstantResponseWarning` saying what is ``returned`` instead of the
+    ``method``'s optimum ``setting``."""
     warnings.warn(
-        f"y: the response is constant: every bandwidth fits it exactly and the {method} "
+        f"y: the response is constant: every {setting} fits it exactly and the {method} "
         f"criterion cannot choose one; {returned} is returned",
         ConstantResponseWarning,
         stacklevel=user_stacklevel(),
     )
-    return True
 
 
 class BandwidthSelection(NamedTuple):

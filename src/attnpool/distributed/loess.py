@@ -99,7 +99,13 @@ def _neighbourhoods(estimator, training, span):
 
 def _chosen_span(estimator, training, spans):
     """:func:`~attnpool.smoothers.span_selection.select_span` over the blocks."""
-    from ..smoothers.span_selection import best_span, checked_spans, criterion_value, span_values
+    from ..smoothers.span_selection import (
+        best_span,
+        checked_spans,
+        constant_span,
+        criterion_value,
+        span_values,
+    )
 
     def value_of(span: float) -> float:
         groups, radius = _neighbourhoods(estimator, training, span)
@@ -111,6 +117,8 @@ def _chosen_span(estimator, training, spans):
         return criterion_value(estimator.span, training.spread.n, *totals)
 
     spans = checked_spans(spans)
+    if not any(dask.compute(*[delayed(np.any)(y) for y in training.values])):  # y − its median
+        return constant_span(spans, estimator.span)
     return best_span(spans, span_values(spans, value_of), estimator.span)
 
 

@@ -46,7 +46,8 @@ class Loess(RegressorMixin, BaseEstimator):
         The share of the points in each neighbourhood (above 1: all of them, the radius
         times ``√span``), or a criterion to choose it by over ``spans``: generalised CV
         ``n Σ w r² / (n − tr L)²``, Hurvich, Simonoff & Tsai's AICc, or leave-one-out CV
-        ``Σ (rᵢ / (1 − Lᵢᵢ))²``.
+        ``Σ (rᵢ / (1 − Lᵢᵢ))²``. A constant response, which every span fits exactly,
+        takes the largest span with a :class:`attnpool.bandwidth.ConstantResponseWarning`.
     degree : {0, 1, 2}
         Of the local polynomial (2: squares and cross products included).
     family : {"gaussian", "symmetric"}

@@ -24,6 +24,7 @@ __all__ = [
     "CRITERIA",
     "best_span",
     "checked_spans",
+    "constant_span",
     "criterion_sums",
     "criterion_value",
     "select_span",
@@ -45,6 +46,8 @@ def select_span(
     """The span of ``spans`` with the smallest ``criterion`` (the largest among equals),
     and the criterion at each. ``X`` scaled, shape (n, d); ``prior`` the weights."""
     spans = checked_spans(spans)
+    if np.all(y == y[0]):
+        return constant_span(spans, criterion)
     values = span_values(spans, lambda span: _criterion(X, y, prior, span, degree, kernel,
                                                         criterion))  # fmt: skip
     return best_span(spans, values, criterion)
@@ -81,6 +84,18 @@ def best_span(spans: np.ndarray, values: np.ndarray, criterion: str) -> tuple[fl
         raise ValueError(f"the {criterion} criterion is not finite at any of the spans {spans}")
     best = np.flatnonzero(values == np.nanmin(values))
     return float(spans[best[np.argmax(spans[best])]]), values
+
+
+def constant_span(spans: np.ndarray, criterion: str) -> tuple[float, np.ndarray]:
+    """The largest of ``spans`` for a constant response, with a
+    :class:`attnpool.bandwidth.ConstantResponseWarning`, and the criterion at each span
+    in exact arithmetic (every fit is exact: 0, or −∞ for AICc, the log of a zero
+    variance). Computed, the criterion would follow rounding errors to a small span."""
+    from ..bandwidth.search import warn_constant_response
+
+    largest = float(np.max(spans))
+    warn_constant_response(criterion, f"the largest span ({largest:g})", setting="span")
+    return largest, np.full(spans.shape, -np.inf if criterion == "aicc" else 0.0)
 
 
 def _criterion(X, y, prior, span, degree, kernel, criterion) -> float:
