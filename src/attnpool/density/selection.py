@@ -27,7 +27,7 @@ from ..bandwidth.search import (
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import MixedColumns
 from ..sums.local_model import model_for
-from ..sums.observation_weights import merged_rows, positive_rows
+from ..sums.observation_weights import positive_rows
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
 
 __all__ = [
@@ -73,8 +73,10 @@ def select_density_bandwidth(
     var_type : str, optional
     weights : array of shape (n,), optional
         Observation weights: the rule of thumb is that of the sample repeating row ``i``
-        ``w_i`` times; cross-validation leaves each row out whole (identical rows merged
-        into one of their total weight first) and weighs its terms by ``w_i``.
+        ``w_i`` times; cross-validation leaves each row out whole and weighs its terms
+        by ``w_i``. Identical rows stay separate rows, as in an unweighted sample (tied
+        values keep the search above half their resolution), so equal weights select
+        what no weights select.
     progress : callable ``(done, total)``, optional
     subsample : Subsampled, optional
         Select on blocks of rows and scale up, as statsmodels' ``efficient=True``
@@ -134,10 +136,6 @@ def select_density_bandwidth(
         return BandwidthSelection(h, math.nan, method, NO_GRID)
     if method == "normal_reference":
         return BandwidthSelection(normal_reference(x, model, weights), math.nan, method, NO_GRID)
-    if weights is not None:  # identical rows are one observation, left out together
-        x, _, weights = merged_rows(x, x[:, :1], weights)
-        model = model_for(x, kernel=kernel, var_type=var_type)
-
     columns = MixedColumns(x, model.var_type, model.kernel)
     # (validated once: the search keeps h positive and finite)
     by_fgt = method == "cv_ml" and weights is None and by_expansions(x, columns)

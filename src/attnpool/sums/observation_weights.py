@@ -20,6 +20,12 @@ is their total (:func:`merged_rows`). So integer weights and repeated rows give 
 same criterion, and no criterion can be lowered by interpolating a point's own copies
 (with "one copy out", weights of 2 or a repeated row left each point its own twin, and
 cross-validation chose bandwidths near 0).
+
+Density searches are the exception: there a row is its values alone, so identical rows
+are the ties of recorded data. They stay separate rows, with or without weights — each
+row left out whole, its twins kept, and the search kept above half the ties' resolution
+(:mod:`attnpool.bandwidth.resolution`) — so that equal weights select what no weights
+select. (Merged, values recorded to 0.1 chose twice Scott's bandwidth.)
 """
 
 from __future__ import annotations
