@@ -291,6 +291,24 @@ def test_a_large_local_constant_band_is_the_host_backends_and_the_compiled_ones(
     np.testing.assert_allclose(band.std, std[:, 0], rtol=1e-10)
 
 
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+@pytest.mark.parametrize("method", ["asymptotic", "bootstrap"])
+def test_bands_scale_with_y_to_the_float_range(scale, method):
+    """The squared residuals of y ~ 1e−200 underflowed (a band of width 0) and of
+    y ~ 1e200 overflowed (NaN); the band scales with y, as the estimators' do."""
+    data = datasets.sine_data(n=120, seed=4)
+    x, y = data.x_train, np.c_[data.y_train, -3.0 * data.y_train]
+    options = {"bandwidth": 0.4, "method": method, "n_boot": 20, "degree": 1}
+    plain = confidence_band(x, y, GRID, **options)
+    scaled = confidence_band(x, y * scale, GRID, **options)
+    for name in ("fit", "std", "lower", "upper"):
+        np.testing.assert_allclose(getattr(scaled, name) / scale, getattr(plain, name), rtol=1e-13)
+    model = attnpool.NadarayaWatson(bandwidth=0.4).fit(x[:, None], y[:, 0] * scale)
+    std = model.predict(GRID[:, None], return_std=True)[1]
+    np.testing.assert_allclose(std / scale, confidence_band(x, y[:, 0], GRID, bandwidth=0.4).std,
+                               rtol=1e-13)  # fmt: skip
+
+
 def test_queries_no_training_point_reaches_are_reported_not_silently_nan():
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.uniform(0, 4, 300), rng.uniform(6, 10, 300)])

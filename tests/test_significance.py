@@ -148,6 +148,23 @@ def test_the_p_value_counts_the_statistic_among_the_replicates():
     assert "p-value" in str(found)
 
 
+@pytest.mark.parametrize("estimator", [NadarayaWatson, LocalLinear])
+def test_the_p_value_does_not_depend_on_the_scale_of_y(estimator):
+    """y ~ 1e±200: the squared effects underflowed or overflowed, and p was 1."""
+    rng = np.random.default_rng(9)
+    x = np.c_[rng.uniform(0, 1, (80, 2)), rng.integers(0, 3, 80)]
+    y = np.sin(6 * x[:, 0]) + rng.normal(0, 0.3, 80)
+    found = {}
+    for scale in (1.0, 1e-200, 1e200, 3.0):
+        model = estimator(bandwidth=[0.1, 0.3, 0.2], var_type="ccu").fit(x, y * scale)
+        found[scale] = [significance_test(model, c, n_boot=19) for c in (0, 1, 2)]
+    for scale in (1e-200, 1e200, 3.0):
+        assert [t.p_value for t in found[scale]] == [t.p_value for t in found[1.0]]
+    assert found[1.0][0].p_value == 0.05  # the signal is found at every scale
+    for t, plain in zip(found[3.0], found[1.0], strict=True):  # the statistic in y² units
+        assert t.statistic == pytest.approx(9 * plain.statistic, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     "columns, message",
     [(5, r"columns: expected distinct column indices in \[0, 2\)"), ([0, 0], "distinct"),

@@ -46,6 +46,7 @@ import numpy as np
 from scipy import stats
 
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.units import power_of_two_above
 from .._support.validation import check_choice, check_positive_int
 from ..kernels.calculus import kernel_integrals
 from ..regression import validated
@@ -166,19 +167,20 @@ def confidence_band(
     if method == "asymptotic":
         _check_asymptotic(model, x.shape[1])
     settings = BandSettings(method, n_boot, bootstrap, seed)
+    # each response in a power-of-two unit (exact to undo) of its largest magnitude: the
+    # squared residuals then neither overflow (y ~ 1e200: NaN) nor underflow (1e-200: 0)
+    unit = power_of_two_above(np.max(np.abs(y), axis=0))
+    y = y / unit
     if get_backend(pooling) is not None:
         fit, std = backend_band(pooling, x, y, q, h, model, settings)
-        _report_empty(fit, model.kernel)
-        return _band(fit, std, level, method, flat)
-    check_choice(pooling, "pooling", ("auto",))
-    found = None
-    if method == "asymptotic":  # NumPy pairs, or the exact host backends: no JAX
-        found = numpy_band(x, y, q, h, model) or host_band(x, y, q, h, model)
-    if found is None:
-        found = _compiled_band(x, y, q, h, model, settings)
-    fit, std = found
+    else:
+        check_choice(pooling, "pooling", ("auto",))
+        found = None
+        if method == "asymptotic":  # NumPy pairs, or the exact host backends: no JAX
+            found = numpy_band(x, y, q, h, model) or host_band(x, y, q, h, model)
+        fit, std = found or _compiled_band(x, y, q, h, model, settings)
     _report_empty(fit, model.kernel)
-    return _band(fit, std, level, method, flat)
+    return _band(fit * unit, std * unit, level, method, flat)
 
 
 def _check_asymptotic(model: Any, d: int) -> None:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._support.units import power_of_two_above
 from .._support.validation import check_choice, check_positive_int
 from ..engines.numpy_engine import NUMPY_MAX_WORK
 
@@ -60,7 +61,9 @@ class SignificanceTest:
     Attributes
     ----------
     statistic : float
-        ``λ`` (continuous columns) or ``I`` (a categorical one)
+        ``λ`` (continuous columns) or ``I`` (a categorical one), in squared units of
+        ``y`` (0 or ``inf`` where that is beyond the float range: the test itself runs
+        in a power-of-two unit of ``y``, so its p-value does not depend on ``y``'s scale)
     p_value : float
         Bootstrap p-value, ``(1 + #{stat* ≥ stat}) / (1 + n_boot)``
     columns : tuple of int
@@ -176,6 +179,10 @@ def significance_test(
             f"{list(tested)} of var_type {var_type!r}"
         )
     fit = _Fit(model, x, var_type)
+    # y in a power-of-two unit (exact to undo): the squared effects neither overflow nor
+    # underflow (y ~ 1e±200 gave p = 1); the statistics are brought back to y's units
+    unit = float(power_of_two_above(np.max(np.abs(y))))
+    y = y / unit
     rng = np.random.default_rng(seed)
     # the errors are the unrestricted fit's leave-one-out residuals: the null fit's would
     # carry the tested columns' signal into every replicate (no power), the in-sample
@@ -197,6 +204,8 @@ def significance_test(
         )
         kind = "categorical"
     p_value = (1 + np.sum(null >= statistic)) / (1 + n_boot)
+    with np.errstate(over="ignore", under="ignore"):  # (in y's units: 0 or ∞ beyond floats)
+        statistic, null = statistic * unit * unit, null * unit * unit
     return SignificanceTest(float(statistic), float(p_value), tested, kind, null)
 
 
