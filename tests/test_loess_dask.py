@@ -148,6 +148,11 @@ def test_span_chosen_over_the_blocks(client):
     theirs = clone(model).fit(X, y)
     assert ours.span_ == theirs.span_
     _close(ours.criterion_, theirs.criterion_, 1e-10)
+    # y ~ 1e-200: the squared residuals vanished (every span tied at 0, no residual scale)
+    small = clone(model).fit(*_lazy(X, y * 1e-200, None, 150))
+    assert small.span_ == ours.span_
+    _close(small.residual_scale_ / 1e-200, ours.residual_scale_, 1e-12)
+    _close(small.predict(X[:50]) / 1e-200, ours.predict(X[:50]), 1e-12)
     # tied rows: a span too small for them is passed over (it aborted the search)
     ties = np.repeat(np.arange(20.0), 30)[:, None]
     tied = attnpool.Loess(span="gcv", spans=[0.02, 0.2, 0.4], statistics="approximate")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Self, overload
 import numpy as np
 
 from .frames import levels_applied
+from .units import power_of_two_above
 
 if TYPE_CHECKING:
     from .hints import ArrayLike
@@ -129,6 +130,9 @@ def coefficient_of_determination(y, predicted, sample_weight=None) -> float:
     y = np.asarray(y, dtype=float).reshape(predicted.shape)
     weights = _sample_weight(sample_weight, y.shape[0])
     y2, p2 = y.reshape(y.shape[0], -1), predicted.reshape(y.shape[0], -1)
+    # in a power-of-two unit per output (exact): squares of y ~ 1e±200 stay in range
+    unit = power_of_two_above(np.max(np.abs(y2), axis=0, initial=0.0))
+    y2, p2 = y2 / unit, p2 / unit
     mean = np.average(y2, axis=0, weights=weights)
     residual = np.average((y2 - p2) ** 2, axis=0, weights=weights)
     spread = np.average((y2 - mean) ** 2, axis=0, weights=weights)

@@ -198,12 +198,26 @@ class SearchUnits:
 
     def objective(self, value, method: str):
         """A criterion value (or array of them) found in search units, in the data's units."""
-        with np.errstate(over="ignore"):  # a criterion beyond float64 is inf
-            if method == "cv":
-                return np.asarray(value, np.float64) * np.float64(self.y_scale) ** 2
-            if method == "aicc":
-                return np.asarray(value, np.float64) + 2 * np.log(self.y_scale)
-        return value
+        return objective_in_data_units(value, method, self.y_scale)
+
+
+def response_unit(y) -> float:
+    """The power of two at or above the largest magnitude of ``y`` (1 for a zero ``y``):
+    ``y`` divided by it lies in ``[−1, 1]``, exactly, so that squares of its residuals
+    neither overflow (``y ~ 1e200``) nor underflow (``1e−200``)."""
+    return float(power_of_two_above(np.max(np.abs(y))))
+
+
+def objective_in_data_units(value, method: str, y_scale: float):
+    """A criterion ``value`` (or array of them) of a response divided by ``y_scale``, in
+    the response's own units: CV's mean square times ``y_scale²`` (0 or ``inf`` beyond
+    float64), AICc's log variance plus ``2 log y_scale``; others as they are."""
+    with np.errstate(over="ignore", under="ignore"):  # a criterion beyond float64 is inf
+        if method == "cv":
+            return np.asarray(value, np.float64) * np.float64(y_scale) * np.float64(y_scale)
+        if method == "aicc":
+            return np.asarray(value, np.float64) + 2 * np.log(y_scale)
+    return value
 
 
 #: ``(smallest, largest)`` column maxima that need no unit, per float dtype.

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike, KernelSpec
-from .._support.units import SearchUnits
+from .._support.units import SearchUnits, objective_in_data_units, response_unit
 from .._support.validation import check_choice, check_points, check_values
 from ..engines import numpy_search
 from ..kernels.edges import has_edge
@@ -382,17 +382,7 @@ def aicc_curve(
     )
 
 
-def _curve(
-    X: Any,
-    y: Any,
-    bandwidths: Any,
-    method: Any,
-    kernel: Any,
-    degree: Any,
-    var_type: Any,
-    block_size: Any,
-    weights: Any,
-) -> Any:
+def _curve(X, y, bandwidths, method, kernel, degree, var_type, block_size, weights) -> Any:
     x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
     candidates = np.asarray(bandwidths, dtype=float)
     if candidates.ndim == 1:
@@ -410,10 +400,12 @@ def _curve(
             f"{np.asarray(bandwidths).shape} with values from {np.min(candidates):.3g} to "
             f"{np.max(candidates):.3g}"
         )
+    unit = response_unit(y)  # (y ~ 1e±200: squared residuals neither overflow nor vanish)
+    found = None
     if block_size is None:  # on the host where NumPy pairs serve the search (no JAX)
-        found = numpy_search.criterion_curve(x, y, candidates, model, method, weights)
-        if found is not None:
-            return found
-    from .compiled import criterion_curve
+        found = numpy_search.criterion_curve(x, y / unit, candidates, model, method, weights)
+    if found is None:
+        from .compiled import criterion_curve
 
-    return criterion_curve(x, y, candidates, model, block_size, method, weights)
+        found = criterion_curve(x, y / unit, candidates, model, block_size, method, weights)
+    return objective_in_data_units(found, method, unit)

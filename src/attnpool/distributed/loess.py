@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._support.optional import require
+from .._support.units import response_unit
 from ..smoothers.loess_fit import LoessResult, probe_signs, robustness_weights, two_delta
 from ..smoothers.operator_rows import Columns
 from .order_statistics import median, tree_sum
@@ -69,13 +70,16 @@ def distributed_loess(estimator, X, y, sample_weight) -> tuple[Training, LoessRe
     keys = [delayed(keys_of)(part) for part in parts]
     divisor = trimmed_scale(keys, n, d, spread.low) if estimator.normalize and d > 1 else np.ones(d)
     level = median([delayed(_responses)(part) for part in parts], n)
-    estimator.divisor_, estimator._level, estimator._origin = divisor, level, spread.low
+    unit = response_unit(dask.compute(*[delayed(_largest_gap)(part, level) for part in parts]))
+    estimator.divisor_, estimator._origin = divisor, spread.low
+    estimator._level, estimator._unit = level, unit  # (y = level + unit · the fit's y)
     origin = spread.low
 
     def scaled(rows):
         return _moved(rows, origin, divisor)
 
-    parts = list(dask.persist(*[delayed(_scaled)(part, origin, divisor, level) for part in parts]))
+    parts = list(dask.persist(*[delayed(_scaled)(part, origin, divisor, level, unit)
+                                for part in parts]))  # fmt: skip
     spread = replace(spread, boxes=[None if b is None else scaled(b) for b in spread.boxes],
                      low=scaled(spread.low), high=scaled(spread.high))  # fmt: skip
     training = Training(parts, spread, [delayed(_prior)(p) for p in parts],
@@ -104,6 +108,7 @@ def _chosen_span(estimator, training, spans):
         checked_spans,
         constant_span,
         criterion_value,
+        in_data_units,
         span_values,
     )
 
@@ -119,7 +124,8 @@ def _chosen_span(estimator, training, spans):
     spans = checked_spans(spans)
     if not any(dask.compute(*[delayed(np.any)(y) for y in training.values])):  # y − its median
         return constant_span(spans, estimator.span)
-    return best_span(spans, span_values(spans, value_of), estimator.span)
+    span, values = best_span(spans, span_values(spans, value_of), estimator.span)
+    return span, in_data_units(values, estimator.span, estimator._unit)
 
 
 def _criterion_sums(sums, y, prior):
@@ -137,8 +143,12 @@ def _responses(part):
     return part.y
 
 
-def _scaled(part, origin, divisor, level):
-    return replace(part, X=_moved(part.X, origin, divisor), y=part.y - level)
+def _largest_gap(part, level):
+    return float(np.max(np.abs(part.y - level), initial=0.0))
+
+
+def _scaled(part, origin, divisor, level, unit):
+    return replace(part, X=_moved(part.X, origin, divisor), y=(part.y - level) / unit)
 
 
 def _moved(rows, origin, divisor):
@@ -249,7 +259,8 @@ def distributed_predict(estimator, X, return_std: bool):
                             Columns(training.values, weights, squares), estimator.degree,
                             estimator._kernel())  # fmt: skip
     group_sizes = [g.size for g in groups]
-    fits = _array(dask.persist(*[delayed(_fits)(s, estimator._level) for s in sums]), group_sizes)
+    fits = [delayed(_fits)(s, estimator._level, estimator._unit) for s in sums]
+    fits = _array(dask.persist(*fits), group_sizes)
     se = None
     if return_std:
         scale = estimator.residual_scale_
@@ -259,8 +270,8 @@ def distributed_predict(estimator, X, return_std: bool):
     return (fits, se) if return_std else fits
 
 
-def _fits(sums, level):
-    return sums.fits + level
+def _fits(sums, level, unit):
+    return sums.fits * unit + level
 
 
 def _standard_error(sums, scale):

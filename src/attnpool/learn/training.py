@@ -26,6 +26,7 @@ from .._support.hints import ArrayLike
 from .._support.interop import precision_scope
 from .._support.optional import require
 from .._support.progress import ProgressBar
+from .._support.units import objective_in_data_units, response_unit
 from .._support.validation import check_choice, check_points, check_positive_int
 from ..sums.observation_weights import merged_rows, positive_rows
 from .attention import learned_pool, learned_weights
@@ -297,15 +298,18 @@ def fit_attention(
     if progress is True:
         progress = ProgressBar("training")
     standardisation = Standardisation.of(x, shared=model.shared_scale, weights=weights)
+    # the loss of y in a power-of-two unit (exact): Adam's steps do not depend on y's
+    # scale (y in 1e-6 units learned another bandwidth) and squares of 1e±200 stay finite
+    unit = response_unit(y)
 
     with precision_scope(x.dtype):
-        xs, ys = jnp.asarray(standardisation(x)), jnp.asarray(y)
+        xs, ys = jnp.asarray(standardisation(x)), jnp.asarray(y / unit)
         w = None if weights is None else jnp.asarray(weights, x.dtype)
         w_val = None if val_weights is None else jnp.asarray(val_weights, x.dtype)
         params = _initial(model, jax.random.key(seed), xs, standardisation.scale, weights)
         opt_state = optimizer.init(params)
         if x_val is not None:
-            xv, yv = jnp.asarray(standardisation(x_val)), jnp.asarray(y_val)
+            xv, yv = jnp.asarray(standardisation(x_val)), jnp.asarray(y_val / unit)
         batches = _batches(x.shape[0], batch_size, seed)
         history, validation_history = [], []
         best = (np.inf, params, 0)
@@ -358,8 +362,10 @@ def fit_attention(
         x_train=x,
         y_train=y,
         flat_targets=flat,
-        history=np.asarray(history),
-        validation_history=np.asarray(validation_history) if x_val is not None else None,
+        history=objective_in_data_units(history, "cv", unit),
+        validation_history=(
+            objective_in_data_units(validation_history, "cv", unit) if x_val is not None else None
+        ),
         best_step=best_step,
         stopped_early=stopped_early,
         weights=weights,

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from .. import kernels as _kernels
+from .._support.units import objective_in_data_units, response_unit
 from ..sums.pairs import local_fit
 from ..sums.problem import SumProblem
 from .options import FitOptions
@@ -203,15 +204,18 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
         if bandwidth_type == "fixed":
             return rule_of_thumb(x, kernel=kernel.base or kernel, weights=weights), 0.0, 0
         return np.full(x.shape[1], total - 1), 0.0, 0
-    y = y[:, 0] if flat else y
+    unit = response_unit(y)  # (y ~ 1e±200: squared residuals neither overflow nor vanish)
+    y = y[:, 0] / unit if flat else y / unit
 
     def score(setting):
         return cv_score(x, y, kernel=kernel, setting=setting, bandwidth_type=bandwidth_type,
                         degree=degree, weights=weights)  # fmt: skip
 
     if bandwidth_type == "fixed":
-        return _select_bandwidth(x, score, kernel, weights, progress)
-    return _select_neighbours((total, x.shape[1]), score, progress)
+        setting, value, evaluations = _select_bandwidth(x, score, kernel, weights, progress)
+    else:
+        setting, value, evaluations = _select_neighbours((total, x.shape[1]), score, progress)
+    return setting, float(objective_in_data_units(value, "cv", unit)), evaluations
 
 
 def _select_bandwidth(x, score, kernel, weights, progress):

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._support.estimator_api import MultiOutputRegressor, check_is_fitted, is_dask, validate_data
 from .._support.hints import ArrayLike, KernelSpec, NDArray
+from .._support.units import objective_in_data_units, response_unit
 from .._support.validation import check_bandwidth, check_choice
 from .monomials import checked_options
 from .polynomial import POLYNOMIAL_METHODS, local_polynomial, loo_residuals
@@ -162,6 +163,8 @@ def _cv_bandwidth(
     if not np.all(spread > 0):
         raise ValueError("X: 'cv' needs every column to vary; a constant column has no scale")
     n, d = X.shape
+    unit = response_unit(y)  # (y ~ 1e±200: squared residuals neither overflow nor vanish)
+    y = y / unit
 
     def score(log_factor: float) -> float:
         residuals = loo_residuals(X, y, math.exp(log_factor) * spread, kernel, degree, method)
@@ -191,4 +194,4 @@ def _cv_bandwidth(
             b = low + ratio * (high - low)
             fb = score(b)
     found = min([(values[best], grid[best]), (fa, a), (fb, b)])
-    return math.exp(found[1]) * spread, found[0]
+    return math.exp(found[1]) * spread, float(objective_in_data_units(found[0], "cv", unit))

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .._support.units import power_of_two_above
+
 __all__ = ["FitSummary", "r_squared", "summarised"]
 
 
@@ -40,6 +42,9 @@ def r_squared(y, fitted, weights=None) -> np.ndarray:
     """
     y = np.asarray(y, np.float64).reshape(np.shape(y)[0], -1)
     fitted = np.asarray(fitted, np.float64).reshape(y.shape)
+    # in a power-of-two unit per output (exact): fourth powers of y ~ 1e±80 stay in range
+    unit = power_of_two_above(np.max(np.abs(y), axis=0, initial=0.0))
+    y, fitted = y / unit, fitted / unit
     w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, np.float64)
     mean = w @ y / np.sum(w)
     observed, predicted = y - mean, fitted - mean

@@ -17,6 +17,7 @@ from .._support.estimator_api import (
     validate_data,
 )
 from .._support.hints import ArrayLike
+from .._support.units import response_unit
 from ..sums.observation_weights import positive_rows
 from .loess_fit import LoessResult, fit_loess, fits_and_spread, fits_at
 from .neighbourhoods import radii, trimmed_scale
@@ -169,15 +170,19 @@ class Loess(RegressorMixin, BaseEstimator):
         scaled = self._scaled_rows(X)
         kernel = self._kernel()
         iterations = 1 if self.family == "gaussian" else int(self.iterations)
+        # the fit is equivariant to y's shift and scale: centred, a constant y is fitted
+        # exactly; in a power-of-two unit, the squared residuals of y ~ 1e±200 neither
+        # overflow nor vanish
+        self._level = float(np.median(y))
+        self._unit = response_unit(y - self._level)
+        self._scaled, self._y, self._prior = scaled, (y - self._level) / self._unit, prior
 
         def choose(spans: np.ndarray) -> tuple[float, np.ndarray]:
-            return select_span(scaled, y, prior, spans, self.degree, kernel, str(self.span))
+            return select_span(scaled, self._y, prior, spans, self.degree, kernel,
+                               str(self.span), self._unit)  # fmt: skip
 
         self._resolve_span(y.size, choose)
         radius = radii(scaled, scaled, self.span_, self.neighbours)
-        # the fit is equivariant to a shift of y: centred, a constant y is fitted exactly
-        self._level = float(np.median(y))
-        self._scaled, self._y, self._prior = scaled, y - self._level, prior
         result = fit_loess(scaled, self._y, prior, radius, self.degree, kernel, iterations,
                            self.statistics)  # fmt: skip
         return self._fitted(result)
@@ -201,14 +206,14 @@ class Loess(RegressorMixin, BaseEstimator):
             self.span_ = float(self.span)
 
     def _fitted(self, result: LoessResult) -> Self:
-        self.fitted_values_ = result.fitted + self._level
-        self.residuals_ = result.residuals
+        self.fitted_values_ = result.fitted * self._unit + self._level
+        self.residuals_ = result.residuals * self._unit
         self.robustness_weights_ = result.robust
         self.trace_hat_ = result.trace_hat
         self.one_delta_ = result.one_delta
         self.two_delta_ = result.two_delta
         self.enp_ = result.enp
-        self.residual_scale_ = result.residual_scale
+        self.residual_scale_ = result.residual_scale * self._unit
         self.df_ = result.df
         if result.interpolates:
             warnings.warn(
@@ -258,7 +263,7 @@ class Loess(RegressorMixin, BaseEstimator):
         kernel = self._kernel()
         if not return_std:
             fits = fits_at(self._scaled, self._y, weights, queries, radius, self.degree, kernel)
-            return fits + self._level
+            return fits * self._unit + self._level
         if not np.isfinite(self.residual_scale_):
             raise ValueError(
                 "return_std: this fit interpolates the data and has no residual scale; "
@@ -266,7 +271,7 @@ class Loess(RegressorMixin, BaseEstimator):
             )
         fits, spread = fits_and_spread(self._scaled, self._y, weights, self._prior, queries,
                                        radius, self.degree, kernel)  # fmt: skip
-        return fits + self._level, self.residual_scale_ * np.sqrt(spread)
+        return fits * self._unit + self._level, self.residual_scale_ * np.sqrt(spread)
 
     def _predict_blocks(self, X: Any, return_std: bool) -> Any:
         """:meth:`predict` of a Dask array, each block of rows a task."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._support.units import objective_in_data_units
 from ..kernels import Kernel
 from .loess_fit import leverage
 from .neighbourhoods import SpanTooSmall, radii
@@ -27,6 +28,7 @@ __all__ = [
     "constant_span",
     "criterion_sums",
     "criterion_value",
+    "in_data_units",
     "select_span",
     "span_values",
 ]
@@ -42,15 +44,25 @@ def select_span(
     degree: int,
     kernel: Kernel,
     criterion: str,
+    unit: float = 1.0,
 ) -> tuple[float, np.ndarray]:
     """The span of ``spans`` with the smallest ``criterion`` (the largest among equals),
-    and the criterion at each. ``X`` scaled, shape (n, d); ``prior`` the weights."""
+    and the criterion at each, of the response ``y · unit``. ``X`` scaled, shape (n, d);
+    ``prior`` the weights."""
     spans = checked_spans(spans)
     if np.all(y == y[0]):
         return constant_span(spans, criterion)
     values = span_values(spans, lambda span: _criterion(X, y, prior, span, degree, kernel,
                                                         criterion))  # fmt: skip
-    return best_span(spans, values, criterion)
+    span, values = best_span(spans, values, criterion)  # (ranked in y's unit: 1e±200 ties)
+    return span, in_data_units(values, criterion, unit)
+
+
+def in_data_units(values: np.ndarray, criterion: str, unit: float) -> np.ndarray:
+    """The ``criterion``'s ``values`` of a response divided by ``unit``, in its own units
+    (GCV and CV times ``unit²``, AICc plus ``2 log unit``)."""
+    return np.asarray(objective_in_data_units(values, "aicc" if criterion == "aicc" else "cv",
+                                              unit))  # fmt: skip
 
 
 def span_values(spans: np.ndarray, value_of: Callable[[float], float]) -> np.ndarray:

@@ -1,0 +1,97 @@
+"""Equivariance in the response's scale: ``y`` times ``s`` scales every fit, standard error
+and residual scale by ``s``, leaves every chosen bandwidth, span and p-value alone, and
+moves the criteria as their units say (mean squares by ``s²``, AICc by ``2 log s``) —
+to ``s = 1e±200``, where squared residuals in ``y``'s own units overflow or vanish.
+Each case here failed before the computations took ``y`` in a power-of-two unit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import attnpool
+
+SCALES = [1e-200, 1e200]
+
+
+def _data(n=120, seed=9):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0, 1, n)
+    return x, np.sin(6 * x) + rng.normal(0, 0.3, n)
+
+
+def _close(actual, expected, rtol=1e-12):
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_criterion_curves(scale):
+    x, y = _data()
+    grid = [0.05, 0.1, 0.2]
+    _close(attnpool.aicc_curve(x, y * scale, grid), attnpool.aicc_curve(x, y, grid)
+           + 2 * math.log(scale))  # fmt: skip
+    expected = 0.0 if scale < 1 else np.inf  # s² beyond float64: its limit, not NaN
+    assert np.all(attnpool.cv_curve(x, y * scale, grid) == expected)
+    _close(attnpool.cv_curve(x, y * 1e100, grid), attnpool.cv_curve(x, y, grid) * 1e200)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize(
+    "options",
+    [{"kernel": "gaussian-order4"}, {"bandwidth_type": "adaptive_nn"}],
+    ids=["higher-order", "neighbours"],
+)
+def test_pair_fits_choose_the_same_setting(scale, options):
+    x, y = _data()
+    plain = attnpool.NadarayaWatson(**options).fit(x[:, None], y)
+    scaled = attnpool.NadarayaWatson(**options).fit(x[:, None], y * scale)
+    _close(scaled.bandwidth_, plain.bandwidth_, rtol=1e-10)  # (y · s rounds: the search's)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_local_polynomial_cross_validation(scale):
+    x, y = _data()
+    plain = attnpool.LocalPolynomial(degree=2).fit(x[:, None], y)
+    scaled = attnpool.LocalPolynomial(degree=2).fit(x[:, None], y * scale)
+    np.testing.assert_array_equal(scaled.bandwidth_, plain.bandwidth_)
+    _close(scaled.predict([[0.5]]) / scale, plain.predict([[0.5]]))
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-80, 1e80, 1e200])
+def test_coefficients_of_determination(scale):
+    x, y = _data()
+    plain = attnpool.NadarayaWatson(bandwidth=0.05).fit(x[:, None], y)
+    scaled = attnpool.NadarayaWatson(bandwidth=0.05).fit(x[:, None], y * scale)
+    _close(scaled.score(x[:, None], y * scale), plain.score(x[:, None], y))
+    _close(scaled.r_squared_, plain.r_squared_)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_loess(scale):
+    x, y = _data()
+    queries = np.linspace(0.1, 0.9, 5)[:, None]
+    plain = attnpool.Loess(span="aicc").fit(x[:, None], y)
+    scaled = attnpool.Loess(span="aicc").fit(x[:, None], y * scale)
+    assert scaled.span_ == plain.span_
+    _close(scaled.criterion_, plain.criterion_ + 2 * math.log(scale))
+    _close(scaled.residual_scale_ / scale, plain.residual_scale_)
+    _close(scaled.fitted_values_ / scale, plain.fitted_values_, rtol=1e-11)
+    for ours, theirs in zip(scaled.predict(queries, return_std=True),
+                            plain.predict(queries, return_std=True), strict=True):  # fmt: skip
+        _close(ours / scale, theirs, rtol=1e-11)
+    gcv = attnpool.Loess(span="gcv").fit(x[:, None], y * scale)
+    assert gcv.span_ == attnpool.Loess(span="gcv").fit(x[:, None], y).span_
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e-200, 1e200])
+def test_learned_attention(scale):
+    """Adam's steps on the loss in y's own units: y in 1e-6 units learned a bandwidth
+    of 0.103 where y learns 0.042 (its ε outweighed the gradients)."""
+    x, y = _data()
+    plain = attnpool.LearnedAttentionRegressor(steps=60).fit(x[:, None], y)
+    scaled = attnpool.LearnedAttentionRegressor(steps=60).fit(x[:, None], y * scale)
+    # (y · s rounds, and sixty steps carry that to 1e-6)
+    _close(scaled.bandwidth_, plain.bandwidth_, rtol=1e-5)
+    _close(scaled.predict(x[:5, None]) / scale, plain.predict(x[:5, None]), rtol=1e-5)
