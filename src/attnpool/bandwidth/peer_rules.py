@@ -46,6 +46,7 @@ import numpy as np
 
 from .. import kernels
 from .._support.hints import ArrayLike, KernelSpec
+from .._support.units import power_of_two_above
 from .._support.validation import check_choice, check_points
 
 __all__ = ["PEER_RULES", "peer_rule"]
@@ -104,6 +105,16 @@ def peer_rule(x: ArrayLike, name: str, kernel: KernelSpec = "gaussian") -> np.nd
                 f"received {record.name!r}"
             )
         return np.array([density_plug_in_bandwidth(column, kernel=base) for column in x.T])
+    # each column in a power-of-two unit (exact: the peers' numbers to the last digit),
+    # so that the squares in sd of x ~ 1e±200 neither overflow nor vanish
+    unit = power_of_two_above(np.max(np.abs(x), axis=0))
+    return np.asarray(_spread_rule(x / unit, name, record) * unit)
+
+
+def _spread_rule(x: np.ndarray, name: str, record: kernels.Kernel) -> np.ndarray:
+    """The rules of :func:`peer_rule` from the spread of each column of ``x (n, d)``."""
+    assert record.variance is not None and record.roughness is not None  # (checked)
+    n = x.shape[0]
     sd = x.std(axis=0, ddof=1)
     quartiles = np.percentile(x, [75, 25], axis=0)
     iqr = quartiles[0] - quartiles[1]

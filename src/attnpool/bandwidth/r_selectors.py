@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 
 from .._support.hints import ArrayLike
+from .._support.units import power_of_two_above
 from .._support.validation import check_choice
 from .minimizers import minimize_bounded
 
@@ -47,6 +48,8 @@ __all__ = [
 PI = 3.14159265
 #: Squared scaled distances from which a pair is left out (R's DELMAX).
 CUTOFF = 1000.0
+#: The largest magnitudes of a column computed in its own units (:func:`_in_unit`).
+ORDINARY = (2.0**-100, 2.0**100)
 
 
 def pair_counts(x: np.ndarray, bins: int) -> tuple[float, np.ndarray]:
@@ -162,6 +165,18 @@ def _column(x: ArrayLike) -> np.ndarray:
     return values
 
 
+def _in_unit(values: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(values / unit, unit)``: a column whose largest magnitude lies beyond
+    :data:`ORDINARY` divided by a power of two at or above it (exact), where R's powers of
+    the bandwidth (``h⁷`` in ``φ₆``) would leave the float range; else as it is (``unit``
+    1), computed as R computes it."""
+    largest = float(np.max(np.abs(values)))
+    if ORDINARY[0] <= largest <= ORDINARY[1]:
+        return values, 1.0
+    unit = float(power_of_two_above(largest))
+    return values / unit, unit
+
+
 def _check_bins(nb: int) -> int:
     if isinstance(nb, bool) or not isinstance(nb, (int, np.integer)) or nb < 1:
         raise ValueError(f"nb: expected a whole number ≥ 1 of bins; received {nb!r}")
@@ -214,7 +229,8 @@ def sheather_jones_bandwidth(
     Sheather, S. J. & Jones, M. C. (1991). A reliable data-based bandwidth selection
     method for kernel density estimation. *JRSS B* 53, 683–690. R: ``stats::bw.SJ``.
     """
-    values = _column(x)
+    values, unit = _in_unit(_column(x))
+    lower, upper, tol = (None if v is None else float(v) / unit for v in (lower, upper, tol))
     check_choice(method, "method", ("ste", "dpi"))
     n, (width, counts) = values.size, pair_counts(values, _check_bins(nb))
     scale = _spread(values)
@@ -227,7 +243,7 @@ def sheather_jones_bandwidth(
     if not (math.isfinite(td) and td > 0):
         raise ValueError("x: the sample is too sparse to estimate φ₆ (R: 'to find TD')")
     if method == "dpi":
-        return float((c1 / _phi4((2.394 / (n * td)) ** (1 / 7), n, width, counts)) ** 0.2)
+        return float((c1 / _phi4((2.394 / (n * td)) ** (1 / 7), n, width, counts)) ** 0.2) * unit
     alpha = 1.357 * (_phi4(a, n, width, counts) / td) ** (1 / 7)
     if not math.isfinite(alpha):
         raise ValueError("x: the sample is too sparse to estimate φ₄ (R: 'to find alph2')")
@@ -243,7 +259,7 @@ def sheather_jones_bandwidth(
     for attempt in range(1, 101):
         f_low, f_high = equation(low), equation(high)
         if f_low * f_high <= 0:
-            return find_root(equation, low, high, f_low, f_high, tolerance)
+            return find_root(equation, low, high, f_low, f_high, tolerance) * unit
         if attempt > 99 or not widen:
             break
         if attempt % 2:
@@ -251,12 +267,14 @@ def sheather_jones_bandwidth(
         else:
             low /= 1.2
     raise ValueError(
-        f"lower, upper: no solution of the Sheather–Jones equation in [{low:.4g}, {high:.4g}]"
+        "lower, upper: no solution of the Sheather–Jones equation in "
+        f"[{low * unit:.4g}, {high * unit:.4g}]"
     )
 
 
 def _cv_bandwidth(x, nb, lower, upper, tol, criterion) -> float:
-    values = _column(x)
+    values, unit = _in_unit(_column(x))
+    lower, upper, tol = (None if v is None else float(v) / unit for v in (lower, upper, tol))
     n, (width, counts) = values.size, pair_counts(values, _check_bins(nb))
     hmax = 1.144 * float(np.std(values, ddof=1)) * n ** (-0.2)
     low = 0.1 * hmax if lower is None else float(lower)
@@ -266,12 +284,13 @@ def _cv_bandwidth(x, nb, lower, upper, tol, criterion) -> float:
                             xatol=tolerance)  # fmt: skip
     if h < low + tolerance or h > high - tolerance:
         warnings.warn(
-            f"the {criterion.__name__[1:]} criterion's minimum is at one end of [{low:.4g}, "
-            f"{high:.4g}] (R: 'minimum occurred at one end of the range')",
+            f"the {criterion.__name__[1:]} criterion's minimum is at one end of "
+            f"[{low * unit:.4g}, {high * unit:.4g}] (R: 'minimum occurred at one end of the "
+            "range')",
             RuntimeWarning,
             stacklevel=3,
         )
-    return float(h)
+    return float(h) * unit
 
 
 def unbiased_cv_bandwidth(

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._support.hints import ArrayLike, KernelSpec
+from .._support.units import power_of_two_above
 from .._support.validation import check_choice, check_points
 from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
 from ..bandwidth.rules import CATEGORICAL_START, rule_from_spread, rule_of_thumb
@@ -169,8 +170,9 @@ def normal_reference(x: np.ndarray, model: Any, weights: Any = None) -> np.ndarr
     cont = list(model.continuous)
     n = x.shape[0] if weights is None else float(np.sum(weights))
     scale = rule_from_spread(np.ones(x.shape[1]), n, model.kernel) / 1.059
-    mean = np.average(x, axis=0, weights=weights)
-    spread = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=weights))
+    unit = power_of_two_above(np.max(np.abs(x), axis=0))  # (exact: x ~ 1e±200's squares)
+    mean = np.average(x / unit, axis=0, weights=weights)
+    spread = unit * np.sqrt(np.average((x / unit - mean) ** 2, axis=0, weights=weights))
     start = np.full(x.shape[1], CATEGORICAL_START)
     start[cont] = (1.06 * spread * scale)[cont]
     return start

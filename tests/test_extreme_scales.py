@@ -1,8 +1,11 @@
-"""Equivariance in the response's scale: ``y`` times ``s`` scales every fit, standard error
-and residual scale by ``s``, leaves every chosen bandwidth, span and p-value alone, and
-moves the criteria as their units say (mean squares by ``s²``, AICc by ``2 log s``) —
-to ``s = 1e±200``, where squared residuals in ``y``'s own units overflow or vanish.
-Each case here failed before the computations took ``y`` in a power-of-two unit."""
+"""Equivariance in the data's scale, to ``1e±200``, where squares in the data's own units
+overflow or vanish.
+
+The response: ``y`` times ``s`` scales every fit, standard error and residual scale by
+``s``, leaves every chosen bandwidth, span and p-value alone, and moves the criteria as
+their units say (mean squares by ``s²``, AICc by ``2 log s``). A column of ``x`` times
+``s``: every rule of thumb and selector scales its bandwidth by ``s``. Each case here
+failed before these computations took the data in a power-of-two unit."""
 
 from __future__ import annotations
 
@@ -95,3 +98,34 @@ def test_learned_attention(scale):
     # (y · s rounds, and sixty steps carry that to 1e-6)
     _close(scaled.bandwidth_, plain.bandwidth_, rtol=1e-5)
     _close(scaled.predict(x[:5, None]) / scale, plain.predict(x[:5, None]), rtol=1e-5)
+
+
+RULES = ["bw.nrd0", "bw.nrd", "bw.SJ", "bw.SJ-dpi", "bw.ucv", "bw.bcv", "scipy.scott",
+         "scipy.silverman", "statsmodels.normal_reference", "normal_reference"]  # fmt: skip
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("rule", RULES)
+def test_rules_of_thumb_and_r_selectors_scale_with_x(scale, rule):
+    """R's ``bw.nrd0`` was 17% off at 1e-200, ``bw.nrd`` and SciPy's 0, R's selectors
+    failed (``float division by zero``, NaN), statsmodels' normal reference was 0 or
+    ``inf``."""
+    x = np.random.default_rng(3).normal(size=(150, 1))
+    if rule == "normal_reference":
+        for weights in (None, np.arange(1.0, 151.0)):
+            plain = attnpool.select_density_bandwidth(x, method=rule, weights=weights).bandwidth
+            found = attnpool.select_density_bandwidth(x * scale, method=rule, weights=weights)
+            _close(found.bandwidth / scale, plain, rtol=1e-14)
+        return
+    plain = attnpool.KernelDensity(bandwidth=rule).fit(x).bandwidth_
+    # (x · s rounds: R's searches stop within 1e-13 of each other)
+    _close(attnpool.KernelDensity(bandwidth=rule).fit(x * scale).bandwidth_ / scale, plain,
+           rtol=1e-12)  # fmt: skip
+
+
+def test_r_selectors_take_their_limits_in_the_data_units():
+    x = np.random.default_rng(3).normal(size=150)
+    for selector in (attnpool.sheather_jones_bandwidth, attnpool.unbiased_cv_bandwidth,
+                     attnpool.biased_cv_bandwidth):  # fmt: skip
+        plain = selector(x, lower=0.1, upper=0.5)
+        _close(selector(x * 1e-200, lower=0.1e-200, upper=0.5e-200) / 1e-200, plain, rtol=1e-12)
