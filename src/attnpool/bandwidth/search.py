@@ -70,7 +70,28 @@ WIDE = 2.0
 class ConstantResponseWarning(UserWarning):
     """A bandwidth or span search on a constant response: every setting fits it exactly,
     so no criterion can choose one (the rule of thumb, the most neighbours or the largest
-    span is returned)."""
+    span is returned).
+
+    Computed, the criteria would only follow rounding errors — to a bandwidth near 0, or
+    the smallest span.
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, attnpool
+    >>> x = np.linspace(0.0, 1.0, 30)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     found = attnpool.select_bandwidth(x, np.full(30, 2.5), method="cv")
+    >>> caught[0].category.__name__, found.objective
+    ('ConstantResponseWarning', 0.0)
+
+    References
+    ----------
+    Hurvich, C. M., Simonoff, J. S. & Tsai, C.-L. (1998). Smoothing parameter selection
+    in nonparametric regression using an improved Akaike information criterion. *JRSS B*
+    60(2), 271–293 (the criteria: a mean squared error, or its logarithm, which a
+    constant response leaves 0 or −∞ at every bandwidth).
+    """
 
 
 def constant_response(
@@ -96,15 +117,39 @@ def warn_constant_response(method: str, returned: str, setting: str = "bandwidth
 
 
 class BandwidthSelection(NamedTuple):
-    """Result of :func:`attnpool.select_bandwidth`.
+    """Result of :func:`attnpool.select_bandwidth` and
+    :func:`attnpool.select_density_bandwidth`.
 
-    Attributes: ``bandwidth (d,)``; ``objective`` (the criterion there; NaN for rules
-    of thumb); ``method``; ``grid`` — the coarse search's multipliers of the
-    rule of thumb and their objectives (empty for rules of thumb); ``exact`` — False
-    when ``objective`` is the binned approximation (a binned search of a smooth
-    kernel above :data:`attnpool.bandwidth.compiled.EXACT_OBJECTIVE_MAX_PAIRS`);
-    ``evaluations`` — how many times the search evaluated its objective (a grid point
-    counts one, an objective with its gradient one; 0 for rules of thumb).
+    Attributes
+    ----------
+    bandwidth : ndarray of shape (d,)
+        The bandwidth of each column (``λ`` for categorical ones).
+    objective : float
+        The criterion there, in the data's units (NaN for rules of thumb).
+    method : str
+        The criterion or rule.
+    grid : (ndarray, ndarray)
+        The coarse search's multipliers of the rule of thumb and their objectives (empty
+        for rules of thumb).
+    exact : bool
+        False when ``objective`` is the binned approximation (a binned search of a
+        smooth kernel above :data:`attnpool.bandwidth.compiled.EXACT_OBJECTIVE_MAX_PAIRS`).
+    evaluations : int
+        How many times the search evaluated its objective (a grid point counts one, an
+        objective with its gradient one; 0 for rules of thumb).
+
+    Examples
+    --------
+    >>> import attnpool
+    >>> data = attnpool.datasets.sine_data(n=60, seed=2)
+    >>> found = attnpool.select_bandwidth(data.x_train, data.y_train, method="cv")
+    >>> found.method, found.bandwidth.shape, found.exact
+    ('cv', (1,), True)
+
+    References
+    ----------
+    Racine, J. & Li, Q. (2004). Nonparametric estimation of regression functions with
+    both categorical and continuous data. *Journal of Econometrics* 119(1), 99–130.
     """
 
     bandwidth: np.ndarray

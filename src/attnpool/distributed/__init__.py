@@ -41,14 +41,7 @@ dask = require("dask", "Dask support (attnpool.distributed)")
 import dask.array as da  # noqa: E402
 from dask.base import is_dask_collection  # noqa: E402
 
-__all__ = [
-    "as_rows",
-    "attention_pool",
-    "finish_states",
-    "is_dask",
-    "merged_states",
-    "prepare_arrays",
-]
+__all__ = ["attention_pool", "finish_states", "merged_states"]
 
 #: rows per chunk when a NumPy array is turned into a Dask array
 DEFAULT_ROWS = 100_000

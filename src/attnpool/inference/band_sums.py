@@ -26,7 +26,29 @@ __all__ = ["BandSettings", "BeyondTheDataWarning", "backend_band", "bootstrap_re
 
 class BeyondTheDataWarning(UserWarning):
     """An asymptotic band at queries with less than one training point's weight under
-    the kernel: its variance there is no standard error of the fit."""
+    the kernel: its variance there is no standard error of the fit.
+
+    The formula's variance ``σ̂²(x) ∫K² / (n h f̂(x))`` divides by the density of the
+    training points, which beyond (or between) the data tends to 0: twenty bandwidths
+    out its standard error is ~1e42 where the fit's own is the noise's size. A wider
+    bandwidth reaches those queries, and ``method="bootstrap"`` answers there.
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, attnpool
+    >>> from attnpool.inference import BeyondTheDataWarning
+    >>> x = np.linspace(0.0, 1.0, 50); y = np.sin(4 * x)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     band = attnpool.confidence_band(x, y, [0.5, 3.0], bandwidth=0.05)
+    >>> [w.category is BeyondTheDataWarning for w in caught]
+    [True]
+
+    References
+    ----------
+    Fan, J. & Gijbels, I. (1996). *Local Polynomial Modelling and Its Applications*,
+    section 4.4 (the asymptotic variance, for queries inside the design's support).
+    """
 
 
 class BandSettings(NamedTuple):

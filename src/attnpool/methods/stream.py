@@ -38,6 +38,38 @@ def stream_state(
     as leave-one-out). Whole key blocks go through the scan; the last, shorter
     block is merged after it, so no key is padded or masked. Equal to
     :func:`~attnpool.methods.dense_state` up to floating-point rounding.
+
+    Parameters
+    ----------
+    block_function : callable
+        As :func:`~attnpool.methods.dense_state` takes it.
+    queries : array of shape (n, ·)
+    keys : array of shape (m, ·)
+    values : array of shape (m, p)
+    key_block, query_block : int
+        Keys and queries per block: the memory is ``O(query_block × key_block)``.
+    hard : bool
+        Merge the blocks' zero-temperature states (the nearest-key limit).
+
+    Returns
+    -------
+    PoolingState
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from attnpool import PoolingState
+    >>> def gaussian_block(q, q_ids, k, k_ids, v):
+    ...     log_w = -0.5 * (q - k.T) ** 2
+    ...     top = log_w.max(axis=1)
+    ...     shifted = jnp.exp(log_w - top[:, None])
+    ...     return PoolingState(top, shifted.sum(axis=1), shifted @ v)
+    >>> state = stream_state(gaussian_block, jnp.array([[0.0], [2.0]]),
+    ...                      jnp.array([[0.0], [1.0], [3.0]]), jnp.array([[1.0], [2.0], [4.0]]),
+    ...                      key_block=2)
+    >>> (state.weighted_values / state.weight_sum[:, None]).round(3)
+    Array([[1.396],
+           [2.799]], dtype=float32)
     """
     n, m = queries.shape[0], keys.shape[0]
     key_block = min(key_block, m)

@@ -47,17 +47,11 @@ from .._support.hints import (
     KernelSpec,
     NDArray,
 )
-from .._support.validation import (
-    check_bandwidth,
-    check_choice,
-    check_points,
-    check_values,
-    numpy_dtype,
-)
+from .._support.validation import check_choice, numpy_dtype
 from ..engines import numpy_engine
 from ..methods.options import LOCAL_FIT_METHODS
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
-from ..sums.local_model import LocalModel, model_for
+from ..sums.local_model import LocalModel, model_for, validated
 from ..sums.observation_weights import positive_rows
 
 __all__ = [
@@ -67,29 +61,6 @@ __all__ = [
     "nadaraya_watson",
     "validated",
 ]
-
-
-def validated(
-    x_train: ArrayLike,
-    y_train: ArrayLike,
-    x_query: ArrayLike | None,
-    bandwidth: Bandwidth,
-    kernel: KernelSpec,
-    var_type: str | None,
-    degree: int,
-) -> Any:
-    x = check_points(x_train, "x_train")
-    y, flat = check_values(y_train, x.shape[0])
-    q = x if x_query is None else check_points(x_query, "x_query", dims=x.shape[1])
-    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
-    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), dtype=float)
-    for j in model.categorical:
-        if not h[j] < 1:
-            raise ValueError(
-                f"bandwidth: column {j} is categorical ({model.var_type[j]!r}); its bandwidth λ "
-                f"must lie in [0, 1); received {h[j]}"
-            )
-    return x, y, q, h, model, flat
 
 
 @overload

@@ -17,6 +17,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import kernels as _kernels
+from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.validation import check_bandwidth, check_points, check_values
 
 __all__ = [
     "VAR_TYPES",
@@ -27,13 +29,35 @@ __all__ = [
     "model_for",
     "relative",
     "solve_moments",
+    "validated",
 ]
 
 VAR_TYPES = "cou"
 
 
 class LocalModel(NamedTuple):
-    """Static description of a local regression (hashable, for ``jit``)."""
+    """Static description of a local regression (hashable, for ``jit``): what is fitted,
+    not the data. Built by :func:`model_for`, which checks it against the training rows.
+
+    Attributes
+    ----------
+    kernel : Kernel
+        The continuous columns' kernel (for their number of columns).
+    var_type : str
+        One letter per column: ``"c"`` continuous, ``"o"`` ordered, ``"u"`` unordered.
+    levels : tuple of int
+        The number of levels of each unordered column (0 for the others): its
+        Aitchison–Aitken kernel's ``c − 1``.
+    degree : int
+        0 (Nadaraya–Watson) or 1 (local linear).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> model = model_for(np.array([[0.5, 0], [1.5, 2], [2.0, 1]]), var_type="cu")
+    >>> model.var_type, model.levels, model.continuous, model.categorical
+    ('cu', (0, 3), (0,), (1,))
+    """
 
     kernel: _kernels.Kernel
     var_type: str
@@ -50,7 +74,35 @@ class LocalModel(NamedTuple):
 
 
 def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalModel:
-    """Validate ``var_type``/``degree`` for training inputs ``x (n, d)`` and count levels."""
+    """The :class:`LocalModel` of a local regression on training inputs ``x``, its
+    options checked and the levels of its unordered columns counted.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The training inputs.
+    kernel : str, Kernel or callable
+        A distance kernel (:func:`attnpool.kernels.get`).
+    var_type : str, optional
+        One letter per column from ``"c"``, ``"o"``, ``"u"`` (default: all ``"c"``).
+    degree : {0, 1}
+
+    Returns
+    -------
+    LocalModel
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: a dot-product kernel, a ``var_type`` of another length or
+        letter, another degree.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> model_for(np.zeros((4, 2)), kernel="epanechnikov", degree=1).var_type
+    'cc'
+    """
     kernel = _kernels.get(kernel)
     if kernel.similarity != "distance":
         raise ValueError(f"kernel: regression needs a distance kernel; received {kernel.name!r}")
@@ -76,6 +128,60 @@ def model_for(x, *, kernel="gaussian", var_type=None, degree: int = 0) -> LocalM
     )
     kernel = _kernels.for_dimensions(kernel, var_type.count("c"))
     return LocalModel(kernel, var_type, levels, int(degree))
+
+
+def validated(
+    x_train: ArrayLike,
+    y_train: ArrayLike,
+    x_query: ArrayLike | None,
+    bandwidth: Bandwidth,
+    kernel: KernelSpec,
+    var_type: str | None,
+    degree: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, LocalModel, bool]:
+    """The arguments of a local regression checked, as every regression front end takes
+    them (:func:`attnpool.local_regression`, the bands, the estimators' fits).
+
+    Parameters
+    ----------
+    x_train : array of shape (n,) or (n, d)
+    y_train : array of shape (n,) or (n, p)
+    x_query : array of shape (k,) or (k, d), or None
+        None: the training inputs.
+    bandwidth : float or array of shape (d,)
+        Positive for continuous columns, ``λ ∈ [0, 1)`` for categorical ones.
+    kernel, var_type, degree
+        As :func:`model_for` takes them.
+
+    Returns
+    -------
+    x : ndarray of shape (n, d)
+    y : ndarray of shape (n, p)
+    q : ndarray of shape (k, d)
+    h : ndarray of shape (d,), float64
+    model : LocalModel
+    flat : bool
+        Whether ``y_train`` was given as ``(n,)``.
+
+    Examples
+    --------
+    >>> x, y, q, h, model, flat = validated([0.0, 1.0, 2.0], [1.0, 3.0, 2.0], [0.5], 0.4,
+    ...                                     "gaussian", None, 0)
+    >>> x.shape, y.shape, q.shape, h, flat
+    ((3, 1), (3, 1), (1, 1), array([0.4]), True)
+    """
+    x = check_points(x_train, "x_train")
+    y, flat = check_values(y_train, x.shape[0])
+    q = x if x_query is None else check_points(x_query, "x_query", dims=x.shape[1])
+    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
+    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), dtype=float)
+    for j in model.categorical:
+        if not h[j] < 1:
+            raise ValueError(
+                f"bandwidth: column {j} is categorical ({model.var_type[j]!r}); its bandwidth λ "
+                f"must lie in [0, 1); received {h[j]}"
+            )
+    return x, y, q, h, model, flat
 
 
 def relative(x, bandwidth, centre, model: LocalModel):
