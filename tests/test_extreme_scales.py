@@ -104,6 +104,7 @@ RULES = ["bw.nrd0", "bw.nrd", "bw.SJ", "bw.SJ-dpi", "bw.ucv", "bw.bcv", "scipy.s
          "scipy.silverman", "statsmodels.normal_reference", "normal_reference"]  # fmt: skip
 
 
+@pytest.mark.filterwarnings("ignore:the [bu]cv criterion's minimum is at one end")
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("rule", RULES)
 def test_rules_of_thumb_and_r_selectors_scale_with_x(scale, rule):
@@ -123,9 +124,55 @@ def test_rules_of_thumb_and_r_selectors_scale_with_x(scale, rule):
            rtol=1e-12)  # fmt: skip
 
 
+@pytest.mark.filterwarnings("ignore:the [bu]cv criterion's minimum is at one end")
 def test_r_selectors_take_their_limits_in_the_data_units():
     x = np.random.default_rng(3).normal(size=150)
     for selector in (attnpool.sheather_jones_bandwidth, attnpool.unbiased_cv_bandwidth,
                      attnpool.biased_cv_bandwidth):  # fmt: skip
         plain = selector(x, lower=0.1, upper=0.5)
         _close(selector(x * 1e-200, lower=0.1e-200, upper=0.5e-200) / 1e-200, plain, rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("method", ["numpy", "native", "dense"])
+def test_local_polynomial_derivatives_scale_with_x(scale, method):
+    """The moments' powers of ``x − q`` left the float range: NaN from 1e±155."""
+    x, y = _data()
+    queries = np.array([0.3, 0.6])
+    for derivative in (0, 1):
+        options = {"degree": 3, "derivative": derivative, "method": method}
+        plain = attnpool.local_polynomial(x, y, queries, bandwidth=0.1, **options)
+        scaled = attnpool.local_polynomial(x * scale, y, queries * scale, bandwidth=0.1 * scale,
+                                           **options)  # fmt: skip
+        _close(scaled * scale**derivative, plain, rtol=1e-13)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_local_polynomial_cross_validation_scales_with_x(scale):
+    """``np.std`` of x ~ 1e−200 underflowed ("a constant column has no scale")."""
+    x, y = _data()
+    plain = attnpool.LocalPolynomial(degree=2).fit(x[:, None], y)
+    scaled = attnpool.LocalPolynomial(degree=2).fit(x[:, None] * scale, y)
+    _close(scaled.bandwidth_ / scale, plain.bandwidth_, rtol=1e-14)
+    _close(scaled.cv_score_, plain.cv_score_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("estimator", [attnpool.NadarayaWatson, attnpool.LocalLinear])
+def test_significance_and_slopes_scale_with_x(scale, estimator):
+    """The squared slopes of a column of x ~ 1e±200 left the float range (p = 1), and
+    the Gaussian's local-constant slopes divided by ``h²`` (0 or ``inf``)."""
+    from attnpool.regression.fit_parts import local_constant_slopes
+
+    rng = np.random.default_rng(12)
+    x = rng.uniform(0, 1, (80, 2))
+    y = np.sin(6 * x[:, 0]) + rng.normal(0, 0.3, 80)
+    stretch = np.array([scale, 1.0])
+    for column in (0, 1):
+        plain = estimator(bandwidth=[0.1, 0.3]).fit(x, y)
+        scaled = estimator(bandwidth=[0.1 * scale, 0.3]).fit(x * stretch, y)
+        ours = attnpool.significance_test(scaled, column, n_boot=19)
+        assert ours.p_value == attnpool.significance_test(plain, column, n_boot=19).p_value
+    plain = local_constant_slopes(x, y, x[:3], bandwidth=[0.1, 0.3])
+    scaled = local_constant_slopes(x * stretch, y, x[:3] * stretch, bandwidth=[0.1 * scale, 0.3])
+    _close(scaled * stretch[None, :], plain, rtol=1e-13)

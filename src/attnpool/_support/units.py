@@ -201,6 +201,17 @@ class SearchUnits:
         return objective_in_data_units(value, method, self.y_scale)
 
 
+def units_beyond(magnitudes, ordinary: tuple[float, float]) -> np.ndarray | None:
+    """Powers of two at or above ``magnitudes`` (an array), or None where every one lies
+    within ``ordinary``: data to compute in a power-of-two unit (exact to undo) only
+    where their own units would leave the float range, so that ordinary data keep their
+    arithmetic to the last digit."""
+    magnitudes = np.asarray(magnitudes, np.float64)
+    if np.all((ordinary[0] <= magnitudes) & (magnitudes <= ordinary[1])):
+        return None
+    return power_of_two_above(magnitudes)
+
+
 def response_unit(y) -> float:
     """The power of two at or above the largest magnitude of ``y`` (1 for a zero ``y``):
     ``y`` divided by it lies in ``[−1, 1]``, exactly, so that squares of its residuals

@@ -32,8 +32,9 @@ import warnings
 import numpy as np
 
 from .._support.hints import ArrayLike
-from .._support.units import power_of_two_above
+from .._support.units import units_beyond
 from .._support.validation import check_choice
+from ..sums.empty_policy import user_stacklevel
 from .minimizers import minimize_bounded
 
 __all__ = [
@@ -170,11 +171,8 @@ def _in_unit(values: np.ndarray) -> tuple[np.ndarray, float]:
     :data:`ORDINARY` divided by a power of two at or above it (exact), where R's powers of
     the bandwidth (``h⁷`` in ``φ₆``) would leave the float range; else as it is (``unit``
     1), computed as R computes it."""
-    largest = float(np.max(np.abs(values)))
-    if ORDINARY[0] <= largest <= ORDINARY[1]:
-        return values, 1.0
-    unit = float(power_of_two_above(largest))
-    return values / unit, unit
+    unit = units_beyond(np.max(np.abs(values)), ORDINARY)
+    return (values, 1.0) if unit is None else (values / unit, float(unit))
 
 
 def _check_bins(nb: int) -> int:
@@ -288,7 +286,7 @@ def _cv_bandwidth(x, nb, lower, upper, tol, criterion) -> float:
             f"[{low * unit:.4g}, {high * unit:.4g}] (R: 'minimum occurred at one end of the "
             "range')",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return float(h) * unit
 

@@ -188,7 +188,11 @@ def significance_test(
     # carry the tested columns' signal into every replicate (no power), the in-sample
     # residuals are shrunk by the fit's own noise (too small a spread: too many rejections)
     residuals = y - fit.left_out(y)
-    if True in kinds:
+    if True in kinds:  # slopes in a power-of-two unit of the tested bandwidths (exact): their
+        # squares for x ~ 1e±200 stay in range, and are brought back with y's units below
+        slope_unit = float(power_of_two_above(np.min(fit.options["bandwidth"][list(tested)])))
+        fit.slope_unit = slope_unit
+        unit = unit / slope_unit
         statistic, null_fit = fit.mean_squared_effect(y[:, None], tested)[0], fit.held(y, tested)
         draw = _residual_draws(residuals, n_boot, bootstrap, rng)
         replicates = null_fit[:, None] + draw
@@ -239,6 +243,7 @@ class _Fit:
 
     def __init__(self, model: Any, x: np.ndarray, var_type: str | None) -> None:
         self.x, self.var_type = x, var_type
+        self.slope_unit = 1.0  # slopes are reported times this (a power of two)
         self.options = {
             "kernel": model.kernel,
             "bandwidth": np.asarray(model.bandwidth_, np.float64),
@@ -273,7 +278,7 @@ class _Fit:
                 self.x, responses, self.x, kernel=self.options["kernel"],
                 bandwidth=self.options["bandwidth"],
             )  # fmt: skip
-        slopes = np.reshape(slopes, (self.x.shape[0], self.x.shape[1], -1))
+        slopes = np.reshape(slopes, (self.x.shape[0], self.x.shape[1], -1)) * self.slope_unit
         return np.asarray(np.sum(slopes[:, list(tested), :] ** 2, axis=(0, 1)) / self.x.shape[0])
 
     def left_out(self, y: np.ndarray) -> np.ndarray:

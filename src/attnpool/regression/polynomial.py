@@ -28,6 +28,7 @@ import numpy as np
 from .. import kernels
 from .._support.estimator_api import is_dask
 from .._support.hints import ArrayLike, KernelSpec
+from .._support.units import units_beyond
 from .._support.validation import (
     check_bandwidth,
     check_choice,
@@ -132,10 +133,17 @@ def local_polynomial(
     y, flat = check_values(y_train, x.shape[0])
     y = y.reshape(x.shape[0], -1)
     engine = _engine(method, record, x, y, q, h, degree)
+    unit = None if any(is_jax(a) for a in (x, q, h)) else _column_units(x, q, h)
+    if unit is not None:  # (exact) the moments' powers of x − q in the float range
+        with np.errstate(over="ignore"):  # (h ≫ the span, alike to rounding from 2^500)
+            x, q, h = x / unit, q / unit, np.minimum(h / unit, 2.0**500)
     found = ENGINES[engine].fit(x, y, q, h, record, degree, orders)
     if found is None:  # (the loop's scaled coordinates out of its range): streamed
         found = compiled_fit(x, y, q, h, record, degree, orders, blocked=True)
     fit, undetermined = found
+    if unit is not None:  # a derivative of order o is in units of Π unit^−o
+        with np.errstate(over="ignore", under="ignore"):
+            fit = fit * np.array([np.prod(unit ** -np.array(o, float)) for o in orders])[:, None]
     if is_traced(undetermined):
         if empty != "nan":
             raise ValueError(
@@ -150,6 +158,20 @@ def local_polynomial(
             raise ValueError(f"empty: {message}; widen the bandwidth or lower the degree")
         warnings.warn(f"{message}; their result is NaN", EmptyNeighbourhoodWarning, stacklevel=2)
     return shaped(fit, d, derivative, flat)
+
+
+#: Lengths within which a fit runs in the data's own units; beyond, each column in a
+#: power-of-two unit of its length (``(x − q)^k`` of x ~ 1e±200 leave the float range).
+ORDINARY_BANDWIDTHS = (2.0**-64, 2.0**64)
+
+
+def _column_units(x: np.ndarray, q: np.ndarray, h: Any) -> np.ndarray | None:
+    """``(d,)`` powers of two for the columns whose span — of the rows and queries: the
+    scale of the offsets ``x − q`` the moments raise to powers (the bandwidth's, for a
+    column of one value) — lies beyond :data:`ORDINARY_BANDWIDTHS`; None where none does."""
+    rows = np.concatenate([x, q]) if q.shape[0] else x
+    span = np.ptp(rows, axis=0) if rows.shape[0] else np.zeros(x.shape[1])
+    return units_beyond(np.where(span > 0, span, np.asarray(h, np.float64)), ORDINARY_BANDWIDTHS)
 
 
 #: How :func:`local_polynomial` sums: ``"auto"`` (the planner's fit table: NumPy pairs

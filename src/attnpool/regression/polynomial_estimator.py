@@ -19,10 +19,10 @@ import numpy as np
 
 from .._support.estimator_api import MultiOutputRegressor, check_is_fitted, is_dask, validate_data
 from .._support.hints import ArrayLike, KernelSpec, NDArray
-from .._support.units import objective_in_data_units, response_unit
+from .._support.units import objective_in_data_units, response_unit, units_beyond
 from .._support.validation import check_bandwidth, check_choice
 from .monomials import checked_options
-from .polynomial import POLYNOMIAL_METHODS, local_polynomial, loo_residuals
+from .polynomial import ORDINARY_BANDWIDTHS, POLYNOMIAL_METHODS, local_polynomial, loo_residuals
 from .polynomial_engines import ENGINES
 
 __all__ = ["LocalPolynomial"]
@@ -159,6 +159,13 @@ def _cv_bandwidth(
 ) -> tuple[Any, float]:
     """``(bandwidth (d,), score)``: the leave-one-out CV bandwidth, ``c`` times each
     column's spread, ``c`` by a logarithmic grid and golden-section refinement."""
+    # columns of x ~ 1e±200 in a power-of-two unit (exact): their spread and the fits'
+    # powers of x − q stay in the float range
+    centred = np.max(np.abs(X - X.mean(axis=0)), axis=0)
+    x_unit = units_beyond(centred, ORDINARY_BANDWIDTHS)
+    if x_unit is not None:
+        bandwidth, cv_score = _cv_bandwidth(X / x_unit, y, kernel, degree, method)
+        return bandwidth * x_unit, cv_score
     spread = np.std(X, axis=0)
     if not np.all(spread > 0):
         raise ValueError("X: 'cv' needs every column to vary; a constant column has no scale")
