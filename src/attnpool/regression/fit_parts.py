@@ -46,19 +46,19 @@ def local_constant_slopes(
     nearest-point fit, 0 — as where the Gaussian's fit is the nearest point's response.
     ``weights``: observation weights of the training rows.
     """
+    x, y, q, h, model, flat = validated(x_train, y_train, x_query, bandwidth, kernel, None, 0)
+    x, y, weights = positive_rows(x, y, weights)
+    served = block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1])
+    if served and kernels.is_gaussian(model.kernel):  # no program (no JAX): NumPy, in float64
+        found: Array | None = numpy_engine.gaussian_slopes(x, y, q, h, weights)
+        if found is not None:
+            return found[..., 0] if flat else found
     import jax
     import jax.numpy as jnp
 
     from .._support.interop import precision_scope
     from ..pooling import attention_pool
 
-    x, y, q, h, model, flat = validated(x_train, y_train, x_query, bandwidth, kernel, None, 0)
-    x, y, weights = positive_rows(x, y, weights)
-    served = block_size is None and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1])
-    if served and kernels.is_gaussian(model.kernel):  # no program: NumPy, in float64
-        found: Array | None = numpy_engine.gaussian_slopes(x, y, q, h, weights)
-        if found is not None:
-            return found[..., 0] if flat else found
     with precision_scope(np.float64):
         keys, values = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
         queries = jnp.asarray(q, jnp.float64)
