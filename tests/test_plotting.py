@@ -42,11 +42,32 @@ def test_three_dimensional_stack_is_one_row():
     assert len(panels(fig)) == 4
 
 
-def test_nan_rows_are_blank_not_an_error():
+def test_nan_rows_are_grey_not_an_error():
+    """A query no key reaches was left blank, the colour of a weight of 0 in ``Reds``;
+    it is grey, and the colour bar says what grey means."""
+    from matplotlib.colors import to_rgba
+
     weights = np.eye(3)
     weights[1] = np.nan
     fig = show_heatmaps(weights)
-    assert panels(fig)[0].images[0].norm.vmax == 1.0
+    image = panels(fig)[0].images[0]
+    assert image.norm.vmax == 1.0
+    assert image.cmap.get_bad() == pytest.approx(to_rgba("0.75"))
+    assert image.cmap(image.norm(0.0)) != pytest.approx(image.cmap.get_bad())
+    assert "grey: no key in reach" in fig.axes[-1].get_ylabel()
+    assert "grey" not in show_heatmaps(np.eye(3)).axes[-1].get_ylabel()
+    own = show_heatmaps(np.stack([weights, np.eye(3)]), shared_scale=False)
+    assert [ax.get_ylabel() for ax in own.axes[2:]] == ["grey: no key in reach", ""]
+
+
+def test_plot_fit_draws_one_column_and_refuses_several():
+    x = np.linspace(0, 1, 20)
+    fig = plot_fit(x[:, None], np.sin(x)[:, None], x, {"fit": np.sin(x)})
+    np.testing.assert_array_equal(fig.axes[0].lines[0].get_xdata(), x)
+    with pytest.raises(ValueError, match=r"x_train, y_train: plot_fit draws one input column"):
+        plot_fit(np.c_[x, x], np.sin(x), x, {"fit": np.sin(x)})
+    with pytest.raises(ValueError, match=r"received shapes \(20,\) and \(19,\)"):
+        plot_fit(x, np.sin(x)[:19], x, {"fit": np.sin(x)})
 
 
 def test_the_textbooks_call_pastes_as_it_is():

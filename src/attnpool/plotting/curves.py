@@ -76,9 +76,16 @@ def plot_fit(
     Polynomial Modelling and Its Applications*, section 4.4 (pointwise bands).
     """
     xlabel, ylabel = xlabel or data_name(x_train, "x"), ylabel or data_name(y_train, "y")
-    x_grid = np.asarray(x_grid)
+    x_grid, x_column, y_column = np.asarray(x_grid), np.asarray(x_train), np.asarray(y_train)
+    x_column, y_column = (a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+                          for a in (x_column, y_column))  # fmt: skip
+    if x_column.ndim != 1 or y_column.shape != x_column.shape:
+        raise ValueError(
+            "x_train, y_train: plot_fit draws one input column against one response, "
+            f"shape (n,) each; received shapes {np.shape(x_train)} and {np.shape(y_train)}"
+        )
     fig, ax = axes_for(ax, figsize)
-    ax.plot(x_train, y_train, "o", color="0.5", alpha=0.6, markersize=4, label="data")
+    ax.plot(x_column, y_column, "o", color="0.5", alpha=0.6, markersize=4, label="data")
     if truth is not None:
         ax.plot(x_grid, truth, "k--", linewidth=1.5, label="truth")
     for label, estimate in estimates.items():

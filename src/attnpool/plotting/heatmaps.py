@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -13,6 +14,9 @@ from .._support.hints import ArrayLike
 from .figures import colour_scale, new_figure
 
 __all__ = ["show_heatmaps"]
+
+#: The colour of a query no key reaches (a NaN row of weights).
+EMPTY_GREY = "0.75"
 
 
 def show_heatmaps(
@@ -50,7 +54,7 @@ def show_heatmaps(
     Returns
     -------
     matplotlib.figure.Figure
-        NaN entries (empty neighbourhoods) are left blank.
+        NaN entries (queries no key reaches) are grey, and the colour bar says so.
 
     Examples
     --------
@@ -80,13 +84,18 @@ def show_heatmaps(
     rows, cols = grid.shape[:2]
     labels = _panel_titles(titles, rows, cols)
     norm = colour_scale(grid)
+    # a query no key reaches (NaN) in grey: blank, it read as weights of 0
+    colours = matplotlib.colormaps[cmap].with_extremes(bad=EMPTY_GREY)
+    label = "attention weight" + ("\n(grey: no key in reach)" if np.isnan(grid).any() else "")
     fig = new_figure(figsize or (2.5 * cols + 1.0, 2.5 * rows))
     axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
     for (i, j), ax in np.ndenumerate(axes):
         own = norm if shared_scale else colour_scale(grid[i, j])
-        image = ax.imshow(grid[i, j], cmap=cmap, norm=own, aspect="auto", interpolation="nearest")
+        image = ax.imshow(grid[i, j], cmap=colours, norm=own, aspect="auto",
+                          interpolation="nearest")  # fmt: skip
         if not shared_scale:
-            fig.colorbar(image, ax=ax, shrink=0.8)
+            empty = np.isnan(grid[i, j]).any()
+            fig.colorbar(image, ax=ax, shrink=0.8, label="grey: no key in reach" if empty else None)
         if i == rows - 1:
             ax.set_xlabel(xlabel)
         if j == 0:
@@ -94,7 +103,7 @@ def show_heatmaps(
         if labels is not None:
             ax.set_title(labels[i][j])
     if shared_scale:
-        fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+        fig.colorbar(image, ax=axes, shrink=0.8, label=label)
     return fig
 
 
