@@ -247,13 +247,17 @@ def test_a_small_asymptotic_band_is_numpys_and_the_compiled_engines(degree, kern
     np.testing.assert_allclose(band.std, std[:, 0], rtol=1e-10)
 
 
-def test_an_asymptotic_band_on_the_host_needs_no_jax():
+def test_an_asymptotic_band_and_a_significance_test_on_the_host_need_no_jax():
+    # (the local-constant slopes of a significance test imported JAX before their NumPy path)
     script = (
         "import sys, attnpool\n"
         "data = attnpool.datasets.sine_data(n=80, seed=1)\n"
         "attnpool.confidence_band(data.x_train, data.y_train, [1.0, 2.0], bandwidth=0.4)\n"
         "attnpool.LocalLinear(bandwidth=0.4).fit(data.x_train[:, None], data.y_train)"
         ".predict_interval([[1.0], [2.0]])\n"
+        "for model in (attnpool.NadarayaWatson, attnpool.LocalLinear):\n"
+        "    fitted = model(bandwidth=0.4).fit(data.x_train[:, None], data.y_train)\n"
+        "    attnpool.significance_test(fitted, 0, n_boot=9)\n"
         "large = attnpool.datasets.sine_data(n=6000, seed=1)  # the fgt backend's sums\n"
         "attnpool.confidence_band(large.x_train, large.y_train, [1.0, 2.0], bandwidth=0.2)\n"
         "print('jax' in sys.modules)\n"

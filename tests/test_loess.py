@@ -21,7 +21,6 @@ from sklearn.base import clone
 from skmisc.loess import loess as netlib_loess
 
 import attnpool
-from attnpool.bandwidth import ConstantResponseWarning
 from attnpool.smoothers.local_polynomial import design
 from sklearn_checks import scikit_learn_checks
 
@@ -186,34 +185,6 @@ def test_running_moments_equal_direct_fits():
     queries = np.linspace(-1.0, 31.0, 2000)[:, None]  # n × m above the running-moment work
     direct, _ = model.predict(queries, return_std=True)
     _close(model.predict(queries), direct, 1e-11)
-
-
-@pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
-def test_span_selection_passes_over_spans_too_small_for_tied_rows(criterion):
-    """x rounded to 0.1: at span 0.05 each row's 15 nearest rows are its own ties, which
-    raised and ended the search; it is infinite there, the others as fitted alone."""
-    rng = np.random.default_rng(1)
-    x = np.round(rng.uniform(0, 1, 300), 1)[:, None]
-    y = np.sin(6 * x[:, 0]) + rng.normal(0, 0.3, 300)
-    model = attnpool.Loess(span=criterion, spans=[0.05, 0.3, 0.6]).fit(x, y)
-    assert model.criterion_[0] == np.inf and np.isfinite(model.criterion_[1:]).all()
-    for span, value in zip([0.3, 0.6], model.criterion_[1:], strict=True):
-        alone = attnpool.Loess(span=criterion, spans=[span]).fit(x, y)
-        assert alone.criterion_[0] == value
-    with pytest.raises(ValueError, match=r"span=0\.05 is too small"):
-        attnpool.Loess(span=criterion, spans=[0.02, 0.05]).fit(x, y)
-
-
-@pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
-def test_span_selection_on_a_constant_response_takes_the_largest_span(criterion):
-    """Every span fits a constant exactly; computed, the criteria followed rounding
-    errors (GCV chose 0.15, AICc 0.35 of the default spans)."""
-    X, _ = _data(2, n=200)
-    with pytest.warns(ConstantResponseWarning, match="every span"):
-        model = attnpool.Loess(span=criterion).fit(X, np.full(200, 3.0))
-    assert model.span_ == 1.0
-    assert np.all(model.criterion_ == (-np.inf if criterion == "aicc" else 0.0))
-    np.testing.assert_array_equal(model.predict(X[:5]), 3.0)
 
 
 @pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])

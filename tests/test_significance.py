@@ -176,22 +176,3 @@ def test_bad_columns_are_named(columns, message):
     model = NadarayaWatson(bandwidth=[0.3, 0.2], var_type="co").fit(x, rng.normal(size=40))
     with pytest.raises(ValueError, match=message):
         significance_test(model, columns)
-
-
-def test_a_small_fits_tests_need_no_jax():
-    """The local-constant slopes of a small Gaussian fit are NumPy's: JAX was imported
-    before that path was taken."""
-    import subprocess
-    import sys
-
-    script = (
-        "import sys, numpy as np, attnpool\n"
-        "rng = np.random.default_rng(0)\n"
-        "x = rng.uniform(0, 1, (60, 2)); y = x[:, 0] + rng.normal(0, 0.1, 60)\n"
-        "for model in (attnpool.NadarayaWatson, attnpool.LocalLinear):\n"
-        "    attnpool.significance_test(model(bandwidth=0.3).fit(x, y), 0, n_boot=9)\n"
-        "print('jax' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         check=True).stdout  # fmt: skip
-    assert out.split() == ["False"]
