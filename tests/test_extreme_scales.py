@@ -176,3 +176,12 @@ def test_significance_and_slopes_scale_with_x(scale, estimator):
     plain = local_constant_slopes(x, y, x[:3], bandwidth=[0.1, 0.3])
     scaled = local_constant_slopes(x * stretch, y, x[:3] * stretch, bandwidth=[0.1 * scale, 0.3])
     _close(scaled * stretch[None, :], plain, rtol=1e-13)
+
+
+def test_a_far_query_leaves_the_units_of_the_others():
+    """The unit follows the training rows' span: taken over the queries too, one query
+    at 1e300 put every other's moments out of range (NaN)."""
+    x, y = _data()
+    near = attnpool.local_polynomial(x, y, [0.5], bandwidth=0.1, degree=3)
+    both = attnpool.local_polynomial(x, y, [0.5, 1e300], bandwidth=0.1, degree=3)
+    assert both[0] == near[0]

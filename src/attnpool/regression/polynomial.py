@@ -133,7 +133,7 @@ def local_polynomial(
     y, flat = check_values(y_train, x.shape[0])
     y = y.reshape(x.shape[0], -1)
     engine = _engine(method, record, x, y, q, h, degree)
-    unit = None if any(is_jax(a) for a in (x, q, h)) else _column_units(x, q, h)
+    unit = None if any(is_jax(a) for a in (x, q, h)) else _column_units(x, h)
     if unit is not None:  # (exact) the moments' powers of x − q in the float range
         with np.errstate(over="ignore"):  # (h ≫ the span, alike to rounding from 2^500)
             x, q, h = x / unit, q / unit, np.minimum(h / unit, 2.0**500)
@@ -165,12 +165,13 @@ def local_polynomial(
 ORDINARY_BANDWIDTHS = (2.0**-64, 2.0**64)
 
 
-def _column_units(x: np.ndarray, q: np.ndarray, h: Any) -> np.ndarray | None:
-    """``(d,)`` powers of two for the columns whose span — of the rows and queries: the
-    scale of the offsets ``x − q`` the moments raise to powers (the bandwidth's, for a
-    column of one value) — lies beyond :data:`ORDINARY_BANDWIDTHS`; None where none does."""
-    rows = np.concatenate([x, q]) if q.shape[0] else x
-    span = np.ptp(rows, axis=0) if rows.shape[0] else np.zeros(x.shape[1])
+def _column_units(x: np.ndarray, h: Any) -> np.ndarray | None:
+    """``(d,)`` powers of two for the columns whose span of training rows — the scale of
+    the offsets ``x − q`` the moments raise to powers at queries among them (the
+    bandwidth's, for a column of one value) — lies beyond :data:`ORDINARY_BANDWIDTHS`;
+    None where none does. (Not the queries': one far beyond the rows would move the
+    unit of every other.)"""
+    span = np.ptp(x, axis=0) if x.shape[0] else np.zeros(x.shape[1])
     return units_beyond(np.where(span > 0, span, np.asarray(h, np.float64)), ORDINARY_BANDWIDTHS)
 
 
