@@ -55,6 +55,22 @@ def test_one_response_and_numpy_queries(client):
     np.testing.assert_allclose(got, [np.exp(0.5)], rtol=1e-2)  # (exp)'' = exp, biased by h²
 
 
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_columns_at_the_ends_of_the_float_range(client, scale):
+    """A column of x ~ 1e±200: the moments' powers of x − q left the float range (NaN),
+    as in memory before it took the keys' span in a power-of-two unit."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 1, (600, 2))
+    y = np.sin(3 * x[:, 0]) + x[:, 1] ** 2
+    stretch, q = np.array([scale, 1.0]), np.array([[0.4, 0.5], [0.7, 0.2]])
+    options = dict(degree=2, derivative=1)
+    want = attnpool.local_polynomial(x, y, q, bandwidth=[0.2, 0.3], method="numpy", **options)
+    got = attnpool.local_polynomial(da.from_array(x * stretch, chunks=(170, 2)),
+                                    da.from_array(y, chunks=170), q * stretch,
+                                    bandwidth=[0.2 * scale, 0.3], **options).compute()  # fmt: skip
+    np.testing.assert_allclose(got * stretch, want, rtol=1e-12)
+
+
 def test_refusals(client):
     x = da.from_array(np.linspace(0, 1, 100), chunks=30)
     with pytest.raises(ValueError, match="x_train: Dask inputs take empty='nan'"):

@@ -29,7 +29,7 @@ from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.optional import require
 from ..kernels.record import Kernel
 from ..regression import polynomial_blocks as blocks
-from ..regression.monomials import checked_options, monomials, shaped
+from ..regression.monomials import checked_options, in_data_units, monomials, shaped, span_units
 from ..regression.polynomial_blocks import Index
 from . import prepare_arrays
 
@@ -89,11 +89,18 @@ def local_polynomial(
     d = keys.shape[1]
     record, orders = checked_options(degree, derivative, kernel, d)
     exponents = monomials(d, degree)
-    parts = list(zip(keys.to_delayed().ravel(), values.to_delayed().ravel(), strict=True))
+    key_chunks = keys.to_delayed().ravel()
+    # columns of x ~ 1e±155 and beyond in a power-of-two unit, as in memory: from the
+    # keys' span (each chunk's extremes, no pass of its own), applied inside the tasks
+    unit = delayed(_span_units)([delayed(_extremes)(k) for k in key_chunks], h)
+    parts = list(zip([delayed(_in_unit)(k, unit) for k in key_chunks],
+                     values.to_delayed().ravel(), strict=True))  # fmt: skip
+    h_unit = delayed(_bandwidth_in_unit)(h, unit)
     pieces = []
     for chunk, rows in zip(queries.to_delayed().ravel(), queries.chunks[0], strict=True):
-        q = delayed(_checked)(chunk, "x_query")
-        fit = _chunk_fit(q, parts, h, record, exponents, orders)
+        q = delayed(_in_unit)(delayed(_checked)(chunk, "x_query"), unit)
+        fit = delayed(in_data_units)(_chunk_fit(q, parts, h_unit, record, exponents, orders),
+                                     unit, orders)  # fmt: skip
         pieces.append(da.from_delayed(fit, shape=(rows, len(orders), values.shape[1]),
                                       dtype=np.float64))  # fmt: skip
     fitted: da.Array = shaped(da.concatenate(pieces), d, derivative, flat)
@@ -112,6 +119,27 @@ def _chunk_fit(q: Any, parts: list[Any], h: np.ndarray, kernel: Kernel, exponent
     moments = [delayed(_moment_sums)(q, k, v, h, kernel, reference, mean, spread, exponents)
                for k, v in parts]  # fmt: skip
     return delayed(_solve)(moments, q, reference, mean, spread, exponents, orders)
+
+
+def _extremes(rows: Any) -> np.ndarray:
+    rows = np.asarray(rows, np.float64)
+    return np.stack([rows.min(axis=0), rows.max(axis=0)])
+
+
+def _span_units(extremes: list[np.ndarray], h: np.ndarray) -> np.ndarray | None:
+    low = np.min([e[0] for e in extremes], axis=0)
+    return span_units(np.max([e[1] for e in extremes], axis=0) - low, h)
+
+
+def _in_unit(rows: Any, unit: np.ndarray | None) -> Any:
+    return rows if unit is None else np.asarray(rows, np.float64) / unit
+
+
+def _bandwidth_in_unit(h: np.ndarray, unit: np.ndarray | None) -> np.ndarray:
+    if unit is None:
+        return h
+    with np.errstate(over="ignore"):  # (a bandwidth ≫ the span: alike to rounding at 2^500)
+        return np.asarray(np.minimum(h / unit, 2.0**500))
 
 
 def _checked(rows: np.ndarray, name: str) -> np.ndarray:

@@ -15,8 +15,18 @@ import numpy as np
 
 from .. import kernels
 from .._support.hints import KernelSpec
+from .._support.units import units_beyond
 
-__all__ = ["SINGULAR", "checked_options", "derivative_rows", "monomials", "shaped"]
+__all__ = [
+    "ORDINARY_BANDWIDTHS",
+    "SINGULAR",
+    "checked_options",
+    "derivative_rows",
+    "in_data_units",
+    "monomials",
+    "shaped",
+    "span_units",
+]
 
 #: The scaled Gram matrix is taken as singular below this eigenvalue ratio.
 SINGULAR = 1e-13
@@ -95,3 +105,27 @@ def shaped(fit: Any, d: int, derivative: int, flat: bool) -> Any:
     elif derivative == 2:
         fit = fit.reshape(fit.shape[0], d, d, -1)
     return fit[..., 0] if flat else fit
+
+
+#: Lengths within which a fit runs in the data's own units; beyond, each column in a
+#: power-of-two unit of its length (``(x − q)^k`` of x ~ 1e±200 leave the float range).
+ORDINARY_BANDWIDTHS = (2.0**-64, 2.0**64)
+
+
+def span_units(span: np.ndarray, h: Any) -> np.ndarray | None:
+    """``(d,)`` powers of two for the columns whose ``span`` of training rows — the scale
+    of the offsets ``x − q`` the moments raise to powers at queries among them (the
+    bandwidth's, for a column of one value) — lies beyond :data:`ORDINARY_BANDWIDTHS`;
+    None where none does. (Not the queries': one far beyond the rows would move the
+    unit of every other.)"""
+    span = np.asarray(span, np.float64)
+    return units_beyond(np.where(span > 0, span, np.asarray(h, np.float64)), ORDINARY_BANDWIDTHS)
+
+
+def in_data_units(fit: Any, unit: np.ndarray | None, orders: list[Any]) -> Any:
+    """A fit ``(k, len(orders), p)`` found in ``unit``s, in the data's: a derivative of
+    order ``o`` is in units of ``Π unit^−o``."""
+    if unit is None:
+        return fit
+    with np.errstate(over="ignore", under="ignore"):
+        return fit * np.array([np.prod(unit ** -np.array(o, float)) for o in orders])[:, None]

@@ -28,7 +28,6 @@ import numpy as np
 from .. import kernels
 from .._support.estimator_api import is_dask
 from .._support.hints import ArrayLike, KernelSpec
-from .._support.units import units_beyond
 from .._support.validation import (
     check_bandwidth,
     check_choice,
@@ -39,7 +38,7 @@ from .._support.validation import (
 )
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
-from .monomials import checked_options, monomials, shaped
+from .monomials import checked_options, in_data_units, monomials, shaped, span_units
 from .polynomial_blocks import fit_block
 from .polynomial_engines import ENGINES, compiled_fit, native_fit
 
@@ -125,7 +124,7 @@ def local_polynomial(
 
         return on_dask(x_train, y_train, x_query, bandwidth=bandwidth, degree=degree,
                        derivative=derivative, kernel=kernel)  # fmt: skip
-    x = check_points(x_train, "x_train")
+    x = check_points(x_train, "x_train", min_rows=1)
     q = check_points(x_query, "x_query", dims=x.shape[1])
     d = x.shape[1]
     record, orders = checked_options(degree, derivative, kernel, d)
@@ -133,7 +132,7 @@ def local_polynomial(
     y, flat = check_values(y_train, x.shape[0])
     y = y.reshape(x.shape[0], -1)
     engine = _engine(method, record, x, y, q, h, degree)
-    unit = None if any(is_jax(a) for a in (x, q, h)) else _column_units(x, h)
+    unit = None if any(is_jax(a) for a in (x, q, h)) else span_units(np.ptp(x, axis=0), h)
     if unit is not None:  # (exact) the moments' powers of x − q in the float range
         with np.errstate(over="ignore"):  # (h ≫ the span, alike to rounding from 2^500)
             x, q, h = x / unit, q / unit, np.minimum(h / unit, 2.0**500)
@@ -141,9 +140,7 @@ def local_polynomial(
     if found is None:  # (the loop's scaled coordinates out of its range): streamed
         found = compiled_fit(x, y, q, h, record, degree, orders, blocked=True)
     fit, undetermined = found
-    if unit is not None:  # a derivative of order o is in units of Π unit^−o
-        with np.errstate(over="ignore", under="ignore"):
-            fit = fit * np.array([np.prod(unit ** -np.array(o, float)) for o in orders])[:, None]
+    fit = in_data_units(fit, unit, orders)
     if is_traced(undetermined):
         if empty != "nan":
             raise ValueError(
@@ -158,21 +155,6 @@ def local_polynomial(
             raise ValueError(f"empty: {message}; widen the bandwidth or lower the degree")
         warnings.warn(f"{message}; their result is NaN", EmptyNeighbourhoodWarning, stacklevel=2)
     return shaped(fit, d, derivative, flat)
-
-
-#: Lengths within which a fit runs in the data's own units; beyond, each column in a
-#: power-of-two unit of its length (``(x − q)^k`` of x ~ 1e±200 leave the float range).
-ORDINARY_BANDWIDTHS = (2.0**-64, 2.0**64)
-
-
-def _column_units(x: np.ndarray, h: Any) -> np.ndarray | None:
-    """``(d,)`` powers of two for the columns whose span of training rows — the scale of
-    the offsets ``x − q`` the moments raise to powers at queries among them (the
-    bandwidth's, for a column of one value) — lies beyond :data:`ORDINARY_BANDWIDTHS`;
-    None where none does. (Not the queries': one far beyond the rows would move the
-    unit of every other.)"""
-    span = np.ptp(x, axis=0) if x.shape[0] else np.zeros(x.shape[1])
-    return units_beyond(np.where(span > 0, span, np.asarray(h, np.float64)), ORDINARY_BANDWIDTHS)
 
 
 #: How :func:`local_polynomial` sums: ``"auto"`` (the planner's fit table: NumPy pairs

@@ -21,8 +21,8 @@ from .._support.estimator_api import MultiOutputRegressor, check_is_fitted, is_d
 from .._support.hints import ArrayLike, KernelSpec, NDArray
 from .._support.units import objective_in_data_units, response_unit, units_beyond
 from .._support.validation import check_bandwidth, check_choice
-from .monomials import checked_options
-from .polynomial import ORDINARY_BANDWIDTHS, POLYNOMIAL_METHODS, local_polynomial, loo_residuals
+from .monomials import ORDINARY_BANDWIDTHS, checked_options
+from .polynomial import POLYNOMIAL_METHODS, local_polynomial, loo_residuals
 from .polynomial_engines import ENGINES
 
 __all__ = ["LocalPolynomial"]
