@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import attnpool
 from attnpool import attention_pool, attention_weights
 
 Q = np.linspace(0, 1, 4)
@@ -121,3 +122,33 @@ def test_ragged_lists_are_rejected():
 def test_weights_check_dimensions_too():
     with pytest.raises(ValueError, match="queries: expected 2 feature column"):
         attention_weights(Q, K2)
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: attnpool.local_regression(np.zeros((0, 1)), np.zeros(0), [0.5], bandwidth=0.1),
+         r"x_train: expected at least 1 row\(s\); received shape \(0, 1\)"),
+        (lambda: attnpool.confidence_band(np.zeros((0, 1)), np.zeros(0), [0.5], bandwidth=0.1),
+         r"x_train: expected at least 1 row\(s\)"),
+        (lambda: attnpool.local_polynomial(np.zeros((0, 1)), np.zeros(0), [0.5], bandwidth=0.1),
+         r"x_train: expected at least 1 row\(s\)"),
+        (lambda: attnpool.rule_of_thumb(np.zeros((0, 1))), r"x: expected at least 1 row\(s\)"),
+        (lambda: attnpool.binned_local_polynomial(np.zeros(0), np.zeros(0), bandwidth=0.1),
+         r"x, y: expected two arrays of shape \(n,\) of one length, at least one point"),
+        (lambda: attnpool.binned_local_polynomial(K, V[:4], bandwidth=0.1),
+         r"received shapes \(5,\) and \(4,\)"),
+        (lambda: attnpool.binned_local_polynomial(K, np.r_[V[:4], np.nan], bandwidth=0.1),
+         r"x, y: expected finite numbers"),
+        (lambda: attnpool.binned_local_polynomial(np.ones(5), V, bandwidth=0.1),
+         r"x: expected a range of values \(or range_x\); received all 1.0"),
+        (lambda: attnpool.binned_local_polynomial(K, V, bandwidth=0.1, gridsize=1),
+         r"gridsize: expected at least 2 nodes; received 1"),
+    ],
+)  # fmt: skip
+def test_empty_and_mismatched_training_data_are_named(call, pattern):
+    """These raised numpy's own errors ("zero-size array to reduction operation",
+    "boolean index did not match", a division by zero), or — a NaN response in the
+    binned fit — answered with numbers."""
+    with pytest.raises(ValueError, match=pattern):
+        call()

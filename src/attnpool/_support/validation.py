@@ -99,10 +99,11 @@ def check_finite(x, name: str) -> None:
         )
 
 
-def check_points(x, name: str, *, dims: int | None = None):
+def check_points(x, name: str, *, dims: int | None = None, min_rows: int = 0):
     """Validate ``x`` of shape ``(n,)`` or ``(n, d)``; return it as ``(n, d)``.
 
-    ``dims`` (if given) is the required ``d``, taken from another argument.
+    ``dims`` (if given) is the required ``d``, taken from another argument; ``min_rows``
+    the fewest rows accepted (training data: 1).
     """
     x = as_array(x, name)
     if x.ndim not in (1, 2):
@@ -111,6 +112,8 @@ def check_points(x, name: str, *, dims: int | None = None):
         )
     if x.ndim == 1:
         x = x[:, None]
+    if x.shape[0] < min_rows:
+        raise ValueError(f"{name}: expected at least {min_rows} row(s); received shape {x.shape}")
     if dims is not None and x.shape[1] != dims:
         raise ValueError(
             f"{name}: expected {dims} feature column(s) to match the keys; received shape {x.shape}"

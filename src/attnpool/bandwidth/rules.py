@@ -82,7 +82,7 @@ def rule_of_thumb(
                 f"var_type={var_type!r} (use 'scott' or 'silverman')"
             )
         return peer_rule(x, method, kernel)
-    x = np.asarray(check_points(x, "x"), dtype=float)
+    x = np.asarray(check_points(x, "x", min_rows=1), dtype=float)
     model = model_for(x, kernel=kernel, var_type=var_type)
     record: kernels.Kernel = model.kernel
     if not (record.variance and np.isfinite(record.variance) and record.roughness):

@@ -101,6 +101,21 @@ def _nodes_within(occupied: np.ndarray, steps: int) -> np.ndarray:
     return np.asarray(running[above] - running[below])
 
 
+def _checked_points(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` as finite float arrays ``(n,)`` of one length ``n ≥ 1``, else a
+    ``ValueError`` naming them."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    x, y = (a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a for a in (x, y))
+    if x.ndim != 1 or x.shape != y.shape or x.size == 0:
+        raise ValueError(
+            "x, y: expected two arrays of shape (n,) of one length, at least one point; "
+            f"received shapes {np.shape(x)} and {np.shape(y)}"
+        )
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("x, y: expected finite numbers; received NaN or infinity")
+    return x, y
+
+
 def _range(
     x: ArrayLike, range_x: tuple[float, float] | None, name: str = "range_x"
 ) -> tuple[float, float]:
@@ -182,8 +197,13 @@ def binned_local_polynomial(
         gridsize = counts.shape[0]
         a, b = _range(x, range_x)
     else:
+        x, y = _checked_points(x, y)
         gridsize = check_positive_int(gridsize, "gridsize", allow_none=False)
+        if gridsize < 2:
+            raise ValueError(f"gridsize: expected at least 2 nodes; received {gridsize}")
         a, b = _range(x, range_x)
+        if not b > a:
+            raise ValueError(f"x: expected a range of values (or range_x); received all {a!r}")
         counts, sums = linear_binning(x, y, a, b, gridsize, truncate)
     delta = (b - a) / (gridsize - 1)
     steps = _steps(bandwidth, delta, gridsize)

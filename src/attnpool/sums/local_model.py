@@ -170,7 +170,7 @@ def validated(
     >>> x.shape, y.shape, q.shape, h, flat
     ((3, 1), (3, 1), (1, 1), array([0.4]), True)
     """
-    x = check_points(x_train, "x_train")
+    x = check_points(x_train, "x_train", min_rows=1)
     y, flat = check_values(y_train, x.shape[0])
     q = x if x_query is None else check_points(x_query, "x_query", dims=x.shape[1])
     model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
