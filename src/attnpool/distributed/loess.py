@@ -107,8 +107,8 @@ def _chosen_span(estimator, training, spans):
         best_span,
         checked_spans,
         constant_span,
+        criteria_in_data_units,
         criterion_value,
-        in_data_units,
         span_values,
     )
 
@@ -125,7 +125,7 @@ def _chosen_span(estimator, training, spans):
     if not any(dask.compute(*[delayed(np.any)(y) for y in training.values])):  # y − its median
         return constant_span(spans, estimator.span)
     span, values = best_span(spans, span_values(spans, value_of), estimator.span)
-    return span, in_data_units(values, estimator.span, estimator._unit)
+    return span, criteria_in_data_units(values, estimator.span, estimator._unit)
 
 
 def _criterion_sums(sums, y, prior):

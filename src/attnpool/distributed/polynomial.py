@@ -29,7 +29,13 @@ from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.optional import require
 from ..kernels.record import Kernel
 from ..regression import polynomial_blocks as blocks
-from ..regression.monomials import checked_options, in_data_units, monomials, shaped, span_units
+from ..regression.monomials import (
+    checked_options,
+    derivatives_in_data_units,
+    monomials,
+    shaped,
+    span_units,
+)
 from ..regression.polynomial_blocks import Index
 from . import prepare_arrays
 
@@ -99,8 +105,8 @@ def local_polynomial(
     pieces = []
     for chunk, rows in zip(queries.to_delayed().ravel(), queries.chunks[0], strict=True):
         q = delayed(_in_unit)(delayed(_checked)(chunk, "x_query"), unit)
-        fit = delayed(in_data_units)(_chunk_fit(q, parts, h_unit, record, exponents, orders),
-                                     unit, orders)  # fmt: skip
+        fit = _chunk_fit(q, parts, h_unit, record, exponents, orders)
+        fit = delayed(derivatives_in_data_units)(fit, unit, orders)
         pieces.append(da.from_delayed(fit, shape=(rows, len(orders), values.shape[1]),
                                       dtype=np.float64))  # fmt: skip
     fitted: da.Array = shaped(da.concatenate(pieces), d, derivative, flat)

@@ -22,7 +22,7 @@ __all__ = [
     "SINGULAR",
     "checked_options",
     "derivative_rows",
-    "in_data_units",
+    "derivatives_in_data_units",
     "monomials",
     "shaped",
     "span_units",
@@ -122,7 +122,7 @@ def span_units(span: np.ndarray, h: Any) -> np.ndarray | None:
     return units_beyond(np.where(span > 0, span, np.asarray(h, np.float64)), ORDINARY_BANDWIDTHS)
 
 
-def in_data_units(fit: Any, unit: np.ndarray | None, orders: list[Any]) -> Any:
+def derivatives_in_data_units(fit: Any, unit: np.ndarray | None, orders: list[Any]) -> Any:
     """A fit ``(k, len(orders), p)`` found in ``unit``s, in the data's: a derivative of
     order ``o`` is in units of ``Π unit^−o``."""
     if unit is None:

@@ -38,7 +38,7 @@ from .._support.validation import (
 )
 from ..smoothers.windows import CHUNK_ENTRIES
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
-from .monomials import checked_options, in_data_units, monomials, shaped, span_units
+from .monomials import checked_options, derivatives_in_data_units, monomials, shaped, span_units
 from .polynomial_blocks import fit_block
 from .polynomial_engines import ENGINES, compiled_fit, native_fit
 
@@ -140,7 +140,7 @@ def local_polynomial(
     if found is None:  # (the loop's scaled coordinates out of its range): streamed
         found = compiled_fit(x, y, q, h, record, degree, orders, blocked=True)
     fit, undetermined = found
-    fit = in_data_units(fit, unit, orders)
+    fit = derivatives_in_data_units(fit, unit, orders)
     if is_traced(undetermined):
         if empty != "nan":
             raise ValueError(

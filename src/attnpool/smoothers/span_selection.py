@@ -26,9 +26,9 @@ __all__ = [
     "best_span",
     "checked_spans",
     "constant_span",
+    "criteria_in_data_units",
     "criterion_sums",
     "criterion_value",
-    "in_data_units",
     "select_span",
     "span_values",
 ]
@@ -55,10 +55,10 @@ def select_span(
     values = span_values(spans, lambda span: _criterion(X, y, prior, span, degree, kernel,
                                                         criterion))  # fmt: skip
     span, values = best_span(spans, values, criterion)  # (ranked in y's unit: 1e±200 ties)
-    return span, in_data_units(values, criterion, unit)
+    return span, criteria_in_data_units(values, criterion, unit)
 
 
-def in_data_units(values: np.ndarray, criterion: str, unit: float) -> np.ndarray:
+def criteria_in_data_units(values: np.ndarray, criterion: str, unit: float) -> np.ndarray:
     """The ``criterion``'s ``values`` of a response divided by ``unit``, in its own units
     (GCV and CV times ``unit²``, AICc plus ``2 log unit``)."""
     return np.asarray(objective_in_data_units(values, "aicc" if criterion == "aicc" else "cv",
