@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.ndimage import maximum_filter1d, uniform_filter1d
 
-from attnpool import Binned, log_density
+from attnpool import Binned, kernels, log_density
 from attnpool.methods import binned_bound, binning, native
 from attnpool.methods.binned import Grid
 
@@ -71,6 +71,22 @@ def test_the_bounds_window_filters_equal_scipys(width):
     np.testing.assert_allclose(binned_bound._window_sum(table, width),
                                uniform_filter1d(table, width, mode="mirror") * width,
                                rtol=1e-9, atol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "kernel, tolerance, d",
+    [("boxcar", 1e-3, 1), ("epanechnikov", 1e-6, 1), ("triangular", 1e-4, 2), ("gaussian", 1e-6, 1),
+     ("cosine", 1e-5, 2)],
+)  # fmt: skip
+def test_the_grid_search_meets_half_the_tolerance_within_its_precision(kernel, tolerance, d):
+    # the nodes per bandwidth found: the bound there is half the tolerance or less, and
+    # 0.3% fewer nodes would not do (the bound falls with the nodes)
+    kernel = kernels.get(kernel)
+    nodes = binned_bound.nodes_for(kernel, tolerance, d)
+    assert binned_bound.relative_bound(kernel, nodes, d) <= tolerance / 2
+    assert binned_bound.relative_bound(kernel, nodes / binned_bound.PRECISION, d) > tolerance / 2
+    # more than the most it may take: infinitely many (the grid is hopeless)
+    assert binned_bound.nodes_for(kernel, tolerance, d, most=nodes / 2) == np.inf
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "tricube"])

@@ -12,6 +12,7 @@ from KDEpy import NaiveKDE
 
 import attnpool
 from attnpool import Binned, kernels
+from attnpool.methods import binned_bound
 from method_data import data, value_range
 from reference import nearest_values, reference_pool
 
@@ -59,15 +60,29 @@ def test_binned_pools_every_radial_kernel_within_its_tolerance(kernel, d, layout
         assert np.all(np.max(np.abs(got - want), axis=0) <= tolerance * value_range(values))
 
 
-def test_the_boxcar_density_is_kdepys_within_the_tolerance():
+def test_the_boxcar_density_is_kdepys_within_the_tolerance(monkeypatch):
     # KDEpy's box kernel takes its standard deviation as bw: half-width / sqrt(3)
     x = np.random.default_rng(0).normal(size=2000)
     grid = np.linspace(-3.3, 3.3, 157)
     want = NaiveKDE(kernel="box", bw=0.4 / np.sqrt(3)).fit(x).evaluate(grid)
+    evaluated = []
+
+    def recorded(kernel, spacing, largest):
+        evaluated.append(1 / np.min(spacing))
+        return radial_error_bound(kernel, spacing, largest)
+
+    radial_error_bound = binned_bound.radial_error_bound
+    monkeypatch.setattr(binned_bound, "radial_error_bound", recorded)
+    binned_bound.relative_bound.cache_clear()
     for tolerance in (1e-3, 1e-6):
         got = attnpool.kernel_density(x[:, None], grid[:, None], kernel="boxcar", bandwidth=0.4,
                                       method=Binned(tolerance=tolerance))  # fmt: skip
         assert np.all(np.abs(got - want) <= tolerance * want)
+    # a boxcar's binning error falls as the nodes per bandwidth: 1e-6 would take more
+    # than 2^22 nodes over 21 bandwidths (the data and the reach) allow four times over,
+    # which the search knows before it evaluates the bound there (16 table entries a
+    # node): the rows are summed exactly
+    assert 2**18 <= max(evaluated) <= 4 * 2**22 / 21
 
 
 @pytest.mark.parametrize("kernel", ["boxcar", QUARTIC_EXP], ids=name)

@@ -9,6 +9,7 @@ chooses the grid from the same bound.
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -137,22 +138,57 @@ def _profile(kernel: Kernel, radii) -> np.ndarray:
         return np.nan_to_num(np.exp(np.asarray(kernel.log_profile(r2), np.float64) - top), nan=0.0)
 
 
+#: The most grid nodes per bandwidth :func:`nodes_for` considers.
+MOST_NODES = 2.0**20
+#: The width of the bracket :func:`nodes_for` stops at (0.3%).
+PRECISION = 2.0 ** (1 / 256)
+
+
 @cache
-def nodes_for(kernel: Kernel, tolerance: float, d: int = 1) -> float:
+def relative_bound(kernel: Kernel, nodes: float, d: int = 1) -> float:
+    """The error bound of :func:`radial_error_bound` on keys of uniform density, relative
+    to the kernel sum, at ``nodes`` grid nodes per bandwidth (about ``16 · nodes ·
+    tail`` table entries: cached, since a search evaluates it at powers of two)."""
+    step, bound, profile = radial_error_bound(kernel, np.full(d, 1.0 / nodes), kernel_tail(kernel))
+    radius = (np.arange(bound.size) * step) ** (d - 1)
+    return float(np.sum(bound * radius) / np.sum(profile * radius))
+
+
+def nodes_for(kernel: Kernel, tolerance: float, d: int = 1, most: float = MOST_NODES) -> float:
     """Grid nodes per bandwidth at which the error bound on keys of uniform density is
     half of ``tolerance`` (denser or sparser parts of the data may need rows pooled
-    exactly; clustered ones do)."""
-    tail = kernel_tail(kernel)
+    exactly; clustered ones do), or ``inf`` where more than ``most`` would be needed.
 
-    def relative_bound(nodes: float) -> float:
-        step, bound, profile = radial_error_bound(kernel, np.full(d, 1.0 / nodes), tail)
-        radius = (np.arange(bound.size) * step) ** (d - 1)
-        return float(np.sum(bound * radius) / np.sum(profile * radius))
-
+    Doubling brackets the answer; within the bracket the bound is close to a power of
+    the nodes (``nodes⁻¹`` across a compact kernel's edge, ``nodes⁻²`` where the profile
+    is smooth), so each step tries the point where the power through the bracket's ends
+    meets the target, and the other side of it by 0.3%: two evaluations where a
+    bisection would take eight to come within 0.3%.
+    """
+    target = tolerance / 2
     low, high = 1.0, 2.0
-    while relative_bound(high) > tolerance / 2 and high < 2.0**20:
-        low, high = high, 2 * high
-    for _ in range(8):  # bisection in log(nodes): within 0.3%
-        middle = np.sqrt(low * high)
-        low, high = (middle, high) if relative_bound(middle) > tolerance / 2 else (low, middle)
+    low_bound, high_bound = relative_bound(kernel, low, d), relative_bound(kernel, high, d)
+    while high_bound > target:
+        if 2 * high > min(most, MOST_NODES):
+            return math.inf
+        low, low_bound = high, high_bound
+        high *= 2
+        high_bound = relative_bound(kernel, high, d)
+    for _ in range(8):
+        if high <= low * PRECISION or low_bound <= 0:
+            break
+        power = np.log(low_bound / max(high_bound, np.finfo(float).tiny)) / np.log(high / low)
+        if not np.isfinite(power) or power <= 0:
+            middle = np.sqrt(low * high)
+        else:
+            middle = low * (low_bound / target) ** (1 / power)
+        for point in (middle / np.sqrt(PRECISION), middle * np.sqrt(PRECISION)):
+            point = min(max(point, low * np.sqrt(PRECISION)), high / np.sqrt(PRECISION))
+            if not low < point < high:
+                continue
+            value = relative_bound(kernel, float(point), d)
+            if value > target:
+                low, low_bound = float(point), value
+            else:
+                high, high_bound = float(point), value
     return high

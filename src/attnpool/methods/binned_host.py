@@ -11,6 +11,7 @@ compiles are in :mod:`.binned`.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,7 +32,7 @@ from .binned import (
     reach_for,
 )
 from .binned import interpolate as at_corners
-from .binned_bound import kernel_tail, nodes_for, pair_error_bound
+from .binned_bound import MOST_NODES, kernel_tail, nodes_for, pair_error_bound
 from .binned_gaussian import QUERIES_PER_NODE, aligned_grid, gaussian_sums, lattice
 from .binned_gaussian import nodes_for as gaussian_nodes_for
 from .binned_taylor import LINEAR_COLUMNS, taylor_sums
@@ -123,12 +124,17 @@ def default_grid(low, high, kernel: Kernel, tolerance: float, budget: int, queri
     :func:`.binned_bound.nodes_for` nodes per bandwidth, coarsened to ``budget`` nodes with
     the kernel's reach; ``hopeless``: coarsened so much that no row would be settled."""
     d = np.asarray(low).size
+    extremes, tail = np.stack([low, high]), kernel_tail(kernel)
     if kernels.is_gaussian(kernel):
         nodes = gaussian_nodes_for(tolerance, d, queries)
     else:
-        nodes = nodes_for(kernel, tolerance, d)
-    grid = grid_for(np.stack([low, high]), np.ones(d), nodes, tail=kernel_tail(kernel),
-                    budget=budget)  # fmt: skip
+        # the budget's spacing: a grid needing more than HOPELESS_COARSENING times its
+        # nodes per bandwidth is hopeless, whatever more the bound would ask
+        finest = grid_for(extremes, np.ones(d), MOST_NODES, tail=tail, budget=budget)
+        nodes = nodes_for(kernel, tolerance, d, HOPELESS_COARSENING / max(finest.spacing))
+        if math.isinf(nodes):
+            return finest, True
+    grid = grid_for(extremes, np.ones(d), nodes, tail=tail, budget=budget)
     return grid, bool(np.max(grid.spacing) * nodes > HOPELESS_COARSENING)
 
 
