@@ -25,7 +25,7 @@ from attnpool import Binned, TopK, Tree, attention_pool, kernels
 from attnpool.engines import numpy_engine
 from attnpool.methods import tree
 from attnpool.sums.local_model import model_for
-from oracle import exact_pool, magnitude, rounding_bound, value_range
+from oracle import exact_pool, log_weights, magnitude, rounding_bound, value_range
 from reference import COMPACT_KERNELS
 
 N, M = 6, 19
@@ -138,7 +138,10 @@ def check_against_oracle(method, queries, keys, values, kernel, bandwidth, dtype
     eps = np.finfo(np.float32 if method in FLOAT32_LOGITS else dtype).eps
     np.seterr(over="ignore")  # a bound of inf times the range is inf: the hull only
     matmul = method in FLOAT32_LOGITS  # logits as matrix products at every d
-    bound = rounding_bound(queries, keys, kernel, bandwidth, ROUNDING * eps, matmul)[:, None]
+    weights = log_weights(queries, keys, kernel, bandwidth)
+    bound = rounding_bound(
+        queries, keys, kernel, bandwidth, ROUNDING * eps, matmul, log_k=weights[0]
+    )[:, None]
     tolerance = (METHOD_TOLERANCE.get(method, 0.0) + bound) * value_range(
         values
     ) + ROUNDING * eps * magnitude(values)
@@ -147,7 +150,8 @@ def check_against_oracle(method, queries, keys, values, kernel, bandwidth, dtype
     candidates = [0.0] if not kernel.startswith("boxcar") else [-band, band]
     errors = []
     for edge in candidates:
-        exact, _ = exact_pool(queries, keys, values, kernel, bandwidth, edge=edge)
+        exact, _ = exact_pool(queries, keys, values, kernel, bandwidth, edge=edge,
+                              weights=None if edge else weights)  # fmt: skip
         errors.append(np.abs(got - exact.astype(np.float64)))
     error = np.minimum.reduce(errors)
     slack = 4 * eps * magnitude(values).max()

@@ -7,6 +7,22 @@ import pytest
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 
+def pytest_configure(config):
+    """Each pytest-xdist worker's BLAS gets its share of the cores, as scikit-learn's own
+    test suite does: OpenBLAS's threads wait by spinning, so two workers with a thread
+    per core each took twice as long (a worker's child processes, Dask's workers and
+    the command-line tests', inherit the share through the environment)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers is None:
+        return
+    from threadpoolctl import threadpool_limits
+
+    share = max((os.cpu_count() or 1) // int(workers), 1)
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, str(share))
+    threadpool_limits(share)
+
+
 @pytest.fixture
 def without_compiled_loops(monkeypatch):
     """No compiled loops in this test, as where their library does not load: every

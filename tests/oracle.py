@@ -33,7 +33,7 @@ def _log_kernel(name: str, r2, edge: float = 0.0):
     key within rounding of the edge may fall on either side).
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        r = np.sqrt(r2)
+        r = np.sqrt(r2) if name in ("laplacian", "triangular", "tricube", "cosine") else None
         inside = r2 < 1 + (edge if name == "boxcar" else 0)
         if name == "gaussian":
             return -r2 / 2
@@ -102,15 +102,19 @@ def log_weights(queries, keys, kernel: str, bandwidth, edge: float = 0.0):
 
 
 def exact_pool(
-    queries, keys, values, kernel: str, bandwidth, *, empty: str = "nearest", edge: float = 0.0
-):
+    queries, keys, values, kernel: str, bandwidth, *, empty: str = "nearest", edge: float = 0.0,
+    weights=None,
+):  # fmt: skip
     """Pooled values ``(n, p)`` (long double) and the ``(n,)`` empty-row mask.
 
     Empty rows (no key in a compact support) get the nearest keys' mean value with
-    ``empty="nearest"``, NaN with ``"nan"``.
+    ``empty="nearest"``, NaN with ``"nan"``. ``weights``: :func:`log_weights`' answer for
+    these arguments, where the caller has it already.
     """
     v = _as_2d(values)
-    log_k, r2 = log_weights(queries, keys, kernel, bandwidth, edge)
+    log_k, r2 = (
+        weights if weights is not None else log_weights(queries, keys, kernel, bandwidth, edge)
+    )
     top = np.max(log_k, axis=1, keepdims=True)
     empty_rows = ~np.isfinite(top[:, 0])
     with np.errstate(invalid="ignore", over="ignore"):
@@ -165,15 +169,19 @@ def log_weight_intervals(queries, keys, kernel: str, bandwidth, unit: float, mat
         return _log_kernel(kernel, far) - unit, _log_kernel(kernel, near) + unit
 
 
-def rounding_bound(queries, keys, kernel: str, bandwidth, unit: float, matmul=False):
+def rounding_bound(
+    queries, keys, kernel: str, bandwidth, unit: float, matmul=False, log_k=None
+):  # fmt: skip
     """``(n,)`` bound on how far rounding moves each pooled row, in units of the values' range.
 
     With each weight anywhere in ``[lo_i, hi_i]`` (:func:`log_weight_intervals`), a
     weighted mean moves by at most ``Σ (hi_i − lo_i) / Σ lo_i`` of the range: more
     than 1 (the convex hull and nothing more) where rounding swamps the weights.
+    ``log_k``: :func:`log_weights`' first answer, where the caller has it already.
     """
     lowest, highest = log_weight_intervals(queries, keys, kernel, bandwidth, unit, matmul)
-    log_k, _ = log_weights(queries, keys, kernel, bandwidth)
+    if log_k is None:
+        log_k, _ = log_weights(queries, keys, kernel, bandwidth)
     top = np.max(log_k, axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
