@@ -85,8 +85,10 @@ def test_the_grid_search_meets_half_the_tolerance_within_its_precision(kernel, t
     nodes = binned_bound.nodes_for(kernel, tolerance, d)
     assert binned_bound.relative_bound(kernel, nodes, d) <= tolerance / 2
     assert binned_bound.relative_bound(kernel, nodes / binned_bound.PRECISION, d) > tolerance / 2
-    # more than the most it may take: infinitely many (the grid is hopeless)
+    # more than the most it may take: infinitely many (the grid is hopeless); just fewer
+    # (the doubling passes the most): found all the same
     assert binned_bound.nodes_for(kernel, tolerance, d, most=nodes / 2) == np.inf
+    assert nodes / 1.01 < binned_bound.nodes_for(kernel, tolerance, d, most=nodes * 1.01) < np.inf
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "tricube"])

@@ -159,20 +159,21 @@ def nodes_for(kernel: Kernel, tolerance: float, d: int = 1, most: float = MOST_N
     half of ``tolerance`` (denser or sparser parts of the data may need rows pooled
     exactly; clustered ones do), or ``inf`` where more than ``most`` would be needed.
 
-    Doubling brackets the answer; within the bracket the bound is close to a power of
-    the nodes (``nodes⁻¹`` across a compact kernel's edge, ``nodes⁻²`` where the profile
-    is smooth), so each step tries the point where the power through the bracket's ends
-    meets the target, and the other side of it by 0.3%: two evaluations where a
-    bisection would take eight to come within 0.3%.
+    Doubling brackets the answer, up to ``most`` (each evaluation costs 16 table entries
+    a node); within the bracket the bound is close to a power of the nodes (``nodes⁻¹``
+    across a compact kernel's edge, ``nodes⁻²`` where the profile is smooth), so each
+    step tries the point where the power through the bracket's ends meets the target,
+    and the other side of it by 0.3%: two evaluations where a bisection would take
+    eight to come within 0.3%.
     """
-    target = tolerance / 2
-    low, high = 1.0, 2.0
+    target, most = tolerance / 2, min(most, MOST_NODES)
+    low, high = 1.0, min(2.0, most)
     low_bound, high_bound = relative_bound(kernel, low, d), relative_bound(kernel, high, d)
     while high_bound > target:
-        if 2 * high > min(most, MOST_NODES):
+        if high >= most:
             return math.inf
         low, low_bound = high, high_bound
-        high *= 2
+        high = min(2 * high, most)
         high_bound = relative_bound(kernel, high, d)
     for _ in range(8):
         if high <= low * PRECISION or low_bound <= 0:
