@@ -83,11 +83,14 @@ def test_input_order_missing_values_and_points(client):
         attnpool.lowess(**lazy, missing="raise")
 
 
-@pytest.mark.parametrize("name", ["ties", "integers", "clusters", "outliers"])
-@pytest.mark.parametrize("share", [0.002, 0.5])
+@pytest.mark.parametrize(
+    "name, share",
+    [("ties", 0.002), ("ties", 0.5), ("integers", 0.5), ("clusters", 0.002), ("outliers", 0.5)],
+)
 def test_delta_schedule_walked_over_the_blocks(client, monkeypatch, name, share):
     # delta's fitted rows are a chain walked block after block, and the rows between lie
-    # on lines that can span several blocks (a delta of half the range)
+    # on lines that can span several blocks (a delta of half the range); each data set
+    # with one delta, ties (the chain's hardest steps) with both
     monkeypatch.setattr(rules, "DIRECT_WORK", 2**62)
     x, y = _hostile(name, 900, np.random.default_rng(8))
     order = np.argsort(x, kind="stable")
