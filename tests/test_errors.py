@@ -144,6 +144,12 @@ def test_weights_check_dimensions_too():
          r"x: expected a range of values \(or range_x\); received all 1.0"),
         (lambda: attnpool.binned_local_polynomial(K, V, bandwidth=0.1, gridsize=1),
          r"gridsize: expected at least 2 nodes; received 1"),
+        # weights float64 cannot pool: their span beyond the float range is said so
+        (lambda: attnpool.nadaraya_watson(K, V, [0.5], weights=[1e300, 1e100, 1, 1e-100, 1e-300]),
+         r"weights: the positive weights span more than 1\.8e\+308 \(largest 1e\+300 / "
+         r"smallest 1e-300\), beyond 6\.7e\+153"),
+        (lambda: attnpool.nadaraya_watson(K, V, [0.5], weights=[1e200, 1, 1, 1, 1]),
+         r"weights: the positive weights span 1e\+200 \(largest"),
     ],
 )  # fmt: skip
 def test_empty_and_mismatched_training_data_are_named(call, pattern):

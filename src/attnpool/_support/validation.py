@@ -143,9 +143,11 @@ def check_values(values, n_keys: int):
 def check_bandwidth(bandwidth, dims: int):
     """Validate a positive scalar or length-``dims`` bandwidth; return it as ``(dims,)``."""
     if isinstance(bandwidth, str | bytes):
+        per_column = "" if dims == 1 else f" or {dims}, one per column"
         raise TypeError(
-            f"bandwidth: expected a positive number or {dims} positive numbers; "
-            f"received the string {bandwidth!r}"
+            f"bandwidth: expected a positive number{per_column} (rules such as 'cv' or "
+            f"'scott' are the estimators' and select_bandwidth's); received the string "
+            f"{bandwidth!r}"
         )
     h = as_array(bandwidth, "bandwidth")
     if h.ndim > 1 or (h.ndim == 1 and h.shape[0] not in (1, dims)):

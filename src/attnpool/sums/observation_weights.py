@@ -91,7 +91,9 @@ def check_weights(weights, m: int, dtype=np.float64, name: str = "weights"):
     widest = span(positive)
     if not widest <= max_span(dtype):
         raise ValueError(
-            f"{name}: the positive weights span {widest:.3g} (largest {positive.max():.3g} / "
+            f"{name}: the positive weights span "
+            f"{f'{widest:.3g}' if np.isfinite(widest) else 'more than 1.8e+308'} "
+            f"(largest {positive.max():.3g} / "
             f"smallest {positive.min():.3g}), beyond "
             f"{max_span(dtype):.3g}, which {np.dtype(dtype).name} pooling resolves; drop "
             "the negligible rows (weight 0) or rescale"
