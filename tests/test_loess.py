@@ -140,6 +140,10 @@ def test_ties_and_offsets():
     _close(shifted.fitted_values_, theirs.outputs.fitted_values, 1e-7)
     with pytest.raises(ValueError, match=r"span=0\.005 is too small: the 2 nearest rows"):
         attnpool.Loess(span=0.005).fit(x[:, None], y)
+    # one nearest row is the point itself, not a tie
+    with pytest.raises(ValueError, match=r"span=0\.75 is too small: it takes the 1 nearest row, "
+                                         r"which lies on \[0\.0\] itself"):  # fmt: skip
+        attnpool.Loess().fit(np.array([[0.0], [1.0]]), np.array([1.0, 2.0]))
 
 
 def test_offsets_far_beyond_the_spread_leave_the_fit_unmoved():

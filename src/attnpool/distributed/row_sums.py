@@ -25,7 +25,7 @@ import numpy as np
 from .._support.optional import require
 from ..smoothers.local_polynomial import intercept_solution
 from ..smoothers.neighbour_sums import Neighbourhoods, terms
-from ..smoothers.neighbourhoods import SpanTooSmall
+from ..smoothers.neighbourhoods import span_too_small
 from ..smoothers.operator_rows import (
     GRAM_ENTRIES,
     Columns,
@@ -190,10 +190,7 @@ def group_radii(parts, spread, groups, count, span) -> list:
     radius = list(dask.persist(*[delayed(np.multiply)(r, factor) for r in radius]))
     least = min(dask.compute(*[delayed(np.min)(r) for r in radius]))
     if not least > 0:
-        raise SpanTooSmall(
-            f"span={span!r} is too small: the {count} nearest rows to some row all lie on "
-            "it (ties), leaving no neighbourhood; take a larger span"
-        )
+        raise span_too_small(span, count, "some row")
     return radius
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "neighbour_count",
     "radii",
     "sorted_radii",
+    "span_too_small",
     "trimmed_scale",
 ]
 
@@ -35,6 +36,20 @@ NEIGHBOUR_WORK = 2**20
 class SpanTooSmall(ValueError):
     """A span whose neighbourhoods are empty: some row's nearest rows all lie on it
     (ties). A span search passes over such a candidate."""
+
+
+def span_too_small(span: float, count: int, where) -> SpanTooSmall:
+    """The error of a span whose ``count`` nearest rows to the point ``where`` (or a
+    description of it) all lie on that point."""
+    if count == 1:
+        return SpanTooSmall(
+            f"span={span!r} is too small: it takes the 1 nearest row, which lies on {where} "
+            "itself, leaving no neighbourhood; take a span that reaches 2 rows or more"
+        )
+    return SpanTooSmall(
+        f"span={span!r} is too small: the {count} nearest rows to {where} all lie on it "
+        "(ties), leaving no neighbourhood; take a larger span"
+    )
 
 
 def trimmed_scale(X: np.ndarray) -> np.ndarray:
@@ -79,10 +94,7 @@ def radii(X: np.ndarray, queries: np.ndarray, span: float, count: int | None = N
         radius = distances[:, 0]
     if not np.all(radius > 0):
         where = queries[int(np.flatnonzero(~(radius > 0))[0])]
-        raise SpanTooSmall(
-            f"span={span!r} is too small: the {q} nearest rows to {where.tolist()} all lie "
-            f"on it (ties), leaving no neighbourhood; take a larger span"
-        )
+        raise span_too_small(span, q, where.tolist())
     return radius * math.sqrt(max(span, 1.0))
 
 
