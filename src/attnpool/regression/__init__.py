@@ -27,16 +27,15 @@ Leave-one-out fits mask each point's own pair inside the blocks (no refits, no
 subtraction that could cancel). The hat-matrix diagonal ``W_ii`` (for AICc) is
 ``α_ii`` for degree 0 and ``α_ii (1 + μ₁ᵀ C⁻¹ μ₁)`` for degree 1.
 
-The compiled engines' programs are in :mod:`attnpool.engines.local_fits`; small problems of
-continuous columns run on the NumPy engine (:mod:`attnpool.engines.numpy_engine`), with the same
-formula and without importing JAX.
+The fit's engine is the planner's or the method's (:mod:`attnpool.engines.planned_fit`):
+the compiled engines' programs are in :mod:`attnpool.engines.local_fits`; small problems
+run on the NumPy engine (:mod:`attnpool.engines.numpy_engine`), with the same formula and
+without importing JAX.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, overload
-
-import numpy as np
 
 from .._support.hints import (
     Array,
@@ -47,8 +46,8 @@ from .._support.hints import (
     KernelSpec,
     NDArray,
 )
-from .._support.validation import check_choice, numpy_dtype
-from ..engines import numpy_engine
+from .._support.validation import check_choice
+from ..engines.planned_fit import planned_local_fit
 from ..methods.options import LOCAL_FIT_METHODS
 from ..sums.empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
 from ..sums.local_model import LocalModel, model_for, validated
@@ -351,40 +350,10 @@ def local_regression(
         x_train, y_train, x_query, bandwidth, kernel, var_type, degree
     )
     x, y, weights = positive_rows(x, y, weights)
-    dtype = numpy_dtype(x, y, q)
-    weighted = weights is not None
-    if method == "stream" and block_size is None:
-        from ..methods.stream import KEY_BLOCK
-
-        block_size = KEY_BLOCK
-    if (
-        method in ("auto", "dense")
-        and block_size is None
-        and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1], weighted=weighted)
-    ):
-        # small: no program to build (computed in float64, returned in the inputs' type)
-        fit, slopes, empty_rows = numpy_engine.local_fit(
-            x, y, q, h, model, nearest=takes_nearest(empty), weights=weights
-        )
-        fit, slopes = fit.astype(dtype), slopes.astype(dtype)
-    else:
-        from .._support.interop import precision_scope
-        from ..engines.local_fits import local_fit
-
-        with precision_scope(dtype):
-            fit, slopes, _, empty_rows = local_fit(
-                np.asarray(x, dtype),
-                np.asarray(y, dtype),
-                np.asarray(q, dtype),
-                np.asarray(h, dtype),
-                model,
-                nearest=takes_nearest(empty),
-                block_size=block_size,
-                weights=None if weights is None else np.asarray(weights, dtype),
-                engine="pallas" if method == "pallas" else None,
-            )
-            fit, slopes = np.asarray(fit), np.asarray(slopes)
-            empty_rows = np.asarray(empty_rows)
+    fit, slopes, empty_rows = planned_local_fit(
+        x, y, q, h, model, method=method, nearest=takes_nearest(empty), block_size=block_size,
+        weights=weights,
+    )  # fmt: skip
     check_empty(empty, empty_rows, model.kernel)
     if flat:
         fit, slopes = fit[:, 0], slopes[..., 0]
