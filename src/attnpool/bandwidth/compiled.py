@@ -20,6 +20,7 @@ import numpy as np
 from .. import kernels
 from .._support.interop import compute_dtype, precision_scope
 from .._support.shapes import MAX_ROWS, bucket, pad_rows, padded
+from ..engines.local_fits import compiled_settings, tiled_model
 from ..methods import binned, binned_traced, fgt, sparse
 from ..methods.stream import KEY_BLOCK
 from ..sums import plan
@@ -66,15 +67,11 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
     ``weights``: observation weights or None."""
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     model, method = spec.model, spec.method
-    if pooling == "pallas":
-        from ..engines.local_fits import tiled_model
-
-        if not tiled_model(model):
-            raise ValueError(
-                "pooling: 'pallas' searches continuous columns with a non-negative kernel; "
-                f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
-            )
-        spec = spec._replace(engine="pallas")
+    if pooling == "pallas" and not tiled_model(model):
+        raise ValueError(
+            "pooling: 'pallas' searches continuous columns with a non-negative kernel; "
+            f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
+        )
     binnable = (
         method == "cv"
         and model.var_type == "c"
@@ -88,8 +85,8 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
         )
     if pooling == "binned":
         return _select_binned(x, y, weights, thetas, dtype, spec, progress)
-    if pooling == "stream" and spec.block_size is None:
-        spec = spec._replace(block_size=KEY_BLOCK)
+    engine, block_size = compiled_settings(pooling, spec.block_size)
+    spec = spec._replace(engine=engine, block_size=block_size)
     limits = smoothed_out(x, model)  # (of the data, before any padding)
     count = None
     if x.shape[0] <= MAX_ROWS:  # rows padded to their bucket: the programs are reused

@@ -168,6 +168,16 @@ def _relative_rows(x_query, x_train, bandwidth, model: LocalModel) -> Rows:
                 relative(x_train, bandwidth, centre, model))  # fmt: skip
 
 
+def compiled_settings(method: str, block_size: int | None) -> tuple[str | None, int | None]:
+    """``(engine, block_size)`` of the compiled fits for a method of
+    :data:`attnpool.methods.options.LOCAL_FIT_METHODS`: ``"pallas"`` the tiled kernel,
+    ``"stream"`` key blocks of ``block_size`` (by default the stream method's), the
+    others the planner's compiled fits' table (engine None, as :func:`local_fit` takes it)."""
+    if method == "stream":
+        return None, block_size or KEY_BLOCK
+    return ("pallas" if method == "pallas" else None), block_size
+
+
 def tiled_model(model: LocalModel) -> bool:
     """Whether the tiled kernel serves ``model``: continuous columns, a kernel it sums."""
     return not model.categorical and pallas.supports(model.kernel)

@@ -33,10 +33,6 @@ def planned_local_fit(
     compiled fits (the engine ``method`` names; ``"stream"`` in blocks of
     ``block_size`` keys, by default the stream method's). ``weights (n,)``: positive
     observation weights; ``nearest``: empty rows take the nearest keys' responses."""
-    if method == "stream" and block_size is None:
-        from ..methods.stream import KEY_BLOCK
-
-        block_size = KEY_BLOCK
     weighted, dtype = weights is not None, numpy_dtype(x, y, q)
     if (
         method in NUMPY_SERVES
@@ -49,8 +45,9 @@ def planned_local_fit(
         )
         return fit.astype(dtype), slopes.astype(dtype), empty_rows
     from .._support.interop import precision_scope
-    from .local_fits import local_fit
+    from .local_fits import compiled_settings, local_fit
 
+    engine, block_size = compiled_settings(method, block_size)
     with precision_scope(dtype):
         fit, slopes, _, empty_rows = local_fit(
             np.asarray(x, dtype),
@@ -61,6 +58,6 @@ def planned_local_fit(
             nearest=nearest,
             block_size=block_size,
             weights=None if weights is None else np.asarray(weights, dtype),
-            engine="pallas" if method == "pallas" else None,
+            engine=engine,
         )
         return np.asarray(fit), np.asarray(slopes), np.asarray(empty_rows)
