@@ -169,3 +169,30 @@ def test_compiled_local_linear_in_two_columns_with_one_dominant_key(block_size):
         got = local_fit(x, y[:, None], queries, h, model, block_size=block_size)[0]
     want = long_double_local_linear(x, y, queries, "gaussian", h)
     np.testing.assert_allclose(np.asarray(got)[:, 0], want, rtol=1e-9, atol=1e-9)
+
+
+def test_boolean_responses_are_zeros_and_ones():
+    # a binary outcome's kernel regression is its probability: the functions take
+    # booleans as the estimators (scikit-learn's conversion), LOWESS and the binned fit do
+    import attnpool
+
+    x = np.linspace(0, 5, 60)
+    y = np.sin(3 * x) > 0
+    q = np.array([[0.4], [2.2]])
+    numbers = attnpool.nadaraya_watson(x, y.astype(float), q, bandwidth=0.3)
+    np.testing.assert_array_equal(attnpool.nadaraya_watson(x, y, q, bandwidth=0.3), numbers)
+    np.testing.assert_array_equal(attnpool.nadaraya_watson(x, list(y), q, bandwidth=0.3), numbers)
+    estimator = attnpool.NadarayaWatson(bandwidth=0.3).fit(x[:, None], y)
+    np.testing.assert_array_equal(estimator.predict(q), numbers)
+    np.testing.assert_array_equal(attnpool.attention_pool(q, x, y, bandwidth=0.3), numbers)
+    np.testing.assert_array_equal(
+        local_regression(x, y, q, bandwidth=0.3, degree=1),
+        local_regression(x, y.astype(float), q, bandwidth=0.3, degree=1),
+    )
+    on_device = attnpool.nadaraya_watson(
+        jnp.asarray(x), jnp.asarray(y), jnp.asarray(q), bandwidth=0.3
+    )
+    np.testing.assert_allclose(on_device, numbers, rtol=1e-5)
+    # booleans as coordinates stay refused (no distance between True and False is meant)
+    with pytest.raises(TypeError, match=r"keys: expected a numeric .* received dtype bool"):
+        attnpool.attention_pool([1.0], [True, False], [1.0, 2.0])

@@ -125,8 +125,11 @@ def check_points(x, name: str, *, dims: int | None = None, min_rows: int = 0):
 
 
 def check_values(values, n_keys: int):
-    """Validate ``values`` of shape ``(m,)`` or ``(m, p)``; return ``(m, p)`` and the 1-D flag."""
-    values = as_array(values, "values")
+    """Validate ``values`` of shape ``(m,)`` or ``(m, p)``; return ``(m, p)`` and the 1-D flag.
+
+    Booleans are responses of 0 and 1 (the pooled value of a binary outcome is its
+    probability), as scikit-learn's regressors and the estimators here take them."""
+    values = as_array(_booleans_as_numbers(values), "values")
     if values.ndim not in (1, 2):
         raise ValueError(
             f"values: expected shape (m,) or (m, p); received an array of shape {values.shape}"
@@ -138,6 +141,19 @@ def check_values(values, n_keys: int):
     check_finite(values, "values")
     one_dimensional = values.ndim == 1
     return (values[:, None] if one_dimensional else values), one_dimensional
+
+
+def _booleans_as_numbers(x):
+    """``x`` as 0s and 1s of the default floating type where it is an array of booleans
+    (or a list of them), else ``x`` unchanged."""
+    if is_jax(x):
+        return x.astype(float) if x.dtype == np.bool_ else x
+    if getattr(x, "dtype", None) is None:
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError):
+            return x  # (as_array names the argument)
+    return np.asarray(x, np.float64) if x.dtype == np.bool_ else x
 
 
 def check_bandwidth(bandwidth, dims: int):
