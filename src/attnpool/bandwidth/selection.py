@@ -334,7 +334,8 @@ def cv_curve(
     >>> attnpool.cv_curve(data.x_train, data.y_train, [0.1, 0.3, 1.0]).round(3)
     array([0.283, 0.272, 0.569])
     """
-    return np.asarray(_curve(X, y, bandwidths, "cv", kernel, degree, var_type, block_size, weights))
+    training = _checked_training_data(X, y, kernel, var_type, degree, weights)
+    return np.asarray(_curve(training, bandwidths, "cv", block_size))
 
 
 def aicc_curve(
@@ -377,13 +378,14 @@ def aicc_curve(
     >>> attnpool.aicc_curve(data.x_train, data.y_train, [0.1, 0.3, 1.0]).round(3)
     array([-0.163, -0.279,  0.45 ])
     """
-    return np.asarray(
-        _curve(X, y, bandwidths, "aicc", kernel, degree, var_type, block_size, weights)
-    )
+    training = _checked_training_data(X, y, kernel, var_type, degree, weights)
+    return np.asarray(_curve(training, bandwidths, "aicc", block_size))
 
 
-def _curve(X, y, bandwidths, method, kernel, degree, var_type, block_size, weights) -> Any:
-    x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
+def _curve(training: tuple, bandwidths, method: str, block_size: int | None) -> Any:
+    """The criterion ``method`` at each candidate of ``bandwidths``, in the data's units;
+    ``training``: :func:`_checked_training_data`'s ``(x, y, model, weights)``."""
+    x, y, model, weights = training
     candidates = np.asarray(bandwidths, dtype=float)
     if candidates.ndim == 1:
         candidates = np.repeat(candidates[:, None], x.shape[1], axis=1)
