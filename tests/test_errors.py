@@ -158,3 +158,13 @@ def test_empty_and_mismatched_training_data_are_named(call, pattern):
     binned fit — answered with numbers."""
     with pytest.raises(ValueError, match=pattern):
         call()
+
+
+@pytest.mark.parametrize("estimator", ["NadarayaWatson", "LocalLinear"])
+def test_estimators_refuse_a_categorical_bandwidth_of_one_or_more(estimator):
+    # the functions refused λ = 1.5; the estimators fitted with it and predicted numbers
+    X = np.c_[np.arange(10.0), np.arange(10) % 3]
+    model = getattr(attnpool, estimator)(bandwidth=[1.0, 1.5], var_type="cu")
+    pattern = r"bandwidth: column 1 is categorical \('u'\); its bandwidth λ must lie in \(0, 1\)"
+    with pytest.raises(ValueError, match=pattern + r"; received 1\.5"):
+        model.fit(X, np.arange(10.0))

@@ -142,7 +142,7 @@ def test_weights_are_repeated_rows_and_errors_name_the_argument():
     assert log_density(x, x, bandwidth=bw, var_type="cu", weights=w) == pytest.approx(
         log_density(x[rows], x, bandwidth=bw, var_type="cu"), rel=1e-12
     )
-    with pytest.raises(ValueError, match=r"bandwidth: column 1 is categorical .* \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"bandwidth: column 1 is categorical .* \(0, 1\)"):
         kernel_density(x, x, bandwidth=[0.5, 1.5], var_type="cu")
     with pytest.raises(ValueError, match="var_type: expected a string of 2 letters"):
         kernel_density(x, x, bandwidth=0.5, var_type="cz")

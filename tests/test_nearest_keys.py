@@ -84,3 +84,46 @@ def test_a_key_overflowing_its_difference_is_still_measured():
     keys = np.array([[-1e308], [9e307], [0.0]])
     got = fit.fit(keys, np.array([1.0, 2.0, 3.0])).predict(np.array([[1e308]]))
     assert got.tolist() == [2.0]
+
+
+def _float64_limit(q, k, v):
+    """The limit as ``h → 0`` of the formula in float64: the mean value of the keys whose
+    float64 differences ``q − k`` have the smallest squared norm, each row in the power
+    of two of its largest difference (exact, so nothing overflows: the float64 sums of
+    squares the formula would compare if it could), ties averaged."""
+    out = []
+    for row in q:
+        gaps = row[None, :] - k
+        unit = 2.0 ** -np.frexp(np.max(np.abs(gaps)))[1]
+        size = np.sum((gaps * unit) ** 2, axis=1)
+        out.append(np.mean(v[size == size.min()]))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("exponent", [-600, 0, 600])
+def test_every_compiled_route_takes_the_limit_with_near_and_far_queries(d, exponent):
+    # a query far from the keys beside ones among them: one power of two for all the
+    # rows once flushed the near rows' differences to 0 (the mean of every key), and
+    # the compiled local fits' squares overflowed for the far one (0)
+    rng = np.random.default_rng(d)
+    scale = 2.0**exponent
+    keys = rng.integers(-6, 7, (20, d)) * scale  # integer grids: exact ties
+    values = rng.normal(size=20)
+    near = (rng.integers(-6, 7, (4, d)) + 0.25) * scale
+    far = np.array([[2.0**400] + [0.0] * (d - 1), [-(2.0**300)] + [1.0] * (d - 1)]) * scale
+    queries = np.vstack([near, far])
+    want = _float64_limit(queries, keys, values)
+    h = 2.0 ** (exponent - 400)  # the far rows' squared distances beyond the float range
+    for method in ("dense", "stream"):
+        pooled = attnpool.attention_pool(queries, keys, values, bandwidth=h, method=method)
+        np.testing.assert_array_equal(pooled, want)
+        compact = attnpool.attention_pool(queries, keys, values, kernel="epanechnikov",
+                                          bandwidth=h, method=method, empty="nearest")  # fmt: skip
+        np.testing.assert_array_equal(compact, want)
+        for degree in (0, 1):
+            fit = attnpool.local_regression(keys, values, queries, bandwidth=h, degree=degree,
+                                            method=method)  # fmt: skip
+            np.testing.assert_allclose(fit, want, rtol=1e-15, atol=0)
+    weights = attnpool.attention_weights(queries, keys, bandwidth=h)
+    np.testing.assert_allclose(weights @ values, want, rtol=1e-15)

@@ -196,3 +196,31 @@ def test_boolean_responses_are_zeros_and_ones():
     # booleans as coordinates stay refused (no distance between True and False is meant)
     with pytest.raises(TypeError, match=r"keys: expected a numeric .* received dtype bool"):
         attnpool.attention_pool([1.0], [True, False], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("method", ["auto", "stream"])
+@pytest.mark.parametrize("degree", [0, 1])
+def test_the_empty_policy_is_attention_pools(method, degree):
+    # local_regression returned NaN silently under its default empty="nan", and a
+    # Gaussian whose distances passed the float range was NaN where nadaraya_watson
+    # gives the nearest key's value, the formula's limit
+    from attnpool import EmptyNeighbourhoodWarning, nadaraya_watson
+
+    x, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 4.0])
+    queries = np.array([0.1, 9.0])
+    options = {"kernel": "boxcar", "bandwidth": 0.5, "degree": degree, "method": method}
+    with pytest.warns(EmptyNeighbourhoodWarning, match="1 of 2 queries .* result is NaN"):
+        np.testing.assert_array_equal(local_regression(x, y, queries, **options), [1.0, np.nan])
+    with pytest.warns(EmptyNeighbourhoodWarning, match="1 of 2 queries .* nearest training"):
+        got = local_regression(x, y, queries, empty="warn", **options)
+    np.testing.assert_array_equal(got, [1.0, 4.0])
+    with pytest.raises(ValueError, match=r"^empty: 1 of 2 queries have no training point"):
+        local_regression(x, y, queries, empty="raise", **options)
+    tiny = {"bandwidth": 1e-300, "degree": degree, "method": method}
+    for empty in ("nan", "warn", "raise"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = local_regression(x, y, [0.4, 1.7, 1e200], empty=empty, **tiny)
+        np.testing.assert_array_equal(got, [1.0, 4.0, 7.0 / 3.0])
+    np.testing.assert_array_equal(nadaraya_watson(x, y, [0.4, 1.7, 1e200], bandwidth=1e-300),
+                                  [1.0, 4.0, 7.0 / 3.0])  # fmt: skip

@@ -398,7 +398,7 @@ def _curve(training: tuple, bandwidths, method: str, block_size: int | None) -> 
     ):
         raise ValueError(
             f"bandwidths: expected shape (k,) or (k, {x.shape[1]}), positive for continuous "
-            f"columns and λ in [0, 1) for categorical ones; received shape "
+            f"columns and λ in (0, 1) for categorical ones; received shape "
             f"{np.asarray(bandwidths).shape} with values from {np.min(candidates):.3g} to "
             f"{np.max(candidates):.3g}"
         )

@@ -75,7 +75,7 @@ def log_density(
     kernel covers no training point. ``weights (n,)``: observation weights.
     ``var_type``: one letter per column, ``c`` continuous, ``o`` ordered, ``u`` unordered
     (statsmodels' ``KDEMultivariate``; :mod:`attnpool.kernels.mixed`): a categorical
-    column's bandwidth is its ``λ ∈ [0, 1)``. ``method``: one of :data:`DENSITY_METHODS`
+    column's bandwidth is its ``λ ∈ (0, 1)``. ``method``: one of :data:`DENSITY_METHODS`
     (continuous columns).
 
     Parameters

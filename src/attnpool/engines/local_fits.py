@@ -22,7 +22,7 @@ from ..kernels.edges import has_edge
 from ..methods import dense_weights, normalise, pallas
 from ..methods.stream import KEY_BLOCK
 from ..sums.facts import fit_facts
-from ..sums.geometry import key_centre
+from ..sums.geometry import key_centre, keys_to_unit
 from ..sums.local_model import LocalModel, relative, solve_moments
 from ..sums.observation_weights import augmented, column_scale, divided
 from ..sums.plan import block_width, plan
@@ -161,11 +161,12 @@ def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRo
 
 
 def _relative_rows(x_query, x_train, bandwidth, model: LocalModel) -> Rows:
-    """The nearest-key geometry of both sides (:func:`~attnpool.sums.local_model.relative`)."""
+    """The nearest-key geometry of both sides (:func:`~attnpool.sums.local_model.relative`),
+    the keys at most 1 (:func:`~attnpool.sums.geometry.keys_to_unit`)."""
     cont = jnp.array(model.continuous, dtype=int)
     centre = key_centre(x_train[:, cont]) if model.continuous else None
-    return Rows(relative(x_query, bandwidth, centre, model),
-                relative(x_train, bandwidth, centre, model))  # fmt: skip
+    return Rows(*keys_to_unit(relative(x_query, bandwidth, centre, model),
+                              relative(x_train, bandwidth, centre, model)))  # fmt: skip
 
 
 def compiled_settings(method: str, block_size: int | None) -> tuple[str | None, int | None]:

@@ -20,6 +20,9 @@ from . import numpy_engine
 #: The methods under which a small fit may run on the NumPy engine (the exact sum it
 #: computes is the dense one).
 NUMPY_SERVES = ("auto", "dense")
+#: The planner's fit backends (:mod:`attnpool.sums.plan`) that are the NumPy engine
+#: (``"native"``: local linear's moments on the compiled loop, which the engine calls).
+HOST_FITS = ("numpy", "native")
 
 
 def planned_local_fit(
@@ -31,10 +34,12 @@ def planned_local_fit(
     ``h (d,)``, in the inputs' floating type (float64 for integers): by the NumPy engine
     where ``method`` allows it and the planner's fit table gives it the fit, else by the
     compiled fits (the engine ``method`` names; ``"stream"`` in blocks of
-    ``block_size`` keys, by default the stream method's). ``weights (n,)``: positive
-    observation weights; ``nearest``: empty rows take the nearest keys' responses."""
+    ``block_size`` keys, by default the stream method's). ``method`` may also be a
+    backend the planner's fit table chose already (:data:`HOST_FITS`: the NumPy engine,
+    or a compiled fit's engine). ``weights (n,)``: positive observation weights;
+    ``nearest``: empty rows take the nearest keys' responses."""
     weighted, dtype = weights is not None, numpy_dtype(x, y, q)
-    if (
+    if method in HOST_FITS or (
         method in NUMPY_SERVES
         and block_size is None
         and numpy_engine.serves(model, q.shape[0], x.shape[0], y.shape[1], weighted=weighted)

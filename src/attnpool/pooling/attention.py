@@ -27,9 +27,9 @@ from ..methods.options import DENSE_MAX_PAIRS, HOST_METHODS, Binned, TopK, resol
 from ..sums.backends import get_backend
 from ..sums.empty_policy import (
     EMPTY_POLICIES,
+    fills_empty,
     report_empty,
     report_keyless,
-    takes_nearest,
 )
 
 __all__ = ["DENSE_MAX_PAIRS", "MAX_WEIGHT_ENTRIES", "attention_pool"]
@@ -279,7 +279,7 @@ def attention_pool(
             return_weights=return_weights, empty=empty, block_size=block_size, method=method,
         )  # fmt: skip
     allowed, keyless = checked_mask(mask, n, m, empty)
-    nearest = takes_nearest(empty) or not kernel.compact
+    nearest = fills_empty(kernel, empty)
     planned, found = None, None
     name, options = resolve(method)
     if allowed is None and not return_weights and (name in HOST_METHODS or block_size is None):

@@ -11,7 +11,7 @@ import numpy as np
 from .._support.validation import is_jax, numpy_dtype
 from ..kernels import Kernel
 from ..sums import layer
-from ..sums.empty_policy import report_empty, takes_nearest
+from ..sums.empty_policy import fills_empty, report_empty
 from ..sums.observation_weights import check_weights
 from ..sums.problem import SumProblem
 
@@ -37,7 +37,7 @@ def pool_by_backend(
     w = None if weights is None else check_weights(weights, k.shape[0], np.float64)
     q64, k64, v64, h64, w64 = layer.host_arrays(name, q, k, v, h, w)
     problem = SumProblem(q64, k64, v64, h64, kernel, w64)
-    nearest = takes_nearest(empty) or not kernel.compact
+    nearest = fills_empty(kernel, empty)
     pooled, empty_rows = layer.pool(name, problem, nearest=nearest)
     report_empty(kernel, empty, empty_rows)
     pooled = pooled.astype(dtype)

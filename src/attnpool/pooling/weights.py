@@ -8,7 +8,7 @@ from typing import Any
 from .. import kernels as _kernels
 from .._support.hints import Array, ArrayLike, Bandwidth
 from .._support.validation import check_choice
-from ..sums.empty_policy import EMPTY_POLICIES, takes_nearest
+from ..sums.empty_policy import EMPTY_POLICIES, fills_empty
 from .attention import (
     KernelLike,
     attention_pool,
@@ -74,7 +74,7 @@ def attention_weights(
     empty = check_choice(empty, "empty", EMPTY_POLICIES)
     check_weight_size(q.shape[0], k.shape[0])
     allowed, keyless = checked_mask(mask, q.shape[0], k.shape[0], empty)
-    nearest = takes_nearest(empty) or not kernel.compact
+    nearest = fills_empty(kernel, empty)
 
     def compute(q: Any, k: Any, h: Any) -> Any:
         from ..engines.programs import weights_core

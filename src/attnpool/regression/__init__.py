@@ -21,7 +21,7 @@ Mixed data follow statsmodels/np: ``var_type`` has one letter per column —
 ``o`` ordered (Wang–van Ryzin: ``1 − λ`` if equal, else ``½(1 − λ) λ^|x − X|``),
 ``u`` unordered (Aitchison–Aitken: ``1 − λ`` if equal, else ``λ / (c − 1)`` with
 ``c`` levels) — multiplied across columns. For categorical columns the
-"bandwidth" is ``λ ∈ [0, 1)``; ``λ = 0`` matches exactly.
+"bandwidth" is ``λ ∈ (0, 1)``; as ``λ → 0`` it matches exactly.
 
 Leave-one-out fits mask each point's own pair inside the blocks (no refits, no
 subtraction that could cancel). The hat-matrix diagonal ``W_ii`` (for AICc) is
@@ -49,7 +49,7 @@ from .._support.hints import (
 from .._support.validation import check_choice
 from ..engines.planned_fit import planned_local_fit
 from ..methods.options import LOCAL_FIT_METHODS
-from ..sums.empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
+from ..sums.empty_policy import EMPTY_POLICIES, fills_empty, report_empty
 from ..sums.local_model import LocalModel, model_for, validated
 from ..sums.observation_weights import positive_rows
 
@@ -351,10 +351,10 @@ def local_regression(
     )
     x, y, weights = positive_rows(x, y, weights)
     fit, slopes, empty_rows = planned_local_fit(
-        x, y, q, h, model, method=method, nearest=takes_nearest(empty), block_size=block_size,
-        weights=weights,
+        x, y, q, h, model, method=method, nearest=fills_empty(model.kernel, empty),
+        block_size=block_size, weights=weights,
     )  # fmt: skip
-    check_empty(empty, empty_rows, model.kernel)
+    report_empty(model.kernel, empty, empty_rows, noun="training point")
     if flat:
         fit, slopes = fit[:, 0], slopes[..., 0]
     return (fit, slopes) if return_slopes else fit

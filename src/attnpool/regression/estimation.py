@@ -5,30 +5,31 @@ and call :func:`fitted_bandwidth` and :func:`predict`; the choice of path lives 
 Predictions run where the planner's fit table (:mod:`attnpool.sums.plan`) sends
 ``method="auto"``, or where the method named runs:
 
-- the NumPy engine (:mod:`attnpool.engines.numpy_engine`) for small fits and a Gaussian
-  local linear fit's moments on the compiled loop, with the empty policy of the
-  function the compiled path calls;
-- :func:`attnpool.local_regression` for local linear fits, categorical columns and the
-  exact methods (``"dense"``, ``"stream"``);
+- the local fits (:func:`attnpool.engines.planned_fit.planned_local_fit`: the NumPy
+  engine, local linear's moments on the compiled loop, or the compiled fits) for local
+  linear fits, categorical columns, the exact methods (``"dense"``, ``"stream"``,
+  ``"pallas"``) and the small fits the planner gives NumPy;
 - :func:`attnpool.attention_pool` otherwise — local constant fits of continuous columns,
   where its faster methods (``fgt``, ``native``, ``binned``, ``sparse``, ``topk``)
   serve;
 - the pair fits (:mod:`attnpool.regression.pairs`: NumPy pairs) for higher-order
   kernels and bandwidths by nearest neighbours.
+
+Each applies the empty policy of the function a user would call for the same fit.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._support.validation import check_bandwidth, check_choice
+from .._support.validation import check_choice
 from ..bandwidth import select_bandwidth
 from ..bandwidth.selection import canonical_selector
-from ..engines import numpy_engine
+from ..engines.planned_fit import HOST_FITS, planned_local_fit
 from ..methods.options import LOCAL_FIT_METHODS
-from ..sums.empty_policy import EMPTY_POLICIES, check_empty, report_empty, takes_nearest
+from ..sums.empty_policy import EMPTY_POLICIES, fills_empty, report_empty
 from ..sums.facts import fit_facts, pool_facts
-from ..sums.local_model import model_for
+from ..sums.local_model import checked_bandwidth, model_for
 from ..sums.plan import plan
 from . import pairs as pair_regression
 from .options import FitOptions
@@ -39,8 +40,6 @@ __all__ = ["EXACT_ENGINES", "FitOptions", "fitted_bandwidth", "method_name", "pl
 #: Methods every local fit runs on (``pallas``: continuous columns); the others pool
 #: (local constant, continuous columns).
 EXACT_ENGINES = LOCAL_FIT_METHODS
-#: The planner's fit backends the NumPy engine runs (``native``: its moments on the loop).
-NUMPY_ENGINE = ("numpy", "native")
 
 
 def method_name(x, options: FitOptions) -> str:
@@ -97,7 +96,7 @@ def fitted_bandwidth(
         return pair_regression.fitted_setting(x, y, bandwidth, options, weights=weights)
     name = method_name(x, options)
     if not isinstance(bandwidth, str):
-        return np.array(check_bandwidth(bandwidth, x.shape[1]), dtype=float), {}
+        return checked_bandwidth(bandwidth, _model(x, options)), {}
     selection = select_bandwidth(
         x,
         y,
@@ -172,38 +171,31 @@ def predict(x_train, y_train, x, bandwidth, options: FitOptions, *, weights=None
     training rows' positive observation weights; ``bandwidth`` the numbers of neighbours
     of a ``bandwidth_type`` by neighbours; ``model`` the fit's :func:`fit_model` where
     the caller kept it (its unordered columns' levels are not counted again)."""
-    kernel, degree, var_type = options.kernel, options.degree, options.var_type
-    empty, block_size, method = options.empty, options.block_size, options.method
     route, model = _route(x_train, y_train, x.shape[0], options, weights, model)
     if route == "pairs":
         return pair_regression.estimator_prediction(x_train, y_train, x, bandwidth, options,
                                                     weights=weights)  # fmt: skip
-    if route in NUMPY_ENGINE and model is not None:  # planned (a method named has no model)
-        return _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights)
-    common = {"kernel": kernel, "bandwidth": bandwidth, "empty": empty, "weights": weights}
-    if route in EXACT_ENGINES:
-        from . import local_regression
-
-        named = route if method != "auto" else "auto"  # (else the compiled table's again)
-        return local_regression(x_train, y_train, x, degree=degree, var_type=var_type,
-                                block_size=block_size, method=named, **common)  # fmt: skip
+    if route in EXACT_ENGINES or (options.method == "auto" and route in HOST_FITS):
+        return _local_fit(x_train, y_train, x, bandwidth, model or _model(x_train, options),
+                          options, route, weights)  # fmt: skip
     from ..pooling import attention_pool
 
-    return attention_pool(x, x_train, y_train, method=method, block_size=block_size, **common)
+    return attention_pool(x, x_train, y_train, kernel=options.kernel, bandwidth=bandwidth,
+                          empty=options.empty, weights=weights, method=options.method,
+                          block_size=options.block_size)  # fmt: skip
 
 
-def _numpy_prediction(x_train, y_train, x, bandwidth, model, empty, weights=None):
-    """Predictions by the NumPy engine, with the empty policy of the function the
-    compiled path calls: :func:`attention_pool` (local constant, where an unbounded
-    kernel takes the nearest-key limit) or :func:`local_regression`."""
-    pooling = model.degree == 0
-    nearest = takes_nearest(empty) or (pooling and not model.kernel.compact)
+def _local_fit(x_train, y_train, x, bandwidth, model, options: FitOptions, route: str, weights):
+    """The local fit at ``x`` on the engine of ``route`` (a method named, or the backend
+    the planner's fit table chose), with the empty policy the functions apply
+    (:func:`attnpool.attention_pool`'s words for a local constant fit,
+    :func:`attnpool.local_regression`'s else)."""
     y = y_train.reshape(y_train.shape[0], -1)
-    fit, _, empty_rows = numpy_engine.local_fit(
-        x_train, y, x, bandwidth, model, nearest=nearest, weights=weights
-    )
-    if pooling:
-        report_empty(model.kernel, empty, empty_rows, stacklevel=5)
-    else:
-        check_empty(empty, empty_rows, model.kernel)
+    fit, _, empty_rows = planned_local_fit(
+        x_train, y, x, np.asarray(bandwidth, np.float64), model, method=route,
+        nearest=fills_empty(model.kernel, options.empty), block_size=options.block_size,
+        weights=weights,
+    )  # fmt: skip
+    noun = "key" if model.degree == 0 else "training point"
+    report_empty(model.kernel, options.empty, empty_rows, noun=noun)
     return fit[:, 0] if y_train.ndim == 1 else fit

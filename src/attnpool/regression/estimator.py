@@ -229,7 +229,7 @@ class NadarayaWatson(_LocalRegression):
     bandwidth : {"cv", "aicc", "scott", "silverman", "dpill"}, float or array of shape (n_features,)
         A selector (``"dpill"``: the local linear plug-in bandwidth, one Gaussian
         column, :func:`attnpool.local_linear_plug_in_bandwidth`) or fixed bandwidths
-        (``λ ∈ [0, 1)`` for categorical columns); with
+        (``λ ∈ (0, 1)`` for categorical columns); with
         nearest-neighbour bandwidths, ``"cv"`` or the numbers of neighbours ``k``.
         statsmodels' names ``"cv_ls"`` and ``"aic"`` are taken for ``"cv"`` and
         ``"aicc"`` (the same criteria).

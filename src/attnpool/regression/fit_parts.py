@@ -13,7 +13,7 @@ from .. import kernels
 from .._support.hints import Array, ArrayLike, Bandwidth, KernelSpec
 from .._support.validation import check_choice, numpy_dtype
 from ..engines import numpy_engine
-from ..sums.empty_policy import EMPTY_POLICIES, check_empty, takes_nearest
+from ..sums.empty_policy import EMPTY_POLICIES, fills_empty, report_empty, takes_nearest
 from ..sums.observation_weights import positive_rows
 from . import validated
 
@@ -114,10 +114,10 @@ def weight_matrix(
             np.asarray(q, dtype),
             np.asarray(h, dtype),
             model=model,
-            nearest=takes_nearest(empty),
+            nearest=fills_empty(model.kernel, empty),
         )
         matrix, empty_rows = np.asarray(matrix), np.asarray(empty_rows)
-    check_empty(empty, empty_rows, model.kernel)
+    report_empty(model.kernel, empty, empty_rows, noun="training point")
     if weights is not None:
         matrix = matrix * np.asarray(weights, matrix.dtype)[None, :]
         matrix = matrix / matrix.sum(axis=1, keepdims=True)

@@ -367,11 +367,11 @@ def estimator_prediction(x_train, y_train, x, setting, options: FitOptions, *, w
     """An estimator's pair-fit predictions (or slopes) at ``x``, shaped like ``y_train``,
     with ``options``' empty policy, as its other fits take it; ``setting``: the
     bandwidths or numbers of neighbours of :func:`fitted_setting`."""
-    from ..sums.empty_policy import report_empty, takes_nearest
+    from ..sums.empty_policy import fills_empty, report_empty
 
     kernel = _kernels.get(options.kernel)
     y = y_train.reshape(y_train.shape[0], -1)
-    nearest = takes_nearest(options.empty) or not kernel.compact
+    nearest = fills_empty(kernel, options.empty)
     fit, slopes, empty_rows = predict(x_train, y, x, setting, options, weights=weights,
                                       nearest=nearest)  # fmt: skip
     report_empty(kernel, options.empty, empty_rows, stacklevel=4)

@@ -19,7 +19,7 @@ import numpy as np
 __all__ = [
     "EMPTY_POLICIES",
     "EmptyNeighbourhoodWarning",
-    "check_empty",
+    "fills_empty",
     "report_empty",
     "report_keyless",
     "takes_nearest",
@@ -50,6 +50,13 @@ def user_stacklevel() -> int:
 def takes_nearest(empty: str) -> bool:
     """Whether the policy ``empty`` gives an empty row its nearest key's value."""
     return empty in ("nearest", "warn")
+
+
+def fills_empty(kernel: _Support, empty: str) -> bool:
+    """Whether an empty row takes the nearest-key limit: where the policy ``empty`` says
+    so, and always for an unbounded kernel (its rows are empty only when the distances
+    pass the float range, and the limit is what its formula tends to there)."""
+    return takes_nearest(empty) or not kernel.compact
 
 
 class EmptyNeighbourhoodWarning(RuntimeWarning):
@@ -83,25 +90,34 @@ class _Support(Protocol):
 
 
 def report_empty(
-    kernel: _Support, empty: str, empty_rows: np.ndarray, *, stacklevel: int = 3
+    kernel: _Support,
+    empty: str,
+    empty_rows: np.ndarray,
+    *,
+    stacklevel: int = 3,
+    noun: str = "key",
 ) -> None:
     """The ``empty`` policy for the rows of a compact kernel that no key reached: one
-    :class:`EmptyNeighbourhoodWarning` (``"nan"``) or a ``ValueError`` (``"raise"``)."""
+    :class:`EmptyNeighbourhoodWarning` (``"nan"``: their result is NaN; ``"warn"``: they
+    took their nearest keys' value) or a ``ValueError`` (``"raise"``). An unbounded
+    kernel's empty rows (distances beyond the float range) took the nearest-key limit,
+    the formula's own limit, whatever the policy; ``noun`` names the keys in the
+    messages (``"training point"`` for the regressions)."""
     if not kernel.compact or empty == "nearest" or not empty_rows.any():
         return
     n_empty = int(np.sum(empty_rows))
     n = len(empty_rows)
     if empty == "warn":
-        _warn_nearest(n_empty, n, kernel.name)
+        _warn_nearest(n_empty, n, kernel.name, noun)
         return
     if empty == "raise":
         raise ValueError(
-            f"empty: {n_empty} of {n} queries have no key within the {kernel.name!r} "
+            f"empty: {n_empty} of {n} queries have no {noun} within the {kernel.name!r} "
             "kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
         )
     warnings.warn(
-        f"{n_empty} of {n} queries have no key within the {kernel.name!r} kernel's "
-        "support; their result is NaN (pass empty='nearest' to use the nearest key)",
+        f"{n_empty} of {n} queries have no {noun} within the {kernel.name!r} kernel's "
+        f"support; their result is NaN (pass empty='nearest' to use the nearest {noun})",
         EmptyNeighbourhoodWarning,
         stacklevel=user_stacklevel(),
     )
@@ -126,24 +142,11 @@ def report_keyless(empty: str, keyless: int, n: int, *, stacklevel: int = 3) -> 
     )
 
 
-def _warn_nearest(n_empty: int, n: int, name: str) -> None:
+def _warn_nearest(n_empty: int, n: int, name: str, noun: str = "key") -> None:
     warnings.warn(
-        f"{n_empty} of {n} queries have no key within the {name!r} kernel's support; they "
-        "take their nearest key's value (pass empty='nearest' to accept that silently, "
+        f"{n_empty} of {n} queries have no {noun} within the {name!r} kernel's support; they "
+        f"take their nearest {noun}'s value (pass empty='nearest' to accept that silently, "
         "or empty='nan')",
         EmptyNeighbourhoodWarning,
         stacklevel=user_stacklevel(),
     )
-
-
-def check_empty(empty: str, empty_rows: np.ndarray, kernel: _Support | None = None) -> None:
-    """``empty="raise"``: a ``ValueError`` if some query's neighbourhood is empty;
-    ``"warn"``: one warning counting them (they took their nearest key's value)."""
-    if empty == "warn" and empty_rows.any():
-        name = "compact" if kernel is None else kernel.name
-        _warn_nearest(int(empty_rows.sum()), len(empty_rows), name)
-    if empty == "raise" and empty_rows.any():
-        raise ValueError(
-            f"empty: {int(empty_rows.sum())} of {len(empty_rows)} queries have no training point "
-            "within the kernel's support; widen the bandwidth or pass empty='nan' or 'nearest'"
-        )

@@ -28,8 +28,6 @@ larger means closer. The nearest-key limit uses it at *relative* scale
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 
@@ -57,10 +55,11 @@ def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: boo
 
     ``relative=False`` divides by ``h`` (``closeness`` is then the kernel's argument).
     ``relative=True`` gives the nearest-key geometry: coordinates times ``min h / h``
-    (which orders keys exactly as the full scaling does), then by a power of two that
-    brings the largest to at most 1, so no squared distance overflows however small the
-    bandwidth or far apart the points; below :data:`MATMUL_MIN_DIM` not centred, so that
-    the differences are the inputs' own and keys exactly as far stay tied.
+    (which orders keys exactly as the full scaling does), then by the power of two of
+    :func:`keys_to_unit` (the keys' largest at most 1), whatever the bandwidth;
+    :func:`nearest_closeness` scales each query's row from there, so no squared distance
+    overflows however far apart the points. Below :data:`MATMUL_MIN_DIM` not centred, so
+    that the differences are the inputs' own and keys exactly as far stay tied.
 
     Scaled coordinates carry a rounding of ``eps`` times their size, so a scaled
     distance carries an absolute rounding of ``eps`` times the data's extent in
@@ -76,22 +75,35 @@ def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: boo
     if relative and keys.shape[1] < MATMUL_MIN_DIM:
         # differences of the inputs themselves (closeness subtracts): a centre subtracted
         # first rounds each coordinate apart, and keys exactly as far would stop tying
-        return _unit_power_of_two(queries * scale, keys * scale)
+        return keys_to_unit(queries * scale, keys * scale)
     centre = key_centre(keys)
     queries, keys = (queries - centre) * scale, (keys - centre) * scale
     if relative:
-        return _unit_power_of_two(queries, keys)
+        return keys_to_unit(queries, keys)
     return queries, keys
 
 
-def _unit_power_of_two(*arrays):
-    """``arrays`` times one power of two that brings their largest magnitude to ≤ 1
+def keys_to_unit(queries, keys):
+    """``(queries, keys)`` times one power of two (exact: no digit changes) that brings
+    the keys' largest magnitude to at most 1 — or lower, so that no query passes
+    ``2^1000`` — for :func:`nearest_closeness`. The keys', not the queries': a far query
+    scaling everything down would flush the near queries' differences to 0 and tie
+    their keys."""
+    exponents = [jnp.frexp(_finite_largest(a))[1] for a in (keys, queries)]
+    exponent = jnp.maximum(exponents[0], exponents[1] - 1000)
+    return jnp.ldexp(queries, -exponent), jnp.ldexp(keys, -exponent)
+
+
+def _finite_largest(a):
+    """``a``'s largest magnitude, 1 where that is 0 or not finite."""
+    largest = jnp.max(jnp.abs(a)) if a.size else jnp.zeros((), a.dtype)
+    return jnp.where(jnp.isfinite(largest) & (largest > 0), largest, 1.0)
+
+
+def _unit_power_of_two(array):
+    """``array`` times the power of two that brings its largest magnitude to ≤ 1
     (exact: no digit changes)."""
-    largest = functools.reduce(jnp.maximum, [jnp.max(jnp.abs(a)) for a in arrays])
-    largest = jnp.where(jnp.isfinite(largest) & (largest > 0), largest, 1.0)
-    _, exponent = jnp.frexp(largest)
-    scaled = [jnp.ldexp(a, -exponent) for a in arrays]
-    return scaled[0] if len(scaled) == 1 else tuple(scaled)
+    return jnp.ldexp(array, -jnp.frexp(_finite_largest(array))[1])
 
 
 def block_coordinates(queries, keys, bandwidth, kernel: Kernel):
@@ -154,7 +166,12 @@ def nearest_closeness(queries, keys, kernel: Kernel):
     nearest-key limit's scores. Never the matrix-product form: its rounding,
     ``eps·(‖q‖² + ‖k‖²)``, ties keys whose distances differ by less, and a categorical
     column's codes beside tiny continuous coordinates left every key of a level tied."""
-    return -squared_norm(differences(queries, keys), kernel, jnp)
+    # each row times the power of two of its query's size (at least 1): with the keys at
+    # most 1 (keys_to_unit), no difference passes 2 and no square overflows, and the
+    # factor is the row's alone, so every key block of a row is scored alike
+    unit = jnp.ldexp(jnp.ones((), queries.dtype), -jnp.frexp(
+        jnp.maximum(jnp.max(jnp.abs(queries), axis=1), 1.0))[1])[:, None]  # fmt: skip
+    return -squared_norm(differences(queries * unit, keys, unit), kernel, jnp)
 
 
 def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
@@ -191,9 +208,12 @@ def block_log_weights(queries, keys, kernel: Kernel, *, by_column: bool = False,
     return log_weights(closeness(queries, keys, kernel, by_column=by_column), kernel)
 
 
-def differences(queries, keys) -> list:
-    """``[q_j − k_j]``, one ``(n, b)`` array per coordinate."""
-    return [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
+def differences(queries, keys, key_unit=None) -> list:
+    """``[q_j − k_j]``, one ``(n, b)`` array per coordinate; with ``key_unit (n, 1)``,
+    each row's keys times its unit first (``k_j · u``)."""
+    if key_unit is None:
+        return [queries[:, j, None] - keys[None, :, j] for j in range(queries.shape[1])]
+    return [queries[:, j, None] - keys[None, :, j] * key_unit for j in range(queries.shape[1])]
 
 
 def scaled_differences(queries, keys, divisor) -> list:

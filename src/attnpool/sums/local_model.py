@@ -6,7 +6,8 @@ traced functions import ``jax.numpy`` when first called.
 Continuous columns use the kernel of the scaled distance (radial, or a product of
 one-dimensional kernels: :mod:`attnpool.kernels`); ordered categorical
 columns Wang–van Ryzin's kernel and unordered ones Aitchison–Aitken's, each with its
-own ``λ ∈ [0, 1)``, as statsmodels and R's np do.
+own ``λ ∈ (0, 1)``, as statsmodels and R's np do (their ``λ = 0``, exact matching, is
+the limit ``λ → 0`` here).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "LocalModel",
     "bandwidth_of",
     "categorical_upper",
+    "checked_bandwidth",
     "log_categorical",
     "model_for",
     "relative",
@@ -149,7 +151,7 @@ def validated(
     x_query : array of shape (k,) or (k, d), or None
         None: the training inputs.
     bandwidth : float or array of shape (d,)
-        Positive for continuous columns, ``λ ∈ [0, 1)`` for categorical ones.
+        Positive for continuous columns, ``λ ∈ (0, 1)`` for categorical ones.
     kernel, var_type, degree
         As :func:`model_for` takes them.
 
@@ -174,14 +176,21 @@ def validated(
     y, flat = check_values(y_train, x.shape[0])
     q = x if x_query is None else check_points(x_query, "x_query", dims=x.shape[1])
     model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
-    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), dtype=float)
+    h = checked_bandwidth(bandwidth, model)
+    return x, y, q, h, model, flat
+
+
+def checked_bandwidth(bandwidth: Bandwidth, model: LocalModel) -> np.ndarray:
+    """``(d,)`` float64: ``bandwidth`` checked for ``model``'s columns — positive and
+    finite, a categorical column's ``λ`` below 1."""
+    h = np.asarray(check_bandwidth(bandwidth, len(model.var_type)), dtype=float)
     for j in model.categorical:
         if not h[j] < 1:
             raise ValueError(
                 f"bandwidth: column {j} is categorical ({model.var_type[j]!r}); its bandwidth λ "
-                f"must lie in [0, 1); received {h[j]}"
+                f"must lie in (0, 1); received {h[j]}"
             )
-    return x, y, q, h, model, flat
+    return h
 
 
 def relative(x, bandwidth, centre, model: LocalModel):

@@ -89,13 +89,13 @@ def pool(q, k, v, h, *, kernel: _kernels.Kernel, weights, empty: str):
     ``h (d,)`` with a higher-order kernel (what it refuses, :func:`refuse`): ``(n, p)`` in
     the values' precision, NumPy or JAX as ``v`` is."""
     from .._support.validation import is_jax
-    from .empty_policy import report_empty, takes_nearest
+    from .empty_policy import fills_empty, report_empty
     from .observation_weights import check_weights
 
     w = None if weights is None else np.asarray(check_weights(weights, k.shape[0]), np.float64)
     q, k, v64, h = (np.asarray(a, np.float64) for a in (q, k, v, h))
     problem = SumProblem(q, k, v64, h, kernel, w)
-    fit, _, empty_rows = local_fit(problem, nearest=takes_nearest(empty) or not kernel.compact)
+    fit, _, empty_rows = local_fit(problem, nearest=fills_empty(kernel, empty))
     report_empty(kernel, empty, empty_rows, stacklevel=4)
     dtype = v.dtype if np.dtype(v.dtype).kind == "f" else np.float64
     if is_jax(v):

@@ -61,7 +61,7 @@ class SumProblem:
         ``r``: 1, or 2 for the sums of ``K²``.
     var_type : str, optional
         One letter per column: ``"c"`` continuous, ``"o"`` ordered, ``"u"`` unordered
-        (categorical columns' ``bandwidth`` is their ``λ ∈ [0, 1)``, their codes'
+        (categorical columns' ``bandwidth`` is their ``λ ∈ (0, 1)``, their codes'
         differences their ``δ``); ``None``: every column continuous.
     levels : tuple of int
         Each unordered column's number of levels (others 0); empty where none is.
