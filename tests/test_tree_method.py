@@ -116,6 +116,12 @@ def test_the_record_is_checked():
         attnpool.attention_pool([0.0], [0.0, 1.0], [1.0, 2.0], method=Tree(atol=-1.0))
     with pytest.raises(ValueError, match="'tree' needs a built-in distance kernel"):
         attnpool.attention_pool([0.0], [0.0, 1.0], [1.0, 2.0], kernel="dot", method="tree")
+    for method in ("tree", Tree(rtol=1e-6)):  # its bound is for unweighted sums
+        with pytest.raises(ValueError, match=r"^method: 'tree' bounds its error for unweighted"):
+            attnpool.kernel_density([0.0, 1.0], [0.5], method=method, weights=[1.0, 2.0])
+        with pytest.raises(ValueError, match=r"^weights: method 'tree' bounds its error"):
+            attnpool.attention_pool([0.5], [0.0, 1.0], [1.0, 2.0], method=method,
+                                    weights=[1.0, 2.0])  # fmt: skip
 
 
 @pytest.mark.parametrize("atol", [0.0, 1e-3])

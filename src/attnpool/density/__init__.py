@@ -115,7 +115,7 @@ def _log_density(
     x_train: Any, x_query: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any,
     method: Any,
 ) -> np.ndarray:  # fmt: skip
-    from ..methods.options import HOST_METHODS, Binned, Tree, resolve
+    from ..methods.options import HOST_METHODS, Binned, Tree
 
     if is_haversine(kernel):  # (latitude, longitude) rows: the chords of unit vectors
         if var_type is not None and set(var_type) != {"c"}:
@@ -127,19 +127,17 @@ def _log_density(
         )  # the arc kernel's mass is per h² (finite for any h): its log here
         per_square = _log_density(x_train, x_query, arc, 1.0, weights, None, method)
         return np.asarray(per_square - 2 * math.log(float(np.ravel(bandwidth)[0])))
-    name = method.name if isinstance(method, Binned | Tree) else method
     if get_backend(method) is not None:
         from .by_backend import log_density_by_backend
 
         x, q = _checked_rows(x_train, x_query)
         return log_density_by_backend(method, x, q, kernel, bandwidth, weights, var_type)
+    name = method.name if isinstance(method, Binned | Tree) else method
     if name not in DENSITY_METHODS:
         raise ValueError(
             f"method: expected one of {', '.join(map(repr, DENSITY_METHODS))} or a Binned "
             f"or Tree record; received {method!r}"
         )
-    if name == "tree":
-        method = resolve(method)[1]
     record = _kernels.get(kernel)
     x, q = _checked_rows(x_train, x_query)
     if matrix_bandwidth.is_matrix(bandwidth):
@@ -221,7 +219,7 @@ def _host_log_density(
 ) -> np.ndarray | None:
     """The unnormalised log sums of :func:`log_density` by the host methods (NumPy arrays),
     or None where ``"auto"`` takes the compiled engines."""
-    from ..methods.options import Binned, Tree
+    from ..methods.options import resolve
     from .methods import host_log_sums, method_log_sums
 
     x64, q64 = centred_on_keys(np.asarray(x, np.float64), np.asarray(q, np.float64))
@@ -229,9 +227,7 @@ def _host_log_density(
     if method == "auto":
         found = host_log_sums(x64, q64, record, h, w64)
         return None if found is None else np.asarray(found)
-    name = method.name if isinstance(method, Binned | Tree) else method
-    options = method if isinstance(method, Binned | Tree) else None
-    return np.asarray(method_log_sums(x64, q64, record, h, w64, name, options))
+    return np.asarray(method_log_sums(x64, q64, record, h, w64, *resolve(method)))
 
 
 def mixed_columns(

@@ -53,19 +53,6 @@ def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:
     return normalised_log_sums(EXACT_ON_HOST[backend], problem)
 
 
-def _backend_log_sums(name: str, x: Any, q: Any, record: Any, h: Any, w: Any,
-                      options: Any = None) -> Any:  # fmt: skip
-    """Normalised log sums by the built-in host backend ``name`` (:mod:`attnpool.methods.backends`:
-    ``fgt``, ``sparse``, ``native``; ``binned`` with ``options``), finished as every
-    backend's answer is: ``−inf`` where no key weighs."""
-    problem = SumProblem(q, x, _no_values(x), h, record, w)
-    backend = host_backend(name, options)
-    reason = backend.refusal(problem)
-    if reason:
-        raise ValueError(f"method: {reason}")
-    return normalised_log_sums(backend, problem)
-
-
 def _no_values(x: Any) -> np.ndarray:  # a density sums no values
     return np.zeros((x.shape[0], 0))
 
@@ -111,9 +98,10 @@ def mixed_problem(
 
 
 def method_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, name: str, options: Any) -> Any:
-    """``method="fgt"``, ``"sparse"``, ``"native"``, ``"tree"`` or ``"binned"``: refused where the
-    method cannot serve, else its sums, the rows it leaves unsettled summed exactly (by
-    the backend over the keys within their reach — ``binned`` — or by the sums layer)."""
+    """``method="fgt"``, ``"sparse"``, ``"native"``, ``"tree"`` or ``"binned"`` (``options``:
+    its record, :func:`attnpool.methods.options.resolve`'s): refused where the method
+    cannot serve, else its sums, the rows it leaves unsettled summed exactly (by the
+    backend over the keys within their reach — ``binned`` — or by the sums layer)."""
     from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths
     from ..sums.observation_weights import refuse_wide_span
 
@@ -122,32 +110,25 @@ def method_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, name: str, opti
         raise ValueError(
             f"method: {name!r} takes data within 2^40 bandwidths of its centre; use 'auto'"
         )
-    if name == "tree":
-        return _tree_log_sums(x, q, record, h, w, options)
-    return _backend_log_sums(name, x, q, record, h, w, options)
-
-
-def _tree_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any, options: Any) -> Any:
-    """Normalised log sums by the k-d tree (:mod:`attnpool.methods.tree`), each density
-    within ``options.atol + options.rtol · f``; rows whose weights all underflowed under
-    the tree's shift (a smooth kernel far from every key), and those the walk leaves,
-    summed exactly by the sums layer's finishing step."""
-    from ..methods.backends.kd_tree import KdTree
-
-    problem = SumProblem(q, x, np.zeros((x.shape[0], 0)), h, record)
-    reason = KdTree().refusal(problem)
+    problem = SumProblem(q, x, _no_values(x), h, record, w)
+    backend = host_backend(name, in_sum_units(options, problem))
+    reason = backend.refusal(problem)
     if reason:
         raise ValueError(f"method: {reason}")
-    if w is not None:
-        raise ValueError(
-            "weights: method 'tree' bounds its error for unweighted densities only; use an "
-            "exact method ('auto', 'dense', 'stream', 'sparse', 'fgt', 'native')"
-        )
-    integral = kernel_integrals(record, x.shape[1])[0]
-    log_norm = math.log(integral) + float(np.sum(np.log(h)))
-    absolute = 0.0  # atol in the sums' own units (inf where they overflow: any error)
-    if options.atol > 0:
-        with np.errstate(over="ignore"):
-            absolute = float(options.atol * x.shape[0] * np.exp(log_norm))
-    tree = KdTree(options.rtol, absolute, options.leaf_size)
-    return log_kernel_sums(tree, problem) - log_norm
+    return normalised_log_sums(backend, problem)
+
+
+def in_sum_units(options: Any, problem: SumProblem) -> Any:
+    """A method's record with its absolute tolerance — a :class:`~attnpool.Tree`'s
+    ``atol``, in density units — in the units of ``problem``'s sums, ``Σ K``: times
+    ``n ∫K ∏h`` (inf where that overflows: any error). The other records' tolerances
+    are relative, the same in both."""
+    from dataclasses import replace
+
+    from ..methods.options import Tree
+
+    if not isinstance(options, Tree) or options.atol == 0:
+        return options
+    with np.errstate(over="ignore"):
+        unit = problem.keys.shape[0] * float(np.exp(_log_norm(problem)))
+    return replace(options, atol=options.atol * unit)

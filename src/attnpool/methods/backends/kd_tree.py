@@ -28,7 +28,14 @@ class KdTree:
         self.rtol, self.atol, self.leaf_size = rtol, atol, leaf_size
 
     def refusal(self, problem: SumProblem) -> str | None:
-        """Why it cannot sum ``problem`` (:func:`attnpool.methods.tree.refusal`), or None."""
+        """Why it cannot sum ``problem`` (:func:`attnpool.methods.tree.refusal`; observation
+        weights, for which it bounds no error), or None."""
+        if problem.weights is not None:
+            return (
+                "'tree' bounds its error for unweighted sums only; received observation "
+                "weights; use an exact method ('auto', 'dense', 'stream', 'sparse', 'fgt', "
+                "'native')"
+            )
         return tree.refusal(problem.kernel, problem.keys.shape[1])
 
     def log_sums(self, problem: SumProblem) -> LogSums:
