@@ -77,6 +77,20 @@ def nearest_values(queries, keys, values, bandwidth=1.0):
     return np.array(out)
 
 
+def float64_limit(q, k, v):
+    """The limit as ``h → 0`` of the formula in float64: the mean value of the keys whose
+    float64 differences ``q − k`` have the smallest squared norm, each row in the power
+    of two of its largest difference (exact, so nothing overflows: the float64 sums of
+    squares the formula would compare if it could), ties averaged."""
+    out = []
+    for row in q:
+        gaps = row[None, :] - k
+        unit = 2.0 ** -np.frexp(np.max(np.abs(gaps)))[1]
+        size = np.sum((gaps * unit) ** 2, axis=1)
+        out.append(np.asarray(v)[size == size.min()].mean(axis=0))
+    return np.array(out)
+
+
 def stable_gaussian_pool(queries, keys, values, bandwidth):
     """Gaussian pooling in float64, max-shifted (finite where the textbook form underflows)."""
     q, k = _two_d(queries), _two_d(keys)

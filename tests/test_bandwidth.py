@@ -245,7 +245,7 @@ def test_curves_evaluate_categorical_bandwidths_as_given():
     np.fill_diagonal(kernel, 0.0)
     textbook = np.mean((y - kernel @ y / kernel.sum(axis=1)) ** 2)
     np.testing.assert_allclose(cv_curve(x, y, [[h, 0.0]], var_type="cu"), [textbook], rtol=1e-9)
-    with pytest.raises(ValueError, match=r"λ in \[0, 1\) for categorical"):
+    with pytest.raises(ValueError, match=r"λ in \(0, 1\) for categorical"):
         cv_curve(x, y, [[0.5, 1.2]], var_type="cu")
 
 

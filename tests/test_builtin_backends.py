@@ -234,3 +234,26 @@ def test_sparse_settles_its_leave_one_out_rows_over_the_keys_in_their_support(ke
     np.testing.assert_allclose(*log_total, rtol=0, atol=1e-9)
     ratios = [found.sums[:, 1:] / found.sums[:, :1] for found in (got, want)]
     np.testing.assert_allclose(*ratios, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["native", "dense", "stream", "numpy"])
+def test_states_of_two_key_sets_merge_into_the_state_of_both(name):
+    # log weights near −2^57: a state that put its ties' count log 2 into its shift lost
+    # it to the shift's rounding, and merging two key sets' states (Dask's chunks)
+    # weighed their ties alike: here 1 key against 2
+    from attnpool.engines.compiled_backends import ENGINES
+    from attnpool.methods.backends.exact import settled_sums
+
+    backend = BUILT_IN.get(name) or ENGINES.get(name)
+    keys = np.array([[0.0], [0.0], [1.0], [5.0]])
+    values = np.array([[1.0], [1.0], [4.0], [9.0]])
+    queries = np.array([[0.5], [0.25]])
+    gaussian = kernels.get("gaussian")
+    problems = [SumProblem(queries, keys[rows], values[rows], np.array([2.0**-30]), gaussian)
+                for rows in ([0, 3], [1, 2])]  # fmt: skip
+    states = [exact_log_sums(problem) if backend is None else
+              settled_sums(name, problem, backend.log_sums(problem), exact_log_sums)
+              for problem in problems]  # fmt: skip
+    shift = np.maximum(states[0].shift, states[1].shift)
+    sums = sum(np.exp(s.shift - shift)[:, None] * s.sums for s in states)
+    np.testing.assert_allclose(sums[:, 1] / sums[:, 0], [2.0, 1.0], rtol=1e-15)

@@ -16,7 +16,7 @@ from attnpool import NadarayaWatson, attention_pool, datasets, kernels
 from attnpool import distributed as dist
 from attnpool.distributed import selection as dask_selection
 from attnpool.distributed import tasks
-from reference import nearest_values
+from reference import float64_limit, nearest_values
 
 # These tests share one worker (one cluster per run, and the first test runs before it exists).
 pytestmark = pytest.mark.xdist_group("dask")
@@ -315,3 +315,25 @@ def test_a_chunk_is_the_layers_exact_sums_each_query_leaving_its_own_key_out():
     # a row no key of the chunk reaches is the empty state, m = −inf (a merge keeps the rest)
     far = tasks.host_states(np.array([[50.0]]), x, values, bandwidths, kernels.get("epanechnikov"))
     assert np.all(far[..., 0] == -np.inf) and np.all(far[..., 1:] == 0)
+
+
+@pytest.mark.parametrize("exponent", [-600, 0, 600])
+def test_the_nearest_keys_of_near_far_and_tiny_queries_in_one_chunk(client, exponent):
+    """Each row in its own unit: a chunk's one unit, set by its far query, flushed the
+    near queries' differences to 0 (the mean of every key), and the centre of a chunk
+    with a far query took their digits. At 2^-400 the near rows' log weights are about
+    −2^795: each key chunk's state kept its tied keys' count in its shift, which
+    rounded it away, and the merge weighed the chunks' ties alike."""
+    rng = np.random.default_rng(3)
+    scale = 2.0**exponent
+    keys = rng.integers(-6, 7, (300, 2)) * scale  # integer grids: exact ties
+    values = rng.normal(size=(300, 2))
+    near = (rng.integers(-6, 7, (5, 2)) + 0.25) * scale
+    odd = np.array([[2.0**400, 0.0], [2.0**-300, 0.0], [0.0, 0.0]]) * scale
+    queries = np.concatenate([near, odd])
+    bandwidth = scale * 2.0**-400  # the far and near rows' distances beyond the float range
+    got = dist.attention_pool(da.from_array(queries, 8), da.from_array(keys, 100), values,
+                              bandwidth=bandwidth).compute()  # fmt: skip
+    np.testing.assert_allclose(got, float64_limit(queries, keys, values), rtol=1e-13)
+    local = attention_pool(queries, keys, values, bandwidth=bandwidth)
+    np.testing.assert_allclose(got, local, rtol=1e-13)

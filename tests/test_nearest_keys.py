@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import attnpool
 from attnpool.sums.nearest import closest
+from reference import float64_limit
 
 
 def brute_force(q, k, h, norm):
@@ -86,20 +87,6 @@ def test_a_key_overflowing_its_difference_is_still_measured():
     assert got.tolist() == [2.0]
 
 
-def _float64_limit(q, k, v):
-    """The limit as ``h → 0`` of the formula in float64: the mean value of the keys whose
-    float64 differences ``q − k`` have the smallest squared norm, each row in the power
-    of two of its largest difference (exact, so nothing overflows: the float64 sums of
-    squares the formula would compare if it could), ties averaged."""
-    out = []
-    for row in q:
-        gaps = row[None, :] - k
-        unit = 2.0 ** -np.frexp(np.max(np.abs(gaps)))[1]
-        size = np.sum((gaps * unit) ** 2, axis=1)
-        out.append(np.mean(v[size == size.min()]))
-    return np.array(out)
-
-
 @pytest.mark.parametrize("d", [1, 2])
 @pytest.mark.parametrize("exponent", [-600, 0, 600])
 def test_every_compiled_route_takes_the_limit_with_near_and_far_queries(d, exponent):
@@ -113,7 +100,7 @@ def test_every_compiled_route_takes_the_limit_with_near_and_far_queries(d, expon
     near = (rng.integers(-6, 7, (4, d)) + 0.25) * scale
     far = np.array([[2.0**400] + [0.0] * (d - 1), [-(2.0**300)] + [1.0] * (d - 1)]) * scale
     queries = np.vstack([near, far])
-    want = _float64_limit(queries, keys, values)
+    want = float64_limit(queries, keys, values)
     h = 2.0 ** (exponent - 400)  # the far rows' squared distances beyond the float range
     for method in ("dense", "stream"):
         pooled = attnpool.attention_pool(queries, keys, values, bandwidth=h, method=method)

@@ -28,7 +28,7 @@ from ..engines.compiled_backends import pool_state
 from ..kernels.edges import has_edge
 from ..methods.options import exact_engine
 from ..methods.stream import KEY_BLOCK
-from ..sums.geometry import block_log_weights, key_centre
+from ..sums.geometry import block_log_weights, key_centre, queries_to_unit
 from ..sums.observation_weights import chunk_of_positive_weight
 from ..sums.problem import SumProblem
 from ..sums.state import PoolingState, block_state, finalize, merge_stacked
@@ -161,7 +161,7 @@ def state_task(
             closest = np.zeros_like(packed)  # the empty state: m = −inf, s = 0, t = 0
             closest[..., 0] = -np.inf
             if np.any(packed[..., 1] == 0):
-                factor = nearest_factor(queries, bandwidths[0])
+                factor = nearest_factor(bandwidths[0])
                 hard = chunk_nearest(
                     *(jnp.asarray(a, dtype) for a in (queries, keys, values, factor)),
                     kernel=kernel,
@@ -205,32 +205,26 @@ def _own_keys(query_ids: np.ndarray, key_ids: np.ndarray) -> np.ndarray:
     return np.where(key_ids[order][at] == query_ids, order[at], -1)
 
 
-def nearest_factor(queries: Any, bandwidth: Any) -> np.ndarray:
-    """``(d,)``: ``min h / h`` times the power of two that brings the query chunk's
-    coordinates about its centre to at most 1/2 (its magnitude if they are all equal).
-
-    One unit for every key chunk of a query chunk, so the nearest-key states compare
-    across chunks; it depends on the queries alone, so no task waits for a pass over the
-    keys. A key more than ``2^500`` of that unit away has an infinite distance (the
-    nearest key is never that far unless all are), and keys within ``2^-500`` of it tie.
-    """
-    queries = np.asarray(queries, np.float64)
-    factor = bandwidth.min() / bandwidth
-    centre = queries.min(axis=0) * 0.5 + queries.max(axis=0) * 0.5
-    reach = np.max(np.abs(queries - centre) * factor)
-    if not reach > 0:
-        reach = np.max(np.abs(queries) * factor)
-    return np.asarray(factor * (2.0 ** -(np.frexp(reach)[1] + 1) if 0 < reach < np.inf else 1.0))
+def nearest_factor(bandwidth: Any) -> np.ndarray:
+    """``(d,)``: ``min h / h``, the nearest-key geometry's units (it orders keys exactly
+    as the full scaling does, however small ``h``)."""
+    bandwidth = np.asarray(bandwidth, np.float64)
+    return np.asarray(bandwidth.min() / bandwidth)
 
 
 @partial(jax.jit, static_argnames=("kernel", "key_block"))
 def chunk_nearest(
     queries: Any, keys: Any, values: Any, factor: Any, *, kernel: Any, key_block: Any
 ) -> Any:
-    """The nearest-key (zero-temperature) state of one query chunk over one key chunk,
-    coordinates about the query chunk's centre times ``factor``."""
-    centre = key_centre(queries)
-    q, k = (queries - centre) * factor, (keys - centre) * factor
+    """The nearest-key (zero-temperature) state of one query chunk over one key chunk:
+    the inputs' own differences (no centre: one rounding) times ``factor``, in the
+    query chunk's power of two (:func:`~attnpool.sums.geometry.queries_to_unit`), each
+    row then in its own (:func:`~attnpool.sums.geometry.nearest_closeness`) — one unit
+    per row for every key chunk, so the states compare across chunks, from the queries
+    alone, so no task waits for a pass over the keys. A key more than ``2^500`` times
+    its query's size (or the chunk's median query's) away has an infinite distance: the
+    nearest key is never that far unless all are."""
+    q, k = queries_to_unit(queries * factor, keys * factor)
     method = exact_engine(q.shape[0] * k.shape[0])
     block = kernel_block(kernel, hard=True)
     return pool_state(block, q, k, values, method=method, key_block=key_block, hard=True)

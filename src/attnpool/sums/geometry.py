@@ -94,6 +94,21 @@ def keys_to_unit(queries, keys):
     return jnp.ldexp(queries, -exponent), jnp.ldexp(keys, -exponent)
 
 
+def queries_to_unit(queries, keys):
+    """``(queries, keys)`` times one power of two (exact) that brings the median size of
+    the nonzero query rows (their largest coordinates) to ``[1/2, 1)`` — or less, so
+    that no query passes ``2^1000`` — for :func:`nearest_closeness`, where the keys'
+    size is not known (one chunk of them): the queries' own scale then sets the rows'
+    floor, data of ``1e−200`` as data of 1, and a far or a tiny query leaves the
+    others' unit alone."""
+    size = jnp.max(jnp.abs(queries), axis=1)
+    typical = jnp.nanmedian(jnp.where(jnp.isfinite(size) & (size > 0), size, jnp.nan))
+    typical = jnp.where(jnp.isfinite(typical), typical, 1.0)
+    exponent = jnp.maximum(jnp.frexp(typical)[1],
+                           jnp.frexp(_finite_largest(queries))[1] - 1000)  # fmt: skip
+    return jnp.ldexp(queries, -exponent), jnp.ldexp(keys, -exponent)
+
+
 def _finite_largest(a):
     """``a``'s largest magnitude, 1 where that is 0 or not finite."""
     largest = jnp.max(jnp.abs(a)) if a.size else jnp.zeros((), a.dtype)

@@ -48,12 +48,18 @@ def log_sums_of(raw: np.ndarray, shift: np.ndarray, settled: np.ndarray,
     largest = columns.largest_weight
     total = raw[:, 0] if largest is None else raw[:, 1]
     rest = raw[:, 1:] if largest is None else raw[:, 2:]
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         unit = np.where(total > 0, total, 1.0)
-        sums = np.concatenate([(total / unit)[:, None], rest / unit[:, None] * columns.scale],
+        moved = np.log(unit) + (math.log(largest) if largest else 0.0)  # (0: no weight)
+        folded = shift + moved
+        # what the shift's rounding left out of it stays in the sums: at a shift of −1e20
+        # log 2 is lost, and two key chunks' states, merged, would weigh their ties alike
+        kept = np.exp(moved - (folded - shift))
+        kept = np.where(np.isfinite(kept), kept, 1.0)
+        sums = np.concatenate([(total / unit * kept)[:, None],
+                               rest / unit[:, None] * kept[:, None] * columns.scale],
                               axis=1)  # fmt: skip
-        shift = shift + np.log(unit) + (math.log(largest) if largest else 0.0)  # (0: no weight)
-    return LogSums(shift, sums, settled)
+    return LogSums(folded, sums, settled)
 
 
 def leaves_own_rows(problem: SumProblem) -> bool:
