@@ -17,6 +17,7 @@ from attnpool import (
     conditional_density,
     select_conditional_bandwidth,
 )
+from attnpool.density.conditional import conditional_log_density
 from attnpool.density.conditional_selection import conditional_criterion
 from sklearn_checks import scikit_learn_checks
 
@@ -226,3 +227,28 @@ def test_scores_are_invariant_to_the_order_and_subsets_of_the_rows():
                                model.cdf(queries, targets)[order])  # fmt: skip
     with pytest.raises(ValueError, match="X has 3 features, but ConditionalDensity is expecting 2"):
         model.score(rng.normal(size=(5, 3)), rng.normal(size=5))
+
+
+@pytest.mark.parametrize("bandwidth", [2.0**-30, 2.0**-20, 2.0**-8])
+def test_small_x_bandwidths_keep_the_ratios_digits(bandwidth):
+    """At h = 2^-30 the log densities are near −2^57: their difference kept none of the
+    conditional's digits (1.0, where 0.297 was right), and beside x's log weights y's
+    terms rounded away in the pooled form; at 2^-20, 3e-6 off. The textbook ratio, x's
+    log weights about their largest, is exact on this dyadic grid."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(-5, 6, (60, 1)).astype(float)  # ties two ways from each half point
+    y = rng.normal(size=60)
+    qx, qy = np.array([[0.5], [2.25], [-3.0]]), np.array([0.0, 0.3, -0.2])
+    log_w = -0.5 * ((qx - x[:, 0]) / bandwidth) ** 2
+    w = np.exp(log_w - log_w.max(axis=1, keepdims=True))
+    for got, terms in [
+        (conditional_density(x, y, qx, qy, bandwidth=bandwidth, y_bandwidth=0.5),
+         stats.norm.pdf(qy[:, None], y, 0.5)),
+        (np.exp(conditional_log_density(x, y, qx, qy, bandwidth=bandwidth, y_bandwidth=0.5)),
+         stats.norm.pdf(qy[:, None], y, 0.5)),
+        (conditional_cdf(x, y, qx, qy, bandwidth=bandwidth, y_bandwidth=0.5),
+         stats.norm.cdf(qy[:, None], y, 0.5)),
+    ]:  # fmt: skip
+        np.testing.assert_allclose(got, (w * terms).sum(axis=1) / w.sum(axis=1), rtol=1e-13)

@@ -31,7 +31,7 @@ import numpy as np
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.validation import check_bandwidth, check_points
-from ..kernels.mixed import log_pair_terms, log_sums
+from ..kernels.mixed import log_pair_terms, log_ratios
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
 from . import log_density, mixed_columns
 
@@ -39,11 +39,17 @@ if TYPE_CHECKING:
     pass
 
 __all__ = [
+    "PRECISE_LOG",
     "conditional_cdf",
     "conditional_density",
     "conditional_log_density",
     "sides",
 ]
+
+#: Largest ``|log f̂(x, y)| + |log f̂(x)|`` whose difference :func:`conditional_density`
+#: takes: it carries ``2^−53`` of it (here ``6e−14``) into the ratio; rows beyond are
+#: pooled (:func:`attnpool.kernels.mixed.log_ratios`).
+PRECISE_LOG = 512.0
 
 
 def sides(
@@ -106,10 +112,13 @@ def conditional_density(
     .. math:: \\hat f(y \\mid x) = \\frac{\\sum_i K((x - x_i)/h) \\, K((y - y_i)/b)}
               {\\prod_j b_j \\int K \\; \\sum_i K((x - x_i)/h)}
 
-    in the log domain (both sums by :func:`attnpool.kernels.mixed.log_sums`): ``(k,)`` in
-    float64, NaN where no training point reaches ``x`` (a compact kernel). The Gaussian or a
-    ``-product`` kernel (the joint kernel is then the product of the two); ``bandwidth``
-    is ``x``'s, ``y_bandwidth`` ``y``'s. Continuous columns on the exact engines; with
+    in the log domain — the joint and the marginal density, or where their logarithms are
+    too large for their difference to keep the ratio's digits (a tiny bandwidth), ``y``'s
+    terms pooled under ``x``'s weights taken about their largest
+    (:func:`attnpool.kernels.mixed.log_ratios`): ``(k,)`` in float64, NaN where no
+    training point reaches ``x`` (a compact kernel). The Gaussian or a ``-product``
+    kernel (the joint kernel is then the product of the two); ``bandwidth`` is ``x``'s,
+    ``y_bandwidth`` ``y``'s. Continuous columns on the exact engines; with
     categorical ones (``x_var_type``, ``y_var_type``), :func:`conditional_log_density`.
 
     Parameters
@@ -172,7 +181,10 @@ def conditional_density(
     marginal = log_density(x, qx, kernel=record, bandwidth=h)
     with np.errstate(invalid="ignore"):
         out = np.exp(joint - marginal)
-    limit = ~np.isfinite(marginal)  # the nearest-key limit, or NaN with a warning
+    # the nearest-key limit, or NaN with a warning; and the rows whose two logarithms
+    # are too large for their difference to keep the ratio's digits (a tiny bandwidth):
+    # x's weights about their largest, then y's terms pooled
+    limit = ~np.isfinite(marginal) | (np.abs(joint) + np.abs(marginal) > PRECISE_LOG)
     if limit.any():
         sample = sides(x, y, None, None, record, h, b)
         out[limit] = np.exp(_log_pooled(sample, qx[limit], qy[limit], "density"))
@@ -185,11 +197,8 @@ def _log_pooled(sample: Sides, x_query: Any, y_query: Any, y_form: str) -> np.nd
     (:func:`attnpool.kernels.mixed.log_pair_terms`)."""
     x, y, (cx, hx), (cy, hy) = sample
     qx, qy = _queries(x, y, x_query, y_query)
-    joint = log_sums([(qx, x, hx, cx, "density"), (qy, y, hy, cy, y_form)])
-    marginal = log_sums([(qx, x, hx, cx, "density")])
-    with np.errstate(invalid="ignore"):
-        out = joint - marginal
-    hollow = np.flatnonzero(~np.isfinite(marginal))
+    out = log_ratios([(qx, x, hx, cx, "density")], [(qy, y, hy, cy, y_form)])
+    hollow = np.flatnonzero(np.isnan(out))  # no x weight: 0 / 0
     if hollow.size and cx.continuous and not cx.kernel.compact:
         # every x weight underflowed (x's bandwidth vanishing): the nearest-key limit
         out[hollow] = _nearest_limit(sample, qx[hollow], qy[hollow], y_form)

@@ -14,7 +14,7 @@ from .. import kernels as _kernels
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.validation import check_choice, check_points
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
-from ..kernels.mixed import log_pair_terms, log_sums
+from ..kernels.mixed import log_pair_terms, log_ratios
 from ..sums.pair_weights import shifted_weights
 from .conditional import sides
 
@@ -28,10 +28,8 @@ CONDITIONAL_SELECTORS = ("cv_ml", "cv_ls", "normal_reference")
 
 
 def _loo_log_conditional(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> np.ndarray:
-    joint = log_sums([(x, x, hx, cx, "density"), (y, y, hy, cy, "density")], leave_out=True)
-    marginal = log_sums([(x, x, hx, cx, "density")], leave_out=True)
-    with np.errstate(invalid="ignore"):
-        return np.asarray(joint - marginal)
+    return np.asarray(log_ratios([(x, x, hx, cx, "density")], [(y, y, hy, cy, "density")],
+                                 leave_out=True))  # fmt: skip
 
 
 def _least_squares(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> float:

@@ -30,7 +30,7 @@ from ..sums.local_model import log_categorical
 from ..sums.pair_weights import log_weights
 from .calculus import kernel_integrals, log_kernel_cdf
 
-__all__ = ["MixedColumns", "log_pair_terms", "log_sums"]
+__all__ = ["MixedColumns", "log_pair_terms", "log_ratios", "log_sums"]
 
 
 class MixedColumns:
@@ -125,9 +125,7 @@ def log_sums(parts, *, leave_out=False, weights=None):
     from ..sums.exact_pairs import log_row_sums
 
     n, m = parts[0][0].shape[0], parts[0][1].shape[0]
-    left_out = None
-    if leave_out is not False:
-        left_out = np.arange(n) if leave_out is True else np.asarray(leave_out)
+    left_out = _left_out(n, leave_out)
 
     def terms(rows: slice) -> np.ndarray:
         return sum(log_pair_terms(q[rows], k, h, columns, form)
@@ -135,3 +133,31 @@ def log_sums(parts, *, leave_out=False, weights=None):
 
     weights = None if weights is None else np.asarray(weights, np.float64)
     return log_row_sums(terms, n, m, weights=weights, left_out=left_out)
+
+
+def log_ratios(weight_parts, value_parts, *, leave_out=False):
+    """``(n,)``: ``log(Σ_j W_ij V_ij / Σ_j W_ij)``, ``W`` and ``V`` the products of the
+    terms of :func:`log_pair_terms` of ``weight_parts`` and ``value_parts`` (as
+    :func:`log_sums` takes its parts): a conditional distribution, ``y``'s terms pooled
+    under ``x``'s weights, each row's weights about their largest before ``y``'s terms
+    join them (:func:`attnpool.sums.exact_pairs.log_row_ratios`) — a tiny ``x``
+    bandwidth's log weights would round ``y``'s away. ``leave_out`` as :func:`log_sums`'s.
+    NaN where no ``x`` weight is left."""
+    from ..sums.exact_pairs import log_row_ratios
+
+    n, m = weight_parts[0][0].shape[0], weight_parts[0][1].shape[0]
+
+    def terms(parts):
+        return lambda rows: sum(log_pair_terms(q[rows], k, h, columns, form)
+                                for q, k, h, columns, form in parts)  # fmt: skip
+
+    return log_row_ratios(terms(weight_parts), terms(value_parts), n, m,
+                          left_out=_left_out(n, leave_out))  # fmt: skip
+
+
+def _left_out(n: int, leave_out) -> np.ndarray | None:
+    """The key each of ``n`` rows leaves out: its own (``leave_out`` True), those given
+    (an array), or none (False: None)."""
+    if leave_out is False:
+        return None
+    return np.arange(n) if leave_out is True else np.asarray(leave_out)

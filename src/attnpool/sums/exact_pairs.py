@@ -34,7 +34,8 @@ from .local_model import log_categorical
 from .pair_weights import BLOCK_PAIRS, row_blocks, shifted_weights
 from .problem import LogSums, SumProblem
 
-__all__ = ["diagonal_log_weights", "exact_log_sums", "heaviest_keys", "log_row_sums"]
+__all__ = ["diagonal_log_weights", "exact_log_sums", "heaviest_keys", "log_row_ratios",
+           "log_row_sums"]  # fmt: skip
 
 
 LN2 = float(np.log(2.0))
@@ -121,6 +122,33 @@ def log_row_sums(
                                         factors)  # fmt: skip
             out[rows] = shift + np.log(shares.sum(axis=1))
     return out + log_top
+
+
+def log_row_ratios(
+    log_weights: Callable[[slice], np.ndarray], log_values: Callable[[slice], np.ndarray],
+    n: int, m: int, *, left_out: np.ndarray | None = None,
+) -> np.ndarray:  # fmt: skip
+    """``(n,)``: ``log(Σ_j e^{A_ij} e^{B_ij} / Σ_j e^{A_ij})`` — the pool of ``e^B`` under
+    the weights ``e^A`` — of the pair terms ``log_weights(rows)`` (``A``) and
+    ``log_values(rows)`` (``B``), each ``(rows, m)``, a block of rows at a time. Each
+    row's ``A`` is taken about its largest before ``B`` is added: at a tiny bandwidth
+    ``A`` is near ``−1e17``, beside which ``A + B`` would round ``B`` away, and the
+    difference of two such logarithms would keep none of the answer's digits.
+    ``left_out (n,)``: the key each row leaves out (``−1``: none). NaN where no pair
+    weighs (``0 / 0``), ``−inf`` where only pairs of ``B = −inf`` do."""
+    out = np.empty(n)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for rows in row_blocks(n, m):
+            logs = np.array(log_weights(rows), np.float64)  # (a copy: the shares overwrite it)
+            np.fmax(logs, -np.inf, out=logs)
+            shares, _ = _row_shares(logs, None if left_out is None else left_out[rows], None)
+            values = np.asarray(log_values(rows), np.float64)
+            weighs = shares > 0
+            top = np.max(np.where(weighs, values, -np.inf), axis=1)
+            top = np.where(np.isfinite(top), top, 0.0)
+            pooled = np.where(weighs, shares * np.exp(values - top[:, None]), 0.0).sum(axis=1)
+            out[rows] = top + np.log(pooled) - np.log(shares.sum(axis=1))
+    return out
 
 
 def heaviest_keys(problem: SumProblem) -> np.ndarray:
