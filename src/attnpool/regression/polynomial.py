@@ -15,7 +15,7 @@ pair (no binning: compare :func:`attnpool.binned_local_polynomial`, KernSmooth's
 grid): in float64 chunks on the NumPy engine, or on the compiled engines
 (:mod:`.polynomial_program`: JAX, differentiable, any device), by the planner's fit
 table. A query whose keys of positive weight cannot carry the polynomial (its scaled
-Gram matrix singular) gets NaN, or the error or warning ``empty`` asks for.
+Gram matrix singular) gets NaN with a warning, or the error ``empty`` asks for.
 """
 
 from __future__ import annotations
@@ -83,7 +83,10 @@ def local_polynomial(
         A non-negative distance kernel (radial, or a ``-product`` kernel).
     empty : {"nan", "warn", "raise"}
         A query whose neighbourhood cannot carry the polynomial (too few distinct keys
-        of positive weight): NaN, NaN with a warning, or an error.
+        of positive weight): NaN with one :class:`~attnpool.EmptyNeighbourhoodWarning`
+        counting them (``"nan"``, ``"warn"``: no nearest value stands in for a
+        polynomial; under ``jit``, ``grad`` or ``vmap``, ``"nan"`` without it), or an
+        error.
     method : {"auto", "numpy", "dense", "stream", "pallas"}
         How the pairs are summed (:data:`POLYNOMIAL_METHODS`): the same fit on the
         NumPy engine or on the compiled engines, which also take JAX arrays (traceable:
@@ -146,7 +149,7 @@ def local_polynomial(
             raise ValueError(
                 f"empty: {empty!r} needs concrete inputs; inside jit, grad or vmap use 'nan'"
             )
-    elif undetermined.any() and empty != "nan":
+    elif undetermined.any():
         message = (
             f"{int(undetermined.sum())} of {len(undetermined)} queries have too few distinct "
             f"training points of positive weight for a polynomial of degree {degree}"
