@@ -321,3 +321,23 @@ def test_queries_no_training_point_reaches_are_reported_not_silently_nan():
         band = confidence_band(x, np.sin(x), [1.0, 5.0, 8.0], bandwidth=0.3,
                                kernel="epanechnikov")  # fmt: skip
     assert np.isnan(band.fit[1]) and np.isnan(band.upper[1]) and np.all(np.isfinite(band.fit[::2]))
+
+
+@pytest.mark.parametrize("n", [200, 6000])  # the NumPy engine; the exact host or compiled
+@pytest.mark.parametrize("degree", [0, 1])
+def test_a_vanishing_bandwidth_gives_the_nearest_fit_and_an_unbounded_band(n, degree):
+    # the fit was NaN and the band NaN, reported as "no training point within the
+    # 'gaussian' kernel's support", where predict() gave the nearest keys' value
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 20, n).astype(float)
+    y = np.sin(x) + 0.1 * rng.normal(size=n)
+    q = np.array([3.5, 7.25])
+    want = attnpool.local_regression(x, y, q, bandwidth=1e-300, degree=degree)
+    with pytest.warns(BeyondTheDataWarning, match="2 of 2 queries .* down to 0"):
+        band = attnpool.confidence_band(x, y, q, bandwidth=1e-300, degree=degree)
+    np.testing.assert_allclose(band.fit, want, rtol=1e-12)
+    assert np.all(np.isinf(band.std)) and np.all(band.lower == -np.inf)
+    boot = attnpool.confidence_band(x, y, q, bandwidth=1e-300, degree=degree,
+                                    method="bootstrap", n_boot=20)  # fmt: skip
+    np.testing.assert_allclose(boot.fit, want, rtol=1e-12)
+    assert np.all(np.isfinite(boot.std))

@@ -18,6 +18,7 @@ from ..sums.backends import Backend
 from ..sums.empty_policy import user_stacklevel
 from ..sums.exact_pairs import heaviest_keys
 from ..sums.local_model import LocalModel
+from ..sums.nearest import nearest_mean
 from ..sums.problem import SumProblem
 
 __all__ = ["BandSettings", "BeyondTheDataWarning", "backend_band", "bootstrap_responses",
@@ -117,7 +118,12 @@ def local_fit(
                          levels=model.levels if categorical else (), degree=degree)  # fmt: skip
     if degree:
         problem = problem.replace(origin=heaviest_keys(problem))
-    return np.asarray(layer.local_fit(sums, problem, "pooling")[0] * unit)
+    fit, _, empty = layer.local_fit(sums, problem, "pooling")
+    if not leave_out and empty.any() and not model.kernel.compact:
+        # distances beyond the float range: the formula's limit, as the fits' own
+        fit = np.array(fit)
+        fit[empty] = nearest_mean(queries[empty], x, values / unit, h, model)
+    return np.asarray(fit * unit)
 
 
 def host_band(
@@ -158,9 +164,10 @@ def numpy_band(
     n, p = y.shape
     if any(plan(fit_facts(model, rows, n, p)).backend != "numpy" for rows in (q.shape[0], n)):
         return None
-    fit = local_fit(x, y, q, h, model)[0]
+    unbounded = not model.kernel.compact  # rows beyond the float range: the limit
+    fit = local_fit(x, y, q, h, model, nearest=unbounded)[0]
     residuals = finite_residuals(y - local_fit(x, y, x, h, model, exclude_self=True)[0])
-    noise = local_fit(x, residuals**2, q, h, model._replace(degree=0))[0]
+    noise = local_fit(x, residuals**2, q, h, model._replace(degree=0), nearest=unbounded)[0]
     first, second = kernel_integrals(model.kernel, x.shape[1])
     found = exact_log_sums(SumProblem(q, x, np.zeros((n, 0)), h, model.kernel))
     with np.errstate(divide="ignore", over="ignore"):
@@ -173,9 +180,11 @@ def warn_beyond_the_data(log_counts: np.ndarray, kernel: Any) -> None:
     """One warning for the queries with less than one training point's peak weight under
     the kernel (``Σ K < K(0)``; ``log_counts`` ``(k,)``: ``log Σ K``): beyond the data,
     where the asymptotic variance ``σ² (∫K² / ∫K) / Σ K`` grows without bound and is no
-    standard error of the fit (queries no key reaches are reported as empty)."""
+    standard error of the fit (queries no key of a compact kernel reaches are reported as
+    empty; an unbounded kernel's, beyond the float range, take the nearest-key limit and
+    are counted here)."""
     peak = float(np.asarray(kernel.log_profile(np.zeros(1)))[0])
-    sparse = np.isfinite(log_counts) & (log_counts < peak)
+    sparse = (np.isfinite(log_counts) | (not kernel.compact)) & (log_counts < peak)
     if sparse.any():
         warnings.warn(
             f"x_query: {int(sparse.sum())} of {log_counts.shape[0]} queries have less than "
