@@ -90,17 +90,18 @@ def binned_sums(
     bound, outside = pair_error_bound(kernel, grid.spacing, size, reach)
     features = counted_features(keys.shape[0], values, weights)
     binned, where = bin_points(keys, scale, grid, features, cells=cells)
-    weights = kernel_on_grid(kernel, grid, reach)
+    stencil = kernel_on_grid(kernel, grid, reach)
     counts = binned[..., :1]
-    smoothed = np.concatenate([convolve(binned, weights, np), convolve(counts, bound, np)], axis=-1)
+    smoothed = np.concatenate([convolve(binned, stencil, np), convolve(counts, bound, np)],
+                              axis=-1)  # fmt: skip
     scaled = np.asarray(queries, np.float64) * np.asarray(scale, np.float64)
     sums = interpolate(smoothed, scaled, grid)
-    # an FFT convolution's rounding is bounded by eps·log2(length)·‖counts‖₂·‖weights‖₁
+    # an FFT convolution's rounding is bounded by eps·log2(length)·‖counts‖₂·‖stencil‖₁
     rounding = (
         FFT_ROUNDING
         * np.log2(np.prod(fft_lengths(size, bound.shape)))
         * float(np.sqrt(np.sum(counts**2)))
-        * (float(np.sum(weights)) + float(np.sum(bound)))
+        * (float(np.sum(stencil)) + float(np.sum(bound)))
     )
     error = sums[:, -1] + outside * key_total(keys.shape[0], weights) + rounding
     return sums[:, :-1], error, Binning(grid, counts, where)
