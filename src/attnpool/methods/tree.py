@@ -26,6 +26,7 @@ pair faster than a walk that visits most of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -143,22 +144,36 @@ def tree_sums(
     prefix = np.concatenate([np.zeros((1, values.shape[1])), np.cumsum(ordered_values, axis=0)])
     sums_v[:] = prefix[tree.stop] - prefix[tree.start]
     counts = (tree.stop - tree.start).astype(float)
-    m = keys.shape[0]
+    boxes = _Boxes(tree, ordered_keys, ordered_values, sums_v, counts)
     out = np.zeros((queries.shape[0], 1 + values.shape[1]))
     shifts = np.zeros(queries.shape[0])
     unsettled = np.zeros(queries.shape[0], bool)
     for first in range(0, queries.shape[0], QUERY_CHUNK):
         chunk = slice(first, first + QUERY_CHUNK)
         out[chunk], shifts[chunk], unsettled[chunk] = _walk(
-            queries[chunk], tree, ordered_keys, ordered_values, sums_v, counts, kernel, rtol,
-            atol, m, edges, chunk,
-        )  # fmt: skip
+            queries[chunk], boxes, kernel, (rtol, atol), edges, chunk
+        )
     out[:, 1:] += out[:, :1] * centre  # the values' midrange back
     return out, shifts, unsettled
 
 
-def _walk(queries, tree, keys, values, box_values, counts, kernel, rtol, atol, m, edges, chunk):
-    n, p = queries.shape[0], values.shape[1]
+class _Boxes(NamedTuple):
+    """The keys as the walk reads them: the ``tree``, the keys and their values (about
+    their midrange) in the tree's order, and each box's values' sum and count."""
+
+    tree: KeyTree
+    keys: np.ndarray
+    values: np.ndarray
+    box_values: np.ndarray
+    counts: np.ndarray
+
+
+def _walk(queries, boxes: _Boxes, kernel, tolerances, edges, chunk):
+    """``(sums, shift, unsettled)`` of one chunk of rows (:func:`tree_sums`), within
+    ``tolerances = (rtol, atol)``."""
+    tree, keys, values, box_values, counts = boxes
+    rtol, atol = tolerances
+    n, p, m = queries.shape[0], values.shape[1], keys.shape[0]
     pairs = _PairWeights(queries, keys, tree, kernel, edges, chunk)
     shift, _ = _box_bounds(queries, tree, np.zeros(n, int), np.arange(n), kernel)
     shift = np.where(np.isfinite(shift), shift, 0.0)
