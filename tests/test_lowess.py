@@ -381,3 +381,24 @@ def test_tiny_inputs_and_missing_none():
         attnpool.lowess([1.0, np.nan, 2.0], [0.0, 1.0, 2.0], missing="none")
     series = pd.Series(np.arange(20.0))
     _close(attnpool.lowess(series, series), statsmodels_lowess(series, series))
+
+
+@pytest.mark.parametrize("scale", [1e154, 1e200, 2.0**1000])
+def test_x_beyond_the_squares_range_gives_the_same_fits(scale):
+    # the squares of x's differences overflowed: NaN (statsmodels' rules without
+    # robustness steps) or fits 0.5 off, silently, from x near 1e154 on (statsmodels'
+    # own lowess does the same); R's relative rules are also scale-free below 1e-154
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 30, 300).astype(float)
+    y = np.sin(x / 5) + 0.2 * rng.normal(size=300)
+    points = np.array([3.5, 10.25])
+    for it in (0, 3):
+        plain = attnpool.lowess(y, x, frac=0.3, it=it)
+        scaled = attnpool.lowess(y, x * scale, frac=0.3, it=it)
+        np.testing.assert_allclose(scaled[:, 1], plain[:, 1], rtol=1e-13, atol=1e-14)
+    at_points = attnpool.lowess(y, x * scale, frac=0.3, xvals=points * scale)
+    np.testing.assert_allclose(at_points, attnpool.lowess(y, x, frac=0.3, xvals=points), atol=1e-14)
+    plain_r = attnpool.r_lowess(x, y, f=0.3)
+    for r_scale in (scale, 1.0 / scale):
+        np.testing.assert_allclose(attnpool.r_lowess(x * r_scale, y, f=0.3).y, plain_r.y,
+                                   rtol=1e-13, atol=1e-14)  # fmt: skip

@@ -66,6 +66,25 @@ class Rules:
     #: Where ``delta`` reaches past the last key, the next fit is this many keys before
     #: the last (the index a C loop over the keys leaves behind).
     last_but = 0
+    #: Whether every threshold is relative to the data (R's), so that ``x`` in any power
+    #: of two gives the same fits; statsmodels' variance floor is ``1e-12`` in ``x``'s units.
+    scale_free = False
+
+    def unit(self, keys: np.ndarray) -> float:
+        """A power of two to divide ``x`` by (exact) before the squares of its differences
+        are summed: where the largest ``|x|`` passes ``2^500`` they would overflow (the
+        fits came out NaN or 0.5 off from 1e154 on), so it is brought to ``2^400`` — where
+        statsmodels' floor still decides nothing but a window of ties —; for scale-free
+        rules, data below ``2^−500``, whose squares vanish, are brought to 1 as well."""
+        largest = float(np.max(np.abs(keys), initial=0.0))
+        if not 0 < largest < np.inf:
+            return 1.0
+        exponent = int(np.frexp(largest)[1])
+        if exponent > 500:
+            return 2.0 ** (exponent - 400)
+        if self.scale_free and exponent < -500:
+            return 2.0**exponent
+        return 1.0
 
     def neighbours(self, frac: float, n: int) -> int:
         """``k``, the keys in each window, for a fraction ``frac`` of ``n``."""
@@ -179,6 +198,7 @@ class RRules(Rules):
 
     name = "R"
     slack = 1e-7
+    scale_free = True
 
     def window_starts(self, keys, queries, k):
         n = keys.shape[0]

@@ -98,6 +98,10 @@ def smooth(
     n = keys.shape[0]
     if n < 2:
         return values.copy() if queries is None else np.full(queries.shape[0], np.nan)
+    unit = rules.unit(keys)  # (exact: the same windows, weights and fits)
+    if unit != 1.0:
+        keys, delta = keys / unit, delta / unit
+        queries = None if queries is None else queries / unit
     k = rules.neighbours(frac, n)
     fitted = fit_schedule(keys, delta, rules)
     robustness = np.ones(n)
