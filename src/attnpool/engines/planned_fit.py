@@ -48,7 +48,7 @@ def planned_local_fit(
         fit, slopes, empty_rows = numpy_engine.local_fit(
             x, y, q, h, model, nearest=nearest, weights=weights
         )
-        return fit.astype(dtype), slopes.astype(dtype), empty_rows
+        return fit.astype(dtype, copy=False), slopes.astype(dtype, copy=False), empty_rows
     from .._support.interop import precision_scope
     from .local_fits import compiled_settings, local_fit
 
