@@ -119,3 +119,17 @@ def test_one_row_and_none(client):
     nothing = attnpool.lowess(_lazy(np.array([np.nan, 1.0])), _lazy(np.array([1.0, np.nan])),
                               return_sorted=False)  # fmt: skip
     np.testing.assert_array_equal(np.isnan(nothing.compute()), [True, True])
+
+
+def test_x_beyond_the_squares_range_over_the_blocks(client):
+    # as in memory: x near 1e200 took the squares of its differences past the float
+    # range (fits 0.5 off); in a power of two, the same fits, and x returned as given
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 30, 300).astype(float)
+    y = np.sin(x / 5) + 0.2 * rng.normal(size=300)
+    plain = attnpool.lowess(y, x, frac=0.3)
+    sorted_pairs = attnpool.lowess(_lazy(y), _lazy(x * 1e200), frac=0.3).compute()
+    np.testing.assert_array_equal(sorted_pairs[:, 0], plain[:, 0] * 1e200)
+    np.testing.assert_allclose(sorted_pairs[:, 1], plain[:, 1], rtol=1e-13, atol=1e-14)
+    at = attnpool.r_lowess(_lazy(x * 2.0**-600), _lazy(y), f=0.3)
+    np.testing.assert_allclose(np.asarray(at.y), attnpool.r_lowess(x, y, f=0.3).y, atol=1e-14)

@@ -49,8 +49,15 @@ def dask_lowess(rules, endog, exog, frac, iterations, delta, xvals, missing, ret
     blocks = [delayed(_finite_rows)(a, b, int(s)) for a, b, s in
               zip(x.to_delayed(), y.to_delayed(), starts, strict=True)]  # fmt: skip
     blocks = list(dask.persist(*blocks))
-    dropped = sum(dask.compute(*[delayed(_dropped)(b, len_) for b, len_ in
-                                 zip(blocks, x.chunks[0], strict=True)]))  # fmt: skip
+    found = dask.compute(*[delayed(_dropped)(b, len_) for b, len_ in
+                           zip(blocks, x.chunks[0], strict=True)],
+                         *[delayed(_largest)(b) for b in blocks])  # fmt: skip
+    dropped, largest = sum(found[: len(blocks)]), max(found[len(blocks) :], default=0.0)
+    unit = rules.unit(np.array([largest]))  # (exact: as the fit in memory takes x)
+    if unit != 1.0:
+        blocks = list(dask.persist(*[delayed(_scaled)(b, 1.0 / unit) for b in blocks]))
+        delta = None if delta is None else delta / unit
+        xvals = None if xvals is None else np.asarray(xvals, dtype=np.float64) / unit
     if dropped and missing != "drop":
         raise ValueError(
             f"exog and endog hold {dropped} non-finite values "
@@ -59,7 +66,7 @@ def dask_lowess(rules, endog, exog, frac, iterations, delta, xvals, missing, ret
     n = places - dropped
     rows = sorted_rows(blocks, n, places) if n else None
     if n < 2:
-        return _tiny(rows, n, xvals, return_sorted, places)
+        return _tiny(rows, n, xvals, return_sorted, places, unit)
     k = rules.neighbours(frac, n)
     reach, extent = _reaches(rows, k)
     if delta is None:  # R's default
@@ -97,7 +104,7 @@ def dask_lowess(rules, endog, exog, frac, iterations, delta, xvals, missing, ret
         return _at_points(rules, rows, extended, around, xvals, k, extent, missing)
     if return_sorted:
         pairs = dask.persist(
-            *[delayed(_pairs)(b, f) for b, f in zip(rows.blocks, fits, strict=True)]
+            *[delayed(_pairs)(b, f, unit) for b, f in zip(rows.blocks, fits, strict=True)]
         )
         sizes = np.diff(rows.starts)
         return da.concatenate([da.from_delayed(p, (int(size), 2), np.float64)
@@ -135,17 +142,26 @@ def _dropped(rows, size):
     return size - rows[0].shape[0]
 
 
+def _largest(rows):
+    return float(np.max(np.abs(rows[0]), initial=0.0))
+
+
+def _scaled(rows, factor):
+    x, y, place = rows
+    return x * factor, y, place
+
+
 def _column(rows, which):
     return rows[which]
 
 
-def _tiny(rows, n, xvals, return_sorted, places):
+def _tiny(rows, n, xvals, return_sorted, places, unit):
     """Fewer than two rows: the fits are the responses (NaN at ``xvals``)."""
     if xvals is not None:
         return np.full(np.shape(xvals), np.nan)
     x, y, place = rows.blocks[0].compute() if rows else (np.zeros(0),) * 3
     if return_sorted:
-        return da.from_array(np.column_stack([x, y]))
+        return da.from_array(np.column_stack([x * unit, y]))
     out = np.full(places, np.nan)
     out[place.astype(np.int64)] = y
     return da.from_array(out)
@@ -198,8 +214,8 @@ def _weights(rules, rows, fits, summary):
     return rules.robustness(rows[1], fits, summary)
 
 
-def _pairs(rows, fits):
-    return np.column_stack([rows[0], fits])
+def _pairs(rows, fits, unit):
+    return np.column_stack([rows[0] * unit, fits])
 
 
 def _at_points(rules, rows, extended, around, xvals, k, extent, missing):
