@@ -86,27 +86,33 @@ def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: boo
 def keys_to_unit(queries, keys):
     """``(queries, keys)`` times one power of two (exact: no digit changes) that brings
     the keys' largest magnitude to at most 1 — or lower, so that no query passes
-    ``2^1000`` — for :func:`nearest_closeness`. The keys', not the queries': a far query
-    scaling everything down would flush the near queries' differences to 0 and tie
-    their keys."""
+    ``2^1000`` (float64; ``2^104`` in float32) — for :func:`nearest_closeness`. The keys',
+    not the queries': a far query scaling everything down would flush the near queries'
+    differences to 0 and tie their keys."""
     exponents = [jnp.frexp(_finite_largest(a))[1] for a in (keys, queries)]
-    exponent = jnp.maximum(exponents[0], exponents[1] - 1000)
+    exponent = jnp.maximum(exponents[0], exponents[1] - _query_headroom(queries))
     return jnp.ldexp(queries, -exponent), jnp.ldexp(keys, -exponent)
 
 
 def queries_to_unit(queries, keys):
     """``(queries, keys)`` times one power of two (exact) that brings the median size of
     the nonzero query rows (their largest coordinates) to ``[1/2, 1)`` — or less, so
-    that no query passes ``2^1000`` — for :func:`nearest_closeness`, where the keys'
-    size is not known (one chunk of them): the queries' own scale then sets the rows'
-    floor, data of ``1e−200`` as data of 1, and a far or a tiny query leaves the
-    others' unit alone."""
+    that no query passes ``2^1000`` (``2^104`` in float32) — for
+    :func:`nearest_closeness`, where the keys' size is not known (one chunk of them): the
+    queries' own scale then sets the rows' floor, data of ``1e−200`` as data of 1, and a
+    far or a tiny query leaves the others' unit alone."""
     size = jnp.max(jnp.abs(queries), axis=1)
     typical = jnp.nanmedian(jnp.where(jnp.isfinite(size) & (size > 0), size, jnp.nan))
     typical = jnp.where(jnp.isfinite(typical), typical, 1.0)
-    exponent = jnp.maximum(jnp.frexp(typical)[1],
-                           jnp.frexp(_finite_largest(queries))[1] - 1000)  # fmt: skip
+    largest = jnp.frexp(_finite_largest(queries))[1]
+    exponent = jnp.maximum(jnp.frexp(typical)[1], largest - _query_headroom(queries))
     return jnp.ldexp(queries, -exponent), jnp.ldexp(keys, -exponent)
+
+
+def _query_headroom(a) -> int:
+    """The largest power of two a query may keep beside keys brought to 1: the float
+    type's range less its digits (1000 in float64, 104 in float32)."""
+    return int(jnp.finfo(a.dtype).maxexp) - 24
 
 
 def _finite_largest(a):
