@@ -114,3 +114,15 @@ def test_every_compiled_route_takes_the_limit_with_near_and_far_queries(d, expon
             np.testing.assert_allclose(fit, want, rtol=1e-15, atol=0)
     weights = attnpool.attention_weights(queries, keys, bandwidth=h)
     np.testing.assert_allclose(weights @ values, want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("method", ["dense", "stream"])
+def test_float32_queries_far_beyond_tiny_keys_take_the_limit(method):
+    # keys near 1e-30 are brought to 1; a query at 1e10 kept the float64 headroom of
+    # 2^1000 and overflowed float32 (2^128)
+    keys = np.array([0.0, 1e-30, 2e-30], np.float32)
+    values = np.array([1.0, 2.0, 3.0], np.float32)
+    queries = np.array([0.4e-30, 1e10, 1.7e-30], np.float32)
+    options = {"kernel": "epanechnikov", "method": method, "empty": "nearest"}
+    got = attnpool.attention_pool(queries, keys, values, bandwidth=np.float32(2e-38), **options)
+    np.testing.assert_array_equal(got, [1.0, 2.0, 3.0])
