@@ -18,7 +18,6 @@ from ..sums.backends import Backend
 from ..sums.empty_policy import user_stacklevel
 from ..sums.exact_pairs import heaviest_keys
 from ..sums.local_model import LocalModel
-from ..sums.nearest import nearest_mean
 from ..sums.problem import SumProblem
 
 __all__ = ["BandSettings", "BeyondTheDataWarning", "backend_band", "bootstrap_responses",
@@ -122,7 +121,7 @@ def local_fit(
     if not leave_out and empty.any() and not model.kernel.compact:
         # distances beyond the float range: the formula's limit, as the fits' own
         fit = np.array(fit)
-        fit[empty] = nearest_mean(queries[empty], x, values / unit, h, model)
+        fit[empty] = layer.nearest_limit(problem, empty)
     return np.asarray(fit * unit)
 
 
