@@ -273,6 +273,20 @@ def test_estimators_search_with_their_method():
     assert fitted.cv_score_ == direct.objective
 
 
+@pytest.mark.parametrize("kernel", ["boxcar", "gaussian"])
+def test_an_estimators_method_whose_own_search_cannot_serve_it_searches_exactly(kernel):
+    # the binned search takes the smooth built-in kernels of one column: a binned
+    # boxcar fit, or one of two columns, has its CV bandwidth from the exact search
+    from attnpool import NadarayaWatson, select_bandwidth
+
+    _, keys, values = data(124, m=300)
+    keys = keys if kernel == "boxcar" else np.c_[keys, keys[::-1] ** 2]
+    fitted = NadarayaWatson(kernel, method="binned").fit(keys, values[:, 0])
+    direct = select_bandwidth(keys, values[:, 0], kernel=kernel)
+    np.testing.assert_array_equal(fitted.bandwidth_, direct.bandwidth)
+    assert fitted.cv_score_ == direct.objective
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

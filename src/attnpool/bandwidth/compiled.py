@@ -17,11 +17,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .. import kernels
 from .._support.interop import compute_dtype, precision_scope
 from .._support.shapes import MAX_ROWS, bucket, pad_rows, padded
-from ..engines.local_fits import compiled_settings, tiled_model
+from ..engines.local_fits import compiled_settings
 from ..methods import binned, binned_traced, fgt, sparse
+from ..methods.options import search_refusal
 from ..methods.stream import KEY_BLOCK
 from ..sums import plan
 from ..sums.local_model import LocalModel
@@ -67,22 +67,9 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
     ``weights``: observation weights or None."""
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     model, method = spec.model, spec.method
-    if pooling == "pallas" and not tiled_model(model):
-        raise ValueError(
-            "pooling: 'pallas' searches continuous columns with a non-negative kernel; "
-            f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
-        )
-    binnable = (
-        method == "cv"
-        and model.var_type == "c"
-        and kernels.is_builtin(model.kernel, BINNED_KERNELS)
-    )
-    if pooling == "binned" and not binnable:
-        raise ValueError(
-            "pooling: 'binned' searches CV bandwidths for one continuous column with the "
-            f"kernels {sorted(BINNED_KERNELS)}; received method={method!r}, "
-            f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
-        )
+    reason = search_refusal(pooling, model, method)
+    if reason:
+        raise ValueError(f"pooling: {reason}")
     if pooling == "binned":
         return _select_binned(x, y, weights, thetas, dtype, spec, progress)
     engine, block_size = compiled_settings(pooling, spec.block_size)

@@ -19,7 +19,8 @@ import numpy as np
 from .. import kernels as _kernels
 from .._support.shapes import MAX_ROWS, bucket, is_host, pad_rows, padded, query_bucket, unpadded
 from ..kernels.edges import has_edge
-from ..methods import dense_weights, normalise, pallas
+from ..methods import dense_weights, normalise
+from ..methods.options import fit_refusal
 from ..methods.stream import KEY_BLOCK
 from ..sums.facts import fit_facts
 from ..sums.geometry import key_centre, keys_to_unit
@@ -32,7 +33,7 @@ from .compiled_backends import ENGINES, Rows
 from .problem_blocks import BlockArrays, ProblemSums, column_units, log_weights, scaled_rows
 from .programs import with_nearest_limit
 
-__all__ = ["FitRoute", "hat_diagonal", "local_fit", "loo_residuals", "tiled_model", "weights_core"]
+__all__ = ["FitRoute", "hat_diagonal", "local_fit", "loo_residuals", "weights_core"]
 
 
 class FitRoute(NamedTuple):
@@ -179,11 +180,6 @@ def compiled_settings(method: str, block_size: int | None) -> tuple[str | None, 
     return ("pallas" if method == "pallas" else None), block_size
 
 
-def tiled_model(model: LocalModel) -> bool:
-    """Whether the tiled kernel serves ``model``: continuous columns, a kernel it sums."""
-    return not model.categorical and pallas.supports(model.kernel)
-
-
 def local_fit(
     x_train,
     y_train,
@@ -234,11 +230,9 @@ def local_fit(
         return unpadded(results, n, host=is_host(x_train, x_query))
     facts = fit_facts(model, n, m, y_train.shape[1], block_size=block_size is not None)
     method = plan(facts._replace(task="compiled")).backend if engine is None else engine
-    if method == "pallas" and not tiled_model(model):
-        raise ValueError(
-            "method: 'pallas' fits continuous columns with a non-negative kernel; "
-            f"received var_type={model.var_type!r}, kernel={model.kernel.name!r}"
-        )
+    reason = fit_refusal(method, model)
+    if reason:
+        raise ValueError(f"method: {reason}")
     key_block = block_size or max(64, KEY_BLOCK // block_width(facts))
     route = FitRoute(model, method, key_block, exclude_self, with_hat, nearest)
     if weights is not None:  # the responses in units of their column's largest: the

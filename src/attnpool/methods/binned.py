@@ -20,15 +20,18 @@ and imports no JAX; :mod:`.binned_host` bins on concrete arrays (pooling and den
 from __future__ import annotations
 
 import itertools
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .._support.shapes import bucket, query_bucket
 from .._support.units import column_extremes
-from ..kernels import Kernel
+from ..kernels import Kernel, is_builtin
 from .binned_bound import kernel_tail
 from .options import BINNED_SMOOTH_KERNELS
+
+if TYPE_CHECKING:
+    from ..sums.local_model import LocalModel
 
 #: Grid nodes per (smallest) bandwidth for the bandwidth search.
 NODES_PER_BANDWIDTH = 16
@@ -57,6 +60,18 @@ def refusal(kernel: Kernel, d: int) -> str | None:
             f"or your own); received {kernel.name!r}"
         )
     return None
+
+
+def search_refusal(model: LocalModel, criterion: str) -> str | None:
+    """Why the binned bandwidth search cannot serve ``model`` by ``criterion``, or None:
+    it searches CV bandwidths of one continuous column with :data:`SMOOTH_KERNELS`."""
+    if criterion == "cv" and model.var_type == "c" and is_builtin(model.kernel, SMOOTH_KERNELS):
+        return None
+    return (
+        "'binned' searches CV bandwidths for one continuous column with the kernels "
+        f"{sorted(SMOOTH_KERNELS)}; received method={criterion!r}, "
+        f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
+    )
 
 
 class Grid(NamedTuple):

@@ -20,6 +20,7 @@ __all__ = [
     "LEAVE_ONE_OUT_METHODS",
     "LOCAL_FIT_METHODS",
     "METHODS",
+    "PAIR_METHODS",
     "TRAITS",
     "Binned",
     "TopK",
@@ -27,9 +28,11 @@ __all__ = [
     "Tree",
     "check_applicable",
     "exact_engine",
+    "fit_refusal",
     "method_module",
     "refusal",
     "resolve",
+    "search_refusal",
 ]
 
 
@@ -49,8 +52,12 @@ class Traits:
     pairs masked, or taken away as binned), ``"host"`` by its backend's sums of a
     leave-one-out problem (:mod:`attnpool.methods.backends`, as a registered backend's),
     ``""`` not at all (a search asked for it is an error naming the methods that
-    can). Which kernels and dimensions it serves, each
-    method's module says (``refusal(kernel, d)``).
+    can); ``fits``: runs local fits of any degree and column type (the others pool
+    local-constant fits of continuous columns); ``pairs``: serves what is summed pair by
+    pair (a higher-order kernel's signed weights, bandwidths by numbers of neighbours).
+    Which kernels and dimensions it serves, each method's module says
+    (``refusal(kernel, d)``; ``fit_refusal(model)`` and ``search_refusal(model,
+    criterion)`` where it narrows its fits or its own search further).
     """
 
     exact: bool
@@ -59,12 +66,14 @@ class Traits:
     accuracy: str
     search: str = "auto"
     leave_one_out: str = ""
+    fits: bool = False
+    pairs: bool = False
 
 
 #: Every method but ``auto``, and what it declares.
 TRAITS = {
-    "dense": Traits(True, True, True, "exact", "dense", "traced"),
-    "stream": Traits(True, True, True, "exact", "stream", "traced"),
+    "dense": Traits(True, True, True, "exact", "dense", "traced", fits=True, pairs=True),
+    "stream": Traits(True, True, True, "exact", "stream", "traced", fits=True, pairs=True),
     "fused": Traits(
         False,
         True,
@@ -72,7 +81,7 @@ TRAITS = {
         "float32 logits whatever the inputs' precision (jax.nn.dot_product_attention's "
         "softmax): weights within ~eps32·(extent/h)² of the exact ones",
     ),
-    "pallas": Traits(True, True, False, "exact", "pallas", "traced"),
+    "pallas": Traits(True, True, False, "exact", "pallas", "traced", fits=True),
     "sparse": Traits(True, False, False, "exact", "sparse", "host"),
     "fgt": Traits(
         True, False, False, "truncation within 1e-14 of each query's weight", "auto", "host"
@@ -90,7 +99,9 @@ LEAVE_ONE_OUT_METHODS = tuple(name for name, traits in TRAITS.items() if traits.
 HOST_METHODS = frozenset(name for name, traits in TRAITS.items() if not traits.traceable)
 #: Methods every local fit (any degree, any column type) runs on: the exact engines
 #: (``pallas``: continuous columns).
-LOCAL_FIT_METHODS = ("auto", "dense", "stream", "pallas")
+LOCAL_FIT_METHODS = ("auto", *(name for name, traits in TRAITS.items() if traits.fits))
+#: Methods of what is summed pair by pair (higher-order kernels, neighbours' bandwidths).
+PAIR_METHODS = ("auto", *(name for name, traits in TRAITS.items() if traits.pairs))
 #: The built-in kernels whose binning error falls as (Δ/h)²: the bandwidth search bins
 #: these (the boxcar's jump and a kernel of your own are binned where asked for, each
 #: row's error bounded as every kernel's is).
@@ -142,6 +153,35 @@ def refusal(name: str, kernel: Kernel, d: int) -> str | None:
     """Why the method ``name`` cannot pool ``kernel`` in ``d`` dimensions, or None."""
     says = getattr(method_module(name), "refusal", None)
     return says(kernel, d) if says else None
+
+
+def fit_refusal(name: str, model: Any) -> str | None:
+    """Why the method ``name`` cannot compute the local fit ``model`` (a
+    :class:`~attnpool.sums.local_model.LocalModel`: its degree,
+    column types and kernel), or None: a method without :attr:`Traits.fits` pools
+    local-constant fits of continuous columns; one with it, what its module's
+    ``fit_refusal(model)`` leaves (every fit, where it has none)."""
+    if not TRAITS[name].fits:
+        if model.degree == 0 and set(model.var_type) == {"c"}:
+            return None
+        return (
+            f"{name!r} pools local-constant fits of continuous columns; received "
+            f"degree={model.degree}, var_type={model.var_type!r}; accepted here: "
+            f"{', '.join(map(repr, LOCAL_FIT_METHODS))}"
+        )
+    says = getattr(method_module(name), "fit_refusal", None)
+    return says(model) if says else None
+
+
+def search_refusal(name: str, model: Any, criterion: str) -> str | None:
+    """Why a bandwidth search by ``criterion`` (``"cv"``, ``"aicc"``) of the fit
+    ``model`` cannot run on the leave-one-out sums of ``name``
+    (:data:`LEAVE_ONE_OUT_METHODS`; another name, such as the planner's ``"compiled"``,
+    is no method's), or None: its module's ``search_refusal``."""
+    if name not in TRAITS:
+        return None
+    says = getattr(method_module(name), "search_refusal", None)
+    return says(model, criterion) if says else None
 
 
 @dataclass(frozen=True)

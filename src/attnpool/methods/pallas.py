@@ -32,11 +32,21 @@ import numpy as np
 
 from ..kernels import Kernel
 from ..kernels.edges import has_edge
+from ..sums.local_model import LocalModel
 from ..sums.state import PoolingState
 from .pallas_backward import tile_cotangents
 from .pallas_kernel import KEY_TILE, QUERY_TILE, TileSums, feature_count, tile_sums
 
-__all__ = ["GPU_BACKENDS", "interpreted", "refusal", "supports", "tile_range", "tiled_state"]
+__all__ = [
+    "GPU_BACKENDS",
+    "fit_refusal",
+    "interpreted",
+    "refusal",
+    "search_refusal",
+    "supports",
+    "tile_range",
+    "tiled_state",
+]
 
 #: JAX backends on which the kernel is compiled (elsewhere it is interpreted).
 GPU_BACKENDS = frozenset(["gpu", "cuda", "rocm"])
@@ -58,6 +68,24 @@ def refusal(kernel: Kernel, d: int) -> str | None:
             "(use 'dense' or 'stream')"
         )
     return None
+
+
+def fit_refusal(model: LocalModel) -> str | None:
+    """Why ``pallas`` cannot compute the local fit ``model``, or None: continuous columns,
+    a kernel it sums."""
+    if model.categorical or not supports(model.kernel):
+        return (
+            "'pallas' fits continuous columns with a non-negative kernel; received "
+            f"var_type={model.var_type!r}, kernel={model.kernel.name!r}"
+        )
+    return None
+
+
+def search_refusal(model: LocalModel, criterion: str) -> str | None:
+    """Why ``pallas``' leave-one-out sums cannot serve a search of ``model``, or None:
+    those of every fit it computes, by any criterion."""
+    reason = fit_refusal(model)
+    return reason and reason.replace("fits", "searches", 1)
 
 
 def interpreted() -> bool:

@@ -43,39 +43,32 @@ EXACT_ENGINES = LOCAL_FIT_METHODS
 
 
 def method_name(x, options: FitOptions) -> str:
-    """The pooling method's name, checked against the fit it has to serve: a method
-    other than :data:`EXACT_ENGINES` needs a local-constant fit of continuous columns."""
-    method, degree = options.method, options.degree
-    if isinstance(method, str) and method == "auto":
+    """The pooling method's name, checked against the fit it has to serve
+    (:func:`attnpool.methods.options.fit_refusal`)."""
+    if isinstance(options.method, str) and options.method == "auto":
         return "auto"
-    from ..methods.options import resolve
+    from ..methods.options import fit_refusal, resolve
 
-    name, _ = resolve(method)
-    model = model_for(x, kernel=options.kernel, var_type=options.var_type, degree=degree)
-    if name not in EXACT_ENGINES and not (degree == 0 and set(model.var_type) == {"c"}):
-        raise ValueError(
-            f"method: {name!r} pools local-constant fits of continuous columns; this "
-            f"{options.estimator} has degree={degree} and var_type={model.var_type!r}; accepted "
-            f"here: {', '.join(map(repr, EXACT_ENGINES))}"
-        )
-    if name == "pallas" and model.categorical:
-        raise ValueError(
-            f"method: 'pallas' fits continuous columns; this {options.estimator} has "
-            f"var_type={model.var_type!r}; accepted here: 'auto', 'dense', 'stream'"
-        )
+    name, _ = resolve(options.method)
+    model = model_for(x, kernel=options.kernel, var_type=options.var_type, degree=options.degree)
+    reason = fit_refusal(name, model)
+    if reason:
+        raise ValueError(f"method: {reason}")
     return name
 
 
-def _search_pooling(name: str, d: int, weights=None) -> str:
+def _search_pooling(name: str, model, weights=None) -> str:
     """The CV search's pooling: the method's own leave-one-out sums where it declares
-    them (:class:`attnpool.methods.options.Traits`; the binned search takes one
+    them (:class:`attnpool.methods.options.Traits`) and they serve the fit
+    (:func:`~attnpool.methods.options.search_refusal`: the binned search takes one
     column), else ``"auto"`` — which weighted searches take (no method has weighted
     leave-one-out sums of its own)."""
-    from ..methods.options import TRAITS
+    from ..methods.options import TRAITS, search_refusal
 
-    if name == "auto" or (name == "binned" and d > 1) or weights is not None:
+    own = "auto" if name == "auto" or weights is not None else TRAITS[name].search
+    if own == "auto" or search_refusal(own, model, "cv"):
         return "auto"
-    return TRAITS[name].search
+    return own
 
 
 def fitted_bandwidth(
@@ -105,7 +98,7 @@ def fitted_bandwidth(
         degree=degree,
         var_type=var_type,
         block_size=options.block_size,
-        pooling=_search_pooling(name, x.shape[1], weights) if bandwidth == "cv" else "auto",
+        pooling=_search_pooling(name, _model(x, options), weights) if bandwidth == "cv" else "auto",
         progress=progress,
         weights=weights,
     )

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._support.units import objective_in_data_units, response_unit
+from ..methods.options import PAIR_METHODS
 from ..sums.pairs import local_fit
 from ..sums.problem import SumProblem
 from .options import FitOptions
@@ -294,9 +295,9 @@ def check_supported(kernel: _kernels.Kernel, bandwidth_type: str, var_type, meth
             f"var_type: {what} take continuous columns; received var_type={var_type!r}"
         )
     name = getattr(method, "name", method)
-    if name not in ("auto", "dense", "stream"):
+    if name not in PAIR_METHODS:
         raise ValueError(
-            f"method: {what} are computed pair by pair ('auto', 'dense' or 'stream'); "
+            f"method: {what} are computed pair by pair ({', '.join(map(repr, PAIR_METHODS))}); "
             f"received {name!r}"
         )
     if kernel.similarity == "dot":

@@ -65,7 +65,7 @@ def refuse(kernel: _kernels.Kernel, method, mask, return_weights: bool, arrays) 
     higher-order ``kernel``: a key mask, the weight matrix, a method other than
     ``"auto"``, ``"dense"`` or ``"stream"``, or ``arrays`` traced by ``jit`` or ``grad``."""
     from .._support.validation import is_traced
-    from ..methods.options import resolve
+    from ..methods.options import PAIR_METHODS, resolve
 
     refused = {"return_weights": return_weights, "mask": mask is not None}
     for name, asked in refused.items():
@@ -77,10 +77,10 @@ def refuse(kernel: _kernels.Kernel, method, mask, return_weights: bool, arrays) 
             "values traced by jit or grad"
         )
     method = resolve(method)[0]
-    if method not in ("auto", "dense", "stream"):
+    if method not in PAIR_METHODS:
         raise ValueError(
             f"method: the higher-order kernel {kernel.name!r} is summed pair by pair "
-            f"('auto', 'dense' or 'stream'); received {method!r}"
+            f"({', '.join(map(repr, PAIR_METHODS))}); received {method!r}"
         )
 
 
