@@ -273,6 +273,28 @@ def test_criteria_with_integer_weights_are_those_of_the_repeated_rows(degree, ke
     np.testing.assert_allclose(got.objective, want.objective, rtol=1e-9)
 
 
+@pytest.mark.parametrize("scale", [1e-300, "sum to one", 1e6, 1e20, 1e300])
+def test_searches_do_not_change_when_every_weight_is_multiplied(scale):
+    # CV and AICc are ratios of weighted sums: their searches and curves are those of
+    # the weights near 1 (the grid once followed a rule of thumb counting Σw rows, and
+    # found the nearest neighbours' limit at 1e20; weights summing to 1 were refused)
+    x, y = smooth_data(5, 90, 1)
+    w = np.random.default_rng(6).uniform(0.5, 2.0, 90)
+    c = 1 / w.sum() if scale == "sum to one" else scale
+    for options in (dict(), dict(method="aicc", degree=1), dict(var_type="c", degree=1)):
+        got = select_bandwidth(x, y, weights=w * c, **options)
+        want = select_bandwidth(x, y, weights=w, **options)
+        np.testing.assert_allclose(got.bandwidth, want.bandwidth, rtol=1e-6)
+        np.testing.assert_allclose(got.objective, want.objective, rtol=1e-12)
+    for curve in (cv_curve, aicc_curve):
+        np.testing.assert_allclose(curve(x, y, [0.1, 0.3], weights=w * c, degree=1),
+                                   curve(x, y, [0.1, 0.3], weights=w, degree=1), rtol=1e-13)  # fmt: skip
+    for kernel in ("gaussian", "gaussian-order4"):  # (the pair fits' search too)
+        fitted = NadarayaWatson(kernel).fit(x, y, sample_weight=w * c)
+        np.testing.assert_allclose(fitted.bandwidth_, NadarayaWatson(kernel).fit(
+            x, y, sample_weight=w).bandwidth_, rtol=1e-6)  # fmt: skip
+
+
 def test_selection_and_rules_with_integer_weights_are_those_of_the_repeated_rows():
     x, y = smooth_data(3, 80, 1)
     w = np.random.default_rng(4).integers(1, 3, 80).astype(float)

@@ -5,7 +5,11 @@ R (Venables & Ripley's code in ``stats``) works on binned pairwise distances: wi
 ``δ = 1.01 (max x − min x) / nb``, each point falls in bin ``trunc(x / δ)`` (truncated
 towards zero, as C's cast does), and ``c_k`` counts the pairs ``i < j`` whose bins are
 ``k`` apart; every criterion is then a sum over ``k`` with the distance ``kδ``, cut off
-where ``(kδ / h)² ≥ 1000``. With ``d_k = (kδ / h)²`` and Gaussian derivatives:
+where ``(kδ / h)² ≥ 1000``. As in R, the bins are anchored at 0, not at ``min x``:
+shifting the data moves pairs between bins, so these bandwidths move with the data's
+location by up to a few bins' share (1.2e-3 of ``bw.SJ`` on 120 points in [0, 4]
+shifted by 10⁶); scaling by a power of two changes nothing. With ``d_k = (kδ / h)²``
+and Gaussian derivatives:
 
 - unbiased CV (Scott 1992, (6.67)): ``1 / (2nh√π) + Σ c_k (e^(−d/4) − √8 e^(−d/2)) /
   (n² h √π)``, minimised;

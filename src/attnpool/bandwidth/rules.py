@@ -118,6 +118,25 @@ def rule_of_thumb(
     return bandwidth
 
 
+def search_start(
+    x: np.ndarray,
+    *,
+    method: str = "scott",
+    kernel: KernelSpec = "gaussian",
+    var_type: str | None = None,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
+    """The rule of thumb that centres a bandwidth search's grid: :func:`rule_of_thumb`
+    with the ``weights`` taken as relative (scaled to sum to the number of rows). CV and
+    AICc do not change when every weight is multiplied by one number, so neither does
+    their search: weights summing to 1 are searched, and weights summing to 10²⁰ do not
+    move the grid to where the criterion is the nearest neighbours' limit."""
+    if weights is not None:
+        relative = np.asarray(weights, np.float64) / np.max(weights)  # (no sum overflows)
+        weights = relative * (relative.size / np.sum(relative))
+    return rule_of_thumb(x, method=method, kernel=kernel, var_type=var_type, weights=weights)
+
+
 def _spread(columns: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     """Each column's sample standard deviation (``ddof=1``), rows counted ``weights`` times."""
     if weights is None:

@@ -18,9 +18,9 @@ from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..sums.backends import get_backend
 from ..sums.local_model import LocalModel, model_for
-from ..sums.observation_weights import merged_rows, positive_rows
+from ..sums.observation_weights import in_weight_unit, merged_rows, positive_rows
 from . import by_backend, leave_one_out
-from .rules import rule_of_thumb
+from .rules import rule_of_thumb, search_start
 from .search import (
     GRID,
     BandwidthSelection,
@@ -79,15 +79,12 @@ def _search(
 ) -> Any:
     """:func:`select_bandwidth` on data in search units: rules of thumb, the NumPy
     engine's search of one column (no program, no JAX), or the compiled searches."""
-    start = rule_of_thumb(
-        x,
-        method="silverman" if method == "silverman" else "scott",
-        kernel=model.kernel,
-        var_type=model.var_type,
-        weights=weights,
-    )
     if method in ("scott", "silverman"):
-        return BandwidthSelection(start, float("nan"), method, (np.array([]), np.array([])))
+        rule = rule_of_thumb(x, method=method, kernel=model.kernel, var_type=model.var_type,
+                             weights=weights)  # fmt: skip
+        return BandwidthSelection(rule, float("nan"), method, (np.array([]), np.array([])))
+    weights = in_weight_unit(weights)  # (in a power-of-two unit, as x and y are)
+    start = search_start(x, kernel=model.kernel, var_type=model.var_type, weights=weights)
     if constant_response(y, method, "the rule of thumb"):
         exact = 0.0 if method == "cv" else -math.inf  # (AICc: log σ̂² of σ̂² = 0)
         return BandwidthSelection(start, exact, method, (np.array([]), np.array([])))
@@ -187,8 +184,10 @@ def select_bandwidth(
         Observation weights ``w_i ≥ 0``: each row counts as ``w_i`` copies — in the fits,
         in the criterion (CV leaves a row out whole, with every row identical to it;
         AICc's penalty counts rows) and in the rules of thumb — so integer weights select
-        what the repeated rows select (:mod:`attnpool.sums.observation_weights`). Rows of
-        weight 0 are left out. Weighted searches, and searches of data with repeated
+        what the repeated rows select (:mod:`attnpool.sums.observation_weights`). CV and
+        AICc, and so their searches, do not change when every weight is multiplied by
+        one number (relative weights, summing to 1, are searched as well); the rules
+        (``"scott"``, ``"silverman"``) count ``n = Σ w``. Rows of weight 0 are left out. Weighted searches, and searches of data with repeated
         rows (merged into weights), run on the exact engines or, for one continuous
         column, binned (``pooling`` ``"auto"``, ``"dense"``, ``"stream"`` or
         ``"binned"``).
@@ -386,6 +385,7 @@ def _curve(training: tuple, bandwidths, method: str, block_size: int | None) -> 
     """The criterion ``method`` at each candidate of ``bandwidths``, in the data's units;
     ``training``: :func:`_checked_training_data`'s ``(x, y, model, weights)``."""
     x, y, model, weights = training
+    weights = in_weight_unit(weights)
     candidates = np.asarray(bandwidths, dtype=float)
     if candidates.ndim == 1:
         candidates = np.repeat(candidates[:, None], x.shape[1], axis=1)

@@ -191,7 +191,7 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     """``(setting (d,), cv score, evaluations)``: bandwidths (``"fixed"``) or numbers of
     neighbours chosen by leave-one-out CV (identical rows merged into one of their total
     weight, left out together: :mod:`attnpool.sums.observation_weights`)."""
-    from ..bandwidth.rules import rule_of_thumb
+    from ..bandwidth.rules import search_start
     from ..bandwidth.search import constant_response
     from ..sums.observation_weights import merged_rows
 
@@ -203,7 +203,7 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     if constant_response(y, "cv", "the rule of thumb" if bandwidth_type == "fixed"
                          else "the largest number of neighbours"):  # fmt: skip
         if bandwidth_type == "fixed":
-            return rule_of_thumb(x, kernel=kernel.base or kernel, weights=weights), 0.0, 0
+            return search_start(x, kernel=kernel.base or kernel, weights=weights), 0.0, 0
         return np.full(x.shape[1], total - 1), 0.0, 0
     unit = response_unit(y)  # (y ~ 1e±200: squared residuals neither overflow nor vanish)
     y = y[:, 0] / unit if flat else y / unit
@@ -221,10 +221,10 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
 
 def _select_bandwidth(x, score, kernel, weights, progress):
     """Log-bandwidths from the base kernel's rule of thumb: the search of the other fits."""
-    from ..bandwidth.rules import rule_of_thumb
+    from ..bandwidth.rules import search_start
     from ..bandwidth.search import GRID, host_search
 
-    start = rule_of_thumb(x, kernel=kernel.base or kernel, weights=weights)
+    start = search_start(x, kernel=kernel.base or kernel, weights=weights)
     thetas = np.log(GRID[:, None] * start[None, :])
     evaluations = [0]
 

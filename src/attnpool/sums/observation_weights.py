@@ -42,6 +42,7 @@ __all__ = [
     "chunk_of_positive_weight",
     "dask_augmented",
     "divided",
+    "in_weight_unit",
     "max_span",
     "merged_rows",
     "positive_keys",
@@ -166,6 +167,17 @@ def positive_rows(
     if kept.all():
         return x, y, w
     return x[kept], y[kept], w[kept]
+
+
+def in_weight_unit(weights: np.ndarray | None) -> np.ndarray | None:
+    """Concrete positive ``weights`` divided by the power of two at or above their
+    largest (exact: their span keeps the smallest normal), for what does not change when
+    every weight is multiplied by one number (CV, AICc): weights of 10³⁰⁰ or 10⁻³⁰⁰ are
+    then summed, squared and held in float32 as weights near 1 are. None passes."""
+    if weights is None:
+        return None
+    _, exponent = np.frexp(np.max(weights))
+    return np.ldexp(np.asarray(weights, np.float64), -int(exponent))
 
 
 def augmented(values, w):
