@@ -287,8 +287,8 @@ def test_searches_do_not_change_when_every_weight_is_multiplied(scale):
         np.testing.assert_allclose(got.bandwidth, want.bandwidth, rtol=1e-6)
         np.testing.assert_allclose(got.objective, want.objective, rtol=1e-12)
     for curve in (cv_curve, aicc_curve):
-        np.testing.assert_allclose(curve(x, y, [0.1, 0.3], weights=w * c, degree=1),
-                                   curve(x, y, [0.1, 0.3], weights=w, degree=1), rtol=1e-13)  # fmt: skip
+        got, want = (curve(x, y, [0.1, 0.3], weights=u, degree=1) for u in (w * c, w))
+        np.testing.assert_allclose(got, want, rtol=1e-13)
     for kernel in ("gaussian", "gaussian-order4"):  # (the pair fits' search too)
         fitted = NadarayaWatson(kernel).fit(x, y, sample_weight=w * c)
         np.testing.assert_allclose(fitted.bandwidth_, NadarayaWatson(kernel).fit(

@@ -187,10 +187,10 @@ def select_bandwidth(
         what the repeated rows select (:mod:`attnpool.sums.observation_weights`). CV and
         AICc, and so their searches, do not change when every weight is multiplied by
         one number (relative weights, summing to 1, are searched as well); the rules
-        (``"scott"``, ``"silverman"``) count ``n = Σ w``. Rows of weight 0 are left out. Weighted searches, and searches of data with repeated
-        rows (merged into weights), run on the exact engines or, for one continuous
-        column, binned (``pooling`` ``"auto"``, ``"dense"``, ``"stream"`` or
-        ``"binned"``).
+        (``"scott"``, ``"silverman"``) count ``n = Σ w``. Rows of weight 0 are left
+        out. Weighted searches, and searches of data with repeated rows (merged into
+        weights), run on the exact engines or, for one continuous column, binned
+        (``pooling`` ``"auto"``, ``"dense"``, ``"stream"`` or ``"binned"``).
     subsample : Subsampled, optional
         Select on blocks of rows and scale up, as statsmodels' ``efficient=True``
         (:mod:`attnpool.bandwidth.subsample`; unweighted samples; no ``objective``).
