@@ -126,6 +126,17 @@ def test_functions_of_one_column_and_ties_say_what_they_need():
         lscv_matrix(np.concatenate([x[:60], x[:5]]))
 
 
+def test_lscv_matrix_of_rounded_data_warns_of_the_ties_alone():
+    # a singular H on the way: SciPy's differences of ∞ warned "invalid value" too
+    x = np.random.default_rng(11).uniform(0, 4, (200, 2))
+    x = np.c_[np.round(x[:, 0], 1), np.round(x[:, 1])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = lscv_matrix(x)
+    assert [type(w.message) for w in caught] == [attnpool.TiedDataWarning]
+    assert np.all(np.isfinite(found))
+
+
 @pytest.mark.parametrize("scale, shift", [(1e-150, 0.0), (1e100, 0.0), (1.0, 1e8)])
 def test_lscv_matrix_follows_the_data_at_any_scale_and_shift(scale, shift):
     # searched on the sphered sample: the matrix scales as the data's square, ignores shifts

@@ -265,8 +265,9 @@ def lscv_matrix(x: ArrayLike) -> np.ndarray:
     bounds = list(zip(centre - reach, centre + reach, strict=True))
     value = criterion(theta)
     for _ in range(RESTARTS):
-        found = minimize(criterion, theta, method="L-BFGS-B", bounds=bounds,
-                         options={"ftol": 1e-15, "gtol": 1e-10})  # fmt: skip
+        with np.errstate(invalid="ignore"):  # (SciPy's differences of ∞ where H is singular)
+            found = minimize(criterion, theta, method="L-BFGS-B", bounds=bounds,
+                             options={"ftol": 1e-15, "gtol": 1e-10})  # fmt: skip
         if not found.fun < value - 1e-13 * abs(value):
             break
         theta, value = found.x, found.fun
