@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import attnpool
-from attnpool.engines.local_fits import hat_diagonal, local_fit, loo_residuals
+from attnpool.engines.local_fits import FitRequest, hat_diagonal, local_fit, loo_residuals
 from attnpool.sums.local_model import model_for
 from reference import leave_one_out_pool, long_double_local_linear
 
@@ -45,10 +45,10 @@ def test_local_linear_fits_equal_long_double_least_squares(x64, d, kernel):
     queries = np.random.default_rng(3).uniform(0.5, 4.5, (70, d))
     model = model_for(x, kernel=kernel, degree=1)
     h = np.full(d, 1.2)
-    fit, slopes, _, _ = local_fit(x, y, queries, h, model, engine="pallas")
+    fit, slopes, _, _ = local_fit(x, y, queries, h, FitRequest(model, engine="pallas"))
     want = long_double_local_linear(x, y[:, 0], queries, kernel, 1.2)
     np.testing.assert_allclose(fit[:, 0], want, rtol=1e-10, atol=1e-10)
-    _, streamed_slopes, _, _ = local_fit(x, y, queries, h, model, block_size=64)
+    _, streamed_slopes, _, _ = local_fit(x, y, queries, h, FitRequest(model, block_size=64))
     np.testing.assert_allclose(slopes, streamed_slopes, rtol=1e-9, atol=1e-9)
 
 

@@ -10,7 +10,7 @@ import pytest
 from statsmodels.nonparametric.kernel_regression import KernelReg
 
 from attnpool import local_regression
-from attnpool.engines.local_fits import hat_diagonal, local_fit, loo_residuals
+from attnpool.engines.local_fits import FitRequest, hat_diagonal, local_fit, loo_residuals
 from attnpool.regression import model_for
 from reference import long_double_local_linear
 from regression_data import continuous_data, mixed_data
@@ -145,7 +145,9 @@ def test_compiled_local_linear_with_one_dominant_key_is_the_exact_weighted_fit(
     h = np.array([bandwidth])
     few = np.arange(0, 200, 10)  # separated keys: each left-out fit is dominated
     with jax.enable_x64(True):
-        got = local_fit(x[:, None], y[:, None], queries[:, None], h, model, block_size=block_size)
+        got = local_fit(
+            x[:, None], y[:, None], queries[:, None], h, FitRequest(model, block_size=block_size)
+        )
         residuals = loo_residuals(x[few, None], y[few, None], h * 10, model, block_size=block_size)
     want = long_double_local_linear(x, y, queries, kernel, bandwidth)
     np.testing.assert_allclose(np.asarray(got[0])[:, 0], want, rtol=1e-9, atol=1e-9)
@@ -166,7 +168,7 @@ def test_compiled_local_linear_in_two_columns_with_one_dominant_key(block_size):
     model = model_for(x, degree=1)
     h = np.array([0.08, 0.1])
     with jax.enable_x64(True):
-        got = local_fit(x, y[:, None], queries, h, model, block_size=block_size)[0]
+        got = local_fit(x, y[:, None], queries, h, FitRequest(model, block_size=block_size))[0]
     want = long_double_local_linear(x, y, queries, "gaussian", h)
     np.testing.assert_allclose(np.asarray(got)[:, 0], want, rtol=1e-9, atol=1e-9)
 

@@ -33,7 +33,7 @@ from .compiled_backends import ENGINES, Rows
 from .problem_blocks import BlockArrays, ProblemSums, column_units, log_weights, scaled_rows
 from .programs import with_nearest_limit
 
-__all__ = ["FitRoute", "hat_diagonal", "local_fit", "loo_residuals", "weights_core"]
+__all__ = ["FitRequest", "FitRoute", "hat_diagonal", "local_fit", "loo_residuals", "weights_core"]
 
 
 class FitRoute(NamedTuple):
@@ -180,32 +180,35 @@ def compiled_settings(method: str, block_size: int | None) -> tuple[str | None, 
     return ("pallas" if method == "pallas" else None), block_size
 
 
-def local_fit(
-    x_train,
-    y_train,
-    x_query,
-    bandwidth,
-    model: LocalModel,
-    *,
-    exclude_self=False,
-    with_hat=False,
-    nearest=False,
-    block_size=None,
-    key_count=None,
-    weights=None,
-    engine=None,
-):
-    """Traceable core: arrays already validated, ``(n, d)``/``(n, p)``, bandwidth ``(d,)``.
+class FitRequest(NamedTuple):
+    """What a compiled local fit is asked for: the ``model``; ``exclude_self``
+    (leave-one-out: the queries are the training rows), ``with_hat`` (the hat diagonal),
+    ``nearest`` (empty rows take the nearest keys' responses); ``block_size`` (key
+    blocks; None: the engine's); ``engine``: ``"dense"``, ``"stream"`` or ``"pallas"``
+    (the tiled kernel, :mod:`attnpool.methods.pallas`; continuous columns), None: the
+    planner's compiled fits' table (:mod:`attnpool.sums.plan`)."""
+
+    model: LocalModel
+    exclude_self: bool = False
+    with_hat: bool = False
+    nearest: bool = False
+    block_size: int | None = None
+    engine: str | None = None
+
+
+def local_fit(x_train, y_train, x_query, bandwidth, request: FitRequest, *, key_count=None,
+              weights=None):  # fmt: skip
+    """Traceable core: arrays already validated, ``(n, d)``/``(n, p)``, bandwidth ``(d,)``;
+    the fit ``request`` says what is asked.
 
     Returns ``fit (n_q, p)``, ``slopes (n_q, d, p)`` in the inputs' units, the hat
     diagonal (or None) and the ``(n_q,)`` mask of empty neighbourhoods. Rows are padded
     to their buckets (:mod:`attnpool._support.shapes`) unless ``key_count`` says the training
     rows from that one on are padding already (then queries are not padded either).
     ``weights (n,)``: positive observation weights of the training rows (the hat
-    diagonal is then that of one copy of each row). ``engine``: ``"dense"``, ``"stream"``
-    or ``"pallas"`` (the tiled kernel, :mod:`attnpool.methods.pallas`; continuous
-    columns); None: the planner's compiled fits' table (:mod:`attnpool.sums.plan`).
+    diagonal is then that of one copy of each row).
     """
+    model, exclude_self, with_hat, nearest, block_size, engine = request
     n, m = x_query.shape[0], x_train.shape[0]
     if key_count is None and 0 < n and m <= MAX_ROWS:
         size = bucket(m)
@@ -213,20 +216,8 @@ def local_fit(
         if weights is not None:
             weights = pad_rows(weights, size)
         queries = x_train if exclude_self or with_hat else pad_rows(x_query, query_bucket(n))
-        results = local_fit(
-            x_train,
-            y_train,
-            queries,
-            bandwidth,
-            model,
-            exclude_self=exclude_self,
-            with_hat=with_hat,
-            nearest=nearest,
-            block_size=block_size,
-            key_count=np.int32(m),
-            weights=weights,
-            engine=engine,
-        )
+        results = local_fit(x_train, y_train, queries, bandwidth, request, key_count=np.int32(m),
+                            weights=weights)  # fmt: skip
         return unpadded(results, n, host=is_host(x_train, x_query))
     facts = fit_facts(model, n, m, y_train.shape[1], block_size=block_size is not None)
     method = plan(facts._replace(task="compiled")).backend if engine is None else engine
@@ -251,10 +242,8 @@ def loo_residuals(x, y, bandwidth, model: LocalModel, *, block_size=None, count=
     ``count``: rows from this one on are padding (their residuals mean nothing).
     ``weights``: observation weights (each point left out whole).
     """
-    fit, _, _, _ = local_fit(
-        x, y, x, bandwidth, model, exclude_self=True, block_size=block_size, key_count=count,
-        weights=weights, engine=engine,
-    )  # fmt: skip
+    request = FitRequest(model, exclude_self=True, block_size=block_size, engine=engine)
+    fit, _, _, _ = local_fit(x, y, x, bandwidth, request, key_count=count, weights=weights)
     return y - fit
 
 
@@ -262,10 +251,8 @@ def hat_diagonal(x, y, bandwidth, model: LocalModel, *, block_size=None, count=N
                  weights=None, engine=None):  # fmt: skip
     """In-sample fit and the diagonal of the smoother ("hat") matrix (traceable; with
     observation ``weights``, the diagonal of one copy of each row)."""
-    fit, _, hat, _ = local_fit(
-        x, y, x, bandwidth, model, with_hat=True, block_size=block_size, key_count=count,
-        weights=weights, engine=engine,
-    )  # fmt: skip
+    request = FitRequest(model, with_hat=True, block_size=block_size, engine=engine)
+    fit, _, hat, _ = local_fit(x, y, x, bandwidth, request, key_count=count, weights=weights)
     return fit, hat
 
 

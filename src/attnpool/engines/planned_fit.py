@@ -50,19 +50,14 @@ def planned_local_fit(
         )
         return fit.astype(dtype, copy=False), slopes.astype(dtype, copy=False), empty_rows
     from .._support.interop import precision_scope
-    from .local_fits import compiled_settings, local_fit
+    from .local_fits import FitRequest, compiled_settings, local_fit
 
     engine, block_size = compiled_settings(method, block_size)
+    request = FitRequest(model, nearest=nearest, block_size=block_size, engine=engine)
     with precision_scope(dtype):
         fit, slopes, _, empty_rows = local_fit(
-            np.asarray(x, dtype),
-            np.asarray(y, dtype),
-            np.asarray(q, dtype),
-            np.asarray(h, dtype),
-            model,
-            nearest=nearest,
-            block_size=block_size,
+            *(np.asarray(a, dtype) for a in (x, y, q, h)),
+            request,
             weights=None if weights is None else np.asarray(weights, dtype),
-            engine=engine,
         )
         return np.asarray(fit), np.asarray(slopes), np.asarray(empty_rows)
