@@ -405,6 +405,18 @@ def test_learned_attention_with_weights_trains_as_on_repeated_rows(model):
     assert shares.shape == (10, int(np.sum(w > 0))) and np.allclose(shares.sum(axis=1), 1)
 
 
+def test_learned_attention_refuses_weights_counting_fewer_than_two_observations():
+    # its rules of thumb count n = Σ w, as rule_of_thumb does: weights summing to 1e-300
+    # started at a bandwidth of 1e59 and learned nothing from there (a 1.1 error)
+    from attnpool.learn import fit_attention
+
+    x, y = smooth_data(14, 40, 1)
+    w = np.random.default_rng(17).uniform(0.5, 2.0, 40)
+    with pytest.raises(ValueError, match=r"weights: .* summing to 0\.001, which is less than two"):
+        fit_attention("bandwidth", x, y, weights=w / w.sum() / 1000)
+    fit_attention("bandwidth", x, y, weights=2 * w / w.sum(), steps=2)  # (two observations)
+
+
 def test_learned_regressor_passes_the_sample_weight_checks():
     from sklearn.utils import estimator_checks as checks
 

@@ -252,7 +252,8 @@ def fit_attention(
         each row left out whole under ``"loo_mse"`` (identical rows merged into one of
         their total weight first), and the standardisation weighted — what the repeated
         rows give, for integer weights and full batches (the models' initial parameters
-        count rows). Rows of weight 0 are left out.
+        count rows, ``n = Σ w``: weights summing to less than two are refused, as by
+        :func:`attnpool.rule_of_thumb`). Rows of weight 0 are left out.
 
     Returns
     -------
@@ -376,7 +377,14 @@ def _initial(model: AttentionModel, key: Any, x: Any, scale: Any, weights: Any) 
     """``model.init``, told the weights' sum as its sample size where it takes one."""
     init: Any = model.init  # some models' init also takes the sample size
     if weights is not None and "rows" in inspect.signature(init).parameters:
-        return init(key, x, scale, rows=float(np.sum(weights)))
+        rows = float(np.sum(weights))
+        if not rows >= 2:  # (a rule of n < 2 observations starts where nothing is learned)
+            raise ValueError(
+                "weights: the model's initial parameters count row i as w_i observations "
+                f"(n = Σ w); received weights summing to {rows:.4g}, which is less than two "
+                "(scale relative weights by the number of rows)"
+            )
+        return init(key, x, scale, rows=rows)
     return model.init(key, x, scale)
 
 
