@@ -291,6 +291,15 @@ def test_observation_weights_on_the_cluster(client, kernel):
         local = attnpool.attention_pool(queries, keys, values * scale, kernel=kernel,
                                         bandwidth=0.4, weights=wide, empty="nan")  # fmt: skip
         np.testing.assert_allclose(tiny / scale, local / scale, rtol=1e-11, atol=1e-13)
+    # weights at the float range's ends: w·v overflowed (a misleading "not finite" error,
+    # or "only zeros"), and subnormal weights lost the whole pool to NaN
+    positive = rng.uniform(0.5, 2.0, 900)
+    for scale in (2.0**-1070, 2.0**1022):
+        extreme = dist.attention_pool(queries, chunked, values, kernel=kernel, bandwidth=0.4,
+                                      weights=positive * scale).compute()  # fmt: skip
+        local = attnpool.attention_pool(queries, keys, values, kernel=kernel, bandwidth=0.4,
+                                        weights=positive * scale, empty="nan")  # fmt: skip
+        np.testing.assert_allclose(extreme, local, rtol=1e-11, atol=1e-13)
 
 
 def test_a_chunk_is_the_layers_exact_sums_each_query_leaving_its_own_key_out():

@@ -220,11 +220,13 @@ def _namespace(*arrays):
 
 
 def dask_augmented(values, weights):
-    """The Dask path's ``([w, w·v/c], c)`` for ``values (m, p)`` and ``weights (m, 1)``,
-    Dask arrays chunked alike, and ``c (p,)`` the values' :func:`column_scale` (lazy: a
-    reduction over the values), by which the divided pool is multiplied back. The weights
-    are not divided by their largest (no pass over them before the pool); each task drops
-    its keys of weight 0 (:func:`chunk_of_positive_weight`)."""
+    """The Dask path's ``([w/u, (w/u)·v/c], c)`` for ``values (m, p)`` and ``weights
+    (m, 1)``, Dask arrays chunked alike, ``c (p,)`` the values' :func:`column_scale` and
+    ``u`` the power of two at or above the largest weight (lazy: reductions over the
+    values and the weights, which the pool then waits for), so that weights near the
+    float range's ends neither overflow in ``w·v`` nor lose their digits as subnormals.
+    The divided pool is multiplied back by ``c``; each task drops its keys of weight 0
+    (:func:`chunk_of_positive_weight`)."""
     import dask.array as da
 
     if weights.shape[1] != 1:
@@ -235,7 +237,10 @@ def dask_augmented(values, weights):
     largest = da.max(da.abs(values), axis=0)
     _, exponent = da.frexp(da.where(largest > 0, largest, 1.0))
     scale = da.ldexp(da.ones_like(largest), exponent - 1)
-    return da.concatenate([weights, weights * (values / scale)], axis=1), scale
+    heaviest = da.max(weights)  # (not finite, or not positive: the tasks refuse it)
+    _, power = da.frexp(da.where(da.isfinite(heaviest) & (heaviest > 0), heaviest, 1.0))
+    relative = da.ldexp(weights, -power)  # (2^power itself may overflow)
+    return da.concatenate([relative, relative * (values / scale)], axis=1), scale
 
 
 def chunk_of_positive_weight(keys, values):
