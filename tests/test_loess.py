@@ -274,6 +274,23 @@ def test_prior_weights_are_not_frequencies():
     _close(weighted.predict(X), removed.predict(X), 1e-12)
     _close(scaled.predict(X), weighted.predict(X), 1e-12)
     _close(scaled.predict(X[:5], return_std=True)[1], weighted.predict(X[:5], return_std=True)[1])
+    # at the float range's ends too: Σ w r² overflowed at 2¹⁰²² (fits 1.1 off); R's
+    # residual scale √(Σ w r² / δ₁) and GCV grow with the weights (the symmetric family's
+    # pseudovalues as √w: netlib's, held to it above), standard errors do not
+    for factor in (2.0**-1000, 2.0**1022):
+        for family in ("gaussian", "symmetric"):
+            model = attnpool.Loess(span="gcv", spans=[0.3, 0.5], family=family)
+            extreme = clone(model).fit(X, y, sample_weight=factor * weights)
+            plain = clone(model).fit(X, y, sample_weight=weights)
+            _close(extreme.predict(X), plain.predict(X), 1e-12)
+            if family == "gaussian":
+                _close(extreme.predict(X[:5], return_std=True)[1],
+                       plain.predict(X[:5], return_std=True)[1])  # fmt: skip
+                root = factor**0.5
+                np.testing.assert_allclose(extreme.residual_scale_, plain.residual_scale_ * root,
+                                           rtol=1e-13)  # fmt: skip
+                np.testing.assert_allclose(extreme.criterion_, plain.criterion_ * factor,
+                                           rtol=1e-13)  # fmt: skip
 
 
 @scikit_learn_checks(

@@ -110,10 +110,13 @@ def test_radii_beyond_the_bands(client, monkeypatch):
     _same_fit(clone(model).fit(*_lazy(X, y, None, 200)), clone(model).fit(X, y))
 
 
-@pytest.mark.parametrize("case", ["offset", "rounded", "constant", "outliers"])
+@pytest.mark.parametrize("case", ["offset", "rounded", "constant", "outliers", "weights"])
 def test_hostile_data(client, case):
     X, y = _data(2, 1200, seed=3)
-    if case == "offset":  # huge offsets and unequal scales
+    weights = None
+    if case == "weights":  # subnormal prior weights: every fit was NaN
+        weights = np.random.default_rng(4).uniform(0.5, 2.0, y.size) * 2.0**-1070
+    elif case == "offset":  # huge offsets and unequal scales
         X = X * [1e-6, 1e4] + [1e9, -1e12]
     elif case == "rounded":  # ties everywhere, keys on every radius
         X, y = np.round(X), np.round(y, 1)
@@ -122,8 +125,8 @@ def test_hostile_data(client, case):
     else:  # outliers the robustness iterations must down-weigh
         y[::50] += 40.0
     model = attnpool.Loess(span=0.25, family="symmetric", statistics="approximate")
-    theirs = clone(model).fit(X, y)
-    ours = clone(model).fit(*_lazy(X, y, None, 300))
+    theirs = clone(model).fit(X, y, sample_weight=weights)
+    ours = clone(model).fit(*_lazy(X, y, weights, 300))
     _same_fit(ours, theirs, 1e-9)
     if case == "outliers":
         assert np.all(ours.robustness_weights_.compute()[::50] < 0.1)

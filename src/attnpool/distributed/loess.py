@@ -19,7 +19,14 @@ import numpy as np
 
 from .._support.optional import require
 from .._support.units import response_unit
-from ..smoothers.loess_fit import LoessResult, probe_signs, robustness_weights, two_delta
+from ..smoothers.loess_fit import (
+    LoessResult,
+    prior_exponent,
+    probe_signs,
+    pseudo_step,
+    robustness_weights,
+    two_delta,
+)
 from ..smoothers.operator_rows import Columns
 from .order_statistics import median, tree_sum
 from .row_sums import (
@@ -70,15 +77,18 @@ def distributed_loess(estimator, X, y, sample_weight) -> tuple[Training, LoessRe
     keys = [delayed(keys_of)(part) for part in parts]
     divisor = trimmed_scale(keys, n, d, spread.low) if estimator.normalize and d > 1 else np.ones(d)
     level = median([delayed(_responses)(part) for part in parts], n)
-    unit = response_unit(dask.compute(*[delayed(_largest_gap)(part, level) for part in parts]))
+    gaps, heaviest = zip(*dask.compute(*[delayed(_largest)(part, level) for part in parts]),
+                         strict=True)  # fmt: skip
+    unit, exponent = response_unit(gaps), prior_exponent(max(heaviest))
     estimator.divisor_, estimator._origin = divisor, spread.low
     estimator._level, estimator._unit = level, unit  # (y = level + unit · the fit's y)
+    estimator._prior_exponent = exponent  # (the prior weights in units of 2ᵉ)
     origin = spread.low
 
     def scaled(rows):
         return _moved(rows, origin, divisor)
 
-    parts = list(dask.persist(*[delayed(_scaled)(part, origin, divisor, level, unit)
+    parts = list(dask.persist(*[delayed(_scaled)(part, origin, divisor, level, unit, exponent)
                                 for part in parts]))  # fmt: skip
     spread = replace(spread, boxes=[None if b is None else scaled(b) for b in spread.boxes],
                      low=scaled(spread.low), high=scaled(spread.high))  # fmt: skip
@@ -125,7 +135,8 @@ def _chosen_span(estimator, training, spans):
     if not any(dask.compute(*[delayed(np.any)(y) for y in training.values])):  # y − its median
         return constant_span(spans, estimator.span)
     span, values = best_span(spans, span_values(spans, value_of), estimator.span)
-    return span, criteria_in_data_units(values, estimator.span, estimator._unit)
+    return span, criteria_in_data_units(values, estimator.span, estimator._unit,
+                                        estimator._prior_exponent)  # fmt: skip
 
 
 def _criterion_sums(sums, y, prior):
@@ -143,12 +154,15 @@ def _responses(part):
     return part.y
 
 
-def _largest_gap(part, level):
-    return float(np.max(np.abs(part.y - level), initial=0.0))
+def _largest(part, level):
+    """A part's largest ``|y − level|`` and largest prior weight."""
+    return (float(np.max(np.abs(part.y - level), initial=0.0)),
+            float(np.max(part.prior, initial=0.0)))  # fmt: skip
 
 
-def _scaled(part, origin, divisor, level, unit):
-    return replace(part, X=_moved(part.X, origin, divisor), y=(part.y - level) / unit)
+def _scaled(part, origin, divisor, level, unit, exponent):
+    return replace(part, X=_moved(part.X, origin, divisor), y=(part.y - level) / unit,
+                   prior=np.ldexp(part.prior, -exponent))  # fmt: skip
 
 
 def _moved(rows, origin, divisor):
@@ -191,7 +205,8 @@ def _iterations(estimator, training, groups, radius):
         middle = median(_each(_scaled_residuals, y, fitted, prior), n)
         last = _each(np.multiply, prior, robust)
         shares = _total(_share_sum, y, fitted, prior, last, [middle] * len(parts))
-        pseudo = _each(_pseudo, y, fitted, last, [n / shares] * len(parts))
+        step = pseudo_step(n, shares, estimator._prior_exponent)
+        pseudo = _each(_pseudo, y, fitted, last, [step] * len(parts))
         sums = distributed_sums(parts, spread, groups, radius, Columns(pseudo, prior), degree,
                                 kernel)  # fmt: skip
         sum_squares = _total(_weighted_squares, pseudo, joined(sums), prior)
@@ -263,7 +278,7 @@ def distributed_predict(estimator, X, return_std: bool):
     fits = _array(dask.persist(*fits), group_sizes)
     se = None
     if return_std:
-        scale = estimator.residual_scale_
+        scale = estimator._held_scale()
         se = _array(dask.persist(*[delayed(_standard_error)(s, scale) for s in sums]), group_sizes)
     if not is_dask(X):
         fits, se = dask.compute(fits, se)

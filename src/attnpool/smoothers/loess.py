@@ -19,9 +19,9 @@ from .._support.estimator_api import (
 from .._support.hints import ArrayLike
 from .._support.units import response_unit
 from ..sums.observation_weights import positive_rows
-from .loess_fit import LoessResult, fit_loess, fits_and_spread, fits_at
+from .loess_fit import LoessResult, fit_loess, fits_and_spread, fits_at, prior_in_unit
 from .neighbourhoods import radii, trimmed_scale
-from .span_selection import CRITERIA, select_span
+from .span_selection import CRITERIA, criteria_in_data_units, select_span
 
 __all__ = ["Loess"]
 
@@ -163,7 +163,7 @@ class Loess(RegressorMixin, BaseEstimator):
         y = y[:, 0]
         if y.shape[0] < 2:
             raise ValueError(f"Loess needs at least 2 samples; got n_samples = {y.shape[0]}")
-        prior = np.ones(y.shape[0]) if weights is None else np.asarray(weights, float)
+        prior, self._prior_exponent = prior_in_unit(weights, y.shape[0])
         d = X.shape[1]
         self.divisor_ = trimmed_scale(X) if self.normalize and d > 1 else np.ones(d)
         self._origin = X.min(axis=0)
@@ -178,13 +178,15 @@ class Loess(RegressorMixin, BaseEstimator):
         self._scaled, self._y, self._prior = scaled, (y - self._level) / self._unit, prior
 
         def choose(spans: np.ndarray) -> tuple[float, np.ndarray]:
-            return select_span(scaled, self._y, prior, spans, self.degree, kernel,
-                               str(self.span), self._unit)  # fmt: skip
+            span, values = select_span(scaled, self._y, prior, spans, self.degree, kernel,
+                                       str(self.span))  # fmt: skip
+            return span, criteria_in_data_units(values, str(self.span), self._unit,
+                                                self._prior_exponent)  # fmt: skip
 
         self._resolve_span(y.size, choose)
         radius = radii(scaled, scaled, self.span_, self.neighbours)
         result = fit_loess(scaled, self._y, prior, radius, self.degree, kernel, iterations,
-                           self.statistics)  # fmt: skip
+                           self.statistics, prior_exponent=self._prior_exponent)  # fmt: skip
         return self._fitted(result)
 
     def _resolve_span(
@@ -213,7 +215,9 @@ class Loess(RegressorMixin, BaseEstimator):
         self.one_delta_ = result.one_delta
         self.two_delta_ = result.two_delta
         self.enp_ = result.enp
-        self.residual_scale_ = result.residual_scale * self._unit
+        # (R's s = √(Σ w r² / δ₁) scales with the prior weights, held in units of 2ᵉ)
+        root = np.ldexp(1.0, self._prior_exponent // 2)
+        self.residual_scale_ = result.residual_scale * self._unit * root
         self.df_ = result.df
         if result.interpolates:
             warnings.warn(
@@ -271,7 +275,12 @@ class Loess(RegressorMixin, BaseEstimator):
             )
         fits, spread = fits_and_spread(self._scaled, self._y, weights, self._prior, queries,
                                        radius, self.degree, kernel)  # fmt: skip
-        return fits * self._unit + self._level, self.residual_scale_ * np.sqrt(spread)
+        return fits * self._unit + self._level, self._held_scale() * np.sqrt(spread)
+
+    def _held_scale(self) -> float:
+        """The residual scale in the units the prior weights are held in (``2ᵉ``), which
+        the standard errors' ``Σⱼ Lᵢⱼ² / wⱼ`` take."""
+        return float(np.ldexp(self.residual_scale_, -(self._prior_exponent // 2)))
 
     def _predict_blocks(self, X: Any, return_std: bool) -> Any:
         """:meth:`predict` of a Dask array, each block of rows a task."""

@@ -33,9 +33,12 @@ __all__ = [
     "fits_and_spread",
     "fits_at",
     "leverage",
+    "prior_exponent",
+    "prior_in_unit",
     "probe_products",
     "probe_signs",
     "pseudo_shares",
+    "pseudo_step",
     "pseudovalues",
     "robustness_weights",
     "two_delta",
@@ -83,6 +86,27 @@ class LoessResult:
         return float("nan") if self.interpolates else self.one_delta**2 / self.two_delta
 
 
+def prior_exponent(largest: float) -> int:
+    """The even exponent ``e`` of the prior weights' unit ``2ᵉ``, the least power of four
+    at or above their ``largest`` (0 where it is not positive): divided by it the weights
+    are at most 1, so that ``Σ w r²`` neither overflows nor loses subnormal weights, and
+    ``√(2ᵉ)`` — by which the residual scale returns to the weights' units — is exact."""
+    if not largest > 0:
+        return 0
+    fraction, exponent = np.frexp(largest)
+    exponent = int(exponent) - (fraction == 0.5)  # the least e with 2ᵉ ≥ largest
+    return int(exponent + exponent % 2)
+
+
+def prior_in_unit(weights: np.ndarray | None, n: int) -> tuple[np.ndarray, int]:
+    """``(prior (n,), e)``: the prior weights (ones where None) divided by ``2ᵉ``
+    (:func:`prior_exponent`)."""
+    if weights is None:
+        return np.ones(n), 0
+    exponent = prior_exponent(float(np.max(weights)))
+    return np.ldexp(np.asarray(weights, float), -exponent), exponent
+
+
 def robustness_weights(residuals: np.ndarray, middle: float | None = None) -> np.ndarray:
     """Bisquare weights of the residuals in units of six median absolute residuals: 1
     within 0.001 of that, 0 beyond 0.999 (``loess``'s ``lowesw``); all 1 where the
@@ -96,14 +120,22 @@ def robustness_weights(residuals: np.ndarray, middle: float | None = None) -> np
     return np.where(size > 0.999 * six_mad, 0.0, np.where(size > 0.001 * six_mad, inner, 1.0))
 
 
-def pseudovalues(y, fitted, prior, robust) -> np.ndarray:
+def pseudovalues(y, fitted, prior, robust, exponent: int = 0) -> np.ndarray:
     """Cleveland & Grosse's pseudovalues, whose smooth's residuals measure the scale of a
     robust fit: ``ŷ + c ρ (y − ŷ)``, ``c = n / Σ √ρ (1 − w e² / (6 MAD)² · 5)``, for the
     prior weights ``w`` and the last fit's weights ``ρ`` (``lowesp``'s ``rwgts``); the
-    MAD is that of ``√w e``."""
+    MAD is that of ``√w e``. ``c ρ`` grows as ``√w`` (netlib's, as R's): with both
+    weights given in units of ``2^exponent`` (even), the step is multiplied back by
+    ``2^(exponent/2)`` (:func:`pseudo_step`)."""
     spread = float(np.median(np.abs(y - fitted) * np.sqrt(prior)))
     share = pseudo_shares(y, fitted, prior, robust, spread)
-    return fitted + (y.shape[0] / np.sum(share)) * robust * (y - fitted)
+    return fitted + pseudo_step(y.shape[0], float(np.sum(share)), exponent) * robust * (y - fitted)
+
+
+def pseudo_step(n: int, shares: float, exponent: int = 0) -> float:
+    """The pseudovalues' ``c`` from the sum of :func:`pseudo_shares` over ``n`` rows, for
+    weights held in units of ``2^exponent``: ``n / Σ × 2^(exponent/2)``."""
+    return float(np.ldexp(n / shares, exponent // 2))
 
 
 def pseudo_shares(y, fitted, prior, robust, spread) -> np.ndarray:
@@ -136,11 +168,13 @@ def fits_at(X, y, weights, queries, radius, degree, kernel) -> np.ndarray:
     return out
 
 
-def fit_loess(X, y, prior, radius, degree, kernel, iterations, statistics="exact"):
+def fit_loess(X, y, prior, radius, degree, kernel, iterations, statistics="exact", *,
+              prior_exponent=0):  # fmt: skip
     """LOESS at the rows of ``X`` (scaled): ``iterations`` fits (1: the gaussian family),
     each after the first weighted by the robustness of the one before. ``statistics``
     ``"approximate"``: ``δ₁`` and ``δ₂`` from ``tr L`` by Cleveland & Grosse's formulas
-    (:func:`.approximate_statistics.approximate_deltas`)."""
+    (:func:`.approximate_statistics.approximate_deltas`). ``prior``: the prior weights in
+    units of ``2^prior_exponent`` (:func:`prior_in_unit`)."""
     n = X.shape[0]
     if statistics == "approximate":
         first, own = leverage(X, y, prior, radius, degree, kernel)
@@ -162,7 +196,7 @@ def fit_loess(X, y, prior, radius, degree, kernel, iterations, statistics="exact
     residuals = y - fitted
     if iterations > 1:
         # R and netlib pass the last fit's weights, prior × robustness, as lowesp's rwgts
-        pseudo = pseudovalues(y, fitted, prior, prior * robust)
+        pseudo = pseudovalues(y, fitted, prior, prior * robust, prior_exponent)
         smooth = fits_at(X, pseudo, prior, X, radius, degree, kernel)
         sum_squares = float(np.sum(prior * (pseudo - smooth) ** 2))
     else:

@@ -44,25 +44,28 @@ def select_span(
     degree: int,
     kernel: Kernel,
     criterion: str,
-    unit: float = 1.0,
 ) -> tuple[float, np.ndarray]:
     """The span of ``spans`` with the smallest ``criterion`` (the largest among equals),
-    and the criterion at each, of the response ``y · unit``. ``X`` scaled, shape (n, d);
-    ``prior`` the weights."""
+    and the criterion at each, in the units of ``y`` and ``prior`` as given
+    (:func:`criteria_in_data_units` takes them to the data's). ``X`` scaled, shape
+    (n, d); ``prior`` the weights."""
     spans = checked_spans(spans)
     if np.all(y == y[0]):
         return constant_span(spans, criterion)
     values = span_values(spans, lambda span: _criterion(X, y, prior, span, degree, kernel,
                                                         criterion))  # fmt: skip
-    span, values = best_span(spans, values, criterion)  # (ranked in y's unit: 1e±200 ties)
-    return span, criteria_in_data_units(values, criterion, unit)
+    return best_span(spans, values, criterion)  # (ranked in y's unit: 1e±200 ties)
 
 
-def criteria_in_data_units(values: np.ndarray, criterion: str, unit: float) -> np.ndarray:
-    """The ``criterion``'s ``values`` of a response divided by ``unit``, in its own units
-    (GCV and CV times ``unit²``, AICc plus ``2 log unit``)."""
-    return np.asarray(objective_in_data_units(values, "aicc" if criterion == "aicc" else "cv",
-                                              unit))  # fmt: skip
+def criteria_in_data_units(
+    values: np.ndarray, criterion: str, unit: float, prior_exponent: int = 0
+) -> np.ndarray:
+    """The ``criterion``'s ``values`` of a response divided by ``unit`` with prior weights
+    divided by ``2^prior_exponent``, in their own units (GCV and CV times ``unit²``, AICc
+    plus ``2 log unit``; GCV, ``n Σ w r² / (n − tr L)²``, also times ``2^prior_exponent``)."""
+    found = np.asarray(objective_in_data_units(values, "aicc" if criterion == "aicc" else "cv",
+                                               unit))  # fmt: skip
+    return np.ldexp(found, prior_exponent) if criterion == "gcv" else found
 
 
 def span_values(spans: np.ndarray, value_of: Callable[[float], float]) -> np.ndarray:
