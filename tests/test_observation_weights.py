@@ -295,6 +295,29 @@ def test_searches_do_not_change_when_every_weight_is_multiplied(scale):
             x, y, sample_weight=w).bandwidth_, rtol=1e-6)  # fmt: skip
 
 
+@pytest.mark.parametrize("power", [-1070, 1022])
+def test_densities_of_weights_at_the_floats_ends_are_those_of_weights_near_one(power):
+    # Σ w overflowed at 2¹⁰²² (densities 0, criteria undefined everywhere), and subnormal
+    # weights lost their digits in Σ w K; a rule of thumb's n = Σ w beyond the float
+    # range was NaN, and is refused as n < 2 is
+    from attnpool import kernel_cdf, kernel_density, select_density_bandwidth
+
+    x, _ = smooth_data(21, 90, 2)
+    near_one = np.random.default_rng(22).uniform(0.5, 2.0, 90)
+    extreme = np.ldexp(near_one, power)
+    exact = np.ldexp(extreme, -power)  # (subnormal weights keep a few digits: these)
+    for function in (kernel_density, kernel_cdf):
+        got, want = (function(x, x[:7], bandwidth=0.4, weights=w) for w in (extreme, exact))
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    for method in ("cv_ml", "cv_ls"):
+        got = select_density_bandwidth(x, method=method, weights=extreme)
+        want = select_density_bandwidth(x, method=method, weights=exact)
+        np.testing.assert_allclose(got.bandwidth, want.bandwidth, rtol=1e-9)
+    if power > 0:
+        with pytest.raises(ValueError, match=r"weights: .* beyond the float range"):
+            rule_of_thumb(x, weights=extreme)
+
+
 def test_selection_and_rules_with_integer_weights_are_those_of_the_repeated_rows():
     x, y = smooth_data(3, 80, 1)
     w = np.random.default_rng(4).integers(1, 3, 80).astype(float)

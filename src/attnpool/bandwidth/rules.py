@@ -91,13 +91,7 @@ def rule_of_thumb(
             f"{record.name!r} has variance {record.variance}"
         )
     w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), float)
-    n, q = x.shape[0] if w is None else float(np.sum(w)), len(model.continuous)
-    if w is not None and not n >= 2:
-        raise ValueError(
-            f"weights: a rule of thumb counts row i as w_i observations (n = Σ w); received "
-            f"weights summing to {n:.4g}, which is less than two (scale relative weights "
-            "by the number of rows)"
-        )
+    n, q = observation_count(x.shape[0], w), len(model.continuous)
     bandwidth = np.full(x.shape[1], CATEGORICAL_START)
     if q == 0:
         return bandwidth
@@ -116,6 +110,24 @@ def rule_of_thumb(
         raise ValueError(f"x: column(s) {bad} are constant; a bandwidth rule needs spread")
     bandwidth[list(model.continuous)] = rule_from_spread(sigma, n, record, method=method)
     return bandwidth
+
+
+def observation_count(rows: int, weights: np.ndarray | None) -> float:
+    """``n`` of a rule of thumb: the ``rows``, or ``Σ w`` of observation ``weights`` (row
+    ``i`` counted as ``w_i`` observations), refused where that is below two or beyond the
+    float range."""
+    if weights is None:
+        return float(rows)
+    with np.errstate(over="ignore"):
+        n = float(np.sum(weights))
+    if not 2 <= n < np.inf:
+        beyond = "less than two" if n < 2 else "beyond the float range"
+        raise ValueError(
+            f"weights: a rule of thumb counts row i as w_i observations (n = Σ w); received "
+            f"weights summing to {n:.4g}, which is {beyond} (scale relative weights by the "
+            "number of rows)"
+        )
+    return n
 
 
 def search_start(

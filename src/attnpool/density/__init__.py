@@ -37,7 +37,7 @@ from . import matrix_bandwidth
 if TYPE_CHECKING:
     from ..kernels.mixed import MixedColumns
 from ..sums.backends import get_backend
-from ..sums.observation_weights import check_weights
+from ..sums.observation_weights import check_weights, in_weight_unit
 
 __all__ = [
     "density_band",
@@ -154,8 +154,10 @@ def _log_density(
     h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
     dtype = numpy_dtype(x, q)
     w = None if weights is None else check_weights(weights, x.shape[0], dtype)
-    if w is not None and not is_jax(w) and not np.all(w > 0):
-        x, w = x[w > 0], w[w > 0]  # weight 0 counts nowhere: never a row's nearest key
+    if w is not None and not is_jax(w):  # (the density is Σ w K / Σ w: w in a unit)
+        w = in_weight_unit(w)
+        if not np.all(w > 0):
+            x, w = x[w > 0], w[w > 0]  # weight 0 counts nowhere: never a row's nearest key
     n, m = q.shape[0], x.shape[0]
     if n == 0:
         return np.zeros(0)
@@ -255,7 +257,7 @@ def _mixed_log_density(
 
     x, q = np.asarray(x, np.float64), np.asarray(q, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type)
-    w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), np.float64)
+    w = in_weight_unit(None if weights is None else check_weights(weights, x.shape[0]))
     total = x.shape[0] if w is None else float(np.sum(w))
     found = normalised_log_sums(NUMPY_PAIRS, mixed_problem(q, x, h, columns, w))
     return np.asarray(found - math.log(total))
@@ -346,7 +348,7 @@ def density_band(
     x = np.asarray(check_points(x_train, "x_train"), np.float64)
     q = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
-    w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), np.float64)
+    w = in_weight_unit(None if weights is None else check_weights(weights, x.shape[0]))
     problem = mixed_problem(q, x, h, columns, w)  # the sums of K_h, then of K_h²
     log_total = math.log(x.shape[0] if w is None else float(np.sum(w)))
     density = np.exp(exact_normalised_log_sums(problem) - log_total)

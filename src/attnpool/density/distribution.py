@@ -12,7 +12,7 @@ from .. import kernels as _kernels
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.validation import check_bandwidth, check_points
 from ..kernels.calculus import CDF_KERNELS
-from ..sums.observation_weights import check_weights
+from ..sums.observation_weights import check_weights, in_weight_unit
 
 if TYPE_CHECKING:
     from ..kernels.mixed import MixedColumns
@@ -77,7 +77,7 @@ def kernel_cdf(
             f"{', '.join(CDF_KERNELS)} in one dimension, the Gaussian and the '-product' "
             f"kernels in several; received {record.name!r} in {x.shape[1]} dimension(s)"
         )
-    w = None if weights is None else check_weights(weights, x.shape[0])
+    w = in_weight_unit(None if weights is None else check_weights(weights, x.shape[0]))
     if var_type is not None and set(var_type) != {"c"}:
         from . import mixed_columns
 

@@ -16,7 +16,12 @@ from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import power_of_two_above
 from .._support.validation import check_choice, check_points
 from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
-from ..bandwidth.rules import CATEGORICAL_START, rule_from_spread, rule_of_thumb
+from ..bandwidth.rules import (
+    CATEGORICAL_START,
+    observation_count,
+    rule_from_spread,
+    rule_of_thumb,
+)
 from ..bandwidth.search import (
     GRID,
     BandwidthSelection,
@@ -28,7 +33,7 @@ from ..bandwidth.search import (
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import MixedColumns
 from ..sums.local_model import model_for
-from ..sums.observation_weights import positive_rows
+from ..sums.observation_weights import in_weight_unit, positive_rows
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
 
 __all__ = [
@@ -141,6 +146,7 @@ def select_density_bandwidth(
     # (validated once: the search keeps h positive and finite)
     by_fgt = method == "cv_ml" and weights is None and by_expansions(x, columns)
     expanded = ExpandedLikelihood(x) if by_fgt else None
+    weights = in_weight_unit(weights)  # (the criteria are Σ w K / Σ w's: w in a unit)
     share = None if weights is None else weights / np.sum(weights)
 
     def objective(h: Any) -> float:
@@ -168,7 +174,7 @@ def normal_reference(x: np.ndarray, model: Any, weights: Any = None) -> np.ndarr
     observation ``weights``, the sample that repeats row ``i`` ``w_i`` times: ``n = Σ w``,
     the weighted ``σ``."""
     cont = list(model.continuous)
-    n = x.shape[0] if weights is None else float(np.sum(weights))
+    n = observation_count(x.shape[0], weights)
     scale = rule_from_spread(np.ones(x.shape[1]), n, model.kernel) / 1.059
     unit = power_of_two_above(np.max(np.abs(x), axis=0))  # (exact: x ~ 1e±200's squares)
     mean = np.average(x / unit, axis=0, weights=weights)

@@ -171,13 +171,15 @@ def positive_rows(
 
 def in_weight_unit(weights: np.ndarray | None) -> np.ndarray | None:
     """Concrete positive ``weights`` divided by the power of two at or above their
-    largest (exact: their span keeps the smallest normal), for what does not change when
-    every weight is multiplied by one number (CV, AICc): weights of 10³⁰⁰ or 10⁻³⁰⁰ are
-    then summed, squared and held in float32 as weights near 1 are. None passes."""
+    largest (exact: their span keeps the smallest normal), in their own precision, for
+    what does not change when every weight is multiplied by one number (CV, AICc,
+    densities and their criteria): weights of 10³⁰⁰ or 10⁻³⁰⁰ are then summed, squared
+    and held in float32 as weights near 1 are. None passes."""
     if weights is None:
         return None
+    weights = np.asarray(weights)
     _, exponent = np.frexp(np.max(weights))
-    return np.ldexp(np.asarray(weights, np.float64), -int(exponent))
+    return np.ldexp(weights, -int(exponent)).astype(weights.dtype, copy=False)
 
 
 def augmented(values, w):
