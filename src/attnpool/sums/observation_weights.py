@@ -30,7 +30,7 @@ select. (Merged, values recorded to 0.1 chose twice Scott's bandwidth.)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -169,6 +169,10 @@ def positive_rows(
     return x[kept], y[kept], w[kept]
 
 
+@overload
+def in_weight_unit(weights: None) -> None: ...
+@overload
+def in_weight_unit(weights: np.ndarray) -> np.ndarray: ...
 def in_weight_unit(weights: np.ndarray | None) -> np.ndarray | None:
     """Concrete positive ``weights`` divided by the power of two at or above their
     largest (exact: their span keeps the smallest normal), in their own precision, for
