@@ -18,7 +18,12 @@ from ..kernels.edges import has_edge
 from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..sums.backends import get_backend
 from ..sums.local_model import LocalModel, model_for
-from ..sums.observation_weights import in_weight_unit, merged_rows, positive_rows
+from ..sums.observation_weights import (
+    in_weight_unit,
+    merged_rows,
+    positive_rows,
+    sorted_rows,
+)
 from . import by_backend, leave_one_out
 from .rules import rule_of_thumb, search_start
 from .search import (
@@ -124,13 +129,14 @@ def _checked_training_data(
 ) -> Any:
     """``(x (n, d), y (n, p), model, weights)`` checked for a search: at least 3 distinct
     rows (of positive weight: rows of weight 0 are dropped; identical rows merged into
-    one of their total weight; ``weights`` None or positive)."""
+    one of their total weight; ``weights`` None or positive), in their sorted order
+    (:func:`~attnpool.sums.observation_weights.sorted_rows`)."""
     x = check_points(x, "X")
     y, _ = check_values(y, x.shape[0])
     x, y, weights = positive_rows(x, y, weights)
     # identical rows are one observation of their total weight: leave-one-out leaves
     # them out together (with them, CV chose bandwidths near 0 — each row its own twin)
-    x, y, weights = merged_rows(x, y, weights)
+    x, y, weights = sorted_rows(*merged_rows(x, y, weights))
     if x.shape[0] < 3:
         of = "" if weights is None else " of positive weight"
         raise ValueError(

@@ -216,7 +216,7 @@ class Loess(RegressorMixin, BaseEstimator):
         self.two_delta_ = result.two_delta
         self.enp_ = result.enp
         # (R's s = √(Σ w r² / δ₁) scales with the prior weights, held in units of 2ᵉ)
-        root = np.ldexp(1.0, self._prior_exponent // 2)
+        root = float(np.ldexp(1.0, self._prior_exponent // 2))
         self.residual_scale_ = result.residual_scale * self._unit * root
         self.df_ = result.df
         if result.interpolates:

@@ -48,6 +48,7 @@ __all__ = [
     "positive_keys",
     "positive_rows",
     "refuse_wide_span",
+    "sorted_rows",
     "span",
     "too_wide_to_truncate",
 ]
@@ -153,6 +154,19 @@ def merged_rows(
     total = np.bincount(rank[group], weights=w, minlength=first.size)
     kept = first[by_appearance]
     return x[kept], y[kept], total
+
+
+def sorted_rows(
+    x: np.ndarray, y: np.ndarray, weights: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(x, y, w)`` with the rows in the lexicographic order of ``[x, y]``: what a
+    search does then depends on the rows, not on their order, to the last digit — so
+    that integer weights and the repeated rows they stand for (merged in another order)
+    select the same bandwidth, where a flat criterion leaves the optimiser's stopping
+    point to rounding. ``x (n, d)``, ``y (n, p)``, concrete."""
+    rows = np.concatenate([np.asarray(x, np.float64), np.asarray(y, np.float64)], axis=1)
+    order = np.lexsort(rows.T[::-1])
+    return x[order], y[order], None if weights is None else np.asarray(weights)[order]
 
 
 def positive_rows(
