@@ -242,6 +242,23 @@ def test_a_search_does_not_depend_on_the_rows_order(d, degree, method):
         assert again.objective == found.objective
 
 
+def test_density_conditional_and_pair_fit_searches_do_not_depend_on_the_rows_order():
+    from attnpool import NadarayaWatson, select_conditional_bandwidth, select_density_bandwidth
+
+    rng = np.random.default_rng(13)
+    x = rng.uniform(0, 3, (70, 2))
+    y = np.sin(x.sum(axis=1)) + rng.normal(0, 0.2, 70)
+    shuffled = rng.permutation(70)
+    searches = [
+        lambda x, y: select_density_bandwidth(x).bandwidth,
+        lambda x, y: select_density_bandwidth(x, method="cv_ls").bandwidth,
+        lambda x, y: select_conditional_bandwidth(x, y).bandwidth,
+        lambda x, y: NadarayaWatson("gaussian-order4").fit(x, y).bandwidth_,
+    ]
+    for search in searches:  # (2e-8 to 4e-8 apart before, the optimiser's stopping point)
+        np.testing.assert_array_equal(search(x[shuffled], y[shuffled]), search(x, y))
+
+
 def test_scikit_learns_weights_check_holds_under_cross_validation():
     # integer weights against removed or repeated rows, each fit choosing its bandwidth by
     # CV (local linear's designs are singular on the check's data: its equivalence is

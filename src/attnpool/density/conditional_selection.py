@@ -15,6 +15,7 @@ from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.validation import check_choice, check_points
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import log_pair_terms, log_ratios
+from ..sums.observation_weights import sorted_rows
 from ..sums.pair_weights import shifted_weights
 from .conditional import sides
 
@@ -156,8 +157,10 @@ def select_conditional_bandwidth(
         h = subsampled_bandwidth(on_rows, both, var_type, subsample)
         return BandwidthSelection(h, math.nan, method, NO_GRID)
 
+    x_rows, y_rows, _ = sorted_rows(x, y, None)  # (the rows decide, not their order)
+
     def objective(h: Any) -> float:
-        return conditional_criterion(x, y, h[:d], h[d:], method=method, kernel=kernel,
+        return conditional_criterion(x_rows, y_rows, h[:d], h[d:], method=method, kernel=kernel,
                                      x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
 
-    return search(objective, both, model, method, progress)
+    return search(objective, np.hstack([x_rows, y_rows]), model, method, progress)

@@ -33,7 +33,7 @@ from ..bandwidth.search import (
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import MixedColumns
 from ..sums.local_model import model_for
-from ..sums.observation_weights import in_weight_unit, positive_rows
+from ..sums.observation_weights import in_weight_unit, positive_rows, sorted_rows
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
 
 __all__ = [
@@ -142,6 +142,9 @@ def select_density_bandwidth(
         return BandwidthSelection(h, math.nan, method, NO_GRID)
     if method == "normal_reference":
         return BandwidthSelection(normal_reference(x, model, weights), math.nan, method, NO_GRID)
+    x, _, weights = sorted_rows(
+        x, x[:, :0], weights
+    )  # (the result is the rows', not their order's)
     columns = MixedColumns(x, model.var_type, model.kernel)
     # (validated once: the search keeps h positive and finite)
     by_fgt = method == "cv_ml" and weights is None and by_expansions(x, columns)

@@ -193,10 +193,10 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     weight, left out together: :mod:`attnpool.sums.observation_weights`)."""
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import constant_response
-    from ..sums.observation_weights import merged_rows
+    from ..sums.observation_weights import merged_rows, sorted_rows
 
     flat = np.ndim(y) == 1
-    x, y, weights = merged_rows(x, np.reshape(y, (x.shape[0], -1)), weights)
+    x, y, weights = sorted_rows(*merged_rows(x, np.reshape(y, (x.shape[0], -1)), weights))
     total = math.floor(x.shape[0] if weights is None else float(np.sum(weights)))
     if bandwidth_type != "fixed":
         check_neighbours(1, x.shape[1], total)  # at least two points
