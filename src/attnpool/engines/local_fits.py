@@ -23,7 +23,7 @@ from ..methods import dense_weights, normalise
 from ..methods.options import fit_refusal
 from ..methods.stream import KEY_BLOCK
 from ..sums.facts import fit_facts
-from ..sums.geometry import key_centre, keys_to_unit
+from ..sums.geometry import key_centre, keys_to_unit, lift_exponent
 from ..sums.local_model import LocalModel, relative, solve_moments
 from ..sums.observation_weights import augmented, column_scale, divided
 from ..sums.plan import block_width, plan
@@ -75,6 +75,22 @@ def _geometry(x_query, x_train, bandwidth, model: LocalModel, engine, *,
                      scaled_rows(x_train, bandwidth, centre, model), bandwidth, True)  # fmt: skip
 
 
+def _lifted(x_query, x_train, bandwidth, model: LocalModel):
+    """``(x_query, x_train, bandwidth, e)``: the continuous columns times the power of two
+    ``2^−e ≥ 1`` of :func:`~attnpool.sums.geometry.lifted` (tiny data's differences
+    above the subnormals, which XLA flushes to zero; the fit unchanged to the last
+    digit)."""
+    if not model.continuous:
+        return x_query, x_train, bandwidth, jnp.zeros((), int)
+    cont = jnp.array(model.continuous, dtype=int)
+    exponent = lift_exponent(x_query[:, cont], x_train[:, cont])
+
+    def up(a, columns):
+        return a.at[..., columns].set(jnp.ldexp(a[..., columns], -exponent))
+
+    return up(x_query, cont), up(x_train, cont), up(bandwidth, cont), exponent
+
+
 def _heaviest_keys(search: _Geometry, keys, y, key_count, route: FitRoute):
     """Each query's heaviest key — its row of ``keys`` (the sums' coordinates) and its
     response, ``(n, d + p)`` — and its log weight ``(n,)``, found in the ``search``
@@ -112,6 +128,7 @@ def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRo
     model, method, exclude_self = route.model, route.method, route.exclude_self
     engine = ENGINES[method]
     d, p = x_train.shape[1], y_train.shape[1]
+    x_query, x_train, bandwidth, exponent = _lifted(x_query, x_train, bandwidth, model)
     geometry = _geometry(x_query, x_train, bandwidth, model, engine)
     queries, keys, divisor, scaled = geometry
     known, reference, offset, rows, columns = None, None, None, queries, y_train
@@ -140,7 +157,13 @@ def _local_core(x_train, y_train, x_query, bandwidth, key_count, *, route: FitRo
     fit, slopes, inverse_11 = solve_moments(means, d, p, model.degree, offset)
     if reference is not None:
         fit = fit + reference[:, d:]
-    slopes = slopes / column_units(model, bandwidth)[None, :, None]
+    # (in the inputs' units: a continuous column lifted by 2^−e has its slope times 2^−e)
+    lift = (
+        jnp.ones(d, slopes.dtype)
+        .at[jnp.array(model.continuous, dtype=int)]
+        .set(jnp.ldexp(jnp.ones((), slopes.dtype), -exponent))
+    )
+    slopes = slopes / column_units(model, bandwidth)[None, :, None] * lift[None, :, None]
     hat = None
     if route.with_hat:  # each row's weight on itself, in the convention of the sums
         own = jax.vmap(lambda row: log_weights(model, row[None], row[None], divisor,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..kernels import MATMUL_MIN_DIM, Kernel
 from ..kernels.edges import edge_log_profile, has_edge
@@ -66,12 +67,13 @@ def scale_coordinates(queries, keys, bandwidth, kernel: Kernel, *, relative: boo
     bandwidths (XLA may also contract ``(x − c)·(1/h)`` into an FMA in one fusion and
     not in another); the methods' guarantees in the design notes state this term.
     """
-    scale = jnp.min(bandwidth) / bandwidth if relative else 1.0 / bandwidth
     if kernel.similarity == "dot":
-        queries = queries * scale
+        queries = queries * (jnp.min(bandwidth) / bandwidth if relative else 1.0 / bandwidth)
         if relative:
             queries, keys = _unit_power_of_two(queries), _unit_power_of_two(keys)
         return queries, keys
+    queries, keys, bandwidth = lifted(queries, keys, bandwidth)
+    scale = jnp.min(bandwidth) / bandwidth if relative else 1.0 / bandwidth
     if relative and keys.shape[1] < MATMUL_MIN_DIM:
         # differences of the inputs themselves (closeness subtracts): a centre subtracted
         # first rounds each coordinate apart, and keys exactly as far would stop tying
@@ -139,8 +141,36 @@ def block_coordinates(queries, keys, bandwidth, kernel: Kernel):
     (``divisor = None``).
     """
     if has_edge(kernel):
-        return queries, keys, bandwidth
+        return lifted(queries, keys, bandwidth)
     return *scale_coordinates(queries, keys, bandwidth, kernel), None
+
+
+def lifted(queries, keys, bandwidth):
+    """``(queries, keys, bandwidth)`` times one power of two, at least 1, that brings the
+    keys' largest magnitude up to ``[1/2, 1)`` where it is below (no query passing
+    ``2^1000``, ``2^104`` in float32): a distance kernel's argument is unchanged, to the
+    last digit, and tiny data's differences stay above the subnormal numbers, which XLA
+    flushes to zero (data of 1e-305 in float64, or 1e-36 in float32, lost digits)."""
+    exponent = lift_exponent(queries, keys)
+    return tuple(jnp.ldexp(a, -exponent) for a in (queries, keys, bandwidth))
+
+
+def lift_exponent(queries, keys):
+    """The exponent ``e ≤ 0`` of :func:`lifted`'s power of two ``2^−e``."""
+    exponents = [jnp.frexp(_finite_largest(a))[1] for a in (keys, queries)]
+    exponent = jnp.maximum(exponents[0], exponents[1] - _query_headroom(queries))
+    return jnp.minimum(exponent, 0)
+
+
+def host_lift_exponent(queries: np.ndarray, keys: np.ndarray) -> int:
+    """:func:`lift_exponent` of concrete arrays, by NumPy (in their own precision)."""
+    exponents = []
+    for a in (keys, queries):
+        largest = np.max(np.abs(a)) if a.size else 0.0
+        finite = np.isfinite(largest) and largest > 0
+        exponents.append(int(np.frexp(largest if finite else 1.0)[1]))
+    headroom = int(np.finfo(queries.dtype).maxexp) - 24
+    return min(max(exponents[0], exponents[1] - headroom), 0)
 
 
 def closeness(queries, keys, kernel: Kernel, *, by_column: bool = False, divisor=None):
