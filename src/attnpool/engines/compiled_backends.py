@@ -40,7 +40,7 @@ from ..methods.options import refusal as method_refusal
 from ..methods.stream import KEY_BLOCK
 from ..sums.backends import Serves
 from ..sums.backends import refusal as declared_refusal
-from ..sums.geometry import host_lift_exponent, scale_coordinates
+from ..sums.geometry import host_lifted, scale_coordinates
 from ..sums.local_model import LocalModel
 from ..sums.observation_weights import column_scale
 from ..sums.problem import LogSums, SumProblem
@@ -342,8 +342,8 @@ def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:
     queries = problem.queries
     if about is not None:  # the reference's values in the same units
         queries = np.concatenate([queries, about[:, :d], about[:, d:] / scale], axis=1)
-    queries, keys, bandwidth = _lifted(*(np.asarray(a, dtype) for a in (queries, keys,
-                                         problem.bandwidth)), problem.model)  # fmt: skip
+    queries, keys, bandwidth = host_lifted(*(np.asarray(a, dtype) for a in (queries, keys,
+                                             problem.bandwidth)), problem.model)  # fmt: skip
     weights = None if weights is None else np.asarray(weights, dtype)
     with precision_scope(dtype):
         state = _problem_program(Rows(pad_rows(queries, rows), keys, bandwidth), values,
@@ -354,27 +354,6 @@ def _log_sums(engine: Engine, problem: SumProblem) -> LogSums:
     if problem.degree:  # r and δr scale with the values; δ and δδ do not
         scale = np.concatenate([scale, np.ones(d + d * d), np.tile(scale, d)])
     return log_sums_of(sums, shift, np.ones(n, bool), Columns(values, None, scale))
-
-
-def _lifted(queries, keys, bandwidth, model: LocalModel):
-    """The continuous columns of ``queries (n, d)`` (and of the reference keys that follow
-    them, degree 1), ``keys (m, d)`` and ``bandwidth (d,)`` times the power of two of
-    :func:`~attnpool.sums.geometry.lifted`, by NumPy (a subnormal input keeps its
-    digits): no sum changes, and tiny data's differences stay above the subnormals that
-    XLA flushes to zero."""
-    cont = list(model.continuous)
-    if not cont or keys.shape[0] == 0:
-        return queries, keys, bandwidth
-    d = keys.shape[1]
-    exponent = host_lift_exponent(queries[:, cont], keys[:, cont])
-    if exponent == 0:
-        return queries, keys, bandwidth
-    columns = cont + [d + j for j in cont] if model.degree else cont
-    queries, keys, bandwidth = queries.copy(), keys.copy(), np.array(bandwidth, copy=True)
-    queries[:, columns] = np.ldexp(queries[:, columns], -exponent)
-    keys[:, cont] = np.ldexp(keys[:, cont], -exponent)
-    bandwidth[cont] = np.ldexp(bandwidth[cont], -exponent)
-    return queries, keys, bandwidth
 
 
 def _about(problem: SumProblem) -> np.ndarray | None:

@@ -162,7 +162,28 @@ def lift_exponent(queries, keys):
     return jnp.minimum(exponent, 0)
 
 
-def host_lift_exponent(queries: np.ndarray, keys: np.ndarray) -> int:
+def host_lifted(queries: np.ndarray, keys: np.ndarray, bandwidth: np.ndarray, model):
+    """:func:`lifted` by NumPy (a subnormal input keeps its digits) for a sum problem's
+    concrete rows: the continuous columns of ``queries (n, ·)`` — and of the reference
+    keys that follow their ``d`` coordinates where ``model`` (a
+    :class:`~attnpool.sums.local_model.LocalModel`) has a degree — of ``keys (m, d)``
+    and of ``bandwidth (d,)``."""
+    cont = list(model.continuous)
+    if not cont or keys.shape[0] == 0:
+        return queries, keys, bandwidth
+    exponent = _host_lift_exponent(queries[:, cont], keys[:, cont])
+    if exponent == 0:
+        return queries, keys, bandwidth
+    d = keys.shape[1]
+    columns = cont + [d + j for j in cont] if model.degree else cont
+    queries, keys, bandwidth = queries.copy(), keys.copy(), np.array(bandwidth, copy=True)
+    queries[:, columns] = np.ldexp(queries[:, columns], -exponent)
+    keys[:, cont] = np.ldexp(keys[:, cont], -exponent)
+    bandwidth[cont] = np.ldexp(bandwidth[cont], -exponent)
+    return queries, keys, bandwidth
+
+
+def _host_lift_exponent(queries: np.ndarray, keys: np.ndarray) -> int:
     """:func:`lift_exponent` of concrete arrays, by NumPy (in their own precision)."""
     exponents = []
     for a in (keys, queries):
