@@ -133,6 +133,35 @@ def test_r_selectors_take_their_limits_in_the_data_units():
         _close(selector(x * 1e-200, lower=0.1e-200, upper=0.5e-200) / 1e-200, plain, rtol=1e-12)
 
 
+@pytest.mark.parametrize("scale", [2.0**-600, 1e-200, 1e200, 2.0**300])
+@pytest.mark.parametrize("method", ["cv_ml", "cv_ls"])
+def test_density_and_conditional_searches_scale_with_the_data(scale, method):
+    """``cv_ls`` chose bandwidths 73% off at 1e200 and failed at 1e-200 (the criterion
+    ~ 1/s² beyond float64, a NaN step in the conditional search); ``cv_ml`` moved 2e-5.
+    A power-of-two scale now changes no digit; another rounds the data, and the search
+    stops within its tolerance (``xatol`` 1e-5 in log-bandwidth, a few of them apart)."""
+    rng = np.random.default_rng(0)
+    x = np.round(rng.uniform(0, 3, 60), 1)  # (ties: the search's floor scales too)
+    level = rng.integers(0, 3, 60).astype(float)  # a categorical column stays as it is
+    y = 2 * np.sin(x) + x + rng.normal(0, 0.3, 60)
+    scaled = np.array([scale, 1.0, scale])
+    rtol = 0 if math.frexp(scale)[0] == 0.5 else 5e-5
+    joint = np.c_[x, level, y]
+    plain = attnpool.select_density_bandwidth(joint, method=method, var_type="cuc")
+    found = attnpool.select_density_bandwidth(joint * scaled, method=method, var_type="cuc")
+    _close(found.bandwidth / scaled, plain.bandwidth, rtol=rtol)
+    plain = attnpool.select_conditional_bandwidth(joint[:, :2], y, method=method,
+                                                  x_var_type="cu")  # fmt: skip
+    found = attnpool.select_conditional_bandwidth(joint[:, :2] * scaled[:2], y * scale,
+                                                  method=method, x_var_type="cu")  # fmt: skip
+    _close(found.bandwidth / scaled, plain.bandwidth, rtol=rtol)
+    # the criterion in the data's units: f̂(y | x) scales as 1/s
+    if method == "cv_ml":
+        _close(found.objective, plain.objective + math.log(scale), rtol=1e-12)
+    else:
+        _close(found.objective * scale, plain.objective, rtol=1e-12 if rtol == 0 else 1e-9)
+
+
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("method", ["numpy", "native", "dense"])
 def test_local_polynomial_derivatives_scale_with_x(scale, method):

@@ -15,6 +15,7 @@ Pooling itself divides value columns near the dtype's limit by a power of two
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -199,6 +200,56 @@ class SearchUnits:
     def objective(self, value, method: str):
         """A criterion value (or array of them) found in search units, in the data's units."""
         return objective_in_data_units(value, method, self.y_scale)
+
+
+@dataclass(frozen=True)
+class DensityUnits:
+    """Midrange centres and power-of-two scales (``2^exponent``) of a sample's continuous
+    columns, for a density's bandwidth search.
+
+    A density's criteria are equivariant too: shifting a column changes nothing, scaling
+    it by ``c`` scales its bandwidth by ``c``, and the density itself by ``1/c`` where
+    the column is one the density is of (all of them; ``y``'s for a conditional
+    density) — likelihood CV (``cv_ml``, a mean of ``−log f̂``) gains ``log c``, least
+    squares (``cv_ls``, ``∫f̂² − 2 mean f̂₋ᵢ``) is divided by ``c``. The search runs at
+    unit scale, where neither the densities nor ``∫f̂²`` leave the float range, and
+    its result is brought back. Categorical columns are left as they are."""
+
+    centre: np.ndarray
+    exponent: np.ndarray
+    density_columns: tuple[int, ...]
+
+    @classmethod
+    def of(cls, x: np.ndarray, continuous, density_columns=None) -> DensityUnits:
+        """Units of ``x (n, d)``'s ``continuous`` columns; ``density_columns``: those the
+        density is of (None: every continuous column)."""
+        columns = list(continuous)
+        centre, exponent = np.zeros(x.shape[1]), np.zeros(x.shape[1], int)
+        if columns:
+            centre[columns] = midrange(x[:, columns])
+            spread = np.max(np.abs(x[:, columns] - centre[columns]), axis=0)
+            exponent[columns] = np.frexp(power_of_two_above(spread))[1] - 1
+        of_density = columns if density_columns is None else density_columns
+        return cls(centre, exponent, tuple(j for j in of_density if j in columns))
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """``x`` in search units: ``(x − centre) · 2^−exponent``."""
+        return np.ldexp(x - self.centre, -self.exponent)
+
+    def bandwidth(self, bandwidth: np.ndarray) -> np.ndarray:
+        """A bandwidth found in search units, in the data's units."""
+        return np.ldexp(np.asarray(bandwidth, np.float64), self.exponent)
+
+    def objective(self, value, method: str):
+        """A criterion value (or array of them) found in search units, in the data's
+        units (``cv_ls``: 0 or ``inf`` beyond float64)."""
+        shift = int(np.sum(self.exponent[list(self.density_columns)]))
+        with np.errstate(over="ignore", under="ignore"):
+            if method == "cv_ml":
+                return np.asarray(value, np.float64) + shift * math.log(2.0)
+            if method == "cv_ls":
+                return np.ldexp(np.asarray(value, np.float64), -shift)
+        return value
 
 
 def units_beyond(magnitudes, ordinary: tuple[float, float]) -> np.ndarray | None:

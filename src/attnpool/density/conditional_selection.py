@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec
+from .._support.units import DensityUnits
 from .._support.validation import check_choice, check_points
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import log_pair_terms, log_ratios
@@ -157,10 +158,13 @@ def select_conditional_bandwidth(
         h = subsampled_bandwidth(on_rows, both, var_type, subsample)
         return BandwidthSelection(h, math.nan, method, NO_GRID)
 
-    x_rows, y_rows, _ = sorted_rows(x, y, None)  # (the rows decide, not their order)
+    # y's density, at unit scale (DensityUnits); the rows decide, not their order
+    units = DensityUnits.of(both, model.continuous, range(d, both.shape[1]))
+    both = units.apply(both)
+    x_rows, y_rows, _ = sorted_rows(both[:, :d], both[:, d:], None)
 
     def objective(h: Any) -> float:
         return conditional_criterion(x_rows, y_rows, h[:d], h[d:], method=method, kernel=kernel,
                                      x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
 
-    return search(objective, np.hstack([x_rows, y_rows]), model, method, progress)
+    return search(objective, np.hstack([x_rows, y_rows]), model, method, progress, units=units)

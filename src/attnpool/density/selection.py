@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._support.hints import ArrayLike, KernelSpec
-from .._support.units import power_of_two_above
+from .._support.units import DensityUnits, power_of_two_above
 from .._support.validation import check_choice, check_points
 from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
 from ..bandwidth.rules import (
@@ -142,8 +142,9 @@ def select_density_bandwidth(
         return BandwidthSelection(h, math.nan, method, NO_GRID)
     if method == "normal_reference":
         return BandwidthSelection(normal_reference(x, model, weights), math.nan, method, NO_GRID)
+    units = DensityUnits.of(x, cont)
     x, _, weights = sorted_rows(
-        x, x[:, :0], weights
+        units.apply(x), x[:, :0], weights
     )  # (the result is the rows', not their order's)
     columns = MixedColumns(x, model.var_type, model.kernel)
     # (validated once: the search keeps h positive and finite)
@@ -163,7 +164,7 @@ def select_density_bandwidth(
         return float(-np.mean(values) if share is None else -(share @ values))
 
     estimate = None if expanded is None else expanded.estimate
-    return search(objective, x, model, method, progress, grid_objective=estimate)
+    return search(objective, x, model, method, progress, grid_objective=estimate, units=units)
 
 
 #: The ``grid`` of a selection without a search.
@@ -194,12 +195,14 @@ def search(
     method: str,
     progress: Callable[[int, int], None] | None = None,
     grid_objective: Callable[[np.ndarray], float] | None = None,
+    units: DensityUnits | None = None,
 ) -> BandwidthSelection:
     """The bandwidths of ``x (n, q)``'s columns minimising ``objective(h)``: the
     regressions' grid of multiples of Scott's rule (log-bandwidths; categorical columns
     along the same line as logits, in the grid's steps about ``λ = 0.1``), refined by
     the host search. ``grid_objective``: an estimate of ``objective`` that ranks the grid
-    (:func:`attnpool.bandwidth.search.host_search`). A
+    (:func:`attnpool.bandwidth.search.host_search`). ``units``: the units ``x`` is in
+    (:class:`~attnpool._support.units.DensityUnits`); the selection is in the data's. A
     :class:`~attnpool.bandwidth.BandwidthSelection`."""
 
     start = rule_of_thumb(x, method="scott", kernel=model.kernel, var_type=model.var_type)
@@ -231,6 +234,9 @@ def search(
     calls = counted.calls + (0 if estimated is None else estimated.calls)
     bandwidth = bandwidth_of(theta, model)
     on_floor = np.flatnonzero((floor > 0) & (bandwidth <= floor * FLOOR_REACHED))
+    if units is not None:
+        bandwidth, value = units.bandwidth(bandwidth), float(units.objective(value, method))
+        objectives = units.objective(objectives, method)
     if on_floor.size:
         warnings.warn(
             f"bandwidth: the {method} criterion still falls at half the resolution of the "
