@@ -84,6 +84,47 @@ def test_one_column_searches_reach_the_dense_grid_optimum(degree, kernel):
     assert found.objective <= np.min(curve[np.isfinite(curve)]) * (1 + 1e-9)
 
 
+def far_outlier(columns=1, seed=4):
+    """30 points on ``[0, 1]`` and one at ``10⁹``: the standard deviation ``2·10⁸``, the
+    interquartile range ``0.5``."""
+    rng = np.random.default_rng(seed)
+    x = np.r_[rng.uniform(0, 1, (30, columns)), np.full((1, columns), 1e9)]
+    x[-1, 1:] = rng.uniform(0, 1, columns - 1)  # (only the first column's point is far)
+    return x, np.r_[np.sin(3 * x[:-1, 0]), 5.0]
+
+
+@pytest.mark.parametrize("pooling", ["auto", "dense"])
+@pytest.mark.parametrize("degree", [0, 1])
+def test_a_far_outlier_does_not_hide_the_clusters_bandwidths(degree, pooling):
+    """Local linear CV chose 2.6·10⁸ (CV 5·10¹⁵) where 0.015 gives 0.75: Scott's rule follows
+    the outlier, and the grid of 0.05× to 5× it lay on a ridge. The grid now reaches
+    down to the robust spread's rule as well; local constant CV is still lowest at large
+    bandwidths for these data, and keeps them."""
+    x, y = far_outlier()
+    found = select_bandwidth(x, y, degree=degree, pooling=pooling)
+    curve = cv_curve(x, y, np.geomspace(1e-4, 1e10, 700), degree=degree)
+    # (the compiled search refines in float32 first, then stops at its Newton steps' 1e-7)
+    assert found.objective <= np.min(curve) * (1 + (1e-9 if pooling == "auto" else 1e-6))
+    assert cv_curve(x, y, found.bandwidth[None], degree=degree)[0] == pytest.approx(
+        found.objective, rel=1e-9
+    )
+    assert len(found.grid[0]) == len(found.grid[1]) > 16  # the grid's steps below
+    assert np.allclose(np.diff(np.log(found.grid[0])), np.log(found.grid[0][1] / found.grid[0][0]))
+
+
+def test_a_far_outlier_in_one_of_two_columns_and_in_a_density():
+    x, y = far_outlier(columns=2)
+    found = LocalLinear().fit(x, y)
+    line = np.geomspace(1e-3, 1e3, 61)
+    pairs = np.stack(np.meshgrid(line, line), axis=-1).reshape(-1, 2)
+    assert found.cv_score_ <= np.min(cv_curve(x, y, pairs, degree=1)) * (1 + 1e-9)
+    sample = far_outlier()[0]
+    density = select_density_bandwidth(sample, method="cv_ls")
+    curve = [least_squares_criterion(sample, np.array([h]), "gaussian", None, None)
+             for h in np.geomspace(1e-3, 1e9, 241)]  # fmt: skip
+    assert density.objective <= np.min(curve) + 1e-9 * abs(np.min(curve))
+
+
 def recorded_mixture(seed=0, step=1.0):
     """A two-mode sample recorded to ``step`` (waiting times in whole minutes)."""
     rng = np.random.default_rng(seed)

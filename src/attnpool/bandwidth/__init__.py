@@ -38,7 +38,7 @@ __all__ = [
 _NAMES = {
     "BandwidthSelection": "search",
     "ConstantResponseWarning": "search",
-    "GRID": "search",
+    "GRID": "grid",
     "rule_of_thumb": "rules",
     "NUMPY_SEARCH_XATOL": "selection",
     "POOLINGS": "selection",
@@ -49,8 +49,8 @@ _NAMES = {
 }
 
 if TYPE_CHECKING:
+    from .grid import GRID as GRID
     from .rules import rule_of_thumb
-    from .search import GRID as GRID
     from .search import BandwidthSelection, ConstantResponseWarning
     from .selection import NUMPY_SEARCH_XATOL as NUMPY_SEARCH_XATOL
     from .selection import POOLINGS as POOLINGS

@@ -34,8 +34,8 @@ from .criteria import (
     objective_and_gradient,
     refine,
 )
+from .grid import multipliers
 from .search import (
-    GRID,
     BandwidthSelection,
     Counted,
     bandwidth_of,
@@ -83,14 +83,14 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
             weights = pad_rows(weights, x.shape[0])
     if x.shape[0] <= ONE_PROGRAM_ROWS:
         return _search_one_program(x, y, count, weights, thetas, spec, progress, limits)
-    total = len(GRID) // _CHUNK + 2
+    total = len(thetas) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.
     x32, y32 = np.asarray(x, np.float32), np.asarray(y, np.float32)
     coarse_options = {"spec": spec, "weights": _cast(weights, np.float32)}
     options = {"spec": spec, "weights": _cast(weights, dtype)}
     objectives = []
-    for done, chunk in enumerate(range(0, len(GRID), _CHUNK), start=1):
+    for done, chunk in enumerate(range(0, len(thetas), _CHUNK), start=1):
         rows = np.asarray(thetas[chunk : chunk + _CHUNK], np.float32)
         found = grid_objectives(rows, x32, y32, count, **coarse_options)
         objectives.extend(np.asarray(found).tolist())
@@ -123,7 +123,7 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
         progress(total, total)
     evaluations = len(thetas) + coarse.calls + fine.calls + 1
     return BandwidthSelection(
-        bandwidth, float(value), method, (GRID, objectives), True, evaluations
+        bandwidth, float(value), method, (multipliers(len(thetas)), objectives), True, evaluations
     )
 
 
@@ -153,7 +153,7 @@ def _search_one_program(
         for i, theta in enumerate(thetas):
             objectives[i] = float(evaluate(theta)[0])
             if progress and (i + 1) % _CHUNK == 0:
-                progress((i + 1) // _CHUNK, len(GRID) // _CHUNK + 1)
+                progress((i + 1) // _CHUNK, len(thetas) // _CHUNK + 1)
         best = best_candidate(thetas, objectives, spec.method)
         theta, value = _from_both(
             lambda start: refine(
@@ -170,9 +170,14 @@ def _search_one_program(
             theta, value = best, start_value
     bandwidth = bandwidth_of(theta, spec.model, dtype)
     if progress:
-        progress(len(GRID) // _CHUNK + 1, len(GRID) // _CHUNK + 1)
+        progress(len(thetas) // _CHUNK + 1, len(thetas) // _CHUNK + 1)
     return BandwidthSelection(
-        bandwidth, float(value), spec.method, (GRID, objectives), True, evaluate.calls
+        bandwidth,
+        float(value),
+        spec.method,
+        (multipliers(len(thetas)), objectives),
+        True,
+        evaluate.calls,
     )
 
 
@@ -231,7 +236,8 @@ def _select_binned(x, y, weights, thetas, dtype, spec: Criterion, progress) -> B
     if progress:
         progress(3, 3)
     evaluations = len(thetas) + refined.calls + 1  # the grid, the refinement, the report
-    return BandwidthSelection(bandwidth, value, "cv", (GRID, objectives), exact, evaluations)
+    grid = (multipliers(len(thetas)), objectives)
+    return BandwidthSelection(bandwidth, value, "cv", grid, exact, evaluations)
 
 
 def _reported_objective(x, y, weights, theta, dtype, spec: Criterion):
@@ -287,7 +293,7 @@ def _from_both(local_search, best, thetas, objectives):
     already covers its line)."""
     if thetas.shape[1] == 1:
         return local_search(best)
-    return best_of(local_search, thetas, objectives, GRID)
+    return best_of(local_search, thetas, objectives)
 
 
 def _smoothed_out_where_wide(objective, theta, value, limits):

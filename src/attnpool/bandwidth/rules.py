@@ -95,14 +95,10 @@ def rule_of_thumb(
     bandwidth = np.full(x.shape[1], CATEGORICAL_START)
     if q == 0:
         return bandwidth
-    columns = x[:, list(model.continuous)]
-    # in power-of-two units about the midrange: no square overflows (x ~ 1e160)
-    centre = columns.min(axis=0) / 2 + columns.max(axis=0) / 2
-    unit = power_of_two_above(np.max(np.abs(columns - centre), axis=0))
-    columns = (columns - centre) / unit
-    sigma = _spread(columns, w) if n > 1 and x.shape[0] > 1 else np.zeros(q)
+    columns, unit = in_unit(x[:, list(model.continuous)])
+    sigma = spread(columns, w) if n > 1 and x.shape[0] > 1 else np.zeros(q)
     if method == "silverman":
-        iqr = np.subtract(*_percentiles(columns, [75, 25], w)) / 1.349
+        iqr = np.subtract(*percentiles(columns, [75, 25], w)) / 1.349
         sigma = np.where(iqr > 0, np.minimum(sigma, iqr), sigma)
     sigma = sigma * unit
     if np.any(sigma <= 0):
@@ -149,7 +145,15 @@ def search_start(
     return rule_of_thumb(x, method=method, kernel=kernel, var_type=var_type, weights=weights)
 
 
-def _spread(columns: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+def in_unit(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(columns about their midranges in power-of-two units, the units (q,))``: no
+    square of a spread overflows or vanishes (``x ~ 1e±160``)."""
+    centre = columns.min(axis=0) / 2 + columns.max(axis=0) / 2
+    unit = power_of_two_above(np.max(np.abs(columns - centre), axis=0))
+    return (columns - centre) / unit, unit
+
+
+def spread(columns: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     """Each column's sample standard deviation (``ddof=1``), rows counted ``weights`` times."""
     if weights is None:
         return np.asarray(columns.std(axis=0, ddof=1))
@@ -158,7 +162,7 @@ def _spread(columns: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     return np.asarray(np.sqrt(weights @ (columns - mean) ** 2 / (total - 1)))
 
 
-def _percentiles(columns: np.ndarray, q: list[float], weights: np.ndarray | None) -> np.ndarray:
+def percentiles(columns: np.ndarray, q: list[float], weights: np.ndarray | None) -> np.ndarray:
     """``(len(q), d)`` percentiles of each column (NumPy's linear interpolation), rows
     counted ``weights`` times: those of the repeated sample for integer weights."""
     if weights is None:

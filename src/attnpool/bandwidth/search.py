@@ -3,8 +3,8 @@
 compact kernels in several columns: a small fit should not pay for their imports).
 
 The search variables ``θ`` are log-bandwidths for continuous columns and logits of
-``λ / λ_max`` for categorical ones; the coarse search tries :data:`GRID` multiples of
-the rule of thumb.
+``λ / λ_max`` for categorical ones; the coarse search tries multiples of the rule of
+thumb (:mod:`attnpool.bandwidth.grid`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..sums.empty_policy import user_stacklevel
 from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, bandwidth_of, categorical_upper
 from ..sums.plan import plan
+from .grid import GRID, multipliers
 from .minimizers import (
     finite_or_largest,
     initial_simplex,
@@ -53,8 +54,6 @@ __all__ = [
 #: The relative decrease at which a descent on the exact gradient stops: 1e-10 of an
 #: objective computed to ~1e-14 (bandwidths then within ~1e-6 of the optimum).
 EXACT_GRADIENT_FTOL = 1e-10
-#: The coarse search's multiples of the rule of thumb.
-GRID = np.geomspace(0.05, 5.0, 16)
 #: The bandwidth, in half-widths of its column, at which a column counts as smoothed
 #: out: a Gaussian there weighs every key of the column equally to ``2e-12``, so the
 #: criterion has reached its limit as ``h → ∞`` to rounding. Local linear fits of a
@@ -200,9 +199,10 @@ def to_theta(bandwidth, model: LocalModel):
 def best_candidate(thetas, objectives, method: str):
     """The grid point with the lowest finite objective, or a clear error if there is none."""
     if not np.isfinite(objectives).any():
+        grid = multipliers(len(thetas))
         raise ValueError(
             f"bandwidth: the {method} criterion is undefined at every candidate from "
-            f"{GRID[0]:g}× to {GRID[-1]:g}× the rule of thumb (too few neighbours?)"
+            f"{grid[0]:.3g}× to {grid[-1]:g}× the rule of thumb (too few neighbours?)"
         )
     return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
 
@@ -219,7 +219,6 @@ def planned_search(model: LocalModel, y: Any, method: str, block_size: Any, weig
 def host_search(
     objective,
     thetas,
-    grid,
     progress,
     *,
     xatol: float = 1e-5,
@@ -229,22 +228,22 @@ def host_search(
     grid_objective=None,
     criterion: str = "cv",
 ):
-    """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid, ``grid``
-    its multipliers), refined without an analytic gradient to ``xatol`` in ``θ``
-    (log-bandwidths) — bounded Brent in one dimension (:func:`minimize_bounded`); in
-    several L-BFGS on forward differences where the objective is ``smooth``
-    (:func:`minimize_smooth`), else SciPy's Nelder–Mead (a compact kernel's objective
-    jumps as keys enter a support, where differences mislead); never worse than the
-    best grid point. ``limits`` and ``value_and_gradient``: as :func:`minimize_smooth`'s.
-    ``grid_objective``: what ranks the grid instead of ``objective`` (an estimate); the
-    refinement's result is then compared with the best point's objective — in one column
-    that objective starts Brent's method, the estimates beside it its first parabola.
-    ``criterion``: the objective's name, in messages."""
+    """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid:
+    :func:`~attnpool.bandwidth.grid.multipliers` of the rule of thumb), refined without an
+    analytic gradient to ``xatol`` in ``θ`` (log-bandwidths) — bounded Brent in one
+    dimension (:func:`minimize_bounded`); in several L-BFGS on forward differences where the
+    objective is ``smooth`` (:func:`minimize_smooth`), else SciPy's Nelder–Mead (a compact
+    kernel's objective jumps as keys enter a support, where differences mislead); never
+    worse than the best grid point. ``limits`` and ``value_and_gradient``: as
+    :func:`minimize_smooth`'s. ``grid_objective``: what ranks the grid instead of
+    ``objective`` (an estimate); the refinement's result is then compared with the best
+    point's objective — in one column that objective starts Brent's method, the estimates
+    beside it its first parabola. ``criterion``: the objective's name, in messages."""
     objectives = np.array([(grid_objective or objective)(theta) for theta in thetas])
     on_grid = objectives
     if progress:
         progress(1, 2)
-    step = float(np.log(grid[1] / grid[0]))
+    step = float(np.log(GRID[1] / GRID[0]))
     if thetas.shape[1] == 1:
         thetas, objectives = _below_the_grid(grid_objective or objective, thetas, objectives, step)
     best = best_candidate(thetas, objectives, criterion)
@@ -273,7 +272,7 @@ def host_search(
                 curvature=_line_curvature(thetas, objectives, start) if exact else None,
             )  # fmt: skip
 
-        theta, value = best_of(descend, thetas, objectives, grid)
+        theta, value = best_of(descend, thetas, objectives)
     else:
         from scipy import optimize  # 0.5 s to import: only for compact kernels
 
@@ -288,7 +287,7 @@ def host_search(
             )  # fmt: skip
             return found.x, float(found.fun)
 
-        theta, value = best_of(simplex, thetas, objectives, grid)
+        theta, value = best_of(simplex, thetas, objectives)
     if grid_objective is None:
         best_value = float(np.nanmin(objectives))
     elif thetas.shape[1] > 1 and smooth:
@@ -302,17 +301,23 @@ def host_search(
     return theta, value, on_grid
 
 
-def rule_point(thetas, grid) -> np.ndarray:
+def rule_point(thetas) -> np.ndarray:
     """``θ`` at the rule of thumb itself — multiplier 1 on the grid's line (``thetas``
     move linearly with the grid's index)."""
-    at = float(np.log(1.0 / grid[0]) / np.log(grid[1] / grid[0]))
+    at = _rule_index(len(thetas))
     return np.asarray(thetas[0] + (thetas[1] - thetas[0]) * at, np.float64)
 
 
-def best_of(local_search, thetas, objectives, grid) -> tuple[np.ndarray, float]:
+def _rule_index(count: int) -> float:
+    """Where multiplier 1 sits on a grid of ``count`` points, in grid steps."""
+    grid = multipliers(count)
+    return float(np.log(1.0 / grid[0]) / np.log(grid[1] / grid[0]))
+
+
+def best_of(local_search, thetas, objectives) -> tuple[np.ndarray, float]:
     """``(θ, objective)``: the lower of ``local_search(start) → (θ, objective)`` from the
     grid's best point and from the rule of thumb (several columns; ``thetas (k, d)`` the
-    grid, ``objectives (k,)`` its values, ``grid`` its multipliers). The grid varies
+    grid, ``objectives (k,)`` its values). The grid varies
     every bandwidth by one factor: a descent from its best point can settle in a basin of
     small bandwidths (each column narrow) that a descent from the rule of thumb — a local
     search as statsmodels runs it — passes by; a global search keeps whichever is lower.
@@ -321,13 +326,13 @@ def best_of(local_search, thetas, objectives, grid) -> tuple[np.ndarray, float]:
     finite = np.where(np.isfinite(objectives), objectives, np.inf)
     at_best = int(np.argmin(finite))
     theta, value = local_search(thetas[at_best])
-    at_rule = float(np.log(1.0 / grid[0]) / np.log(grid[1] / grid[0]))
+    at_rule = _rule_index(len(thetas))
     ahead = np.arange(at_best, min(int(np.ceil(at_rule)), len(finite) - 1) + 1)
     if at_rule < at_best:
         ahead = np.arange(at_best, max(int(np.floor(at_rule)), 0) - 1, -1)
     if np.all(np.diff(finite[ahead]) >= 0):  # one basin along the line
         return theta, value
-    other, other_value = local_search(rule_point(thetas, grid))
+    other, other_value = local_search(rule_point(thetas))
     return (other, other_value) if other_value < value else (theta, value)
 
 
@@ -399,8 +404,9 @@ def select_on_host(
     if estimate is not None:
         estimate = Counted(estimate)
         options = {**options, "grid_objective": estimate}
-    theta, value, objectives = host_search(counted, thetas, GRID, progress, criterion=criterion,
+    theta, value, objectives = host_search(counted, thetas, progress, criterion=criterion,
                                            **options)  # fmt: skip
     calls = counted.calls + sum(f.calls for f in (exact_gradient, estimate) if f is not None)
     bandwidth = np.exp(theta) if model is None else bandwidth_of(theta, model)
-    return BandwidthSelection(bandwidth, value, criterion, (GRID, objectives), True, calls)
+    grid = (multipliers(len(thetas)), objectives)
+    return BandwidthSelection(bandwidth, value, criterion, grid, True, calls)

@@ -25,6 +25,7 @@ from ..sums.observation_weights import (
     sorted_rows,
 )
 from . import by_backend, leave_one_out
+from .grid import multipliers, steps_below
 from .rules import rule_of_thumb, search_start
 from .search import (
     GRID,
@@ -94,8 +95,9 @@ def _search(
         exact = 0.0 if method == "cv" else -math.inf  # (AICc: log σ̂² of σ̂² = 0)
         return BandwidthSelection(start, exact, method, (np.array([]), np.array([])))
     cont = list(model.continuous)
-    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
-    thetas[:, cont] += np.log(GRID)[:, None]
+    grid = multipliers(len(GRID) + steps_below(x, cont, weights))
+    thetas = np.tile(to_theta(start, model), (len(grid), 1))
+    thetas[:, cont] += np.log(grid)[:, None]
     route = planned_search(model, y, method, block_size, weights) if pooling == "auto" else pooling
     objective = None
     if get_backend(pooling) is not None:  # a registered backend's leave-one-out sums

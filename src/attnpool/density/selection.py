@@ -15,6 +15,7 @@ import numpy as np
 from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import DensityUnits, power_of_two_above
 from .._support.validation import check_choice, check_points
+from ..bandwidth.grid import GRID, multipliers, steps_below
 from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
 from ..bandwidth.rules import (
     CATEGORICAL_START,
@@ -23,7 +24,6 @@ from ..bandwidth.rules import (
     rule_of_thumb,
 )
 from ..bandwidth.search import (
-    GRID,
     BandwidthSelection,
     Counted,
     bandwidth_of,
@@ -210,10 +210,12 @@ def search(
     floor[list(model.continuous)] = bandwidth_floor(x[:, list(model.continuous)])
     # three quarters of the grid at least above the floor
     start = np.maximum(start, floor / GRID[len(GRID) // 4])
-    thetas = np.tile(to_theta(start, model), (len(GRID), 1))
-    thetas[:, list(model.continuous)] += np.log(GRID)[:, None]
+    below = steps_below(x, model.continuous)
+    grid = multipliers(len(GRID) + below)
+    thetas = np.tile(to_theta(start, model), (len(grid), 1))
+    thetas[:, list(model.continuous)] += np.log(grid)[:, None]
     step = math.log(GRID[1] / GRID[0])
-    line = step * (np.arange(len(GRID)) - (len(GRID) - 1) / 2)
+    line = step * (np.arange(-below, len(GRID)) - (len(GRID) - 1) / 2)
     thetas[:, list(model.categorical)] += line[:, None]
 
     def above_floor(criterion: Callable[[np.ndarray], float]) -> Callable[[np.ndarray], float]:
@@ -227,7 +229,7 @@ def search(
     counted = Counted(above_floor(objective))
     estimated = None if grid_objective is None else Counted(above_floor(grid_objective))
     theta, value, objectives = host_search(
-        counted, thetas, GRID, progress,
+        counted, thetas, progress,
         smooth=not model.kernel.compact, grid_objective=estimated, criterion=method,
     )  # fmt: skip
     theta, value = _categorical_edges(counted, theta, value, model)
@@ -246,7 +248,7 @@ def search(
             TiedDataWarning,
             stacklevel=3,
         )
-    return BandwidthSelection(bandwidth, value, method, (GRID, objectives), True, calls)
+    return BandwidthSelection(bandwidth, value, method, (grid, objectives), True, calls)
 
 
 #: A searched bandwidth within this factor of its column's floor has reached it.

@@ -221,18 +221,20 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
 
 def _select_bandwidth(x, score, kernel, weights, progress):
     """Log-bandwidths from the base kernel's rule of thumb: the search of the other fits."""
+    from ..bandwidth.grid import GRID, multipliers, steps_below
     from ..bandwidth.rules import search_start
-    from ..bandwidth.search import GRID, host_search
+    from ..bandwidth.search import host_search
 
     start = search_start(x, kernel=kernel.base or kernel, weights=weights)
-    thetas = np.log(GRID[:, None] * start[None, :])
+    grid = multipliers(len(GRID) + steps_below(x, range(x.shape[1]), weights))
+    thetas = np.log(grid[:, None] * start[None, :])
     evaluations = [0]
 
     def objective(theta):
         evaluations[0] += 1
         return score(np.exp(theta))
 
-    theta, value, _ = host_search(objective, thetas, GRID, progress, smooth=not kernel.compact)
+    theta, value, _ = host_search(objective, thetas, progress, smooth=not kernel.compact)
     return np.exp(theta), value, evaluations[0]
 
 
