@@ -171,6 +171,7 @@ def test_gaussian_methods_agree_pairwise(first, second):
 @example(seed=255, kernel="boxcar", bandwidth=0.25, m=22)  # nearest keys tied within rounding
 @example(seed=652, kernel="cosine", bandwidth=0.03, m=20)  # only key within rounding of the edge
 @example(seed=15347, kernel="boxcar", bandwidth=0.03125, m=47)  # 2.33, 2.45: as far from 2.39
+@example(seed=0, kernel="boxcar", bandwidth=0.5, m=41)  # 0.88, 1.88: either side of 1.38's edge
 def test_sparse_matches_dense_on_random_data(seed, kernel, bandwidth, m):
     rng = np.random.default_rng(seed)
     keys = np.round(rng.uniform(-3, 3, m), 2)  # ties and repeated keys on purpose
@@ -181,20 +182,38 @@ def test_sparse_matches_dense_on_random_data(seed, kernel, bandwidth, m):
     want = attention_pool(queries, keys, values, method="dense", **options)
     if kernel == "boxcar":
         # the boxcar jumps at |u| = 1: a key within rounding of the edge (-1.78 and -0.28
-        # at h = 1.5) may fall either side, in each method (design notes, the oracle);
-        # every row must be one of the two exact answers
-        answers = [
+        # at h = 1.5) may fall either side, in each method (design notes, the oracle) —
+        # each such key on its own (0.88 and 1.88 from 1.38 at h = 0.5: u = 1 − 2e-16 and
+        # 1); an empty row takes its nearest keys, and keys whose distances differ by less
+        # than rounding (0.32 and 0.31999999999999995 from -0.62) may tie, or not, as the
+        # oracle finds them: every row must be one of those exact answers
+        whole = [nearest_with_ties(queries, keys, values, 1e-12)] + [
             exact_pool(queries, keys, values, kernel, bandwidth, edge=e)[0][:, 0]
             for e in (-1e-9, 1e-9)
         ]
-        # an empty row takes its nearest keys, and keys whose distances differ by less
-        # than rounding (0.32 and 0.31999999999999995 from -0.62) may tie, as the oracle allows
-        answers.append(nearest_with_ties(queries, keys, values, 1e-12))
-        for pooled in (got, want):
-            error = np.min([np.abs(pooled - answer) for answer in answers], axis=0)
-            assert np.all(error <= 1e-12 + 1e-9 * np.abs(pooled))
+        for row, answers in enumerate(boxcar_answers(queries, keys, values, bandwidth)):
+            answers += [answer[row] for answer in whole]
+            for pooled in (got[row], want[row]):
+                error = min(abs(pooled - answer) for answer in answers)
+                assert error <= 1e-12 + 1e-9 * abs(pooled)
         return
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def boxcar_answers(queries, keys, values, bandwidth, tolerance=1e-9):
+    """Each query's possible boxcar pools (in long double): the mean value of the keys
+    inside the support, with each key within ``tolerance`` of its edge in or out."""
+    u = np.abs(queries[:, None].astype(np.longdouble) - keys[None, :]) / bandwidth
+    rows = []
+    for inside, edge in zip(u < 1 - tolerance, np.abs(u - 1) <= tolerance, strict=True):
+        means = []
+        for chosen in itertools.product([False, True], repeat=int(edge.sum())):
+            mask = inside.copy()
+            mask[np.flatnonzero(edge)] = chosen
+            if mask.any():
+                means.append(values[mask].astype(np.longdouble).mean())
+        rows.append(means)
+    return rows
 
 
 def nearest_with_ties(queries, keys, values, tolerance: float):
