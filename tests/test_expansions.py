@@ -106,3 +106,48 @@ def test_a_likelihood_search_on_the_loop_finds_the_pairs_optimum(monkeypatch):
     other = select_density_bandwidth(x, method="cv_ml")
     np.testing.assert_allclose(fast.objective, other.objective, rtol=1e-12)
     np.testing.assert_allclose(fast.bandwidth, other.bandwidth, rtol=1e-5)
+
+
+def far_clusters():
+    """5000 points on [0, 1], single points at 10⁹ and -5·10⁸, a pair at 2·10⁹."""
+    rng = np.random.default_rng(3)
+    cluster = np.sort(rng.uniform(0, 1, 5000))
+    keys = np.r_[cluster, 1e9, 2e9, 2e9 + 0.001, -5e8]
+    values = np.r_[np.sin(12 * cluster), 0.3, 1.0, 2.0, -1.0]
+    queries = np.r_[np.linspace(-0.1, 1.1, 50), 1e9 + 0.002, 2e9 + 0.0004, -5e8 - 0.001]
+    return queries, keys, values
+
+
+@pytest.mark.parametrize("bandwidth", [0.003, 0.03])
+def test_clusters_far_apart_keep_their_digits(bandwidth):
+    """Centred on the whole sample's midrange (7.5·10⁸), the cluster on [0, 1] lost its
+    digits: densities 5e-4 off; pools refused the table of 10¹² boxes between the
+    clusters (every row summed pair by pair). Each cluster is now laid out about its own
+    midrange, the gaps between them closed."""
+    queries, keys, values = far_clusters()
+    long = np.longdouble
+    u = (queries.astype(long)[:, None] - keys.astype(long)[None, :]) / long(bandwidth)
+    weights = np.exp(-0.5 * u * u - np.max(-0.5 * u * u, axis=1, keepdims=True))
+    pooled = weights @ values / weights.sum(axis=1)
+    density = np.exp(-0.5 * u * u).sum(axis=1) / (keys.size * bandwidth * np.sqrt(2 * np.pi))
+    from attnpool import attention_pool, log_density
+
+    got = attention_pool(queries, keys, values, bandwidth=bandwidth, method="fgt")
+    np.testing.assert_allclose(got, pooled.astype(float), rtol=1e-12, atol=1e-13)
+    close = np.exp(log_density(keys, queries, bandwidth=bandwidth, method="fgt"))
+    np.testing.assert_allclose(close[:50], density[:50].astype(float), rtol=1e-12)
+    centre = float(keys.min() / 2 + keys.max() / 2)
+    _, settled = fgt.expansion_sums(queries[:, None], keys[:, None], values[:, None],
+                                    1 / bandwidth, centre=centre)  # fmt: skip
+    inside = (queries >= 0) & (queries <= 1)
+    assert settled[inside].all()  # expanded, not left to the exact path
+
+
+def test_a_far_row_reaches_its_nearest_key():
+    """``r² + 2 log(m / tol)`` rounds to ``r²`` far from every key: the reach is widened
+    by a few units of rounding, so the keys within it are never none."""
+    keys = np.array([1e9])
+    for query in np.random.default_rng(0).uniform(0, 1, 200):  # a third rounded below
+        nearest2 = float((keys[0] - query) / 0.003) ** 2
+        radius = 0.003 * fgt.reach(nearest2, 20)
+        assert fgt.keys_within(keys, np.array([query]), np.array([radius])).size == 1

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
+from attnpool._support.units import centred_on_keys
 from attnpool.bandwidth import rule_of_thumb
 from attnpool.bandwidth.search import _bracket
-from attnpool.density import centred_on_keys
 from attnpool.density.criteria import ESTIMATE_TOLERANCE, loo_log_density
 from attnpool.density.selection import select_density_bandwidth
 from attnpool.methods import fgt
@@ -167,7 +167,7 @@ def test_a_one_column_search_follows_a_falling_criterion_below_its_grid(below):
         calls.append(1)
         return float((np.asarray(theta).reshape(-1)[0] - optimum) ** 2)
 
-    theta, value, on_grid = host_search(criterion, thetas, GRID, None, xatol=1e-9)
+    theta, value, on_grid = host_search(criterion, thetas, None, xatol=1e-9)
     assert on_grid.shape == GRID.shape  # the grid's own objectives are reported
     lowest = thetas[0, 0] - MOST_BELOW * step
     if optimum >= lowest - step:  # within reach: found

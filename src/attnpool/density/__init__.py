@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec, MethodSpec
-from .._support.units import centred_on_keys, remembering_extremes
+from .._support.units import remembering_extremes
 from .._support.validation import check_bandwidth, check_points, is_jax, numpy_dtype
 from ..kernels.calculus import density_integral, kernel_integrals
 from ..kernels.sphere import is_haversine, to_chords
@@ -224,7 +224,9 @@ def _host_log_density(
     from ..methods.options import resolve
     from .methods import host_log_sums, method_log_sums
 
-    x64, q64 = centred_on_keys(np.asarray(x, np.float64), np.asarray(q, np.float64))
+    # (not centred here: each backend centres on the keys' midrange, the expansions on
+    # each cluster's, which centring on the whole sample's would round first)
+    x64, q64 = np.asarray(x, np.float64), np.asarray(q, np.float64)
     w64 = None if w is None else np.asarray(w, np.float64)
     if method == "auto":
         found = host_log_sums(x64, q64, record, h, w64)

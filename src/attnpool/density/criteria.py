@@ -82,7 +82,7 @@ class ExpandedLikelihood:
     its midrange once, for the many bandwidths of a search."""
 
     def __init__(self, x: np.ndarray) -> None:
-        from . import centred_on_keys
+        from .._support.units import centred_on_keys
 
         self.x = np.sort(np.asarray(x, np.float64), axis=0)
         self.centred = np.ascontiguousarray(centred_on_keys(self.x, self.x)[0][:, 0])
@@ -104,7 +104,7 @@ class ExpandedLikelihood:
         """``(log Σ_{j≠i} K_ij (n,), log((n − 1) h √(2π)))``."""
         n, bandwidth = self.x.shape[0], float(np.asarray(h, np.float64).reshape(-1)[0])
         log_rest = leave_one_out_log_weights(
-            self.centred, 1.0 / bandwidth, tolerance or fgt.TOLERANCE
+            self.centred, 1.0 / bandwidth, tolerance or fgt.TOLERANCE, raw=self.x[:, 0]
         )
         return log_rest, math.log(math.sqrt(2 * math.pi) * bandwidth * (n - 1))
 

@@ -77,8 +77,14 @@ def refusal(kernel: Kernel, d: int) -> str | None:
 def reach(nearest2, count: float, tolerance: float = TOLERANCE):
     """The scaled distance beyond which ``count`` keys weigh at most ``tolerance`` of
     a row whose nearest key is ``√nearest2`` away: ``m e^{−R²/2} ≤ tol · e^{−r²/2}``.
-    With observation weights, ``count`` is their total over the smallest."""
-    return np.sqrt(nearest2 + 2 * math.log(count / tolerance))
+    With observation weights, ``count`` is their total over the smallest. Widened by
+    :data:`REACH_MARGIN`: for a row far from every key the logarithm is lost beside
+    ``r²``, and a radius rounded below ``r`` would leave out the nearest key itself."""
+    return np.sqrt(nearest2 + 2 * math.log(count / tolerance)) * (1 + REACH_MARGIN)
+
+
+#: The relative margin of :func:`reach` (eight units of rounding).
+REACH_MARGIN = 8 * np.finfo(np.float64).eps
 
 
 def keys_within(
@@ -168,7 +174,14 @@ def _row_order(width: float, farthest: float, reach: float) -> int:
 
 
 def expansion_sums(
-    queries, keys, values, scale, *, return_nearest: bool = False, tolerance: float = TOLERANCE
+    queries,
+    keys,
+    values,
+    scale,
+    *,
+    centre: float = 0.0,
+    return_nearest: bool = False,
+    tolerance: float = TOLERANCE,
 ) -> tuple[np.ndarray, ...]:
     """``(sums (n, 1 + p), settled (n,))``: ``[Σ_j K_ij, Σ_j K_ij v_j] · exp(r_i²/2)`` for
     the Gaussian ``K_ij = exp(−(s(q_i − k_j))²/2)`` (``r_i``: the scaled distance to the
@@ -177,18 +190,21 @@ def expansion_sums(
     the terms' truncation); ``return_nearest``: also ``r_i² (n,)``, to take the factor
     back.
 
-    ``queries (n, 1)``, ``keys (m, 1)``, ``values (m, p)``; ``scale`` the inverse bandwidth.
+    ``queries (n, 1)``, ``keys (m, 1)``, ``values (m, p)``; ``scale`` the inverse bandwidth;
+    ``centre`` subtracted from both before they are scaled (the keys' midrange: far data
+    keep their digits; clusters far apart each take their own, :func:`closed_gaps`).
     Queries that are the keys (the same array) are sorted once.
     """
     scale = float(np.asarray(scale, np.float64).reshape(-1)[0])
-    key_order, k = sorted_scaled(np.asarray(keys)[:, 0], scale)
+    raw_keys = np.asarray(keys, np.float64)[:, 0]
+    key_order, k = sorted_scaled(raw_keys - centre, scale)
     features = np.ones((k.shape[0], 1 + values.shape[1]))
     features[:, 1:] = np.asarray(values)[key_order]
     # sorted queries: the nearest-key search is a forward sweep, the boxes come in order
     if queries is keys:  # leave-one-out: each query is its own nearest key
         query_order, q, nearest2 = key_order, k, np.zeros(k.shape[0])
     else:
-        query_order, q = sorted_scaled(np.asarray(queries)[:, 0], scale)
+        query_order, q = sorted_scaled(np.asarray(queries, np.float64)[:, 0] - centre, scale)
         nearest2 = nearest_squared(q, k)
     near = nearest2 <= MAX_NEAREST**2
     settled = np.zeros(q.shape[0], bool)
@@ -202,24 +218,61 @@ def expansion_sums(
         return result
     rows = np.flatnonzero(near)
     farthest = float(reach(nearest2[near].max(), k.shape[0], tolerance))
-    found = sorted_sums(q[rows], nearest2[rows], k, features, farthest, tolerance)
+    raw = (np.asarray(queries, np.float64)[query_order[rows], 0], raw_keys[key_order], scale)
+    found = sorted_sums(q[rows], nearest2[rows], k, features, farthest, tolerance, raw)
     if found is not None:
         sums[query_order[rows]] = found
         settled[query_order[rows]] = np.isfinite(found).all(axis=1)
     return result
 
 
-def sorted_sums(q, nearest2, k, features, farthest, tolerance):
+def sorted_sums(q, nearest2, k, features, farthest, tolerance, raw=None):
     """``(n, f)``: the expanded sums at scaled queries ``q`` over the sorted scaled keys
     ``k`` (keys beyond ``farthest`` left out; NaN where a window leaves the table), or
-    None where the coefficients would be more than :data:`MAX_COEFFICIENTS`."""
+    None where the coefficients would be more than :data:`MAX_COEFFICIENTS`. Wide gaps
+    between keys are closed first (:func:`closed_gaps`, with ``raw``)."""
     counts = features.shape[1] == 1  # the ones column only: every feature a count
     width, half, order = plan(farthest, counts=counts, tolerance=tolerance)
+    k, q = closed_gaps(k, q, width, (2 * half + 4) * width, raw)
     boxes = np.floor((k - k[0]) / width).astype(np.int64)
     if (int(boxes[-1]) + 4 * half + 3) * order * features.shape[1] > MAX_COEFFICIENTS:
         return None
     table = _coefficients(k, features, boxes, k[0], width, order, half)
     return _evaluate(q - k[0], nearest2, table, width, half, order)
+
+
+def closed_gaps(k, q, width: float, span: float, raw=None):
+    """Sorted scaled keys ``k`` and queries ``q`` with every gap between neighbouring keys
+    wider than ``span`` closed to ``span``: each run of keys without such a gap (a
+    segment) laid out after the one before it, each query with the segment of its
+    nearest key. A window of ``2·half + 1`` boxes of ``width`` about a query within
+    ``half`` boxes of its nearest key (``span = (2·half + 4)·width``) still holds exactly
+    the keys it held, at the same distances, and a table for 30 keys on ``[0, 1]`` and
+    one at ``10⁹`` no longer spans the ``10⁹`` boxes between them. ``raw``: ``(queries,
+    keys, scale)`` unscaled, in the same order: each segment's coordinates are then taken
+    about its own midrange before scaling (a cluster far from the others keeps the digits
+    that centring on the whole sample's midrange took). Data without such gaps are
+    returned as they are."""
+    wide = np.diff(k) > span
+    if not wide.any():
+        return k, q
+    key_segment = np.r_[0, np.cumsum(wide)]
+    right = np.clip(np.searchsorted(k, q), 0, k.shape[0] - 1)
+    left = np.maximum(right - 1, 0)
+    nearest = np.where(np.abs(q - k[left]) <= np.abs(q - k[right]), left, right)
+    query_segment = key_segment[nearest]
+    first = np.r_[0, np.flatnonzero(wide) + 1]
+    last = np.r_[first[1:] - 1, k.shape[0] - 1]
+    if raw is None:
+        local_k, local_q = k - k[first][key_segment], q - k[first][query_segment]
+    else:
+        raw_q, raw_k, scale = raw
+        origins = raw_k[first] / 2 + raw_k[last] / 2
+        local_k = (raw_k - origins[key_segment]) * scale
+        local_q = (raw_q - origins[query_segment]) * scale
+    below, above = local_k[first], local_k[last]
+    starts = np.r_[0.0, np.cumsum(above[:-1] + span - below[1:])]
+    return local_k + starts[key_segment], local_q + starts[query_segment]
 
 
 #: Leave-one-out weights (in units of ``K(0)``) below which a point's sums are summed

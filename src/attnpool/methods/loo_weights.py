@@ -27,16 +27,19 @@ PAIRS_AT_ONCE = 2**20
 
 
 def leave_one_out_log_weights(
-    centred: np.ndarray, scale: float, tolerance: float = fgt.TOLERANCE
+    centred: np.ndarray, scale: float, tolerance: float = fgt.TOLERANCE, raw=None
 ) -> np.ndarray:
     """``(n,)``: ``log Σ_{j≠i} exp(−((c_i − c_j) · scale)²/2)`` for ``centred (n,)`` in
     ascending order (centred on its midrange: scaled uncentred, far data lose digits),
-    ``scale`` the inverse bandwidth; ``−inf`` for a sample of one point."""
+    ``scale`` the inverse bandwidth; ``−inf`` for a sample of one point. ``raw``: the
+    sample before it was centred, whose differences are exact where centring rounded a
+    cluster far from the midrange (pairs are then taken from it)."""
     n = centred.shape[0]
+    exact = centred if raw is None else raw
     farthest, (width, half, order) = _plan(n, tolerance)
     boxes = math.floor(float(centred[-1] - centred[0]) * scale / width) + 1 if n else 0
     if n < 2 or (boxes + 4 * half + 3) * order > fgt.MAX_COEFFICIENTS:
-        return _by_pairs(centred, scale, np.arange(n), tolerance)
+        return _by_pairs(exact, scale, np.arange(n), tolerance)
     compiled = native.expansion_function("fgt_leave_one_out")
     if compiled is not None and n * (2 * half + 1) * order < fgt.THREAD_MIN_TERMS:
         centred = np.ascontiguousarray(centred, np.float64)
@@ -46,12 +49,13 @@ def leave_one_out_log_weights(
                         farthest**2, at(out)):  # fmt: skip
             return out
     points = centred * scale
-    weights = fgt.sorted_sums(points, np.zeros(n), points, np.ones((n, 1)), farthest, tolerance)
+    weights = fgt.sorted_sums(points, np.zeros(n), points, np.ones((n, 1)), farthest, tolerance,
+                              (exact, exact, scale))  # fmt: skip
     rest = weights[:, 0] - 1.0
     alone = np.flatnonzero(~(rest >= fgt.LOO_MIN_WEIGHT))  # NaN too: a window off the table
     out = np.log(rest, out=np.full(n, np.nan), where=rest >= fgt.LOO_MIN_WEIGHT)
     if alone.size:
-        out[alone] = _by_pairs(centred, scale, alone, tolerance)
+        out[alone] = _by_pairs(exact, scale, alone, tolerance)
     return out
 
 

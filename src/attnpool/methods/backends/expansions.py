@@ -47,7 +47,7 @@ class Expansions:
         centre = midrange(k)
         columns = summed_columns(problem)
         raw, settled, nearest2 = fgt.expansion_sums(
-            q - centre, k - centre, columns.values, 1.0 / h[0], return_nearest=True
+            q, k, columns.values, 1.0 / h[0], centre=float(centre[0]), return_nearest=True
         )
         found = log_sums_of(raw, -0.5 * nearest2, settled, columns)
         again = np.flatnonzero(~settled)
@@ -67,9 +67,9 @@ class Expansions:
         :data:`attnpool.methods.fgt.LOO_MIN_WEIGHT` of it (where the expansions' error,
         relative to the sum with that term, would show) is unsettled."""
         x, h = problem.keys, problem.bandwidth
-        centred = x - midrange(x)
         columns = summed_columns(problem)
-        raw, expanded = fgt.expansion_sums(centred, centred, columns.values, 1.0 / h[0])
+        centre = float(midrange(x)[0])
+        raw, expanded = fgt.expansion_sums(x, x, columns.values, 1.0 / h[0], centre=centre)
         settled = without_own_terms(raw, columns, fgt.LOO_MIN_WEIGHT) & expanded
         return log_sums_of(raw, np.zeros(x.shape[0]), settled, columns)
 
