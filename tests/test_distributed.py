@@ -118,6 +118,27 @@ def test_cross_validation_over_a_sharded_training_set(client):
     np.testing.assert_allclose(prediction.compute(), fixed.predict(data.x_val[:, None]), rtol=1e-12)
 
 
+def test_cross_validation_of_a_cluster_and_a_far_outlier(client):
+    """60 points on [0, 1] and one at 10⁹: a chunk of the outlier alone crashed at small
+    bandwidths (its far rows' reach rounded below their nearest key: no key summed), and
+    the grid followed the outlier's standard deviation to 3·10⁸ (CV 0.55, where 0.025
+    gives 0.007)."""
+    rng = np.random.default_rng(3)
+    cluster = np.sort(rng.uniform(0, 1, 60))
+    x, y = np.r_[cluster, 1e9], np.r_[np.sin(12 * cluster), np.sin(12 * cluster[-1])]
+    sharded = da.from_array(x[:, None], chunks=20)
+    candidates = np.array([[0.001], [0.03], [1.0]])
+    np.testing.assert_allclose(
+        dask_selection.cv_objectives(sharded, da.from_array(y, chunks=20), candidates),
+        attnpool.cv_curve(x, y, candidates[:, 0]),
+        rtol=1e-12,
+    )
+    found = dask_selection.select_bandwidth(sharded, da.from_array(y, chunks=20))
+    local = attnpool.select_bandwidth(x, y)
+    assert found.bandwidth[0] == pytest.approx(local.bandwidth[0], rel=0.05)
+    assert found.objective <= local.objective * (1 + 0.01)  # a grid in two passes
+
+
 def test_a_killed_worker_loses_nothing(client):
     rng = np.random.default_rng(7)
     keys, values = rng.normal(size=(200_000, 1)), rng.normal(size=(200_000, 1))

@@ -112,6 +112,23 @@ def test_a_far_outlier_does_not_hide_the_clusters_bandwidths(degree, pooling):
     assert np.allclose(np.diff(np.log(found.grid[0])), np.log(found.grid[0][1] / found.grid[0][0]))
 
 
+def test_only_a_far_outlier_extends_the_grid():
+    from attnpool.bandwidth.grid import GRID, multipliers, steps_below
+
+    rng = np.random.default_rng(0)
+    for ordinary in (rng.normal(size=(500, 2)), rng.lognormal(0, 1, (500, 1)),
+                     np.round(rng.uniform(0, 3, (200, 1)))):  # fmt: skip
+        assert steps_below(ordinary, range(ordinary.shape[1])) == 0
+    assert multipliers(len(GRID)) is GRID
+    x = far_outlier(columns=2)[0]
+    below = steps_below(x, [0, 1])
+    assert steps_below(x, [1]) == 0 and below > 0
+    # down to 0.05× the rule of the robust spread, in the grid's steps
+    ratio = np.std(x[:, 0], ddof=1) / (np.subtract(*np.percentile(x[:, 0], [75, 25])) / 1.349)
+    grid = multipliers(len(GRID) + below)
+    assert grid[0] <= GRID[0] / ratio < grid[1] and np.allclose(grid[below:], GRID, rtol=1e-15)
+
+
 def test_a_far_outlier_in_one_of_two_columns_and_in_a_density():
     x, y = far_outlier(columns=2)
     found = LocalLinear().fit(x, y)

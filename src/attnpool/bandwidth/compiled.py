@@ -14,6 +14,8 @@ with that method's leave-one-out sums (:mod:`attnpool.bandwidth.leave_one_out`).
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -34,7 +36,7 @@ from .criteria import (
     objective_and_gradient,
     refine,
 )
-from .grid import multipliers
+from .grid import GRID, multipliers
 from .search import (
     BandwidthSelection,
     Counted,
@@ -81,7 +83,7 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
         x, y = padded(x, y, size=bucket(x.shape[0]))
         if weights is not None:
             weights = pad_rows(weights, x.shape[0])
-    if x.shape[0] <= ONE_PROGRAM_ROWS:
+    if x.shape[0] <= ONE_PROGRAM_ROWS or not _float32_resolves(thetas, model):
         return _search_one_program(x, y, count, weights, thetas, spec, progress, limits)
     total = len(thetas) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
@@ -124,6 +126,20 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
     evaluations = len(thetas) + coarse.calls + fine.calls + 1
     return BandwidthSelection(
         bandwidth, float(value), method, (multipliers(len(thetas)), objectives), True, evaluations
+    )
+
+
+#: The smallest bandwidth, in search units (data within ``[−1, 1]``), that a float32
+#: search resolves: its coordinates carry ``2⁻²⁴``, a ``2⁻¹²``-th of such a bandwidth.
+FLOAT32_SMALLEST_BANDWIDTH = 2.0**-12
+
+
+def _float32_resolves(thetas, model: LocalModel) -> bool:
+    """Whether a float32 coarse search resolves every bandwidth of the grid ``thetas``
+    (a far outlier's grid reaches below, where float32 holds a cluster as one point)."""
+    continuous = list(model.continuous)
+    return not continuous or float(np.min(thetas[:, continuous])) >= math.log(
+        FLOAT32_SMALLEST_BANDWIDTH
     )
 
 
@@ -189,15 +205,27 @@ def _select_binned(x, y, weights, thetas, dtype, spec: Criterion, progress) -> B
     Gaussian from ``n² ≥`` :data:`EXPANSION_OBJECTIVE_MIN_PAIRS`, all pairs up to
     :data:`EXACT_OBJECTIVE_MAX_PAIRS`, sparse for compact kernels above), else binned.
     ``weights``: observation weights (or merged repeated rows), multiplying each row's
-    binned features; the reported objective is then the exact weighted one.
+    binned features; the reported objective is then the exact weighted one. The grid's
+    steps below the rule of thumb (a far outlier's, :mod:`attnpool.bandwidth.grid`) are
+    searched down to the bandwidths a grid of :data:`attnpool.methods.binned.MAX_NODES`
+    nodes over the data's range resolves.
     """
     candidates = np.exp(thetas[:, 0])
     grid = binned.grid_for(x[:, :1], float(candidates.min()))
+    resolved = int(np.sum(candidates >= grid.spacing[0] * binned.NODES_PER_BANDWIDTH))
+    if resolved < len(thetas):  # (the grid's spacing grew to fit its nodes)
+        thetas = thetas[-max(resolved, len(GRID)) :]
+        candidates = np.exp(thetas[:, 0])
+        grid = binned.grid_for(x[:, :1], float(candidates.min()))
     reach = binned.reach_for(spec.model.kernel, float(candidates.max()), grid)
     plan, count, xb, yb = binned_traced.BinnedPlan(grid, reach), None, x, y
     if x.shape[0] <= MAX_ROWS:  # rows and grid padded to buckets (padding bins nothing)
         plan, count = binned_traced.BinnedPlan.bucketed(grid, reach), np.int32(x.shape[0])
         xb, yb = padded(x, y, size=bucket(x.shape[0]))
+    if spec.model.degree == 0 and not spec.model.kernel.compact:
+        # (local linear's limit is a line through far keys; a compact kernel's, none)
+        nearest = nearest_other_responses(x[:, 0], np.reshape(y, (len(x), -1)), weights)
+        plan.nearest = np.asarray(pad_rows(nearest, xb.shape[0]), np.float64)
     wb = None if weights is None else np.asarray(pad_rows(weights, xb.shape[0]), np.float64)
     approximate = {"spec": spec, "binned": plan, "weights": wb}
     with precision_scope(np.float64):
@@ -233,11 +261,40 @@ def _select_binned(x, y, weights, thetas, dtype, spec: Criterion, progress) -> B
         with precision_scope(np.float64):
             value = float(objective(np.asarray(theta, np.float64), xb, yb, count, **approximate))
         exact = False
+    if not np.isfinite(value):  # (as the exact searches say it: some row has no neighbour)
+        raise ValueError(
+            f"bandwidth: the cv criterion is undefined at the binned search's bandwidth "
+            f"{float(bandwidth[0]):.4g}: some point has no other within the "
+            f"{spec.model.kernel.name!r} kernel's support there (an isolated point?); use "
+            "an unbounded kernel such as 'gaussian', or give the bandwidth"
+        )
     if progress:
         progress(3, 3)
     evaluations = len(thetas) + refined.calls + 1  # the grid, the refinement, the report
     grid = (multipliers(len(thetas)), objectives)
     return BandwidthSelection(bandwidth, value, "cv", grid, exact, evaluations)
+
+
+def nearest_other_responses(x: np.ndarray, y: np.ndarray, weights=None) -> np.ndarray:
+    """``(n, p)``: each row's nearest-key limit left out — the response of the nearest
+    other row of the one column ``x (n,)``, two at the same distance averaged (by their
+    ``weights``): the binned search's fit of a row with no key within the kernel's
+    reach, as the exact sums' limit where every weight underflows."""
+    order = np.argsort(x, kind="stable")
+    ordered, responses = x[order], y[order]
+    share = np.ones(x.shape[0]) if weights is None else np.asarray(weights, np.float64)[order]
+    gaps = np.diff(ordered)
+    left, right = np.r_[np.inf, gaps], np.r_[gaps, np.inf]
+    take_left = np.where(left <= right, share[np.maximum(np.arange(x.size) - 1, 0)], 0.0)
+    take_right = np.where(right <= left, share[np.minimum(np.arange(x.size) + 1, x.size - 1)], 0.0)
+    below = np.r_[responses[:1], responses[:-1]]
+    above = np.r_[responses[1:], responses[-1:]]
+    mean = (take_left[:, None] * below + take_right[:, None] * above) / (take_left + take_right)[
+        :, None
+    ]
+    out = np.empty_like(mean)
+    out[order] = mean
+    return out
 
 
 def _reported_objective(x, y, weights, theta, dtype, spec: Criterion):

@@ -90,7 +90,7 @@ def criterion(x, y, bandwidth, spec: Criterion, *, binned=None, count=None, weig
         else:
             residuals = binned_loo_residuals(
                 x, y, bandwidth, model, binned.grid, binned.reach, count=count,
-                weights=weights,
+                weights=weights, nearest=binned.nearest,
             )  # fmt: skip
         residuals = jnp.where(real, residuals, 0.0)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
@@ -153,8 +153,9 @@ def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=Non
 
 
 def binned_loo_residuals(
-    x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...], count=None, weights=None
-):
+    x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...], count=None, weights=None,
+    nearest=None,
+):  # fmt: skip
     """Leave-one-out residuals of a 1-D continuous fit on a binned grid (traceable).
 
     ``x (n, 1)``, ``y (n, p)``; an approximation whose error falls as ``(Δ/h)²``
@@ -162,7 +163,10 @@ def binned_loo_residuals(
     bins the moments of ``x`` about the grid's centre and recentres them at each point.
     Rows from ``count`` on are padding and bin nothing. ``weights (n,)``: observation
     weights, multiplying each row's features — its own term, taken away, is then its
-    whole weight's (a row left out whole).
+    whole weight's (a row left out whole). ``nearest (n, p)``: local constant's fit of a
+    row with no other key within the kernel's reach on the grid — its nearest other
+    row's response, the limit of its exact fit as the others' weights fall away; None:
+    NaN, and the criterion undefined.
     """
     from ..methods import binned_traced
 
@@ -181,16 +185,20 @@ def binned_loo_residuals(
         features = features * weights[:, None]
     moments = binned_traced.leave_one_out_sums(x[:, :1], features, h, model.kernel, grid, reach)
     p = y.shape[1]
+    # rows without weight take their limit, the divisions made safe first (a NaN in the
+    # branch not taken would still reach the gradient)
+    weighed = moments[:, 0] > 0
+    m0 = jnp.where(weighed, moments[:, 0], 1.0)
     if model.degree == 0:
-        total = moments[:, :1]
-        fit = moments[:, 1:] / jnp.where(total > 0, total, jnp.nan)
+        fit = moments[:, 1:] / m0[:, None]
     else:
-        m0, m1, m2 = moments[:, 0], moments[:, 1], moments[:, 2]
+        m1, m2 = moments[:, 1], moments[:, 2]
         my, mxy = moments[:, 3 : 3 + p], moments[:, 3 + p :]
         s1, s2 = m1 - u * m0, m2 - 2 * u * m1 + u * u * m0
         t1 = mxy - u[:, None] * my
         spread = m0 * s2 - s1 * s1
         ridge = 1e-12 * m0 * m0 * h * h
         slope = (m0[:, None] * t1 - s1[:, None] * my) / (spread + ridge)[:, None]
-        fit = (my - slope * s1[:, None]) / jnp.where(m0 > 0, m0, jnp.nan)[:, None]
+        fit = (my - slope * s1[:, None]) / m0[:, None]
+    fit = jnp.where(weighed[:, None], fit, jnp.nan if nearest is None else nearest)
     return y - fit

@@ -21,7 +21,14 @@ import numpy as np
 
 from .rules import in_unit, percentiles, spread
 
-__all__ = ["GRID", "MOST_ROBUST_STEPS", "OUTLIER_RATIO", "multipliers", "steps_below"]
+__all__ = [
+    "GRID",
+    "MOST_ROBUST_STEPS",
+    "OUTLIER_RATIO",
+    "multipliers",
+    "steps_below",
+    "steps_for",
+]
 
 #: The coarse search's multiples of the rule of thumb.
 GRID = np.geomspace(0.05, 5.0, 16)
@@ -49,10 +56,17 @@ def steps_below(x: np.ndarray, continuous, weights: np.ndarray | None = None) ->
         weights = np.asarray(weights, np.float64) / np.max(weights)
         weights = weights * (weights.size / np.sum(weights))
     quartiles = percentiles(columns, [25.0, 75.0], weights)
-    robust = (quartiles[1] - quartiles[0]) / 1.349
+    return steps_for(spread(columns, weights), quartiles[1] - quartiles[0])
+
+
+def steps_for(deviations: np.ndarray, interquartile_ranges: np.ndarray) -> int:
+    """:func:`steps_below` of columns with these standard ``deviations`` and
+    ``interquartile_ranges`` (``(q,)`` each; a range of 0 — half the rows tied — says
+    nothing of the spread's centre, and counts as no outlier)."""
+    robust = np.asarray(interquartile_ranges, np.float64) / 1.349
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(robust > 0, spread(columns, weights) / robust, 1.0)
-    largest = float(np.max(ratio))
+        ratio = np.where(robust > 0, np.asarray(deviations, np.float64) / robust, 1.0)
+    largest = float(np.max(ratio, initial=1.0))
     if not largest > OUTLIER_RATIO:
         return 0
     return min(MOST_ROBUST_STEPS, math.ceil(math.log(largest) / _STEP))

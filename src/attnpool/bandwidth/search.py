@@ -207,12 +207,15 @@ def best_candidate(thetas, objectives, method: str):
     return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
 
 
-def planned_search(model: LocalModel, y: Any, method: str, block_size: Any, weights: Any) -> str:
+def planned_search(
+    model: LocalModel, y: Any, method: str, block_size: Any, weights: Any, resolved: bool
+) -> str:
     """The planner's search for ``pooling="auto"`` (its search table): ``"numpy"`` (on
     the host), ``"fgt"`` (its leave-one-out sums, on the host), ``"binned"`` or
-    ``"compiled"``."""
+    ``"compiled"``. ``resolved``: a binned grid resolves the grid's smallest bandwidth
+    (:func:`attnpool.methods.binned.resolves`; a far outlier's grid reaches below)."""
     facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
-                         block_size=block_size is not None)  # fmt: skip
+                         block_size=block_size is not None, unresolved=not resolved)  # fmt: skip
     return plan(facts).backend
 
 

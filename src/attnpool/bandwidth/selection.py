@@ -15,6 +15,7 @@ from .._support.units import SearchUnits, objective_in_data_units, response_unit
 from .._support.validation import check_choice, check_points, check_values
 from ..engines import numpy_search
 from ..kernels.edges import has_edge
+from ..methods import binned
 from ..methods.options import LEAVE_ONE_OUT_METHODS
 from ..sums.backends import get_backend
 from ..sums.local_model import LocalModel, model_for
@@ -98,7 +99,11 @@ def _search(
     grid = multipliers(len(GRID) + steps_below(x, cont, weights))
     thetas = np.tile(to_theta(start, model), (len(grid), 1))
     thetas[:, cont] += np.log(grid)[:, None]
-    route = planned_search(model, y, method, block_size, weights) if pooling == "auto" else pooling
+    route = pooling
+    if pooling == "auto":
+        # (a binned search takes one continuous column)
+        resolved = len(cont) != 1 or binned.resolves(x[:, cont], np.exp(thetas[0, cont]))
+        route = planned_search(model, y, method, block_size, weights, resolved)
     objective = None
     if get_backend(pooling) is not None:  # a registered backend's leave-one-out sums
         by_backend.check_served(pooling, model, method)

@@ -40,17 +40,26 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     """Leave-one-out CV bandwidth of Nadaraya–Watson over a sharded training set.
 
     Candidates are common multiples of Scott's rule per column (``0.05``–``5×``, 16 on a
-    log grid; the columns' standard deviations come from one Dask reduction), then 16
-    more between the best candidate's neighbours: two passes over the data. Returns a
-    :class:`attnpool.bandwidth.BandwidthSelection`.
+    log grid, reaching further down where an outlier inflates a column's standard
+    deviation, as :mod:`attnpool.bandwidth.grid` says; the columns' standard deviations
+    and quartiles come from one Dask computation, the quartiles Dask's merged per-chunk
+    estimates), then 16 more between the best candidate's neighbours: two passes over
+    the data. Returns a :class:`attnpool.bandwidth.BandwidthSelection`.
     """
-    from ..bandwidth import GRID, BandwidthSelection
+    import dask
+    import dask.array as da
+
+    from ..bandwidth import BandwidthSelection
+    from ..bandwidth.grid import GRID, multipliers, steps_for
     from ..bandwidth.rules import rule_from_spread
 
     x_rows = as_rows(x, "x", chunk_rows)
     n = x_rows.shape[0]
     # about the first row: moments of data far from the origin (timestamps) cancel
-    sigma = np.asarray((x_rows - x_rows[0].compute()).std(axis=0, ddof=1).compute(), dtype=float)
+    centred = x_rows - x_rows[0].compute()
+    quartiles = [da.percentile(centred[:, j], [25.0, 75.0]) for j in range(x_rows.shape[1])]
+    sigma, *quartiles = dask.compute(centred.std(axis=0, ddof=1), *quartiles)
+    sigma = np.asarray(sigma, dtype=float)
     if not np.all(np.isfinite(sigma)):
         raise ValueError(
             f"x: column(s) {np.flatnonzero(~np.isfinite(sigma)).tolist()} hold NaN or "
@@ -60,7 +69,8 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
         raise ValueError(f"x: column(s) {np.flatnonzero(~(sigma > 0)).tolist()} are constant")
     scott = rule_from_spread(sigma, n, kernel)
     options = dict(kernel=kernel, split_every=split_every, chunk_rows=chunk_rows)
-    coarse = np.asarray(GRID)
+    ranges = np.array([high - low for low, high in quartiles], dtype=float)
+    coarse = multipliers(len(GRID) + steps_for(sigma, ranges))
     first = cv_objectives(x_rows, y, coarse[:, None] * scott, **options)
     best = int(np.argmin(first))
     low, high = coarse[max(best - 1, 0)], coarse[min(best + 1, len(coarse) - 1)]

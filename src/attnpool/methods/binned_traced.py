@@ -23,18 +23,21 @@ __all__ = ["BinnedPlan", "kernel_on_grid", "leave_one_out_sums", "linear_bin", "
 class BinnedPlan:
     """A grid and the kernel's reach on it, passed to jitted functions as a pytree whose
     leaves are the grid's origin and spacing (traced) and whose structure holds the
-    grid's size and the reach (static)."""
+    grid's size and the reach (static). ``nearest (n, p)``: each row's limit where no
+    other key is within the reach — the response of its nearest other row (a leaf too;
+    None: such a row's fit is NaN)."""
 
-    def __init__(self, grid: Grid, reach: tuple[int, ...]):
-        self.grid, self.reach = grid, reach
+    def __init__(self, grid: Grid, reach: tuple[int, ...], nearest=None):
+        self.grid, self.reach, self.nearest = grid, reach, nearest
 
     def tree_flatten(self):
-        return (self.grid.start, self.grid.spacing), (self.grid.size, self.reach)
+        return (self.grid.start, self.grid.spacing, self.nearest), (self.grid.size, self.reach)
 
     @classmethod
     def tree_unflatten(cls, static, leaves):
         size, reach = static
-        return cls(Grid(*leaves, size), reach)
+        *origin, nearest = leaves
+        return cls(Grid(*origin, size), reach, nearest)
 
     @classmethod
     def bucketed(cls, grid: Grid, reach: tuple[int, ...]) -> BinnedPlan:

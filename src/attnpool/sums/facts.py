@@ -164,10 +164,11 @@ def polynomial_facts(
 
 def search_facts(
     model: LocalModel, rows: int, outputs: int, *, weighted: bool = False,
-    criterion: str = "cv", block_size: bool = False,
+    criterion: str = "cv", block_size: bool = False, unresolved: bool = False,
 ) -> Facts:  # fmt: skip
     """The facts of a bandwidth search of ``model`` over ``rows`` training rows with
-    ``outputs`` responses by ``criterion`` (``"cv"``, ``"aicc"``)."""
+    ``outputs`` responses by ``criterion`` (``"cv"``, ``"aicc"``); ``unresolved``: a
+    binned grid would not resolve its smallest bandwidth (a far outlier's grid)."""
     from ..methods import native
     from ..methods.options import BINNED_SMOOTH_KERNELS
 
@@ -179,7 +180,7 @@ def search_facts(
     return Facts(
         "search", rows, rows, d, outputs, degree=model.degree, categorical=not continuous,
         weighted=weighted, block_size=block_size, criterion=criterion, loo_loops=loops,
-        binnable=kernels.is_builtin(model.kernel, BINNED_SMOOTH_KERNELS),
+        binnable=kernels.is_builtin(model.kernel, BINNED_SMOOTH_KERNELS) and not unresolved,
         **_kernel_facts(model.kernel),
     )  # fmt: skip
 
