@@ -337,3 +337,15 @@ def test_the_classifier_reports_its_regressors_backend():
     labels = (x[:, 0] > 0.5).astype(int)
     fitted = attnpool.NadarayaWatsonClassifier(bandwidth=0.05).fit(x, labels)
     assert fitted.backend_ == "fgt"  # two one-hot columns pooled at 5000² pairs
+
+
+def test_a_spread_out_sample_is_searched_exactly_not_binned():
+    """A heavy tail or a far outlier: the binned objective's isolated rows miss its
+    tolerance (20 000 lognormal rows, σ = 1.5: local linear CV undefined at every grid
+    point, an error, where h = 0.3 gives 0.13), so rule 3 is not taken."""
+    from attnpool.sums.facts import search_facts
+    from attnpool.sums.local_model import model_for
+
+    model = model_for(np.linspace(0, 1, 10)[:, None], kernel="gaussian", degree=1)
+    assert plan(search_facts(model, 5000, 1, weighted=True)) == ("binned", 3)
+    assert plan(search_facts(model, 5000, 1, weighted=True, spread_out=True)) == ("compiled", 4)

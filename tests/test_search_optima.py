@@ -129,6 +129,22 @@ def test_only_a_far_outlier_extends_the_grid():
     assert grid[0] <= GRID[0] / ratio < grid[1] and np.allclose(grid[below:], GRID, rtol=1e-15)
 
 
+def test_a_far_outlier_in_a_large_sample_is_searched_exactly():
+    """1100 rows and weights: the planner's binned search, whose grid cannot resolve the
+    cluster's bandwidths beside 10⁹ (it asked for 80 GB); and the float32 coarse search,
+    which holds the cluster as one point there. ``pooling="binned"`` itself searches the
+    bandwidths its grid resolves."""
+    rng = np.random.default_rng(3)
+    cluster = np.sort(rng.uniform(0, 1, 1100))
+    x, y = np.r_[cluster, 1e9], np.r_[np.sin(12 * cluster) + rng.normal(0, 0.1, 1100), 0.3]
+    weights = np.r_[np.ones(1100), 2.0]
+    found = select_bandwidth(x, y, weights=weights)
+    curve = cv_curve(x, y, np.geomspace(1e-3, 1, 200), weights=weights)
+    assert found.objective <= np.min(curve) * (1 + 1e-7)
+    binned = select_bandwidth(x, y, pooling="binned")
+    assert binned.bandwidth[0] > 1e3 and len(binned.grid[0]) >= 16
+
+
 def test_a_far_outlier_in_one_of_two_columns_and_in_a_density():
     x, y = far_outlier(columns=2)
     found = LocalLinear().fit(x, y)

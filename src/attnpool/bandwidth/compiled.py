@@ -207,16 +207,14 @@ def _select_binned(x, y, weights, thetas, dtype, spec: Criterion, progress) -> B
     ``weights``: observation weights (or merged repeated rows), multiplying each row's
     binned features; the reported objective is then the exact weighted one. The grid's
     steps below the rule of thumb (a far outlier's, :mod:`attnpool.bandwidth.grid`) are
-    searched down to the bandwidths a grid of :data:`attnpool.methods.binned.MAX_NODES`
-    nodes over the data's range resolves.
+    searched where a grid of :data:`attnpool.methods.binned.MAX_NODES` nodes over the
+    data's range resolves them (``auto`` searches exactly where it does not).
     """
     candidates = np.exp(thetas[:, 0])
-    grid = binned.grid_for(x[:, :1], float(candidates.min()))
-    resolved = int(np.sum(candidates >= grid.spacing[0] * binned.NODES_PER_BANDWIDTH))
-    if resolved < len(thetas):  # (the grid's spacing grew to fit its nodes)
-        thetas = thetas[-max(resolved, len(GRID)) :]
+    if len(thetas) > len(GRID) and not binned.resolves(x[:, :1], float(candidates.min())):
+        thetas = thetas[-len(GRID) :]  # (a far outlier's steps below: beyond a binned grid)
         candidates = np.exp(thetas[:, 0])
-        grid = binned.grid_for(x[:, :1], float(candidates.min()))
+    grid = binned.grid_for(x[:, :1], float(candidates.min()))
     reach = binned.reach_for(spec.model.kernel, float(candidates.max()), grid)
     plan, count, xb, yb = binned_traced.BinnedPlan(grid, reach), None, x, y
     if x.shape[0] <= MAX_ROWS:  # rows and grid padded to buckets (padding bins nothing)

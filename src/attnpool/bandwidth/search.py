@@ -208,14 +208,14 @@ def best_candidate(thetas, objectives, method: str):
 
 
 def planned_search(
-    model: LocalModel, y: Any, method: str, block_size: Any, weights: Any, resolved: bool
+    model: LocalModel, y: Any, method: str, block_size: Any, weights: Any, spread_out: bool
 ) -> str:
     """The planner's search for ``pooling="auto"`` (its search table): ``"numpy"`` (on
     the host), ``"fgt"`` (its leave-one-out sums, on the host), ``"binned"`` or
-    ``"compiled"``. ``resolved``: a binned grid resolves the grid's smallest bandwidth
-    (:func:`attnpool.methods.binned.resolves`; a far outlier's grid reaches below)."""
+    ``"compiled"``. ``spread_out``: the grid reaches below its rule of thumb for a heavy
+    tail or a far outlier (:func:`attnpool.bandwidth.grid.steps_below`)."""
     facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
-                         block_size=block_size is not None, unresolved=not resolved)  # fmt: skip
+                         block_size=block_size is not None, spread_out=spread_out)  # fmt: skip
     return plan(facts).backend
 
 

@@ -126,11 +126,11 @@ def grid_for(
     return Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
 
 
-def resolves(points, smallest_bandwidth) -> bool:
-    """Whether a grid of at most :data:`MAX_NODES` nodes over ``points (n, d)`` holds
+def resolves(points, smallest_bandwidth, budget: int = MAX_NODES) -> bool:
+    """Whether a grid of at most ``budget`` nodes over ``points (n, d)`` holds
     :data:`NODES_PER_BANDWIDTH` nodes per ``smallest_bandwidth`` (else its spacing grows:
     a far outlier's range in the cluster's bandwidths)."""
-    grid = grid_for(points, smallest_bandwidth)
+    grid = grid_for(points, smallest_bandwidth, budget=budget)
     wanted = np.broadcast_to(np.asarray(smallest_bandwidth, float), (len(grid.spacing),))
     return bool(np.all(np.asarray(grid.spacing) <= wanted / NODES_PER_BANDWIDTH * (1 + 1e-9)))
 

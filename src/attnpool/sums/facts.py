@@ -164,11 +164,12 @@ def polynomial_facts(
 
 def search_facts(
     model: LocalModel, rows: int, outputs: int, *, weighted: bool = False,
-    criterion: str = "cv", block_size: bool = False, unresolved: bool = False,
+    criterion: str = "cv", block_size: bool = False, spread_out: bool = False,
 ) -> Facts:  # fmt: skip
     """The facts of a bandwidth search of ``model`` over ``rows`` training rows with
-    ``outputs`` responses by ``criterion`` (``"cv"``, ``"aicc"``); ``unresolved``: a
-    binned grid would not resolve its smallest bandwidth (a far outlier's grid)."""
+    ``outputs`` responses by ``criterion`` (``"cv"``, ``"aicc"``); ``spread_out``: a
+    column's standard deviation is many times its robust spread (a heavy tail, a far
+    outlier), whose isolated rows the binned objective does not sum to its tolerance."""
     from ..methods import native
     from ..methods.options import BINNED_SMOOTH_KERNELS
 
@@ -180,7 +181,7 @@ def search_facts(
     return Facts(
         "search", rows, rows, d, outputs, degree=model.degree, categorical=not continuous,
         weighted=weighted, block_size=block_size, criterion=criterion, loo_loops=loops,
-        binnable=kernels.is_builtin(model.kernel, BINNED_SMOOTH_KERNELS) and not unresolved,
+        binnable=kernels.is_builtin(model.kernel, BINNED_SMOOTH_KERNELS) and not spread_out,
         **_kernel_facts(model.kernel),
     )  # fmt: skip
 

@@ -87,8 +87,8 @@ rule  when                                                        backend
       Gaussian in one continuous column, ``m ≤ FGT_SEARCH_MAX_``  leave-one-out
       ``ROWS``                                                    sums, exact)
 3     CV, one continuous column, a smooth built-in kernel,        ``binned``
-      ``m ≥ 1000``, the grid's smallest bandwidth resolved by
-      a binned grid (not a far outlier's)
+      ``m ≥ 1000``, no heavy tail or far outlier (isolated
+      rows' binned leave-one-out sums miss its tolerance)
 4     otherwise                                                   ``compiled``
 ====  ==========================================================  ================
 
@@ -223,7 +223,7 @@ class Facts(NamedTuple):
     moments_loops: bool = False  # the compiled loop sums the local fit's moments here
     loo_loops: bool = False  # the compiled loop sums the leave-one-out terms here
     criterion: str = "cv"  # a search's: "cv" or "aicc"
-    binnable: bool = False  # a smooth built-in kernel the binned search takes, resolved
+    binnable: bool = False  # a smooth built-in kernel the binned search takes, no far tail
     power: int = 1  # the sums' power of the kernel (2: a band's K²)
     pairs_only: bool = False  # signed weights or varying bandwidths: NumPy pairs alone
     in_range: Callable[[], bool] = _always_in_range
