@@ -283,15 +283,13 @@ def nearest_other_responses(x: np.ndarray, y: np.ndarray, weights=None) -> np.nd
     share = np.ones(x.shape[0]) if weights is None else np.asarray(weights, np.float64)[order]
     gaps = np.diff(ordered)
     left, right = np.r_[np.inf, gaps], np.r_[gaps, np.inf]
-    take_left = np.where(left <= right, share[np.maximum(np.arange(x.size) - 1, 0)], 0.0)
-    take_right = np.where(right <= left, share[np.minimum(np.arange(x.size) + 1, x.size - 1)], 0.0)
+    rows = np.arange(x.size)
+    from_left = np.where(left <= right, share[np.maximum(rows - 1, 0)], 0.0)[:, None]
+    from_right = np.where(right <= left, share[np.minimum(rows + 1, x.size - 1)], 0.0)[:, None]
     below = np.r_[responses[:1], responses[:-1]]
     above = np.r_[responses[1:], responses[-1:]]
-    mean = (take_left[:, None] * below + take_right[:, None] * above) / (take_left + take_right)[
-        :, None
-    ]
-    out = np.empty_like(mean)
-    out[order] = mean
+    out = np.empty_like(responses)
+    out[order] = (from_left * below + from_right * above) / (from_left + from_right)
     return out
 
 

@@ -5,10 +5,10 @@ The rule of thumb scales with each column's standard deviation, which one far po
 inflates without bound: 30 points on ``[0, 1]`` and one at ``10⁹`` have ``σ ≈ 2·10⁸``,
 and a grid of ``0.05×`` to ``5×`` Scott's rule never sees bandwidths near the cluster's
 ``0.015``, where local linear's CV criterion is lowest (0.75; the search from that grid
-stopped at ``2.6·10⁸``, where it is ``5·10¹⁵``). So
-where some column's standard deviation exceeds :data:`OUTLIER_RATIO` times its robust
-spread (``IQR / 1.349``, Silverman's), the grid reaches below, in its own steps, to
-where the robust spread's rule would start it. The grid above is unchanged: the
+stopped at ``2.6·10⁸``, where it is ``5·10¹⁵``). So where some column's standard
+deviation exceeds :data:`OUTLIER_RATIO` times its robust spread (``IQR / 1.349``,
+Silverman's) — a far outlier, a heavy tail — the grid reaches below, in its own steps,
+to where the robust spread's rule would start it. The grid above is unchanged: the
 criterion may still be lowest at large bandwidths (local constant fits of the same
 data), and every point of both is tried.
 """
