@@ -28,6 +28,7 @@ __all__ = [
     "multipliers",
     "steps_below",
     "steps_for",
+    "thetas_along",
 ]
 
 #: The coarse search's multiples of the rule of thumb.
@@ -70,6 +71,16 @@ def steps_for(deviations: np.ndarray, interquartile_ranges: np.ndarray) -> int:
     if not largest > OUTLIER_RATIO:
         return 0
     return min(MOST_ROBUST_STEPS, math.ceil(math.log(largest) / _STEP))
+
+
+def thetas_along(start: np.ndarray, continuous, below: int = 0) -> np.ndarray:
+    """``(len(GRID) + below, d)``: the grid's points in ``θ`` — ``start`` (the rule of
+    thumb's ``θ``) with the ``continuous`` columns moved by the logarithms of
+    :func:`multipliers`; other columns as the caller moves them."""
+    grid = multipliers(len(GRID) + below)
+    thetas = np.tile(np.asarray(start, np.float64), (len(grid), 1))
+    thetas[:, list(continuous)] += np.log(grid)[:, None]
+    return thetas
 
 
 def multipliers(count: int) -> np.ndarray:

@@ -25,10 +25,9 @@ from ..sums.observation_weights import (
     sorted_rows,
 )
 from . import by_backend, leave_one_out
-from .grid import multipliers, steps_below
+from .grid import steps_below, thetas_along
 from .rules import rule_of_thumb, search_start
 from .search import (
-    GRID,
     BandwidthSelection,
     constant_response,
     planned_search,
@@ -96,12 +95,9 @@ def _search(
         return BandwidthSelection(start, exact, method, (np.array([]), np.array([])))
     cont = list(model.continuous)
     below = steps_below(x, cont, weights)
-    grid = multipliers(len(GRID) + below)
-    thetas = np.tile(to_theta(start, model), (len(grid), 1))
-    thetas[:, cont] += np.log(grid)[:, None]
-    route = pooling
-    if pooling == "auto":
-        route = planned_search(model, y, method, block_size, weights, spread_out=below > 0)
+    thetas = thetas_along(to_theta(start, model), cont, below)
+    auto = pooling == "auto"
+    route = planned_search(model, y, method, block_size, weights, below > 0) if auto else pooling
     objective = None
     if get_backend(pooling) is not None:  # a registered backend's leave-one-out sums
         by_backend.check_served(pooling, model, method)

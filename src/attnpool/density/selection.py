@@ -15,7 +15,7 @@ import numpy as np
 from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import DensityUnits, power_of_two_above
 from .._support.validation import check_choice, check_points
-from ..bandwidth.grid import GRID, multipliers, steps_below
+from ..bandwidth.grid import GRID, multipliers, steps_below, thetas_along
 from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
 from ..bandwidth.rules import (
     CATEGORICAL_START,
@@ -211,9 +211,7 @@ def search(
     # three quarters of the grid at least above the floor
     start = np.maximum(start, floor / GRID[len(GRID) // 4])
     below = steps_below(x, model.continuous)
-    grid = multipliers(len(GRID) + below)
-    thetas = np.tile(to_theta(start, model), (len(grid), 1))
-    thetas[:, list(model.continuous)] += np.log(grid)[:, None]
+    thetas = thetas_along(to_theta(start, model), model.continuous, below)
     step = math.log(GRID[1] / GRID[0])
     line = step * (np.arange(-below, len(GRID)) - (len(GRID) - 1) / 2)
     thetas[:, list(model.categorical)] += line[:, None]
@@ -248,7 +246,8 @@ def search(
             TiedDataWarning,
             stacklevel=3,
         )
-    return BandwidthSelection(bandwidth, value, method, (grid, objectives), True, calls)
+    grid = (multipliers(len(thetas)), objectives)
+    return BandwidthSelection(bandwidth, value, method, grid, True, calls)
 
 
 #: A searched bandwidth within this factor of its column's floor has reached it.

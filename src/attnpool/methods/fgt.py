@@ -42,6 +42,7 @@ import numpy as np
 
 from ..kernels import Kernel, is_gaussian
 from . import native
+from .gaps import closed_gaps
 from .sparse import sorted_scaled
 
 #: Bound on the truncation and on the weight left out, relative to each query's weight.
@@ -192,7 +193,7 @@ def expansion_sums(
 
     ``queries (n, 1)``, ``keys (m, 1)``, ``values (m, p)``; ``scale`` the inverse bandwidth;
     ``centre`` subtracted from both before they are scaled (the keys' midrange: far data
-    keep their digits; clusters far apart each take their own, :func:`closed_gaps`).
+    keep their digits; clusters far apart each take their own, :func:`~.gaps.closed_gaps`).
     Queries that are the keys (the same array) are sorted once.
     """
     scale = float(np.asarray(scale, np.float64).reshape(-1)[0])
@@ -230,7 +231,7 @@ def sorted_sums(q, nearest2, k, features, farthest, tolerance, raw=None):
     """``(n, f)``: the expanded sums at scaled queries ``q`` over the sorted scaled keys
     ``k`` (keys beyond ``farthest`` left out; NaN where a window leaves the table), or
     None where the coefficients would be more than :data:`MAX_COEFFICIENTS`. Wide gaps
-    between keys are closed first (:func:`closed_gaps`, with ``raw``)."""
+    between keys are closed first (:func:`~.gaps.closed_gaps`, with ``raw``)."""
     counts = features.shape[1] == 1  # the ones column only: every feature a count
     width, half, order = plan(farthest, counts=counts, tolerance=tolerance)
     k, q = closed_gaps(k, q, width, (2 * half + 4) * width, raw)
@@ -239,40 +240,6 @@ def sorted_sums(q, nearest2, k, features, farthest, tolerance, raw=None):
         return None
     table = _coefficients(k, features, boxes, k[0], width, order, half)
     return _evaluate(q - k[0], nearest2, table, width, half, order)
-
-
-def closed_gaps(k, q, width: float, span: float, raw=None):
-    """Sorted scaled keys ``k`` and queries ``q`` with every gap between neighbouring keys
-    wider than ``span`` closed to ``span``: each run of keys without such a gap (a
-    segment) laid out after the one before it, each query with the segment of its
-    nearest key. A window of ``2·half + 1`` boxes of ``width`` about a query within
-    ``half`` boxes of its nearest key (``span = (2·half + 4)·width``) still holds exactly
-    the keys it held, at the same distances, and a table for 30 keys on ``[0, 1]`` and
-    one at ``10⁹`` no longer spans the ``10⁹`` boxes between them. ``raw``: ``(queries,
-    keys, scale)`` unscaled, in the same order: each segment's coordinates are then taken
-    about its own midrange before scaling (a cluster far from the others keeps the digits
-    that centring on the whole sample's midrange took). Data without such gaps are
-    returned as they are."""
-    wide = np.diff(k) > span
-    if not wide.any():
-        return k, q
-    key_segment = np.r_[0, np.cumsum(wide)]
-    right = np.clip(np.searchsorted(k, q), 0, k.shape[0] - 1)
-    left = np.maximum(right - 1, 0)
-    nearest = np.where(np.abs(q - k[left]) <= np.abs(q - k[right]), left, right)
-    query_segment = key_segment[nearest]
-    first = np.r_[0, np.flatnonzero(wide) + 1]
-    last = np.r_[first[1:] - 1, k.shape[0] - 1]
-    if raw is None:
-        local_k, local_q = k - k[first][key_segment], q - k[first][query_segment]
-    else:
-        raw_q, raw_k, scale = raw
-        origins = raw_k[first] / 2 + raw_k[last] / 2
-        local_k = (raw_k - origins[key_segment]) * scale
-        local_q = (raw_q - origins[query_segment]) * scale
-    below, above = local_k[first], local_k[last]
-    starts = np.r_[0.0, np.cumsum(above[:-1] + span - below[1:])]
-    return local_k + starts[key_segment], local_q + starts[query_segment]
 
 
 #: Leave-one-out weights (in units of ``K(0)``) below which a point's sums are summed

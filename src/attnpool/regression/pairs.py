@@ -221,13 +221,14 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
 
 def _select_bandwidth(x, score, kernel, weights, progress):
     """Log-bandwidths from the base kernel's rule of thumb: the search of the other fits."""
-    from ..bandwidth.grid import GRID, multipliers, steps_below
+    from ..bandwidth.grid import steps_below, thetas_along
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import host_search
 
     start = search_start(x, kernel=kernel.base or kernel, weights=weights)
-    grid = multipliers(len(GRID) + steps_below(x, range(x.shape[1]), weights))
-    thetas = np.log(grid[:, None] * start[None, :])
+    thetas = thetas_along(
+        np.log(start), range(x.shape[1]), steps_below(x, range(x.shape[1]), weights)
+    )
     evaluations = [0]
 
     def objective(theta):
