@@ -175,3 +175,30 @@ def test_a_one_column_search_follows_a_falling_criterion_below_its_grid(below):
     else:  # beyond: the search stops at its last step's bracket, still falling there
         assert theta[0] <= lowest + step and value < criterion(thetas[0])
     assert len(calls) <= len(GRID) + MOST_BELOW + 1 + 60
+
+
+def test_a_one_column_search_follows_a_falling_criterion_above_its_grid():
+    """A response without signal: the criterion falls to the global mean's as h → ∞. The
+    host search stopped one grid step above the grid's top (h = 0.69, CV 0.94795) where
+    the compiled search went on (0.94716); it now follows the criterion up as it follows
+    it down below the grid."""
+    from attnpool import cv_curve, select_bandwidth
+    from attnpool.bandwidth.search import GRID, MOST_ABOVE, host_search
+
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 1, 300), rng.normal(0, 1, 300)
+    found = select_bandwidth(x, y)
+    assert found.objective <= cv_curve(x, y, [1e6])[0] * (1 + 1e-9)
+    assert found.objective == pytest.approx(select_bandwidth(x, y, pooling="dense").objective,
+                                            rel=1e-9)  # fmt: skip
+    # a smooth criterion whose minimum lies 3 log-units above the grid: found
+    thetas = np.log(GRID)[:, None]
+    optimum = thetas[-1, 0] + 3.0
+
+    def criterion(theta) -> float:
+        return float((np.asarray(theta).reshape(-1)[0] - optimum) ** 2)
+
+    theta, _, on_grid = host_search(criterion, thetas, None, xatol=1e-9)
+    assert on_grid.shape == GRID.shape
+    np.testing.assert_allclose(theta[0], optimum, atol=1e-6)
+    assert 3.0 < MOST_ABOVE * math.log(GRID[1] / GRID[0])
