@@ -19,7 +19,7 @@ from ..sums.empty_policy import user_stacklevel
 from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, bandwidth_of, categorical_upper
 from ..sums.plan import plan
-from .grid import GRID, multipliers
+from .grid import GRID, MOST_ABOVE, MOST_BELOW, above_the_grid, below_the_grid, multipliers
 from .minimizers import (
     finite_or_largest,
     initial_simplex,
@@ -30,6 +30,8 @@ from .minimizers import (
 
 __all__ = [
     "GRID",
+    "MOST_ABOVE",
+    "MOST_BELOW",
     "SMOOTHED_OUT",
     "WIDE",
     "BandwidthSelection",
@@ -249,8 +251,8 @@ def host_search(
     step = float(np.log(GRID[1] / GRID[0]))
     if thetas.shape[1] == 1:
         ranking = grid_objective or objective
-        thetas, objectives = _below_the_grid(ranking, thetas, objectives, step)
-        thetas, objectives = _above_the_grid(ranking, thetas, objectives, step)
+        thetas, objectives = below_the_grid(ranking, thetas, objectives, step)
+        thetas, objectives = above_the_grid(ranking, thetas, objectives, step)
     best = best_candidate(thetas, objectives, criterion)
     best_value = None
     if thetas.shape[1] == 1:
@@ -339,52 +341,6 @@ def best_of(local_search, thetas, objectives) -> tuple[np.ndarray, float]:
         return theta, value
     other, other_value = local_search(rule_point(thetas))
     return (other, other_value) if other_value < value else (theta, value)
-
-
-#: Grid steps tried below the grid's smallest bandwidth while the criterion still falls
-#: there (a factor ~1600 at the grid's steps): a sample with a tight cluster has its
-#: optimum far below the rule of thumb, which the whole sample's spread sets.
-MOST_BELOW = 24
-
-
-def _below_the_grid(objective, thetas, objectives, step: float):
-    """``(θ (k + m, 1), objectives)``: a one-column grid extended a ``step`` at a time
-    below its first point while that point is its best finite one and the criterion still
-    falls (at most :data:`MOST_BELOW` steps), the first point that does not fall included
-    (the best point then has a neighbour on each side)."""
-    finite = np.where(np.isfinite(objectives), objectives, np.inf)
-    added = 0
-    while added < MOST_BELOW and np.isfinite(finite[0]) and int(np.argmin(finite)) == 0:
-        theta = thetas[:1] - step
-        value = objective(theta[0])
-        thetas, objectives = np.r_[theta, thetas], np.r_[value, objectives]
-        finite = np.r_[value if np.isfinite(value) else np.inf, finite]
-        added += 1
-    return thetas, objectives
-
-
-#: Grid steps tried above the grid's largest bandwidth while the criterion still falls
-#: there: clusters far apart (``0…30`` beside ``10⁵``) set a rule of thumb that smooths
-#: each cluster but not across them, and the criterion may fall until it averages each
-#: cluster whole (CV 0.00980 at 5× the rule, 0.00977 beyond).
-MOST_ABOVE = 24
-
-
-def _above_the_grid(objective, thetas, objectives, step: float):
-    """:func:`_below_the_grid` at the grid's other end: a one-column grid extended a
-    ``step`` at a time above its last point while that point is its best finite one and
-    the criterion still falls (at most :data:`MOST_ABOVE` steps)."""
-    finite = np.where(np.isfinite(objectives), objectives, np.inf)
-    added = 0
-    while (
-        added < MOST_ABOVE and np.isfinite(finite[-1]) and int(np.argmin(finite)) == finite.size - 1
-    ):
-        theta = thetas[-1:] + step
-        value = objective(theta[0])
-        thetas, objectives = np.r_[thetas, theta], np.r_[objectives, value]
-        finite = np.r_[finite, value if np.isfinite(value) else np.inf]
-        added += 1
-    return thetas, objectives
 
 
 def _line_curvature(thetas, objectives, best) -> float | None:
