@@ -106,7 +106,11 @@ def nearest_key(queries, keys, *, key_count=None, exclude_self=False):
 
     ``key_count``: keys from this row on are padding and never the nearest.
     ``exclude_self``: query ``i`` is key ``i`` and not its own nearest (its nearest other
-    key is beside it in sorted order). A query with no other key gets itself.
+    key is beside it in sorted order). A query with no other key gets itself. A padding
+    query (from ``key_count`` on) leaves out only its padding key: its nearest is the
+    real key its coordinate is nearest, as in the sums, which leave out only that key
+    (its twin among the real keys is nearest, at distance 0: a row's largest log weight
+    taken from another key overflowed its weights, and the gradient through them).
     """
     m = keys.shape[0]
     coordinate = keys[:, 0]
@@ -117,6 +121,10 @@ def nearest_key(queries, keys, *, key_count=None, exclude_self=False):
     if exclude_self:
         rank = jnp.zeros(m, order.dtype).at[order].set(jnp.arange(m, dtype=order.dtype))
         left, right = rank - 1, rank + 1
+        if key_count is not None:
+            found = jnp.searchsorted(ordered, queries[:, 0])
+            padding = jnp.arange(m) >= key_count
+            left, right = jnp.where(padding, found - 1, left), jnp.where(padding, found, right)
     else:
         right = jnp.searchsorted(ordered, queries[:, 0])
         left = right - 1
