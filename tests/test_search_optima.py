@@ -123,8 +123,12 @@ def test_only_a_far_outlier_extends_the_grid():
     x = far_outlier(columns=2)[0]
     below = steps_below(x, [0, 1])
     assert steps_below(x, [1]) == 0 and below > 0
-    # down to 0.05× the rule of the robust spread, in the grid's steps
-    ratio = np.std(x[:, 0], ddof=1) / (np.subtract(*np.percentile(x[:, 0], [75, 25])) / 1.349)
+    # down to 0.05× the rule of the robust spread (the smaller of the quartiles' and the
+    # spacing's: 0.4 × the distinct values × their median gap), in the grid's steps
+    values = np.unique(x[:, 0])
+    robust = min(np.subtract(*np.percentile(x[:, 0], [75, 25])) / 1.349,
+                 0.4 * values.size * np.median(np.diff(values)))  # fmt: skip
+    ratio = np.std(x[:, 0], ddof=1) / robust
     grid = multipliers(len(GRID) + below)
     assert grid[0] <= GRID[0] / ratio < grid[1] and np.allclose(grid[below:], GRID, rtol=1e-15)
 

@@ -11,6 +11,14 @@ Silverman's) — a far outlier, a heavy tail — the grid reaches below, in its 
 to where the robust spread's rule would start it. The grid above is unchanged: the
 criterion may still be lowest at large bandwidths (local constant fits of the same
 data), and every point of both is tried.
+
+Clusters far apart fool the quartiles too: 100 points on ``[0, 30]`` and 40 near
+``10⁵`` have an interquartile range across the gap, and a grid from ``900`` up, where
+CV is flat at 0.47 (the search chose 52 390), while it is 0.025 at ``h = 0.3``. Their
+spacing says what the spreads do not: a normal or uniform sample's distinct values lie
+about ``2.5 σ / n`` apart at the median, so ``0.4 n`` times the median gap
+(:func:`spacing_spreads`) is the standard deviation of a sample spaced as this one is,
+and a standard deviation :data:`OUTLIER_RATIO` times that reaches the grid down alike.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ __all__ = [
     "above_the_grid",
     "below_the_grid",
     "multipliers",
+    "spacing_spreads",
     "steps_below",
     "steps_for",
     "thetas_along",
@@ -40,6 +49,9 @@ GRID = np.geomspace(0.05, 5.0, 16)
 #: A column whose standard deviation is this many times its robust spread has points
 #: far from the rest (a normal sample's ratio is 1, a lognormal's with ``σ = 1`` 2).
 OUTLIER_RATIO = 4.0
+#: A sample's standard deviation over its number of distinct values times their median
+#: gap: 0.38 for a normal sample, 0.42 for a uniform one, 0.63 for an exponential one.
+SPACING_TO_SPREAD = 0.4
 #: The most grid steps added below (a factor ``e^29.5 ≈ 7·10¹²``): each is one
 #: evaluation of the criterion.
 MOST_ROBUST_STEPS = 96
@@ -50,27 +62,51 @@ _STEP = math.log(GRID[1] / GRID[0])
 def steps_below(x: np.ndarray, continuous, weights: np.ndarray | None = None) -> int:
     """Grid steps to add below :data:`GRID`'s first point for the continuous columns of
     ``x (n, d)`` (module docstring): 0 unless some column's standard deviation exceeds
-    :data:`OUTLIER_RATIO` times its positive robust spread, else enough steps that the
-    grid starts at ``GRID[0]`` times the rule of the smallest robust spread (at most
-    :data:`MOST_ROBUST_STEPS`). ``weights``: relative observation weights."""
+    :data:`OUTLIER_RATIO` times its positive robust spread or its spacings' spread, else
+    enough steps that the grid starts at ``GRID[0]`` times the rule of the smallest of
+    those (at most :data:`MOST_ROBUST_STEPS`). ``weights``: relative observation weights
+    (rows of weight 0 take no place in the spacing)."""
     columns = np.asarray(x, np.float64)[:, list(continuous)]
     if columns.shape[1] == 0 or columns.shape[0] < 4:
         return 0
     columns = in_unit(columns)[0]
+    placed = columns
     if weights is not None:
         weights = np.asarray(weights, np.float64) / np.max(weights)
         weights = weights * (weights.size / np.sum(weights))
+        placed = columns[weights > 0]
     quartiles = percentiles(columns, [25.0, 75.0], weights)
-    return steps_for(spread(columns, weights), quartiles[1] - quartiles[0])
+    return steps_for(spread(columns, weights), quartiles[1] - quartiles[0],
+                     spacing_spreads(placed))  # fmt: skip
 
 
-def steps_for(deviations: np.ndarray, interquartile_ranges: np.ndarray) -> int:
-    """:func:`steps_below` of columns with these standard ``deviations`` and
-    ``interquartile_ranges`` (``(q,)`` each; a range of 0 — half the rows tied — says
-    nothing of the spread's centre, and counts as no outlier)."""
-    robust = np.asarray(interquartile_ranges, np.float64) / 1.349
+def spacing_spreads(columns: np.ndarray) -> np.ndarray:
+    """``(q,)``: the standard deviation of a normal sample spaced as each column of
+    ``columns (n, q)`` is — :data:`SPACING_TO_SPREAD` times its number of distinct values
+    times the median gap between them (0 with fewer than four)."""
+    result = np.zeros(columns.shape[1])
+    for j in range(columns.shape[1]):
+        gaps = np.diff(np.sort(columns[:, j]))
+        gaps = gaps[gaps > 0]
+        if gaps.size >= 3:
+            result[j] = SPACING_TO_SPREAD * (gaps.size + 1) * np.median(gaps)
+    return result
+
+
+def steps_for(
+    deviations: np.ndarray, interquartile_ranges: np.ndarray, spacings: np.ndarray | None = None
+) -> int:
+    """:func:`steps_below` of columns with these standard ``deviations``,
+    ``interquartile_ranges`` and spacings' spreads (``(q,)`` each; :func:`spacing_spreads`,
+    None where unknown). A range of 0 — half the rows tied — says nothing of the spread's
+    centre, and counts as no outlier; a spacing of 0 (fewer than four distinct values)
+    likewise."""
+    measures = [np.asarray(interquartile_ranges, np.float64) / 1.349]
+    if spacings is not None:
+        measures.append(np.asarray(spacings, np.float64))
+    robust = np.minimum.reduce([np.where(m > 0, m, np.inf) for m in measures])
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(robust > 0, np.asarray(deviations, np.float64) / robust, 1.0)
+        ratio = np.where(np.isfinite(robust), np.asarray(deviations, np.float64) / robust, 1.0)
     largest = float(np.max(ratio, initial=1.0))
     if not largest > OUTLIER_RATIO:
         return 0

@@ -12,6 +12,11 @@ from . import as_rows, finish_states, merged_states, prepare_arrays
 
 __all__ = ["cv_objectives", "fit_on_dask", "select_bandwidth"]
 
+#: Rows whose spacing stands for the whole sample's in the search's grid (every
+#: ``n / SPACING_ROWS``-th row: their values lie that many times further apart, and
+#: they are that many times fewer, so the spread their spacing gives is the sample's).
+SPACING_ROWS = 2**14
+
 
 def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chunk_rows=None):
     """Leave-one-out CV error of Nadaraya–Watson for each row of ``bandwidths (K, d)``.
@@ -40,17 +45,18 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     """Leave-one-out CV bandwidth of Nadaraya–Watson over a sharded training set.
 
     Candidates are common multiples of Scott's rule per column (``0.05``–``5×``, 16 on a
-    log grid, reaching further down where an outlier inflates a column's standard
-    deviation, as :mod:`attnpool.bandwidth.grid` says; the columns' standard deviations
-    and quartiles come from one Dask computation, the quartiles Dask's merged per-chunk
-    estimates), then 16 more between the best candidate's neighbours: two passes over
-    the data. Returns a :class:`attnpool.bandwidth.BandwidthSelection`.
+    log grid, reaching further down where an outlier or a gap between clusters inflates a
+    column's standard deviation, as :mod:`attnpool.bandwidth.grid` says; the columns'
+    standard deviations, quartiles and spacings come from one Dask computation — the
+    quartiles Dask's merged per-chunk estimates, the spacings those of every
+    ``n / 2¹⁴``-th row), then 16 more between the best candidate's neighbours: two passes
+    over the data. Returns a :class:`attnpool.bandwidth.BandwidthSelection`.
     """
     import dask
     import dask.array as da
 
     from ..bandwidth import BandwidthSelection
-    from ..bandwidth.grid import GRID, multipliers, steps_for
+    from ..bandwidth.grid import GRID, multipliers, spacing_spreads, steps_for
     from ..bandwidth.rules import rule_from_spread
 
     x_rows = as_rows(x, "x", chunk_rows)
@@ -58,7 +64,8 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     # about the first row: moments of data far from the origin (timestamps) cancel
     centred = x_rows - x_rows[0].compute()
     quartiles = [da.percentile(centred[:, j], [25.0, 75.0]) for j in range(x_rows.shape[1])]
-    sigma, *quartiles = dask.compute(centred.std(axis=0, ddof=1), *quartiles)
+    thinned = centred[:: max(1, n // SPACING_ROWS)]
+    sigma, thinned, *quartiles = dask.compute(centred.std(axis=0, ddof=1), thinned, *quartiles)
     sigma = np.asarray(sigma, dtype=float)
     if not np.all(np.isfinite(sigma)):
         raise ValueError(
@@ -70,7 +77,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     scott = rule_from_spread(sigma, n, kernel)
     options = dict(kernel=kernel, split_every=split_every, chunk_rows=chunk_rows)
     ranges = np.array([high - low for low, high in quartiles], dtype=float)
-    coarse = multipliers(len(GRID) + steps_for(sigma, ranges))
+    coarse = multipliers(len(GRID) + steps_for(sigma, ranges, spacing_spreads(thinned)))
     first = cv_objectives(x_rows, y, coarse[:, None] * scott, **options)
     best = int(np.argmin(first))
     low, high = coarse[max(best - 1, 0)], coarse[min(best + 1, len(coarse) - 1)]
