@@ -110,3 +110,21 @@ def test_kernel_density_with_sample_weight_selects_by_cross_validation():
         np.r_[x, [[50.0]]], sample_weight=np.r_[w, 0.0]
     )
     np.testing.assert_allclose(with_zeros.bandwidth_, found.bandwidth, rtol=1e-12)
+
+
+def test_weights_place_the_search_grid_as_the_regressions_do():
+    """The grid is multiples of the weighted sample's rule of thumb (its rows' weights
+    taken as relative), as a regression's search takes them: 300 rows at weight 10⁻⁶
+    spread over ±5·10⁴ beside 300 normal ones set an unweighted rule 10⁴ times wider."""
+    from attnpool.bandwidth.rules import search_start
+
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(0, 1, 300), rng.uniform(-5e4, 5e4, 300)][:, None]
+    w = np.r_[np.ones(300), np.full(300, 1e-6)]
+    found = attnpool.select_density_bandwidth(x, method="cv_ml", weights=w)
+    multipliers, objectives = found.grid
+    share = w / w.sum()
+    for k in (0, len(multipliers) // 2, len(multipliers) - 1):
+        h = search_start(x, weights=w) * multipliers[k]
+        expected = -(share @ loo_log_density(x, h, "gaussian", "c", w))
+        assert objectives[k] == pytest.approx(expected, rel=1e-10)

@@ -21,7 +21,7 @@ from ..bandwidth.rules import (
     CATEGORICAL_START,
     observation_count,
     rule_from_spread,
-    rule_of_thumb,
+    search_start,
 )
 from ..bandwidth.search import (
     BandwidthSelection,
@@ -164,7 +164,8 @@ def select_density_bandwidth(
         return float(-np.mean(values) if share is None else -(share @ values))
 
     estimate = None if expanded is None else expanded.estimate
-    return search(objective, x, model, method, progress, grid_objective=estimate, units=units)
+    return search(objective, x, model, method, progress, grid_objective=estimate, units=units,
+                  weights=weights)  # fmt: skip
 
 
 #: The ``grid`` of a selection without a search.
@@ -196,21 +197,24 @@ def search(
     progress: Callable[[int, int], None] | None = None,
     grid_objective: Callable[[np.ndarray], float] | None = None,
     units: DensityUnits | None = None,
+    weights: np.ndarray | None = None,
 ) -> BandwidthSelection:
     """The bandwidths of ``x (n, q)``'s columns minimising ``objective(h)``: the
     regressions' grid of multiples of Scott's rule (log-bandwidths; categorical columns
     along the same line as logits, in the grid's steps about ``λ = 0.1``), refined by
     the host search. ``grid_objective``: an estimate of ``objective`` that ranks the grid
     (:func:`attnpool.bandwidth.search.host_search`). ``units``: the units ``x`` is in
-    (:class:`~attnpool._support.units.DensityUnits`); the selection is in the data's. A
+    (:class:`~attnpool._support.units.DensityUnits`); the selection is in the data's.
+    ``weights``: the rows' observation weights, which place the grid as they do the
+    regressions' (:func:`~attnpool.bandwidth.rules.search_start`). A
     :class:`~attnpool.bandwidth.BandwidthSelection`."""
 
-    start = rule_of_thumb(x, method="scott", kernel=model.kernel, var_type=model.var_type)
+    start = search_start(x, kernel=model.kernel, var_type=model.var_type, weights=weights)
     floor = np.zeros(x.shape[1])
     floor[list(model.continuous)] = bandwidth_floor(x[:, list(model.continuous)])
     # three quarters of the grid at least above the floor
     start = np.maximum(start, floor / GRID[len(GRID) // 4])
-    below = steps_below(x, model.continuous)
+    below = steps_below(x, model.continuous, weights)
     thetas = thetas_along(to_theta(start, model), model.continuous, below)
     step = math.log(GRID[1] / GRID[0])
     line = step * (np.arange(-below, len(GRID)) - (len(GRID) - 1) / 2)
