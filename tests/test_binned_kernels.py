@@ -123,3 +123,16 @@ def test_what_binned_cannot_bin_is_refused(kernel, message):
     with pytest.raises(ValueError, match=message):
         attnpool.attention_pool(queries, keys, values, kernel=kernel, bandwidth=0.5,
                                 method="binned")  # fmt: skip
+
+
+def test_a_grid_too_coarse_to_see_a_compact_kernel_bounds_nothing():
+    """A hundredth of a node per bandwidth in two columns: the bound's table steps past
+    the support at once, and its kernel sum is 0 — the bound is ``inf`` (no bin
+    meets a tolerance there), and said without a division by zero."""
+    import warnings
+
+    binned_bound.relative_bound.cache_clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert binned_bound.relative_bound(kernels.get("epanechnikov"), 0.01, 2) == np.inf
+        assert np.isfinite(binned_bound.relative_bound(kernels.get("epanechnikov"), 4.0, 2))

@@ -148,10 +148,13 @@ PRECISION = 2.0 ** (1 / 256)
 def relative_bound(kernel: Kernel, nodes: float, d: int = 1) -> float:
     """The error bound of :func:`radial_error_bound` on keys of uniform density, relative
     to the kernel sum, at ``nodes`` grid nodes per bandwidth (about ``16 · nodes ·
-    tail`` table entries: cached, since a search evaluates it at powers of two)."""
+    tail`` table entries: cached, since a search evaluates it at powers of two); ``inf``
+    where the table's first step passes a compact kernel's support (far below one node
+    per bandwidth in several columns: the kernel sum's table is 0 beyond its centre)."""
     step, bound, profile = radial_error_bound(kernel, np.full(d, 1.0 / nodes), kernel_tail(kernel))
     radius = (np.arange(bound.size) * step) ** (d - 1)
-    return float(np.sum(bound * radius) / np.sum(profile * radius))
+    with np.errstate(divide="ignore"):
+        return float(np.sum(bound * radius) / np.sum(profile * radius))
 
 
 def nodes_for(kernel: Kernel, tolerance: float, d: int = 1, most: float = MOST_NODES) -> float:
