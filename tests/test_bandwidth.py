@@ -146,15 +146,16 @@ def test_too_few_rows():
 def test_binned_loo_objective_matches_the_exact_one(kernel, degree):
     from attnpool.bandwidth.criteria import binned_loo_residuals
     from attnpool.methods import binned
+    from attnpool.methods.binned_traced import BinnedPlan
 
     x, y = continuous_data(14, n=1500, d=1)
     model = model_for(x, kernel=kernel, degree=degree)
     grid = binned.grid_for(x[:, 0], 0.02)
-    reach = binned.reach_for(model.kernel, 2.0, grid)
+    plan = BinnedPlan(grid, binned.reach_for(model.kernel, 2.0, grid))
     with jax.enable_x64(True):
         for h in [0.05, 0.2, 1.0]:
             args = (jnp.asarray(x), jnp.asarray(y)[:, None], jnp.asarray([h]), model)
-            approximate = float(jnp.mean(binned_loo_residuals(*args, grid, reach) ** 2))
+            approximate = float(jnp.mean(binned_loo_residuals(*args, plan) ** 2))
             exact = float(jnp.mean(loo_residuals(*args) ** 2))
             np.testing.assert_allclose(approximate, exact, rtol=1e-4)  # 16+ nodes per bandwidth
 

@@ -88,10 +88,7 @@ def criterion(x, y, bandwidth, spec: Criterion, *, binned=None, count=None, weig
             residuals = loo_residuals(x, y, bandwidth, model, block_size=block_size,
                                       count=count, weights=weights, engine=engine)  # fmt: skip
         else:
-            residuals = binned_loo_residuals(
-                x, y, bandwidth, model, binned.grid, binned.reach, count=count,
-                weights=weights, nearest=binned.nearest,
-            )  # fmt: skip
+            residuals = binned_loo_residuals(x, y, bandwidth, model, binned, count, weights)
         residuals = jnp.where(real, residuals, 0.0)
         return jnp.where(jnp.all(jnp.isfinite(residuals)), mean(residuals**2), jnp.inf)
     fit, hat = hat_diagonal(x, y, bandwidth, model, block_size=block_size, count=count,
@@ -152,24 +149,23 @@ def refine(evaluate, theta, dtype, *, tolerance: float, maxiter: int, bounds=Non
     return minimize_lbfgs(host, theta, ftol=tolerance, maxiter=maxiter, bounds=bounds)
 
 
-def binned_loo_residuals(
-    x, y, bandwidth, model: LocalModel, grid, reach: tuple[int, ...], count=None, weights=None,
-    nearest=None,
-):  # fmt: skip
-    """Leave-one-out residuals of a 1-D continuous fit on a binned grid (traceable).
+def binned_loo_residuals(x, y, bandwidth, model: LocalModel, binned, count=None, weights=None):
+    """Leave-one-out residuals of a 1-D continuous fit on the binned grid of ``binned``
+    (a :class:`~attnpool.methods.binned_traced.BinnedPlan`; traceable).
 
     ``x (n, 1)``, ``y (n, p)``; an approximation whose error falls as ``(Δ/h)²``
     (see :mod:`attnpool.methods.binned_traced`), used to search bandwidths fast. Degree 1
     bins the moments of ``x`` about the grid's centre and recentres them at each point.
     Rows from ``count`` on are padding and bin nothing. ``weights (n,)``: observation
     weights, multiplying each row's features — its own term, taken away, is then its
-    whole weight's (a row left out whole). ``nearest (n, p)``: local constant's fit of a
-    row with no other key within the kernel's reach on the grid — its nearest other
-    row's response, the limit of its exact fit as the others' weights fall away; None:
-    NaN, and the criterion undefined.
+    whole weight's (a row left out whole). The plan's ``nearest (n, p)``: local
+    constant's fit of a row with no other key within the kernel's reach on the grid — its
+    nearest other row's response, the limit of its exact fit as the others' weights fall
+    away; None: NaN, and the criterion undefined.
     """
     from ..methods import binned_traced
 
+    grid, reach, nearest = binned.grid, binned.reach, binned.nearest
     h = bandwidth[0]
     centre = grid.start[0] + 0.5 * grid.spacing[0] * (grid.size[0] - 1)
     u = x[:, 0] - centre

@@ -35,7 +35,7 @@ from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.optional import require
 from .._support.validation import check_bandwidth, check_numeric_dtype, check_positive_int
 from ..sums.observation_weights import dask_augmented
-from .tasks import combine, finish_states, identity, state_task
+from .tasks import ChunkTask, combine, finish_states, identity, state_task
 
 dask = require("dask", "Dask support (attnpool.distributed)")
 import dask.array as da  # noqa: E402
@@ -176,15 +176,8 @@ def merged_states(
         query_ids = da.arange(queries.shape[0], chunks=queries.chunks[0])[:, None]
         key_ids = da.arange(keys.shape[0], chunks=keys.chunks[0])[:, None]
         arrays += [query_ids, "iz", key_ids, "jz"]
-    task = partial(
-        state_task,
-        bandwidths=bandwidths,
-        kernel=kernel,
-        names=names,
-        leave_one_out=leave_one_out,
-        nearest=nearest,
-        weighted=weighted,
-    )
+    task = partial(state_task, bandwidths=bandwidths,
+                   task=ChunkTask(kernel, names, leave_one_out, nearest, weighted))  # fmt: skip
     states = da.blockwise(
         task,
         "ijcs",

@@ -16,7 +16,7 @@ bandwidths at once (:func:`chunk_state`).
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +34,7 @@ from ..sums.problem import SumProblem
 from ..sums.state import PoolingState, block_state, finalize, merge_stacked
 
 __all__ = [
+    "ChunkTask",
     "chunk_nearest",
     "chunk_state",
     "combine",
@@ -45,6 +46,20 @@ __all__ = [
     "state_task",
     "unpack",
 ]
+
+
+class ChunkTask(NamedTuple):
+    """What every task of one :func:`~attnpool.distributed.merged_states` sums (one
+    static record). ``names``: the queries', keys' and values' names in messages;
+    ``leave_one_out``: query ``i`` is key ``i``, left out of its own sums (the tasks
+    then get the rows' global numbers); ``nearest``: rows a chunk leaves without weight
+    also get the nearest-key state; ``weighted``: the values are ``[w, w·v]``."""
+
+    kernel: Any
+    names: tuple[str, str, str]
+    leave_one_out: bool = False
+    nearest: bool = False
+    weighted: bool = False
 
 
 def pack(state: PoolingState) -> np.ndarray:
@@ -63,20 +78,14 @@ def unpack(packed: Any) -> PoolingState:
     return PoolingState(packed[..., 0], packed[..., 1], packed[..., 2:])
 
 
-@partial(jax.jit, static_argnames=("kernel", "key_block", "leave_one_out"))
+@partial(jax.jit, static_argnames=("kernel", "key_block"))
 def chunk_state(
-    queries: Any,
-    query_ids: Any,
-    keys: Any,
-    key_ids: Any,
-    values: Any,
-    bandwidths: Any,
-    *,
-    kernel: Any,
+    queries: Any, keys: Any, values: Any, bandwidths: Any, ids: Any = None, *, kernel: Any,
     key_block: Any,
-    leave_one_out: Any,
-) -> Any:
+) -> Any:  # fmt: skip
     """States ``(n_i, K, ·)`` of one query chunk over one key chunk, for ``K`` bandwidths.
+    ``ids``: the queries' and keys' global row numbers, each query leaving out the key of
+    its own number (None: no key left out).
 
     Coordinates are centred on the query chunk before they are scaled (data far from
     the origin keep their digits; the same centre for every key chunk, so log weights
@@ -96,8 +105,8 @@ def chunk_state(
         ) -> Any:
             divisor = h if differences else None
             log_w = block_log_weights(query_rows, key_rows, kernel, divisor=divisor)
-            if leave_one_out:
-                log_w = mask_own_pairs(log_w, query_ids[query_pos], key_ids[key_pos])
+            if ids is not None:
+                log_w = mask_own_pairs(log_w, ids[0][query_pos], ids[1][key_pos])
             return block_state(log_w, value_rows)
 
         n, m = q.shape[0], k.shape[0]
@@ -109,24 +118,16 @@ def chunk_state(
 
 
 def state_task(
-    queries: Any,
-    keys: Any,
-    values: Any,
-    *extra: Any,
-    bandwidths: Any,
-    kernel: Any,
-    names: Any,
-    leave_one_out: Any,
-    nearest: Any,
-    weighted: Any,
+    queries: Any, keys: Any, values: Any, *extra: Any, bandwidths: Any, task: ChunkTask
 ) -> Any:
     """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk.
 
-    ``extra``: the global row numbers of queries and keys (``leave_one_out``).
-    ``nearest``: rows this chunk leaves without weight also get the nearest-key state,
-    ``p + 2`` more columns. ``weighted``: the values are ``[w, w·v]``
+    ``extra``: the global row numbers of queries and keys (``task.leave_one_out``).
+    ``task.nearest``: rows this chunk leaves without weight also get the nearest-key
+    state, ``p + 2`` more columns. ``task.weighted``: the values are ``[w, w·v]``
     (:func:`attnpool.sums.observation_weights.dask_augmented`). Non-finite inputs are found
     here, as the chunks are read: a ``ValueError`` at ``compute()``, never a silent NaN."""
+    kernel, names, leave_one_out, nearest, weighted = task
     for chunk, name in zip((queries, keys, values), names, strict=True):
         if not np.all(np.isfinite(chunk)):
             raise ValueError(
@@ -141,20 +142,15 @@ def state_task(
             empty[..., 0] = -np.inf
             return np.concatenate([empty, empty], axis=-1) if nearest else empty
     with precision_scope(dtype):
+        ids = (extra[0][:, 0], extra[1][:, 0]) if leave_one_out else None
         if kernel.similarity == "distance" and kernel.base is None:
-            ids = (extra[0][:, 0], extra[1][:, 0]) if leave_one_out else None
             packed = host_states(queries, keys, values, bandwidths, kernel, ids).astype(dtype)
         else:
             state = chunk_state(
-                jnp.asarray(queries, dtype),
-                jnp.asarray(extra[0][:, 0]) if leave_one_out else None,
-                jnp.asarray(keys, dtype),
-                jnp.asarray(extra[1][:, 0]) if leave_one_out else None,
-                jnp.asarray(values, dtype),
-                jnp.asarray(bandwidths, dtype),
+                *(jnp.asarray(a, dtype) for a in (queries, keys, values, bandwidths)),
+                None if ids is None else tuple(jnp.asarray(i) for i in ids),
                 kernel=kernel,
                 key_block=KEY_BLOCK,
-                leave_one_out=leave_one_out,
             )
             packed = pack(state)
         if nearest:
