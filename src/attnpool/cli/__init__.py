@@ -1,10 +1,10 @@
 """Command line: each command parses its options and makes one library call.
 
-Exit status: 0 on success; 2 for a usage error (a bad option or value, a missing
-file); 65 (``EX_DATAERR``) for a data error (a table in an unreadable format, a
-missing column, a cell that is not a number, missing values, too few rows); 130 after
-Ctrl-C. Errors print one line on stderr; output files are written atomically, so none
-is left half-written.
+Exit status: 0 on success; 2 for bad input — a usage error (a bad option or value, a
+missing file) or a data error (a table in an unreadable format, a missing column, a
+cell that is not a number, missing values, too few rows); 130 after Ctrl-C. Errors
+print one line on stderr; output files are written atomically, so none is left
+half-written.
 """
 
 from __future__ import annotations
@@ -20,14 +20,11 @@ import typer
 from .._support.optional import MissingDependencyError
 from ..kernels import get, names
 from .progress import CommandProgress
-from .table import DataError
 
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
-#: Exit status of a usage error.
-USAGE_ERROR = 2
-#: Exit status of a data error (``EX_DATAERR`` of sysexits.h).
-DATA_ERROR = 65
+#: Exit status of bad input: a usage error or a data error (its line says which).
+BAD_INPUT = 2
 #: The kernels of a distance that ``--kernel`` takes, listed in ``--help``.
 KERNEL_NAMES = tuple(name for name in names() if get(name).similarity == "distance")
 #: Those the density command takes: a finite integral, never negative (not the constant
@@ -327,8 +324,6 @@ def _run(argv: list[str] | None) -> int:
         code = app(args=argv, prog_name="attnpool", standalone_mode=False)
     except typer.TyperException as error:  # usage errors: unknown option, bad type
         return _fail(error.format_message())
-    except DataError as error:
-        return _fail(str(error), DATA_ERROR)
     except MissingDependencyError as error:  # an extra this command needs
         return _fail(str(error))
     except (ValueError, TypeError, OSError) as error:
@@ -352,10 +347,10 @@ def run() -> None:
     sys.exit(code)
 
 
-def _fail(message: str, code: int = USAGE_ERROR) -> int:
+def _fail(message: str) -> int:
     if message.strip():  # a bare `attnpool` has already printed the help
         print(f"attnpool: error: {' '.join(message.split())}", file=sys.stderr)
-    return code
+    return BAD_INPUT
 
 
 if __name__ == "__main__":
