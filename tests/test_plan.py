@@ -140,7 +140,9 @@ SEARCH_TABLE = [
     (search(block_size=True), "compiled", 4),
     (search(m=1500, n=1500, loo_loops=True), "numpy", 1),  # 1500² × 40 ≤ 2²⁷
     (search(m=2000, n=2000, loo_loops=True), "fgt", 2),  # 2000² × 40 > 2²⁷: fgt's sums
-    (search(m=2000, n=2000, loo_loops=True, degree=1), "compiled", 4),
+    # local linear neither fgt nor binned searches (a spread-out sample): the loop
+    (search(m=2000, n=2000, loo_loops=True, degree=1), "numpy", 1),
+    (search(m=2**18, n=2**18, loo_loops=True), "numpy", 1),  # past fgt's rows, not binnable
     (search(m=2000, n=2000, loo_loops=True, block_size=True), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, categorical=True), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, weighted=True), "compiled", 4),
@@ -349,3 +351,9 @@ def test_a_spread_out_sample_is_searched_exactly_not_binned():
     model = model_for(np.linspace(0, 1, 10)[:, None], kernel="gaussian", degree=1)
     assert plan(search_facts(model, 5000, 1, weighted=True)) == ("binned", 3)
     assert plan(search_facts(model, 5000, 1, weighted=True, spread_out=True)) == ("compiled", 4)
+    # unweighted CV of the Gaussian: the compiled loop, exact and twice as fast as the
+    # compiled programs; local constant fits keep fgt's O(m) sums
+    assert plan(search_facts(model, 5000, 1)) == ("binned", 3)
+    assert plan(search_facts(model, 5000, 1, spread_out=True)) == ("numpy", 1)
+    constant = model._replace(degree=0)
+    assert plan(search_facts(constant, 5000, 1, spread_out=True)) == ("fgt", 2)

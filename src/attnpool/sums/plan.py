@@ -80,7 +80,8 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 1     no block size; CV unweighted, the Gaussian of continuous    ``numpy`` (the
       columns on the compiled loop (several columns, or ``m²``    host search)
-      times the evaluations ≤ 2²⁷); else CV or unweighted AICc,
+      times the evaluations ≤ 2²⁷, or one column that neither
+      rule 2 nor rule 3 takes); else CV or unweighted AICc,
       a kernel NumPy evaluates, ``m²·w`` ≤ 2²¹ (one column) or
       2¹⁹
 2     CV, no block size, unweighted, local constant, the          ``fgt`` (its
@@ -322,7 +323,12 @@ def _plan_search(f: Facts) -> Plan:
 
 def _host_searches(f: Facts) -> bool:
     if f.criterion == "cv" and not f.weighted and f.loo_loops:  # (the loop's sums: CV's)
-        return f.d > 1 or f.m * f.m * search_evaluations(f) <= NATIVE_SEARCH_MAX_WORK
+        # in one column, fgt (rule 2) or binned (rule 3) win where they serve; where
+        # neither does (local linear on a spread-out sample), the loop is the exact
+        # search's fastest (5000 rows of two clusters far apart: 10 s, compiled 21 s)
+        elsewhere = f.binnable or (f.degree == 0 and f.m <= FGT_SEARCH_MAX_ROWS)
+        small = f.m * f.m * search_evaluations(f) <= NATIVE_SEARCH_MAX_WORK
+        return f.d > 1 or small or not elsewhere
     if f.criterion == "aicc" and f.weighted:
         # the compiled search's exact gradient finds the optimum below the criterion's
         # rounding (scaling every weight moves it by < 1e-8); Brent's, by up to 4e-8
