@@ -35,6 +35,7 @@ __all__ = [
     "MOST_BELOW",
     "MOST_ROBUST_STEPS",
     "OUTLIER_RATIO",
+    "SPACING_TO_SPREAD",
     "above_the_grid",
     "below_the_grid",
     "multipliers",

@@ -43,7 +43,7 @@ class LocalPolynomial(MultiOutputRegressor):
         bandwidth, ``argmin_h Σ_i (y_i − m̂₋ᵢ(x_i))²`` (one factor times each column's
         rule of thumb, on the regressions' grid — reaching down past far points and gaps
         between clusters, and on past either end while the criterion falls — refined by
-        Brent's method; rows a fit cannot carry make a bandwidth inadmissible). About 30
+        Brent's method; rows a fit cannot carry make a bandwidth inadmissible). About 25
         leave-one-out fits of ``n²`` pairs each, on the compiled loop for the Gaussian at
         large ``n`` (as ``"auto"`` predicts; ``method="numpy"`` keeps them on the NumPy
         engine): on a 2-core machine in one column, 0.6 s at 500 rows (NumPy) and 0.35 s
