@@ -697,6 +697,7 @@ EXPORT void MOMENTS_NAME(const real *q, ptrdiff_t n, const real *kt, const real 
                       ptrdiff_t m_pad, double *shift, double *moments, ptrdiff_t *ref,
                       const ptrdiff_t *own, const double *lo, const double *hi) {
     const real zero[ROWS] = {0};
+    const real floor_weight = (real)exp2(EXP_FLOOR);
     far_keys far = {0};
     int pruning = far_start(&far, lo, hi, m_pad);
     ptrdiff_t chunks = m_pad / CHUNK;
@@ -794,7 +795,10 @@ EXPORT void MOMENTS_NAME(const real *q, ptrdiff_t n, const real *kt, const real 
                     for (int a = 0; a < DIMS; a++) ayd[c][a] = splat(0);
                 }
                 for (int i = 0; i < count; i++) {
-                    vreal delta[DIMS], weight = w[i][r];
+                    /* a weight at the floor counts as 0, as in the polynomial moments: a
+                       row one key dominates keeps no far key's offsets (local linear's
+                       slope through the floor's far keys was not the exact sums') */
+                    vreal delta[DIMS], weight = blend(w[i][r] > floor_weight, w[i][r], splat(0));
                     a0 += weight;
                     for (int a = 0; a < DIMS; a++) delta[a] = load(kt + a * m_pad + at[i]) - rv[r][a];
                     for (int a = 0; a < DIMS; a++) {
