@@ -190,7 +190,9 @@ def _cv_bandwidth(
         theta, value, _ = host_search(
             score, np.log(grid)[:, None], None, smooth=not kernels.get(kernel).compact
         )
-    except ValueError as undefined:  # (no grid point gave every row a fit)
+    except ValueError as undefined:
+        if "criterion is undefined at every candidate" not in str(undefined):
+            raise  # (another error keeps its own message)
         raise ValueError(
             f"bandwidth: no bandwidth from {grid[0]:.3g}× to {grid[-1]:g}× the rule of thumb "
             f"gives every row a fit of degree {degree} when it is left out; lower the "
