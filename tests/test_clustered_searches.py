@@ -79,17 +79,22 @@ def test_the_estimators_on_clusters_far_apart():
     assert quadratic.cv_score_ <= np.nanmin(curve) * (1 + 1e-9)
 
 
-def test_the_dask_search_on_clusters_far_apart():
+def searched_on_dask(x, y, rows: int = 35):
+    """Dask's CV search of ``x (n, d)``, ``y`` in chunks of ``rows`` on a local cluster."""
     import dask.array as da
     from dask.distributed import Client, LocalCluster
 
     from attnpool.distributed.selection import select_bandwidth as select_on_dask
 
+    local = LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0")
+    with local as cluster, Client(cluster):
+        return select_on_dask(da.from_array(x, chunks=(rows, x.shape[1])),
+                              da.from_array(y, chunks=rows))  # fmt: skip
+
+
+def test_the_dask_search_on_clusters_far_apart():
     x, y = clusters()
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False) as cluster:
-        with Client(cluster):
-            found = select_on_dask(da.from_array(x[:, None], chunks=(35, 1)),
-                                   da.from_array(y, chunks=35))  # fmt: skip
+    found = searched_on_dask(x[:, None], y)
     # (Dask's search: its grid and 16 points between the best one's neighbours)
     assert found.bandwidth[0] < 1.0
     assert found.objective <= np.min(textbook_cv(x, y, DENSE, 0)) * 1.01

@@ -1,15 +1,19 @@
 """The compiled bandwidth searches (and those by the host methods) behind
 :func:`attnpool.select_bandwidth`.
 
-The grid of multiples of the rule of thumb, then L-BFGS-B on the log-bandwidths
-(logits for categorical ``λ``) with gradients from JAX autodiff, started from the best
-grid point (:mod:`attnpool.bandwidth.criteria`). Up to :data:`ONE_PROGRAM_ROWS` rows one
-program — objective and gradient in the data's precision — serves the grid and the
-descent; above, the grid is evaluated in vectorised chunks and the descent starts in
-float32, then is polished in the data's precision, which also gives the reported
-objective. One continuous column from :data:`BINNED_MIN_ROWS` rows searches on a binned
-grid; ``pooling=`` a host method (``sparse``, ``fgt``, ``native``) searches on the host
-with that method's leave-one-out sums (:mod:`attnpool.bandwidth.leave_one_out`).
+The grid of multiples of the rule of thumb, then a descent on the log-bandwidths
+(logits for categorical ``λ``) with gradients from JAX autodiff
+(:mod:`attnpool.bandwidth.criteria`). Up to :data:`ONE_PROGRAM_ROWS` rows one program —
+objective and gradient in the data's precision — serves the grid and the descent:
+L-BFGS-B from the best grid point in one column, the host search's descent in several
+(:func:`attnpool.bandwidth.search.host_search`, with its starts and its columns' limits
+where they are smoothed out — L-BFGS-B's first steps leapt to bandwidths that overflow
+and stopped it short of the optimum). Above, the grid is evaluated in vectorised chunks
+and the descent starts in float32, then is polished in the data's precision, which also
+gives the reported objective. One continuous column from :data:`BINNED_MIN_ROWS` rows
+searches on a binned grid; ``pooling=`` a host method (``sparse``, ``fgt``, ``native``)
+searches on the host with that method's leave-one-out sums
+(:mod:`attnpool.bandwidth.leave_one_out`).
 """
 
 from __future__ import annotations
@@ -36,13 +40,15 @@ from .criteria import (
     objective_and_gradient,
     refine,
 )
-from .grid import GRID, multipliers
+from .grid import GRID, SearchLine, multipliers
 from .search import (
     BandwidthSelection,
     Counted,
     bandwidth_of,
     best_candidate,
     best_of,
+    host_search,
+    profile_start,
     smoothed_out,
 )
 
@@ -62,11 +68,14 @@ EXACT_OBJECTIVE_MAX_PAIRS = 2**34
 EXPANSION_OBJECTIVE_MIN_PAIRS = 2**22
 
 
-def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> BandwidthSelection:
-    """The compiled searches of ``spec`` from the grid ``thetas``: ``pooling``
+def search(
+    x, y, weights, line: SearchLine, spec: Criterion, pooling: str, progress
+) -> BandwidthSelection:
+    """The compiled searches of ``spec`` from the grid of ``line``: ``pooling``
     ``"binned"`` on a binned grid, ``"dense"``, ``"stream"`` or ``"pallas"`` by that
     engine, the planner's ``"compiled"`` by the engine the planner's fit table takes.
     ``weights``: observation weights or None."""
+    thetas = line.thetas
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     model, method = spec.model, spec.method
     reason = search_refusal(pooling, model, method)
@@ -84,7 +93,7 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
         if weights is not None:
             weights = pad_rows(weights, x.shape[0])
     if x.shape[0] <= ONE_PROGRAM_ROWS or not _float32_resolves(thetas, model):
-        return _search_one_program(x, y, count, weights, thetas, spec, progress, limits)
+        return _search_one_program(x, y, count, weights, line, spec, progress, limits)
     total = len(thetas) // _CHUNK + 2
     # The coarse search and BFGS run in float32 (twice the exp throughput); the
     # final Newton steps and the reported objective use the data's own precision.
@@ -101,9 +110,11 @@ def search(x, y, weights, thetas, spec: Criterion, pooling: str, progress) -> Ba
     objectives = np.array(objectives)
     best = best_candidate(thetas, objectives, method)
     coarse = Counted(lambda t: objective_and_gradient(t, x32, y32, count, **coarse_options))
+    starts = profile_start(lambda t: _finite(coarse(t))[0], thetas, line.profiles, best,
+                           objectives)  # fmt: skip
     theta, _ = _from_both(
         lambda start: refine(coarse, start, jnp.float32, tolerance=1e-6, maxiter=8),
-        best, thetas, objectives,
+        best, thetas, objectives, starts,
     )  # fmt: skip
     if progress:
         progress(total - 1, total)
@@ -150,10 +161,14 @@ ONE_PROGRAM_ROWS = 2**10
 
 
 def _search_one_program(
-    x, y, count, weights, thetas, spec: Criterion, progress, limits
+    x, y, count, weights, line: SearchLine, spec: Criterion, progress, limits
 ) -> BandwidthSelection:
-    """The exact search of a small problem with one program, in the data's precision:
-    the grid, then L-BFGS."""
+    """The exact search of a small problem with one program (objective and gradient), in
+    the data's precision: the grid, then in one column L-BFGS-B from its best point, in
+    several the host's descent on the exact gradient
+    (:func:`~attnpool.bandwidth.search.host_search`: from the grid's best point, the rule
+    and ``line``'s profiles, toward each column's limit where it is smoothed out)."""
+    thetas = line.thetas
     dtype = np.dtype(compute_dtype(x, y, numpy=True))
     options = {"spec": spec, "weights": _cast(weights, dtype)}
     with precision_scope(dtype):
@@ -164,26 +179,15 @@ def _search_one_program(
                 jnp.asarray(theta, dtype), xd, yd, count, **options
             )
         )
-
-        objectives = np.empty(len(thetas))
-        for i, theta in enumerate(thetas):
-            objectives[i] = float(evaluate(theta)[0])
-            if progress and (i + 1) % _CHUNK == 0:
-                progress((i + 1) // _CHUNK, len(thetas) // _CHUNK + 1)
-        best = best_candidate(thetas, objectives, spec.method)
-        theta, value = _from_both(
-            lambda start: refine(
-                evaluate, start, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14
-            ),
-            best, thetas, objectives,
-        )  # fmt: skip
-        if limits is not None:
-            theta, value = _smoothed_out_where_wide(
-                lambda t: float(evaluate(t)[0]), theta, value, limits
-            )
-        start_value = float(np.nanmin(np.where(np.isfinite(objectives), objectives, np.nan)))
-        if not value <= start_value:  # never worse than the best grid point
-            theta, value = best, start_value
+        if thetas.shape[1] > 1:
+            theta, value, objectives = host_search(
+                lambda t: _finite(evaluate(t))[0], thetas, progress, limits=limits,
+                value_and_gradient=lambda t: _finite(evaluate(t)), criterion=spec.method,
+                profiles=line.profiles,
+            )  # fmt: skip
+        else:
+            theta, value, objectives = _descent_in_one_column(evaluate, thetas, dtype, spec,
+                                                              progress, limits)  # fmt: skip
     bandwidth = bandwidth_of(theta, spec.model, dtype)
     if progress:
         progress(len(thetas) // _CHUNK + 1, len(thetas) // _CHUNK + 1)
@@ -195,6 +199,35 @@ def _search_one_program(
         True,
         evaluate.calls,
     )
+
+
+def _finite(found) -> tuple[float, np.ndarray | None]:
+    """A program's ``(objective, gradient)`` for the host's descent: the objective ``inf``
+    where it is undefined, the gradient None where it is not finite."""
+    value, gradient = float(found[0]), np.asarray(found[1], np.float64)
+    if not np.isfinite(value):
+        return math.inf, None
+    return value, gradient if np.all(np.isfinite(gradient)) else None
+
+
+def _descent_in_one_column(evaluate, thetas, dtype, spec: Criterion, progress, limits):
+    """``(θ, objective, grid objectives)``: :func:`_search_one_program`'s grid and
+    L-BFGS-B from its best point in one column."""
+    objectives = np.empty(len(thetas))
+    for i, theta in enumerate(thetas):
+        objectives[i] = float(evaluate(theta)[0])
+        if progress and (i + 1) % _CHUNK == 0:
+            progress((i + 1) // _CHUNK, len(thetas) // _CHUNK + 1)
+    best = best_candidate(thetas, objectives, spec.method)
+    theta, value = refine(evaluate, best, dtype, tolerance=np.finfo(dtype).eps * 10, maxiter=14)
+    if limits is not None:
+        theta, value = _smoothed_out_where_wide(
+            lambda t: float(evaluate(t)[0]), theta, value, limits
+        )
+    start_value = float(np.nanmin(np.where(np.isfinite(objectives), objectives, np.nan)))
+    if not value <= start_value:  # never worse than the best grid point
+        theta, value = best, start_value
+    return theta, value, objectives
 
 
 def _select_binned(x, y, weights, thetas, dtype, spec: Criterion, progress) -> BandwidthSelection:
@@ -341,12 +374,12 @@ def criterion_curve(
         return np.asarray(values, dtype=float)
 
 
-def _from_both(local_search, best, thetas, objectives):
+def _from_both(local_search, best, thetas, objectives, starts):
     """:func:`attnpool.bandwidth.search.best_of` in several columns (one column's grid
     already covers its line)."""
     if thetas.shape[1] == 1:
         return local_search(best)
-    return best_of(local_search, thetas, objectives)
+    return best_of(local_search, thetas, objectives, starts)
 
 
 def _smoothed_out_where_wide(objective, theta, value, limits):

@@ -22,6 +22,7 @@ from ..methods.options import TRAITS, refusal
 from ..sums import layer
 from ..sums.local_model import LocalModel
 from ..sums.problem import SumProblem
+from .grid import SearchLine
 from .search import BandwidthSelection, select_on_host, smoothed_out
 
 __all__ = [
@@ -63,12 +64,13 @@ def cv_objective(method: str, x, y, kernel: Kernel) -> Callable[[np.ndarray], fl
 
 
 def select_by_host_sums(
-    x, y, model: LocalModel, thetas, method: str, pooling: str, progress,
+    x, y, model: LocalModel, line: SearchLine, method: str, pooling: str, progress,
     exact: Callable[[np.ndarray], float],
 ) -> BandwidthSelection:  # fmt: skip
     """Exact LOO CV of a local-constant fit (unweighted) on the host backend
-    ``pooling``'s sums; a bandwidth those cannot settle is evaluated by ``exact(θ)`` (the
-    compiled program: JAX is imported only then)."""
+    ``pooling``'s sums, from the grid and profiles of ``line``; a bandwidth those cannot
+    settle is evaluated by ``exact(θ)`` (the compiled program: JAX is imported only
+    then)."""
     reason = refusal(pooling, model.kernel, x.shape[1])
     if reason or not (method == "cv" and model.degree == 0 and set(model.var_type) == {"c"}):
         raise ValueError(
@@ -84,8 +86,11 @@ def select_by_host_sums(
         return exact(theta) if value is None else value
 
     if has_edge(model.kernel):  # the objective jumps as keys enter a support
-        return select_on_host(cv, thetas, progress, model, smooth=False)
-    return select_on_host(cv, thetas, progress, model, limits=smoothed_out(x, model))
+        return select_on_host(
+            cv, line.thetas, progress, model, smooth=False, profiles=line.profiles
+        )
+    return select_on_host(cv, line.thetas, progress, model, limits=smoothed_out(x, model),
+                          profiles=line.profiles)  # fmt: skip
 
 
 def refuse_weights(pooling: str, weights) -> None:

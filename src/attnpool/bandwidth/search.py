@@ -47,6 +47,7 @@ __all__ = [
     "minimize_bounded",
     "minimize_lbfgs",
     "minimize_smooth",
+    "profile_start",
     "rule_point",
     "select_on_host",
     "smoothed_out",
@@ -232,6 +233,7 @@ def host_search(
     value_and_gradient=None,
     grid_objective=None,
     criterion: str = "cv",
+    profiles=(),
 ):
     """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid:
     :func:`~attnpool.bandwidth.grid.multipliers` of the rule of thumb), refined without an
@@ -243,7 +245,9 @@ def host_search(
     :func:`minimize_smooth`'s. ``grid_objective``: what ranks the grid instead of
     ``objective`` (an estimate); the refinement's result is then compared with the best
     point's objective — in one column that objective starts Brent's method, the estimates
-    beside it its first parabola. ``criterion``: the objective's name, in messages."""
+    beside it its first parabola. ``criterion``: the objective's name, in messages.
+    ``profiles``: columns swept alone from the grid's best point in several columns, a
+    descent starting from the best point found (:func:`profile_start`)."""
     objectives = np.array([(grid_objective or objective)(theta) for theta in thetas])
     on_grid = objectives
     if progress:
@@ -254,6 +258,7 @@ def host_search(
         thetas, objectives = below_the_grid(ranking, thetas, objectives, step)
         thetas, objectives = above_the_grid(ranking, thetas, objectives, step)
     best = best_candidate(thetas, objectives, criterion)
+    starts = profile_start(grid_objective or objective, thetas, profiles, best, objectives)
     best_value = None
     if thetas.shape[1] == 1:
         if grid_objective is not None and smooth:
@@ -279,7 +284,7 @@ def host_search(
                 curvature=_line_curvature(thetas, objectives, start) if exact else None,
             )  # fmt: skip
 
-        theta, value = best_of(descend, thetas, objectives)
+        theta, value = best_of(descend, thetas, objectives, starts)
     else:
         from scipy import optimize  # 0.5 s to import: only for compact kernels
 
@@ -294,7 +299,7 @@ def host_search(
             )  # fmt: skip
             return found.x, float(found.fun)
 
-        theta, value = best_of(simplex, thetas, objectives)
+        theta, value = best_of(simplex, thetas, objectives, starts)
     if grid_objective is None:
         best_value = float(np.nanmin(objectives))
     elif thetas.shape[1] > 1 and smooth:
@@ -306,6 +311,24 @@ def host_search(
     if progress:
         progress(2, 2)
     return theta, value, on_grid
+
+
+def profile_start(objective, thetas, profiles, best, objectives) -> tuple[np.ndarray, ...]:
+    """``()`` or ``(θ,)``: from the grid's ``best`` point (``thetas (k, d)``, its
+    ``objectives (k,)``), each column of ``profiles`` (:func:`~attnpool.bandwidth.grid.
+    column_profiles`) in turn moved to the lowest of its own grid, other columns held;
+    the point reached where it is below the best one (a start for :func:`best_of`)."""
+    point = np.array(best, dtype=np.float64)
+    value = float(np.min(np.where(np.isfinite(objectives), objectives, np.inf)))
+    moved = False
+    for column, first in profiles:
+        for candidate in thetas[first:, column]:
+            trial = point.copy()
+            trial[column] = candidate
+            found = objective(trial)
+            if found < value:
+                point, value, moved = trial, found, True
+    return (point,) if moved else ()
 
 
 def rule_point(thetas) -> np.ndarray:
@@ -321,10 +344,11 @@ def _rule_index(count: int) -> float:
     return float(np.log(1.0 / grid[0]) / np.log(grid[1] / grid[0]))
 
 
-def best_of(local_search, thetas, objectives) -> tuple[np.ndarray, float]:
-    """``(θ, objective)``: the lower of ``local_search(start) → (θ, objective)`` from the
-    grid's best point and from the rule of thumb (several columns; ``thetas (k, d)`` the
-    grid, ``objectives (k,)`` its values). The grid varies
+def best_of(local_search, thetas, objectives, starts=()) -> tuple[np.ndarray, float]:
+    """``(θ, objective)``: the lowest of ``local_search(start) → (θ, objective)`` from the
+    grid's best point, from the rule of thumb and from each of ``starts (s, d)``
+    (several columns; ``thetas (k, d)`` the grid, ``objectives (k,)`` its values;
+    :func:`profile_start`). The grid varies
     every bandwidth by one factor: a descent from its best point can settle in a basin of
     small bandwidths (each column narrow) that a descent from the rule of thumb — a local
     search as statsmodels runs it — passes by; a global search keeps whichever is lower.
@@ -332,23 +356,27 @@ def best_of(local_search, thetas, objectives) -> tuple[np.ndarray, float]:
     descents start in one basin along the line, and one is run."""
     finite = np.where(np.isfinite(objectives), objectives, np.inf)
     at_best = int(np.argmin(finite))
-    theta, value = local_search(thetas[at_best])
+    found = [local_search(thetas[at_best])]
     at_rule = _rule_index(len(thetas))
     ahead = np.arange(at_best, min(int(np.ceil(at_rule)), len(finite) - 1) + 1)
     if at_rule < at_best:
         ahead = np.arange(at_best, max(int(np.floor(at_rule)), 0) - 1, -1)
-    if np.all(np.diff(finite[ahead]) >= 0):  # one basin along the line
-        return theta, value
-    other, other_value = local_search(rule_point(thetas))
-    return (other, other_value) if other_value < value else (theta, value)
+    if not np.all(np.diff(finite[ahead]) >= 0):  # not one basin along the line
+        found.append(local_search(rule_point(thetas)))
+    found.extend(local_search(start) for start in starts)
+    return min(found, key=lambda pair: pair[1])
 
 
 def _line_curvature(thetas, objectives, best) -> float | None:
     """The objective's second derivative along the grid's line at its ``best`` point, per
     unit of ``θ`` in every coordinate at once, shared among the ``d`` coordinates
     (``f'' / d``: the curvature along any one direction if it were the same in all),
-    from the grid's second difference; None at an end or where it is not positive."""
-    at = int(np.argmin(np.sum(np.abs(thetas - best), axis=1)))
+    from the grid's second difference; None at an end, more than a step off the line (a
+    further start) or where it is not positive."""
+    distances = np.sum(np.abs(thetas - best), axis=1)
+    at = int(np.argmin(distances))
+    if distances[at] > np.sum(np.abs(thetas[1] - thetas[0])):  # more than a step off
+        return None
     if not 0 < at < len(thetas) - 1 or not np.all(np.isfinite(objectives[at - 1 : at + 2])):
         return None
     step = float(np.mean(thetas[at + 1] - thetas[at]))

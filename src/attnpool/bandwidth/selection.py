@@ -25,7 +25,7 @@ from ..sums.observation_weights import (
     sorted_rows,
 )
 from . import by_backend, leave_one_out
-from .grid import steps_below, thetas_along
+from .grid import search_line
 from .rules import rule_of_thumb, search_start
 from .search import (
     BandwidthSelection,
@@ -94,10 +94,10 @@ def _search(
         exact = 0.0 if method == "cv" else -math.inf  # (AICc: log σ̂² of σ̂² = 0)
         return BandwidthSelection(start, exact, method, (np.array([]), np.array([])))
     cont = list(model.continuous)
-    below = steps_below(x, cont, weights)
-    thetas = thetas_along(to_theta(start, model), cont, below)
-    auto = pooling == "auto"
-    route = planned_search(model, y, method, block_size, weights, below > 0) if auto else pooling
+    line = search_line(to_theta(start, model), x, cont, weights)
+    route = pooling
+    if pooling == "auto":
+        route = planned_search(model, y, method, block_size, weights, line.spread_out)
     objective = None
     if get_backend(pooling) is not None:  # a registered backend's leave-one-out sums
         by_backend.check_served(pooling, model, method)
@@ -106,9 +106,9 @@ def _search(
         of = numpy_search.loo_objective if method == "cv" else numpy_search.aicc_objective
         objective = of(x, y, model, weights)
     if objective is not None:
-        return select_on_host(objective, thetas, progress, model, method, xatol=NUMPY_SEARCH_XATOL,
-                              smooth=not has_edge(model.kernel),
-                              limits=smoothed_out(x, model))  # fmt: skip
+        return select_on_host(objective, line.thetas, progress, model, method,
+                              xatol=NUMPY_SEARCH_XATOL, smooth=not has_edge(model.kernel),
+                              limits=smoothed_out(x, model), profiles=line.profiles)  # fmt: skip
     if route in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
         leave_one_out.refuse_weights(route, weights)
 
@@ -117,12 +117,12 @@ def _search(
 
             return compiled.exact_cv(theta, x, y, model, method)
 
-        return leave_one_out.select_by_host_sums(x, y, model, thetas, method, route,
+        return leave_one_out.select_by_host_sums(x, y, model, line, method, route,
                                                  progress, exact)  # fmt: skip
     from . import compiled
 
     spec = compiled.Criterion(model, method, block_size)
-    return compiled.search(x, y, weights, thetas, spec, route, progress)
+    return compiled.search(x, y, weights, line, spec, route, progress)
 
 
 def _checked_training_data(

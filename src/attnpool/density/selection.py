@@ -15,7 +15,7 @@ import numpy as np
 from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import DensityUnits, power_of_two_above
 from .._support.validation import check_choice, check_points
-from ..bandwidth.grid import GRID, multipliers, steps_below, thetas_along
+from ..bandwidth.grid import GRID, multipliers, search_line
 from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
 from ..bandwidth.rules import (
     CATEGORICAL_START,
@@ -214,8 +214,8 @@ def search(
     floor[list(model.continuous)] = bandwidth_floor(x[:, list(model.continuous)])
     # three quarters of the grid at least above the floor
     start = np.maximum(start, floor / GRID[len(GRID) // 4])
-    below = steps_below(x, model.continuous, weights)
-    thetas = thetas_along(to_theta(start, model), model.continuous, below)
+    thetas, profiles = search_line(to_theta(start, model), x, model.continuous, weights)
+    below = len(thetas) - len(GRID)
     step = math.log(GRID[1] / GRID[0])
     line = step * (np.arange(-below, len(GRID)) - (len(GRID) - 1) / 2)
     thetas[:, list(model.categorical)] += line[:, None]
@@ -233,6 +233,7 @@ def search(
     theta, value, objectives = host_search(
         counted, thetas, progress,
         smooth=not model.kernel.compact, grid_objective=estimated, criterion=method,
+        profiles=profiles,
     )  # fmt: skip
     theta, value = _categorical_edges(counted, theta, value, model)
     calls = counted.calls + (0 if estimated is None else estimated.calls)

@@ -49,21 +49,32 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     column's standard deviation, as :mod:`attnpool.bandwidth.grid` says; the columns'
     standard deviations, quartiles and spacings come from one Dask computation — the
     quartiles Dask's merged per-chunk estimates, the spacings those of every
-    ``n / 2¹⁴``-th row), then 16 more between the best candidate's neighbours: two passes
-    over the data. Returns a :class:`attnpool.bandwidth.BandwidthSelection`.
+    ``n / 2¹⁴``-th row); in several columns each such column is then swept alone over
+    its own grid from the best candidate
+    (:func:`~attnpool.bandwidth.grid.column_profiles`); then 16 more between the best
+    candidate's neighbours, along the line or the column it was found on. One pass over
+    the data for the grid, one per column swept and one for the refinement. Returns a
+    :class:`attnpool.bandwidth.BandwidthSelection`.
     """
     import dask
     import dask.array as da
 
     from ..bandwidth import BandwidthSelection
-    from ..bandwidth.grid import GRID, multipliers, spacing_spreads, steps_for
+    from ..bandwidth.grid import (
+        GRID,
+        column_profiles,
+        multipliers,
+        ratios_for,
+        spacing_spreads,
+        steps_for,
+    )
     from ..bandwidth.rules import rule_from_spread
 
     x_rows = as_rows(x, "x", chunk_rows)
-    n = x_rows.shape[0]
+    n, d = x_rows.shape
     # about the first row: moments of data far from the origin (timestamps) cancel
     centred = x_rows - x_rows[0].compute()
-    quartiles = [da.percentile(centred[:, j], [25.0, 75.0]) for j in range(x_rows.shape[1])]
+    quartiles = [da.percentile(centred[:, j], [25.0, 75.0]) for j in range(d)]
     thinned = centred[:: max(1, n // SPACING_ROWS)]
     sigma, thinned, *quartiles = dask.compute(centred.std(axis=0, ddof=1), thinned, *quartiles)
     sigma = np.asarray(sigma, dtype=float)
@@ -77,20 +88,33 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     scott = rule_from_spread(sigma, n, kernel)
     options = dict(kernel=kernel, split_every=split_every, chunk_rows=chunk_rows)
     ranges = np.array([high - low for low, high in quartiles], dtype=float)
-    coarse = multipliers(len(GRID) + steps_for(sigma, ranges, spacing_spreads(thinned)))
-    first = cv_objectives(x_rows, y, coarse[:, None] * scott, **options)
-    best = int(np.argmin(first))
-    low, high = coarse[max(best - 1, 0)], coarse[min(best + 1, len(coarse) - 1)]
-    fine = np.geomspace(low, high, 16)
-    second = cv_objectives(x_rows, y, fine[:, None] * scott, **options)
-    multipliers = np.concatenate([coarse, fine])
-    objectives = np.concatenate([first, second])
+    spacings = spacing_spreads(thinned)
+    below = steps_for(sigma, ranges, spacings)
+    coarse = multipliers(len(GRID) + below)
+    tried = [coarse[:, None] * scott]
+    found = [cv_objectives(x_rows, y, tried[0], **options)]
+    at = int(np.argmin(found[0]))
+    point, value, moving = tried[0][at], found[0][at], np.ones(d)
+    for column, first in column_profiles(range(d), ratios_for(sigma, ranges, spacings), below, d):
+        candidates = np.tile(point, (len(coarse) - first, 1))
+        candidates[:, column] = coarse[first:] * scott[column]
+        tried.append(candidates)
+        found.append(cv_objectives(x_rows, y, candidates, **options))
+        if found[-1].min() < value:
+            best = int(np.argmin(found[-1]))
+            point, value, at = candidates[best], found[-1][best], first + best
+            moving = np.eye(d)[column]
+    low, high = coarse[max(at - 1, 0)], coarse[min(at + 1, len(coarse) - 1)]
+    factors = np.geomspace(low, high, 16) / coarse[at]
+    tried.append(point * factors[:, None] ** moving)
+    found.append(cv_objectives(x_rows, y, tried[-1], **options))
+    candidates, objectives = np.concatenate(tried), np.concatenate(found)
     winner = int(np.argmin(objectives))
     return BandwidthSelection(
-        multipliers[winner] * scott,
+        candidates[winner],
         float(objectives[winner]),
         "cv",
-        (multipliers[:, None] * scott, objectives),
+        (candidates, objectives),
         True,
         len(objectives),
     )

@@ -221,21 +221,21 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
 
 def _select_bandwidth(x, score, kernel, weights, progress):
     """Log-bandwidths from the base kernel's rule of thumb: the search of the other fits."""
-    from ..bandwidth.grid import steps_below, thetas_along
+    from ..bandwidth.grid import search_line
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import host_search
 
     start = search_start(x, kernel=kernel.base or kernel, weights=weights)
-    thetas = thetas_along(
-        np.log(start), range(x.shape[1]), steps_below(x, range(x.shape[1]), weights)
-    )
+    thetas, profiles = search_line(np.log(start), x, range(x.shape[1]), weights)
     evaluations = [0]
 
     def objective(theta):
         evaluations[0] += 1
         return score(np.exp(theta))
 
-    theta, value, _ = host_search(objective, thetas, progress, smooth=not kernel.compact)
+    theta, value, _ = host_search(
+        objective, thetas, progress, smooth=not kernel.compact, profiles=profiles
+    )
     return np.exp(theta), value, evaluations[0]
 
 
