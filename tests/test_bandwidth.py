@@ -284,7 +284,7 @@ def test_curves_evaluate_categorical_bandwidths_as_given():
 
 
 def test_a_search_reports_its_objective_evaluations():
-    from attnpool.bandwidth.search import GRID, select_on_host
+    from attnpool.bandwidth.search import GRID, SearchLine, select_on_host
 
     calls = []
 
@@ -293,7 +293,7 @@ def test_a_search_reports_its_objective_evaluations():
         return float(np.sum((theta - np.log([0.3, 0.5])) ** 2))
 
     thetas = np.log(GRID[:, None] * np.array([[0.4, 0.4]]))
-    found = select_on_host(objective, thetas, None)
+    found = select_on_host(objective, SearchLine(thetas), None)
     assert found.evaluations == len(calls) > len(GRID)
     np.testing.assert_allclose(found.bandwidth, [0.3, 0.5], rtol=1e-4)
     rng = np.random.default_rng(0)

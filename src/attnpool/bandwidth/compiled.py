@@ -181,9 +181,8 @@ def _search_one_program(
         )
         if thetas.shape[1] > 1:
             theta, value, objectives = host_search(
-                lambda t: _finite(evaluate(t))[0], thetas, progress, limits=limits,
+                lambda t: _finite(evaluate(t))[0], line, progress, limits=limits,
                 value_and_gradient=lambda t: _finite(evaluate(t)), criterion=spec.method,
-                profiles=line.profiles,
             )  # fmt: skip
         else:
             theta, value, objectives = _descent_in_one_column(evaluate, thetas, dtype, spec,

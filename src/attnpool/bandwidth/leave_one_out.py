@@ -86,11 +86,8 @@ def select_by_host_sums(
         return exact(theta) if value is None else value
 
     if has_edge(model.kernel):  # the objective jumps as keys enter a support
-        return select_on_host(
-            cv, line.thetas, progress, model, smooth=False, profiles=line.profiles
-        )
-    return select_on_host(cv, line.thetas, progress, model, limits=smoothed_out(x, model),
-                          profiles=line.profiles)  # fmt: skip
+        return select_on_host(cv, line, progress, model, smooth=False)
+    return select_on_host(cv, line, progress, model, limits=smoothed_out(x, model))
 
 
 def refuse_weights(pooling: str, weights) -> None:

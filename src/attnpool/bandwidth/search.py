@@ -19,7 +19,15 @@ from ..sums.empty_policy import user_stacklevel
 from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, bandwidth_of, categorical_upper
 from ..sums.plan import plan
-from .grid import GRID, MOST_ABOVE, MOST_BELOW, above_the_grid, below_the_grid, multipliers
+from .grid import (
+    GRID,
+    MOST_ABOVE,
+    MOST_BELOW,
+    SearchLine,
+    above_the_grid,
+    below_the_grid,
+    multipliers,
+)
 from .minimizers import (
     finite_or_largest,
     initial_simplex,
@@ -36,6 +44,7 @@ __all__ = [
     "WIDE",
     "BandwidthSelection",
     "ConstantResponseWarning",
+    "SearchLine",
     "bandwidth_of",
     "best_candidate",
     "best_of",
@@ -224,7 +233,7 @@ def planned_search(
 
 def host_search(
     objective,
-    thetas,
+    line: SearchLine,
     progress,
     *,
     xatol: float = 1e-5,
@@ -233,10 +242,10 @@ def host_search(
     value_and_gradient=None,
     grid_objective=None,
     criterion: str = "cv",
-    profiles=(),
 ):
-    """``(θ, objective, grid objectives)``: the best of ``thetas`` (the coarse grid:
-    :func:`~attnpool.bandwidth.grid.multipliers` of the rule of thumb), refined without an
+    """``(θ, objective, grid objectives)``: the best of ``line``'s ``thetas`` (the coarse
+    grid: :func:`~attnpool.bandwidth.grid.multipliers` of the rule of thumb; in several
+    columns its ``profiles`` swept from there, :func:`profile_start`), refined without an
     analytic gradient to ``xatol`` in ``θ`` (log-bandwidths) — bounded Brent in one
     dimension (:func:`minimize_bounded`); in several L-BFGS on forward differences where the
     objective is ``smooth`` (:func:`minimize_smooth`), else SciPy's Nelder–Mead (a compact
@@ -246,8 +255,8 @@ def host_search(
     ``objective`` (an estimate); the refinement's result is then compared with the best
     point's objective — in one column that objective starts Brent's method, the estimates
     beside it its first parabola. ``criterion``: the objective's name, in messages.
-    ``profiles``: columns swept alone from the grid's best point in several columns, a
-    descent starting from the best point found (:func:`profile_start`)."""
+    """
+    thetas = line.thetas
     objectives = np.array([(grid_objective or objective)(theta) for theta in thetas])
     on_grid = objectives
     if progress:
@@ -258,7 +267,7 @@ def host_search(
         thetas, objectives = below_the_grid(ranking, thetas, objectives, step)
         thetas, objectives = above_the_grid(ranking, thetas, objectives, step)
     best = best_candidate(thetas, objectives, criterion)
-    starts = profile_start(grid_objective or objective, thetas, profiles, best, objectives)
+    starts = profile_start(grid_objective or objective, thetas, line.profiles, best, objectives)
     best_value = None
     if thetas.shape[1] == 1:
         if grid_objective is not None and smooth:
@@ -402,7 +411,7 @@ def _bracket(thetas, objectives, best: float, step: float, at_best) -> tuple | N
 
 
 def select_on_host(
-    objective, thetas, progress, model=None, criterion: str = "cv", **options
+    objective, line: SearchLine, progress, model=None, criterion: str = "cv", **options
 ) -> BandwidthSelection:
     """The bandwidth by the ``criterion`` (its name: ``"cv"``, ``"aicc"``), an objective
     ``θ → float`` computed on the host (no gradient; ``options`` as
@@ -417,9 +426,9 @@ def select_on_host(
     if estimate is not None:
         estimate = Counted(estimate)
         options = {**options, "grid_objective": estimate}
-    theta, value, objectives = host_search(counted, thetas, progress, criterion=criterion,
+    theta, value, objectives = host_search(counted, line, progress, criterion=criterion,
                                            **options)  # fmt: skip
     calls = counted.calls + sum(f.calls for f in (exact_gradient, estimate) if f is not None)
     bandwidth = np.exp(theta) if model is None else bandwidth_of(theta, model)
-    grid = (multipliers(len(thetas)), objectives)
+    grid = (multipliers(len(line.thetas)), objectives)
     return BandwidthSelection(bandwidth, value, criterion, grid, True, calls)

@@ -106,9 +106,9 @@ def _search(
         of = numpy_search.loo_objective if method == "cv" else numpy_search.aicc_objective
         objective = of(x, y, model, weights)
     if objective is not None:
-        return select_on_host(objective, line.thetas, progress, model, method,
-                              xatol=NUMPY_SEARCH_XATOL, smooth=not has_edge(model.kernel),
-                              limits=smoothed_out(x, model), profiles=line.profiles)  # fmt: skip
+        return select_on_host(objective, line, progress, model, method, xatol=NUMPY_SEARCH_XATOL,
+                              smooth=not has_edge(model.kernel),
+                              limits=smoothed_out(x, model))  # fmt: skip
     if route in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
         leave_one_out.refuse_weights(route, weights)
 

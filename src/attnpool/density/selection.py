@@ -15,7 +15,7 @@ import numpy as np
 from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import DensityUnits, power_of_two_above
 from .._support.validation import check_choice, check_points
-from ..bandwidth.grid import GRID, multipliers, search_line
+from ..bandwidth.grid import GRID, SearchLine, multipliers, search_line
 from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
 from ..bandwidth.rules import (
     CATEGORICAL_START,
@@ -231,9 +231,8 @@ def search(
     counted = Counted(above_floor(objective))
     estimated = None if grid_objective is None else Counted(above_floor(grid_objective))
     theta, value, objectives = host_search(
-        counted, thetas, progress,
+        counted, SearchLine(thetas, profiles), progress,
         smooth=not model.kernel.compact, grid_objective=estimated, criterion=method,
-        profiles=profiles,
     )  # fmt: skip
     theta, value = _categorical_edges(counted, theta, value, model)
     calls = counted.calls + (0 if estimated is None else estimated.calls)

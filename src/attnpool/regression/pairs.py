@@ -226,16 +226,14 @@ def _select_bandwidth(x, score, kernel, weights, progress):
     from ..bandwidth.search import host_search
 
     start = search_start(x, kernel=kernel.base or kernel, weights=weights)
-    thetas, profiles = search_line(np.log(start), x, range(x.shape[1]), weights)
+    line = search_line(np.log(start), x, range(x.shape[1]), weights)
     evaluations = [0]
 
     def objective(theta):
         evaluations[0] += 1
         return score(np.exp(theta))
 
-    theta, value, _ = host_search(
-        objective, thetas, progress, smooth=not kernel.compact, profiles=profiles
-    )
+    theta, value, _ = host_search(objective, line, progress, smooth=not kernel.compact)
     return np.exp(theta), value, evaluations[0]
 
 

@@ -163,7 +163,7 @@ def _cv_bandwidth(
     each column's rule of thumb, by the regressions' one-column host search (its grid
     of multiples of the rule, reaching down past far points and clusters and on past
     either end while the criterion falls, then Brent's method)."""
-    from ..bandwidth.grid import GRID, multipliers, steps_below
+    from ..bandwidth.grid import GRID, SearchLine, multipliers, steps_below
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import host_search
 
@@ -188,7 +188,7 @@ def _cv_bandwidth(
 
     try:
         theta, value, _ = host_search(
-            score, np.log(grid)[:, None], None, smooth=not kernels.get(kernel).compact
+            score, SearchLine(np.log(grid)[:, None]), None, smooth=not kernels.get(kernel).compact
         )
     except ValueError as undefined:
         if "criterion is undefined at every candidate" not in str(undefined):
