@@ -314,3 +314,32 @@ def test_the_binned_fit_follows_the_data_at_any_scale(scale):
     _, scaled = binned_local_polynomial(x * scale, y, bandwidth=0.05 * scale, derivative=2,
                                         degree=3)  # fmt: skip
     np.testing.assert_allclose(scaled * scale**2, base, rtol=1e-9)
+
+
+def test_dpill_names_what_it_cannot_estimate():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, 200)
+    # a constant response has neither noise nor curvature (Python's "float division by
+    # zero" before)
+    with pytest.raises(ValueError, match=r"y: the response is constant \(2.5\)"):
+        local_linear_plug_in_bandwidth(x, np.full(200, 2.5))
+    # noise-free data: the plug-in tends to 0, below the grid (the grid's own error before)
+    with pytest.raises(ValueError, match=r"y: the plug-in's .* bandwidth .* almost no noise"):
+        local_linear_plug_in_bandwidth(x, x**2)
+    # a gap wider than the fits reach: their estimate is undefined there, and so was the
+    # bandwidth ("bandwidth: expected a positive number; received nan" before)
+    gapped = np.r_[x[:150], 3 + x[150:]]
+    with pytest.raises(ValueError, match=r"x: the plug-in's binned fits .* undefined at 1\."):
+        local_linear_plug_in_bandwidth(gapped, np.sin(6 * gapped) + rng.normal(0, 0.2, 200))
+    # the estimator takes a constant response as its searches do: the rule of thumb
+    with pytest.warns(attnpool.bandwidth.ConstantResponseWarning, match="dpill"):
+        fitted = attnpool.LocalLinear(bandwidth="dpill").fit(x[:, None], np.full(200, 2.5))
+    np.testing.assert_allclose(fitted.bandwidth_, attnpool.rule_of_thumb(x[:, None]), rtol=1e-12)
+
+
+def test_dpill_sums_over_the_data_on_a_grid_wider_than_them():
+    # nodes beyond the data (range_x wider) hold no count: their undefined fits weigh 0
+    # in θ₂₂ and σ², which were NaN; the answer is that of the sums over the data alone
+    x, y = data("wave")
+    wide = local_linear_plug_in_bandwidth(x, y, range_x=(x.min() - 0.5, x.max() + 0.5))
+    assert np.isfinite(wide) and 0.5 < wide / DPILL["wave"] < 2

@@ -24,6 +24,7 @@ import numpy as np
 from .._support.hints import ArrayLike
 from .._support.validation import check_positive_int
 from ..smoothers.binned_polynomial import (
+    TRUNCATION,
     binned_local_polynomial,
     linear_binning,
     smoother_diagonals,
@@ -62,6 +63,47 @@ def _blocks_by_mallows(x: np.ndarray, y: np.ndarray, most: int) -> int:
     n = x.shape[0]
     cp = (n - columns * most) * rss / rss[-1] + 2 * columns * np.arange(1, most + 1) - n
     return int(np.argmin(cp)) + 1
+
+
+def _check_resolved(
+    bandwidth: float, name: str, gridsize: int, sigma2: float, span: tuple[float, float]
+) -> None:
+    """An error where the ``name`` fit's ``bandwidth`` on ``[0, 1]`` reaches no node of
+    the grid beside its own (data with almost no noise: the plug-in tends to 0)."""
+    if TRUNCATION * bandwidth * (gridsize - 1) < 1:
+        low, high = span
+        raise ValueError(
+            f"y: the plug-in's {name} bandwidth {bandwidth * (high - low):.3g} is below the "
+            f"resolution of its grid of {gridsize} nodes over [{low:.6g}, {high:.6g}]: the "
+            f"pilot fits leave almost no noise (residual variance {sigma2:.3g} of y's); "
+            "increase gridsize, or select by cross-validation (bandwidth='cv' in the "
+            "estimators)"
+        )
+
+
+def _at_the_data(
+    estimate: np.ndarray, counts: np.ndarray, bandwidth: float, span: tuple[float, float]
+) -> np.ndarray:
+    """A binned estimate ``(M,)`` with the nodes outside the data (a ``range_x`` wider
+    than them) at 0, which a sum over the data weighs by their count, 0; an error where it
+    is undefined inside the data's range — no data within the fit's reach (KernSmooth's
+    estimate is NaN there, and so is its bandwidth). ``bandwidth``: the fit's on
+    ``[0, 1]``, which ``span`` — the grid's ends ``[low, high]`` — maps."""
+    occupied = np.flatnonzero(counts > 0)
+    inside = np.zeros(counts.size, bool)
+    inside[occupied[0] : occupied[-1] + 1] = True
+    undefined = inside & ~np.isfinite(estimate)
+    if undefined.any():
+        low, high = span
+        at = low + (high - low) * np.flatnonzero(undefined)[0] / (counts.size - 1)
+        raise ValueError(
+            f"x: the plug-in's binned fits (bandwidth {bandwidth * (high - low):.4g}) are "
+            f"undefined at {at:.6g}, inside the data's range [{low:.6g}, {high:.6g}]: no "
+            "data lie within their reach there (a gap, or clusters far apart), and the "
+            "plug-in assumes x spread over its range; select by cross-validation "
+            "(bandwidth='cv' in the estimators)"
+        )
+    return np.where(inside, estimate, 0.0)
 
 
 def local_linear_plug_in_bandwidth(
@@ -139,6 +181,11 @@ def local_linear_plug_in_bandwidth(
     # the bandwidth is affine in x and free of y's location and scale: computed on x
     # mapped to [0, 1] and y standardised, then scaled back (raw powers of x shifted by
     # 1e4 lost the quartic fits, and y scaled by 1e200 overflowed the variance)
+    if np.all(y == y[0]):
+        raise ValueError(
+            f"y: the response is constant ({float(y[0])!r}): every bandwidth fits it exactly, and "
+            "the plug-in, which balances its noise against its curvature, has neither"
+        )
     x = (x - low) / (high - low)
     spread = float(np.std(y / np.max(np.abs(y)))) * float(np.max(np.abs(y))) if y.any() else 0.0
     y = np.asarray((y - np.mean(y)) / (spread if spread > 0 else 1.0), float)
@@ -148,22 +195,38 @@ def local_linear_plug_in_bandwidth(
     rss, second, fourth = _block_fits(x, y, blocks)
     sigma2 = rss / (n - (PILOT_DEGREE + 1) * blocks)
     theta24 = float(np.sum(second * fourth)) / n
+    if not (sigma2 > 0 and theta24 != 0):
+        missing = "no residual variance" if not sigma2 > 0 else "no curvature (θ₂₄ = 0)"
+        raise ValueError(
+            f"y: the pilot quartic fits on {blocks} block(s) leave {missing}: the plug-in "
+            "bandwidth is undefined for data without noise or curvature; select by "
+            "cross-validation (bandwidth='cv' in the estimators)"
+        )
     pilot = sigma2 * (b - a) / (abs(theta24) * n)
     if theta24 < 0:
         pilot = (3 * pilot / (8 * math.sqrt(math.pi))) ** (1 / 7)
     elif theta24 > 0:
         pilot = (15 * pilot / (16 * math.sqrt(math.pi))) ** (1 / 7)
-    curvature = binned_local_polynomial(
-        counts, sums, bandwidth=pilot, derivative=2, range_x=(a, b), binned=True
-    )[1]
+    _check_resolved(pilot, "pilot", gridsize, sigma2, (low, high))
+    curvature = _at_the_data(
+        binned_local_polynomial(
+            counts, sums, bandwidth=pilot, derivative=2, range_x=(a, b), binned=True
+        )[1], counts, pilot, (low, high)
+    )  # fmt: skip
     kept = slice(math.floor(proptrun * gridsize), gridsize - math.floor(proptrun * gridsize))
     theta22 = float(np.sum(curvature[kept] ** 2 * counts[kept])) / n
     constant = 4 * (0.5 + 2 * math.sqrt(2) - 4 / 3 * math.sqrt(3)) / math.sqrt(2 * math.pi)
     variance_bandwidth = constant ** (1 / 9) * (sigma2**2 * (b - a) / (theta22 * n) ** 2) ** (1 / 9)
-    fit = binned_local_polynomial(
-        counts, sums, bandwidth=variance_bandwidth, range_x=(a, b), binned=True
-    )[1]
-    diagonal, product_diagonal = smoother_diagonals(counts, a, b, variance_bandwidth)
+    _check_resolved(variance_bandwidth, "variance", gridsize, sigma2, (low, high))
+    fit = _at_the_data(
+        binned_local_polynomial(
+            counts, sums, bandwidth=variance_bandwidth, range_x=(a, b), binned=True
+        )[1], counts, variance_bandwidth, (low, high)
+    )  # fmt: skip
+    diagonal, product_diagonal = (
+        _at_the_data(diagonals, counts, variance_bandwidth, (low, high))
+        for diagonals in smoother_diagonals(counts, a, b, variance_bandwidth)
+    )
     residual = np.sum(y**2) - 2 * np.sum(fit * sums) + np.sum(fit**2 * counts)
     freedom = n - 2 * np.sum(diagonal * counts) + np.sum(product_diagonal * counts)
     variance = float(residual / freedom)

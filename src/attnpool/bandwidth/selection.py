@@ -271,6 +271,9 @@ def _plug_in(x, y, model: LocalModel, weights) -> BandwidthSelection:
             f"kernel={model.kernel.name!r}, {np.shape(y)[1]} responses"
             + (", weights" if weights is not None else "")
         )
+    if constant_response(y, "dpill", "the rule of thumb"):
+        rule = search_start(x, kernel=model.kernel, var_type=model.var_type)
+        return BandwidthSelection(rule, float("nan"), "dpill", (np.array([]), np.array([])))
     h = local_linear_plug_in_bandwidth(np.asarray(x)[:, 0], np.asarray(y)[:, 0])
     return BandwidthSelection(np.array([h]), float("nan"), "dpill", (np.array([]), np.array([])))
 

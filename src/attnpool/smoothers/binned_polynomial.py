@@ -222,7 +222,9 @@ def smoother_diagonals(
     counts: ArrayLike, a: float, b: float, bandwidth: float, degree: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(S_diag, SSᵀ_diag)`` ``(M,)`` of the binned local polynomial smoother on the grid
-    counts ``counts`` over ``[a, b]`` (KernSmooth's ``sdiag`` and ``sstdiag``)."""
+    counts ``counts`` over ``[a, b]`` (KernSmooth's ``sdiag`` and ``sstdiag``); NaN at a
+    node with too few occupied nodes within the kernel's reach for the fit, as
+    :func:`binned_local_polynomial`'s estimate there."""
     counts = np.asarray(counts, float)
     gridsize = counts.shape[0]
     delta = (b - a) / (gridsize - 1)
@@ -230,5 +232,11 @@ def smoother_diagonals(
     # in grid steps: the intercept's entries of S⁻¹ and S⁻¹ U S⁻¹ do not change
     s = hankel(_moments(counts, delta, bandwidth, 2 * degree + 1, steps))
     u = hankel(_moments(counts, delta, bandwidth, 2 * degree + 1, steps, square=True))
-    inverse = np.linalg.inv(s)
-    return inverse[:, 0, 0], np.einsum("mi,mij,mj->m", inverse[:, 0, :], u, inverse[:, :, 0])
+    solvable = _nodes_within(counts > 0, steps) > degree  # else S is singular
+    diagonal, product_diagonal = np.full(gridsize, np.nan), np.full(gridsize, np.nan)
+    inverse = np.linalg.inv(s[solvable])
+    diagonal[solvable] = inverse[:, 0, 0]
+    product_diagonal[solvable] = np.einsum(
+        "mi,mij,mj->m", inverse[:, 0, :], u[solvable], inverse[:, :, 0]
+    )
+    return diagonal, product_diagonal
