@@ -37,3 +37,22 @@ def test_span_selection_on_a_constant_response_takes_the_largest_span(criterion)
     assert model.span_ == 1.0
     assert np.all(model.criterion_ == (-np.inf if criterion == "aicc" else 0.0))
     np.testing.assert_array_equal(model.predict(X[:5]), 3.0)
+
+
+@pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
+def test_a_search_on_few_rows_passes_over_spans_that_reach_no_row(criterion):
+    """Eight rows: spans below 1/8 take no neighbour at all, which raised ("span=0.1
+    leaves no neighbours among 8 rows") though the user gave no span; spans whose fits
+    interpolate (0/0 in CV's 1 − Lᵢᵢ and GCV's n − tr L) were NaN. Both are undefined:
+    ``inf``, and the search goes on to the spans that fit."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, 8)[:, None]
+    y = np.sin(6 * x[:, 0]) + 0.1 * rng.normal(size=8)
+    model = attnpool.Loess(span=criterion).fit(x, y)
+    assert not np.isnan(model.criterion_).any()
+    assert model.criterion_[0] == np.inf and np.isfinite(model.criterion_[-1])
+    assert model.span_ == 1.0 if criterion == "aicc" else model.span_ == 0.7
+    alone = attnpool.Loess(span=criterion, spans=[model.span_]).fit(x, y)
+    assert alone.criterion_[0] == np.min(model.criterion_)
+    with pytest.raises(ValueError, match=f"spans: the {criterion} criterion is undefined at every"):
+        attnpool.Loess(span=criterion).fit(x[:3], y[:3])

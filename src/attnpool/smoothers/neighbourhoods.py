@@ -34,8 +34,9 @@ NEIGHBOUR_WORK = 2**20
 
 
 class SpanTooSmall(ValueError):
-    """A span whose neighbourhoods are empty: some row's nearest rows all lie on it
-    (ties). A span search passes over such a candidate."""
+    """A span whose neighbourhoods are empty: it reaches no row (``span · n < 1``), or
+    some row's nearest rows all lie on it (ties). A span search passes over such a
+    candidate."""
 
 
 def span_too_small(span: float, count: int, where) -> SpanTooSmall:
@@ -73,7 +74,7 @@ def neighbour_count(span: float, n: int) -> int:
     """``q = ⌊n · min(span, 1)⌋``, the neighbours of each query."""
     q = math.floor(n * min(span, 1.0))
     if q < 1:
-        raise ValueError(f"span={span!r} leaves no neighbours among {n} rows (span · n < 1)")
+        raise SpanTooSmall(f"span={span!r} leaves no neighbours among {n} rows (span · n < 1)")
     return q
 
 

@@ -70,17 +70,17 @@ def criteria_in_data_units(
 
 def span_values(spans: np.ndarray, value_of: Callable[[float], float]) -> np.ndarray:
     """``value_of(span)`` for each of the ``spans``: ``inf`` where the span is too small
-    for the data (:class:`.neighbourhoods.SpanTooSmall`: tied rows), unless every one
-    is (that refusal is then raised)."""
-    values, refusal = [], None
+    for the data (:class:`.neighbourhoods.SpanTooSmall`: no row, or tied rows), unless
+    every one is (that refusal is then raised)."""
+    values, refusals = [], []
     for span in spans:
         try:
             values.append(value_of(float(span)))
         except SpanTooSmall as error:
             values.append(np.inf)
-            refusal = error
-    if refusal is not None and not np.isfinite(values).any():
-        raise refusal
+            refusals.append(error)
+    if len(refusals) == len(values):
+        raise refusals[-1]
     return np.array(values)
 
 
@@ -96,7 +96,12 @@ def best_span(spans: np.ndarray, values: np.ndarray, criterion: str) -> tuple[fl
     """The span with the smallest criterion ``values`` (the largest among equals), and
     the values."""
     if not np.isfinite(values).any():
-        raise ValueError(f"the {criterion} criterion is not finite at any of the spans {spans}")
+        raise ValueError(
+            f"spans: the {criterion} criterion is undefined at every span of "
+            f"{np.round(spans, 6).tolist()}: each leaves some row too few neighbours, or "
+            "fits that interpolate the data (too few rows for the degree?); give span= a "
+            "number"
+        )
     best = np.flatnonzero(values == np.nanmin(values))
     return float(spans[best[np.argmax(spans[best])]]), values
 
@@ -131,12 +136,15 @@ def criterion_sums(y, fitted, own, prior) -> np.ndarray:
 
 def criterion_value(criterion, n, trace, squares, prior_total, left_out) -> float:
     """The span ``criterion`` of a fit to ``n`` rows from ``tr L`` and its
-    :func:`criterion_sums`."""
+    :func:`criterion_sums`; ``inf`` where it is undefined (a fit that interpolates: GCV's
+    ``n − tr L`` and CV's ``1 − Lᵢᵢ`` are 0, as the residuals are — 0/0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         if criterion == "gcv":
-            return float(n * squares / (n - trace) ** 2)
-        if criterion == "aicc":
+            value = float(n * squares / (n - trace) ** 2)
+        elif criterion == "aicc":
             if n - trace - 2 <= 0:
                 return float("inf")
-            return float(np.log(squares / prior_total) + 1 + 2 * (trace + 1) / (n - trace - 2))
-        return float(left_out / prior_total)
+            value = float(np.log(squares / prior_total) + 1 + 2 * (trace + 1) / (n - trace - 2))
+        else:
+            value = float(left_out / prior_total)
+    return float("inf") if np.isnan(value) else value
