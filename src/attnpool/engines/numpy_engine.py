@@ -60,7 +60,7 @@ def serves(
     NumPy up to :data:`NUMPY_MAX_WORK`, and a Gaussian local linear fit (unweighted) at
     any size where the ``native`` loop that sums its moments runs."""
     facts = fit_facts(model, queries, rows, outputs, weighted=weighted)
-    return plan.plan(facts).backend in ("numpy", "native")  # (native: the moments' loop)
+    return plan.plan(facts).on_host
 
 
 def work_width(model: LocalModel, outputs: int) -> int:

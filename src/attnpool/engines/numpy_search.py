@@ -41,7 +41,7 @@ def searches(model: LocalModel, rows: int, outputs: int, *, weighted: bool = Fal
     ~30 evaluations, and ``NUMPY_SEARCH_MAX_WORK_SEVERAL`` in several, where L-BFGS on
     forward differences needs 25–450. Weighted searches run in NumPy only."""
     facts = search_facts(model, rows, outputs, weighted=weighted)
-    return plan.plan(facts).backend == "numpy"
+    return plan.plan(facts).by_numpy
 
 
 def loo_objective(x, y, model: LocalModel, weights=None):
@@ -108,7 +108,7 @@ def criterion_curve(x, y, candidates, model: LocalModel, method: str, weights=No
     by NumPy pairs, or None where the planner's search table gives such a search to the
     compiled engines (beyond its NumPy pairs' sizes)."""
     facts = search_facts(model, *np.shape(y), weighted=weights is not None, criterion=method)
-    if plan.plan(facts._replace(loo_loops=False)).backend != "numpy":
+    if not plan.plan(facts._replace(loo_loops=False)).by_numpy:
         return None
     at = (loo_at if method == "cv" else aicc_at)(x, y, model, weights)
     return np.array([at(np.asarray(h, np.float64)) for h in candidates])

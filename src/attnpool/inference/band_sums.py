@@ -161,7 +161,7 @@ def numpy_band(
     if not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in (x, y, q, h)):
         return None
     n, p = y.shape
-    if any(plan(fit_facts(model, rows, n, p)).backend != "numpy" for rows in (q.shape[0], n)):
+    if not all(plan(fit_facts(model, rows, n, p)).by_numpy for rows in (q.shape[0], n)):
         return None
     unbounded = not model.kernel.compact  # rows beyond the float range: the limit
     fit = local_fit(x, y, q, h, model, nearest=unbounded)[0]

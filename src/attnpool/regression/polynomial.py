@@ -209,7 +209,7 @@ def loo_residuals(
     h = np.broadcast_to(np.asarray(bandwidth, np.float64), (x.shape[1],))
     orders = [(0,) * x.shape[1]]
     facts = polynomial_facts(record, x.shape[0], x.shape[0], x.shape[1], y.shape[1], degree)
-    loop = method == "native" or (method != "numpy" and plan(facts).backend == "native")
+    loop = method == "native" or (method != "numpy" and plan(facts).by_loop)
     if loop:  # each row's own pair left out
         found = native_fit(x, y, x, h, record, degree, orders, left_out=True)
         if found is not None:

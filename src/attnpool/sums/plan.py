@@ -237,6 +237,22 @@ class Plan(NamedTuple):
     backend: str
     rule: int
 
+    @property
+    def by_numpy(self) -> bool:
+        """The host's exact engine: NumPy pairs — in the search table, also the C loop's
+        leave-one-out sums behind them (:mod:`attnpool.engines.numpy_search`)."""
+        return self.backend == "numpy"
+
+    @property
+    def by_loop(self) -> bool:
+        """The compiled C loop (``native``), which sums a local fit's moments."""
+        return self.backend == "native"
+
+    @property
+    def on_host(self) -> bool:
+        """A fit with no program: NumPy pairs or the C loop."""
+        return self.by_numpy or self.by_loop
+
 
 def plan(facts: Facts) -> Plan:
     """The backend for ``facts`` (module docstring: the tables, first match wins)."""
