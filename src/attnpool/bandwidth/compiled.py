@@ -46,11 +46,10 @@ from .search import (
     Counted,
     bandwidth_of,
     best_candidate,
-    best_of,
     host_search,
-    profile_start,
     smoothed_out,
 )
+from .starts import best_of, profile_start
 
 _CHUNK = 4
 #: One continuous column and at least this many rows: CV is searched on a binned grid
@@ -374,7 +373,7 @@ def criterion_curve(
 
 
 def _from_both(local_search, best, thetas, objectives, starts):
-    """:func:`attnpool.bandwidth.search.best_of` in several columns (one column's grid
+    """:func:`attnpool.bandwidth.starts.best_of` in several columns (one column's grid
     already covers its line)."""
     if thetas.shape[1] == 1:
         return local_search(best)

@@ -123,7 +123,7 @@ def column_profiles(
     enough, the second is narrower than its spacing, and the line's best point
     ``(6·10⁴, 6·10³)`` smooths across the clusters, where CV is flat at 0.47 and a
     descent does not move. Swept alone from there, the first column finds its clusters'
-    scale, and the descent goes on from that point (:func:`attnpool.bandwidth.search.
+    scale, and the descent goes on from that point (:func:`attnpool.bandwidth.starts.
     profile_start`)."""
     if width < 2:
         return ()

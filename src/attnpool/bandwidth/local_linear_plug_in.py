@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from .. import kernels
 from .._support.hints import ArrayLike
 from .._support.validation import check_positive_int
 from ..smoothers.binned_polynomial import (
@@ -29,8 +30,11 @@ from ..smoothers.binned_polynomial import (
     linear_binning,
     smoother_diagonals,
 )
+from ..sums.local_model import LocalModel
+from .rules import search_start
+from .search import BandwidthSelection, constant_response
 
-__all__ = ["local_linear_plug_in_bandwidth"]
+__all__ = ["local_linear_plug_in_bandwidth", "plug_in_selection"]
 
 #: The blocked pilot fits' degree (KernSmooth's quartics).
 PILOT_DEGREE = 4
@@ -232,3 +236,28 @@ def local_linear_plug_in_bandwidth(
     variance = float(residual / freedom)
     unit = (variance * (b - a) / (2 * math.sqrt(math.pi) * theta22 * n)) ** (1 / 5)
     return float(unit * (high - low))
+
+
+def plug_in_selection(
+    x: np.ndarray, y: np.ndarray, model: LocalModel, weights: np.ndarray | None
+) -> BandwidthSelection:
+    """:func:`attnpool.select_bandwidth`'s ``method="dpill"`` on its checked data
+    ``x (n, 1)``, ``y (n, 1)``: :func:`local_linear_plug_in_bandwidth`, where it applies
+    (a constant response: the rule of thumb, as the searches return it)."""
+    served = (
+        model.var_type == "c" and model.degree == 1 and kernels.is_gaussian(model.kernel)
+        and np.shape(y)[1] == 1 and weights is None
+    )  # fmt: skip
+    if not served:
+        raise ValueError(
+            "method: 'dpill' is the plug-in bandwidth of a local linear fit (degree=1) of one "
+            "continuous column and one response with the gaussian kernel, unweighted; "
+            f"received degree={model.degree}, var_type={model.var_type!r}, "
+            f"kernel={model.kernel.name!r}, {np.shape(y)[1]} responses"
+            + (", weights" if weights is not None else "")
+        )
+    if constant_response(y, "dpill", "the rule of thumb"):
+        rule = search_start(x, kernel=model.kernel, var_type=model.var_type)
+        return BandwidthSelection(rule, float("nan"), "dpill", (np.array([]), np.array([])))
+    h = local_linear_plug_in_bandwidth(np.asarray(x)[:, 0], np.asarray(y)[:, 0])
+    return BandwidthSelection(np.array([h]), float("nan"), "dpill", (np.array([]), np.array([])))

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import kernels as _kernels
 from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import SearchUnits, objective_in_data_units, response_unit
 from .._support.validation import check_choice, check_points, check_values
@@ -235,7 +234,9 @@ def select_bandwidth(
         return _subsampled(X, y, subsample, method, kernel, degree, var_type, pooling, weights)
     x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
     if method == "dpill":
-        return _plug_in(x, y, model, weights)
+        from .local_linear_plug_in import plug_in_selection
+
+        return plug_in_selection(x, y, model, weights)
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
     found = _search(
         *units.apply(np.asarray(x), np.asarray(y)),
@@ -253,29 +254,6 @@ def select_bandwidth(
         grid=(grid, units.objective(objectives, method)),
     )
     return selection
-
-
-def _plug_in(x, y, model: LocalModel, weights) -> BandwidthSelection:
-    """``method="dpill"``: the local linear plug-in bandwidth, where it applies."""
-    from .local_linear_plug_in import local_linear_plug_in_bandwidth
-
-    served = (
-        model.var_type == "c" and model.degree == 1 and _kernels.is_gaussian(model.kernel)
-        and np.shape(y)[1] == 1 and weights is None
-    )  # fmt: skip
-    if not served:
-        raise ValueError(
-            "method: 'dpill' is the plug-in bandwidth of a local linear fit (degree=1) of one "
-            "continuous column and one response with the gaussian kernel, unweighted; "
-            f"received degree={model.degree}, var_type={model.var_type!r}, "
-            f"kernel={model.kernel.name!r}, {np.shape(y)[1]} responses"
-            + (", weights" if weights is not None else "")
-        )
-    if constant_response(y, "dpill", "the rule of thumb"):
-        rule = search_start(x, kernel=model.kernel, var_type=model.var_type)
-        return BandwidthSelection(rule, float("nan"), "dpill", (np.array([]), np.array([])))
-    h = local_linear_plug_in_bandwidth(np.asarray(x)[:, 0], np.asarray(y)[:, 0])
-    return BandwidthSelection(np.array([h]), float("nan"), "dpill", (np.array([]), np.array([])))
 
 
 def _subsampled(X, y, settings, method, kernel, degree, var_type, pooling, weights):

@@ -22,11 +22,12 @@ from ..kernels.edges import has_edge
 from ..methods import dense_weights, normalise
 from ..methods.options import fit_refusal
 from ..methods.stream import KEY_BLOCK
+from ..sums.costs import block_width
 from ..sums.facts import fit_facts
 from ..sums.geometry import key_centre, keys_to_unit, lift_exponent
 from ..sums.local_model import LocalModel, relative, solve_moments
 from ..sums.observation_weights import augmented, column_scale, divided
-from ..sums.plan import block_width, plan
+from ..sums.plan import plan
 from ..sums.state import finalize
 from .blocks import nearest_key
 from .compiled_backends import ENGINES, Rows

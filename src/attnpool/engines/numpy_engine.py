@@ -30,6 +30,7 @@ from .._support.units import midrange, value_unit
 from .._support.validation import check_bandwidth_representable
 from ..sums import layer, plan
 from ..sums.backends import NUMPY_PAIRS
+from ..sums.costs import pair_width
 from ..sums.exact_pairs import heaviest_keys
 from ..sums.facts import fit_facts
 from ..sums.local_model import LocalModel, model_for
@@ -65,7 +66,7 @@ def serves(
 
 def work_width(model: LocalModel, outputs: int) -> int:
     """Features summed per pair: one per response, local linear's moments for degree 1."""
-    return plan.pair_width(model.degree, len(model.var_type), outputs)
+    return pair_width(model.degree, len(model.var_type), outputs)
 
 
 def pool(q, k, v, h, kernel: kernels.Kernel, *, nearest: bool):

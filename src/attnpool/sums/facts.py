@@ -20,8 +20,9 @@ from .._support.jax_platform import computes_on_cpu
 from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._support.validation import numpy_dtype
 from ..kernels import Kernel
+from .costs import block_width
 from .local_model import LocalModel
-from .plan import DENSE_MAX_PAIRS, EXPANSION_MIN_PAIRS, Facts, block_width
+from .plan import DENSE_MAX_PAIRS, EXPANSION_MIN_PAIRS, Facts
 from .problem import SumProblem
 
 __all__ = ["density_facts", "device", "finish_facts", "fit_facts", "pool_facts", "search_facts"]
@@ -140,7 +141,7 @@ def fit_facts(
 def _on_device(facts: Facts) -> Facts:
     """``facts`` with where JAX computes, read only where a rule asks: the compiled fits'
     ``pallas`` rule, beyond one dense block of pairs times the numbers each holds
-    (:func:`~attnpool.sums.plan.block_width`); a small fit imports nothing to tell."""
+    (:func:`~attnpool.sums.costs.block_width`); a small fit imports nothing to tell."""
     if facts.n * facts.m * block_width(facts) <= DENSE_MAX_PAIRS:
         return facts
     return facts._replace(device=device())

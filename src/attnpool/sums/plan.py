@@ -134,9 +134,10 @@ their truncation allows skip the rules that take them.)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import NamedTuple
+
+from .costs import block_width, search_evaluations, work_width
 
 __all__ = [
     "DENSE_MAX_PAIRS",
@@ -144,11 +145,7 @@ __all__ = [
     "NUMPY_MAX_WORK",
     "Facts",
     "Plan",
-    "block_width",
-    "pair_width",
     "plan",
-    "search_evaluations",
-    "work_width",
 ]  # fmt: skip
 
 #: Pairs up to which the exact engines form the ``(n, m)`` block at once.
@@ -239,18 +236,17 @@ class Plan(NamedTuple):
 
     @property
     def by_numpy(self) -> bool:
-        """The host's exact engine: NumPy pairs — in the search table, also the C loop's
-        leave-one-out sums behind them (:mod:`attnpool.engines.numpy_search`)."""
+        """NumPy pairs (searches: with the C loop's leave-one-out sums behind them)."""
         return self.backend == "numpy"
 
     @property
     def by_loop(self) -> bool:
-        """The compiled C loop (``native``), which sums a local fit's moments."""
+        """The compiled C loop, ``native``, which sums a local fit's moments."""
         return self.backend == "native"
 
     @property
     def on_host(self) -> bool:
-        """A fit with no program: NumPy pairs or the C loop."""
+        """No program: NumPy pairs or the C loop."""
         return self.by_numpy or self.by_loop
 
 
@@ -277,25 +273,6 @@ def plan(facts: Facts) -> Plan:
     )
 
 
-def work_width(f: Facts) -> int:
-    """Numbers a pair of ``f`` carries (:func:`pair_width`)."""
-    return pair_width(f.degree, f.d, f.outputs)
-
-
-def pair_width(degree: int, d: int, outputs: int) -> int:
-    """Numbers a pair carries: one per response, a local polynomial's moments (the
-    squared count of its monomials, ``(1 + d)²`` for local linear) per response."""
-    return outputs if degree == 0 else math.comb(d + degree, degree) ** 2 * outputs
-
-
-def search_evaluations(f: Facts) -> int:
-    """Objective evaluations a host search is expected to take, the grid's included
-    (Brent's ~40 in one column; L-BFGS's on forward differences in several, measured:
-    Nadaraya–Watson 25–110 in two to five columns, local linear 25–450), tripled for
-    local linear, whose evaluations also cost more: a unit of its cost."""
-    return (40 if f.d == 1 else 20 * (f.d + 1)) * (1 + 2 * f.degree)
-
-
 def _plan_fit(f: Facts) -> Plan:
     if not f.block_size and f.host_profile:
         if f.n * f.m * work_width(f) <= NUMPY_MAX_WORK:
@@ -316,12 +293,6 @@ def _plan_compiled_fit(f: Facts) -> Plan:
     if f.device == "gpu" and f.tiled and not f.categorical:
         return Plan("pallas", 6)
     return Plan("stream", 7)
-
-
-def block_width(f: Facts) -> int:
-    """Numbers a compiled block holds per pair: its weight (local constant: the values
-    are a product with the weights), or the local polynomial's moments."""
-    return 1 if f.degree == 0 else work_width(f)
 
 
 def _plan_search(f: Facts) -> Plan:
