@@ -86,16 +86,24 @@ def _check_resolved(
 
 
 def _at_the_data(
-    estimate: np.ndarray, counts: np.ndarray, bandwidth: float, span: tuple[float, float]
+    estimate: np.ndarray,
+    counts: np.ndarray,
+    bandwidth: float,
+    span: tuple[float, float],
+    used: slice = slice(None),
 ) -> np.ndarray:
     """A binned estimate ``(M,)`` with the nodes outside the data (a ``range_x`` wider
-    than them) at 0, which a sum over the data weighs by their count, 0; an error where it
-    is undefined inside the data's range — no data within the fit's reach (KernSmooth's
-    estimate is NaN there, and so is its bandwidth). ``bandwidth``: the fit's on
-    ``[0, 1]``, which ``span`` — the grid's ends ``[low, high]`` — maps."""
+    than them) and outside the ``used`` ones at 0, which a sum over the data weighs by
+    their count, 0; an error where a used node's is undefined inside the data's range —
+    no data within the fit's reach (KernSmooth's estimate is NaN there, and so is its
+    bandwidth). ``bandwidth``: the fit's on ``[0, 1]``, which ``span`` — the grid's ends
+    ``[low, high]`` — maps."""
     occupied = np.flatnonzero(counts > 0)
     inside = np.zeros(counts.size, bool)
     inside[occupied[0] : occupied[-1] + 1] = True
+    outside_used = np.ones(counts.size, bool)
+    outside_used[used] = False
+    inside &= ~outside_used
     undefined = inside & ~np.isfinite(estimate)
     if undefined.any():
         low, high = span
@@ -212,12 +220,13 @@ def local_linear_plug_in_bandwidth(
     elif theta24 > 0:
         pilot = (15 * pilot / (16 * math.sqrt(math.pi))) ** (1 / 7)
     _check_resolved(pilot, "pilot", gridsize, sigma2, (low, high))
+    # (θ₂₂ sums the inner nodes only: the outer ones' curvature may be undefined)
+    kept = slice(math.floor(proptrun * gridsize), gridsize - math.floor(proptrun * gridsize))
     curvature = _at_the_data(
         binned_local_polynomial(
             counts, sums, bandwidth=pilot, derivative=2, range_x=(a, b), binned=True
-        )[1], counts, pilot, (low, high)
+        )[1], counts, pilot, (low, high), kept
     )  # fmt: skip
-    kept = slice(math.floor(proptrun * gridsize), gridsize - math.floor(proptrun * gridsize))
     theta22 = float(np.sum(curvature[kept] ** 2 * counts[kept])) / n
     constant = 4 * (0.5 + 2 * math.sqrt(2) - 4 / 3 * math.sqrt(3)) / math.sqrt(2 * math.pi)
     variance_bandwidth = constant ** (1 / 9) * (sigma2**2 * (b - a) / (theta22 * n) ** 2) ** (1 / 9)
