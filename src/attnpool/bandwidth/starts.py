@@ -43,7 +43,10 @@ def profile_start(objective, thetas, profiles, best, objectives) -> tuple[np.nda
     value = float(np.min(np.where(np.isfinite(objectives), objectives, np.inf)))
     moved = False
     for column, first in profiles:
+        held = point[column]
         for candidate in thetas[first:, column]:
+            if candidate == held:
+                continue  # (the point the sweep started from: its value is known)
             trial = point.copy()
             trial[column] = candidate
             found = objective(trial)
