@@ -180,6 +180,9 @@ def test_bad_inputs_are_clear_errors(client):
     ties = np.repeat(np.arange(10.0), 30)[:, None]
     with pytest.raises(ValueError, match=r"span=0\.05 is too small"):
         attnpool.Loess(span=0.05, statistics="approximate").fit(*_lazy(ties, y, None, 100))
+    one_point = np.tile([3.0, 3.0], (300, 1))
+    with pytest.raises(ValueError, match=r"^X: every row is the same point \[3\.0, 3\.0\]"):
+        attnpool.Loess(statistics="approximate").fit(*_lazy(one_point, y, None, 100))
 
 
 def test_order_statistics_are_exact():

@@ -27,6 +27,7 @@ from ..smoothers.loess_fit import (
     robustness_weights,
     two_delta,
 )
+from ..smoothers.neighbourhoods import check_several_points
 from ..smoothers.operator_rows import Columns
 from .order_statistics import median, tree_sum
 from .row_sums import (
@@ -73,6 +74,7 @@ def distributed_loess(estimator, X, y, sample_weight) -> tuple[Training, LoessRe
         return None
     if n < 2:
         raise ValueError(f"Loess needs at least 2 samples; got n_samples = {n}")
+    check_several_points(spread.low, spread.high)
     estimator.n_features_in_ = d
     keys = [delayed(keys_of)(part) for part in parts]
     divisor = trimmed_scale(keys, n, d, spread.low) if estimator.normalize and d > 1 else np.ones(d)

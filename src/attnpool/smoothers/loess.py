@@ -20,7 +20,7 @@ from .._support.hints import ArrayLike
 from .._support.units import response_unit
 from ..sums.observation_weights import positive_rows
 from .loess_fit import LoessResult, fit_loess, fits_and_spread, fits_at, prior_in_unit
-from .neighbourhoods import radii, trimmed_scale
+from .neighbourhoods import check_several_points, radii, trimmed_scale
 from .span_selection import CRITERIA, criteria_in_data_units, select_span
 
 __all__ = ["Loess"]
@@ -163,6 +163,7 @@ class Loess(RegressorMixin, BaseEstimator):
         y = y[:, 0]
         if y.shape[0] < 2:
             raise ValueError(f"Loess needs at least 2 samples; got n_samples = {y.shape[0]}")
+        check_several_points(X.min(axis=0), X.max(axis=0))
         prior, self._prior_exponent = prior_in_unit(weights, y.shape[0])
         d = X.shape[1]
         self.divisor_ = trimmed_scale(X) if self.normalize and d > 1 else np.ones(d)

@@ -21,6 +21,7 @@ from .windows import first_index
 __all__ = [
     "NEIGHBOUR_WORK",
     "SpanTooSmall",
+    "check_several_points",
     "neighbour_count",
     "radii",
     "sorted_radii",
@@ -51,6 +52,16 @@ def span_too_small(span: float, count: int, where) -> SpanTooSmall:
         f"span={span!r} is too small: the {count} nearest rows to {where} all lie on it "
         "(ties), leaving no neighbourhood; take a larger span"
     )
+
+
+def check_several_points(low: np.ndarray, high: np.ndarray) -> None:
+    """Raise where the rows' column extremes ``low``, ``high`` (shape (d,)) say every row
+    is one point: no span then leaves a neighbourhood."""
+    if np.array_equal(low, high):
+        raise ValueError(
+            f"X: every row is the same point {np.asarray(low).tolist()}; a LOESS fit needs "
+            "rows at two or more points"
+        )
 
 
 def trimmed_scale(X: np.ndarray) -> np.ndarray:
