@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from attnpool import Binned, kernel_density, kernels
 from attnpool.methods import binned_gaussian, binned_host, binning
 from attnpool.methods.binned import Grid, reach_for
+from attnpool.methods.binning import GridPlan
 from reference import gaussian_kernel_sums as textbook
 
 GAUSSIAN = kernels.get("gaussian")
@@ -57,7 +58,8 @@ def test_the_corrected_sums_never_err_beyond_their_bound(d, name, spacing):
                     nodes_of(grid)[::97] / scale]  # fmt: skip
     reach = reach_for(GAUSSIAN, np.ones(d), grid)
     values = rng.normal(size=(keys.shape[0], 2)) * [1.0, 1e3]
-    sums, error, _ = binned_gaussian.gaussian_sums(queries, keys, scale, grid, reach, values)
+    plan = GridPlan(grid, reach)
+    sums, error, _ = binned_gaussian.gaussian_sums(queries, keys, scale, plan, values)
     exact = textbook(queries, keys, scale, values)
     largest = np.r_[1.0, np.abs(values).max(axis=0)]
     assert np.all(np.abs(sums - exact) <= error[:, None] * largest * (1 + 1e-12) + 1e-300)
@@ -82,7 +84,7 @@ def test_the_bound_holds_for_any_layout(d, count, spacing, spread, seed):
     queries = np.r_[rng.normal(size=(20, d)) * spread * 1.5, keys[:3]]
     grid = grid_over(np.r_[keys, queries], np.full(d, spacing))
     reach = reach_for(GAUSSIAN, np.ones(d), grid)
-    sums, error, _ = binned_gaussian.gaussian_sums(queries, keys, np.ones(d), grid, reach)
+    sums, error, _ = binned_gaussian.gaussian_sums(queries, keys, np.ones(d), GridPlan(grid, reach))
     exact = textbook(queries, keys, np.ones(d))[:, 0]
     assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12) + 1e-300)
 
@@ -185,7 +187,7 @@ def test_many_queries_get_a_finer_grid_and_their_error_bounded(d):
     assert fewer.correct_queries is None and np.prod(fewer.grid.size) < np.prod(plan.grid.size)
     some = queries[:3000]
     sums, error, _ = binned_gaussian.gaussian_sums(
-        some, keys, scale, plan.grid, plan.reach, correct_queries=False
+        some, keys, scale, plan._replace(correct_queries=False)
     )
     exact = textbook(some, keys, scale)[:, 0]
     assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12) + 1e-300)
@@ -204,7 +206,7 @@ def test_a_lattice_guessed_from_the_first_rows_costs_no_accuracy(monkeypatch):
     assert binned_gaussian.lattice(queries) is not None
     scale = np.ones(1) / 0.2
     plan = binned_host.plan_grid(queries, keys, scale, GAUSSIAN, None, 1e-3)
-    sums, error, _ = binned_gaussian.gaussian_sums(queries, keys, scale, plan.grid, plan.reach)
+    sums, error, _ = binned_gaussian.gaussian_sums(queries, keys, scale, plan)
     exact = textbook(queries, keys, scale)[:, 0]
     assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12) + 1e-300)
 

@@ -11,6 +11,7 @@ from scipy.special import logsumexp
 from attnpool import Binned, kernel_density, kernels
 from attnpool.methods import binned_host, binned_near, native
 from attnpool.methods.binned_host import plan_grid
+from attnpool.methods.binning import GridPlan
 
 GAUSSIAN = kernels.get("gaussian")
 
@@ -43,7 +44,8 @@ def test_the_keys_near_a_row_hold_all_of_its_sum(kernel, d, blocks, monkeypatch)
     record = kernels.for_dimensions(kernels.get(kernel), d)
     scale = np.full(d, 1 / (0.05 if kernel == "laplacian" else 0.3))  # its reach is long
     grid, reach = plan_grid(rows, keys, scale, record)[:2]
-    _, _, binning = binned_host.binned_sums(rows, keys, scale, record, grid, reach, cells=True)
+    plan = GridPlan(grid, reach)
+    _, _, binning = binned_host.binned_sums(rows, keys, scale, record, plan, cells=True)
     near = binned_near.keys_near(rows * scale, record, binning, keys.shape[0])
     if d == 1:  # without each key's cell: by the rows' merged intervals
         bare = binning._replace(cells=None)
@@ -67,9 +69,8 @@ def _binned(keys, rows, h, order=None):
     """The binning of ``keys`` a binned density of ``rows`` takes (each key's node kept)."""
     scale = np.full(2, 1 / h)
     plan = plan_grid(rows, keys, scale, GAUSSIAN, None, 1e-3)
-    taylor = plan.order if order else None
-    _, _, binning = binned_host.binned_sums(rows, keys, scale, GAUSSIAN, plan.grid, plan.reach,
-                                            cells=True, order=taylor)  # fmt: skip
+    plan = plan._replace(order=plan.order if order else None, correct_queries=None)
+    _, _, binning = binned_host.binned_sums(rows, keys, scale, GAUSSIAN, plan, cells=True)
     return scale, binning
 
 

@@ -15,6 +15,7 @@ from attnpool import Binned, kernel_density, kernels
 from attnpool.methods import binned_host, binned_near, binned_taylor, native
 from attnpool.methods.binned import Grid
 from attnpool.methods.binned_gaussian import derivative
+from attnpool.methods.binning import GridPlan
 from reference import gaussian_kernel_sums as textbook
 
 GAUSSIAN = kernels.get("gaussian")
@@ -62,8 +63,8 @@ def test_the_sums_never_err_beyond_their_bound(d, name, spacing, order, taps, mo
     grid, queries = lattice_grid(keys, scale, spacing)
     reach = tuple(min(int(np.ceil(9 / spacing)), s) for s in grid.size)
     values = values - 1e6 * (np.arange(2) == 1)  # the second column about its midrange
-    sums, error, binning = binned_taylor.taylor_sums(queries, keys, scale, grid, reach, order,
-                                                     values)  # fmt: skip
+    plan = GridPlan(grid, reach, order=order)
+    sums, error, binning = binned_taylor.taylor_sums(queries, keys, scale, plan, values)
     exact = textbook(queries, keys, scale, values)
     largest = np.max(np.abs(values))
     assert np.all(np.abs(sums[:, 0] - exact[:, 0]) <= error * (1 + 1e-12))
@@ -90,10 +91,10 @@ def test_two_columns_sum_their_taps_directly_as_the_ffts_do(values, monkeypatch)
     reach = tuple(min(int(np.ceil(9 / 0.8)), s) for s in grid.size)
     order = binned_taylor.plan(1e-3, np.full(2, 0.8), np.ptp(keys, axis=0) * scale,
                                keys.shape[0], 2**30)[0]  # fmt: skip
-    found = {}
+    found, plan = {}, GridPlan(grid, reach, order=order)
     for taps, per_fft in (("direct", math.inf), ("fft", 0.0)):
         monkeypatch.setattr(binned_taylor, "TAPS_PER_FFT", per_fft)
-        found[taps] = binned_taylor.taylor_sums(queries, keys, scale, grid, reach, order, weights)
+        found[taps] = binned_taylor.taylor_sums(queries, keys, scale, plan, weights)
     (direct, direct_error, _), (fft, fft_error, _) = found["direct"], found["fft"]
     largest = 1.0 if weights is None else max(1.0, float(np.max(np.abs(weights))))
     gap = np.abs(direct - fft).max(axis=1)
@@ -114,7 +115,8 @@ def test_queries_off_their_nodes_are_bounded_as_well(d):
     reach = tuple(min(11, s) for s in grid.size)
     for shift in (1e-15, 1e-7 * 0.9):
         queries = nodes + shift * rng.uniform(-1, 1, nodes.shape) / scale
-        sums, error, _ = binned_taylor.taylor_sums(queries, keys, scale, grid, reach, 4)
+        plan = GridPlan(grid, reach, order=4)
+        sums, error, _ = binned_taylor.taylor_sums(queries, keys, scale, plan)
         exact = textbook(queries, keys, scale)[:, 0]
         assert np.all(np.abs(sums[:, 0] - exact) <= error * (1 + 1e-12))
 
@@ -180,7 +182,8 @@ def test_plans_meet_the_tolerance_at_least_cost(d, tolerance):
     grid, queries = lattice_grid(keys, scale, spacing, margin=0.0)
     middle = np.all(np.abs(queries) < 2, axis=1)
     reach = tuple(min(int(np.ceil(10 / spacing)), s) for s in grid.size)
-    sums, error, _ = binned_taylor.taylor_sums(queries[middle], keys, scale, grid, reach, order)
+    plan = GridPlan(grid, reach, order=order)
+    sums, error, _ = binned_taylor.taylor_sums(queries[middle], keys, scale, plan)
     exact = textbook(queries[middle], keys, scale)[:, 0]
     assert np.all(np.abs(sums[:, 0] - exact) <= tolerance * exact)
     assert np.median(error / exact) <= tolerance
@@ -233,7 +236,7 @@ def test_the_remainder_is_the_taylor_remainder():
             grid = Grid((-10.0,), (1.0,), (21,))
             queries = np.array([[2.0]])
             sums, error, _ = binned_taylor.taylor_sums(
-                queries, keys, np.ones(1), grid, (12,), order
+                queries, keys, np.ones(1), GridPlan(grid, (12,), order=order)
             )
             exact = math.exp(-0.5 * (2.0 - t) ** 2)
             assert abs(sums[0, 0] - exact) <= error[0]
@@ -288,8 +291,7 @@ def test_rows_beyond_the_data_sum_over_the_keys_beside_its_ends(inside):
     queries = np.linspace(-6.5, 6.5, 1024)[:, None]
     scale = np.full(1, 1 / 0.05)
     plan = binned_host.plan_grid(queries, x, scale, GAUSSIAN, None, 1e-3)
-    _, _, binning = binned_host.binned_sums(queries, x, scale, GAUSSIAN, plan.grid, plan.reach,
-                                            order=plan.order)  # fmt: skip
+    _, _, binning = binned_host.binned_sums(queries, x, scale, GAUSSIAN, plan)
     assert binning.beside is not None and binning.beside[0].size < 1000  # the tails' keys
     rows = np.r_[np.linspace(-6.5, -5.2, 20), np.linspace(5.2, 6.5, 20)]
     if inside:

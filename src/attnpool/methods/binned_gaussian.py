@@ -41,6 +41,7 @@ from .binning import (
     FFT_ROUNDING,
     QUERY_CHUNK,
     Binning,
+    GridPlan,
     bin_points,
     counted_features,
     key_total,
@@ -279,20 +280,21 @@ def gaussian_sums(
     queries: Any,
     keys: Any,
     scale: Any,
-    grid: Any,
-    reach: Sequence[int],
+    plan: GridPlan,
     values: Any = None,
+    *,
     cells: bool = False,
-    correct_queries: bool | None = None,
     weights: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, Any]:
     """:func:`.binned_host.binned_sums` for the Gaussian, corrected to third order:
     ``(sums (n, 1 + p), error (n,), binning)``, ``sums`` the ``[Σ_j K_ij, Σ_j K_ij v_j] /
     K(0)`` with binning's second-order error taken away, ``error`` a bound on ``Σ_j |error
     of K_ij|`` per query (:func:`bound_terms` convolved with the counts, the weight of
-    offsets beyond ``reach``, the FFT's rounding). ``correct_queries``: False leaves the
-    queries' second-order sums in and bounds them (the ``"bounded"`` queries of
-    :data:`QUERY_MODES`); None takes them away unless the queries are on the nodes."""
+    offsets beyond the plan's ``reach``, the FFT's rounding). The plan's
+    ``correct_queries``: False leaves the queries' second-order sums in and bounds them
+    (the ``"bounded"`` queries of :data:`QUERY_MODES`); None takes them away unless the
+    queries are on the nodes."""
+    grid, reach, correct_queries = plan.grid, plan.reach, plan.correct_queries
     d, m = len(grid.size), keys.shape[0]
     spacing, size = np.asarray(grid.spacing, np.float64), grid.size
     scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))

@@ -12,7 +12,6 @@ compiles are in :mod:`.binned`.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -37,7 +36,15 @@ from .binned_gaussian import QUERIES_PER_NODE, aligned_grid, gaussian_sums, latt
 from .binned_gaussian import nodes_for as gaussian_nodes_for
 from .binned_taylor import LINEAR_COLUMNS, taylor_sums
 from .binned_taylor import plan as taylor_plan
-from .binning import FFT_ROUNDING, QUERY_CHUNK, Binning, bin_points, counted_features, key_total
+from .binning import (
+    FFT_ROUNDING,
+    QUERY_CHUNK,
+    Binning,
+    GridPlan,
+    bin_points,
+    counted_features,
+    key_total,
+)
 
 
 def interpolate(values, scaled, grid):
@@ -58,35 +65,26 @@ def kernel_on_grid(kernel: Kernel, grid, reach: tuple[int, ...]):
 
 
 def binned_sums(
-    queries,
-    keys,
-    scale,
-    kernel: Kernel,
-    grid,
-    reach,
-    values=None,
-    cells=False,
-    correct_queries=None,
-    order=None,
-    weights=None,
+    queries, keys, scale, kernel: Kernel, plan: GridPlan, values=None, *, cells=False, weights=None
 ):
     """``(sums (n, 1 + p), error (n,), binning)``: ``[Σ_j K_ij, Σ_j K_ij v_j] / K(0)`` by
-    binning, a bound on ``Σ_j |error of K_ij|`` per query (the pair bound convolved with
-    the counts, the weight of keys beyond ``reach``, the FFT's rounding) and the
-    :class:`Binning`. ``values (m, p)``: None for the counts alone; ``cells``: keep each
-    key's cell. The Gaussian's sums are corrected to third order
-    (:func:`.binned_gaussian.gaussian_sums`, with ``correct_queries``); with an ``order``,
-    the queries are on the grid's nodes and the keys' moments to that order sum them
-    (:func:`.binned_taylor.taylor_sums`). ``weights (m,)``: each key counted by its weight
-    (``Σ_j w_j K_ij`` and the bounds in weights; None: by one)."""
-    if order is not None:
-        return taylor_sums(queries, keys, scale, grid, reach, order, values, cells, weights)
+    binning on ``plan``'s grid, a bound on ``Σ_j |error of K_ij|`` per query (the pair
+    bound convolved with the counts, the weight of keys beyond the reach, the FFT's
+    rounding) and the :class:`Binning`. ``values (m, p)``: None for the counts alone;
+    ``cells``: keep each key's cell. The Gaussian's sums are corrected to third order
+    (:func:`.binned_gaussian.gaussian_sums`, with the plan's ``correct_queries``); with
+    the plan's ``order``, the queries are on the grid's nodes and the keys' moments to
+    that order sum them (:func:`.binned_taylor.taylor_sums`). ``weights (m,)``: each key
+    counted by its weight (``Σ_j w_j K_ij`` and the bounds in weights; None: by one)."""
+    if plan.order is not None:
+        return taylor_sums(queries, keys, scale, plan, values, cells=cells, weights=weights)
+    grid = plan.grid
     size = tuple(grid_bucket(s) for s in grid.size)  # a few FFT lengths, not one per size
     grid = type(grid)(grid.start, grid.spacing, size)
-    reach = tuple(min(r, s) for r, s in zip(reach, size, strict=True))
+    reach = tuple(min(r, s) for r, s in zip(plan.reach, size, strict=True))
     if kernels.is_gaussian(kernel):
-        return gaussian_sums(queries, keys, scale, grid, reach, values, cells, correct_queries,
-                             weights)  # fmt: skip
+        plan = plan._replace(grid=grid, reach=reach)
+        return gaussian_sums(queries, keys, scale, plan, values, cells=cells, weights=weights)
     bound, outside = pair_error_bound(kernel, grid.spacing, size, reach)
     features = counted_features(keys.shape[0], values, weights)
     binned, where = bin_points(keys, scale, grid, features, cells=cells)
@@ -173,10 +171,7 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
         return np.zeros((n, values.shape[1])), np.zeros(n), np.zeros(n, bool), grid
     # values about their midrange: the FFT's rounding is relative to the largest feature
     middle = midrange(values)
-    sums, error, _ = binned_sums(
-        queries, keys, scale, kernel, grid, reach, values - middle,
-        correct_queries=plan.correct_queries, order=plan.order,
-    )  # fmt: skip
+    sums, error, _ = binned_sums(queries, keys, scale, kernel, plan, values - middle)
     weight = sums[:, 0]
     pooled = sums[:, 1:] / np.where(weight > 0, weight, 1.0)[:, None] + middle
     # |pooled − exact| ≤ Σ_j |error of K_ij| · range(values) / binned weight
@@ -184,24 +179,10 @@ def binned_pool(queries, keys, values, scale, kernel: Kernel, *, grid_size=None,
     return pooled, weight, settled, grid
 
 
-class Plan(NamedTuple):
-    """:func:`plan_grid`'s answer: the ``grid``, the kernel's ``reach`` on it, whether it is
-    ``hopeless`` (coarsened past :data:`HOPELESS_COARSENING`), ``correct_queries``
-    for :func:`binned_sums` (False: many queries on a finer grid, bounded; None: the
-    Gaussian's rule), and the ``order`` of the keys' moments where the queries are on
-    the grid's nodes (:mod:`.binned_taylor`; None: linear binning)."""
-
-    grid: Any
-    reach: tuple[int, ...]
-    hopeless: bool
-    correct_queries: bool | None = None
-    order: int | None = None
-
-
-def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e-3) -> Plan:
-    """The :class:`Plan` of :func:`binned_pool` (its arguments): the default grid or one of
-    ``grid_size`` nodes over the scaled points. For the Gaussian, queries on a lattice
-    get a grid with them on its nodes, and queries at least
+def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e-3) -> GridPlan:
+    """The :class:`.binning.GridPlan` of :func:`binned_pool` (its arguments): the default
+    grid or one of ``grid_size`` nodes over the scaled points. For the Gaussian, queries
+    on a lattice get a grid with them on its nodes, and queries at least
     :data:`.binned_gaussian.QUERIES_PER_NODE` times the nodes of the grid that bounds
     their interpolation (rather than correcting it) get that finer grid."""
     d = queries.shape[1]
@@ -220,11 +201,11 @@ def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e
             order, divisions = taylor
             grid = aligned_grid(low, high, origin, step, divisions, 0.0, POOL_BUDGET)
             if grid is not None and on_nodes(queries, scale, grid):
-                return Plan(grid, reach_for(kernel, np.ones(d), grid), False, None, order)
+                return GridPlan(grid, reach_for(kernel, np.ones(d), grid), order=order)
     if gaussian:
         grid, hopeless = default_grid(low, high, kernel, tolerance, POOL_BUDGET, "bounded")
         if not hopeless and queries.shape[0] >= QUERIES_PER_NODE * np.prod(grid.size):
-            return Plan(grid, reach_for(kernel, np.ones(d), grid), False, False)
+            return GridPlan(grid, reach_for(kernel, np.ones(d), grid), correct_queries=False)
     if grid_size is None:
         grid, hopeless = default_grid(low, high, kernel, tolerance, POOL_BUDGET)
     else:
@@ -232,4 +213,4 @@ def plan_grid(queries, keys, scale, kernel: Kernel, grid_size=None, tolerance=1e
         spacing = np.maximum(high - low, np.finfo(float).tiny) / np.maximum(size - 3, 1)
         grid = Grid(tuple(low - spacing), tuple(spacing), tuple(int(s) for s in size))
         hopeless = False
-    return Plan(grid, reach_for(kernel, np.ones(d), grid), hopeless)
+    return GridPlan(grid, reach_for(kernel, np.ones(d), grid), hopeless)

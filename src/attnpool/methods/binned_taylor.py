@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .._support.units import column_extremes
 from . import fgt, native
 from .binned_gaussian import derivative, fast_length, hermite_maxima
-from .binning import FFT_ROUNDING, Binning, counted_features, key_total
+from .binning import FFT_ROUNDING, Binning, GridPlan, counted_features, key_total
 from .threads import cores, thread_pool
 
 #: The unit roundoff of float64 (half its machine epsilon).
@@ -132,18 +132,19 @@ def taylor_sums(
     queries: Any,
     keys: Any,
     scale: Any,
-    grid: Any,
-    reach: Any,
-    order: int,
+    plan: GridPlan,
     values: Any = None,
+    *,
     cells: bool = False,
     weights: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, Binning]:
-    """:func:`.binned_host.binned_sums` for the Gaussian at queries on ``grid``'s nodes:
-    ``(sums (n, 1 + p), error (n,), binning)``, the sums ``[Σ_j K_ij, Σ_j K_ij v_j] / K(0)``
-    to total ``order`` in each key's offset from its nearest node, ``error`` a bound on
-    ``Σ_j |error of K_ij|`` per query: the remainder, the queries' own offsets from their
-    nodes (rounding), the keys beyond ``reach`` and the FFT's rounding."""
+    """:func:`.binned_host.binned_sums` for the Gaussian at queries on the plan's grid's
+    nodes: ``(sums (n, 1 + p), error (n,), binning)``, the sums ``[Σ_j K_ij, Σ_j K_ij v_j]
+    / K(0)`` to the plan's total ``order`` in each key's offset from its nearest node,
+    ``error`` a bound on ``Σ_j |error of K_ij|`` per query: the remainder, the queries'
+    own offsets from their nodes (rounding), the keys beyond the plan's ``reach`` and the
+    FFT's rounding."""
+    grid, reach, order = plan.grid, plan.reach, int(plan.order or 0)
     d, m = len(grid.size), keys.shape[0]
     spacing, size = np.asarray(grid.spacing, np.float64), np.asarray(grid.size)
     scale = np.broadcast_to(np.asarray(scale, np.float64), (d,))
@@ -164,10 +165,10 @@ def taylor_sums(
     off = np.max(np.abs(position - node), axis=0, initial=0.0) * spacing  # (d,)
     spans = [int(min(r + 1, s - 1)) for r, s in zip(reach, size, strict=True)]
     lengths = [fast_length(int(s) + w) for s, w in zip(size, spans, strict=True)]
-    tables = [axis_tables(order, h, w, h / 2 + e)
-              for h, w, e in zip(spacing, spans, off, strict=True)]  # fmt: skip
-    value_tables = [t[0] for t in tables]
-    bound_tables = [t[1] for t in tables]
+    made = [
+        axis_tables(order, h, w, h / 2 + e) for h, w, e in zip(spacing, spans, off, strict=True)
+    ]
+    tables = AxisTables([t[0] for t in made], [t[1] for t in made], spans, lengths)
     terms = [(c, k * f + c, "value", alpha, 1.0)
              for k, alpha in enumerate(alphas[:kept]) for c in range(f)]  # fmt: skip
     terms += [(f, kept * f + b, "bound", alpha, 1.0) for b, alpha in enumerate(alphas[kept:])]
@@ -177,13 +178,12 @@ def taylor_sums(
     flat = np.ravel_multi_index(tuple(node.T), tuple(size))
     largest = 1.0 if features is None else float(np.max(np.abs(features)))
     direct = None
-    if d == 2 and _direct_pays(terms, binned.shape[-1], spans, lengths):
-        direct = _direct_sums(binned, terms, f + 1, value_tables, bound_tables, largest)
+    if d == 2 and _direct_pays(terms, binned.shape[-1], tables):
+        direct = _direct_sums(binned, terms, f + 1, tables, largest)
     if direct is not None:  # each node's rounding, relative to its own terms
         at, rounding = direct[0][:, flat].T, direct[1][flat]
     else:
-        at, rounding = _fft_sums(binned, terms, f, value_tables, bound_tables, spans, lengths,
-                                 largest, flat)  # fmt: skip
+        at, rounding = _fft_sums(binned, terms, f, tables, largest, flat)
 
     # keys beyond the reach along some axis: each weighs at most φ at half a node less
     cut = [(w + 0.5) * h - e for w, h, e, s in zip(spans, spacing, off, size, strict=True)
@@ -194,16 +194,32 @@ def taylor_sums(
     return at[:, :f], error, Binning(grid, binned[..., :1], where, found)
 
 
-def _fft_sums(binned, terms, f, value_tables, bound_tables, spans, lengths, largest, flat):
+class AxisTables(NamedTuple):
+    """The terms' tables along each axis ``j``: ``value[j]`` the kernel's Taylor terms and
+    ``bound[j]`` their remainders' bounds (:func:`axis_tables`, ``(order + 1, 2·span + 1)``
+    each), their half-widths ``spans`` and the FFT ``lengths``."""
+
+    value: list[np.ndarray]
+    bound: list[np.ndarray]
+    spans: list[int]
+    lengths: list[int]
+
+    def named(self, name: str) -> list[np.ndarray]:
+        """A term's table set: ``"value"`` or ``"bound"``."""
+        return self.value if name == "value" else self.bound
+
+
+def _fft_sums(binned, terms, f, tables: AxisTables, largest, flat):
     """``(sums (k, f + 1), rounding)`` at the nodes ``flat`` by FFTs (:func:`_separable_sums`),
     ``rounding`` an FFT convolution's: ``eps·log2(length)·‖data‖₂·‖kernel‖₁`` every
     column, a moment of order ``|α|`` at most ``2^−|α|`` times its node's count
     (``|t_j| ≤ ½``)."""
     d = binned.ndim - 1
+    lengths = tables.lengths
     spectra = {  # (table set, axis, order) → the table's spectrum (rfft on the last axis)
         (name, j, k): row
-        for name, per_axis in (("value", value_tables), ("bound", bound_tables))
-        for j, (t, w, n) in enumerate(zip(per_axis, spans, lengths, strict=True))
+        for name in ("value", "bound")
+        for j, (t, w, n) in enumerate(zip(tables.named(name), tables.spans, lengths, strict=True))
         for k, row in enumerate(_axis_spectra(t, w, n, last=j == d - 1))
     }
     full = _separable_sums(binned, terms, f + 1, spectra, lengths)
@@ -211,11 +227,11 @@ def _fft_sums(binned, terms, f, value_tables, bound_tables, spans, lengths, larg
     norm = float(np.sqrt(np.sum(counts * counts)))
     total = 0.0
     for _, column, name, alpha, coefficient in terms:
-        tables = value_tables if name == "value" else bound_tables
+        per_axis = tables.named(name)
         weight = largest if name == "value" else 1.0
         weight *= 1.0 if name == "bound" and column == 0 else 0.5 ** sum(alpha)
         total += weight * abs(coefficient) * math.prod(
-            float(np.sum(np.abs(tables[j][a]))) for j, a in enumerate(alpha))  # fmt: skip
+            float(np.sum(np.abs(per_axis[j][a]))) for j, a in enumerate(alpha))  # fmt: skip
     rounding = FFT_ROUNDING * math.log2(math.prod(lengths)) * norm * total
     return full.reshape(-1, f + 1)[flat], rounding
 
@@ -231,16 +247,16 @@ def _groups(terms) -> list[tuple]:
     return sorted({(output, name, orders[0]) for output, _, name, orders, _ in terms})
 
 
-def _direct_pays(terms, width: int, spans, lengths) -> bool:
+def _direct_pays(terms, width: int, tables: AxisTables) -> bool:
     """Whether summing two columns' taps directly costs less than their FFTs: the taps,
     ``terms`` along the second axis and groups along the first, against
     :data:`TAPS_PER_FFT` per column transformed, times ``log2`` of the grid's length."""
-    groups = len(_groups(terms))
+    groups, spans = len(_groups(terms)), tables.spans
     taps = len(terms) * (2 * spans[1] + 1) + groups * (2 * spans[0] + 1)
-    return taps <= TAPS_PER_FFT * (width + groups) * math.log2(math.prod(lengths))
+    return taps <= TAPS_PER_FFT * (width + groups) * math.log2(math.prod(tables.lengths))
 
 
-def _direct_sums(binned, terms, outputs: int, value_tables, bound_tables, largest: float):
+def _direct_sums(binned, terms, outputs: int, axis_tables: AxisTables, largest: float):
     """``(sums (outputs, nodes), rounding (nodes,))``: :func:`_separable_sums`' terms in two
     columns, every tap summed directly (``expansions.c``'s ``separable_direct``), and
     each node's rounding bound: ``γ_K`` (``K`` the roundings in the longest chain)
@@ -251,7 +267,7 @@ def _direct_sums(binned, terms, outputs: int, value_tables, bound_tables, larges
     compiled = native.expansion_function("separable_direct")
     if compiled is None:
         return None
-    tables = {"value": value_tables, "bound": bound_tables}
+    tables = {"value": axis_tables.value, "bound": axis_tables.bound}
     groups = _groups(terms)
     scale = max(1.0, max(abs(t[4]) for t in terms)) * max(1.0, largest)
     magnitude = [sum(np.sum(np.abs(t[j]), axis=0) for t in tables.values()) for j in (0, 1)]

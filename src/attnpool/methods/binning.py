@@ -29,6 +29,22 @@ class Binning(NamedTuple):
     beside: tuple[np.ndarray, float, float] | None = None
 
 
+class GridPlan(NamedTuple):
+    """Where binned sums are taken: the ``grid``, the kernel's ``reach`` on it (nodes per
+    column), whether it is ``hopeless`` (coarsened past
+    :data:`.binned.HOPELESS_COARSENING`: no row would be settled), ``correct_queries``
+    (the Gaussian's queries: False bounds their second-order sums on a finer grid, None
+    takes them away unless the queries are on the nodes), and the ``order`` of the keys'
+    moments where the queries are on the grid's nodes (:mod:`.binned_taylor`; None:
+    linear binning)."""
+
+    grid: Any
+    reach: tuple[int, ...]
+    hopeless: bool = False
+    correct_queries: bool | None = None
+    order: int | None = None
+
+
 def bin_points(
     points: Any,
     scale: Any,

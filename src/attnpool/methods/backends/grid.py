@@ -80,9 +80,8 @@ class BinnedGrid:
             return LogSums(np.zeros(n), np.zeros((n, 1)), np.zeros(n, bool))
         # one column finds the keys near a row without each key's cell (8 bytes a key)
         sums, error, binning = binned_host.binned_sums(
-            q, k, scale, kernel, plan.grid, plan.reach, cells=k.shape[1] == 2,
-            correct_queries=plan.correct_queries, order=plan.order, weights=w,
-        )  # fmt: skip
+            q, k, scale, kernel, plan, cells=k.shape[1] == 2, weights=w
+        )
         weight = sums[:, 0]
         settled = (weight > 0) & (error <= self.tolerance * weight)
         with np.errstate(divide="ignore", invalid="ignore"):  # unsettled rows: below
