@@ -30,10 +30,11 @@ and recomputes the few rows it flags directly (as :mod:`attnpool.smoothers` does
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["REACH", "polynomial_window_sums", "running_sums"]
+__all__ = ["REACH", "Windows", "polynomial_window_sums", "running_sums"]
 
 #: How far, in radii of its narrowest query, a segment's running sums may reach from
 #: its anchor.
@@ -42,6 +43,17 @@ REACH = 1.5
 BLOCK = 1024
 #: Queries whose moments are combined at once.
 CHUNK = 16384
+
+
+class Windows(NamedTuple):
+    """Each query's window on the sorted keys: ``queries (q,)`` sorted ascending, each
+    one's ``radius (q,)`` (positive, finite), and its keys ``keys[lo:hi]`` (``lo``,
+    ``hi``: int arrays of shape (q,))."""
+
+    queries: np.ndarray
+    radius: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
 
 def running_sums(rows: np.ndarray) -> np.ndarray:
@@ -65,10 +77,7 @@ def polynomial_window_sums(
     keys: np.ndarray,
     weights: np.ndarray,
     values: np.ndarray | None,
-    queries: np.ndarray,
-    radius: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
+    windows: Windows,
     profile: Sequence[tuple[int, float]],
     moments: int,
     value_moments: int = -1,
@@ -85,12 +94,8 @@ def polynomial_window_sums(
     values : ndarray, shape (n,) or (n, c), or None
         The responses ``y_j`` (``None`` when ``value_moments`` is ``-1``); ``c``
         columns give ``c`` sets of ``T``.
-    queries : ndarray, shape (q,)
-        Sorted ascending.
-    radius : ndarray, shape (q,)
-        Positive and finite.
-    lo, hi : ndarray of int, shape (q,)
-        Each query's keys are ``keys[lo:hi]``.
+    windows : Windows
+        The queries, their radii and their keys' index windows ``[lo, hi)``.
     profile : sequence of (int, float)
         ``(e_t, c_t)``: the kernel ``Σ_t c_t |u|^e_t`` inside the window.
     moments, value_moments : int
@@ -102,6 +107,7 @@ def polynomial_window_sums(
         Float64 moments in units of each query's radius; ``T`` of shape (q,
         value_moments + 1) or, for ``c`` columns of values, (q, value_moments + 1, c).
     """
+    queries, radius, lo, hi = windows
     n_queries = queries.shape[0]
     reach = max(exponent for exponent, _ in profile)
     depths = (reach + moments, reach + value_moments if values is not None else -1)
@@ -109,7 +115,7 @@ def polynomial_window_sums(
     count = 0 if columns is None else columns.shape[1]
     s_out = np.zeros((n_queries, moments + 1))
     t_out = np.zeros((n_queries, value_moments + 1, count))
-    for start, stop in _segments(keys, queries, radius, lo, hi):
+    for start, stop in _segments(keys, windows):
         rows = slice(start, stop)
         first, last = int(lo[rows].min()), int(hi[rows].max())
         anchor = 0.5 * (queries[start] + queries[stop - 1])
@@ -186,10 +192,11 @@ def _side_moments(weights, columns, first, last, scaled, bounds, depths):
     return out
 
 
-def _segments(keys, queries, radius, lo, hi):
+def _segments(keys: np.ndarray, windows: Windows):
     """``(start, stop)`` runs of queries that share an anchor: the longest runs whose
     covered keys lie within :data:`REACH` radii (their narrowest) of their middle,
     found by doubling then bisecting."""
+    queries, radius, lo, hi = windows
 
     def fits(start: int, stop: int) -> bool:
         rows = slice(start, stop)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.window_sums import polynomial_window_sums
+from ..engines.window_sums import Windows, polynomial_window_sums
 from ..kernels import Kernel
 from .local_polynomial import (
     POLYNOMIAL_KERNELS,
@@ -116,8 +116,9 @@ class WindowEngine:
         order = self.query_order(at.queries)
         ordered, reach = at.queries[order, 0], at.radius[order]
         lo, hi = windows_within(self.keys, ordered, reach)
-        s, t = polynomial_window_sums(self.keys, weights, values, ordered, reach, lo, hi,
-                                      profile, moments, value_moments)  # fmt: skip
+        windows = Windows(ordered, reach, lo, hi)
+        s, t = polynomial_window_sums(self.keys, weights, values, windows, profile, moments,
+                                      value_moments)  # fmt: skip
         found_s, found_t = np.empty_like(s), np.empty_like(t)
         found_s[order], found_t[order] = s, t
         return found_s, found_t

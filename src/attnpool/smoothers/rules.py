@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engines.window_sums import polynomial_window_sums
+from ..engines.window_sums import Windows, polynomial_window_sums
 from .windows import first_index, gathered
 
 __all__ = ["STATSMODELS", "R", "Rules"]
@@ -175,13 +175,14 @@ class StatsmodelsRules(Rules):
         radius = self._radius(keys, queries, starts, k)
         usable = np.isfinite(radius) & (radius > 0)
         safe = np.where(usable, radius, 1.0)
-        moments = _moments(keys, values, robustness, queries, safe, starts, starts + k)
+        windows = Windows(queries, safe, starts, starts + k)
+        moments = _moments(keys, values, robustness, windows)
         mean, variance, covariance, centre, scale = moments
         spread = np.fmax(variance * safe**2, 1e-12)
         fits = mean + centre * safe * (covariance * safe) / spread
         redo = ~usable | ~np.isfinite(fits) | (scale < CANCELLATION)
         redo |= np.abs(variance * safe**2 - 1e-12) <= 1e-21
-        redo |= _surely_weighed(keys, robustness, queries, safe, starts, starts + k) < 2
+        redo |= _surely_weighed(keys, robustness, windows) < 2
         return fits, redo
 
     def robustness(self, values, fits, summary=None):
@@ -251,8 +252,8 @@ class RRules(Rules):
             return np.abs(keys[j] - queries[rows]) <= near[rows]
 
         first = first_index(within, starts, split)
-        band = _near_band(keys, values, robustness, queries, h, starts, ends)
-        moments = _moments(keys, values, robustness, queries, h, first, ends, band)
+        band = _near_band(keys, values, robustness, Windows(queries, h, starts, ends))
+        moments = _moments(keys, values, robustness, Windows(queries, h, first, ends), band)
         mean, variance, covariance, centre, scale = moments
         root = np.sqrt(np.fmax(variance, 0.0)) * h
         sloped = root > 0.001 * extent
@@ -261,7 +262,7 @@ class RRules(Rules):
         fits = mean + np.where(sloped, slope_term, 0.0)
         redo = ~usable | ~np.isfinite(fits) | (scale < CANCELLATION)
         redo |= np.abs(root - 0.001 * extent) <= 1e-9 * (0.001 * extent)
-        redo |= _surely_weighed(keys, robustness, queries, h, starts, ends) < 1
+        redo |= _surely_weighed(keys, robustness, Windows(queries, h, starts, ends)) < 1
         return fits, redo
 
     def robustness(self, values, fits, summary=None):
@@ -279,13 +280,14 @@ STATSMODELS = StatsmodelsRules()
 R = RRules()
 
 
-def _moments(keys, values, robustness, queries, radius, lo, hi, correction=None):
+def _moments(keys, values, robustness, windows: Windows, correction=None):
     """The local line's parts from the window moments, in units of the radius: the
     weighted mean response, variance of ``u = (x − q) / r``, covariance of ``u`` and
     ``y``, ``−ū``, and a measure of trust, small where the sums cancel: the variance's
     share of ``E u²``, or 0 where the kernel weights sum to less than
     :data:`CANCELLATION` of the robustness weights (keys mostly near the radius)."""
-    s, t = polynomial_window_sums(keys, robustness, values, queries, radius, lo, hi, TRICUBE, 2, 1)
+    s, t = polynomial_window_sums(keys, robustness, values, windows, TRICUBE, 2, 1)
+    lo, hi = windows.lo, windows.hi
     if correction is not None:
         s, t = s + correction[0], t + correction[1]
     weighed = np.concatenate([[0.0], np.cumsum(robustness)])
@@ -300,10 +302,11 @@ def _moments(keys, values, robustness, queries, radius, lo, hi, correction=None)
     return t[:, 0] / s[:, 0], variance, covariance, -mean_u, scale
 
 
-def _near_band(keys, values, robustness, queries, radius, starts, ends):
+def _near_band(keys, values, robustness, windows: Windows):
     """R's weight 1 (not the tricube) for keys within 0.001 radii of ``q``: the
     moments ``Σ w (1 − tricube) u^m`` (and times ``y``) of those keys, which the
     window sums then get added (keys at ``q`` itself differ by nothing)."""
+    queries, radius, starts, ends = windows
     near = 0.001 * radius
     equal_lo = np.clip(np.searchsorted(keys, queries, side="left"), starts, ends)
     equal_hi = np.clip(np.searchsorted(keys, queries, side="right"), starts, ends)
@@ -335,9 +338,10 @@ def _near_band(keys, values, robustness, queries, radius, starts, ends):
     return s, t
 
 
-def _surely_weighed(keys, robustness, queries, radius, lo, hi):
+def _surely_weighed(keys, robustness, windows: Windows):
     """Keys of each window that surely carry a weight above 1e-12: robustness weight
     above 1e-4 and closer than 0.99 radii (a tricube above 2.6e-5)."""
+    queries, radius, lo, hi = windows
     counted = np.concatenate([[0], np.cumsum(robustness > 1e-4)])
     first = np.clip(np.searchsorted(keys, queries - 0.99 * radius, side="right"), lo, hi)
     last = np.clip(np.searchsorted(keys, queries + 0.99 * radius, side="left"), lo, hi)
