@@ -231,7 +231,9 @@ def select_bandwidth(
     if get_backend(pooling) is None:
         check_choice(pooling, "pooling", POOLINGS)
     if subsample is not None:
-        return _subsampled(X, y, subsample, method, kernel, degree, var_type, pooling, weights)
+        if weights is not None:
+            raise ValueError("subsample: selects on unweighted samples; received weights")
+        return _subsampled(X, y, subsample, method, kernel, degree, var_type, pooling)
     x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
     if method == "dpill":
         from .local_linear_plug_in import plug_in_selection
@@ -256,11 +258,9 @@ def select_bandwidth(
     return selection
 
 
-def _subsampled(X, y, settings, method, kernel, degree, var_type, pooling, weights):
+def _subsampled(X, y, settings, method, kernel, degree, var_type, pooling):
     """:func:`select_bandwidth` on blocks of the rows as given, scaled up
     (:func:`attnpool.bandwidth.subsample.subsampled_bandwidth`)."""
-    if weights is not None:
-        raise ValueError("subsample: selects on unweighted samples; received weights")
     x = np.asarray(check_points(X, "X"), np.float64)
     values, _ = check_values(y, x.shape[0])
     model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)

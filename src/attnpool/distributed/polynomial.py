@@ -21,7 +21,7 @@ array([3.])
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -113,6 +113,15 @@ def local_polynomial(
     return fitted
 
 
+class Frame(NamedTuple):
+    """Where a query chunk's moments are taken: each query's heaviest key (the
+    ``reference``), the offsets' weighted ``mean`` about it and their ``spread``."""
+
+    reference: Any
+    mean: Any
+    spread: Any
+
+
 def _chunk_fit(q: Any, parts: list[Any], h: np.ndarray, kernel: Kernel, exponents: list[Index],
                orders: list[Index]) -> Any:  # fmt: skip
     """The delayed fit of one query chunk ``q`` over the key chunks ``parts``."""
@@ -121,10 +130,9 @@ def _chunk_fit(q: Any, parts: list[Any], h: np.ndarray, kernel: Kernel, exponent
     sums = [delayed(_mean_sums)(q, k, h, kernel, reference) for k, _ in parts]
     mean = delayed(_mean)(sums)
     squares = [delayed(_spread_sums)(q, k, h, kernel, reference, mean) for k, _ in parts]
-    spread = delayed(_spread)(squares, mean)
-    moments = [delayed(_moment_sums)(q, k, v, h, kernel, reference, mean, spread, exponents)
-               for k, v in parts]  # fmt: skip
-    return delayed(_solve)(moments, q, reference, mean, spread, exponents, orders)
+    frame = delayed(Frame)(reference, mean, delayed(_spread)(squares, mean))
+    moments = [delayed(_moment_sums)(q, k, v, h, kernel, frame, exponents) for k, v in parts]
+    return delayed(_solve)(moments, q, frame, exponents, orders)
 
 
 def _extremes(rows: Any) -> np.ndarray:
@@ -183,16 +191,18 @@ def _spread(squares: list[np.ndarray], mean: Any) -> np.ndarray:
     return blocks.spread_of(reduce(np.add, squares), mean[0])
 
 
-def _moment_sums(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, reference: Any, mean: Any,
-                 spread: Any, exponents: list[Index]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _moment_sums(q: Any, k: Any, v: Any, h: Any, kernel: Kernel, frame: Frame,
+                 exponents: list[Index]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    reference, mean = frame.reference, frame.mean
     log_w, offsets, shift = _terms(q, k, h, kernel, reference)
     y = np.asarray(v, np.float64)
-    return blocks.moment_sums(log_w, offsets, shift, mean[1], spread, y, reference[2], exponents)
+    return blocks.moment_sums(log_w, offsets, shift, mean[1], frame.spread, y, reference[2],
+                              exponents)  # fmt: skip
 
 
-def _solve(moments: list[Any], q: Any, reference: Any, mean: Any, spread: Any,
-           exponents: list[Index], orders: list[Index]) -> np.ndarray:  # fmt: skip
+def _solve(moments: list[Any], q: Any, frame: Frame, exponents: list[Index],
+           orders: list[Index]) -> np.ndarray:  # fmt: skip
     gram = reduce(np.add, [m[0] for m in moments])
     t = reduce(np.add, [m[1] for m in moments])
-    summed = blocks.Moments(gram, t, mean[0], mean[1], spread)
-    return blocks.solve(summed, q, reference, exponents, orders)[0]
+    summed = blocks.Moments(gram, t, frame.mean[0], frame.mean[1], frame.spread)
+    return blocks.solve(summed, q, frame.reference, exponents, orders)[0]
