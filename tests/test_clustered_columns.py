@@ -107,9 +107,10 @@ def test_the_dask_search_sweeps_the_clustered_column():
     found = searched_on_dask(x, y)
     assert textbook_cv(x, y, found.bandwidth, 0) == pytest.approx(found.objective, rel=1e-9)
     assert found.bandwidth[0] < 1.0
-    # (no descent on Dask: the second column stays at the grid's best point, 5·10³, where
-    # CV is 7% above its value smoothed out; the line alone stopped at 0.471)
-    assert found.objective <= 1.1 * lowest_on_grid(textbook_cv, x, y, 0)
+    # (the second column smoothed out, as in memory: without the rounds of moves it stayed
+    # at the grid's best point, 5·10³, 7% above; the line alone stopped at 0.471)
+    assert found.bandwidth[1] > 1e4 * np.ptp(x[:, 1])
+    assert found.objective <= lowest_on_grid(textbook_cv, x, y, 0)
 
 
 def textbook_log_conditional(x, y, h, h_y):

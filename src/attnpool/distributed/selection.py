@@ -16,6 +16,18 @@ __all__ = ["cv_objectives", "fit_on_dask", "select_bandwidth"]
 #: ``n / SPACING_ROWS``-th row: their values lie that many times further apart, and
 #: they are that many times fewer, so the spread their spacing gives is the sample's).
 SPACING_ROWS = 2**14
+#: The descent's moves of one column in a round: its bandwidth times the grid's ratio to
+#: these powers.
+MOVES = np.array([-2.0, -1.0, 1.0, 2.0])
+#: The smallest step of the moves, a power of the grid's ratio.
+FINEST = 1 / 4
+#: The last pass's points per column, between the bandwidths a step below and above.
+FINE = 16
+#: A move counts where it lowers the objective by more than this fraction of it (less
+#: is rounding: a column smoothed out would wander).
+LOWER = 1e-12
+#: At most this many rounds of moves (each a pass over the data).
+MOST_ROUNDS = 30
 
 
 def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chunk_rows=None):
@@ -44,16 +56,20 @@ def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chun
 def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=None):
     """Leave-one-out CV bandwidth of Nadaraya–Watson over a sharded training set.
 
-    Candidates are common multiples of Scott's rule per column (``0.05``–``5×``, 16 on a
-    log grid, reaching further down where an outlier or a gap between clusters inflates a
-    column's standard deviation, as :mod:`attnpool.bandwidth.grid` says; the columns'
-    standard deviations, quartiles and spacings come from one Dask computation — the
-    quartiles Dask's merged per-chunk estimates, the spacings those of every
-    ``n / 2¹⁴``-th row); in several columns each such column is then swept alone over
-    its own grid from the best candidate
-    (:func:`~attnpool.bandwidth.grid.column_profiles`); then 16 more between the best
-    candidate's neighbours, along the line or the column it was found on. One pass over
-    the data for the grid, one per column swept and one for the refinement. Returns a
+    The search starts from common multiples of Scott's rule per column (``0.05``–``5×``,
+    16 on a log grid, reaching further down where an outlier or a gap between clusters
+    inflates a column's standard deviation, as :mod:`attnpool.bandwidth.grid` says; the
+    columns' standard deviations, quartiles, extremes and spacings come from one Dask
+    computation — the quartiles Dask's merged per-chunk estimates, the spacings those of
+    every ``n / 2¹⁴``-th row); in several columns each such column is then swept alone
+    over its own grid from the best candidate
+    (:func:`~attnpool.bandwidth.grid.column_profiles`). From the best point a pattern
+    search descends: each round moves every column alone by one and two grid steps up and
+    down and tries it smoothed out (``SMOOTHED_OUT``
+    half-widths: a column ``y`` does not depend on), with last round's lowering moves
+    together, while a move lowers CV; then 16 points per column between a step below and
+    above. Each round is one pass over the data, its candidates sharing it; the rows are
+    persisted on the workers for the passes. Returns a
     :class:`attnpool.bandwidth.BandwidthSelection`.
     """
     import dask
@@ -70,13 +86,16 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     )
     from ..bandwidth.rules import rule_from_spread
 
-    x_rows = as_rows(x, "x", chunk_rows)
+    # every pass reads the rows: computed once, kept on the workers (as dask-glm's solvers)
+    x_rows, y = dask.persist(as_rows(x, "x", chunk_rows), y)
     n, d = x_rows.shape
     # about the first row: moments of data far from the origin (timestamps) cancel
     centred = x_rows - x_rows[0].compute()
     quartiles = [da.percentile(centred[:, j], [25.0, 75.0]) for j in range(d)]
     thinned = centred[:: max(1, n // SPACING_ROWS)]
-    sigma, thinned, *quartiles = dask.compute(centred.std(axis=0, ddof=1), thinned, *quartiles)
+    sigma, least, most, thinned, *quartiles = dask.compute(
+        centred.std(axis=0, ddof=1), centred.min(axis=0), centred.max(axis=0), thinned, *quartiles
+    )
     sigma = np.asarray(sigma, dtype=float)
     if not np.all(np.isfinite(sigma)):
         raise ValueError(
@@ -91,23 +110,26 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     spacings = spacing_spreads(thinned)
     below = steps_for(sigma, ranges, spacings)
     coarse = multipliers(len(GRID) + below)
-    tried = [coarse[:, None] * scott]
-    found = [cv_objectives(x_rows, y, tried[0], **options)]
-    at = int(np.argmin(found[0]))
-    point, value, moving = tried[0][at], found[0][at], np.ones(d)
+    tried: list[np.ndarray] = []
+    found: list[np.ndarray] = []
+
+    def evaluate(candidates: np.ndarray) -> np.ndarray:
+        tried.append(candidates)
+        found.append(cv_objectives(x_rows, y, candidates, **options))
+        return found[-1]
+
+    grid = coarse[:, None] * scott
+    at = int(np.argmin(evaluate(grid)))
+    point, value = grid[at], found[0][at]
     for column, first in column_profiles(range(d), ratios_for(sigma, ranges, spacings), below, d):
         candidates = np.tile(point, (len(coarse) - first, 1))
         candidates[:, column] = coarse[first:] * scott[column]
-        tried.append(candidates)
-        found.append(cv_objectives(x_rows, y, candidates, **options))
-        if found[-1].min() < value:
-            best = int(np.argmin(found[-1]))
-            point, value, at = candidates[best], found[-1][best], first + best
-            moving = np.eye(d)[column]
-    low, high = coarse[max(at - 1, 0)], coarse[min(at + 1, len(coarse) - 1)]
-    factors = np.geomspace(low, high, 16) / coarse[at]
-    tried.append(point * factors[:, None] ** moving)
-    found.append(cv_objectives(x_rows, y, tried[-1], **options))
+        objectives = evaluate(candidates)
+        if objectives.min() < value:
+            best = int(np.argmin(objectives))
+            point, value = candidates[best], objectives[best]
+    half = np.asarray(most, float) / 2 - np.asarray(least, float) / 2
+    _descend(evaluate, point, value, float(coarse[1] / coarse[0]), half)
     candidates, objectives = np.concatenate(tried), np.concatenate(found)
     winner = int(np.argmin(objectives))
     return BandwidthSelection(
@@ -118,6 +140,61 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
         True,
         len(objectives),
     )
+
+
+def _descend(evaluate, point: np.ndarray, value: float, ratio: float, half: np.ndarray) -> None:
+    """A pattern search on ``log h`` from ``point`` (objective ``value``), every round one
+    pass of ``evaluate (K, d) → (K,)``: each column moved alone by ``ratio^k``
+    (:data:`MOVES`) — smoothed out (``SMOOTHED_OUT`` times
+    its half-width ``half (d,)``) where that reaches past its width, as the in-memory
+    search tries it — and last round's lowering moves of several columns together. It
+    moves to the lowest while one lowers the objective, else halves the step (in ``log``)
+    down to :data:`FINEST` of the grid's; then one pass of :data:`FINE` points per column
+    between a step below and above. In one column, whose own line the grid was, only
+    that last pass (with the column smoothed out where it reaches past its width). (The
+    in-memory search descends on the criterion's gradient; here a pass over the data
+    serves a whole round.)"""
+    from ..bandwidth.search import SMOOTHED_OUT, WIDE
+
+    together, flat, wide, step = None, SMOOTHED_OUT * half, WIDE * half, ratio
+    for _ in range(MOST_ROUNDS if point.size > 1 else 0):  # (one column: the grid's line)
+        candidates, column_of = _moves(point, step**MOVES, flat, point * step**2 >= wide)
+        candidates = np.concatenate([candidates, *([] if together is None else [together[None]])])
+        objectives = evaluate(candidates)
+        lower = value - LOWER * abs(value)
+        together = point.copy()
+        for column in range(point.size):  # each column's best lowering move, together
+            own = np.flatnonzero(column_of == column)
+            if own.size and objectives[own].min() < lower:
+                together[column] = candidates[own[np.argmin(objectives[own])], column]
+        if np.count_nonzero(together != point) < 2:
+            together = None
+        best = int(np.argmin(objectives))
+        if objectives[best] < lower:
+            point, value = candidates[best], float(objectives[best])
+        elif step > ratio**FINEST:
+            step = np.sqrt(step)
+        else:
+            break
+    steps = np.geomspace(1 / step, step, FINE + 1)
+    smoothed = (point.size == 1) & (point * step**2 >= wide)  # (the moves tried it in several)
+    evaluate(_moves(point, steps[np.abs(np.log(steps)) > 0], flat, smoothed)[0])
+
+
+def _moves(point: np.ndarray, factors: np.ndarray, flat: np.ndarray, smoothed: np.ndarray):
+    """``(candidates (K, d), column (K,))``: ``point`` with one column times each of
+    ``factors`` (at most ``flat (d,)``) or, where ``smoothed (d,)``, smoothed out
+    (``flat``), each new point once, and the column each moves."""
+    candidates, column_of = [], []
+    for column in range(point.size):
+        values = np.minimum(point[column] * factors, flat[column])
+        values = np.unique(np.r_[values, flat[column]] if smoothed[column] else values)
+        values = values[values != point[column]]
+        moved = np.tile(point, (values.size, 1))
+        moved[:, column] = values
+        candidates.append(moved)
+        column_of.append(np.full(values.size, column))
+    return np.concatenate(candidates), np.concatenate(column_of)
 
 
 def fit_on_dask(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
