@@ -156,6 +156,18 @@ def test_the_search_descends_in_several_columns_as_in_memory(client):
     assert found.objective < 0.97 * attnpool.cv_curve(x, y, line).min()
 
 
+def test_a_pass_with_a_new_number_of_candidates_builds_no_program():
+    # the merges and t / s were eager JAX, a program per shape: up to 9 s a pass
+    x = np.random.default_rng(0).uniform(0, 1, (40, 2))
+    sharded, y = da.from_array(x, chunks=(7, 2)), da.from_array(np.sin(6 * x[:, 0]), chunks=7)
+    with dask.config.set(scheduler="sync"):
+        dask_selection.cv_objectives(sharded, y, np.full((5, 2), 0.1))
+        for count in (9, 13, 30):
+            with attnpool.count_programs() as programs:
+                found = dask_selection.cv_objectives(sharded, y, np.full((count, 2), 0.1))
+            assert programs.traced == 0 and found.shape == (count,)
+
+
 def test_a_killed_worker_loses_nothing(client):
     rng = np.random.default_rng(7)
     keys, values = rng.normal(size=(200_000, 1)), rng.normal(size=(200_000, 1))

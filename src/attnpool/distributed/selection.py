@@ -40,6 +40,12 @@ def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chun
     """
     x, _, y, _, record, _ = prepare_arrays(x, x, y, 1.0, kernel, chunk_rows, ("x", "x", "y"))
     bandwidths = np.asarray(bandwidths, dtype=float).reshape(-1, x.shape[1])
+    count = bandwidths.shape[0]
+    # the last candidate repeated up to a few sizes: each size of the merged states is a
+    # program to compile on every worker (seconds), each candidate only its sums
+    bandwidths = np.concatenate(
+        [bandwidths, np.repeat(bandwidths[-1:], candidate_bucket(count) - count, axis=0)]
+    )
     states = merged_states(x, x, y, bandwidths, record, True, split_every, ("x", "x", "y"))
     loo = states.map_blocks(
         finish_states,
@@ -49,8 +55,16 @@ def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chun
         meta=np.empty((0, 0, 0), states.dtype),
     )
     errors = ((loo - y[:, None, :]) ** 2).mean(axis=(0, 2))
-    errors = np.asarray(errors.compute(), dtype=float)
+    errors = np.asarray(errors.compute(), dtype=float)[:count]
     return np.where(np.isfinite(errors), errors, np.inf)
+
+
+def candidate_bucket(count: int) -> int:
+    """The candidates of a pass padded to 8, 12, 16, 24, 32, 48, …: at most a third of
+    them repeats, and a search's passes share a few sizes."""
+    power = 1 << max(3, (count - 1).bit_length())  # the power of two ≥ count, at least 8
+    three_quarters = power * 3 // 4
+    return three_quarters if power >= 16 and three_quarters >= count else power
 
 
 def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=None):

@@ -233,13 +233,12 @@ def identity(x: Any, axis: Any, keepdims: Any) -> Any:
 def combine(x: Any, axis: Any, keepdims: Any, nearest: Any = False) -> Any:
     """Merge the states stacked along the key-chunk axis (exact log-sum-exp; the
     nearest-key states, if any, by the zero-temperature merge)."""
-    with precision_scope(x.dtype):
-        parts = np.split(np.asarray(x), 2, axis=-1) if nearest else [x]
-        merged = [
-            pack(merge_stacked(unpack(jnp.asarray(part)), axis=axis[0], hard=hard))
-            for part, hard in zip(parts, (False, True), strict=False)
-        ]
-        return np.concatenate(merged, axis=-1)[:, None]
+    parts = np.split(np.asarray(x), 2, axis=-1) if nearest else [np.asarray(x)]
+    merged = [
+        pack(merge_stacked(unpack(part), axis=axis[0], hard=hard))
+        for part, hard in zip(parts, (False, True), strict=False)
+    ]
+    return np.concatenate(merged, axis=-1)[:, None]
 
 
 def finish_states(
@@ -286,15 +285,15 @@ def finish_states(
     Python in Science Conference*, 130–136.
     """
     parts = np.split(packed[:, 0], 2, axis=-1) if nearest else [packed[:, 0]]
-    with precision_scope(packed.dtype):
-        pooled_state, empty_state = finalize(unpack(jnp.asarray(parts[0])))
-        pooled, empty = np.asarray(pooled_state), np.asarray(empty_state)
-        if nearest:
-            closest, keyless = finalize(unpack(jnp.asarray(parts[1])))
-            if np.any(keyless & np.asarray(empty)):  # no key at all: every weight was zero
-                raise ValueError("weights: expected some positive weight; received only zeros")
-            pooled = np.where(empty[..., None], np.asarray(closest), pooled)
-            empty = np.zeros_like(empty)
+    pooled: Any
+    empty: Any
+    pooled, empty = finalize(unpack(np.asarray(parts[0])))
+    if nearest:
+        closest, keyless = finalize(unpack(np.asarray(parts[1])))
+        if np.any(keyless & empty):  # no key at all: every weight was zero
+            raise ValueError("weights: expected some positive weight; received only zeros")
+        pooled = np.where(empty[..., None], closest, pooled)
+        empty = np.zeros_like(empty)
     failed = ~np.all(np.isfinite(pooled), axis=-1) & ~empty
     if bandwidth is not None:
         failed |= empty

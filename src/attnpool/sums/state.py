@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
     "PoolingState",
@@ -151,22 +152,26 @@ def merge_stacked(state: PoolingState, axis: int, *, hard: bool = False) -> Pool
 
     The same log-sum-exp as :func:`merge` (or, ``hard``, the same zero-temperature
     merge), for many blocks: what a tree reduction's combine step does with the states
-    of several key chunks.
+    of several key chunks. NumPy states are merged by NumPy (no program per shape).
     """
-    max_log = jnp.max(state.max_log, axis=axis, keepdims=True)
+    xp: Any = np if isinstance(state.max_log, np.ndarray) else jnp
+    top = xp.max(state.max_log, axis=axis, keepdims=True)
+    shift = np.where(np.isfinite(top), top, 0.0) if xp is np else _shift(top)
     if hard:
-        scale = (state.max_log == max_log).astype(state.weight_sum.dtype)
+        scale = (state.max_log == top).astype(state.weight_sum.dtype)
     else:
-        scale = jnp.exp(state.max_log - _shift(max_log))
+        scale = xp.exp(state.max_log - shift)
     return PoolingState(
-        jnp.squeeze(max_log, axis),
-        jnp.sum(state.weight_sum * scale, axis=axis),
-        jnp.sum(state.weighted_values * scale[..., None], axis=axis),
+        xp.squeeze(top, axis),
+        xp.sum(state.weight_sum * scale, axis=axis),
+        xp.sum(state.weighted_values * scale[..., None], axis=axis),
     )
 
 
 def finalize(state: PoolingState) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Pooled values ``t / s`` (0 where empty) and the ``(n,)`` mask of empty states."""
+    """Pooled values ``t / s`` (0 where empty) and the ``(n,)`` mask of empty states (in
+    NumPy for NumPy states)."""
     empty = state.weight_sum == 0
-    safe_sum = jnp.where(empty, 1.0, state.weight_sum)
+    xp: Any = np if isinstance(state.weight_sum, np.ndarray) else jnp
+    safe_sum = xp.where(empty, 1.0, state.weight_sum)
     return state.weighted_values / safe_sum[..., None], empty
