@@ -224,6 +224,9 @@ def test_bad_inputs_give_clear_errors(client):
         NadarayaWatson(bandwidth="scott").fit(keys, da.ones(100, chunks=10))
     with pytest.raises(ValueError, match="Dask inputs are supported by NadarayaWatson"):
         attnpool.LocalLinear(bandwidth=1.0).fit(keys, da.ones(100, chunks=10))
+    spread = da.from_array(np.random.default_rng(0).normal(size=(100, 2)), chunks=(25, 2))
+    with pytest.raises(ValueError, match=r"^kernel: rules of thumb need a kernel with finite"):
+        dask_selection.select_bandwidth(spread, da.ones(100, chunks=25), kernel="gaussian-order4")
 
 
 def test_a_client_that_is_not_running_is_a_clear_error():

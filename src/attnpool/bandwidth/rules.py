@@ -85,11 +85,7 @@ def rule_of_thumb(
     x = np.asarray(check_points(x, "x", min_rows=1), dtype=float)
     model = model_for(x, kernel=kernel, var_type=var_type)
     record: kernels.Kernel = model.kernel
-    if not (record.variance and np.isfinite(record.variance) and record.roughness):
-        raise ValueError(
-            f"kernel: rules of thumb need a kernel with finite variance and roughness; "
-            f"{record.name!r} has variance {record.variance}"
-        )
+    _check_rule_kernel(record)
     w = None if weights is None else np.asarray(check_weights(weights, x.shape[0]), float)
     n, q = observation_count(x.shape[0], w), len(model.continuous)
     bandwidth = np.full(x.shape[1], CATEGORICAL_START)
@@ -179,12 +175,21 @@ def percentiles(columns: np.ndarray, q: list[float], weights: np.ndarray | None)
     return result
 
 
+def _check_rule_kernel(record: kernels.Kernel) -> None:
+    if not (record.variance and np.isfinite(record.variance) and record.roughness):
+        raise ValueError(
+            f"kernel: rules of thumb need a kernel with finite variance and roughness; "
+            f"{record.name!r} has variance {record.variance}"
+        )
+
+
 def rule_from_spread(
     sigma: ArrayLike, n: float, kernel: KernelSpec, *, method: str = "scott"
 ) -> np.ndarray:
     """Scott's (``1.059 σ n^(−1/(4+d))``) or Silverman's (``0.9 …``) bandwidths from the
     columns' spreads ``sigma (d,)``, converted to ``kernel`` by its canonical bandwidth."""
     record = kernels.get(kernel)
+    _check_rule_kernel(record)
     roughness, variance = float(record.roughness or 0.0), float(record.variance or 0.0)
     ratio = (roughness / variance**2) ** 0.2 / _GAUSSIAN_CANONICAL
     factor = 1.059 if method == "scott" else 0.9
