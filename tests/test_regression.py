@@ -123,6 +123,17 @@ def test_analytic_cases():
         )
 
 
+@pytest.mark.parametrize("method", ["auto", "dense"])
+def test_a_singular_local_design_gets_no_slope_where_its_keys_span_nothing(method):
+    # two columns, a compact kernel: the first queries reach the two keys on a line, the
+    # last one key; the fit is the line through them, then that key's response
+    x = np.array([[0.0, 0.0], [1.0, 0.5], [9.0, 9.0]])
+    queries = np.array([[0.5, 0.25], [0.25, 0.125], [8.8, 9.1]])
+    fitted = local_regression(x, np.array([1.0, 2.0, 5.0]), queries, bandwidth=[1.2, 1.2],
+                              kernel="epanechnikov", degree=1, method=method)  # fmt: skip
+    np.testing.assert_allclose(fitted, [1.5, 1.25, 5.0], rtol=1e-9)
+
+
 def test_categorical_bandwidth_must_be_below_one():
     x, y = mixed_data(13, n=20)
     with pytest.raises(ValueError, match=r"bandwidth: column 1 is categorical \('o'\)"):

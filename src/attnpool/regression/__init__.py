@@ -13,8 +13,10 @@ at each query
 by the Schur complement ``C = E_w[δδᵀ] − E_w[δ]E_w[δ]ᵀ`` (a weighted
 covariance, computed in bandwidth-scaled units and solved with unit diagonal plus a
 ridge of ``1e-12`` — ``1e-6`` in float32 — relative to each column's local spread, so
-linear data are reproduced at every bandwidth and a singular local design falls back
-to the local mean).
+linear data are reproduced at every bandwidth and a singular local design gets no slope
+along a direction its keys do not span: one distinct key gives its response, keys on a
+line the fit along that line; :func:`attnpool.local_polynomial`
+answers NaN there instead).
 
 Mixed data follow statsmodels/np: ``var_type`` has one letter per column —
 ``c`` continuous (the kernel of the scaled distance over all continuous columns),
