@@ -156,6 +156,16 @@ def test_the_search_descends_in_several_columns_as_in_memory(client):
     assert found.objective < 0.97 * attnpool.cv_curve(x, y, line).min()
 
 
+def test_one_column_y_does_not_depend_on_is_smoothed_out(client):
+    # the grid ends at 5× Scott's rule (CV 0.08% above the constant fit's)
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 1, (500, 1)), rng.normal(size=500)
+    found = dask_selection.select_bandwidth(da.from_array(x, chunks=(125, 1)),
+                                            da.from_array(y, chunks=125))  # fmt: skip
+    assert found.bandwidth[0] > 1e4 * np.ptp(x)
+    assert found.objective <= attnpool.select_bandwidth(x, y).objective * (1 + 1e-9)
+
+
 def test_a_pass_with_a_new_number_of_candidates_builds_no_program():
     # the merges and t / s were eager JAX, a program per shape: up to 9 s a pass
     x = np.random.default_rng(0).uniform(0, 1, (40, 2))

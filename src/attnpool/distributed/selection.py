@@ -165,7 +165,7 @@ def _descend(evaluate, point: np.ndarray, value: float, ratio: float, half: np.n
     moves to the lowest while one lowers the objective, else halves the step (in ``log``)
     down to :data:`FINEST` of the grid's; then one pass of :data:`FINE` points per column
     between a step below and above. In one column, whose own line the grid was, only
-    that last pass (with the column smoothed out where it reaches past its width). (The
+    that last pass, with the column smoothed out (the constant fit). (The
     in-memory search descends on the criterion's gradient; here a pass over the data
     serves a whole round.)"""
     from ..bandwidth.search import SMOOTHED_OUT, WIDE
@@ -191,7 +191,7 @@ def _descend(evaluate, point: np.ndarray, value: float, ratio: float, half: np.n
         else:
             break
     steps = np.geomspace(1 / step, step, FINE + 1)
-    smoothed = (point.size == 1) & (point * step**2 >= wide)  # (the moves tried it in several)
+    smoothed = np.full(point.size, point.size == 1)  # (the moves tried it in several columns)
     evaluate(_moves(point, steps[np.abs(np.log(steps)) > 0], flat, smoothed)[0])
 
 
