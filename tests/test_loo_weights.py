@@ -156,7 +156,7 @@ def test_estimates_below_the_exact_best_point_do_not_bracket_it():
 def test_a_one_column_search_follows_a_falling_criterion_below_its_grid(below):
     # a smooth criterion whose minimum lies `below` log-units under the grid's smallest
     # point: followed down a grid step at a time, at most MOST_BELOW steps
-    from attnpool.bandwidth.search import GRID, MOST_BELOW, SearchLine, host_search
+    from attnpool.bandwidth.search import GRID, MOST_BELOW, SearchLine, SearchObjective, host_search
 
     thetas = np.log(GRID)[:, None]
     step = math.log(GRID[1] / GRID[0])
@@ -167,7 +167,8 @@ def test_a_one_column_search_follows_a_falling_criterion_below_its_grid(below):
         calls.append(1)
         return float((np.asarray(theta).reshape(-1)[0] - optimum) ** 2)
 
-    theta, value, on_grid = host_search(criterion, SearchLine(thetas), None, xatol=1e-9)
+    theta, value, on_grid = host_search(SearchObjective(criterion), SearchLine(thetas), None,
+                                        xatol=1e-9)  # fmt: skip
     assert on_grid.shape == GRID.shape  # the grid's own objectives are reported
     lowest = thetas[0, 0] - MOST_BELOW * step
     if optimum >= lowest - step:  # within reach: found
@@ -183,7 +184,7 @@ def test_a_one_column_search_follows_a_falling_criterion_above_its_grid():
     the compiled search went on (0.94716); it now follows the criterion up as it follows
     it down below the grid."""
     from attnpool import cv_curve, select_bandwidth
-    from attnpool.bandwidth.search import GRID, MOST_ABOVE, SearchLine, host_search
+    from attnpool.bandwidth.search import GRID, MOST_ABOVE, SearchLine, SearchObjective, host_search
 
     rng = np.random.default_rng(0)
     x, y = rng.uniform(0, 1, 300), rng.normal(0, 1, 300)
@@ -198,7 +199,8 @@ def test_a_one_column_search_follows_a_falling_criterion_above_its_grid():
     def criterion(theta) -> float:
         return float((np.asarray(theta).reshape(-1)[0] - optimum) ** 2)
 
-    theta, _, on_grid = host_search(criterion, SearchLine(thetas), None, xatol=1e-9)
+    theta, _, on_grid = host_search(SearchObjective(criterion), SearchLine(thetas), None,
+                                    xatol=1e-9)  # fmt: skip
     assert on_grid.shape == GRID.shape
     np.testing.assert_allclose(theta[0], optimum, atol=1e-6)
     assert 3.0 < MOST_ABOVE * math.log(GRID[1] / GRID[0])

@@ -44,6 +44,7 @@ from .grid import GRID, SearchLine, multipliers
 from .search import (
     BandwidthSelection,
     Counted,
+    SearchObjective,
     bandwidth_of,
     best_candidate,
     host_search,
@@ -179,10 +180,10 @@ def _search_one_program(
             )
         )
         if thetas.shape[1] > 1:
-            theta, value, objectives = host_search(
-                lambda t: _finite(evaluate(t))[0], line, progress, limits=limits,
-                value_and_gradient=lambda t: _finite(evaluate(t)), criterion=spec.method,
-            )  # fmt: skip
+            search = SearchObjective(
+                lambda t: _finite(evaluate(t))[0], lambda t: _finite(evaluate(t)), name=spec.method
+            )
+            theta, value, objectives = host_search(search, line, progress, limits=limits)
         else:
             theta, value, objectives = _descent_in_one_column(evaluate, thetas, dtype, spec,
                                                               progress, limits)  # fmt: skip

@@ -46,6 +46,7 @@ __all__ = [
     "BandwidthSelection",
     "ConstantResponseWarning",
     "SearchLine",
+    "SearchObjective",
     "bandwidth_of",
     "best_candidate",
     "best_of",
@@ -232,31 +233,36 @@ def planned_search(
     return plan(facts).backend
 
 
+class SearchObjective(NamedTuple):
+    """What a host search minimises over ``θ`` (log-bandwidths; categorical columns'
+    logits): ``value`` ``θ → float``; ``gradient`` ``θ → (value, gradient)``, exact
+    (None: the descent takes forward differences); ``estimate``, what ranks the grid
+    instead of ``value`` (an approximation; None: ``value``); ``smooth``: whether
+    differences guide a descent (False: a compact kernel's objective jumps as keys enter
+    a support); ``name``: the criterion's, in messages."""
+
+    value: Callable[[np.ndarray], float]
+    gradient: Callable[[np.ndarray], Any] | None = None
+    estimate: Callable[[np.ndarray], float] | None = None
+    smooth: bool = True
+    name: str = "cv"
+
+
 def host_search(
-    objective,
-    line: SearchLine,
-    progress,
-    *,
-    xatol: float = 1e-5,
-    smooth: bool = True,
-    limits=None,
-    value_and_gradient=None,
-    grid_objective=None,
-    criterion: str = "cv",
+    search: SearchObjective, line: SearchLine, progress, *, xatol: float = 1e-5, limits=None
 ):
     """``(θ, objective, grid objectives)``: the best of ``line``'s ``thetas`` (the coarse
     grid: :func:`~attnpool.bandwidth.grid.multipliers` of the rule of thumb; in several
-    columns its ``profiles`` swept from there, :func:`profile_start`), refined without an
-    analytic gradient to ``xatol`` in ``θ`` (log-bandwidths) — bounded Brent in one
-    dimension (:func:`minimize_bounded`); in several L-BFGS on forward differences where the
-    objective is ``smooth`` (:func:`minimize_smooth`), else SciPy's Nelder–Mead (a compact
-    kernel's objective jumps as keys enter a support, where differences mislead); never
-    worse than the best grid point. ``limits`` and ``value_and_gradient``: as
-    :func:`minimize_smooth`'s. ``grid_objective``: what ranks the grid instead of
-    ``objective`` (an estimate); the refinement's result is then compared with the best
-    point's objective — in one column that objective starts Brent's method, the estimates
-    beside it its first parabola. ``criterion``: the objective's name, in messages.
+    columns its ``profiles`` swept from there, :func:`profile_start`) by the ``search``'s
+    objective, refined to ``xatol`` in ``θ`` — bounded Brent in one dimension
+    (:func:`minimize_bounded`); in several L-BFGS where the objective is smooth
+    (:func:`minimize_smooth`, on its exact gradient or forward differences), else SciPy's
+    Nelder–Mead (where differences mislead); never worse than the best grid point.
+    ``limits``: as :func:`minimize_smooth`'s. Where an estimate ranks the grid, the
+    refinement's result is compared with the best point's exact value — in one column
+    that value starts Brent's method, the estimates beside it its first parabola.
     """
+    objective, value_and_gradient, grid_objective, smooth, criterion = search
     thetas = line.thetas
     objectives = np.array([(grid_objective or objective)(theta) for theta in thetas])
     on_grid = objectives
@@ -358,23 +364,29 @@ def _bracket(thetas, objectives, best: float, step: float, at_best) -> tuple | N
 
 
 def select_on_host(
-    objective, line: SearchLine, progress, model=None, criterion: str = "cv", **options
+    objective,
+    line: SearchLine,
+    progress,
+    model=None,
+    criterion: str = "cv",
+    *,
+    smooth: bool = True,
+    xatol: float = 1e-5,
+    limits=None,
 ) -> BandwidthSelection:
     """The bandwidth by the ``criterion`` (its name: ``"cv"``, ``"aicc"``), an objective
-    ``θ → float`` computed on the host (no gradient; ``options`` as
-    :func:`attnpool.bandwidth.search.host_search`); ``model``: the bandwidths' model, whose
-    categorical columns' ``θ`` are logits (None: log-bandwidths only)."""
+    ``θ → float`` computed on the host, whose attributes ``value_and_gradient`` (an
+    exact gradient) and ``estimate`` (what ranks the grid), where it has them, serve the
+    search (:class:`SearchObjective`; ``smooth``, ``xatol``, ``limits`` as
+    :func:`host_search` takes them); ``model``: the bandwidths' model, whose categorical
+    columns' ``θ`` are logits (None: log-bandwidths only)."""
     counted = Counted(objective)
     exact_gradient = getattr(objective, "value_and_gradient", None)
     estimate = getattr(objective, "estimate", None)
-    if exact_gradient is not None:
-        exact_gradient = Counted(exact_gradient)
-        options = {**options, "value_and_gradient": exact_gradient}
-    if estimate is not None:
-        estimate = Counted(estimate)
-        options = {**options, "grid_objective": estimate}
-    theta, value, objectives = host_search(counted, line, progress, criterion=criterion,
-                                           **options)  # fmt: skip
+    exact_gradient = None if exact_gradient is None else Counted(exact_gradient)
+    estimate = None if estimate is None else Counted(estimate)
+    search = SearchObjective(counted, exact_gradient, estimate, smooth, criterion)
+    theta, value, objectives = host_search(search, line, progress, xatol=xatol, limits=limits)
     calls = counted.calls + sum(f.calls for f in (exact_gradient, estimate) if f is not None)
     bandwidth = np.exp(theta) if model is None else bandwidth_of(theta, model)
     grid = (multipliers(len(line.thetas)), objectives)

@@ -26,6 +26,7 @@ from ..bandwidth.rules import (
 from ..bandwidth.search import (
     BandwidthSelection,
     Counted,
+    SearchObjective,
     bandwidth_of,
     host_search,
     to_theta,
@@ -230,10 +231,8 @@ def search(
 
     counted = Counted(above_floor(objective))
     estimated = None if grid_objective is None else Counted(above_floor(grid_objective))
-    theta, value, objectives = host_search(
-        counted, SearchLine(thetas, profiles), progress,
-        smooth=not model.kernel.compact, grid_objective=estimated, criterion=method,
-    )  # fmt: skip
+    search = SearchObjective(counted, None, estimated, not model.kernel.compact, method)
+    theta, value, objectives = host_search(search, SearchLine(thetas, profiles), progress)
     theta, value = _categorical_edges(counted, theta, value, model)
     calls = counted.calls + (0 if estimated is None else estimated.calls)
     bandwidth = bandwidth_of(theta, model)

@@ -223,7 +223,7 @@ def _select_bandwidth(x, score, kernel, weights, progress):
     """Log-bandwidths from the base kernel's rule of thumb: the search of the other fits."""
     from ..bandwidth.grid import search_line
     from ..bandwidth.rules import search_start
-    from ..bandwidth.search import host_search
+    from ..bandwidth.search import SearchObjective, host_search
 
     start = search_start(x, kernel=kernel.base or kernel, weights=weights)
     line = search_line(np.log(start), x, range(x.shape[1]), weights)
@@ -233,7 +233,8 @@ def _select_bandwidth(x, score, kernel, weights, progress):
         evaluations[0] += 1
         return score(np.exp(theta))
 
-    theta, value, _ = host_search(objective, line, progress, smooth=not kernel.compact)
+    search = SearchObjective(objective, smooth=not kernel.compact)
+    theta, value, _ = host_search(search, line, progress)
     return np.exp(theta), value, evaluations[0]
 
 

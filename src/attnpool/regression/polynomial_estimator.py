@@ -165,7 +165,7 @@ def _cv_bandwidth(
     either end while the criterion falls, then Brent's method)."""
     from ..bandwidth.grid import GRID, SearchLine, multipliers, steps_below
     from ..bandwidth.rules import search_start
-    from ..bandwidth.search import host_search
+    from ..bandwidth.search import SearchObjective, host_search
 
     # columns of x ~ 1e±200 in a power-of-two unit (exact): their spread and the fits'
     # powers of x − q stay in the float range
@@ -187,9 +187,8 @@ def _cv_bandwidth(
         return value if np.isfinite(value) else math.inf
 
     try:
-        theta, value, _ = host_search(
-            score, SearchLine(np.log(grid)[:, None]), None, smooth=not kernels.get(kernel).compact
-        )
+        search = SearchObjective(score, smooth=not kernels.get(kernel).compact)
+        theta, value, _ = host_search(search, SearchLine(np.log(grid)[:, None]), None)
     except ValueError as undefined:
         if "criterion is undefined at every candidate" not in str(undefined):
             raise  # (another error keeps its own message)
