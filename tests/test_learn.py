@@ -83,6 +83,25 @@ def test_learned_pool_with_a_bandwidth_is_the_textbook_formula():
     np.testing.assert_allclose(fit[:, 0], reference_pool(x, x, y, "gaussian", [0.3, 0.7]))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("model", [GlobalBandwidth(), PerDimensionBandwidth(),
+                                   AdaptiveBandwidth(hidden=4)], ids=repr)  # fmt: skip
+def test_a_bandwidth_too_small_to_represent_takes_the_nearest_keys(model, dtype):
+    # a float32 log-bandwidth below −88 made the embedded inputs inf and the pool NaN
+    x, y = _data(n=25, d=2)
+    queries = x[:6] + 0.01
+    with jax.enable_x64(dtype == np.float64):
+        params = model.init(jax.random.PRNGKey(0), jnp.asarray(x, dtype), np.ones(2))
+        tiny = jax.tree.map(lambda a: jnp.full_like(a, -200.0), params)
+        if isinstance(model, AdaptiveBandwidth):  # the network adds nothing: log h is −200
+            tiny["network"] = jax.tree.map(jnp.zeros_like, params["network"])
+        fit, empty = learned_pool(model, tiny, *(jnp.asarray(a, dtype) for a in (queries, x)),
+                                  jnp.asarray(y, dtype)[:, None])  # fmt: skip
+    nearest = np.argmin(np.sum((queries[:, None] - x[None]) ** 2, axis=2), axis=1)
+    np.testing.assert_array_equal(np.asarray(empty), False)
+    np.testing.assert_allclose(np.asarray(fit)[:, 0], y[nearest], rtol=1e-6)
+
+
 def test_streamed_and_dense_learned_pools_agree():
     rng = np.random.default_rng(3)
     queries, keys = rng.normal(size=(1500, 2)), rng.normal(size=(2000, 2))

@@ -14,7 +14,14 @@ import numpy as np
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike
 from ..sums.geometry import closeness
-from .model_base import AttentionModel, Params, learnable_kernel, sample_size, scott_factor
+from .model_base import (
+    AttentionModel,
+    Params,
+    inverse_bandwidth,
+    learnable_kernel,
+    sample_size,
+    scott_factor,
+)
 
 __all__ = ["GlobalBandwidth", "LinearMetric", "PerDimensionBandwidth"]
 
@@ -95,7 +102,7 @@ class GlobalBandwidth(_ScaledDistance):
         return {"log_bandwidth": log_h.astype(x.dtype)}
 
     def embed_queries(self, params: Params, x: jax.Array) -> jax.Array:
-        return x * jnp.exp(-params["log_bandwidth"])
+        return x * inverse_bandwidth(params["log_bandwidth"])
 
     embed_keys = embed_queries
 

@@ -4,9 +4,11 @@ models share: Scott's starting bandwidth, the kernels that can be learned, the s
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .. import kernels as _kernels
@@ -18,6 +20,16 @@ Params = dict[str, Any]
 def scott_factor(n: float, d: int) -> float:
     """Scott's rule on standardised data, ``n^(−1/(d + 4))``: where bandwidths start."""
     return float(float(n) ** (-1.0 / (d + 4)))
+
+
+def inverse_bandwidth(log_bandwidth: Any) -> jax.Array:
+    """``1 / h = exp(−θ)``, at most ``√(largest float) / 64``: standardised inputs times
+    it, and their squared differences, stay finite (a float32 ``θ`` below −88 made them
+    ``inf − inf = NaN``), so that however small ``h`` each query takes its nearest keys'
+    values (below ``h ≈ 3.5e−18`` in float32, ``1e−152`` in float64, nothing moves)."""
+    theta = jnp.asarray(log_bandwidth)
+    least = math.log(64.0) - 0.5 * math.log(float(np.finfo(theta.dtype).max))
+    return jnp.asarray(jnp.exp(-jnp.maximum(theta, least)))
 
 
 def learnable_kernel(kernel: Any) -> _kernels.Kernel:

@@ -15,7 +15,14 @@ import numpy as np
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike
 from ..sums.geometry import closeness
-from .model_base import AttentionModel, Params, learnable_kernel, sample_size, scott_factor
+from .model_base import (
+    AttentionModel,
+    Params,
+    inverse_bandwidth,
+    learnable_kernel,
+    sample_size,
+    scott_factor,
+)
 
 __all__ = ["AdaptiveBandwidth", "AdditiveScore", "DotProductScore"]
 
@@ -91,7 +98,7 @@ class AdaptiveBandwidth(AttentionModel):
         return jnp.asarray(params["log_bandwidth"][0] + _mlp(params["network"], x)[:, 0])
 
     def embed_queries(self, params: Params, x: jax.Array) -> jax.Array:
-        inverse_h = jnp.exp(-self.log_bandwidth(params, x))
+        inverse_h = inverse_bandwidth(self.log_bandwidth(params, x))
         return jnp.concatenate([x, inverse_h[:, None]], axis=1)
 
     def log_weights(self, params: Params, queries: jax.Array, keys: jax.Array) -> jax.Array:
