@@ -78,11 +78,11 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     every ``n / 2¹⁴``-th row); in several columns each such column is then swept alone
     over its own grid from the best candidate
     (:func:`~attnpool.bandwidth.grid.column_profiles`). From the best point a pattern
-    search descends: each round moves every column alone by one and two grid steps up and
-    down and tries it smoothed out (``SMOOTHED_OUT``
-    half-widths: a column ``y`` does not depend on), with last round's lowering moves
-    together, while a move lowers CV; then 16 points per column between a step below and
-    above. Each round is one pass over the data, its candidates sharing it; the rows are
+    search descends (:func:`_descend`): each round moves every column alone by one and two
+    grid steps up and down — smoothed out where that reaches past its width, as for a
+    column ``y`` does not depend on — and tries last round's lowering moves together,
+    while a move lowers CV; then 16 points per column between a step below and above.
+    Each round is one pass over the data, its candidates sharing it; the rows are
     persisted on the workers for the passes. Returns a
     :class:`attnpool.bandwidth.BandwidthSelection`.
     """
@@ -159,9 +159,9 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
 def _descend(evaluate, point: np.ndarray, value: float, ratio: float, half: np.ndarray) -> None:
     """A pattern search on ``log h`` from ``point`` (objective ``value``), every round one
     pass of ``evaluate (K, d) → (K,)``: each column moved alone by ``ratio^k``
-    (:data:`MOVES`) — smoothed out (``SMOOTHED_OUT`` times
-    its half-width ``half (d,)``) where that reaches past its width, as the in-memory
-    search tries it — and last round's lowering moves of several columns together. It
+    (:data:`MOVES`) — smoothed out (``SMOOTHED_OUT`` times its half-width ``half (d,)``)
+    where that reaches past twice its half-width, as the in-memory search tries it — and
+    last round's lowering moves of several columns together. It
     moves to the lowest while one lowers the objective, else halves the step (in ``log``)
     down to :data:`FINEST` of the grid's; then one pass of :data:`FINE` points per column
     between a step below and above. In one column, whose own line the grid was, only
