@@ -180,11 +180,12 @@ def test_a_pass_with_a_new_number_of_candidates_builds_no_program():
 
 def test_a_killed_worker_loses_nothing(client):
     rng = np.random.default_rng(7)
-    keys, values = rng.normal(size=(200_000, 1)), rng.normal(size=(200_000, 1))
+    # (~1.8 s on two workers here: long enough to be killed while running)
+    keys, values = rng.normal(size=(400_000, 1)), rng.normal(size=(400_000, 1))
     queries = rng.normal(size=(400, 1))
     expected = attnpool.attention_pool(queries, keys, values, bandwidth=0.3)
     before = _worker_pids(client)
-    lazy = dist.attention_pool(queries, keys, values, bandwidth=0.3, chunk_rows=5_000)
+    lazy = dist.attention_pool(queries, keys, values, bandwidth=0.3, chunk_rows=2_000)
     future = client.compute(lazy)
     deadline = time.monotonic() + 60
     while not client.processing() or not any(client.processing().values()):
