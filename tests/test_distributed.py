@@ -16,6 +16,7 @@ from attnpool import NadarayaWatson, attention_pool, datasets, kernels
 from attnpool import distributed as dist
 from attnpool.distributed import selection as dask_selection
 from attnpool.distributed import tasks
+from attnpool.sums.observation_weights import merged_rows
 from reference import float64_limit, nearest_values
 
 # These tests share one worker (one cluster per run, and the first test runs before it exists).
@@ -154,6 +155,31 @@ def test_the_search_descends_in_several_columns_as_in_memory(client):
     assert found.objective <= local.objective * (1 + 1e-3)
     line = np.geomspace(0.05, 5.0, 64)[:, None] * attnpool.rule_of_thumb(x)
     assert found.objective < 0.97 * attnpool.cv_curve(x, y, line).min()
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_repeated_rows_leave_out_together_as_in_memory(client, d):
+    """Rows repeated 1–3 times, in shuffled chunks (some x repeated with another y, not
+    merged): each row left out its own row only, so its twin predicted it exactly and the
+    search followed CV to h → 0 (two columns: (0.022, 0.0004), CV 0)."""
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0, 5, (150, d))
+    responses = np.sin(base[:, 0]) + 0.3 * rng.normal(size=150)
+    repeats = rng.integers(1, 4, 150)
+    x = np.r_[np.repeat(base, repeats, axis=0), base[:5]]
+    y = np.r_[np.repeat(responses, repeats), responses[:5] + 1.0]
+    order = rng.permutation(y.size)
+    sharded = da.from_array(x[order], chunks=(70, d))
+    lazy_y = da.from_array(y[order], chunks=70)
+    merged_x, merged_y, counts = merged_rows(x, y[:, None], None)
+    candidates = np.array([[0.05] * d, [0.2] * d, [0.5] * d])
+    np.testing.assert_allclose(
+        dask_selection.cv_objectives(sharded, lazy_y, candidates),
+        attnpool.cv_curve(merged_x, merged_y[:, 0], candidates, weights=counts),
+        rtol=1e-12,
+    )
+    found = dask_selection.select_bandwidth(sharded, lazy_y)
+    assert found.objective <= attnpool.select_bandwidth(x, y).objective * (1 + 1e-4)
 
 
 def test_one_column_y_does_not_depend_on_is_smoothed_out(client):

@@ -175,7 +175,9 @@ def merged_states(
     if leave_one_out:  # global row numbers, to mask each point's own pair
         query_ids = da.arange(queries.shape[0], chunks=queries.chunks[0])[:, None]
         key_ids = da.arange(keys.shape[0], chunks=keys.chunks[0])[:, None]
-        arrays += [query_ids, "iz", key_ids, "jz"]
+        # (query i is key i: its values, to leave out the keys identical to it)
+        query_values = values.rechunk({0: queries.chunks[0]})
+        arrays += [query_ids, "iz", key_ids, "jz", query_values, "ib"]
     task = partial(state_task, bandwidths=bandwidths,
                    task=ChunkTask(kernel, names, leave_one_out, nearest, weighted))  # fmt: skip
     states = da.blockwise(

@@ -122,7 +122,9 @@ def state_task(
 ) -> Any:
     """One task: ``(n_i, 1, K, p + 2)`` packed states of a query chunk over a key chunk.
 
-    ``extra``: the global row numbers of queries and keys (``task.leave_one_out``).
+    ``extra``: the global row numbers of queries and keys and the queries' own values
+    (``task.leave_one_out``: a query leaves out the keys identical to it, itself and its
+    twins, :func:`host_states`).
     ``task.nearest``: rows this chunk leaves without weight also get the nearest-key
     state, ``p + 2`` more columns. ``task.weighted``: the values are ``[w, w·v]``
     (:func:`attnpool.sums.observation_weights.dask_augmented`). Non-finite inputs are found
@@ -144,7 +146,8 @@ def state_task(
     with precision_scope(dtype):
         ids = (extra[0][:, 0], extra[1][:, 0]) if leave_one_out else None
         if kernel.similarity == "distance" and kernel.base is None:
-            packed = host_states(queries, keys, values, bandwidths, kernel, ids).astype(dtype)
+            own = extra[2] if leave_one_out else None
+            packed = host_states(queries, keys, values, bandwidths, kernel, ids, own).astype(dtype)
         else:
             state = chunk_state(
                 *(jnp.asarray(a, dtype) for a in (queries, keys, values, bandwidths)),
@@ -171,24 +174,60 @@ def state_task(
 def host_states(
     queries: np.ndarray, keys: np.ndarray, values: np.ndarray, bandwidths: np.ndarray,
     kernel: Any, ids: tuple[np.ndarray, np.ndarray] | None = None,
+    query_values: np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
     """``(n_i, K, p + 2)``: the packed states ``[m, s, t]`` of a query chunk over a key
     chunk for each of the ``K`` bandwidths, each the exact sums of a
     :class:`~attnpool.sums.problem.SumProblem` (:func:`attnpool.sums.layer.exact_sums`),
     in the chunks' own precision; ``m = −inf`` where no key weighs (the empty state, so
     that a merge keeps the other chunks' digits). ``ids``: the queries' and keys' global
-    row numbers, each query leaving out the key of its own number."""
+    row numbers, each query leaving out the key of its own number; with the queries'
+    own ``query_values``, every key identical to it in ``[x, y]`` too
+    (:func:`twins_merged`), as a search in memory merges identical rows into one of
+    their count and leaves it out whole."""
     from ..sums.layer import exact_sums
 
-    left_out = None if ids is None else _own_keys(*(np.asarray(a) for a in ids))
+    left_out, weights = None, None
+    if ids is not None:
+        left_out = _own_keys(*(np.asarray(a) for a in ids))
+    if left_out is not None and query_values is not None:
+        merged = twins_merged(queries, np.asarray(query_values), keys, values, left_out)
+        if merged is not None:
+            keys, values, weights, left_out = merged
     packed = np.empty((queries.shape[0], bandwidths.shape[0], values.shape[1] + 2))
     for c, h in enumerate(np.asarray(bandwidths, np.float64)):
-        problem = SumProblem(queries, keys, values, h, kernel, left_out=left_out)
+        problem = SumProblem(queries, keys, values, h, kernel, weights, left_out=left_out)
         found = exact_sums(problem, table="chunk")
         weighs = found.sums[:, 0] > 0
         packed[:, c, 0] = np.where(weighs, found.shift, -np.inf)
         packed[:, c, 1:] = found.sums
     return packed
+
+
+def twins_merged(
+    queries: np.ndarray, query_values: np.ndarray, keys: np.ndarray, values: np.ndarray,
+    own_key: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:  # fmt: skip
+    """``(keys, values, counts, left_out)``: the keys identical in ``[x, y]`` merged into one
+    of their count, and the merged key each query's own ``[x, y]`` is (``−1``: none),
+    which it leaves out with all its twins; None where no query has a twin among the keys
+    (``own_key (n,)``: the position of each query's own row among them, ``−1``: none)."""
+    first = np.sort(np.asarray(keys[:, 0], np.float64))
+    found = np.isin(queries[:, 0], keys[:, 0])
+    if not np.any(first[1:] == first[:-1]) and np.array_equal(found, own_key >= 0):
+        return None  # (each query meets at most one key in x₁: its own, or none)
+    d = keys.shape[1]
+    rows = np.concatenate([keys, values], axis=1).astype(np.float64) + 0.0  # (−0.0 → 0.0)
+    unique, counts = np.unique(rows, axis=0, return_counts=True)
+    asked = np.concatenate([queries, query_values], axis=1).astype(np.float64) + 0.0
+    _, where = np.unique(np.concatenate([unique, asked]), axis=0, return_inverse=True)
+    where = where.reshape(-1)
+    merged_of = np.full(unique.shape[0] + asked.shape[0], -1)
+    merged_of[where[: unique.shape[0]]] = np.arange(unique.shape[0])
+    left_out = merged_of[where[unique.shape[0] :]]
+    dtype = np.result_type(keys, values)
+    return (unique[:, :d].astype(dtype), unique[:, d:].astype(dtype),
+            counts.astype(np.float64), left_out)  # fmt: skip
 
 
 def _own_keys(query_ids: np.ndarray, key_ids: np.ndarray) -> np.ndarray:
