@@ -1,6 +1,8 @@
 """The leave-one-out CV search on Dask (:mod:`attnpool.distributed.selection`), on a real
 distributed.LocalCluster (two worker processes), against the search in memory."""
 
+import warnings
+
 import dask
 import dask.array as da
 import numpy as np
@@ -147,3 +149,17 @@ def test_dask_selection_is_shift_and_scale_equivariant(
     moved = NadarayaWatson().fit(da.from_array(to_x(x), 150), da.from_array(to_y(y), 150))
     np.testing.assert_allclose(moved.bandwidth_, base.bandwidth_ * h_factor, rtol=1e-9)
     np.testing.assert_allclose(moved.cv_score_, base.cv_score_ * y_factor**2, rtol=1e-9)
+
+
+def test_near_repeats_on_dask_say_so_as_in_memory(client):
+    # every row again with x 1e-9 away: each predicts its twin, CV falls to rounding
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0, 10, 150)
+    y = np.sin(x) + 0.3 * rng.standard_normal(150)
+    twins, values = np.r_[x, x + 1e-9][:, None], np.r_[y, y]
+    with pytest.warns(attnpool.TiedDataWarning, match="reproduces every row to rounding"):
+        found = dask_selection.select_bandwidth(da.from_array(twins, 64), da.from_array(values, 64))
+    assert found.objective < 1e-12 * np.var(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", attnpool.TiedDataWarning)
+        dask_selection.select_bandwidth(da.from_array(x[:, None], 64), da.from_array(y, 64))

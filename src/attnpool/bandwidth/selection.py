@@ -25,6 +25,7 @@ from ..sums.observation_weights import (
 )
 from . import by_backend, leave_one_out
 from .grid import search_line
+from .resolution import response_variance, warn_if_interpolating
 from .rules import rule_of_thumb, search_start
 from .search import (
     BandwidthSelection,
@@ -240,16 +241,12 @@ def select_bandwidth(
 
         return plug_in_selection(x, y, model, weights)
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
-    found = _search(
-        *units.apply(np.asarray(x), np.asarray(y)),
-        model,
-        method,
-        pooling,
-        block_size,
-        progress,
-        weights,
-    )
+    x_units, y_units = units.apply(np.asarray(x), np.asarray(y))
+    found = _search(x_units, y_units, model, method, pooling, block_size, progress, weights)
     grid, objectives = found.grid
+    if method in ("cv", "aicc"):
+        variance = response_variance(y_units, weights)
+        warn_if_interpolating(method, found.objective, objectives, variance)
     selection: BandwidthSelection = found._replace(
         bandwidth=units.bandwidth(found.bandwidth),
         objective=float(units.objective(found.objective, method)),

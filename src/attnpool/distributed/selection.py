@@ -98,6 +98,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
         spacing_spreads,
         steps_for,
     )
+    from ..bandwidth.resolution import warn_if_interpolating
     from ..bandwidth.rules import rule_from_spread
 
     # every pass reads the rows: computed once, kept on the workers (as dask-glm's solvers)
@@ -107,9 +108,10 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     centred = x_rows - x_rows[0].compute()
     quartiles = [da.percentile(centred[:, j], [25.0, 75.0]) for j in range(d)]
     thinned = centred[:: max(1, n // SPACING_ROWS)]
-    sigma, least, most, thinned, *quartiles = dask.compute(
-        centred.std(axis=0, ddof=1), centred.min(axis=0), centred.max(axis=0), thinned, *quartiles
-    )
+    sigma, least, most, thinned, variance, *quartiles = dask.compute(
+        centred.std(axis=0, ddof=1), centred.min(axis=0), centred.max(axis=0), thinned,
+        y.var(axis=0).mean(), *quartiles,
+    )  # fmt: skip
     sigma = np.asarray(sigma, dtype=float)
     if not np.all(np.isfinite(sigma)):
         raise ValueError(
@@ -146,6 +148,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     _descend(evaluate, point, value, float(coarse[1] / coarse[0]), half)
     candidates, objectives = np.concatenate(tried), np.concatenate(found)
     winner = int(np.argmin(objectives))
+    warn_if_interpolating("cv", objectives[winner], objectives, float(variance))
     return BandwidthSelection(
         candidates[winner],
         float(objectives[winner]),

@@ -191,6 +191,7 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     """``(setting (d,), cv score, evaluations)``: bandwidths (``"fixed"``) or numbers of
     neighbours chosen by leave-one-out CV (identical rows merged into one of their total
     weight, left out together: :mod:`attnpool.sums.observation_weights`)."""
+    from ..bandwidth.resolution import response_variance, warn_if_interpolating
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import constant_response
     from ..sums.observation_weights import merged_rows, sorted_rows
@@ -213,10 +214,11 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
                         degree=degree, weights=weights)  # fmt: skip
 
     if bandwidth_type == "fixed":
-        setting, value, evaluations = _select_bandwidth(x, score, kernel, weights, progress)
+        setting, value, tried = _select_bandwidth(x, score, kernel, weights, progress)
     else:
-        setting, value, evaluations = _select_neighbours((total, x.shape[1]), score, progress)
-    return setting, float(objective_in_data_units(value, "cv", unit)), evaluations
+        setting, value, tried = _select_neighbours((total, x.shape[1]), score, progress)
+    warn_if_interpolating("cv", value, tried, response_variance(y, weights))
+    return setting, float(objective_in_data_units(value, "cv", unit)), len(tried)
 
 
 def _select_bandwidth(x, score, kernel, weights, progress):
@@ -227,15 +229,15 @@ def _select_bandwidth(x, score, kernel, weights, progress):
 
     start = search_start(x, kernel=kernel.base or kernel, weights=weights)
     line = search_line(np.log(start), x, range(x.shape[1]), weights)
-    evaluations = [0]
+    tried: list[float] = []
 
     def objective(theta):
-        evaluations[0] += 1
-        return score(np.exp(theta))
+        tried.append(score(np.exp(theta)))
+        return tried[-1]
 
     search = SearchObjective(objective, smooth=not kernel.compact)
     theta, value, _ = host_search(search, line, progress)
-    return np.exp(theta), value, evaluations[0]
+    return np.exp(theta), value, np.array(tried)
 
 
 def _select_neighbours(shape, score, progress):
@@ -271,7 +273,7 @@ def _select_neighbours(shape, score, progress):
             break
     if progress:
         progress(2, 2)
-    return setting, evaluate(setting), len(cache)
+    return setting, evaluate(setting), np.array(list(cache.values()))
 
 
 def _integer_minimum(function, low: int, high: int) -> int:

@@ -164,6 +164,7 @@ def _cv_bandwidth(
     of multiples of the rule, reaching down past far points and clusters and on past
     either end while the criterion falls, then Brent's method)."""
     from ..bandwidth.grid import GRID, SearchLine, multipliers, steps_below
+    from ..bandwidth.resolution import response_variance, warn_if_interpolating
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import SearchObjective, host_search
 
@@ -188,7 +189,8 @@ def _cv_bandwidth(
 
     try:
         search = SearchObjective(score, smooth=not kernels.get(kernel).compact)
-        theta, value, _ = host_search(search, SearchLine(np.log(grid)[:, None]), None)
+        theta, value, tried = host_search(search, SearchLine(np.log(grid)[:, None]), None)
+        warn_if_interpolating("cv", value, tried, response_variance(y))
     except ValueError as undefined:
         if "criterion is undefined at every candidate" not in str(undefined):
             raise  # (another error keeps its own message)
