@@ -151,15 +151,19 @@ def test_dask_selection_is_shift_and_scale_equivariant(
     np.testing.assert_allclose(moved.cv_score_, base.cv_score_ * y_factor**2, rtol=1e-9)
 
 
-def test_near_repeats_on_dask_say_so_as_in_memory(client):
-    # every row again with x 1e-9 away: each predicts its twin, CV falls to rounding
+def test_classes_apart_on_dask_get_the_bandwidth_in_memory_gets(client):
+    # CV is at rounding for every h up to ~1.3: both take the largest such, with a warning
     rng = np.random.default_rng(7)
-    x = rng.uniform(0, 10, 150)
-    y = np.sin(x) + 0.3 * rng.standard_normal(150)
-    twins, values = np.r_[x, x + 1e-9][:, None], np.r_[y, y]
-    with pytest.warns(attnpool.TiedDataWarning, match="reproduces every row to rounding"):
-        found = dask_selection.select_bandwidth(da.from_array(twins, 64), da.from_array(values, 64))
-    assert found.objective < 1e-12 * np.var(y)
+    x = np.r_[rng.normal(0, 1, 60), rng.normal(10, 1, 60)][:, None]
+    labels = np.repeat([0.0, 1.0], 60)
+    warning = attnpool.bandwidth.ExactFitWarning
+    with pytest.warns(warning, match="at every bandwidth up to"):
+        found = dask_selection.select_bandwidth(da.from_array(x, 32), da.from_array(labels, 32))
+    with pytest.warns(warning, match="at every bandwidth up to"):
+        local = attnpool.select_bandwidth(x, labels)
+    np.testing.assert_allclose(found.bandwidth, local.bandwidth, rtol=0.03)
+    assert found.objective <= 1e-12 * np.var(labels)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", attnpool.TiedDataWarning)
-        dask_selection.select_bandwidth(da.from_array(x[:, None], 64), da.from_array(y, 64))
+        warnings.simplefilter("error", warning)
+        y = np.sin(x[:, 0]) + 0.3 * rng.standard_normal(120)
+        dask_selection.select_bandwidth(da.from_array(x, 32), da.from_array(y, 32))

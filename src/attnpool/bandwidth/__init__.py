@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 __all__ = [
     "BandwidthSelection",
     "ConstantResponseWarning",
+    "ExactFitWarning",
     "aicc_curve",
     "cv_curve",
     "rule_of_thumb",
@@ -38,24 +39,27 @@ __all__ = [
 _NAMES = {
     "BandwidthSelection": "search",
     "ConstantResponseWarning": "search",
+    "ExactFitWarning": "exact_fits",
     "GRID": "grid",
     "rule_of_thumb": "rules",
     "NUMPY_SEARCH_XATOL": "selection",
     "POOLINGS": "selection",
     "SELECTORS": "selection",
-    "aicc_curve": "selection",
-    "cv_curve": "selection",
+    "aicc_curve": "curves",
+    "cv_curve": "curves",
     "select_bandwidth": "selection",
 }
 
 if TYPE_CHECKING:
+    from .curves import aicc_curve, cv_curve
+    from .exact_fits import ExactFitWarning
     from .grid import GRID as GRID
     from .rules import rule_of_thumb
     from .search import BandwidthSelection, ConstantResponseWarning
     from .selection import NUMPY_SEARCH_XATOL as NUMPY_SEARCH_XATOL
     from .selection import POOLINGS as POOLINGS
     from .selection import SELECTORS as SELECTORS
-    from .selection import aicc_curve, cv_curve, select_bandwidth
+    from .selection import select_bandwidth
 
 
 def __getattr__(name: str) -> Any:

@@ -10,13 +10,6 @@ resolution — the smallest gap between distinct values — where that column ha
 A column without ties is left free (its smallest gap is no resolution, and its
 criterion has no such limit).
 
-Rows that *nearly* repeat — the same ``y`` at ``x`` a rounding apart (data computed
-twice, or ties jittered apart) — are not merged as identical rows are
-(:func:`attnpool.sums.observation_weights.merged_rows`): each then predicts its near
-twin exactly, and a regression's CV or AICc is lowest where the fit reproduces every
-row to rounding, at a bandwidth below the twins' distance. A search that ends there
-says so (:func:`warn_if_interpolating`).
-
 >>> import numpy as np
 >>> resolution(np.array([[1.0], [2.0], [2.0], [4.0]]))
 array([1.])
@@ -26,29 +19,12 @@ array([0.])
 
 from __future__ import annotations
 
-import math
-import warnings
-
 import numpy as np
 
-from ..sums.empty_policy import user_stacklevel
-
-__all__ = [
-    "INTERPOLATING",
-    "RESOLUTION_SHARE",
-    "TiedDataWarning",
-    "bandwidth_floor",
-    "interpolates",
-    "resolution",
-    "response_variance",
-    "warn_if_interpolating",
-]
+__all__ = ["RESOLUTION_SHARE", "TiedDataWarning", "bandwidth_floor", "resolution"]
 
 #: The share of a column's resolution below which its bandwidth is not searched.
 RESOLUTION_SHARE = 0.5
-#: A residual mean square at most this share of the response's variance: the fit
-#: reproduces its rows to rounding.
-INTERPOLATING = 1e-12
 
 
 def resolution(x: np.ndarray) -> np.ndarray:
@@ -71,10 +47,8 @@ def bandwidth_floor(x: np.ndarray) -> np.ndarray:
 
 
 class TiedDataWarning(UserWarning):
-    """A search's criterion degenerates on tied or nearly tied rows (this module): a
-    density search stopped at the floor that tied values set (its criterion has no
-    optimum above it), or a regression's criterion is lowest where the fit reproduces
-    every row to rounding (rows nearly repeat and predict each other).
+    """A density search stopped at the floor that tied values set
+    (this module): its criterion has no optimum above it.
 
     Examples
     --------
@@ -92,42 +66,3 @@ class TiedDataWarning(UserWarning):
     Silverman, B. W. (1986). *Density Estimation for Statistics and Data Analysis*,
     section 3.4.3 (least-squares cross-validation degenerates on discretised data).
     """
-
-
-def interpolates(method: str, value: float, tried: np.ndarray, variance: float) -> bool:
-    """Whether a regression criterion's ``value`` (``"cv"``: a mean squared error;
-    ``"aicc"``: ``log σ̂² + penalty``, the penalty at least 1) says the fit reproduces
-    every row to rounding — a mean square at most :data:`INTERPOLATING` times the
-    response's ``variance`` — while some bandwidth ``tried`` (their values) does not.
-    (A local linear fit of a ``y`` linear in ``x`` reproduces it at every bandwidth.)"""
-    if not (variance > 0 and np.isfinite(value)):
-        return False
-    if method == "cv":
-        limit = INTERPOLATING * variance
-    else:  # σ̂² ≤ exp(value − 1)
-        limit = 1.0 + math.log(INTERPOLATING * variance)
-    tried = np.asarray(tried, np.float64)
-    return bool(value <= limit and np.any(tried[np.isfinite(tried)] > limit))
-
-
-def response_variance(y: np.ndarray, weights: np.ndarray | None = None) -> float:
-    """The mean over the columns of ``y (n,)`` or ``(n, p)`` of their variance, each row
-    counted by its weight (``weights (n,)`` or None)."""
-    y = np.asarray(y, np.float64).reshape(len(y), -1)
-    w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, np.float64)
-    mean = w @ y / w.sum()
-    return float(np.mean(w @ (y - mean) ** 2 / w.sum()))
-
-
-def warn_if_interpolating(method: str, value: float, tried: np.ndarray, variance: float) -> None:
-    """A :class:`TiedDataWarning` where the search's criterion :func:`interpolates` a
-    response of this ``variance`` (:func:`response_variance`), none otherwise."""
-    if interpolates(method, value, tried, variance):
-        warnings.warn(
-            f"bandwidth: the {method} criterion is lowest where the fit reproduces every "
-            "row to rounding: rows nearly repeat (the same y at x a rounding apart) and "
-            "predict each other. Round X to the precision it was recorded at (identical "
-            "rows are merged into one of their count) or take a rule of thumb ('scott')",
-            TiedDataWarning,
-            stacklevel=user_stacklevel(),
-        )

@@ -1,5 +1,5 @@
-"""Bandwidth selection for the regressions: :func:`select_bandwidth` and the criteria's
-curves (:func:`cv_curve`, :func:`aicc_curve`); the package's docstring describes them."""
+"""Bandwidth selection for the regressions: :func:`select_bandwidth` (the package's
+docstring describes it; the criteria's curves are in :mod:`attnpool.bandwidth.curves`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._support.hints import ArrayLike, KernelSpec
-from .._support.units import SearchUnits, objective_in_data_units, response_unit
+from .._support.units import SearchUnits
 from .._support.validation import check_choice, check_points, check_values
 from ..engines import numpy_search
 from ..kernels.edges import has_edge
@@ -19,13 +19,11 @@ from ..sums.backends import get_backend
 from ..sums.local_model import LocalModel, model_for
 from ..sums.observation_weights import (
     in_weight_unit,
-    merged_rows,
-    positive_rows,
-    sorted_rows,
 )
 from . import by_backend, leave_one_out
+from .curves import checked_training_data, criterion_at
+from .exact_fits import response_variance, smoothest_exact_fit, warn_exact_fit
 from .grid import search_line
-from .resolution import response_variance, warn_if_interpolating
 from .rules import rule_of_thumb, search_start
 from .search import (
     BandwidthSelection,
@@ -42,9 +40,7 @@ __all__ = [
     "POOLINGS",
     "SELECTORS",
     "SELECTOR_ALIASES",
-    "aicc_curve",
     "canonical_selector",
-    "cv_curve",
     "select_bandwidth",
 ]
 
@@ -123,28 +119,6 @@ def _search(
 
     spec = compiled.Criterion(model, method, block_size)
     return compiled.search(x, y, weights, line, spec, route, progress)
-
-
-def _checked_training_data(
-    x: Any, y: Any, kernel: Any, var_type: Any, degree: Any, weights: Any = None
-) -> Any:
-    """``(x (n, d), y (n, p), model, weights)`` checked for a search: at least 3 distinct
-    rows (of positive weight: rows of weight 0 are dropped; identical rows merged into
-    one of their total weight; ``weights`` None or positive), in their sorted order
-    (:func:`~attnpool.sums.observation_weights.sorted_rows`)."""
-    x = check_points(x, "X")
-    y, _ = check_values(y, x.shape[0])
-    x, y, weights = positive_rows(x, y, weights)
-    # identical rows are one observation of their total weight: leave-one-out leaves
-    # them out together (with them, CV chose bandwidths near 0 — each row its own twin)
-    x, y, weights = sorted_rows(*merged_rows(x, y, weights))
-    if x.shape[0] < 3:
-        of = "" if weights is None else " of positive weight"
-        raise ValueError(
-            f"X: bandwidth selection needs at least 3 rows; received n_samples={x.shape[0]}{of}"
-        )
-    model = model_for(x, kernel=kernel, var_type=var_type, degree=degree)
-    return x, y, model, weights
 
 
 def select_bandwidth(
@@ -235,7 +209,7 @@ def select_bandwidth(
         if weights is not None:
             raise ValueError("subsample: selects on unweighted samples; received weights")
         return _subsampled(X, y, subsample, method, kernel, degree, var_type, pooling)
-    x, y, model, weights = _checked_training_data(X, y, kernel, var_type, degree, weights)
+    x, y, model, weights = checked_training_data(X, y, kernel, var_type, degree, weights)
     if method == "dpill":
         from .local_linear_plug_in import plug_in_selection
 
@@ -243,16 +217,48 @@ def select_bandwidth(
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
     x_units, y_units = units.apply(np.asarray(x), np.asarray(y))
     found = _search(x_units, y_units, model, method, pooling, block_size, progress, weights)
-    grid, objectives = found.grid
+    moved = None
     if method in ("cv", "aicc"):
-        variance = response_variance(y_units, weights)
-        warn_if_interpolating(method, found.objective, objectives, variance)
+        found, moved = _smoothest_exact_fit(
+            found, (x_units, y_units, model, weights), method, block_size
+        )
+    grid, objectives = found.grid
     selection: BandwidthSelection = found._replace(
         bandwidth=units.bandwidth(found.bandwidth),
         objective=float(units.objective(found.objective, method)),
         grid=(grid, units.objective(objectives, method)),
     )
+    if moved:
+        warn_exact_fit(method, selection.bandwidth)
     return selection
+
+
+def _smoothest_exact_fit(
+    found: BandwidthSelection, training: tuple, method: str, block_size: int | None
+) -> tuple[BandwidthSelection, bool]:
+    """``(found, moved)``: where the criterion is at rounding, ``found`` moved to the
+    largest bandwidth — every continuous column scaled by one factor — at which it still
+    is (:mod:`attnpool.bandwidth.exact_fits`); ``training``:
+    :func:`_checked_training_data`'s ``(x, y, model, weights)`` in search units."""
+    _, y, model, weights = training
+    scaled = np.isin(np.arange(len(found.bandwidth)), model.continuous)
+    evaluations = [0]
+
+    def values_at(factors: np.ndarray) -> np.ndarray:
+        evaluations[0] += len(factors)
+        candidates = np.where(scaled, found.bandwidth * factors[:, None], found.bandwidth)
+        return np.asarray(criterion_at(training, candidates, method, block_size))
+
+    variance = response_variance(y, weights)
+    moved = smoothest_exact_fit(method, found.objective, found.grid[1], variance, values_at)
+    if moved is None:
+        return found, False
+    factor, value = moved
+    return found._replace(
+        bandwidth=np.where(scaled, found.bandwidth * factor, found.bandwidth),
+        objective=value,
+        evaluations=found.evaluations + evaluations[0],
+    ), True
 
 
 def _subsampled(X, y, settings, method, kernel, degree, var_type, pooling):
@@ -271,128 +277,3 @@ def _subsampled(X, y, settings, method, kernel, degree, var_type, pooling):
 
     h = subsampled_bandwidth(on_rows, x, model.var_type, settings)
     return BandwidthSelection(h, float("nan"), method, (np.array([]), np.array([])))
-
-
-def cv_curve(
-    X: ArrayLike,
-    y: ArrayLike,
-    bandwidths: ArrayLike,
-    *,
-    kernel: KernelSpec = "gaussian",
-    degree: int = 0,
-    var_type: str | None = None,
-    block_size: int | None = None,
-    weights: ArrayLike | None = None,
-) -> np.ndarray:
-    """Leave-one-out error for each candidate bandwidth (what one plots to see the trade-off).
-
-    ``bandwidths``: a sequence of scalars (the same for every column) or an array
-    ``(k, d)``. Returns ``(k,)`` objectives; ``inf`` where some point has no neighbour.
-    ``weights``: observation weights, as :func:`select_bandwidth` takes them.
-
-    Parameters
-    ----------
-    X : array of shape (n,) or (n, d)
-    y : array of shape (n,) or (n, p)
-    bandwidths : array of shape (k,) or (k, d)
-        Candidates: one bandwidth for every column, or one row per candidate.
-    kernel : str or Kernel
-    degree : {0, 1}
-    var_type : str, optional
-    block_size : int, optional
-    weights : array of shape (n,), optional
-
-    Returns
-    -------
-    ndarray of shape (k,)
-
-    References
-    ----------
-    Härdle, W., Hall, P. & Marron, J. S. (1988). How far are automatically chosen
-    regression smoothing parameters from their optimum? *JASA* 83(401), 86–95.
-
-    Examples
-    --------
-    >>> import attnpool
-    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
-    >>> attnpool.cv_curve(data.x_train, data.y_train, [0.1, 0.3, 1.0]).round(3)
-    array([0.283, 0.272, 0.569])
-    """
-    training = _checked_training_data(X, y, kernel, var_type, degree, weights)
-    return np.asarray(_curve(training, bandwidths, "cv", block_size))
-
-
-def aicc_curve(
-    X: ArrayLike,
-    y: ArrayLike,
-    bandwidths: ArrayLike,
-    *,
-    kernel: KernelSpec = "gaussian",
-    degree: int = 0,
-    var_type: str | None = None,
-    block_size: int | None = None,
-    weights: ArrayLike | None = None,
-) -> np.ndarray:
-    """AICc (Hurvich, Simonoff & Tsai, 1998) for each candidate bandwidth — the criterion
-    ``select_bandwidth(method="aicc")`` minimises, as :func:`cv_curve` gives CV's:
-
-    .. math:: \\log \\hat\\sigma^2 + \\frac{1 + \\operatorname{tr} H / n}
-              {1 - (\\operatorname{tr} H + 2) / n}
-
-    with ``H`` the smoother matrix; ``inf`` where the fit is not defined (``tr H ≥ n − 2``,
-    or a point without a neighbour).
-
-    Parameters
-    ----------
-    X, y, bandwidths, kernel, degree, var_type, block_size, weights
-        As :func:`cv_curve` takes them.
-
-    Returns
-    -------
-    ndarray of shape (k,)
-
-    References
-    ----------
-    Hurvich, C. M., Simonoff, J. S. & Tsai, C.-L. (1998). *JRSS B* 60(2), 271–293.
-
-    Examples
-    --------
-    >>> import attnpool
-    >>> data = attnpool.datasets.sine_data(n=80, seed=1)        # y = 2 sin x + x + noise
-    >>> attnpool.aicc_curve(data.x_train, data.y_train, [0.1, 0.3, 1.0]).round(3)
-    array([-0.163, -0.279,  0.45 ])
-    """
-    training = _checked_training_data(X, y, kernel, var_type, degree, weights)
-    return np.asarray(_curve(training, bandwidths, "aicc", block_size))
-
-
-def _curve(training: tuple, bandwidths, method: str, block_size: int | None) -> Any:
-    """The criterion ``method`` at each candidate of ``bandwidths``, in the data's units;
-    ``training``: :func:`_checked_training_data`'s ``(x, y, model, weights)``."""
-    x, y, model, weights = training
-    weights = in_weight_unit(weights)
-    candidates = np.asarray(bandwidths, dtype=float)
-    if candidates.ndim == 1:
-        candidates = np.repeat(candidates[:, None], x.shape[1], axis=1)
-    cont, cat = list(model.continuous), list(model.categorical)
-    shaped = candidates.ndim == 2 and candidates.shape[1] == x.shape[1]
-    if not (
-        shaped
-        and np.all(candidates[:, cont] > 0)
-        and np.all((0 <= candidates[:, cat]) & (candidates[:, cat] < 1))
-    ):
-        raise ValueError(
-            f"bandwidths: expected shape (k,) or (k, {x.shape[1]}), positive for continuous "
-            f"columns and λ in (0, 1) for categorical ones; received shape "
-            f"{np.asarray(bandwidths).shape} with values from {np.min(candidates):.3g} to "
-            f"{np.max(candidates):.3g}"
-        )
-    unit = response_unit(y)  # (y ~ 1e±200: squared residuals neither overflow nor vanish)
-    found = None
-    if block_size is None:  # on the host where NumPy pairs serve the search (no JAX)
-        found = numpy_search.criterion_curve(x, y / unit, candidates, model, method, weights)
-    if found is None:
-        from .compiled import criterion_curve
-
-        found = criterion_curve(x, y / unit, candidates, model, block_size, method, weights)
-    return objective_in_data_units(found, method, unit)

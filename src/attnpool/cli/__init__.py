@@ -316,6 +316,7 @@ def _report(caught: list[warnings.WarningMessage]) -> None:
 OPTION_WORDS = {
     "empty='nearest'": "--empty nearest",
     "method='bootstrap' gives one": "a wider --bandwidth reaches them",
+    "a rule of thumb ('scott')": "a rule of thumb (--bandwidth scott)",
 }
 
 

@@ -90,6 +90,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     import dask.array as da
 
     from ..bandwidth import BandwidthSelection
+    from ..bandwidth.exact_fits import smoothest_exact_fit, warn_exact_fit
     from ..bandwidth.grid import (
         GRID,
         column_profiles,
@@ -98,7 +99,6 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
         spacing_spreads,
         steps_for,
     )
-    from ..bandwidth.resolution import warn_if_interpolating
     from ..bandwidth.rules import rule_from_spread
 
     # every pass reads the rows: computed once, kept on the workers (as dask-glm's solvers)
@@ -148,14 +148,14 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     _descend(evaluate, point, value, float(coarse[1] / coarse[0]), half)
     candidates, objectives = np.concatenate(tried), np.concatenate(found)
     winner = int(np.argmin(objectives))
-    warn_if_interpolating("cv", objectives[winner], objectives, float(variance))
+    point, value = candidates[winner], float(objectives[winner])
+    moved = smoothest_exact_fit("cv", value, objectives, float(variance), lambda factors: (
+        evaluate(point * factors[:, None])))  # fmt: skip
+    if moved is not None:
+        point, value = point * moved[0], moved[1]
+        warn_exact_fit("cv", point)
     return BandwidthSelection(
-        candidates[winner],
-        float(objectives[winner]),
-        "cv",
-        (candidates, objectives),
-        True,
-        len(objectives),
+        point, value, "cv", (candidates, objectives), True, sum(len(f) for f in found)
     )
 
 

@@ -191,7 +191,7 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     """``(setting (d,), cv score, evaluations)``: bandwidths (``"fixed"``) or numbers of
     neighbours chosen by leave-one-out CV (identical rows merged into one of their total
     weight, left out together: :mod:`attnpool.sums.observation_weights`)."""
-    from ..bandwidth.resolution import response_variance, warn_if_interpolating
+    from ..bandwidth.exact_fits import response_variance, smoothest_exact_fit, warn_exact_fit
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import constant_response
     from ..sums.observation_weights import merged_rows, sorted_rows
@@ -217,7 +217,19 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
         setting, value, tried = _select_bandwidth(x, score, kernel, weights, progress)
     else:
         setting, value, tried = _select_neighbours((total, x.shape[1]), score, progress)
-    warn_if_interpolating("cv", value, tried, response_variance(y, weights))
+
+    def scaled(factor):  # (numbers of neighbours: at most every other row)
+        return setting * factor if bandwidth_type == "fixed" else np.minimum(
+            np.round(setting * factor), total - 1)  # fmt: skip
+
+    def values_at(factors):
+        return np.array([score(scaled(factor)) for factor in factors])
+
+    variance = response_variance(y, weights)
+    moved = smoothest_exact_fit("cv", value, tried, variance, values_at)
+    if moved is not None:
+        setting, value = scaled(moved[0]), moved[1]
+        warn_exact_fit("cv", setting)
     return setting, float(objective_in_data_units(value, "cv", unit)), len(tried)
 
 

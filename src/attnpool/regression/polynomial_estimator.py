@@ -163,8 +163,8 @@ def _cv_bandwidth(
     each column's rule of thumb, by the regressions' one-column host search (its grid
     of multiples of the rule, reaching down past far points and clusters and on past
     either end while the criterion falls, then Brent's method)."""
+    from ..bandwidth.exact_fits import response_variance, smoothest_exact_fit, warn_exact_fit
     from ..bandwidth.grid import GRID, SearchLine, multipliers, steps_below
-    from ..bandwidth.resolution import response_variance, warn_if_interpolating
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import SearchObjective, host_search
 
@@ -190,7 +190,11 @@ def _cv_bandwidth(
     try:
         search = SearchObjective(score, smooth=not kernels.get(kernel).compact)
         theta, value, tried = host_search(search, SearchLine(np.log(grid)[:, None]), None)
-        warn_if_interpolating("cv", value, tried, response_variance(y))
+        moved = smoothest_exact_fit("cv", value, tried, response_variance(y), lambda factors: (
+            np.array([score(theta + math.log(factor)) for factor in factors])))  # fmt: skip
+        if moved is not None:
+            theta, value = theta + math.log(moved[0]), moved[1]
+            warn_exact_fit("cv", math.exp(theta[0]) * start)
     except ValueError as undefined:
         if "criterion is undefined at every candidate" not in str(undefined):
             raise  # (another error keeps its own message)

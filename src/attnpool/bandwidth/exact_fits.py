@@ -1,0 +1,161 @@
+"""Criteria at rounding: bandwidths at which a regression's fit reproduces every row.
+
+Where ``y`` is a noise-free function of ``X`` that the fit can follow — classes apart
+from one another, steps between clusters — or where rows nearly repeat (the same ``y``
+at ``x`` a rounding apart: data computed twice, ties jittered apart, which are not merged
+as identical rows are), CV and AICc are 0 or ``−∞`` to rounding over a whole range of
+small bandwidths. Inside that range the criterion is rounding noise, and a search
+stopped wherever the noise was lowest: two classes 10 apart got ``h = 9·10⁻⁵`` (each
+point classed by its nearest neighbour), twinned rows ``h = 6·10⁻¹⁵``.
+
+Among fits that all reproduce the data, the searches take the smoothest: the largest
+bandwidth, every continuous column scaled by one factor, at which the criterion is still
+at rounding (:func:`smoothest_at_rounding`), and say so with an
+:class:`ExactFitWarning`. A local linear fit of a ``y`` linear in ``X`` reproduces it at
+*every* bandwidth; that is no such range, and its search is left as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from ..sums.empty_policy import user_stacklevel
+
+__all__ = [
+    "AT_ROUNDING",
+    "ExactFitWarning",
+    "at_rounding",
+    "response_variance",
+    "rounding_limit",
+    "smoothest_at_rounding",
+    "smoothest_exact_fit",
+    "warn_exact_fit",
+]
+
+#: A residual mean square at most this share of the response's variance: the fit
+#: reproduces its rows to rounding.
+AT_ROUNDING = 1e-12
+#: Factors tried in each round of :func:`smoothest_at_rounding`.
+ROUND = 4
+#: The farthest factor tried above the search's bandwidth: ``8^16 ≈ 3·10¹⁴``.
+LARGEST_POWER = 16
+#: Rounds narrowing the bracket (each by ``ROUND + 1`` in log): to ~1% of a factor 8.
+NARROWING_ROUNDS = 3
+
+
+class ExactFitWarning(UserWarning):
+    """A regression's bandwidth search whose criterion is at rounding — the fit
+    reproduces every row — over a range of bandwidths, so that it cannot choose among
+    them: the largest such bandwidth is returned (:mod:`attnpool.bandwidth.exact_fits`).
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, attnpool
+    >>> x = np.r_[np.linspace(0.0, 1.0, 30), np.linspace(10.0, 11.0, 30)]
+    >>> labels = np.repeat([0, 1], 30)                       # two classes far apart
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     model = attnpool.NadarayaWatsonClassifier().fit(x[:, None], labels)
+    >>> caught[0].category.__name__, bool(model.bandwidth_[0] > 0.3)
+    ('ExactFitWarning', True)
+
+    References
+    ----------
+    Härdle, W., Hall, P. & Marron, J. S. (1988). How far are automatically chosen
+    regression smoothing parameters from their optimum? *JASA* 83(401), 86–95 (the
+    criterion: a mean squared error, 0 where the fit reproduces the data).
+    """
+
+
+def response_variance(y: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """The mean over the columns of ``y (n,)`` or ``(n, p)`` of their variance, each row
+    counted by its weight (``weights (n,)`` or None)."""
+    y = np.asarray(y, np.float64).reshape(len(y), -1)
+    w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, np.float64)
+    mean = w @ y / w.sum()
+    return float(np.mean(w @ (y - mean) ** 2 / w.sum()))
+
+
+def rounding_limit(method: str, variance: float) -> float:
+    """The criterion ``method``'s value at and below which its fit reproduces every row
+    of a response of this ``variance``: CV (a mean squared error)
+    :data:`AT_ROUNDING` times it; AICc (``log σ̂² + penalty``, the penalty at least 1)
+    ``1 + log`` of that, which bounds ``σ̂²`` by it."""
+    limit = AT_ROUNDING * variance
+    return limit if method == "cv" else 1.0 + math.log(limit)
+
+
+def at_rounding(method: str, value: float, tried: np.ndarray, variance: float) -> bool:
+    """Whether the criterion's ``value`` is at rounding (:func:`rounding_limit`) while
+    some bandwidth ``tried`` (their values) is not."""
+    if not (variance > 0 and np.isfinite(value)):
+        return False
+    limit = rounding_limit(method, variance)
+    tried = np.asarray(tried, np.float64)
+    return bool(value <= limit and np.any(tried[np.isfinite(tried)] > limit))
+
+
+def smoothest_at_rounding(
+    values_at: Callable[[np.ndarray], np.ndarray], value: float, limit: float
+) -> tuple[float, float]:
+    """``(factor, value)``: the largest factor ``≥ 1`` found, to ~1%, at which
+    ``values_at(factors (k,)) → (k,)`` — the criterion at the search's bandwidths scaled by
+    each factor — is at most ``limit``, and the criterion there (``value`` at factor 1).
+    Each call asks for :data:`ROUND` factors (one pass of a Dask search): powers of 8
+    until one is above ``limit``, then points between the last two."""
+    low, best, high = 0.0, value, math.inf  # in log₈ of the factor
+    for start in range(1, LARGEST_POWER + 1, ROUND):
+        powers = np.arange(start, start + ROUND, dtype=np.float64)
+        low, best, high = _narrowed(values_at, powers, low, best, limit)
+        if math.isfinite(high):
+            break
+    for _ in range(NARROWING_ROUNDS if math.isfinite(high) else 0):
+        powers = low + (high - low) * np.arange(1, ROUND + 1) / (ROUND + 1)
+        low, best, high = _narrowed(values_at, powers, low, best, limit, high)
+    return 8.0**low, best
+
+
+def smoothest_exact_fit(
+    method: str,
+    value: float,
+    tried: np.ndarray,
+    variance: float,
+    values_at: Callable[[np.ndarray], np.ndarray],
+) -> tuple[float, float] | None:
+    """:func:`smoothest_at_rounding`'s ``(factor, value)`` where the search's criterion
+    ``method`` is :func:`at_rounding` (``value``, the ``tried`` values, the response's
+    ``variance``: :func:`response_variance`); None where it is not."""
+    if not at_rounding(method, value, tried, variance):
+        return None
+    return smoothest_at_rounding(values_at, value, rounding_limit(method, variance))
+
+
+def _narrowed(values_at, powers, low, best, limit, high=math.inf):
+    """``(low, best, high)`` after the criterion at the factors ``8^powers`` (ascending):
+    the last power at rounding before the first that is not."""
+    values = np.asarray(values_at(8.0**powers), np.float64)
+    for power, found in zip(powers, values, strict=True):
+        if not found <= limit:
+            return low, best, float(power)
+        low, best = float(power), float(found)
+    return low, best, high
+
+
+def warn_exact_fit(method: str, bandwidth: np.ndarray) -> None:
+    """An :class:`ExactFitWarning`: the criterion ``method`` is at rounding up to
+    ``bandwidth`` (the largest such, returned)."""
+    shown = ", ".join(f"{h:.4g}" for h in np.ravel(bandwidth))
+    warnings.warn(
+        f"bandwidth: the {method} criterion is at rounding — the fit reproduces every row "
+        f"— at every bandwidth up to ({shown}), which is returned: y is a noise-free "
+        "function of X there (classes or levels apart), or rows nearly repeat (the same y "
+        "at x a rounding apart) and predict each other; round X to the precision it was "
+        "recorded at (identical rows are merged into one of their count), or take a rule "
+        "of thumb ('scott')",
+        ExactFitWarning,
+        stacklevel=user_stacklevel(),
+    )

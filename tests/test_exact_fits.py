@@ -1,0 +1,149 @@
+"""A regression's criterion at rounding over a range of bandwidths (classes apart, rows
+that nearly repeat): the searches take the largest such bandwidth and say so with an
+ExactFitWarning (:mod:`attnpool.bandwidth.exact_fits`); data whose criterion has an
+optimum get no warning and the same search as before."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import attnpool
+from attnpool import select_bandwidth
+from attnpool.bandwidth import ExactFitWarning
+from attnpool.bandwidth.exact_fits import AT_ROUNDING, at_rounding, smoothest_at_rounding
+
+MESSAGE = "at rounding — the fit reproduces every row — at every bandwidth up to"
+
+
+def twice(gap: float, seed: int = 0, n: int = 120):
+    """Noisy sine data, each row given again with ``x`` moved by about ``gap``."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 10.0, n)
+    y = np.sin(x) + 0.3 * rng.normal(size=n)
+    moved = x + gap * rng.choice([-1.0, 1.0], n) * rng.uniform(0.5, 1.0, n)
+    return np.r_[x, moved][:, None], np.r_[y, y]
+
+
+def apart(seed: int = 0):
+    """Two classes 10 apart (labels 0 and 1)."""
+    rng = np.random.default_rng(seed)
+    x = np.r_[rng.normal(0.0, 1.0, 50), rng.normal(10.0, 1.0, 50)]
+    return x[:, None], np.repeat([0.0, 1.0], 50)
+
+
+def textbook_loo_mse(x: np.ndarray, y: np.ndarray, h: float) -> float:
+    """Leave-one-out mean squared error of the Gaussian Nadaraya–Watson fit, brute force
+    (log weights shifted by each row's largest, so that no row's weights all underflow)."""
+    log_k = -0.5 * ((x[:, None, 0] - x[None, :, 0]) / h) ** 2
+    np.fill_diagonal(log_k, -np.inf)
+    k = np.exp(log_k - log_k.max(axis=1, keepdims=True))
+    return float(np.mean((y - k @ y / k.sum(axis=1)) ** 2))
+
+
+def test_classes_apart_get_the_largest_bandwidth_that_still_fits_every_row():
+    x, labels = apart()
+    limit = AT_ROUNDING * np.var(labels)
+    with pytest.warns(ExactFitWarning, match=MESSAGE) as caught:
+        model = attnpool.NadarayaWatsonClassifier().fit(x, labels)
+    assert caught[0].filename == __file__
+    h = model.bandwidth_[0]
+    # (the search stopped at h = 9e-5 before: each point classed by its nearest neighbour)
+    assert textbook_loo_mse(x, labels, h) <= limit < textbook_loo_mse(x, labels, 1.02 * h)
+    assert 0.5 < h < 3.0
+    np.testing.assert_allclose(model.cv_score_, textbook_loo_mse(x, labels, h), atol=1e-15)
+
+
+@pytest.mark.parametrize("gap", [1e-12, 1e-7])
+@pytest.mark.parametrize(("method", "degree"), [("cv", 0), ("cv", 1), ("aicc", 0)])
+def test_rows_that_nearly_repeat_say_so(gap, method, degree):
+    # (AICc is held to its bound σ̂² ≤ exp(AICc − 1): local linear's AICc on these rows,
+    # its trace near n, stays above it)
+    x, y = twice(gap)
+    with pytest.warns(ExactFitWarning, match=MESSAGE):
+        found = select_bandwidth(x, y, method=method, degree=degree)
+    if method == "cv" and degree == 0:  # each row predicted by its twin, up to h
+        h = found.bandwidth[0]
+        limit = AT_ROUNDING * np.var(y)
+        assert textbook_loo_mse(x, y, h) <= limit < textbook_loo_mse(x, y, 1.02 * h)
+    assert found.bandwidth[0] < 0.08  # (below the rows' spacing: the twins decide it)
+
+
+def test_neighbour_counts_several_outputs_weights_and_local_polynomials():
+    x, labels = apart(1)
+    with pytest.warns(ExactFitWarning, match=MESSAGE):
+        counted = attnpool.NadarayaWatson(bandwidth_type="generalized_nn").fit(x, labels)
+    assert 1 < counted.bandwidth_[0] < 50  # not the nearest neighbour alone
+    with pytest.warns(ExactFitWarning, match=MESSAGE):
+        attnpool.LocalLinear().fit(x, np.c_[labels, 3.0 * labels + 1.0])
+    weights = np.random.default_rng(2).uniform(0.5, 2.0, labels.size)
+    with pytest.warns(ExactFitWarning, match=MESSAGE):
+        found = select_bandwidth(x, labels, weights=weights)
+    assert 0.5 < found.bandwidth[0] < 3.0
+    with pytest.warns(ExactFitWarning, match=MESSAGE):
+        model = attnpool.LocalPolynomial(degree=2).fit(x, labels)
+    assert 0.2 < model.bandwidth_[0] < 3.0
+
+
+def _quiet(fit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExactFitWarning)
+        return fit()
+
+
+@pytest.mark.parametrize("method", ["cv", "aicc"])
+@pytest.mark.parametrize("degree", [0, 1])
+def test_data_whose_criterion_has_an_optimum_get_no_warning(method, degree):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.0, 10.0, 150)
+    noisy = np.sin(x) + 0.3 * rng.normal(size=150)
+    rows = np.r_[np.arange(150), np.arange(40)]  # exact repeats: merged into weights
+    for X, y in [
+        (x, noisy),
+        (x, np.sin(x)),  # no noise: the best fit is smooth, not at rounding
+        (x, 2.0 * x + 1.0),  # local linear reproduces it at every bandwidth
+        (x[rows], noisy[rows]),
+        twice(0.02),  # twins a quarter of the spacing apart: an optimum, not rounding
+    ]:
+        found = _quiet(lambda X=X, y=y: select_bandwidth(X, y, method=method, degree=degree))
+        assert np.all(np.isfinite(found.bandwidth))
+
+
+def test_at_rounding_needs_some_bandwidth_that_is_not():
+    assert at_rounding("cv", 0.0, np.array([0.0, 0.5]), 1.0)
+    assert not at_rounding("cv", 0.0, np.array([0.0, AT_ROUNDING / 2]), 1.0)
+    assert not at_rounding("cv", 2 * AT_ROUNDING, np.array([0.5]), 1.0)
+    assert at_rounding("aicc", -40.0, np.array([-40.0, -1.0]), 1.0)  # log σ̂² ≤ −41
+    assert not at_rounding("aicc", -20.0, np.array([-1.0]), 1.0)
+    assert not at_rounding("cv", 0.0, np.array([0.5]), 0.0)  # (a constant response)
+
+
+@pytest.mark.parametrize("edge", [1.0, 7.3, 1e3, 1e9, 1e20])
+def test_the_smoothest_factor_is_found_to_a_percent(edge):
+    asked = []
+
+    def values_at(factors):
+        asked.append(len(factors))
+        return np.where(factors <= edge, 0.0, 1.0)
+
+    factor, value = smoothest_at_rounding(values_at, 0.0, 1e-12)
+    assert value == 0.0 and factor <= edge
+    assert factor >= min(edge, 8.0**16) / 1.02
+    assert set(asked) == {4}  # (each call a round of four: one Dask pass)
+
+
+def test_the_command_line_says_so_in_one_line_naming_its_option(tmp_path, monkeypatch, capsys):
+    from attnpool.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    x, labels = apart(4)
+    (tmp_path / "classes.csv").write_text(
+        "x,label\n" + "".join(f"{a:.17g},{b:g}\n" for a, b in zip(x[:, 0], labels, strict=True))
+    )
+    code = main(["fit", "classes.csv", "--x", "x", "--y", "label", "--out", "fit.csv"])
+    warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert code == 0 and (tmp_path / "fit.csv").exists()
+    assert len(warning) == 1 and warning[0].startswith(
+        "attnpool: warning: bandwidth: the cv criterion is at rounding"
+    )
+    assert warning[0].endswith("or take a rule of thumb (--bandwidth scott)")
