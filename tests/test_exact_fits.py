@@ -11,7 +11,12 @@ import pytest
 import attnpool
 from attnpool import select_bandwidth
 from attnpool.bandwidth import ExactFitWarning
-from attnpool.bandwidth.exact_fits import AT_ROUNDING, at_rounding, smoothest_at_rounding
+from attnpool.bandwidth.exact_fits import (
+    AT_ROUNDING,
+    at_rounding,
+    rounding_limit,
+    smoothest_at_rounding,
+)
 
 MESSAGE = "at rounding — the fit reproduces every row — at every bandwidth up to"
 
@@ -83,6 +88,18 @@ def test_neighbour_counts_several_outputs_weights_and_local_polynomials():
     with pytest.warns(ExactFitWarning, match=MESSAGE):
         model = attnpool.LocalPolynomial(degree=2).fit(x, labels)
     assert 0.2 < model.bandwidth_[0] < 3.0
+
+
+@pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
+def test_a_loess_span_search_takes_the_largest_span_at_rounding(criterion):
+    x, labels = apart()
+    with pytest.warns(ExactFitWarning, match="every span up to 0.5, which is returned"):
+        model = attnpool.Loess(span=criterion).fit(x, labels)
+    at = model.criterion_ <= rounding_limit(criterion, np.var(labels))
+    assert model.span_ == 0.5 and np.all(at[:9]) and not np.any(at[9:])  # spans 0.1–0.5
+    # (it took 0.15, 0.25 and 0.5 by the criteria's rounding noise)
+    noisy = labels + 0.1 * np.random.default_rng(1).normal(size=labels.size)
+    _quiet(lambda: attnpool.Loess(span=criterion).fit(x, noisy))
 
 
 def _quiet(fit):

@@ -167,6 +167,16 @@ def test_span_chosen_over_the_blocks(client):
     with pytest.warns(ConstantResponseWarning, match="every span"):
         constant = clone(model).fit(*_lazy(X, np.full(600, -2.0), None, 150))
     assert constant.span_ == 0.8 and np.all(constant.criterion_ == 0.0)
+    # classes apart: every span up to 0.5 fits each row to rounding; the largest, as in memory
+    rng = np.random.default_rng(6)
+    apart = np.r_[rng.normal(0.0, 1.0, 100), rng.normal(10.0, 1.0, 100)][:, None]
+    labels = np.repeat([0.0, 1.0], 100)
+    classes = attnpool.Loess(span="cv")
+    with pytest.warns(attnpool.bandwidth.ExactFitWarning, match="every span up to 0.5"):
+        ours = clone(classes).fit(*_lazy(apart, labels, None, 64))
+    with pytest.warns(attnpool.bandwidth.ExactFitWarning, match="every span up to 0.5"):
+        theirs = clone(classes).fit(apart, labels)
+    assert ours.span_ == theirs.span_ == 0.5
 
 
 def test_bad_inputs_are_clear_errors(client):

@@ -48,9 +48,9 @@ NARROWING_ROUNDS = 3
 
 
 class ExactFitWarning(UserWarning):
-    """A regression's bandwidth search whose criterion is at rounding — the fit
-    reproduces every row — over a range of bandwidths, so that it cannot choose among
-    them: the largest such bandwidth is returned (:mod:`attnpool.bandwidth.exact_fits`).
+    """A regression's bandwidth or span search whose criterion is at rounding — the fit
+    reproduces every row — over a range of bandwidths or spans, so that it cannot choose
+    among them: the largest such is returned (:mod:`attnpool.bandwidth.exact_fits`).
 
     Examples
     --------
@@ -82,11 +82,11 @@ def response_variance(y: np.ndarray, weights: np.ndarray | None = None) -> float
 
 def rounding_limit(method: str, variance: float) -> float:
     """The criterion ``method``'s value at and below which its fit reproduces every row
-    of a response of this ``variance``: CV (a mean squared error)
-    :data:`AT_ROUNDING` times it; AICc (``log σ̂² + penalty``, the penalty at least 1)
-    ``1 + log`` of that, which bounds ``σ̂²`` by it."""
+    of a response of this ``variance``: a mean squared error (CV, LOESS's GCV, which is
+    at least ``σ̂²``) :data:`AT_ROUNDING` times it; AICc (``log σ̂² + penalty``, the
+    penalty at least 1) ``1 + log`` of that, which bounds ``σ̂²`` by it."""
     limit = AT_ROUNDING * variance
-    return limit if method == "cv" else 1.0 + math.log(limit)
+    return 1.0 + math.log(limit) if method == "aicc" else limit
 
 
 def at_rounding(method: str, value: float, tried: np.ndarray, variance: float) -> bool:
@@ -145,17 +145,22 @@ def _narrowed(values_at, powers, low, best, limit, high=math.inf):
     return low, best, high
 
 
-def warn_exact_fit(method: str, bandwidth: np.ndarray) -> None:
-    """An :class:`ExactFitWarning`: the criterion ``method`` is at rounding up to
-    ``bandwidth`` (the largest such, returned)."""
-    shown = ", ".join(f"{h:.4g}" for h in np.ravel(bandwidth))
+def warn_exact_fit(
+    method: str,
+    found: np.ndarray | float,
+    setting: str = "bandwidth",
+    instead: str = "take a rule of thumb ('scott')",
+) -> None:
+    """An :class:`ExactFitWarning`: the criterion ``method`` is at rounding up to the
+    ``setting`` ``found`` (the largest such, returned); ``instead``: the other advice."""
+    shown = ", ".join(f"{h:.4g}" for h in np.ravel(found))
+    shown = f"({shown})" if np.ndim(found) else shown
     warnings.warn(
-        f"bandwidth: the {method} criterion is at rounding — the fit reproduces every row "
-        f"— at every bandwidth up to ({shown}), which is returned: y is a noise-free "
+        f"{setting}: the {method} criterion is at rounding — the fit reproduces every row "
+        f"— at every {setting} up to {shown}, which is returned: y is a noise-free "
         "function of X there (classes or levels apart), or rows nearly repeat (the same y "
         "at x a rounding apart) and predict each other; round X to the precision it was "
-        "recorded at (identical rows are merged into one of their count), or take a rule "
-        "of thumb ('scott')",
+        f"recorded at (identical rows are merged into one of their count), or {instead}",
         ExactFitWarning,
         stacklevel=user_stacklevel(),
     )

@@ -136,7 +136,9 @@ def _chosen_span(estimator, training, spans):
     spans = checked_spans(spans)
     if not any(dask.compute(*[delayed(np.any)(y) for y in training.values])):  # y − its median
         return constant_span(spans, estimator.span)
-    span, values = best_span(spans, span_values(spans, value_of), estimator.span)
+    total, first, second = _total(_moments, training.values, training.weights)
+    variance = second / total - (first / total) ** 2
+    span, values = best_span(spans, span_values(spans, value_of), estimator.span, variance)
     return span, criteria_in_data_units(values, estimator.span, estimator._unit,
                                         estimator._prior_exponent)  # fmt: skip
 
@@ -146,6 +148,11 @@ def _criterion_sums(sums, y, prior):
 
     fitted, own = _joined(sums, "fits"), _joined(sums, "own")
     return np.concatenate([[own.sum()], criterion_sums(y, fitted, own, prior)])
+
+
+def _moments(y, prior):
+    """``Σ w``, ``Σ w y`` and ``Σ w y²`` of a part's rows (``y`` about its median)."""
+    return np.array([np.sum(prior), prior @ y, prior @ y**2])
 
 
 def _prior(part):

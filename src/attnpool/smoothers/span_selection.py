@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._support.units import objective_in_data_units
+from ..bandwidth.exact_fits import at_rounding, response_variance, rounding_limit, warn_exact_fit
 from ..kernels import Kernel
 from .loess_fit import leverage
 from .neighbourhoods import SpanTooSmall, radii
@@ -54,7 +55,8 @@ def select_span(
         return constant_span(spans, criterion)
     values = span_values(spans, lambda span: _criterion(X, y, prior, span, degree, kernel,
                                                         criterion))  # fmt: skip
-    return best_span(spans, values, criterion)  # (ranked in y's unit: 1e±200 ties)
+    # (ranked in y's unit: 1e±200 ties)
+    return best_span(spans, values, criterion, response_variance(y, prior))
 
 
 def criteria_in_data_units(
@@ -92,9 +94,14 @@ def checked_spans(spans) -> np.ndarray:
     return spans
 
 
-def best_span(spans: np.ndarray, values: np.ndarray, criterion: str) -> tuple[float, np.ndarray]:
+def best_span(
+    spans: np.ndarray, values: np.ndarray, criterion: str, variance: float
+) -> tuple[float, np.ndarray]:
     """The span with the smallest criterion ``values`` (the largest among equals), and
-    the values."""
+    the values. Where that value is at rounding (every row fitted exactly) for a response
+    of this ``variance`` and some span's is not, the largest span up to which every
+    value is at rounding, with an :class:`attnpool.bandwidth.ExactFitWarning`
+    (:mod:`attnpool.bandwidth.exact_fits`)."""
     if not np.isfinite(values).any():
         raise ValueError(
             f"spans: the {criterion} criterion is undefined at every span of "
@@ -103,7 +110,13 @@ def best_span(spans: np.ndarray, values: np.ndarray, criterion: str) -> tuple[fl
             "number"
         )
     best = np.flatnonzero(values == np.nanmin(values))
-    return float(spans[best[np.argmax(spans[best])]]), values
+    span = float(spans[best[np.argmax(spans[best])]])
+    if at_rounding(criterion, float(np.nanmin(values)), values, variance):
+        limit = rounding_limit(criterion, variance)
+        above = np.sort(spans[(spans > span) & ~(values <= limit)])
+        span = float(np.max(spans[(values <= limit) & (spans < above[0] if above.size else True)]))
+        warn_exact_fit(criterion, span, setting="span", instead="give span= a number")
+    return span, values
 
 
 def constant_span(spans: np.ndarray, criterion: str) -> tuple[float, np.ndarray]:
