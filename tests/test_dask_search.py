@@ -156,13 +156,23 @@ def test_classes_apart_on_dask_get_the_bandwidth_in_memory_gets(client):
     rng = np.random.default_rng(7)
     x = np.r_[rng.normal(0, 1, 60), rng.normal(10, 1, 60)][:, None]
     labels = np.repeat([0.0, 1.0], 60)
-    warning = attnpool.bandwidth.ExactFitWarning
+    warning = attnpool.bandwidth.FlatCriterionWarning
     with pytest.warns(warning, match="at every bandwidth up to"):
         found = dask_selection.select_bandwidth(da.from_array(x, 32), da.from_array(labels, 32))
     with pytest.warns(warning, match="at every bandwidth up to"):
         local = attnpool.select_bandwidth(x, labels)
     np.testing.assert_allclose(found.bandwidth, local.bandwidth, rtol=0.03)
     assert found.objective <= 1e-12 * np.var(labels)
+    # a sample whose CV is lowest in its h → 0 limit: the largest bandwidth still there
+    rng = np.random.default_rng(23)
+    n = rng.integers(5, 30)
+    few = rng.uniform(0.0, 1.0, n)
+    y = np.sin(3.0 * few) + rng.normal(size=n) * rng.choice([0.05, 0.3, 1.0])
+    with pytest.warns(warning, match="lowest in its h → 0 limit"):
+        found = dask_selection.select_bandwidth(da.from_array(few[:, None], 2), da.from_array(y, 2))
+    with pytest.warns(warning, match="lowest in its h → 0 limit"):
+        local = attnpool.select_bandwidth(few, y)
+    np.testing.assert_allclose(found.bandwidth, local.bandwidth, rtol=0.02)
     with warnings.catch_warnings():
         warnings.simplefilter("error", warning)
         y = np.sin(x[:, 0]) + 0.3 * rng.standard_normal(120)

@@ -172,9 +172,9 @@ def test_span_chosen_over_the_blocks(client):
     apart = np.r_[rng.normal(0.0, 1.0, 100), rng.normal(10.0, 1.0, 100)][:, None]
     labels = np.repeat([0.0, 1.0], 100)
     classes = attnpool.Loess(span="cv")
-    with pytest.warns(attnpool.bandwidth.ExactFitWarning, match="every span up to 0.5"):
+    with pytest.warns(attnpool.bandwidth.FlatCriterionWarning, match="every span up to 0.5"):
         ours = clone(classes).fit(*_lazy(apart, labels, None, 64))
-    with pytest.warns(attnpool.bandwidth.ExactFitWarning, match="every span up to 0.5"):
+    with pytest.warns(attnpool.bandwidth.FlatCriterionWarning, match="every span up to 0.5"):
         theirs = clone(classes).fit(apart, labels)
     assert ours.span_ == theirs.span_ == 0.5
 

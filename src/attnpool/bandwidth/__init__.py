@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 __all__ = [
     "BandwidthSelection",
     "ConstantResponseWarning",
-    "ExactFitWarning",
+    "FlatCriterionWarning",
     "aicc_curve",
     "cv_curve",
     "rule_of_thumb",
@@ -39,7 +39,7 @@ __all__ = [
 _NAMES = {
     "BandwidthSelection": "search",
     "ConstantResponseWarning": "search",
-    "ExactFitWarning": "exact_fits",
+    "FlatCriterionWarning": "flat_criteria",
     "GRID": "grid",
     "rule_of_thumb": "rules",
     "NUMPY_SEARCH_XATOL": "selection",
@@ -52,7 +52,7 @@ _NAMES = {
 
 if TYPE_CHECKING:
     from .curves import aicc_curve, cv_curve
-    from .exact_fits import ExactFitWarning
+    from .flat_criteria import FlatCriterionWarning
     from .grid import GRID as GRID
     from .rules import rule_of_thumb
     from .search import BandwidthSelection, ConstantResponseWarning

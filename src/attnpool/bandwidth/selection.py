@@ -22,7 +22,7 @@ from ..sums.observation_weights import (
 )
 from . import by_backend, leave_one_out
 from .curves import checked_training_data, criterion_at
-from .exact_fits import response_variance, smoothest_exact_fit, warn_exact_fit
+from .flat_criteria import response_variance, smoothest_flat, warn_flat
 from .grid import search_line
 from .rules import rule_of_thumb, search_start
 from .search import (
@@ -219,7 +219,7 @@ def select_bandwidth(
     found = _search(x_units, y_units, model, method, pooling, block_size, progress, weights)
     moved = None
     if method in ("cv", "aicc"):
-        found, moved = _smoothest_exact_fit(
+        found, moved = _smoothest_flat(
             found, (x_units, y_units, model, weights), method, block_size
         )
     grid, objectives = found.grid
@@ -229,18 +229,20 @@ def select_bandwidth(
         grid=(grid, units.objective(objectives, method)),
     )
     if moved:
-        warn_exact_fit(method, selection.bandwidth)
+        warn_flat(method, selection.bandwidth, moved)
     return selection
 
 
-def _smoothest_exact_fit(
+def _smoothest_flat(
     found: BandwidthSelection, training: tuple, method: str, block_size: int | None
-) -> tuple[BandwidthSelection, bool]:
-    """``(found, moved)``: where the criterion is at rounding, ``found`` moved to the
+) -> tuple[BandwidthSelection, str | None]:
+    """``(found, kind)``: where the criterion is flat at its best, ``found`` moved to the
     largest bandwidth — every continuous column scaled by one factor — at which it still
-    is (:mod:`attnpool.bandwidth.exact_fits`); ``training``:
-    :func:`_checked_training_data`'s ``(x, y, model, weights)`` in search units."""
-    _, y, model, weights = training
+    is, and how it is flat (:func:`~attnpool.bandwidth.flat_criteria.smoothest_flat`;
+    None, ``found`` as it is, where it is not); ``training``:
+    :func:`~attnpool.bandwidth.curves.checked_training_data`'s ``(x, y, model, weights)``
+    in search units."""
+    x, y, model, weights = training
     scaled = np.isin(np.arange(len(found.bandwidth)), model.continuous)
     evaluations = [0]
 
@@ -249,16 +251,21 @@ def _smoothest_exact_fit(
         candidates = np.where(scaled, found.bandwidth * factors[:, None], found.bandwidth)
         return np.asarray(criterion_at(training, candidates, method, block_size))
 
+    start = search_start(x, kernel=model.kernel, var_type=model.var_type,
+                         weights=in_weight_unit(weights))  # fmt: skip
+    lowest = np.min(found.grid[0], initial=np.inf) * start
+    below_grid = bool(np.all(found.bandwidth[scaled] < lowest[scaled]))
     variance = response_variance(y, weights)
-    moved = smoothest_exact_fit(method, found.objective, found.grid[1], variance, values_at)
+    moved = smoothest_flat(method, found.objective, found.grid[1], variance, values_at,
+                           below_grid)  # fmt: skip
     if moved is None:
-        return found, False
-    factor, value = moved
+        return found, None
+    factor, value, kind = moved
     return found._replace(
         bandwidth=np.where(scaled, found.bandwidth * factor, found.bandwidth),
         objective=value,
         evaluations=found.evaluations + evaluations[0],
-    ), True
+    ), kind
 
 
 def _subsampled(X, y, settings, method, kernel, degree, var_type, pooling):

@@ -90,7 +90,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     import dask.array as da
 
     from ..bandwidth import BandwidthSelection
-    from ..bandwidth.exact_fits import smoothest_exact_fit, warn_exact_fit
+    from ..bandwidth.flat_criteria import smoothest_flat, warn_flat
     from ..bandwidth.grid import (
         GRID,
         column_profiles,
@@ -149,11 +149,11 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     candidates, objectives = np.concatenate(tried), np.concatenate(found)
     winner = int(np.argmin(objectives))
     point, value = candidates[winner], float(objectives[winner])
-    moved = smoothest_exact_fit("cv", value, objectives, float(variance), lambda factors: (
-        evaluate(point * factors[:, None])))  # fmt: skip
+    moved = smoothest_flat("cv", value, objectives, float(variance), lambda factors: (
+        evaluate(point * factors[:, None])), bool(np.all(point < coarse[0] * scott)))  # fmt: skip
     if moved is not None:
         point, value = point * moved[0], moved[1]
-        warn_exact_fit("cv", point)
+        warn_flat("cv", point, moved[2])
     return BandwidthSelection(
         point, value, "cv", (candidates, objectives), True, sum(len(f) for f in found)
     )

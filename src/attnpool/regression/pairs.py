@@ -191,7 +191,7 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     """``(setting (d,), cv score, evaluations)``: bandwidths (``"fixed"``) or numbers of
     neighbours chosen by leave-one-out CV (identical rows merged into one of their total
     weight, left out together: :mod:`attnpool.sums.observation_weights`)."""
-    from ..bandwidth.exact_fits import response_variance, smoothest_exact_fit, warn_exact_fit
+    from ..bandwidth.flat_criteria import response_variance, smoothest_flat, warn_flat
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import constant_response
     from ..sums.observation_weights import merged_rows, sorted_rows
@@ -213,8 +213,10 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
         return cv_score(x, y, kernel=kernel, setting=setting, bandwidth_type=bandwidth_type,
                         degree=degree, weights=weights)  # fmt: skip
 
+    below_grid = False  # (numbers of neighbours: the nearest is the grid's first)
     if bandwidth_type == "fixed":
-        setting, value, tried = _select_bandwidth(x, score, kernel, weights, progress)
+        setting, value, tried, below_grid = _select_bandwidth(x, score, kernel, weights,
+                                                              progress)  # fmt: skip
     else:
         setting, value, tried = _select_neighbours((total, x.shape[1]), score, progress)
 
@@ -226,15 +228,16 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
         return np.array([score(scaled(factor)) for factor in factors])
 
     variance = response_variance(y, weights)
-    moved = smoothest_exact_fit("cv", value, tried, variance, values_at)
+    moved = smoothest_flat("cv", value, tried, variance, values_at, below_grid)
     if moved is not None:
         setting, value = scaled(moved[0]), moved[1]
-        warn_exact_fit("cv", setting)
+        warn_flat("cv", setting, moved[2])
     return setting, float(objective_in_data_units(value, "cv", unit)), len(tried)
 
 
 def _select_bandwidth(x, score, kernel, weights, progress):
-    """Log-bandwidths from the base kernel's rule of thumb: the search of the other fits."""
+    """``(bandwidths, value, values tried, whether below the grid)``: log-bandwidths from the
+    base kernel's rule of thumb, the search of the other fits."""
     from ..bandwidth.grid import search_line
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import SearchObjective, host_search
@@ -249,7 +252,8 @@ def _select_bandwidth(x, score, kernel, weights, progress):
 
     search = SearchObjective(objective, smooth=not kernel.compact)
     theta, value, _ = host_search(search, line, progress)
-    return np.exp(theta), value, np.array(tried)
+    below_grid = bool(np.all(theta < line.thetas.min(axis=0)))
+    return np.exp(theta), value, np.array(tried), below_grid
 
 
 def _select_neighbours(shape, score, progress):

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._support.units import objective_in_data_units
-from ..bandwidth.exact_fits import at_rounding, response_variance, rounding_limit, warn_exact_fit
+from ..bandwidth.flat_criteria import at_rounding, response_variance, rounding_limit, warn_flat
 from ..kernels import Kernel
 from .loess_fit import leverage
 from .neighbourhoods import SpanTooSmall, radii
@@ -100,8 +100,8 @@ def best_span(
     """The span with the smallest criterion ``values`` (the largest among equals), and
     the values. Where that value is at rounding (every row fitted exactly) for a response
     of this ``variance`` and some span's is not, the largest span up to which every
-    value is at rounding, with an :class:`attnpool.bandwidth.ExactFitWarning`
-    (:mod:`attnpool.bandwidth.exact_fits`)."""
+    value is at rounding, with an :class:`attnpool.bandwidth.FlatCriterionWarning`
+    (:mod:`attnpool.bandwidth.flat_criteria`)."""
     if not np.isfinite(values).any():
         raise ValueError(
             f"spans: the {criterion} criterion is undefined at every span of "
@@ -115,7 +115,7 @@ def best_span(
         limit = rounding_limit(criterion, variance)
         above = np.sort(spans[(spans > span) & ~(values <= limit)])
         span = float(np.max(spans[(values <= limit) & (spans < above[0] if above.size else True)]))
-        warn_exact_fit(criterion, span, setting="span", instead="give span= a number")
+        warn_flat(criterion, span, "rounding", setting="span", instead="give span= a number")
     return span, values
 
 

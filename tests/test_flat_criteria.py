@@ -1,7 +1,8 @@
-"""A regression's criterion at rounding over a range of bandwidths (classes apart, rows
-that nearly repeat): the searches take the largest such bandwidth and say so with an
-ExactFitWarning (:mod:`attnpool.bandwidth.exact_fits`); data whose criterion has an
-optimum get no warning and the same search as before."""
+"""A regression's criterion flat at its best over a range of small bandwidths — at
+rounding (classes apart, rows that nearly repeat) or at its h → 0 limit (an unlucky
+sample): the searches take the largest such bandwidth and say so with a
+FlatCriterionWarning (:mod:`attnpool.bandwidth.flat_criteria`); data whose criterion has
+an optimum get no warning and the same search as before."""
 
 import warnings
 
@@ -10,8 +11,8 @@ import pytest
 
 import attnpool
 from attnpool import select_bandwidth
-from attnpool.bandwidth import ExactFitWarning
-from attnpool.bandwidth.exact_fits import (
+from attnpool.bandwidth import FlatCriterionWarning
+from attnpool.bandwidth.flat_criteria import (
     AT_ROUNDING,
     at_rounding,
     rounding_limit,
@@ -49,7 +50,7 @@ def textbook_loo_mse(x: np.ndarray, y: np.ndarray, h: float) -> float:
 def test_classes_apart_get_the_largest_bandwidth_that_still_fits_every_row():
     x, labels = apart()
     limit = AT_ROUNDING * np.var(labels)
-    with pytest.warns(ExactFitWarning, match=MESSAGE) as caught:
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE) as caught:
         model = attnpool.NadarayaWatsonClassifier().fit(x, labels)
     assert caught[0].filename == __file__
     h = model.bandwidth_[0]
@@ -65,7 +66,7 @@ def test_rows_that_nearly_repeat_say_so(gap, method, degree):
     # (AICc is held to its bound σ̂² ≤ exp(AICc − 1): local linear's AICc on these rows,
     # its trace near n, stays above it)
     x, y = twice(gap)
-    with pytest.warns(ExactFitWarning, match=MESSAGE):
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
         found = select_bandwidth(x, y, method=method, degree=degree)
     if method == "cv" and degree == 0:  # each row predicted by its twin, up to h
         h = found.bandwidth[0]
@@ -76,16 +77,16 @@ def test_rows_that_nearly_repeat_say_so(gap, method, degree):
 
 def test_neighbour_counts_several_outputs_weights_and_local_polynomials():
     x, labels = apart(1)
-    with pytest.warns(ExactFitWarning, match=MESSAGE):
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
         counted = attnpool.NadarayaWatson(bandwidth_type="generalized_nn").fit(x, labels)
     assert 1 < counted.bandwidth_[0] < 50  # not the nearest neighbour alone
-    with pytest.warns(ExactFitWarning, match=MESSAGE):
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
         attnpool.LocalLinear().fit(x, np.c_[labels, 3.0 * labels + 1.0])
     weights = np.random.default_rng(2).uniform(0.5, 2.0, labels.size)
-    with pytest.warns(ExactFitWarning, match=MESSAGE):
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
         found = select_bandwidth(x, labels, weights=weights)
     assert 0.5 < found.bandwidth[0] < 3.0
-    with pytest.warns(ExactFitWarning, match=MESSAGE):
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
         model = attnpool.LocalPolynomial(degree=2).fit(x, labels)
     assert 0.2 < model.bandwidth_[0] < 3.0
 
@@ -93,7 +94,7 @@ def test_neighbour_counts_several_outputs_weights_and_local_polynomials():
 @pytest.mark.parametrize("criterion", ["gcv", "aicc", "cv"])
 def test_a_loess_span_search_takes_the_largest_span_at_rounding(criterion):
     x, labels = apart()
-    with pytest.warns(ExactFitWarning, match="every span up to 0.5, which is returned"):
+    with pytest.warns(FlatCriterionWarning, match="every span up to 0.5, which is returned"):
         model = attnpool.Loess(span=criterion).fit(x, labels)
     at = model.criterion_ <= rounding_limit(criterion, np.var(labels))
     assert model.span_ == 0.5 and np.all(at[:9]) and not np.any(at[9:])  # spans 0.1–0.5
@@ -102,9 +103,37 @@ def test_a_loess_span_search_takes_the_largest_span_at_rounding(criterion):
     _quiet(lambda: attnpool.Loess(span=criterion).fit(x, noisy))
 
 
+def unlucky(seed: int):
+    """A small sample whose CV is lowest in its h → 0 limit (found among 300 draws)."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(5, 30)
+    x = rng.uniform(0.0, 1.0, n)
+    return x, np.sin(3.0 * x) + rng.normal(size=n) * rng.choice([0.05, 0.3, 1.0])
+
+
+def nearest_neighbour_loo_mse(x: np.ndarray, y: np.ndarray) -> float:
+    """CV's h → 0 limit, brute force: each row predicted by its nearest other row."""
+    distance = np.abs(x[:, None] - x[None, :])
+    np.fill_diagonal(distance, np.inf)
+    return float(np.mean((y - y[np.argmin(distance, axis=1)]) ** 2))
+
+
+@pytest.mark.parametrize("seed", [23, 108])
+def test_an_unlucky_sample_gets_the_largest_bandwidth_at_its_nearest_neighbour_limit(seed):
+    x, y = unlucky(seed)
+    level = nearest_neighbour_loo_mse(x, y) + AT_ROUNDING * np.var(y)
+    with pytest.warns(FlatCriterionWarning, match="lowest in its h → 0 limit"):
+        found = select_bandwidth(x, y)
+    h = found.bandwidth[0]
+    # (it stopped at 1e-4 of the rows' spacing; now ~0.05–0.09 of it)
+    assert attnpool.cv_curve(x, y, [h])[0] <= level < attnpool.cv_curve(x, y, [1.02 * h])[0]
+    assert found.objective <= level
+    _quiet(lambda: select_bandwidth(x, y, method="aicc"))  # (its penalty: no such limit)
+
+
 def _quiet(fit):
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ExactFitWarning)
+        warnings.simplefilter("error", FlatCriterionWarning)
         return fit()
 
 

@@ -1,18 +1,24 @@
-"""Criteria at rounding: bandwidths at which a regression's fit reproduces every row.
+"""Flat criteria: a regression's criterion at its best over a whole range of small
+bandwidths, so that it cannot choose among them.
 
-Where ``y`` is a noise-free function of ``X`` that the fit can follow — classes apart
-from one another, steps between clusters — or where rows nearly repeat (the same ``y``
-at ``x`` a rounding apart: data computed twice, ties jittered apart, which are not merged
-as identical rows are), CV and AICc are 0 or ``−∞`` to rounding over a whole range of
-small bandwidths. Inside that range the criterion is rounding noise, and a search
-stopped wherever the noise was lowest: two classes 10 apart got ``h = 9·10⁻⁵`` (each
-point classed by its nearest neighbour), twinned rows ``h = 6·10⁻¹⁵``.
+- **At rounding.** Where ``y`` is a noise-free function of ``X`` that the fit can
+  follow — classes apart from one another, steps between clusters — or where rows
+  nearly repeat (the same ``y`` at ``x`` a rounding apart: data computed twice, ties
+  jittered apart, which are not merged as identical rows are), CV and AICc are 0 or
+  ``−∞`` to rounding: the fit reproduces every row. Two classes 10 apart got
+  ``h = 9·10⁻⁵`` wherever the rounding noise was lowest (each point classed by its
+  nearest neighbour), twinned rows ``h = 6·10⁻¹⁵``.
+- **At the ``h → 0`` limit.** An unlucky sample — a few rows, each close to one whose
+  ``y`` is close to its own — can have its lowest CV where each row is predicted by its
+  nearest neighbours; below some bandwidth CV is that limit to rounding, and the search
+  stopped anywhere under it (``10⁻⁴`` times the rows' spacing). (AICc's penalty grows
+  without end there; it does not degenerate so.)
 
-Among fits that all reproduce the data, the searches take the smoothest: the largest
-bandwidth, every continuous column scaled by one factor, at which the criterion is still
-at rounding (:func:`smoothest_at_rounding`), and say so with an
-:class:`ExactFitWarning`. A local linear fit of a ``y`` linear in ``X`` reproduces it at
-*every* bandwidth; that is no such range, and its search is left as it is.
+Among bandwidths that the criterion cannot tell apart, the searches take the smoothest:
+the largest, every continuous column scaled by one factor, at which the criterion is
+still at that level (:func:`smoothest_at_rounding`), and say so with a
+:class:`FlatCriterionWarning`. A local linear fit of a ``y`` linear in ``X`` reproduces
+it at *every* bandwidth; that is no such range, and its search is left as it is.
 """
 
 from __future__ import annotations
@@ -27,13 +33,14 @@ from ..sums.empty_policy import user_stacklevel
 
 __all__ = [
     "AT_ROUNDING",
-    "ExactFitWarning",
+    "BELOW",
+    "FlatCriterionWarning",
     "at_rounding",
     "response_variance",
     "rounding_limit",
     "smoothest_at_rounding",
-    "smoothest_exact_fit",
-    "warn_exact_fit",
+    "smoothest_flat",
+    "warn_flat",
 ]
 
 #: A residual mean square at most this share of the response's variance: the fit
@@ -47,10 +54,11 @@ LARGEST_POWER = 16
 NARROWING_ROUNDS = 3
 
 
-class ExactFitWarning(UserWarning):
-    """A regression's bandwidth or span search whose criterion is at rounding — the fit
-    reproduces every row — over a range of bandwidths or spans, so that it cannot choose
-    among them: the largest such is returned (:mod:`attnpool.bandwidth.exact_fits`).
+class FlatCriterionWarning(UserWarning):
+    """A regression's bandwidth or span search whose criterion is flat at its best over a
+    range of small bandwidths or spans — at rounding (the fit reproduces every row) or at
+    its ``h → 0`` limit (each row predicted by its nearest neighbours) — so that it cannot
+    choose among them: the largest is returned (:mod:`attnpool.bandwidth.flat_criteria`).
 
     Examples
     --------
@@ -61,7 +69,7 @@ class ExactFitWarning(UserWarning):
     ...     warnings.simplefilter("always")
     ...     model = attnpool.NadarayaWatsonClassifier().fit(x[:, None], labels)
     >>> caught[0].category.__name__, bool(model.bandwidth_[0] > 0.3)
-    ('ExactFitWarning', True)
+    ('FlatCriterionWarning', True)
 
     References
     ----------
@@ -119,19 +127,39 @@ def smoothest_at_rounding(
     return 8.0**low, best
 
 
-def smoothest_exact_fit(
+#: A search's bandwidths scaled by this factor (``1/8``) show whether its criterion is
+#: flat down to the ``h → 0`` limit.
+BELOW = 0.125
+
+
+def smoothest_flat(
     method: str,
     value: float,
     tried: np.ndarray,
     variance: float,
     values_at: Callable[[np.ndarray], np.ndarray],
-) -> tuple[float, float] | None:
-    """:func:`smoothest_at_rounding`'s ``(factor, value)`` where the search's criterion
-    ``method`` is :func:`at_rounding` (``value``, the ``tried`` values, the response's
-    ``variance``: :func:`response_variance`); None where it is not."""
-    if not at_rounding(method, value, tried, variance):
+    below_grid: bool = False,
+) -> tuple[float, float, str] | None:
+    """``(factor, value, kind)``: :func:`smoothest_at_rounding` where the search's
+    criterion ``method`` is flat (``value``; the ``tried`` values; the response's
+    ``variance``, :func:`response_variance`) — ``kind`` ``"rounding"`` where it is
+    :func:`at_rounding`, ``"nearest"`` where a CV search that ended ``below_grid`` (below
+    its grid's smallest bandwidths) finds it the same, to rounding, at :data:`BELOW`
+    times its bandwidths while some bandwidth tried is above it — None where it is not
+    flat."""
+    if at_rounding(method, value, tried, variance):
+        return (*smoothest_at_rounding(values_at, value, rounding_limit(method, variance)),
+                "rounding")  # fmt: skip
+    if not (method == "cv" and below_grid and variance > 0 and np.isfinite(value)):
         return None
-    return smoothest_at_rounding(values_at, value, rounding_limit(method, variance))
+    level = value + AT_ROUNDING * variance
+    tried = np.asarray(tried, np.float64)
+    if not np.any(tried[np.isfinite(tried)] > level):
+        return None
+    (under,) = np.asarray(values_at(np.array([BELOW])), np.float64)
+    if not abs(under - value) <= AT_ROUNDING * variance:
+        return None
+    return (*smoothest_at_rounding(values_at, value, level), "nearest")
 
 
 def _narrowed(values_at, powers, low, best, limit, high=math.inf):
@@ -145,22 +173,31 @@ def _narrowed(values_at, powers, low, best, limit, high=math.inf):
     return low, best, high
 
 
-def warn_exact_fit(
+def warn_flat(
     method: str,
     found: np.ndarray | float,
+    kind: str,
     setting: str = "bandwidth",
     instead: str = "take a rule of thumb ('scott')",
 ) -> None:
-    """An :class:`ExactFitWarning`: the criterion ``method`` is at rounding up to the
-    ``setting`` ``found`` (the largest such, returned); ``instead``: the other advice."""
+    """A :class:`FlatCriterionWarning`: the criterion ``method`` is flat (``kind``, as
+    :func:`smoothest_flat` names it) up to the ``setting`` ``found`` (the largest such,
+    returned); ``instead``: the other advice."""
     shown = ", ".join(f"{h:.4g}" for h in np.ravel(found))
     shown = f"({shown})" if np.ndim(found) else shown
-    warnings.warn(
-        f"{setting}: the {method} criterion is at rounding — the fit reproduces every row "
-        f"— at every {setting} up to {shown}, which is returned: y is a noise-free "
-        "function of X there (classes or levels apart), or rows nearly repeat (the same y "
-        "at x a rounding apart) and predict each other; round X to the precision it was "
-        f"recorded at (identical rows are merged into one of their count), or {instead}",
-        ExactFitWarning,
-        stacklevel=user_stacklevel(),
-    )
+    if kind == "rounding":
+        message = (
+            f"the {method} criterion is at rounding — the fit reproduces every row — at "
+            f"every {setting} up to {shown}, which is returned: y is a noise-free function "
+            "of X there (classes or levels apart), or rows nearly repeat (the same y at x a "
+            "rounding apart) and predict each other; round X to the precision it was "
+            f"recorded at (identical rows are merged into one of their count), or {instead}"
+        )
+    else:
+        message = (
+            f"the {method} criterion is lowest in its h → 0 limit — each row predicted by "
+            f"its nearest neighbours — and stays there, to rounding, up to {shown}, which "
+            "is returned: this sample favours nearest-neighbour interpolation; 'aicc' does "
+            f"not degenerate so, or {instead}"
+        )
+    warnings.warn(f"{setting}: {message}", FlatCriterionWarning, stacklevel=user_stacklevel())
