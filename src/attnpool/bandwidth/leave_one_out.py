@@ -29,6 +29,7 @@ __all__ = [
     "HOST_POOLINGS",
     "REDO_MAX_PAIRS",
     "cv_objective",
+    "host_cv_objective",
     "refuse_weights",
     "select_by_host_sums",
 ]
@@ -63,14 +64,12 @@ def cv_objective(method: str, x, y, kernel: Kernel) -> Callable[[np.ndarray], fl
     return objective
 
 
-def select_by_host_sums(
-    x, y, model: LocalModel, line: SearchLine, method: str, pooling: str, progress,
-    exact: Callable[[np.ndarray], float],
-) -> BandwidthSelection:  # fmt: skip
-    """Exact LOO CV of a local-constant fit (unweighted) on the host backend
-    ``pooling``'s sums, from the grid and profiles of ``line``; a bandwidth those cannot
-    settle is evaluated by ``exact(θ)`` (the compiled program: JAX is imported only
-    then)."""
+def host_cv_objective(
+    x, y, model: LocalModel, method: str, pooling: str, exact: Callable[[np.ndarray], float]
+) -> Callable[[np.ndarray], float]:
+    """``θ (d,) → float``: exact LOO CV of a local-constant fit (unweighted) on the host
+    backend ``pooling``'s sums; a bandwidth those cannot settle is evaluated by
+    ``exact(θ)`` (the compiled program: JAX is imported only then)."""
     reason = refusal(pooling, model.kernel, x.shape[1])
     if reason or not (method == "cv" and model.degree == 0 and set(model.var_type) == {"c"}):
         raise ValueError(
@@ -85,6 +84,14 @@ def select_by_host_sums(
         value = by_sums(theta)
         return exact(theta) if value is None else value
 
+    return cv
+
+
+def select_by_host_sums(
+    cv: Callable[[np.ndarray], float], x, model: LocalModel, line: SearchLine, progress
+) -> BandwidthSelection:
+    """The search of the grid and profiles of ``line`` on :func:`host_cv_objective`'s
+    ``cv``."""
     if has_edge(model.kernel):  # the objective jumps as keys enter a support
         return select_on_host(cv, line, progress, model, smooth=False)
     return select_on_host(cv, line, progress, model, limits=smoothed_out(x, model))

@@ -68,6 +68,9 @@ POOLINGS = ("auto", *LEAVE_ONE_OUT_METHODS)
 NUMPY_SEARCH_XATOL = 1e-8
 
 
+_NO_GRID = (np.array([]), np.array([]))
+
+
 def _search(
     x: Any,
     y: Any,
@@ -78,17 +81,19 @@ def _search(
     progress: Any,
     weights: Any,
 ) -> Any:
-    """:func:`select_bandwidth` on data in search units: rules of thumb, the NumPy
-    engine's search of one column (no program, no JAX), or the compiled searches."""
+    """``(selection, objective)``: :func:`select_bandwidth` on data in search units —
+    rules of thumb, the searches on the host's sums (no program, no JAX), or the compiled
+    searches — and the host searches' objective ``θ (d,) → float`` (None for the
+    others)."""
     if method in ("scott", "silverman"):
         rule = rule_of_thumb(x, method=method, kernel=model.kernel, var_type=model.var_type,
                              weights=weights)  # fmt: skip
-        return BandwidthSelection(rule, float("nan"), method, (np.array([]), np.array([])))
+        return BandwidthSelection(rule, float("nan"), method, _NO_GRID), None
     weights = in_weight_unit(weights)  # (in a power-of-two unit, as x and y are)
     start = search_start(x, kernel=model.kernel, var_type=model.var_type, weights=weights)
     if constant_response(y, method, "the rule of thumb"):
         exact = 0.0 if method == "cv" else -math.inf  # (AICc: log σ̂² of σ̂² = 0)
-        return BandwidthSelection(start, exact, method, (np.array([]), np.array([])))
+        return BandwidthSelection(start, exact, method, _NO_GRID), None
     cont = list(model.continuous)
     line = search_line(to_theta(start, model), x, cont, weights)
     route = pooling
@@ -104,7 +109,7 @@ def _search(
     if objective is not None:
         return select_on_host(objective, line, progress, model, method, xatol=NUMPY_SEARCH_XATOL,
                               smooth=not has_edge(model.kernel),
-                              limits=smoothed_out(x, model))  # fmt: skip
+                              limits=smoothed_out(x, model)), objective  # fmt: skip
     if route in leave_one_out.HOST_POOLINGS:  # a host backend's leave-one-out sums
         leave_one_out.refuse_weights(route, weights)
 
@@ -113,12 +118,12 @@ def _search(
 
             return compiled.exact_cv(theta, x, y, model, method)
 
-        return leave_one_out.select_by_host_sums(x, y, model, line, method, route,
-                                                 progress, exact)  # fmt: skip
+        cv = leave_one_out.host_cv_objective(x, y, model, method, route, exact)
+        return leave_one_out.select_by_host_sums(cv, x, model, line, progress), cv
     from . import compiled
 
     spec = compiled.Criterion(model, method, block_size)
-    return compiled.search(x, y, weights, line, spec, route, progress)
+    return compiled.search(x, y, weights, line, spec, route, progress), None
 
 
 def select_bandwidth(
@@ -216,12 +221,13 @@ def select_bandwidth(
         return plug_in_selection(x, y, model, weights)
     units = SearchUnits.of(np.asarray(x), np.asarray(y), model.continuous)
     x_units, y_units = units.apply(np.asarray(x), np.asarray(y))
-    found = _search(x_units, y_units, model, method, pooling, block_size, progress, weights)
+    found, objective = _search(
+        x_units, y_units, model, method, pooling, block_size, progress, weights
+    )
     moved = None
     if method in ("cv", "aicc"):
-        found, moved = _smoothest_flat(
-            found, (x_units, y_units, model, weights), method, block_size
-        )
+        training = (x_units, y_units, model, weights)
+        found, moved = _smoothest_flat(found, training, method, block_size, objective)
     grid, objectives = found.grid
     selection: BandwidthSelection = found._replace(
         bandwidth=units.bandwidth(found.bandwidth),
@@ -234,14 +240,19 @@ def select_bandwidth(
 
 
 def _smoothest_flat(
-    found: BandwidthSelection, training: tuple, method: str, block_size: int | None
+    found: BandwidthSelection,
+    training: tuple,
+    method: str,
+    block_size: int | None,
+    objective: Callable[[np.ndarray], float] | None,
 ) -> tuple[BandwidthSelection, str | None]:
     """``(found, kind)``: where the criterion is flat at its best, ``found`` moved to the
     largest bandwidth — every continuous column scaled by one factor — at which it still
     is, and how it is flat (:func:`~attnpool.bandwidth.flat_criteria.smoothest_flat`;
     None, ``found`` as it is, where it is not); ``training``:
     :func:`~attnpool.bandwidth.curves.checked_training_data`'s ``(x, y, model, weights)``
-    in search units."""
+    in search units; ``objective``: the search's own ``θ → value`` where it ran on the
+    host (else the criterion is computed as :func:`~attnpool.bandwidth.cv_curve` does)."""
     x, y, model, weights = training
     scaled = np.isin(np.arange(len(found.bandwidth)), model.continuous)
     evaluations = [0]
@@ -249,6 +260,8 @@ def _smoothest_flat(
     def values_at(factors: np.ndarray) -> np.ndarray:
         evaluations[0] += len(factors)
         candidates = np.where(scaled, found.bandwidth * factors[:, None], found.bandwidth)
+        if objective is not None:
+            return np.array([objective(to_theta(h, model)) for h in candidates])
         return np.asarray(criterion_at(training, candidates, method, block_size))
 
     start = search_start(x, kernel=model.kernel, var_type=model.var_type,
