@@ -14,6 +14,7 @@ from attnpool import select_bandwidth
 from attnpool.bandwidth import FlatCriterionWarning
 from attnpool.bandwidth.flat_criteria import (
     AT_ROUNDING,
+    FLAT,
     at_rounding,
     rounding_limit,
     smoothest_at_rounding,
@@ -121,7 +122,7 @@ def nearest_neighbour_loo_mse(x: np.ndarray, y: np.ndarray) -> float:
 @pytest.mark.parametrize("seed", [23, 108])
 def test_an_unlucky_sample_gets_the_largest_bandwidth_at_its_nearest_neighbour_limit(seed):
     x, y = unlucky(seed)
-    level = nearest_neighbour_loo_mse(x, y) + AT_ROUNDING * np.var(y)
+    level = nearest_neighbour_loo_mse(x, y) + FLAT * np.var(y)
     with pytest.warns(FlatCriterionWarning, match="lowest in its h → 0 limit"):
         found = select_bandwidth(x, y)
     h = found.bandwidth[0]

@@ -34,6 +34,7 @@ from ..sums.empty_policy import user_stacklevel
 __all__ = [
     "AT_ROUNDING",
     "BELOW",
+    "FLAT",
     "FlatCriterionWarning",
     "at_rounding",
     "response_variance",
@@ -130,6 +131,11 @@ def smoothest_at_rounding(
 #: A search's bandwidths scaled by this factor (``1/8``) show whether its criterion is
 #: flat down to the ``h → 0`` limit.
 BELOW = 0.125
+#: A CV that moves by at most this share of the response's variance is flat: far below
+#: what a sample can show (CV's own sampling error is of order ``var(y)/√n``), and above
+#: the last digits' wobble where the nearest neighbours' weights meet the next ones'
+#: (``1.5·10⁻¹²`` of it on a sample of 5 rows).
+FLAT = 1e-9
 
 
 def smoothest_flat(
@@ -144,7 +150,7 @@ def smoothest_flat(
     criterion ``method`` is flat (``value``; the ``tried`` values; the response's
     ``variance``, :func:`response_variance`) — ``kind`` ``"rounding"`` where it is
     :func:`at_rounding`, ``"nearest"`` where a CV search that ended ``below_grid`` (below
-    its grid's smallest bandwidths) finds it the same, to rounding, at :data:`BELOW`
+    its grid's smallest bandwidths) finds it the same, to :data:`FLAT`, at :data:`BELOW`
     times its bandwidths while some bandwidth tried is above it — None where it is not
     flat."""
     if at_rounding(method, value, tried, variance):
@@ -152,12 +158,12 @@ def smoothest_flat(
                 "rounding")  # fmt: skip
     if not (method == "cv" and below_grid and variance > 0 and np.isfinite(value)):
         return None
-    level = value + AT_ROUNDING * variance
+    level = value + FLAT * variance
     tried = np.asarray(tried, np.float64)
     if not np.any(tried[np.isfinite(tried)] > level):
         return None
     (under,) = np.asarray(values_at(np.array([BELOW])), np.float64)
-    if not abs(under - value) <= AT_ROUNDING * variance:
+    if not abs(under - value) <= FLAT * variance:
         return None
     return (*smoothest_at_rounding(values_at, value, level), "nearest")
 

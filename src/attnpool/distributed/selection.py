@@ -28,6 +28,8 @@ FINE = 16
 LOWER = 1e-12
 #: At most this many rounds of moves (each a pass over the data).
 MOST_ROUNDS = 30
+#: Grid steps added past an end of a one-column grid in one pass (:func:`_past_the_ends`).
+EXTENSION = 8
 
 
 def cv_objectives(x, y, bandwidths, *, kernel="gaussian", split_every=None, chunk_rows=None):
@@ -137,6 +139,8 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     grid = coarse[:, None] * scott
     at = int(np.argmin(evaluate(grid)))
     point, value = grid[at], found[0][at]
+    if d == 1:  # past either end while the criterion still falls there, as in memory
+        point, value = _past_the_ends(evaluate, grid[:, 0], found[0], coarse[1] / coarse[0])
     for column, first in column_profiles(range(d), ratios_for(sigma, ranges, spacings), below, d):
         candidates = np.tile(point, (len(coarse) - first, 1))
         candidates[:, column] = coarse[first:] * scott[column]
@@ -157,6 +161,30 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     return BandwidthSelection(
         point, value, "cv", (candidates, objectives), True, sum(len(f) for f in found)
     )
+
+
+def _past_the_ends(evaluate, grid: np.ndarray, objectives: np.ndarray, ratio: float):
+    """``(point (1,), value)``: the lowest of a one-column ``grid (k,)`` (its ``objectives``)
+    and of its extensions past the end that holds the lowest, :data:`EXTENSION` steps of
+    ``ratio`` a pass, while the lowest is at the new end (at most ``MOST_BELOW`` steps
+    below, ``MOST_ABOVE`` above: the in-memory search's
+    :func:`~attnpool.bandwidth.grid.below_the_grid` and ``above_the_grid``)."""
+    from ..bandwidth.grid import MOST_ABOVE, MOST_BELOW
+
+    h, values = np.asarray(grid, float), np.where(np.isfinite(objectives), objectives, np.inf)
+    for direction, most in ((-1, MOST_BELOW), (1, MOST_ABOVE)):
+        added = 0
+        while added < most and np.isfinite(values.min()):
+            end = int(np.argmin(h)) if direction < 0 else int(np.argmax(h))
+            if int(np.argmin(values)) != end:
+                break
+            beyond = h[end] * ratio ** (direction * np.arange(1.0, EXTENSION + 1))
+            found = evaluate(beyond[:, None])
+            h = np.r_[h, beyond]
+            values = np.r_[values, np.where(np.isfinite(found), found, np.inf)]
+            added += EXTENSION
+    best = int(np.argmin(values))
+    return h[best : best + 1], float(values[best])
 
 
 def _descend(evaluate, point: np.ndarray, value: float, ratio: float, half: np.ndarray) -> None:
