@@ -132,6 +132,20 @@ def test_an_unlucky_sample_gets_the_largest_bandwidth_at_its_nearest_neighbour_l
     _quiet(lambda: select_bandwidth(x, y, method="aicc"))  # (its penalty: no such limit)
 
 
+def test_a_categorical_column_that_separates_the_classes_smooths_the_others_out():
+    from attnpool.bandwidth.search import SMOOTHED_OUT
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 2, 100), rng.uniform(0.0, 1.0, 100)]
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+        found = select_bandwidth(X, 3.0 * X[:, 0], var_type="uc")
+    half = (X[:, 1].max() - X[:, 1].min()) / 2
+    # (the λ found was read back clipped to 1e-6: the continuous column then stayed 0.58)
+    assert found.bandwidth[0] < 1e-9
+    np.testing.assert_allclose(found.bandwidth[1], SMOOTHED_OUT * half, rtol=1e-12)
+    assert found.objective <= AT_ROUNDING * np.var(3.0 * X[:, 0])
+
+
 def _quiet(fit):
     with warnings.catch_warnings():
         warnings.simplefilter("error", FlatCriterionWarning)
@@ -177,6 +191,8 @@ def test_the_smoothest_factor_is_found_to_a_percent(edge):
     assert value == 0.0 and factor <= edge
     assert factor >= min(edge, 8.0**16) / 1.02
     assert set(asked) == {4}  # (each call a round of four: one Dask pass)
+    capped, _ = smoothest_at_rounding(values_at, 0.0, 1e-12, largest=100.0)
+    assert capped == (100.0 if edge >= 100.0 else factor)
 
 
 def test_the_command_line_says_so_in_one_line_naming_its_option(tmp_path, monkeypatch, capsys):

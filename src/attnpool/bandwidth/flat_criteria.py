@@ -109,23 +109,28 @@ def at_rounding(method: str, value: float, tried: np.ndarray, variance: float) -
 
 
 def smoothest_at_rounding(
-    values_at: Callable[[np.ndarray], np.ndarray], value: float, limit: float
+    values_at: Callable[[np.ndarray], np.ndarray],
+    value: float,
+    limit: float,
+    largest: float = math.inf,
 ) -> tuple[float, float]:
-    """``(factor, value)``: the largest factor ``≥ 1`` found, to ~1%, at which
+    """``(factor, value)``: the largest factor from 1 to ``largest`` (beyond which the
+    criterion does not change: every column smoothed out), found to ~1%, at which
     ``values_at(factors (k,)) → (k,)`` — the criterion at the search's bandwidths scaled by
     each factor — is at most ``limit``, and the criterion there (``value`` at factor 1).
-    Each call asks for :data:`ROUND` factors (one pass of a Dask search): powers of 8
-    until one is above ``limit``, then points between the last two."""
+    Each call asks for at most :data:`ROUND` factors (one pass of a Dask search): powers
+    of 8 until one is above ``limit``, then points between the last two."""
+    top = min(float(LARGEST_POWER), math.log(max(largest, 1.0), 8.0))
     low, best, high = 0.0, value, math.inf  # in log₈ of the factor
     for start in range(1, LARGEST_POWER + 1, ROUND):
-        powers = np.arange(start, start + ROUND, dtype=np.float64)
-        low, best, high = _narrowed(values_at, powers, low, best, limit)
-        if math.isfinite(high):
+        powers = np.unique(np.minimum(np.arange(start, start + ROUND, dtype=np.float64), top))
+        low, best, high = _narrowed(values_at, powers[powers > low], low, best, limit)
+        if math.isfinite(high) or low >= top:
             break
     for _ in range(NARROWING_ROUNDS if math.isfinite(high) else 0):
         powers = low + (high - low) * np.arange(1, ROUND + 1) / (ROUND + 1)
         low, best, high = _narrowed(values_at, powers, low, best, limit, high)
-    return 8.0**low, best
+    return min(8.0**low, largest), best
 
 
 #: A search's bandwidths scaled by this factor (``1/8``) show whether its criterion is
@@ -145,6 +150,7 @@ def smoothest_flat(
     variance: float,
     values_at: Callable[[np.ndarray], np.ndarray],
     below_grid: bool = False,
+    largest: float = math.inf,
 ) -> tuple[float, float, str] | None:
     """``(factor, value, kind)``: :func:`smoothest_at_rounding` where the search's
     criterion ``method`` is flat (``value``; the ``tried`` values; the response's
@@ -152,10 +158,10 @@ def smoothest_flat(
     :func:`at_rounding`, ``"nearest"`` where a CV search that ended ``below_grid`` (below
     its grid's smallest bandwidths) finds it the same, to :data:`FLAT`, at :data:`BELOW`
     times its bandwidths while some bandwidth tried is above it — None where it is not
-    flat."""
+    flat. ``largest``: the factor beyond which the criterion does not change."""
     if at_rounding(method, value, tried, variance):
-        return (*smoothest_at_rounding(values_at, value, rounding_limit(method, variance)),
-                "rounding")  # fmt: skip
+        limit = rounding_limit(method, variance)
+        return (*smoothest_at_rounding(values_at, value, limit, largest), "rounding")
     if not (method == "cv" and below_grid and variance > 0 and np.isfinite(value)):
         return None
     level = value + FLAT * variance
@@ -165,7 +171,7 @@ def smoothest_flat(
     (under,) = np.asarray(values_at(np.array([BELOW])), np.float64)
     if not abs(under - value) <= FLAT * variance:
         return None
-    return (*smoothest_at_rounding(values_at, value, level), "nearest")
+    return (*smoothest_at_rounding(values_at, value, level, largest), "nearest")
 
 
 def _narrowed(values_at, powers, low, best, limit, high=math.inf):

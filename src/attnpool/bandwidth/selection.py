@@ -27,6 +27,7 @@ from .grid import search_line
 from .rules import rule_of_thumb, search_start
 from .search import (
     BandwidthSelection,
+    categorical_upper,
     constant_response,
     planned_search,
     select_on_host,
@@ -257,11 +258,20 @@ def _smoothest_flat(
     scaled = np.isin(np.arange(len(found.bandwidth)), model.continuous)
     evaluations = [0]
 
+    flat = np.exp(smoothed_out(x, model)[1])  # (a column smoothed out: ∞ if categorical)
+
+    def scaled_by(factor: float) -> np.ndarray:
+        return np.where(scaled, np.minimum(found.bandwidth * factor, flat), found.bandwidth)
+
     def values_at(factors: np.ndarray) -> np.ndarray:
         evaluations[0] += len(factors)
-        candidates = np.where(scaled, found.bandwidth * factors[:, None], found.bandwidth)
-        if objective is not None:
-            return np.array([objective(to_theta(h, model)) for h in candidates])
+        candidates = np.array([scaled_by(factor) for factor in factors])
+        if objective is not None:  # (θ of λ as found: to_theta clips it, for starts)
+            fraction = candidates[:, ~scaled] / categorical_upper(model)
+            thetas = np.log(candidates)
+            with np.errstate(divide="ignore"):
+                thetas[:, ~scaled] = np.log(fraction) - np.log1p(-fraction)
+            return np.array([objective(theta) for theta in thetas])
         return np.asarray(criterion_at(training, candidates, method, block_size))
 
     start = search_start(x, kernel=model.kernel, var_type=model.var_type,
@@ -269,13 +279,14 @@ def _smoothest_flat(
     lowest = np.min(found.grid[0], initial=np.inf) * start
     below_grid = bool(np.all(found.bandwidth[scaled] < lowest[scaled]))
     variance = response_variance(y, weights)
+    largest = float(np.max(flat[scaled] / found.bandwidth[scaled], initial=1.0))
     moved = smoothest_flat(method, found.objective, found.grid[1], variance, values_at,
-                           below_grid)  # fmt: skip
+                           below_grid, largest)  # fmt: skip
     if moved is None:
         return found, None
     factor, value, kind = moved
     return found._replace(
-        bandwidth=np.where(scaled, found.bandwidth * factor, found.bandwidth),
+        bandwidth=scaled_by(factor),
         objective=value,
         evaluations=found.evaluations + evaluations[0],
     ), kind
