@@ -193,6 +193,8 @@ def test_the_smoothest_factor_is_found_to_a_percent(edge):
     assert set(asked) == {4}  # (each call a round of four: one Dask pass)
     capped, _ = smoothest_at_rounding(values_at, 0.0, 1e-12, largest=100.0)
     assert capped == (100.0 if edge >= 100.0 else factor)
+    asked.clear()  # (already smoothed out: nothing to ask)
+    assert smoothest_at_rounding(values_at, 0.0, 1e-12, largest=1.0) == (1.0, 0.0) and not asked
 
 
 def test_the_command_line_says_so_in_one_line_naming_its_option(tmp_path, monkeypatch, capsys):

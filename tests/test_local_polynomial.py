@@ -67,7 +67,7 @@ def brute_force(x, y, queries, h, degree, derivative, kernel="gaussian"):
     [(2, 0, "gaussian"), (2, 1, "gaussian"), (3, 2, "gaussian"), (4, 1, "epanechnikov"),
      (3, 0, "tricube"), (5, 3, "gaussian")],
 )  # fmt: skip
-def test_flat_criteria_equal_weighted_least_squares_at_each_query(degree, derivative, kernel):
+def test_exact_fits_equal_weighted_least_squares_at_each_query(degree, derivative, kernel):
     x, y = data("wave")
     queries = np.linspace(0.05, 0.95, 9)
     got = local_polynomial(x, y, queries, bandwidth=0.12, degree=degree,

@@ -121,6 +121,8 @@ def smoothest_at_rounding(
     Each call asks for at most :data:`ROUND` factors (one pass of a Dask search): powers
     of 8 until one is above ``limit``, then points between the last two."""
     top = min(float(LARGEST_POWER), math.log(max(largest, 1.0), 8.0))
+    if top <= 0:  # (already as smooth as it gets)
+        return 1.0, value
     low, best, high = 0.0, value, math.inf  # in log₈ of the factor
     for start in range(1, LARGEST_POWER + 1, ROUND):
         powers = np.unique(np.minimum(np.arange(start, start + ROUND, dtype=np.float64), top))
