@@ -76,6 +76,22 @@ def test_rows_that_nearly_repeat_say_so(gap, method, degree):
     assert found.bandwidth[0] < 0.08  # (below the rows' spacing: the twins decide it)
 
 
+def test_where_the_search_stopped_in_the_flat_range_does_not_show():
+    # weights of 2 select what the plain sample selects, shifts and scales move h with x
+    # (the factor found to 1% left where the search had stopped, in rounding noise, showing)
+    x, labels = apart()
+    base = select_bandwidth(x, labels).bandwidth
+    for X, weights, factor in [
+        (x, np.full(100, 2.0), 1.0),
+        (x, np.full(100, 1e300), 1.0),
+        (x + 1e6, None, 1.0),
+        (x * 1e150, None, 1e150),
+    ]:
+        with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+            found = select_bandwidth(X, labels, weights=weights)
+        np.testing.assert_allclose(found.bandwidth / factor, base, rtol=2e-4)
+
+
 def test_neighbour_counts_several_outputs_weights_and_local_polynomials():
     x, labels = apart(1)
     with pytest.warns(FlatCriterionWarning, match=MESSAGE):

@@ -51,8 +51,9 @@ AT_ROUNDING = 1e-12
 ROUND = 4
 #: The farthest factor tried above the search's bandwidth: ``8^16 ≈ 3·10¹⁴``.
 LARGEST_POWER = 16
-#: Rounds narrowing the bracket (each by ``ROUND + 1`` in log): to ~1% of a factor 8.
-NARROWING_ROUNDS = 3
+#: Rounds narrowing the bracket (each by ``ROUND + 1`` in log): to ~10⁻⁴ of a factor 8, so
+#: that where the search stopped inside the flat range (rounding noise) does not show.
+NARROWING_ROUNDS = 6
 
 
 class FlatCriterionWarning(UserWarning):
@@ -115,7 +116,7 @@ def smoothest_at_rounding(
     largest: float = math.inf,
 ) -> tuple[float, float]:
     """``(factor, value)``: the largest factor from 1 to ``largest`` (beyond which the
-    criterion does not change: every column smoothed out), found to ~1%, at which
+    criterion does not change: every column smoothed out), found to ~10⁻⁴, at which
     ``values_at(factors (k,)) → (k,)`` — the criterion at the search's bandwidths scaled by
     each factor — is at most ``limit``, and the criterion there (``value`` at factor 1).
     Each call asks for at most :data:`ROUND` factors (one pass of a Dask search): powers
