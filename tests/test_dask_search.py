@@ -183,3 +183,20 @@ def test_classes_apart_on_dask_get_the_bandwidth_in_memory_gets(client):
         warnings.simplefilter("error", warning)
         y = np.sin(x[:, 0]) + 0.3 * rng.standard_normal(120)
         dask_selection.select_bandwidth(da.from_array(x, 32), da.from_array(y, 32))
+
+
+def test_a_column_classes_apart_do_not_need_is_smoothed_out_on_dask(client):
+    from attnpool.bandwidth.search import SMOOTHED_OUT
+
+    rng = np.random.default_rng(7)
+    x = np.c_[np.r_[rng.normal(0, 1, 60), rng.normal(10, 1, 60)], rng.normal(size=120)]
+    labels = np.repeat([0.0, 1.0], 60)
+    warning = attnpool.bandwidth.FlatCriterionWarning
+    with pytest.warns(warning, match="at every bandwidth up to"):
+        found = dask_selection.select_bandwidth(da.from_array(x, (32, 2)),
+                                                da.from_array(labels, 32))  # fmt: skip
+    with pytest.warns(warning, match="at every bandwidth up to"):
+        local = attnpool.select_bandwidth(x, labels)
+    half = (x[:, 1].max() - x[:, 1].min()) / 2
+    np.testing.assert_allclose(found.bandwidth[1], SMOOTHED_OUT * half, rtol=1e-9)
+    np.testing.assert_allclose(found.bandwidth, local.bandwidth, rtol=0.03)

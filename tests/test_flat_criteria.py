@@ -80,7 +80,8 @@ def test_where_the_search_stopped_in_the_flat_range_does_not_show():
     # weights of 2 select what the plain sample selects, shifts and scales move h with x
     # (the factor found to 1% left where the search had stopped, in rounding noise, showing)
     x, labels = apart()
-    base = select_bandwidth(x, labels).bandwidth
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+        base = select_bandwidth(x, labels).bandwidth
     for X, weights, factor in [
         (x, np.full(100, 2.0), 1.0),
         (x, np.full(100, 1e300), 1.0),
@@ -160,6 +161,64 @@ def test_a_categorical_column_that_separates_the_classes_smooths_the_others_out(
     assert found.bandwidth[0] < 1e-9
     np.testing.assert_allclose(found.bandwidth[1], SMOOTHED_OUT * half, rtol=1e-12)
     assert found.objective <= AT_ROUNDING * np.var(3.0 * X[:, 0])
+
+
+def textbook_loo_mse_columns(X: np.ndarray, y: np.ndarray, h: np.ndarray) -> float:
+    """:func:`textbook_loo_mse` with one Gaussian bandwidth per column (a product kernel)."""
+    log_k = -0.5 * np.sum(((X[:, None, :] - X[None, :, :]) / h) ** 2, axis=2)
+    np.fill_diagonal(log_k, -np.inf)
+    k = np.exp(log_k - log_k.max(axis=1, keepdims=True))
+    return float(np.mean((y - k @ y / k.sum(axis=1)) ** 2))
+
+
+def test_columns_the_fit_does_not_need_are_smoothed_out():
+    from attnpool.bandwidth.search import SMOOTHED_OUT
+
+    x, labels = apart(3)
+    rng = np.random.default_rng(3)
+    noise, group = rng.normal(size=labels.size), rng.integers(0, 3, labels.size)
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+        alone = select_bandwidth(x, labels).bandwidth[0]
+    limit = AT_ROUNDING * np.var(labels)
+    X = np.c_[x, noise]
+    half = (noise.max() - noise.min()) / 2
+    for fit in (
+        lambda: select_bandwidth(X, labels).bandwidth,
+        lambda: select_bandwidth(X, labels, method="aicc").bandwidth,  # (ends at the edge)
+        lambda: attnpool.NadarayaWatsonClassifier().fit(X, labels).bandwidth_,
+        lambda: attnpool.NadarayaWatson(kernel="gaussian-order4").fit(X, labels).bandwidth_,
+    ):
+        with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+            h = fit()
+        # (the noise column was scaled with the other: 0.35, splitting the classes' fits)
+        np.testing.assert_allclose(h[1], SMOOTHED_OUT * half, rtol=1e-12)
+        assert h[0] > 0.5
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+        h = select_bandwidth(X, labels).bandwidth  # (the textbook's: noise does not count)
+    np.testing.assert_allclose(h[0], alone, rtol=1e-3)
+    assert textbook_loo_mse_columns(X, labels, h) <= limit
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+        found = select_bandwidth(np.c_[x, group], labels, var_type="cu")
+    assert found.bandwidth[1] == pytest.approx(2 / 3, rel=1e-12)  # every level alike
+    np.testing.assert_allclose(found.bandwidth[0], alone, rtol=1e-3)
+    twin = np.c_[x, x[:, 0] + 0.01 * noise]  # two columns that do the same work: one kept
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+        h = select_bandwidth(twin, labels).bandwidth
+    assert h[0] > 1e5 and 0.5 < h[1] < 3.0
+    assert textbook_loo_mse_columns(twin, labels, h) <= limit
+
+
+def test_columns_the_fit_needs_are_not_smoothed_out():
+    # four clusters at the corners of a square, each its own level: both columns count
+    rng = np.random.default_rng(5)
+    corners = np.array([[0.0, 0.0], [0.0, 10.0], [10.0, 0.0], [10.0, 10.0]])
+    X = np.repeat(corners, 25, axis=0) + rng.normal(0.0, 1.0, (100, 2))
+    y = np.repeat(np.arange(4.0), 25)
+    with pytest.warns(FlatCriterionWarning, match=MESSAGE):
+        h = select_bandwidth(X, y).bandwidth
+    assert np.all((h > 0.3) & (h < 5.0))
+    assert textbook_loo_mse_columns(X, y, h) <= AT_ROUNDING * np.var(y)
+    assert textbook_loo_mse_columns(X, y, 1.02 * h) > AT_ROUNDING * np.var(y)
 
 
 def _quiet(fit):

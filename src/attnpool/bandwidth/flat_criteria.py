@@ -16,9 +16,11 @@ bandwidths, so that it cannot choose among them.
 
 Among bandwidths that the criterion cannot tell apart, the searches take the smoothest:
 the largest, every continuous column scaled by one factor, at which the criterion is
-still at that level (:func:`smoothest_at_rounding`), and say so with a
-:class:`FlatCriterionWarning`. A local linear fit of a ``y`` linear in ``X`` reproduces
-it at *every* bandwidth; that is no such range, and its search is left as it is.
+still at that level (:func:`smoothest_at_rounding`), with each column the fit does not
+need there smoothed out (as the searches smooth it out where the criterion is not flat),
+and say so with a :class:`FlatCriterionWarning`. A local linear fit of a ``y`` linear in
+``X`` reproduces it at *every* bandwidth; that is no such range, and its search is left
+as it is.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,6 +39,7 @@ __all__ = [
     "BELOW",
     "FLAT",
     "FlatCriterionWarning",
+    "FlatSettings",
     "at_rounding",
     "response_variance",
     "rounding_limit",
@@ -136,6 +140,34 @@ def smoothest_at_rounding(
     return min(8.0**low, largest), best
 
 
+class FlatSettings(NamedTuple):
+    """Where a search ended and how its settings may move where its criterion is flat.
+
+    ``point (d,)``: the bandwidths (or numbers of neighbours) it found;
+    ``criterion(settings (k, d)) → (k,)``: the criterion at other settings; ``caps (d,)``:
+    the most each column is scaled to (``inf``: no bound); ``smoothed (d,)``: each
+    column's setting where it is smoothed out (a continuous column's
+    ``SMOOTHED_OUT`` half-widths, a categorical one's largest ``λ``; ``inf``: the column is
+    not tried smoothed out alone); ``scaled (d,)``: the columns one factor scales (the
+    continuous ones; None: all)."""
+
+    point: np.ndarray
+    criterion: Callable[[np.ndarray], np.ndarray]
+    caps: np.ndarray
+    smoothed: np.ndarray | None = None
+    scaled: np.ndarray | None = None
+
+    def times(self, point: np.ndarray, factor: float) -> np.ndarray:
+        """``point`` with its scaled columns times ``factor``, each at most its cap."""
+        scaled = np.ones(point.shape, bool) if self.scaled is None else self.scaled
+        return np.where(scaled, np.minimum(point * factor, self.caps), point)
+
+    def largest(self, point: np.ndarray) -> float:
+        """The factor beyond which ``point``'s scaled columns are all at their caps."""
+        scaled = np.ones(point.shape, bool) if self.scaled is None else self.scaled
+        return float(np.max(self.caps[scaled] / point[scaled], initial=1.0))
+
+
 #: A search's bandwidths scaled by this factor (``1/8``) show whether its criterion is
 #: flat down to the ``h → 0`` limit.
 BELOW = 0.125
@@ -151,30 +183,71 @@ def smoothest_flat(
     value: float,
     tried: np.ndarray,
     variance: float,
-    values_at: Callable[[np.ndarray], np.ndarray],
+    settings: FlatSettings,
     below_grid: bool = False,
-    largest: float = math.inf,
-) -> tuple[float, float, str] | None:
-    """``(factor, value, kind)``: :func:`smoothest_at_rounding` where the search's
-    criterion ``method`` is flat (``value``; the ``tried`` values; the response's
+) -> tuple[np.ndarray, float, str] | None:
+    """``(point (d,), value, kind)``: where the search's criterion ``method`` is flat at
+    its best (``value`` at ``settings.point``; the ``tried`` values; the response's
     ``variance``, :func:`response_variance`) — ``kind`` ``"rounding"`` where it is
     :func:`at_rounding`, ``"nearest"`` where a CV search that ended ``below_grid`` (below
     its grid's smallest bandwidths) finds it the same, to :data:`FLAT`, at :data:`BELOW`
-    times its bandwidths while some bandwidth tried is above it — None where it is not
-    flat. ``largest``: the factor beyond which the criterion does not change."""
+    times its bandwidths while some bandwidth tried is above it — the smoothest setting
+    at which it still is, and the criterion there; None where it is not flat.
+
+    The smoothest: each column in turn smoothed out alone where the criterion stays at
+    that level (a column the fit does not need, as the searches smooth it out where the
+    criterion is not flat; of two that do the same work, the later is kept); then every
+    scaled column times the largest factor (:func:`smoothest_at_rounding`)."""
     if at_rounding(method, value, tried, variance):
-        limit = rounding_limit(method, variance)
-        return (*smoothest_at_rounding(values_at, value, limit, largest), "rounding")
-    if not (method == "cv" and below_grid and variance > 0 and np.isfinite(value)):
+        kind, level = "rounding", rounding_limit(method, variance)
+    elif method == "cv" and below_grid and variance > 0 and np.isfinite(value):
+        kind, level = "nearest", value + FLAT * variance
+        tried = np.asarray(tried, np.float64)
+        if not np.any(tried[np.isfinite(tried)] > level):
+            return None
+        (under,) = np.asarray(settings.criterion(settings.times(settings.point, BELOW)[None]))
+        if not abs(under - value) <= FLAT * variance:
+            return None
+    else:
         return None
-    level = value + FLAT * variance
-    tried = np.asarray(tried, np.float64)
-    if not np.any(tried[np.isfinite(tried)] > level):
-        return None
-    (under,) = np.asarray(values_at(np.array([BELOW])), np.float64)
-    if not abs(under - value) <= FLAT * variance:
-        return None
-    return (*smoothest_at_rounding(values_at, value, level, largest), "nearest")
+    point, value = _smoothed_out(settings, settings.point, value, level)
+    point, value = _scaled_up(settings, point, value, level)
+    return point, value, kind
+
+
+def _scaled_up(settings: FlatSettings, point: np.ndarray, value: float, level: float):
+    """``(point, value)`` times the largest factor at which the criterion stays at most
+    ``level``."""
+
+    def values_at(factors: np.ndarray) -> np.ndarray:
+        return np.asarray(settings.criterion(np.array([settings.times(point, f) for f in factors])))
+
+    factor, value = smoothest_at_rounding(values_at, value, level, settings.largest(point))
+    return settings.times(point, factor), value
+
+
+def _smoothed_out(settings: FlatSettings, point: np.ndarray, value: float, level: float):
+    """``(point, value)``: each column in turn, where it is not yet, smoothed out alone (one
+    evaluation each), kept so where the criterion stays at most ``level``; ``point`` as
+    it is where none is. Tried inside the flat range — at :data:`BELOW` times ``point``
+    where the criterion is at the level there too — since at its edge (where an AICc
+    search ends: its penalty falls as the bandwidths grow) a column that does not matter
+    still tips it over."""
+    if settings.smoothed is None or not np.any(np.isfinite(settings.smoothed)):
+        return point, value
+    inner = settings.times(point, BELOW)
+    (at_inner,) = np.asarray(settings.criterion(inner[None]), np.float64)
+    start, found_value = (inner, float(at_inner)) if at_inner <= level else (point, value)
+    found, smoothed = start.copy(), settings.smoothed
+    for column in range(len(found)):
+        if not (np.isfinite(smoothed[column]) and found[column] < smoothed[column]):
+            continue
+        candidate = found.copy()
+        candidate[column] = smoothed[column]
+        (at,) = np.asarray(settings.criterion(candidate[None]), np.float64)
+        if at <= level:
+            found, found_value = candidate, float(at)
+    return (point, value) if np.array_equal(found, start) else (found, found_value)
 
 
 def _narrowed(values_at, powers, low, best, limit, high=math.inf):

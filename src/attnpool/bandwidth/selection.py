@@ -22,7 +22,7 @@ from ..sums.observation_weights import (
 )
 from . import by_backend, leave_one_out
 from .curves import checked_training_data, criterion_at
-from .flat_criteria import response_variance, smoothest_flat, warn_flat
+from .flat_criteria import FlatSettings, response_variance, smoothest_flat, warn_flat
 from .grid import search_line
 from .rules import rule_of_thumb, search_start
 from .search import (
@@ -248,24 +248,22 @@ def _smoothest_flat(
     objective: Callable[[np.ndarray], float] | None,
 ) -> tuple[BandwidthSelection, str | None]:
     """``(found, kind)``: where the criterion is flat at its best, ``found`` moved to the
-    largest bandwidth — every continuous column scaled by one factor — at which it still
-    is, and how it is flat (:func:`~attnpool.bandwidth.flat_criteria.smoothest_flat`;
-    None, ``found`` as it is, where it is not); ``training``:
+    smoothest bandwidths — every continuous column scaled by one factor, columns the fit
+    does not need smoothed out — at which it still is, and how it is flat
+    (:func:`~attnpool.bandwidth.flat_criteria.smoothest_flat`; None, ``found`` as it is,
+    where it is not); ``training``:
     :func:`~attnpool.bandwidth.curves.checked_training_data`'s ``(x, y, model, weights)``
     in search units; ``objective``: the search's own ``θ → value`` where it ran on the
     host (else the criterion is computed as :func:`~attnpool.bandwidth.cv_curve` does)."""
     x, y, model, weights = training
     scaled = np.isin(np.arange(len(found.bandwidth)), model.continuous)
     evaluations = [0]
-
     flat = np.exp(smoothed_out(x, model)[1])  # (a column smoothed out: ∞ if categorical)
+    smoothed = flat.copy()
+    smoothed[~scaled] = categorical_upper(model)
 
-    def scaled_by(factor: float) -> np.ndarray:
-        return np.where(scaled, np.minimum(found.bandwidth * factor, flat), found.bandwidth)
-
-    def values_at(factors: np.ndarray) -> np.ndarray:
-        evaluations[0] += len(factors)
-        candidates = np.array([scaled_by(factor) for factor in factors])
+    def criterion(candidates: np.ndarray) -> np.ndarray:
+        evaluations[0] += len(candidates)
         if objective is not None:  # (θ of λ as found: to_theta clips it, for starts)
             fraction = candidates[:, ~scaled] / categorical_upper(model)
             thetas = np.log(candidates)
@@ -278,17 +276,15 @@ def _smoothest_flat(
                          weights=in_weight_unit(weights))  # fmt: skip
     lowest = np.min(found.grid[0], initial=np.inf) * start
     below_grid = bool(np.all(found.bandwidth[scaled] < lowest[scaled]))
-    variance = response_variance(y, weights)
-    largest = float(np.max(flat[scaled] / found.bandwidth[scaled], initial=1.0))
-    moved = smoothest_flat(method, found.objective, found.grid[1], variance, values_at,
-                           below_grid, largest)  # fmt: skip
+    settings = FlatSettings(np.asarray(found.bandwidth, np.float64), criterion,
+                            np.where(scaled, flat, np.inf), smoothed, scaled)  # fmt: skip
+    moved = smoothest_flat(method, found.objective, found.grid[1], response_variance(y, weights),
+                           settings, below_grid)  # fmt: skip
     if moved is None:
         return found, None
-    factor, value, kind = moved
+    point, value, kind = moved
     return found._replace(
-        bandwidth=scaled_by(factor),
-        objective=value,
-        evaluations=found.evaluations + evaluations[0],
+        bandwidth=point, objective=value, evaluations=found.evaluations + evaluations[0]
     ), kind
 
 

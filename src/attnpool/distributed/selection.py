@@ -92,7 +92,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     import dask.array as da
 
     from ..bandwidth import BandwidthSelection
-    from ..bandwidth.flat_criteria import smoothest_flat, warn_flat
+    from ..bandwidth.flat_criteria import FlatSettings, smoothest_flat, warn_flat
     from ..bandwidth.grid import (
         GRID,
         column_profiles,
@@ -102,6 +102,7 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
         steps_for,
     )
     from ..bandwidth.rules import rule_from_spread
+    from ..bandwidth.search import SMOOTHED_OUT
 
     # every pass reads the rows: computed once, kept on the workers (as dask-glm's solvers)
     x_rows, y = dask.persist(as_rows(x, "x", chunk_rows), y)
@@ -153,10 +154,12 @@ def select_bandwidth(x, y, *, kernel="gaussian", split_every=None, chunk_rows=No
     candidates, objectives = np.concatenate(tried), np.concatenate(found)
     winner = int(np.argmin(objectives))
     point, value = candidates[winner], float(objectives[winner])
-    moved = smoothest_flat("cv", value, objectives, float(variance), lambda factors: (
-        evaluate(point * factors[:, None])), bool(np.all(point < coarse[0] * scott)))  # fmt: skip
+    caps = SMOOTHED_OUT * np.where(half > 0, half, 1.0)  # (each column, and alone)
+    moved = smoothest_flat("cv", value, objectives, float(variance),
+                           FlatSettings(point, evaluate, caps, caps),
+                           bool(np.all(point < coarse[0] * scott)))  # fmt: skip
     if moved is not None:
-        point, value = point * moved[0], moved[1]
+        point, value = moved[0], moved[1]
         warn_flat("cv", point, moved[2])
     return BandwidthSelection(
         point, value, "cv", (candidates, objectives), True, sum(len(f) for f in found)

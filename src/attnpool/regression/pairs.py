@@ -191,9 +191,9 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     """``(setting (d,), cv score, evaluations)``: bandwidths (``"fixed"``) or numbers of
     neighbours chosen by leave-one-out CV (identical rows merged into one of their total
     weight, left out together: :mod:`attnpool.sums.observation_weights`)."""
-    from ..bandwidth.flat_criteria import response_variance, smoothest_flat, warn_flat
+    from ..bandwidth.flat_criteria import FlatSettings, response_variance, smoothest_flat, warn_flat
     from ..bandwidth.rules import search_start
-    from ..bandwidth.search import constant_response
+    from ..bandwidth.search import SMOOTHED_OUT, constant_response
     from ..sums.observation_weights import merged_rows, sorted_rows
 
     flat = np.ndim(y) == 1
@@ -220,17 +220,24 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     else:
         setting, value, tried = _select_neighbours((total, x.shape[1]), score, progress)
 
-    def scaled(factor):  # (numbers of neighbours: at most every other row)
-        return setting * factor if bandwidth_type == "fixed" else np.minimum(
-            np.round(setting * factor), total - 1)  # fmt: skip
+    if bandwidth_type == "fixed":  # (each column at most, and alone, smoothed out)
+        half = np.max(x, axis=0) / 2 - np.min(x, axis=0) / 2
+        caps = SMOOTHED_OUT * np.where(half > 0, half, 1.0)
+        smoothed = caps
+    else:  # (numbers of neighbours: at most every other row)
+        caps, smoothed = np.full(x.shape[1], total - 1.0), None
 
-    def values_at(factors):
-        return np.array([score(scaled(factor)) for factor in factors])
+    def settled(settings):
+        return settings if bandwidth_type == "fixed" else np.round(settings)
 
-    variance = response_variance(y, weights)
-    moved = smoothest_flat("cv", value, tried, variance, values_at, below_grid)
+    def criterion(settings):
+        return np.array([score(settled(setting)) for setting in settings])
+
+    flat_settings = FlatSettings(np.asarray(setting, np.float64), criterion, caps, smoothed)
+    moved = smoothest_flat("cv", value, tried, response_variance(y, weights), flat_settings,
+                           below_grid)  # fmt: skip
     if moved is not None:
-        setting, value = scaled(moved[0]), moved[1]
+        setting, value = settled(moved[0]), moved[1]
         warn_flat("cv", setting, moved[2])
     return setting, float(objective_in_data_units(value, "cv", unit)), len(tried)
 

@@ -163,7 +163,7 @@ def _cv_bandwidth(
     each column's rule of thumb, by the regressions' one-column host search (its grid
     of multiples of the rule, reaching down past far points and clusters and on past
     either end while the criterion falls, then Brent's method)."""
-    from ..bandwidth.flat_criteria import response_variance, smoothest_flat, warn_flat
+    from ..bandwidth.flat_criteria import FlatSettings, response_variance, smoothest_flat, warn_flat
     from ..bandwidth.grid import GRID, SearchLine, multipliers, steps_below
     from ..bandwidth.rules import search_start
     from ..bandwidth.search import SearchObjective, host_search
@@ -190,12 +190,17 @@ def _cv_bandwidth(
     try:
         search = SearchObjective(score, smooth=not kernels.get(kernel).compact)
         theta, value, tried = host_search(search, SearchLine(np.log(grid)[:, None]), None)
-        moved = smoothest_flat("cv", value, tried, response_variance(y), lambda factors: (
-            np.array([score(theta + math.log(factor)) for factor in factors])),
-            below_grid=bool(math.exp(theta[0]) < grid[0]))  # fmt: skip
+        # (one factor times every column's rule: the columns move together)
+        settings = FlatSettings(
+            math.exp(theta[0]) * start,
+            lambda points: np.array([score(np.log(point[:1] / start[:1])) for point in points]),
+            np.full(len(start), np.inf),
+        )
+        moved = smoothest_flat("cv", value, tried, response_variance(y), settings,
+                               below_grid=bool(math.exp(theta[0]) < grid[0]))  # fmt: skip
         if moved is not None:
-            theta, value = theta + math.log(moved[0]), moved[1]
-            warn_flat("cv", math.exp(theta[0]) * start, moved[2])
+            theta, value = np.log(moved[0][:1] / start[:1]), moved[1]
+            warn_flat("cv", moved[0], moved[2])
     except ValueError as undefined:
         if "criterion is undefined at every candidate" not in str(undefined):
             raise  # (another error keeps its own message)
