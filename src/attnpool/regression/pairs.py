@@ -230,7 +230,10 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     def settled(settings):
         return settings if bandwidth_type == "fixed" else np.round(settings)
 
+    flat_checks = []
+
     def criterion(settings):
+        flat_checks.extend(settings)
         return np.array([score(settled(setting)) for setting in settings])
 
     flat_settings = FlatSettings(np.asarray(setting, np.float64), criterion, caps, smoothed)
@@ -239,7 +242,8 @@ def select(x, y, *, kernel, bandwidth_type, degree, weights=None, progress=None)
     if moved is not None:
         setting, value = settled(moved[0]), moved[1]
         warn_flat("cv", setting, moved[2])
-    return setting, float(objective_in_data_units(value, "cv", unit)), len(tried)
+    evaluations = len(tried) + len(flat_checks)
+    return setting, float(objective_in_data_units(value, "cv", unit)), evaluations
 
 
 def _select_bandwidth(x, score, kernel, weights, progress):
