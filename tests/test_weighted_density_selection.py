@@ -128,3 +128,65 @@ def test_weights_place_the_search_grid_as_the_regressions_do():
         h = search_start(x, weights=w) * multipliers[k]
         expected = -(share @ loo_log_density(x, h, "gaussian", "c", w))
         assert objectives[k] == pytest.approx(expected, rel=1e-10)
+
+
+def _resample(seed: int = 5):
+    """A bootstrap resample of a normal sample of 200: a third of its rows are copies."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=200)
+    return np.random.default_rng(seed).choice(x, 200)
+
+
+COPIES = "rows repeat another exactly, and they set the cv_ml bandwidth"
+
+
+def test_copies_that_set_the_likelihood_bandwidth_say_so():
+    """Each copy of a resample predicts its twins: the sample's 0.36 became 0.095 — a
+    third of its rows predicted at h → 0 by their own copies —, silently (statsmodels
+    alike). The bandwidth is the criterion's; the warning names the one with each row's
+    copies left out together, which its distinct rows weighted by their counts select."""
+    x = _resample()
+    with pytest.warns(attnpool.TiedDataWarning, match=COPIES) as caught:
+        found = attnpool.select_density_bandwidth(x, method="cv_ml")
+    assert caught[0].filename == __file__
+    values, counts = np.unique(x, return_counts=True)
+    apart = attnpool.select_density_bandwidth(values, method="cv_ml", weights=counts)
+    assert f"left out together it is {apart.bandwidth[0]:.4g}" in str(caught[0].message)
+    assert found.bandwidth[0] < apart.bandwidth[0] / 4
+    assert 0.3 < apart.bandwidth[0] < 0.6  # (the sample's own: 0.36)
+    plain = np.arange(-3.0, 3.0, 0.05)
+    for h in np.geomspace(found.bandwidth[0] / 1.5, found.bandwidth[0] * 1.5, 3):
+        # the bandwidth is the copies' criterion's optimum, held to brute force
+        assert _copies_loo(x, h) <= _copies_loo(x, found.bandwidth[0]) + 1e-9
+    with pytest.warns(attnpool.TiedDataWarning, match=COPIES):
+        attnpool.KernelDensity(bandwidth="cv_ml").fit(x[:, None], sample_weight=np.ones(200))
+    _no_warning(lambda: attnpool.select_density_bandwidth(plain + 1e-3 * np.sin(plain)))
+
+
+def _copies_loo(x, h):
+    """Σ log f̂₋ᵢ(xᵢ) of the sample as given, each row alone left out (its copies stay)."""
+    k = stats.norm.pdf((x[:, None] - x[None, :]) / h) / h
+    np.fill_diagonal(k, 0.0)
+    return float(np.sum(np.log(k.sum(axis=1) / (x.size - 1))))
+
+
+def _no_warning(select):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return select()
+
+
+def test_values_recorded_to_a_resolution_are_not_copies():
+    """Rounded to 0.1 their ties are distinct observations: no warning (leaving each
+    value's ties out together would choose 0.59 where 0.24 is the sample's)."""
+    x = np.round(np.random.default_rng(5).normal(size=(300, 1)), 1)
+    _no_warning(lambda: attnpool.select_density_bandwidth(x, method="cv_ml"))
+    _no_warning(lambda: attnpool.select_density_bandwidth(x * 7.0 + 1e6, method="cv_ml"))
+
+
+def test_copies_at_the_least_squares_floor_are_told_to_be_weights():
+    with pytest.warns(attnpool.TiedDataWarning, match="count as its weight"):
+        attnpool.select_density_bandwidth(_resample(), method="cv_ls")
+    recorded = np.r_[np.zeros(40), np.random.default_rng(3).integers(-30, 30, 60) * 1.2]
+    with pytest.warns(attnpool.TiedDataWarning, match="prefer 'normal_reference' or 'cv_ml'"):
+        attnpool.select_density_bandwidth(recorded, method="cv_ls")

@@ -8,7 +8,10 @@ spacing of the recorded values a density resolves nothing the data can show, so 
 density searches keep each continuous column's bandwidth at or above half its
 resolution — the smallest gap between distinct values — where that column has ties.
 A column without ties is left free (its smallest gap is no resolution, and its
-criterion has no such limit).
+criterion has no such limit). Values on the lattice of their resolution
+(:func:`on_lattice`) were recorded to it; ties elsewhere are copies of one observation
+(a bootstrap resample), which the density searches name
+(:func:`attnpool.select_density_bandwidth`).
 
 >>> import numpy as np
 >>> resolution(np.array([[1.0], [2.0], [2.0], [4.0]]))
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["RESOLUTION_SHARE", "TiedDataWarning", "bandwidth_floor", "resolution"]
+__all__ = ["RESOLUTION_SHARE", "TiedDataWarning", "bandwidth_floor", "on_lattice", "resolution"]
 
 #: The share of a column's resolution below which its bandwidth is not searched.
 RESOLUTION_SHARE = 0.5
@@ -40,6 +43,19 @@ def resolution(x: np.ndarray) -> np.ndarray:
     return found
 
 
+def on_lattice(column: np.ndarray) -> bool:
+    """Whether the values of ``column (n,)`` are whole multiples of its :func:`resolution`
+    apart (to rounding): values recorded to a precision, whose ties are distinct
+    observations recorded alike — not the copies of a resample, which repeat values
+    that lie anywhere. False where no value repeats."""
+    found = resolution(np.asarray(column, np.float64)[:, None])[0]
+    if found == 0:
+        return False
+    values = np.unique(np.asarray(column, np.float64))
+    steps = (values - values[0]) / found
+    return bool(np.allclose(steps, np.round(steps), rtol=1e-9, atol=1e-6))
+
+
 def bandwidth_floor(x: np.ndarray) -> np.ndarray:
     """``(d,)``: the smallest bandwidth searched in each column (:data:`RESOLUTION_SHARE`
     of its :func:`resolution`; 0 where no value repeats)."""
@@ -48,7 +64,9 @@ def bandwidth_floor(x: np.ndarray) -> np.ndarray:
 
 class TiedDataWarning(UserWarning):
     """A density search stopped at the floor that tied values set
-    (this module): its criterion has no optimum above it.
+    (this module): its criterion has no optimum above it; or rows that repeat exactly,
+    at values on no lattice of a resolution (copies: a bootstrap resample, data given
+    twice), set its cross-validated bandwidth — each predicted by its own copies.
 
     Examples
     --------

@@ -16,7 +16,7 @@ from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import DensityUnits, power_of_two_above
 from .._support.validation import check_choice, check_points
 from ..bandwidth.grid import GRID, SearchLine, multipliers, search_line
-from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor
+from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor, on_lattice
 from ..bandwidth.rules import (
     CATEGORICAL_START,
     observation_count,
@@ -33,8 +33,14 @@ from ..bandwidth.search import (
 )
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import MixedColumns
+from ..sums.empty_policy import user_stacklevel
 from ..sums.local_model import model_for
-from ..sums.observation_weights import in_weight_unit, positive_rows, sorted_rows
+from ..sums.observation_weights import (
+    in_weight_unit,
+    merged_rows,
+    positive_rows,
+    sorted_rows,
+)
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
 
 __all__ = [
@@ -83,7 +89,10 @@ def select_density_bandwidth(
         ``w_i`` times; cross-validation leaves each row out whole and weighs its terms
         by ``w_i``. Identical rows stay separate rows, as in an unweighted sample (tied
         values keep the search above half their resolution), so equal weights select
-        what no weights select.
+        what no weights select; where rows repeat exactly off any recording resolution
+        (copies: a bootstrap resample) and set the bandwidth, a
+        :class:`~attnpool.TiedDataWarning` names the one with their copies left out
+        together — the distinct rows' with their counts as weights.
     progress : callable ``(done, total)``, optional
     subsample : Subsampled, optional
         Select on blocks of rows and scale up, as statsmodels' ``efficient=True``
@@ -143,6 +152,7 @@ def select_density_bandwidth(
         return BandwidthSelection(h, math.nan, method, NO_GRID)
     if method == "normal_reference":
         return BandwidthSelection(normal_reference(x, model, weights), math.nan, method, NO_GRID)
+    given = (x, weights)
     units = DensityUnits.of(x, cont)
     x, _, weights = sorted_rows(
         units.apply(x), x[:, :0], weights
@@ -165,8 +175,63 @@ def select_density_bandwidth(
         return float(-np.mean(values) if share is None else -(share @ values))
 
     estimate = None if expanded is None else expanded.estimate
-    return search(objective, x, model, method, progress, grid_objective=estimate, units=units,
-                  weights=weights)  # fmt: skip
+    found = search(objective, x, model, method, progress, grid_objective=estimate, units=units,
+                   weights=weights)  # fmt: skip
+    _warn_where_copies_decide(found, given, model, kernel)
+    return found
+
+
+#: What to do where rows repeat as copies (not values recorded to a resolution).
+COPIES_ADVICE = (
+    "where the repeats are copies of one observation (a bootstrap resample, data given "
+    "twice), give each distinct row once with its count as its weight"
+)
+#: A cross-validated bandwidth this many times below the one with each repeated row's
+#: copies left out together is set by the copies.
+COPIES_DECIDE = 1.5
+
+
+def _warn_where_copies_decide(
+    found: BandwidthSelection,
+    given: tuple[np.ndarray, np.ndarray | None],
+    model: Any,
+    kernel: KernelSpec,
+) -> None:
+    """A :class:`TiedDataWarning` where rows of ``given = (x (n, d), weights)`` repeat
+    exactly and set the cross-validated bandwidth ``found``: each repeated row is then
+    predicted by its own copies, and the criterion favours spikes at them — a bootstrap
+    resample of a normal sample chose a fifth of the sample's bandwidth. The search is
+    run again with each row's copies merged into one of their total weight (left out
+    together) and compared. Not where every continuous column's values lie on the
+    lattice of its resolution (values recorded to a precision, whose ties are distinct
+    observations: leaving them out together would predict each from the next recorded
+    values), nor where the search stopped at the floor that tied values set
+    (:mod:`attnpool.bandwidth.resolution`), which warns of its own."""
+    x, weights = given
+    cont = list(model.continuous)
+    merged, _, counts = merged_rows(x, x[:, :0], weights)
+    if not cont or merged.shape[0] == x.shape[0] or merged.shape[0] < 3:
+        return
+    floor = bandwidth_floor(x[:, cont])
+    if np.any((floor > 0) & (found.bandwidth[cont] <= floor * FLOOR_REACHED)):
+        return
+    if all(on_lattice(x[:, j]) for j in cont):  # values recorded to a resolution: their
+        return  # ties are distinct observations (the floor's case), not copies
+    apart = select_density_bandwidth(merged, method=found.method, kernel=kernel,
+                                     var_type=model.var_type, weights=counts)  # fmt: skip
+    ratio = apart.bandwidth[cont] / found.bandwidth[cont]
+    if not np.any(ratio > COPIES_DECIDE):
+        return
+    shown = ", ".join(f"{h:.4g}" for h in found.bandwidth[cont])
+    apart_shown = ", ".join(f"{h:.4g}" for h in apart.bandwidth[cont])
+    warnings.warn(
+        f"bandwidth: {x.shape[0] - merged.shape[0]} of the {x.shape[0]} rows repeat another "
+        f"exactly, and they set the {found.method} bandwidth ({shown}): each is predicted "
+        f"by its own copies; with each row's copies left out together it is "
+        f"{apart_shown}. " + COPIES_ADVICE[0].upper() + COPIES_ADVICE[1:] + ", which selects that",
+        TiedDataWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 #: The ``grid`` of a selection without a search.
@@ -241,11 +306,17 @@ def search(
         bandwidth, value = units.bandwidth(bandwidth), float(units.objective(value, method))
         objectives = units.objective(objectives, method)
     if on_floor.size:
+        copies = not all(on_lattice(x[:, j]) for j in on_floor)
         warnings.warn(
             f"bandwidth: the {method} criterion still falls at half the resolution of the "
             f"tied values of column(s) {on_floor.tolist()} (bandwidth "
             f"{', '.join(f'{h:.4g}' for h in bandwidth[on_floor])}): that is the search's "
-            "floor, not an optimum; with so many ties prefer 'normal_reference' or 'cv_ml'",
+            "floor, not an optimum; "
+            + (
+                COPIES_ADVICE
+                if copies
+                else "with so many ties prefer 'normal_reference' or 'cv_ml'"
+            ),
             TiedDataWarning,
             stacklevel=3,
         )
