@@ -39,23 +39,26 @@ def loo_log_density(
     ``var_type``); a Gaussian sample of one column of
     :data:`EXPANSION_MIN_ROWS` points (fewer where
     :func:`attnpool.density.methods.expansions_pay`) by the ``fgt`` method's expansions,
-    ``O(n)`` an evaluation (:class:`ExpandedLikelihood`). With observation ``weights
-    (n,)``, ``f̂₋ᵢ = Σ_{j≠i} w_j K_h(xᵢ − x_j) / Σ_{j≠i} w_j``: row ``i`` is left out
-    whole."""
+    ``O(n)`` an evaluation (:class:`ExpandedLikelihood`; with weights, the ``fgt``
+    backend's leave-one-out sums). With observation ``weights (n,)``,
+    ``f̂₋ᵢ = Σ_{j≠i} w_j K_h(xᵢ − x_j) / Σ_{j≠i} w_j``: row ``i`` is left out whole."""
+    from ..methods.backends.expansions import BACKEND as EXPANSIONS
     from ..sums.backends import NUMPY_PAIRS
     from . import mixed_columns
     from .methods import mixed_problem, normalised_log_sums
 
     x = np.asarray(x, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
-    if weights is None and by_expansions(x, columns):
+    expanded = by_expansions(x, columns)
+    if weights is None and expanded:
         order = np.argsort(x[:, 0], kind="stable")
         out = np.empty(x.shape[0])
         out[order] = ExpandedLikelihood(x[order]).log_densities(h)
         return out
     w = None if weights is None else np.asarray(weights, np.float64)
     problem = mixed_problem(x, x, h, columns, w, left_out=np.arange(x.shape[0]))
-    sums = normalised_log_sums(NUMPY_PAIRS, problem)
+    # (weighted: the fgt backend's leave-one-out sums, the rows it leaves summed exactly)
+    sums = normalised_log_sums(EXPANSIONS if expanded else NUMPY_PAIRS, problem)
     others = x.shape[0] - 1 if w is None else np.sum(w) - w  # the weight left
     return np.asarray(sums - np.log(others))
 
