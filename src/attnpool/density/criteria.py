@@ -135,7 +135,8 @@ def least_squares_criterion(
     kernels' convolutions (the Gaussian's for continuous columns, sums over the levels
     for categorical ones: :mod:`attnpool.kernels.mixed`). With observation ``weights``,
     ``f̂`` weighs each row by ``w_i``, the mean over the rows is weighted alike and each
-    row is left out whole."""
+    row is left out whole. A Gaussian sample of one column (:func:`by_expansions`) is
+    summed by the ``fgt`` backend, ``O(n)`` an evaluation; others by NumPy pairs."""
     from ..kernels.mixed import log_sums
     from ..sums.backends import NUMPY_PAIRS
     from . import mixed_columns
@@ -150,9 +151,17 @@ def least_squares_criterion(
         )
     w = np.ones(x.shape[0]) if weights is None else np.asarray(weights, np.float64)
     total = float(np.sum(w))
-    pairs = log_sums([(x, x, h, columns, "convolution")], weights=None if weights is None else w)
-    square = float(w @ np.exp(pairs - 2 * math.log(total)))
+    given = None if weights is None else w
     left_out = np.arange(x.shape[0])
-    problem = mixed_problem(x, x, h, columns, None if weights is None else w, left_out)
-    loo = np.exp(normalised_log_sums(NUMPY_PAIRS, problem) - np.log(total - w))
-    return float(square - 2.0 * (w @ loo) / total)
+    problem = mixed_problem(x, x, h, columns, given, left_out)
+    if by_expansions(x, columns):  # (the Gaussian's convolution: the Gaussian at √2 h)
+        from ..methods.backends.expansions import BACKEND as EXPANSIONS
+
+        wider = mixed_problem(x, x, math.sqrt(2.0) * h, columns, given)
+        pairs = normalised_log_sums(EXPANSIONS, wider)
+        loo = normalised_log_sums(EXPANSIONS, problem)
+    else:
+        pairs = log_sums([(x, x, h, columns, "convolution")], weights=given)
+        loo = normalised_log_sums(NUMPY_PAIRS, problem)
+    square = float(w @ np.exp(pairs - 2 * math.log(total)))
+    return float(square - 2.0 * (w @ np.exp(loo - np.log(total - w))) / total)
