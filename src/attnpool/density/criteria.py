@@ -39,26 +39,23 @@ def loo_log_density(
     ``var_type``); a Gaussian sample of one column of
     :data:`EXPANSION_MIN_ROWS` points (fewer where
     :func:`attnpool.density.methods.expansions_pay`) by the ``fgt`` method's expansions,
-    ``O(n)`` an evaluation (:class:`ExpandedLikelihood`; with weights, the ``fgt``
-    backend's leave-one-out sums). With observation ``weights (n,)``,
+    ``O(n)`` an evaluation (:class:`ExpandedLikelihood`); with weights, or mixed data, by
+    the exact backend the planner's finishing table gives (NumPy pairs, or for a larger
+    Gaussian column the ``fgt`` backend's leave-one-out sums). With observation ``weights (n,)``,
     ``f̂₋ᵢ = Σ_{j≠i} w_j K_h(xᵢ − x_j) / Σ_{j≠i} w_j``: row ``i`` is left out whole."""
-    from ..methods.backends.expansions import BACKEND as EXPANSIONS
-    from ..sums.backends import NUMPY_PAIRS
     from . import mixed_columns
-    from .methods import mixed_problem, normalised_log_sums
+    from .methods import exact_normalised_log_sums, mixed_problem
 
     x = np.asarray(x, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
-    expanded = by_expansions(x, columns)
-    if weights is None and expanded:
+    if weights is None and by_expansions(x, columns):
         order = np.argsort(x[:, 0], kind="stable")
         out = np.empty(x.shape[0])
         out[order] = ExpandedLikelihood(x[order]).log_densities(h)
         return out
     w = None if weights is None else np.asarray(weights, np.float64)
     problem = mixed_problem(x, x, h, columns, w, left_out=np.arange(x.shape[0]))
-    # (weighted: the fgt backend's leave-one-out sums, the rows it leaves summed exactly)
-    sums = normalised_log_sums(EXPANSIONS if expanded else NUMPY_PAIRS, problem)
+    sums = exact_normalised_log_sums(problem)  # (the planner's exact backend)
     others = x.shape[0] - 1 if w is None else np.sum(w) - w  # the weight left
     return np.asarray(sums - np.log(others))
 
@@ -135,12 +132,12 @@ def least_squares_criterion(
     kernels' convolutions (the Gaussian's for continuous columns, sums over the levels
     for categorical ones: :mod:`attnpool.kernels.mixed`). With observation ``weights``,
     ``f̂`` weighs each row by ``w_i``, the mean over the rows is weighted alike and each
-    row is left out whole. A Gaussian sample of one column (:func:`by_expansions`) is
-    summed by the ``fgt`` backend, ``O(n)`` an evaluation; others by NumPy pairs."""
+    row is left out whole. Summed by the exact backend the planner's finishing table
+    gives (:func:`attnpool.density.methods.exact_normalised_log_sums`): NumPy pairs, or
+    for a larger Gaussian column the ``fgt`` backend, ``O(n)`` an evaluation."""
     from ..kernels.mixed import log_sums
-    from ..sums.backends import NUMPY_PAIRS
     from . import mixed_columns
-    from .methods import mixed_problem, normalised_log_sums
+    from .methods import exact_normalised_log_sums, mixed_problem
 
     x = np.asarray(x, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type or "c" * x.shape[1])
@@ -154,14 +151,10 @@ def least_squares_criterion(
     given = None if weights is None else w
     left_out = np.arange(x.shape[0])
     problem = mixed_problem(x, x, h, columns, given, left_out)
-    if by_expansions(x, columns):  # (the Gaussian's convolution: the Gaussian at √2 h)
-        from ..methods.backends.expansions import BACKEND as EXPANSIONS
-
-        wider = mixed_problem(x, x, math.sqrt(2.0) * h, columns, given)
-        pairs = normalised_log_sums(EXPANSIONS, wider)
-        loo = normalised_log_sums(EXPANSIONS, problem)
+    if not columns.categorical:  # (the Gaussian's convolution: the Gaussian at √2 h)
+        pairs = exact_normalised_log_sums(mixed_problem(x, x, math.sqrt(2) * h, columns, given))
     else:
         pairs = log_sums([(x, x, h, columns, "convolution")], weights=given)
-        loo = normalised_log_sums(NUMPY_PAIRS, problem)
+    loo = exact_normalised_log_sums(problem)  # (both by the planner's exact backend)
     square = float(w @ np.exp(pairs - 2 * math.log(total)))
     return float(square - 2.0 * (w @ np.exp(loo - np.log(total - w))) / total)
