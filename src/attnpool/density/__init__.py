@@ -254,14 +254,13 @@ def mixed_columns(
 def _mixed_log_density(
     x: Any, q: Any, kernel: Any, bandwidth: Any, weights: Any, var_type: Any
 ) -> np.ndarray:
-    from ..sums.backends import NUMPY_PAIRS
-    from .methods import mixed_problem, normalised_log_sums
+    from .methods import exact_normalised_log_sums, mixed_problem
 
     x, q = np.asarray(x, np.float64), np.asarray(q, np.float64)
     columns, h = mixed_columns(x, kernel, bandwidth, var_type)
     w = in_weight_unit(None if weights is None else check_weights(weights, x.shape[0]))
     total = x.shape[0] if w is None else float(np.sum(w))
-    found = normalised_log_sums(NUMPY_PAIRS, mixed_problem(q, x, h, columns, w))
+    found = exact_normalised_log_sums(mixed_problem(q, x, h, columns, w))
     return np.asarray(found - math.log(total))
 
 
