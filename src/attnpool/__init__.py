@@ -49,6 +49,7 @@ _NAMES = {
     "censoring_weights": "regression.censoring",
     "KernelDensity": "density.estimator",
     "TiedDataWarning": "bandwidth.resolution",
+    "HeavyTailWarning": "density.criterion_checks",
     "select_density_bandwidth": "density.selection",
     "kernel_density": "density",
     "kernel_cdf": "density.distribution",
@@ -117,6 +118,7 @@ if TYPE_CHECKING:
     from .density.conditional_selection import (
         select_conditional_bandwidth as select_conditional_bandwidth,
     )
+    from .density.criterion_checks import HeavyTailWarning as HeavyTailWarning
     from .density.distribution import kernel_cdf as kernel_cdf
     from .density.estimator import KernelDensity as KernelDensity
     from .density.selection import select_density_bandwidth as select_density_bandwidth

@@ -24,10 +24,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["RESOLUTION_SHARE", "TiedDataWarning", "bandwidth_floor", "on_lattice", "resolution"]
+__all__ = [
+    "FLOOR_REACHED",
+    "RESOLUTION_SHARE",
+    "TiedDataWarning",
+    "bandwidth_floor",
+    "on_lattice",
+    "resolution",
+]
 
 #: The share of a column's resolution below which its bandwidth is not searched.
 RESOLUTION_SHARE = 0.5
+#: A searched bandwidth within this factor of its column's floor has reached it.
+FLOOR_REACHED = 1.001
 
 
 def resolution(x: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import DensityUnits, power_of_two_above
 from .._support.validation import check_choice, check_points
 from ..bandwidth.grid import GRID, SearchLine, multipliers, search_line
-from ..bandwidth.resolution import TiedDataWarning, bandwidth_floor, on_lattice
+from ..bandwidth.resolution import FLOOR_REACHED, TiedDataWarning, bandwidth_floor, on_lattice
 from ..bandwidth.rules import (
     CATEGORICAL_START,
     observation_count,
@@ -33,15 +33,18 @@ from ..bandwidth.search import (
 )
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
 from ..kernels.mixed import MixedColumns
-from ..sums.empty_policy import user_stacklevel
 from ..sums.local_model import model_for
 from ..sums.observation_weights import (
     in_weight_unit,
-    merged_rows,
     positive_rows,
     sorted_rows,
 )
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
+from .criterion_checks import (
+    COPIES_ADVICE,
+    warn_where_copies_decide,
+    warn_where_tails_decide,
+)
 
 __all__ = [
     "DENSITY_SELECTORS",
@@ -177,61 +180,10 @@ def select_density_bandwidth(
     estimate = None if expanded is None else expanded.estimate
     found = search(objective, x, model, method, progress, grid_objective=estimate, units=units,
                    weights=weights)  # fmt: skip
-    _warn_where_copies_decide(found, given, model, kernel)
+    warn_where_copies_decide(found, given, model, kernel, select_density_bandwidth)
+    if method == "cv_ml":
+        warn_where_tails_decide(found, given, model, kernel)
     return found
-
-
-#: What to do where rows repeat as copies (not values recorded to a resolution).
-COPIES_ADVICE = (
-    "where the repeats are copies of one observation (a bootstrap resample, data given "
-    "twice), give each distinct row once with its count as its weight"
-)
-#: A cross-validated bandwidth this many times below the one with each repeated row's
-#: copies left out together is set by the copies.
-COPIES_DECIDE = 1.5
-
-
-def _warn_where_copies_decide(
-    found: BandwidthSelection,
-    given: tuple[np.ndarray, np.ndarray | None],
-    model: Any,
-    kernel: KernelSpec,
-) -> None:
-    """A :class:`TiedDataWarning` where rows of ``given = (x (n, d), weights)`` repeat
-    exactly and set the cross-validated bandwidth ``found``: each repeated row is then
-    predicted by its own copies, and the criterion favours spikes at them — a bootstrap
-    resample of a normal sample chose a fifth of the sample's bandwidth. The search is
-    run again with each row's copies merged into one of their total weight (left out
-    together) and compared. Not where every continuous column's values lie on the
-    lattice of its resolution (values recorded to a precision, whose ties are distinct
-    observations: leaving them out together would predict each from the next recorded
-    values), nor where the search stopped at the floor that tied values set
-    (:mod:`attnpool.bandwidth.resolution`), which warns of its own."""
-    x, weights = given
-    cont = list(model.continuous)
-    merged, _, counts = merged_rows(x, x[:, :0], weights)
-    if not cont or merged.shape[0] == x.shape[0] or merged.shape[0] < 3:
-        return
-    floor = bandwidth_floor(x[:, cont])
-    if np.any((floor > 0) & (found.bandwidth[cont] <= floor * FLOOR_REACHED)):
-        return
-    if all(on_lattice(x[:, j]) for j in cont):  # values recorded to a resolution: their
-        return  # ties are distinct observations (the floor's case), not copies
-    apart = select_density_bandwidth(merged, method=found.method, kernel=kernel,
-                                     var_type=model.var_type, weights=counts)  # fmt: skip
-    ratio = apart.bandwidth[cont] / found.bandwidth[cont]
-    if not np.any(ratio > COPIES_DECIDE):
-        return
-    shown = ", ".join(f"{h:.4g}" for h in found.bandwidth[cont])
-    apart_shown = ", ".join(f"{h:.4g}" for h in apart.bandwidth[cont])
-    warnings.warn(
-        f"bandwidth: {x.shape[0] - merged.shape[0]} of the {x.shape[0]} rows repeat another "
-        f"exactly, and they set the {found.method} bandwidth ({shown}): each is predicted "
-        f"by its own copies; with each row's copies left out together it is "
-        f"{apart_shown}. " + COPIES_ADVICE[0].upper() + COPIES_ADVICE[1:] + ", which selects that",
-        TiedDataWarning,
-        stacklevel=user_stacklevel(),
-    )
 
 
 #: The ``grid`` of a selection without a search.
@@ -322,10 +274,6 @@ def search(
         )
     grid = (multipliers(len(thetas)), objectives)
     return BandwidthSelection(bandwidth, value, method, grid, True, calls)
-
-
-#: A searched bandwidth within this factor of its column's floor has reached it.
-FLOOR_REACHED = 1.001
 
 
 #: The logit beyond which a categorical column's ``λ`` is tried at its edge, and that

@@ -1,0 +1,154 @@
+"""Where a density search's criterion is set by a few rows, and says so: **copies** — rows
+that repeat exactly at values on no lattice of a recording resolution (a bootstrap
+resample, data given twice), each predicted by its own twins — and **isolated rows** — a
+heavy tail or far outliers, whose leave-one-out densities likelihood cross-validation
+must reach. The bandwidth stays the criterion's (statsmodels' and R np's too); a
+:class:`~attnpool.TiedDataWarning` or :class:`HeavyTailWarning` names the better
+answer. (Values recorded to a resolution, whose ties are distinct observations, are
+the floor's: :mod:`attnpool.bandwidth.resolution`.)"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._support.hints import KernelSpec
+from ..bandwidth.resolution import FLOOR_REACHED, TiedDataWarning, bandwidth_floor, on_lattice
+from ..bandwidth.search import BandwidthSelection
+from ..sums.empty_policy import user_stacklevel
+from ..sums.observation_weights import merged_rows
+
+__all__ = [
+    "COPIES_ADVICE",
+    "COPIES_DECIDE",
+    "TAILS_DECIDE",
+    "HeavyTailWarning",
+    "warn_where_copies_decide",
+    "warn_where_tails_decide",
+]
+
+
+#: What to do where rows repeat as copies (not values recorded to a resolution).
+COPIES_ADVICE = (
+    "where the repeats are copies of one observation (a bootstrap resample, data given "
+    "twice), give each distinct row once with its count as its weight"
+)
+#: A cross-validated bandwidth this many times below the one with each repeated row's
+#: copies left out together is set by the copies.
+COPIES_DECIDE = 1.5
+
+
+def warn_where_copies_decide(
+    found: BandwidthSelection,
+    given: tuple[np.ndarray, np.ndarray | None],
+    model: Any,
+    kernel: KernelSpec,
+    select: Callable[..., BandwidthSelection],
+) -> None:
+    """A :class:`TiedDataWarning` where rows of ``given = (x (n, d), weights)`` repeat
+    exactly and set the cross-validated bandwidth ``found``: each repeated row is then
+    predicted by its own copies, and the criterion favours spikes at them — a bootstrap
+    resample of a normal sample chose a fifth of the sample's bandwidth. The search is
+    run again with each row's copies merged into one of their total weight (left out
+    together) and compared. Not where every continuous column's values lie on the
+    lattice of its resolution (values recorded to a precision, whose ties are distinct
+    observations: leaving them out together would predict each from the next recorded
+    values), nor where the search stopped at the floor that tied values set
+    (:mod:`attnpool.bandwidth.resolution`), which warns of its own."""
+    x, weights = given
+    cont = list(model.continuous)
+    merged, _, counts = merged_rows(x, x[:, :0], weights)
+    if not cont or merged.shape[0] == x.shape[0] or merged.shape[0] < 3:
+        return
+    floor = bandwidth_floor(x[:, cont])
+    if np.any((floor > 0) & (found.bandwidth[cont] <= floor * FLOOR_REACHED)):
+        return
+    if all(on_lattice(x[:, j]) for j in cont):  # values recorded to a resolution: their
+        return  # ties are distinct observations (the floor's case), not copies
+    apart = select(merged, method=found.method, kernel=kernel,
+                                     var_type=model.var_type, weights=counts)  # fmt: skip
+    ratio = apart.bandwidth[cont] / found.bandwidth[cont]
+    if not np.any(ratio > COPIES_DECIDE):
+        return
+    shown = ", ".join(f"{h:.4g}" for h in found.bandwidth[cont])
+    apart_shown = ", ".join(f"{h:.4g}" for h in apart.bandwidth[cont])
+    warnings.warn(
+        f"bandwidth: {x.shape[0] - merged.shape[0]} of the {x.shape[0]} rows repeat another "
+        f"exactly, and they set the {found.method} bandwidth ({shown}): each is predicted "
+        f"by its own copies; with each row's copies left out together it is "
+        f"{apart_shown}. " + COPIES_ADVICE[0].upper() + COPIES_ADVICE[1:] + ", which selects that",
+        TiedDataWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
+class HeavyTailWarning(UserWarning):
+    """A likelihood cross-validated density bandwidth (``cv_ml``) many times the robust
+    rule of thumb: the criterion is set by the sample's most isolated rows — a heavy tail
+    or far outliers, each of whose leave-one-out densities must reach its nearest other
+    row — and smooths the rest of the sample out. Least-squares cross-validation
+    (``cv_ls``) and the plug-in (``isj``) are not so set.
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, attnpool
+    >>> x = np.random.default_rng(0).standard_cauchy(500)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     found = attnpool.select_density_bandwidth(x, method="cv_ml")
+    >>> caught[0].category.__name__
+    'HeavyTailWarning'
+
+    References
+    ----------
+    Hall, P. (1987). On Kullback–Leibler loss and density estimation. *Annals of
+    Statistics* 15(4), 1491–1519 (likelihood cross-validation on heavy tails).
+    Schuster, E. F. & Gregory, G. G. (1981). On the nonconsistency of maximum likelihood
+    nonparametric density estimators. *Computer Science and Statistics: 13th Symposium
+    on the Interface*, 295–298.
+    """
+
+
+#: A ``cv_ml`` bandwidth this many times Silverman's robust rule is set by the tails.
+TAILS_DECIDE = 4.0
+
+
+def warn_where_tails_decide(
+    found: BandwidthSelection,
+    given: tuple[np.ndarray, np.ndarray | None],
+    model: Any,
+    kernel: KernelSpec,
+) -> None:
+    """A :class:`HeavyTailWarning` where a continuous column's ``cv_ml`` bandwidth is more
+    than :data:`TAILS_DECIDE` times Silverman's robust rule of thumb (``0.9 min(σ,
+    IQR/1.349) n^(−1/5)``, which a tail or an outlier barely moves): a normal sample's is
+    ~1.1 times it, one with a row at 30σ 6.4 times, a Cauchy sample's 20 times."""
+    from ..bandwidth.rules import rule_of_thumb
+
+    x, weights = given
+    cont = list(model.continuous)
+    if not cont:
+        return
+    relative = None if weights is None else weights / np.mean(weights)  # (n: the rows)
+    robust = rule_of_thumb(x, method="silverman", kernel=model.kernel, var_type=model.var_type,
+                           weights=relative)[cont]  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = found.bandwidth[cont] / robust
+    wide = np.flatnonzero(ratio > TAILS_DECIDE)
+    if not wide.size:
+        return
+    columns = [cont[j] for j in wide]
+    shown = ", ".join(f"{found.bandwidth[c]:.4g}" for c in columns)
+    times = ", ".join(f"{r:.3g}" for r in ratio[wide])
+    warnings.warn(
+        f"bandwidth: the cv_ml bandwidth of column(s) {columns} ({shown}) is {times} times "
+        "Silverman's robust rule of thumb: likelihood cross-validation is set by the "
+        "sample's most isolated rows (a heavy tail or far outliers, each of whose "
+        "leave-one-out densities must reach its nearest other row) and smooths the rest "
+        "out; 'cv_ls' or 'isj' are not so set",
+        HeavyTailWarning,
+        stacklevel=user_stacklevel(),
+    )

@@ -1,0 +1,75 @@
+"""Likelihood cross-validation set by a heavy tail or far outliers (each isolated row's
+leave-one-out density must reach its nearest other row): the bandwidth is the
+criterion's, with a HeavyTailWarning where it is many times the robust rule of thumb
+(:func:`attnpool.density.criterion_checks.warn_where_tails_decide`); samples without such rows
+get no warning."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import attnpool
+from attnpool import HeavyTailWarning, select_density_bandwidth
+
+MESSAGE = "likelihood cross-validation is set by the sample's most isolated rows"
+
+
+def _samples():
+    rng = np.random.default_rng(0)
+    bulk = rng.normal(size=499)
+    return {
+        "a row at 30σ": np.r_[bulk, 30.0],
+        "a row at 1000σ": np.r_[bulk, 1e3],
+        "Cauchy": rng.standard_cauchy(500),
+    }
+
+
+def _lcv(x: np.ndarray, h: float) -> float:
+    """The mean negative leave-one-out log density, brute force in the log domain."""
+    from scipy.special import logsumexp
+
+    log_k = stats.norm.logpdf((x[:, None] - x[None, :]) / h) - np.log(h)
+    np.fill_diagonal(log_k, -np.inf)
+    return float(-np.mean(logsumexp(log_k, axis=1) - np.log(x.size - 1)))
+
+
+@pytest.mark.parametrize("name", ["a row at 30σ", "a row at 1000σ", "Cauchy"])
+def test_a_heavy_tail_or_an_outlier_that_sets_the_likelihood_bandwidth_says_so(name):
+    x = _samples()[name]
+    with pytest.warns(HeavyTailWarning, match=MESSAGE) as caught:
+        found = select_density_bandwidth(x, method="cv_ml")
+    assert caught[0].filename == __file__
+    h = found.bandwidth[0]
+    # the bandwidth is the criterion's optimum (brute force), unchanged
+    assert _lcv(x, h) <= min(_lcv(x, h * 0.97), _lcv(x, h / 0.97)) + 1e-12
+    robust = attnpool.rule_of_thumb(x, method="silverman")[0]
+    assert h > 4 * robust
+    with warnings.catch_warnings():  # least squares is not set so: 0.35–0.41, quietly
+        warnings.simplefilter("error")
+        assert select_density_bandwidth(x, method="cv_ls").bandwidth[0] < 2 * robust
+
+
+def test_samples_without_isolated_rows_get_no_warning():
+    rng = np.random.default_rng(1)
+    for x in (
+        rng.normal(size=500),
+        np.r_[rng.normal(size=499), 10.0],  # 2.5 times the rule: LCV's usual pull
+        rng.standard_t(3, 500),
+        rng.exponential(size=500),
+        np.r_[rng.normal(0, 1, 250), rng.normal(100, 1, 250)],
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            select_density_bandwidth(x, method="cv_ml")
+
+
+def test_the_warning_names_the_column_and_takes_weights():
+    rng = np.random.default_rng(2)
+    X = np.c_[rng.normal(size=400), rng.standard_cauchy(400)]
+    with pytest.warns(HeavyTailWarning, match=r"column\(s\) \[1\]"):
+        select_density_bandwidth(X, method="cv_ml")
+    x = _samples()["Cauchy"]
+    with pytest.warns(HeavyTailWarning, match=MESSAGE):
+        attnpool.KernelDensity(bandwidth="cv_ml").fit(x[:, None], sample_weight=np.full(500, 3.0))
