@@ -71,5 +71,8 @@ def test_the_warning_names_the_column_and_takes_weights():
     with pytest.warns(HeavyTailWarning, match=r"column\(s\) \[1\]"):
         select_density_bandwidth(X, method="cv_ml")
     x = _samples()["Cauchy"]
-    with pytest.warns(HeavyTailWarning, match=MESSAGE):
-        attnpool.KernelDensity(bandwidth="cv_ml").fit(x[:, None], sample_weight=np.full(500, 3.0))
+    for weight in (3.0, 2.0**1022):  # (a rule of thumb's n = Σ w overflowed there)
+        with pytest.warns(HeavyTailWarning, match=MESSAGE):
+            attnpool.KernelDensity(bandwidth="cv_ml").fit(
+                x[:, None], sample_weight=np.full(500, weight)
+            )

@@ -195,6 +195,12 @@ def test_copies_that_set_the_likelihood_bandwidth_say_so():
         assert _copies_loo(x, h) <= _copies_loo(x, found.bandwidth[0]) + 1e-9
     with pytest.warns(attnpool.TiedDataWarning, match=COPIES):
         attnpool.KernelDensity(bandwidth="cv_ml").fit(x[:, None], sample_weight=np.ones(200))
+    for power in (1022, -1070):  # (the copies' merged weights overflowed at 2¹⁰²²)
+        with pytest.warns(attnpool.TiedDataWarning, match=COPIES):
+            again = attnpool.select_density_bandwidth(
+                x, method="cv_ml", weights=np.ldexp(np.ones(200), power)
+            )
+        np.testing.assert_allclose(again.bandwidth, found.bandwidth, rtol=1e-9)
     _no_warning(lambda: attnpool.select_density_bandwidth(plain + 1e-3 * np.sin(plain)))
 
 

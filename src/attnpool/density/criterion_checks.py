@@ -60,7 +60,8 @@ def warn_where_copies_decide(
     (:mod:`attnpool.bandwidth.resolution`), which warns of its own."""
     x, weights = given
     cont = list(model.continuous)
-    merged, _, counts = merged_rows(x, x[:, :0], weights)
+    relative = None if weights is None else weights / np.max(weights)  # (totals finite)
+    merged, _, counts = merged_rows(x, x[:, :0], relative)
     if not cont or merged.shape[0] == x.shape[0] or merged.shape[0] < 3:
         return
     floor = bandwidth_floor(x[:, cont])
@@ -132,7 +133,10 @@ def warn_where_tails_decide(
     cont = list(model.continuous)
     if not cont:
         return
-    relative = None if weights is None else weights / np.mean(weights)  # (n: the rows)
+    relative = None
+    if weights is not None:  # (n: the rows; the largest first, weights near 2¹⁰²³ too)
+        relative = weights / np.max(weights)
+        relative = relative / np.mean(relative)
     robust = rule_of_thumb(x, method="silverman", kernel=model.kernel, var_type=model.var_type,
                            weights=relative)[cont]  # fmt: skip
     with np.errstate(divide="ignore", invalid="ignore"):
