@@ -28,6 +28,7 @@ import numpy as np
 from .. import kernels
 from .._support.units import midrange, value_unit
 from .._support.validation import check_bandwidth_representable
+from ..methods.backends.exact import exact_host_backend
 from ..sums import layer, plan
 from ..sums.backends import NUMPY_PAIRS
 from ..sums.costs import pair_width
@@ -96,13 +97,15 @@ def local_fit(x_train, y_train, x_query, bandwidth, model: LocalModel, *, exclud
 def fit_and_hat(x_train, y_train, bandwidth, model: LocalModel, *, weights=None):
     """``(fit (n, p), hat (n,))``: the in-sample fit and the smoother matrix's diagonal
     in float64 (:func:`attnpool.sums.layer.fit_and_hat`; with observation ``weights``,
-    one copy of each row's), what AICc reads."""
+    one copy of each row's), what AICc reads: by the exact host backend the planner's
+    finishing table gives (:func:`~attnpool.methods.backends.exact.exact_host_backend`:
+    NumPy pairs, or for a larger Gaussian column ``fgt``, ``O(n)``)."""
     x, y = np.asarray(x_train, np.float64), np.asarray(y_train, np.float64)
     w = None if weights is None else np.asarray(weights, np.float64)
     scale = value_unit(y) if w is None else column_scale(y)
     problem = _problem(x, y / scale, x, np.asarray(bandwidth, np.float64), model, w, None)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        fit, hat = layer.fit_and_hat(NUMPY_PAIRS, problem)
+        fit, hat = layer.fit_and_hat(exact_host_backend(problem), problem)
     return fit * scale, hat
 
 

@@ -15,7 +15,7 @@ from ...sums.plan import plan
 from ...sums.problem import LogSums, SumProblem
 from . import compiled_loop, expansions, support
 
-__all__ = ["EXACT_HOST", "EXACT_ON_HOST", "exact_sums", "settled_sums"]
+__all__ = ["EXACT_HOST", "EXACT_ON_HOST", "exact_host_backend", "exact_sums", "settled_sums"]
 
 #: The exact host backends a re-sum may take, by name.
 EXACT_HOST = {b.name: b for b in (expansions.BACKEND, support.BACKEND, compiled_loop.BACKEND)}
@@ -33,6 +33,13 @@ def exact_sums(problem: SumProblem, table: str = "finish") -> LogSums:
     name = plan(finish_facts(problem)._replace(task=table)).backend
     backend = _exact_backend(name)
     return settled_sums(name, problem, backend.log_sums(problem), exact_log_sums)
+
+
+def exact_host_backend(problem: SumProblem) -> Backend:
+    """The backend the planner's finishing table gives ``problem`` where it runs on the
+    host — NumPy pairs, or beyond them ``fgt``, ``sparse`` or ``native`` — else NumPy
+    pairs: the sums of a search that runs on the host, which imports no JAX."""
+    return EXACT_ON_HOST.get(plan(finish_facts(problem)).backend, NUMPY_PAIRS)
 
 
 def _exact_backend(name: str) -> Backend:
