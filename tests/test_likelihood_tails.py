@@ -76,3 +76,18 @@ def test_the_warning_names_the_column_and_takes_weights():
             attnpool.KernelDensity(bandwidth="cv_ml").fit(
                 x[:, None], sample_weight=np.full(500, weight)
             )
+
+
+def test_a_conditional_density_names_the_responses_a_tail_sets():
+    # one response at 1000 beside 300 near sin x: y's cv_ml bandwidth 57.6 (0.20 without
+    # it), x smoothed out; a far x, or an x of no effect (smoothed out), is no tail of y
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 10, 300)
+    y = np.sin(x) + 0.3 * rng.normal(size=300)
+    with pytest.warns(HeavyTailWarning, match=r"of y column\(s\) \[0\]"):
+        attnpool.select_conditional_bandwidth(np.r_[x, 5.0], np.r_[y, 1e3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        attnpool.select_conditional_bandwidth(np.r_[x, 1e3], np.r_[y, 0.0])
+        found = attnpool.select_conditional_bandwidth(x, rng.normal(size=300))
+    assert found.bandwidth[0] > 1e3  # (x of no effect: smoothed out, quietly)

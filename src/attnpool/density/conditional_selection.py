@@ -19,6 +19,7 @@ from ..kernels.mixed import log_pair_terms, log_ratios
 from ..sums.observation_weights import sorted_rows
 from ..sums.pair_weights import shifted_weights
 from .conditional import sides
+from .criterion_checks import warn_where_tails_decide
 
 if TYPE_CHECKING:
     from ..bandwidth.search import BandwidthSelection
@@ -167,4 +168,9 @@ def select_conditional_bandwidth(
         return conditional_criterion(x_rows, y_rows, h[:d], h[d:], method=method, kernel=kernel,
                                      x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
 
-    return search(objective, np.hstack([x_rows, y_rows]), model, method, progress, units=units)
+    found = search(objective, np.hstack([x_rows, y_rows]), model, method, progress, units=units)
+    if method == "cv_ml":  # (y's side: a large x bandwidth may be a column of no effect)
+        y_model = model_for(y, kernel=kernel, var_type=var_type[d:])
+        warn_where_tails_decide(found._replace(bandwidth=found.bandwidth[d:]), (y, None),
+                                y_model, kernel, side="y ")  # fmt: skip
+    return found

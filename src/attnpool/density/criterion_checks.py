@@ -122,11 +122,14 @@ def warn_where_tails_decide(
     given: tuple[np.ndarray, np.ndarray | None],
     model: Any,
     kernel: KernelSpec,
+    side: str = "",
 ) -> None:
     """A :class:`HeavyTailWarning` where a continuous column's ``cv_ml`` bandwidth is more
     than :data:`TAILS_DECIDE` times Silverman's robust rule of thumb (``0.9 min(σ,
     IQR/1.349) n^(−1/5)``, which a tail or an outlier barely moves): a normal sample's is
-    ~1.1 times it, one with a row at 30σ 6.4 times, a Cauchy sample's 20 times."""
+    ~1.1 times it, one with a row at 30σ 6.4 times, a Cauchy sample's 20 times. ``side``:
+    the name of the sample's columns in the message (``"y "``: a conditional density's
+    responses)."""
     from ..bandwidth.rules import rule_of_thumb
 
     x, weights = given
@@ -148,7 +151,7 @@ def warn_where_tails_decide(
     shown = ", ".join(f"{found.bandwidth[c]:.4g}" for c in columns)
     times = ", ".join(f"{r:.3g}" for r in ratio[wide])
     warnings.warn(
-        f"bandwidth: the cv_ml bandwidth of column(s) {columns} ({shown}) is {times} times "
+        f"bandwidth: the cv_ml bandwidth of {side}column(s) {columns} ({shown}) is {times} times "
         "Silverman's robust rule of thumb: likelihood cross-validation is set by the "
         "sample's most isolated rows (a heavy tail or far outliers, each of whose "
         "leave-one-out densities must reach its nearest other row) and smooths the rest "
