@@ -91,3 +91,18 @@ def test_a_conditional_density_names_the_responses_a_tail_sets():
         attnpool.select_conditional_bandwidth(np.r_[x, 1e3], np.r_[y, 0.0])
         found = attnpool.select_conditional_bandwidth(x, rng.normal(size=300))
     assert found.bandwidth[0] > 1e3  # (x of no effect: smoothed out, quietly)
+
+
+def test_a_subsampled_search_says_so_once_of_the_whole_sample():
+    # each block's search warned alone: ten warnings for ten blocks of a Cauchy sample
+    from attnpool.bandwidth.subsample import Subsampled
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_cauchy(3000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        select_density_bandwidth(x, method="cv_ml", subsample=Subsampled(n_sub=300))
+        attnpool.select_conditional_bandwidth(rng.uniform(size=3000), x,
+                                              subsample=Subsampled(n_sub=300))  # fmt: skip
+    tails = [w for w in caught if w.category is HeavyTailWarning]
+    assert len(tails) == 2 and "of y column(s) [0]" in str(tails[1].message)

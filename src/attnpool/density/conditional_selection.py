@@ -5,6 +5,7 @@ by the regressions' grid-then-refine search."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from ..kernels.mixed import log_pair_terms, log_ratios
 from ..sums.observation_weights import sorted_rows
 from ..sums.pair_weights import shifted_weights
 from .conditional import sides
-from .criterion_checks import warn_where_tails_decide
+from .criterion_checks import HeavyTailWarning, warn_where_tails_decide
 
 if TYPE_CHECKING:
     from ..bandwidth.search import BandwidthSelection
@@ -150,14 +151,19 @@ def select_conditional_bandwidth(
     if subsample is not None:
 
         def on_rows(rows: np.ndarray) -> np.ndarray:
-            found = select_conditional_bandwidth(
-                x[rows], y[rows], method=method, kernel=kernel, x_var_type=x_var_type,
-                y_var_type=y_var_type,
-            )  # fmt: skip
+            with warnings.catch_warnings():  # (said once, of the whole sample, below)
+                warnings.simplefilter("ignore", HeavyTailWarning)
+                found = select_conditional_bandwidth(
+                    x[rows], y[rows], method=method, kernel=kernel, x_var_type=x_var_type,
+                    y_var_type=y_var_type,
+                )  # fmt: skip
             return np.asarray(found.bandwidth)
 
         h = subsampled_bandwidth(on_rows, both, var_type, subsample)
-        return BandwidthSelection(h, math.nan, method, NO_GRID)
+        found = BandwidthSelection(h, math.nan, method, NO_GRID)
+        if method == "cv_ml":
+            _warn_where_responses_tails_decide(found, y, d, var_type, kernel)
+        return found
 
     # y's density, at unit scale (DensityUnits); the rows decide, not their order
     units = DensityUnits.of(both, model.continuous, range(d, both.shape[1]))
@@ -169,8 +175,18 @@ def select_conditional_bandwidth(
                                      x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
 
     found = search(objective, np.hstack([x_rows, y_rows]), model, method, progress, units=units)
-    if method == "cv_ml":  # (y's side: a large x bandwidth may be a column of no effect)
-        y_model = model_for(y, kernel=kernel, var_type=var_type[d:])
-        warn_where_tails_decide(found._replace(bandwidth=found.bandwidth[d:]), (y, None),
-                                y_model, kernel, side="y ")  # fmt: skip
+    if method == "cv_ml":
+        _warn_where_responses_tails_decide(found, y, d, var_type, kernel)
     return found
+
+
+def _warn_where_responses_tails_decide(
+    found: BandwidthSelection, y: np.ndarray, d: int, var_type: str, kernel: KernelSpec
+) -> None:
+    """:func:`~.criterion_checks.warn_where_tails_decide` on ``y``'s columns (the
+    bandwidths after ``x``'s ``d``): a large ``x`` bandwidth may be a column of no effect."""
+    from ..sums.local_model import model_for
+
+    y_model = model_for(y, kernel=kernel, var_type=var_type[d:])
+    warn_where_tails_decide(found._replace(bandwidth=found.bandwidth[d:]), (y, None), y_model,
+                            kernel, side="y ")  # fmt: skip

@@ -42,6 +42,7 @@ from ..sums.observation_weights import (
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
 from .criterion_checks import (
     COPIES_ADVICE,
+    HeavyTailWarning,
     warn_where_copies_decide,
     warn_where_tails_decide,
 )
@@ -134,12 +135,17 @@ def select_density_bandwidth(
             raise ValueError("subsample: selects on unweighted samples; received weights")
 
         def on_rows(rows: np.ndarray) -> np.ndarray:
-            found = select_density_bandwidth(x[rows], method=method, kernel=kernel,
-                                             var_type=model.var_type)  # fmt: skip
+            with warnings.catch_warnings():  # (said once, of the whole sample, below)
+                warnings.simplefilter("ignore", HeavyTailWarning)
+                found = select_density_bandwidth(x[rows], method=method, kernel=kernel,
+                                                 var_type=model.var_type)  # fmt: skip
             return np.asarray(found.bandwidth)
 
         h = subsampled_bandwidth(on_rows, x, model.var_type, subsample)
-        return BandwidthSelection(h, math.nan, method, NO_GRID)
+        found = BandwidthSelection(h, math.nan, method, NO_GRID)
+        if method == "cv_ml":
+            warn_where_tails_decide(found, (x, None), model, kernel)
+        return found
     if method == "isj":
         from ..bandwidth.plug_in import isj_bandwidth
 
