@@ -106,3 +106,16 @@ def test_a_subsampled_search_says_so_once_of_the_whole_sample():
                                               subsample=Subsampled(n_sub=300))  # fmt: skip
     tails = [w for w in caught if w.category is HeavyTailWarning]
     assert len(tails) == 2 and "of y column(s) [0]" in str(tails[1].message)
+
+
+def test_the_command_line_says_so_in_one_line_naming_its_option(tmp_path, monkeypatch, capsys):
+    from attnpool.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    x = _samples()["Cauchy"]
+    (tmp_path / "cauchy.csv").write_text("x\n" + "".join(f"{a:.17g}\n" for a in x))
+    code = main(["density", "cauchy.csv", "--x", "x", "--out", "density.csv"])
+    warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert code == 0 and (tmp_path / "density.csv").exists()
+    assert len(warning) == 1 and warning[0].startswith("attnpool: warning: bandwidth: the cv_ml")
+    assert warning[0].endswith("--bandwidth cv_ls or isj are not so set")

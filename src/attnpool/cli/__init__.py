@@ -317,6 +317,8 @@ OPTION_WORDS = {
     "empty='nearest'": "--empty nearest",
     "method='bootstrap' gives one": "a wider --bandwidth reaches them",
     "a rule of thumb ('scott')": "a rule of thumb (--bandwidth scott)",
+    "'cv_ls' or 'isj' are not so set": "--bandwidth cv_ls or isj are not so set",
+    "prefer 'normal_reference' or 'cv_ml'": "prefer --bandwidth normal_reference or cv_ml",
 }
 
 
