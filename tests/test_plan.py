@@ -134,13 +134,18 @@ def search(**changes) -> Facts:
 SEARCH_TABLE = [
     (search(), "numpy", 1),  # 500² ≤ 2²¹ in NumPy
     (search(criterion="aicc"), "numpy", 1),  # AICc's in-sample fits in NumPy too
-    (search(m=1500, n=1500, criterion="aicc"), "numpy", 1),  # one Gaussian column: fgt's
-    (search(m=2**17, n=2**17, criterion="aicc"), "numpy", 1),  # sums beyond NumPy's
-    (search(m=2**17 + 1, n=2**17 + 1, criterion="aicc"), "compiled", 4),
-    (search(m=1500, n=1500, criterion="aicc", degree=1), "compiled", 4),  # 1500² > 2²¹
-    (search(m=1500, n=1500, criterion="aicc", categorical=True), "compiled", 4),
+    (search(m=1500, n=1500, criterion="aicc", binnable=True), "numpy", 1),  # one Gaussian
+    (search(m=2**17, n=2**17, criterion="aicc", binnable=True), "numpy", 1),  # column: fgt
+    (search(m=2**17 + 1, n=2**17 + 1, criterion="aicc", binnable=True), "compiled", 4),
+    (search(m=1500, n=1500, criterion="aicc"), "compiled", 4),  # a far outlier: 1500² > 2²¹
+    (
+        search(m=1500, n=1500, criterion="aicc", degree=1, binnable=True),
+        "compiled",
+        4,
+    ),  # 1500² > 2²¹
+    (search(m=1500, n=1500, criterion="aicc", categorical=True, binnable=True), "compiled", 4),
     (search(criterion="aicc", categorical=True), "numpy", 1),  # 500² ≤ 2²¹ in NumPy
-    (search(m=1500, n=1500, criterion="aicc", gaussian=False), "compiled", 4),
+    (search(m=1500, n=1500, criterion="aicc", gaussian=False, binnable=True), "compiled", 4),
     (search(m=600, n=600, d=2, criterion="aicc", loo_loops=True), "numpy", 1),  # 600² ≤ 2¹⁹
     (search(criterion="aicc", weighted=True), "compiled", 4),  # its exact gradient
     (search(block_size=True), "compiled", 4),
@@ -152,7 +157,7 @@ SEARCH_TABLE = [
     (search(m=2000, n=2000, loo_loops=True, block_size=True), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, categorical=True), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, weighted=True), "compiled", 4),
-    (search(m=2000, n=2000, loo_loops=True, criterion="aicc"), "numpy", 1),
+    (search(m=2000, n=2000, loo_loops=True, criterion="aicc"), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, binnable=True), "fgt", 2),
     (search(m=2**17, n=2**17, binnable=True), "fgt", 2),  # on the edge
     (search(m=2**17 + 1, n=2**17 + 1, binnable=True), "binned", 3),

@@ -82,9 +82,10 @@ rule  when                                                        backend
       columns on the compiled loop (several columns, or ``m²``    host search)
       times the evaluations ≤ 2²⁷, or one column that neither
       rule 2 nor rule 3 takes); AICc unweighted, local
-      constant, the Gaussian of one continuous column, ``m ≤``
-      ``FGT_SEARCH_MAX_ROWS`` (its sums by ``fgt`` beyond
-      NumPy's); else CV or unweighted AICc, a kernel NumPy
+      constant, the Gaussian of one continuous column, no
+      heavy tail or far outlier, ``m ≤ FGT_SEARCH_MAX_ROWS``
+      (its sums by ``fgt`` beyond NumPy's); else CV or
+      unweighted AICc, a kernel NumPy
       evaluates, ``m²·w`` ≤ 2²¹ (one column) or 2¹⁹
 2     CV, no block size, unweighted, local constant, the          ``fgt`` (its
       Gaussian in one continuous column, ``m ≤ FGT_SEARCH_MAX_``  leave-one-out
@@ -322,10 +323,11 @@ def _host_searches(f: Facts) -> bool:
         # the compiled search's exact gradient finds the optimum below the criterion's
         # rounding (scaling every weight moves it by < 1e-8); Brent's, by up to 4e-8
         return False
-    column = f.d == 1 and f.gaussian and not f.categorical
+    column = f.d == 1 and f.gaussian and not f.categorical and f.binnable
     if f.criterion == "aicc" and f.degree == 0 and column and f.m <= FGT_SEARCH_MAX_ROWS:
         # the in-sample fit and its hat diagonal by the fgt backend beyond NumPy's pairs,
-        # O(m) an evaluation (5000 rows: 0.04 s, the compiled search 3.3 s)
+        # O(m) an evaluation (5000 rows: 0.04 s, the compiled search 3.3 s); not for a
+        # far outlier (not binnable), which can leave fgt's range: NumPy's pairs then
         return True
     limit = NUMPY_SEARCH_MAX_WORK if f.d == 1 else NUMPY_SEARCH_MAX_WORK_SEVERAL
     return f.host_profile and f.m * f.m * work_width(f) <= limit
