@@ -69,8 +69,10 @@ def warn_where_copies_decide(
         return
     if all(on_lattice(x[:, j]) for j in cont):  # values recorded to a resolution: their
         return  # ties are distinct observations (the floor's case), not copies
-    apart = select(merged, method=found.method, kernel=kernel,
-                                     var_type=model.var_type, weights=counts)  # fmt: skip
+    with warnings.catch_warnings():  # (the search of the copies merged: its own warnings
+        warnings.simplefilter("ignore", HeavyTailWarning)  # are the sample's, said below)
+        apart = select(merged, method=found.method, kernel=kernel, var_type=model.var_type,
+                       weights=counts)  # fmt: skip
     ratio = apart.bandwidth[cont] / found.bandwidth[cont]
     if not np.any(ratio > COPIES_DECIDE):
         return
