@@ -119,3 +119,10 @@ def test_the_command_line_says_so_in_one_line_naming_its_option(tmp_path, monkey
     assert code == 0 and (tmp_path / "density.csv").exists()
     assert len(warning) == 1 and warning[0].startswith("attnpool: warning: bandwidth: the cv_ml")
     assert warning[0].endswith("--bandwidth cv_ls or isj are not so set")
+
+
+def test_a_compact_kernel_that_reaches_no_isolated_row_says_why():
+    # a Cauchy sample's far rows have no neighbour within 5 times the rule of thumb
+    x = _samples()["Cauchy"]
+    with pytest.raises(ValueError, match="an isolated one: a far outlier, a heavy tail"):
+        select_density_bandwidth(x, method="cv_ml", kernel="epanechnikov")

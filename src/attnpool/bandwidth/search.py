@@ -216,7 +216,9 @@ def best_candidate(thetas, objectives, method: str):
         grid = multipliers(len(thetas))
         raise ValueError(
             f"bandwidth: the {method} criterion is undefined at every candidate from "
-            f"{grid[0]:.3g}× to {grid[-1]:g}× the rule of thumb (too few neighbours?)"
+            f"{grid[0]:.3g}× to {grid[-1]:g}× the rule of thumb: at each, some row has no "
+            "other within the kernel's support (too few rows, or an isolated one: a far "
+            "outlier, a heavy tail); a kernel without an edge ('gaussian') reaches every row"
         )
     return thetas[int(np.argmin(np.where(np.isfinite(objectives), objectives, np.inf)))]
 
