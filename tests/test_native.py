@@ -334,3 +334,23 @@ def test_far_pairs_are_summed_exactly_and_the_callers_subnormal_numbers_kept(dty
     np.testing.assert_allclose(sums[:, 1:] / sums[:, :1], want, rtol=0, atol=tolerance)
     tiny = np.finfo(dtype).tiny
     assert np.array([tiny / 4], dtype) * dtype(1.0) == dtype(tiny / 4)  # not flushed here
+
+
+def test_data_beyond_the_loops_extent_are_summed_exactly():
+    """The loop scales coordinates before it takes their differences, so each carries
+    2⁻⁵³ of its size in bandwidths: 3·10⁸ bandwidths from the keys' midrange, a log
+    density was 5e-8 off. Beyond ``LOOP_MAX_EXTENT`` ``auto`` takes another exact path,
+    and ``native`` by name leaves the rows to the layer's exact re-sum."""
+    from scipy.special import logsumexp
+
+    import attnpool
+
+    rng = np.random.default_rng(0)
+    h = 1e-8
+    keys = np.r_[rng.normal(size=(20000, 2)), 3 + h * rng.normal(size=(2000, 2))]
+    queries = 3 + h * rng.normal(size=(300, 2))
+    log_w = -0.5 * (((queries[:, None, :] - keys[None]) / h) ** 2).sum(axis=2)
+    want = logsumexp(log_w, axis=1) - np.log(keys.shape[0] * 2 * np.pi * h**2)
+    for method in ("auto", "native"):
+        got = attnpool.log_density(keys, queries, bandwidth=h, method=method)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)

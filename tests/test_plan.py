@@ -67,6 +67,7 @@ POOLING_TABLE = [
     (pool(d=3, device="gpu", neighbour_share=lambda: 0.5, **COMPACT), "pallas", 8),
     (pool(d=8, device="gpu", loops=True, **GAUSSIAN), "pallas", 8),
     (pool(d=8, loops=True, **GAUSSIAN), "native", 9),
+    (pool(d=8, loops=True, in_loop_range=far, **GAUSSIAN), "stream", 10),  # 2¹² bandwidths
     (pool(d=8, loops=False, **GAUSSIAN), "stream", 10),
     (pool(d=8, loops=True, truncating=False, **GAUSSIAN), "stream", 10),
     (pool(d=8, loops=True, device="tpu", **GAUSSIAN), "stream", 10),
@@ -91,6 +92,13 @@ DENSITY_TABLE = [
     (density(d=4, loops=True, truncating=False, **GAUSSIAN), "stream", 7),
     (density(d=4, loops=True, device="gpu", **GAUSSIAN), "stream", 7),
     (density(d=4, loops=False, **GAUSSIAN), "stream", 7),
+    # the compiled loop pays from 2¹⁴ pairs, within range
+    (density(n=200, m=200, loops=True, **GAUSSIAN), "native", 6),
+    (density(n=100, m=100, loops=True, in_range=never, **GAUSSIAN), "numpy", 2),  # 2¹³ pairs
+    (density(n=200, m=200, loops=True, in_loop_range=far, **GAUSSIAN), "numpy", 2),
+    (density(d=4, loops=True, in_loop_range=far, **GAUSSIAN), "stream", 7),  # 2¹² bandwidths
+    (density(n=200, m=200, loops=True, device="gpu", in_range=never, **GAUSSIAN), "numpy", 2),
+    (density(n=200, m=200, loops=True, truncating=False, in_range=never, **GAUSSIAN), "numpy", 2),
 ]
 
 
@@ -207,6 +215,19 @@ FINISH_TABLE = [
     (finish(n=BIG, d=1, gaussian=True, degree=1), "stream", 4),  # no host method sums moments
     (finish(n=BIG, gaussian=True, loops=True, categorical=True), "stream", 4),
     (finish(m=4, gaussian=True, loops=True, categorical=True, outputs=2**17), "dense", 4),
+    # small, but the Gaussian's compiled loops pay (from 2¹⁴ pairs, built, within range)
+    (finish(d=1, gaussian=True, expansions_ready=True), "fgt", 2),  # 3·10⁵ pairs
+    (finish(d=1, gaussian=True, expansions_ready=False, in_range=never), "numpy", 1),
+    (finish(gaussian=True, loops=True), "native", 3),
+    (finish(n=5, gaussian=True, loops=True, in_range=never), "numpy", 1),  # 1.5·10⁴ pairs
+    (finish(gaussian=True, loops=True, in_loop_range=far), "numpy", 1),
+    (finish(n=BIG, gaussian=True, loops=True, in_loop_range=far), "stream", 4),
+    (finish(d=1, gaussian=True, expansions_ready=True, in_loop_range=never), "fgt", 2),
+    (finish(gaussian=True, loops=True, device="gpu", in_range=never), "numpy", 1),
+    (finish(gaussian=True, loops=True, power=2, in_range=never), "numpy", 1),
+    (finish(gaussian=True, loops=True, truncating=False, in_range=never), "numpy", 1),
+    (finish(gaussian=True, loops=True, categorical=True, in_range=never), "numpy", 1),
+    (finish(d=1, gaussian=True, expansions_ready=True, degree=1, in_range=never), "numpy", 1),
 ]
 
 
@@ -220,6 +241,7 @@ CHUNK_TABLE = [  # a Dask task: no NumPy pairs, however small (its program is re
     (chunk(gaussian=True, in_range=far), "dense", 3),
     (chunk(d=3, gaussian=True, loops=True), "native", 2),
     (chunk(d=3, gaussian=True, loops=True, device="gpu"), "dense", 3),
+    (chunk(d=3, gaussian=True, loops=True, in_loop_range=far), "dense", 3),
     (chunk(d=3, n=BIG, compact=True, radial=True), "stream", 3),
 ]
 

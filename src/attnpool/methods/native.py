@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .._support.units import column_extremes
+from .._support.units import LOOP_MAX_EXTENT, column_extremes
 from ..kernels import MATMUL_MIN_DIM, Kernel, is_gaussian
 from . import compiled
 from .native_layout import CHUNK, LOG2E, Layout
@@ -58,9 +58,9 @@ TASK_ROWS = 2048
 #: Fewest query × key pairs split across threads: below, handing the parts to the
 #: threads costs about what the second core saves (one core sums 2^20 pairs in ~2 ms).
 THREAD_MIN_PAIRS = 2**20
-#: Largest |coordinate| / h, about the points' midrange, :func:`leave_one_out_sums`
-#: sums: beyond, scaled differences would lose digits.
-MAX_SCALED = 2.0**12
+#: Largest |coordinate| / h, about the points' midrange, the loops sum: beyond, scaled
+#: differences would lose digits (:data:`attnpool._support.units.LOOP_MAX_EXTENT`).
+MAX_SCALED = LOOP_MAX_EXTENT
 #: The column counts built (``meson.build``); d = 9-15 are padded to 16.
 DIMS_BUILT = (1, 2, 3, 4, 5, 6, 7, 8, 16)
 #: The value-column counts built, by library and precision (``meson.build``); a pass of

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import kernels
 from .._support.jax_platform import computes_on_cpu
-from .._support.units import HOST_MAX_EXTENT, extent_in_bandwidths, midrange
+from .._support.units import HOST_MAX_EXTENT, LOOP_MAX_EXTENT, extent_in_bandwidths, midrange
 from .._support.validation import numpy_dtype
 from ..kernels import Kernel
 from .costs import block_width
@@ -94,6 +94,7 @@ def pool_facts(
         "pool", n, m, d, outputs, numpy=numpy, float64=float64, device=where,
         loops=where == "cpu" and d >= 2 and _loops(d),
         in_range=functools.partial(_in_range, queries, keys, bandwidth),
+        in_loop_range=functools.partial(_in_range, queries, keys, bandwidth, LOOP_MAX_EXTENT),
         neighbour_share=functools.partial(_neighbour_share, queries, keys, bandwidth, kernel),
         **_kernel_facts(kernel), **asked,
     )  # fmt: skip
@@ -111,7 +112,9 @@ def density_facts(
         loops=numpy and where == "cpu" and d >= 2 and _loops(d),
         expansions_ready=numpy and d == 1 and kernel_facts["gaussian"]
         and n * m >= EXPANSION_MIN_PAIRS and _expansions_ready(),
-        in_range=functools.partial(_in_range, q, x, bandwidth), **kernel_facts,
+        in_range=functools.partial(_in_range, q, x, bandwidth),
+        in_loop_range=functools.partial(_in_range, q, x, bandwidth, LOOP_MAX_EXTENT),
+        **kernel_facts,
     )  # fmt: skip
 
 
@@ -194,18 +197,22 @@ def finish_facts(problem: SumProblem) -> Facts:
     n, m, d, _ = problem.sizes
     q, k, h = problem.queries, problem.keys, problem.bandwidth
     where = device() if d >= 2 else "cpu"  # (only the native rule reads it)
+    kernel_facts = _kernel_facts(problem.kernel)
     return Facts(
         "finish", n, m, d, problem.width, power=problem.power, device=where,
         degree=problem.degree, categorical=problem.categorical,
         pairs_only=problem.signed or problem.varying,
         truncating=not too_wide_to_truncate(problem.weights),
         loops=where == "cpu" and d >= 2 and _loops(d),
-        in_range=functools.partial(_in_range, q, k, h), **_kernel_facts(problem.kernel),
+        expansions_ready=d == 1 and kernel_facts["gaussian"]
+        and n * m >= EXPANSION_MIN_PAIRS and _expansions_ready(),
+        in_range=functools.partial(_in_range, q, k, h),
+        in_loop_range=functools.partial(_in_range, q, k, h, LOOP_MAX_EXTENT), **kernel_facts,
     )  # fmt: skip
 
 
-def _in_range(queries: Any, keys: Any, bandwidth: Any) -> bool:
-    return bool(extent_in_bandwidths(queries, keys, bandwidth) <= HOST_MAX_EXTENT)
+def _in_range(queries: Any, keys: Any, bandwidth: Any, limit: float = HOST_MAX_EXTENT) -> bool:
+    return bool(extent_in_bandwidths(queries, keys, bandwidth) <= limit)
 
 
 def _neighbour_share(queries: Any, keys: Any, bandwidth: Any, kernel: Kernel,

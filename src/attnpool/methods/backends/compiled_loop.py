@@ -1,7 +1,8 @@
 """``native`` as a backend: the Gaussian by the compiled loop (:mod:`attnpool.methods.native`:
 distances, exponentials and sums in one pass, far keys passed over), exact, in the
 problem's precision (float32 arrays: float32 sums). A row whose scaled coordinates
-overflowed is left unsettled."""
+overflowed is left unsettled, and so is every row of data beyond ``LOOP_MAX_EXTENT``
+bandwidths of the keys' midrange (the loop's scaled differences would lose digits)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..._support.units import midrange
+from ..._support.units import LOOP_MAX_EXTENT, extent_in_bandwidths, midrange
 from ...sums.backends import Serves
 from ...sums.problem import LogSums, SumProblem
 from .. import native
@@ -35,6 +36,9 @@ class CompiledLoop:
         if own and not leaves_own_rows(problem):
             return others_left_out(problem, self.log_sums)
         q, k, h = problem.queries, problem.keys, problem.bandwidth
+        if extent_in_bandwidths(q, k, h) > LOOP_MAX_EXTENT:  # (its differences lose digits)
+            n = q.shape[0]
+            return LogSums(np.zeros(n), np.zeros((n, problem.width)), np.zeros(n, bool))
         centre = midrange(k)
         columns = summed_columns(problem)
         values = columns.values
