@@ -252,3 +252,62 @@ def test_small_x_bandwidths_keep_the_ratios_digits(bandwidth):
          stats.norm.cdf(qy[:, None], y, 0.5)),
     ]:  # fmt: skip
         np.testing.assert_allclose(got, (w * terms).sum(axis=1) / w.sum(axis=1), rtol=1e-13)
+
+
+def _textbook_log_conditional(x, y, qx, qy, hx, hy, leave_out):
+    """``log Σ_i K_h(x − x_i) φ_b(y − y_i) − log Σ_i K_h(x − x_i)`` pair by pair, Gaussian
+    kernels, in the log domain (``leave_out``: each query is the row of its index)."""
+    from scipy.special import logsumexp
+
+    log_w = -0.5 * (((qx[:, None, :] - x[None]) / hx) ** 2).sum(axis=2)
+    if leave_out:
+        np.fill_diagonal(log_w, -np.inf)
+    log_w -= np.max(log_w, axis=1, keepdims=True)  # (the weights' scale cancels)
+    log_t = -0.5 * (((qy[:, None, :] - y[None]) / hy) ** 2).sum(axis=2)
+    log_t -= np.log(np.sqrt(2 * np.pi) * hy).sum()
+    return logsumexp(log_w + log_t, axis=1) - logsumexp(log_w, axis=1)
+
+
+@pytest.mark.parametrize("dims", [(1, 1), (2, 1), (1, 2)])
+@pytest.mark.parametrize("scale", [0.02, 0.5])
+def test_large_samples_summed_by_the_compiled_loops_equal_the_textbook(dims, scale):
+    """1500 rows: the joint's and x's Gaussian sums are the sums layer's (the expansions
+    of one column, the compiled loop of several) — the leave-one-out criterion and the
+    densities are the textbook's pooled pairs."""
+    from attnpool.density.methods import mixed_problem
+    from attnpool.kernels.mixed import MixedColumns
+    from attnpool.sums.facts import finish_facts
+    from attnpool.sums.plan import plan
+
+    rng = np.random.default_rng(sum(dims))
+    x = rng.normal(size=(1500, dims[0]))
+    y = x[:, :1] + 0.5 * rng.normal(size=(1500, dims[1]))
+    hx, hy = np.full(dims[0], scale), np.full(dims[1], 2 * scale)
+    for sample, h in ((x, hx), (np.hstack([x, y]), np.r_[hx, hy])):
+        columns = MixedColumns(sample, "c" * sample.shape[1], "gaussian")
+        problem = mixed_problem(sample, sample, h, columns, left_out=np.arange(1500))
+        assert plan(finish_facts(problem)).backend in ("fgt", "native")
+    want = _textbook_log_conditional(x, y, x, y, hx, hy, leave_out=True)
+    assert conditional_criterion(x, y, hx, hy) == pytest.approx(-np.mean(want), rel=1e-12)
+    qx, qy = x[:300] + 0.01, y[:300] - 0.02
+    np.testing.assert_allclose(
+        conditional_log_density(x, y, qx, qy, bandwidth=hx, y_bandwidth=hy),
+        _textbook_log_conditional(x, y, qx, qy, hx, hy, leave_out=False), rtol=0, atol=1e-11,
+    )  # fmt: skip
+
+
+def test_tiny_x_bandwidths_in_the_criterion_keep_the_ratios_digits():
+    """At h = 2⁻²⁰ the leave-one-out log densities of rows with no twin are near −10⁵:
+    their difference would lose the conditional's digits, so each row's ratio is pooled
+    about its largest x weight, leaving its own row out; the twins' rows are not."""
+    from attnpool.density.conditional import _by_densities, sides
+
+    rng = np.random.default_rng(3)
+    x = np.r_[rng.normal(size=300), np.repeat(np.arange(-5.0, 5.0), 10)][:, None]
+    y = rng.normal(size=(400, 1))
+    hx, hy = np.array([2.0**-20]), np.array([0.4])
+    sample = sides(x, y, None, None, "gaussian", hx, hy)
+    pooled = np.isnan(_by_densities(sample, x, y, np.arange(400)))
+    assert pooled[:300].sum() > 290 and not pooled[300:].any()
+    want = _textbook_log_conditional(x, y, x, y, hx, hy, leave_out=True)
+    assert conditional_criterion(x, y, hx, hy) == pytest.approx(-np.mean(want), rel=1e-13)

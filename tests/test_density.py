@@ -230,8 +230,14 @@ def test_conditional_density_equals_statsmodels_and_integrates_to_one(dx):
         f = conditional_density(x, y, np.tile(qx[:1], (9001, 1)), grid, kernel=kernel,
                                 bandwidth=h, y_bandwidth=b)  # fmt: skip
         np.testing.assert_allclose(np.trapezoid(f, grid), 1.0, rtol=1e-5)
-    with pytest.raises(ValueError, match="kernel: a conditional density needs the Gaussian"):
-        conditional_density(x, y, qx, qy, kernel="epanechnikov")
+    # a radial kernel acts on x's columns, and y's kernel on y's, as with categorical
+    # columns or in conditional_cdf (refused here once, the joint kernel no product)
+    u = np.linalg.norm((qx[:, None, :] - x[None]) / 1.5, axis=2)
+    weights = np.clip(1.0 - u**2, 0.0, None)
+    terms = 0.75 * np.clip(1.0 - (qy[:, None] - y) ** 2, 0.0, None)
+    assert np.all(weights.sum(axis=1) > 0)
+    got = conditional_density(x, y, qx, qy, kernel="epanechnikov", bandwidth=1.5, y_bandwidth=1.0)
+    np.testing.assert_allclose(got, (weights * terms).sum(axis=1) / weights.sum(axis=1), rtol=1e-12)
 
 
 @pytest.mark.parametrize("bandwidth", [0.01, 0.2, 3.0])

@@ -24,19 +24,16 @@ with ``w_l`` the weights ``K_h(x_l, x_i)`` of the other points and ``C`` the mat
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import kernels as _kernels
 from .._support.hints import ArrayLike, Bandwidth, KernelSpec
-from .._support.validation import check_bandwidth, check_points
-from ..kernels.mixed import log_pair_terms, log_ratios
+from .._support.validation import check_points
+from ..kernels.mixed import MixedColumns, log_pair_terms, log_ratios
 from ..sums.empty_policy import EmptyNeighbourhoodWarning
-from . import log_density, mixed_columns
-
-if TYPE_CHECKING:
-    pass
+from . import mixed_columns
 
 __all__ = [
     "PRECISE_LOG",
@@ -112,14 +109,14 @@ def conditional_density(
     .. math:: \\hat f(y \\mid x) = \\frac{\\sum_i K((x - x_i)/h) \\, K((y - y_i)/b)}
               {\\prod_j b_j \\int K \\; \\sum_i K((x - x_i)/h)}
 
-    in the log domain — the joint and the marginal density, or where their logarithms are
-    too large for their difference to keep the ratio's digits (a tiny bandwidth), ``y``'s
-    terms pooled under ``x``'s weights taken about their largest
-    (:func:`attnpool.kernels.mixed.log_ratios`): ``(k,)`` in float64, NaN where no
-    training point reaches ``x`` (a compact kernel). The Gaussian or a ``-product``
-    kernel (the joint kernel is then the product of the two); ``bandwidth`` is ``x``'s,
-    ``y_bandwidth`` ``y``'s. Continuous columns on the exact engines; with
-    categorical ones (``x_var_type``, ``y_var_type``), :func:`conditional_log_density`.
+    in the log domain (:func:`log_conditional`): the joint and ``x``'s density by the sums
+    layer's exact backends, or where their logarithms are too large for their difference
+    to keep the ratio's digits (a tiny bandwidth), ``y``'s terms pooled under ``x``'s
+    weights taken about their largest: ``(k,)`` in float64, NaN where no training point
+    reaches ``x`` (a compact kernel). ``x``'s kernel acts on ``x``'s continuous columns,
+    ``y``'s on ``y``'s (radial over each side's, or a ``-product`` over each column);
+    ``bandwidth`` is ``x``'s, ``y_bandwidth`` ``y``'s; categorical columns by
+    ``x_var_type``, ``y_var_type`` (as :func:`conditional_log_density`).
 
     Parameters
     ----------
@@ -151,56 +148,21 @@ def conditional_density(
     ...                              y_bandwidth=0.5).round(3)   # f̂(y = 3.5 | x = 2)
     array([0.526])
     """
-    if {*(x_var_type or "c"), *(y_var_type or "c")} != {"c"}:
-        return np.asarray(np.exp(conditional_log_density(
-            x_train, y_train, x_query, y_query, bandwidth=bandwidth, y_bandwidth=y_bandwidth,
-            kernel=kernel, x_var_type=x_var_type, y_var_type=y_var_type,
-        )))  # fmt: skip
-    x = np.asarray(check_points(x_train, "x_train"), np.float64)
-    y = np.asarray(check_points(y_train, "y_train"), np.float64)
-    if y.shape[0] != x.shape[0]:
-        raise ValueError(
-            f"y_train: expected one row per row of x_train ({x.shape[0]}); received {y.shape}"
-        )
-    qx = np.asarray(check_points(x_query, "x_query", dims=x.shape[1]), np.float64)
-    qy = np.asarray(check_points(y_query, "y_query", dims=y.shape[1]), np.float64)
-    if qy.shape[0] != qx.shape[0]:
-        raise ValueError(
-            f"y_query: expected one row per row of x_query ({qx.shape[0]}); received {qy.shape}"
-        )
-    record = _kernels.get(kernel)
-    if not (_kernels.is_gaussian(record) or (record.product and _kernels.is_builtin(record))):
-        raise ValueError(
-            f"kernel: a conditional density needs the Gaussian or a '-product' kernel (the "
-            f"joint kernel a product of x's and y's); received {record.name!r}"
-        )
-    h = np.asarray(check_bandwidth(bandwidth, x.shape[1]), np.float64)
-    b = np.asarray(check_bandwidth(y_bandwidth, y.shape[1]), np.float64)
-    joint = log_density(np.hstack([x, y]), np.hstack([qx, qy]), kernel=record,
-                        bandwidth=np.concatenate([h, b]))  # fmt: skip
-    marginal = log_density(x, qx, kernel=record, bandwidth=h)
-    with np.errstate(invalid="ignore"):
-        out = np.exp(joint - marginal)
-    # the nearest-key limit, or NaN with a warning; and the rows whose two logarithms
-    # are too large for their difference to keep the ratio's digits (a tiny bandwidth):
-    # x's weights about their largest, then y's terms pooled
-    limit = ~np.isfinite(marginal) | (np.abs(joint) + np.abs(marginal) > PRECISE_LOG)
-    if limit.any():
-        sample = sides(x, y, None, None, record, h, b)
-        out[limit] = np.exp(_log_pooled(sample, qx[limit], qy[limit], "density"))
-    return np.asarray(out)
+    return np.asarray(np.exp(conditional_log_density(
+        x_train, y_train, x_query, y_query, bandwidth=bandwidth, y_bandwidth=y_bandwidth,
+        kernel=kernel, x_var_type=x_var_type, y_var_type=y_var_type,
+    )))  # fmt: skip
 
 
 def _log_pooled(sample: Sides, x_query: Any, y_query: Any, y_form: str) -> np.ndarray:
-    """``log Σ_i K_h(x, x_i) T_b(y, y_i) − log Σ_i K_h(x, x_i)`` of the checked ``sample``
-    at the pairs ``(x_query[i], y_query[i])``, ``T`` the ``y_form`` of ``y``'s kernel
-    (:func:`attnpool.kernels.mixed.log_pair_terms`)."""
-    x, y, (cx, hx), (cy, hy) = sample
+    """:func:`log_conditional` of the checked ``sample`` at the pairs ``(x_query[i],
+    y_query[i])``, where every ``x`` weight underflowed (``x``'s bandwidth vanishing) its
+    nearest-key limit, NaN with a warning where no training point reaches ``x``."""
+    x, y, (cx, _), _ = sample
     qx, qy = _queries(x, y, x_query, y_query)
-    out = log_ratios([(qx, x, hx, cx, "density")], [(qy, y, hy, cy, y_form)])
+    out = log_conditional(sample, qx, qy, y_form)
     hollow = np.flatnonzero(np.isnan(out))  # no x weight: 0 / 0
     if hollow.size and cx.continuous and not cx.kernel.compact:
-        # every x weight underflowed (x's bandwidth vanishing): the nearest-key limit
         out[hollow] = _nearest_limit(sample, qx[hollow], qy[hollow], y_form)
         hollow = hollow[np.isnan(out[hollow])]
     if hollow.size:
@@ -212,6 +174,71 @@ def _log_pooled(sample: Sides, x_query: Any, y_query: Any, y_form: str) -> np.nd
             stacklevel=3,
         )
     return np.asarray(out)
+
+
+def log_conditional(
+    sample: Sides, qx: np.ndarray, qy: np.ndarray, y_form: str = "density",
+    left_out: np.ndarray | None = None,
+) -> np.ndarray:  # fmt: skip
+    """``(k,)``: ``log Σ_i K_h(x, x_i) T_b(y, y_i) − log Σ_i K_h(x, x_i)`` of the checked
+    ``sample`` at the pairs ``(qx[i], qy[i])``, ``T`` the ``y_form`` of ``y``'s kernel
+    (:func:`attnpool.kernels.mixed.log_pair_terms`); ``left_out (k,)``: the training row
+    each pair leaves out (leave-one-out), or None. NaN where no ``x`` weight is left.
+
+    A density is the joint's and ``x``'s log densities (:func:`_by_densities`: the sums
+    layer's exact backends); the rows they cannot give — a distribution function, a joint
+    kernel that is no product of the sides', logarithms too large for their difference —
+    are pooled pair by pair, ``x``'s weights about their largest before ``y``'s terms join
+    them (:func:`attnpool.kernels.mixed.log_ratios`)."""
+    x, y, (cx, hx), (cy, hy) = sample
+    out = np.full(qx.shape[0], np.nan)
+    if y_form == "density":
+        out = _by_densities(sample, qx, qy, left_out)
+    pooled = np.flatnonzero(np.isnan(out))
+    if pooled.size:
+        weights, terms = (qx[pooled], x, hx, cx, "density"), (qy[pooled], y, hy, cy, y_form)
+        leave_out = False if left_out is None else left_out[pooled]
+        out[pooled] = log_ratios([weights], [terms], leave_out=leave_out)
+    return out
+
+
+def _by_densities(sample: Sides, qx: Any, qy: Any, left_out: Any) -> np.ndarray:
+    """``log f̂(x, y) − log f̂(x)`` by the sums layer's exact backends
+    (:func:`attnpool.density.methods.exact_normalised_log_sums`); NaN where that is not
+    the conditional to ``2⁻⁵³·PRECISE_LOG`` — no ``x`` weight, a non-finite joint, a
+    joint kernel that is no product of ``x``'s and ``y``'s (:func:`_joint_kernel`), or
+    logarithms beyond :data:`PRECISE_LOG`."""
+    from .methods import exact_normalised_log_sums, mixed_problem
+
+    x, y, (cx, hx), (cy, hy) = sample
+    kernel = _joint_kernel(cx, cy)
+    if kernel is None:
+        return np.full(qx.shape[0], np.nan)
+    both = np.hstack([x, y])
+    joint_columns = MixedColumns(both, cx.var_type + cy.var_type, kernel)
+    joint = exact_normalised_log_sums(mixed_problem(
+        np.hstack([qx, qy]), both, np.concatenate([hx, hy]), joint_columns, left_out=left_out,
+    ))  # fmt: skip
+    marginal = exact_normalised_log_sums(mixed_problem(qx, x, hx, cx, left_out=left_out))
+    with np.errstate(invalid="ignore"):
+        out = joint - marginal
+        out[~np.isfinite(out) | (np.abs(joint) + np.abs(marginal) > PRECISE_LOG)] = np.nan
+    return np.asarray(out)
+
+
+def _joint_kernel(cx: MixedColumns, cy: MixedColumns) -> _kernels.Kernel | None:
+    """The kernel over ``x``'s and ``y``'s continuous columns together that is the product
+    of ``x``'s kernel and ``y``'s: the kernel given where one side has none, or where it
+    is a product (the Gaussian's is radial too); a radial kernel's ``-product`` twin for
+    one column each; else None."""
+    given, counts = cx.given, (len(cx.continuous), len(cy.continuous))
+    if min(counts) == 0 or given.product or _kernels.is_gaussian(given):
+        return given
+    twin = f"{given.name}-product"
+    if counts != (1, 1) or not _kernels.is_builtin(given) or twin not in _kernels.names():
+        return None
+    product = _kernels.get(twin)
+    return product if _kernels.is_builtin(product) else None
 
 
 def _nearest_limit(sample: Sides, qx: Any, qy: Any, y_form: str) -> np.ndarray:

@@ -16,10 +16,10 @@ from .._support.hints import ArrayLike, Bandwidth, KernelSpec
 from .._support.units import DensityUnits
 from .._support.validation import check_choice, check_points
 from ..bandwidth.subsample import Subsampled, subsampled_bandwidth
-from ..kernels.mixed import log_pair_terms, log_ratios
+from ..kernels.mixed import log_pair_terms
 from ..sums.observation_weights import sorted_rows
 from ..sums.pair_weights import shifted_weights
-from .conditional import sides
+from .conditional import Sides, log_conditional, sides
 from .criterion_checks import HeavyTailWarning, warn_where_tails_decide
 
 if TYPE_CHECKING:
@@ -31,9 +31,10 @@ __all__ = ["CONDITIONAL_SELECTORS", "conditional_criterion", "select_conditional
 CONDITIONAL_SELECTORS = ("cv_ml", "cv_ls", "normal_reference")
 
 
-def _loo_log_conditional(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> np.ndarray:
-    return np.asarray(log_ratios([(x, x, hx, cx, "density")], [(y, y, hy, cy, "density")],
-                                 leave_out=True))  # fmt: skip
+def _loo_log_conditional(sample: Sides) -> np.ndarray:
+    """``log f̂₋ₗ(y_l | x_l)`` of every row (:func:`.conditional.log_conditional`)."""
+    rows = np.arange(sample.x.shape[0])
+    return log_conditional(sample, sample.x, sample.y, left_out=rows)
 
 
 def _least_squares(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> float:
@@ -65,10 +66,10 @@ def conditional_criterion(
     """The criterion :func:`select_conditional_bandwidth` minimises: the mean negative
     leave-one-out log conditional density (``cv_ml``) or the least-squares criterion
     (``cv_ls``, the Gaussian for continuous columns)."""
-    x, y, (cx, hx), (cy, hy) = sides(x, y, x_var_type, y_var_type, kernel, bandwidth,
-                                      y_bandwidth)  # fmt: skip
+    sample = sides(x, y, x_var_type, y_var_type, kernel, bandwidth, y_bandwidth)
+    x, y, (cx, hx), (cy, hy) = sample
     if method == "cv_ml":
-        values = _loo_log_conditional(x, y, hx, hy, cx, cy)
+        values = _loo_log_conditional(sample)
         return float(-np.mean(values)) if np.all(np.isfinite(values)) else math.inf
     if cy.continuous and not _kernels.is_gaussian(cy.kernel):
         raise ValueError(

@@ -34,15 +34,16 @@ __all__ = ["MixedColumns", "log_pair_terms", "log_ratios", "log_sums"]
 
 
 class MixedColumns:
-    """The columns of a mixed sample: ``var_type``, each categorical column's levels and
-    the continuous kernel (resolved for the number of continuous columns)."""
+    """The columns of a mixed sample: ``var_type``, each categorical column's levels, the
+    kernel as given and the continuous columns' kernel (resolved for their number)."""
 
     def __init__(self, x_train: np.ndarray, var_type: str, kernel):
         self.var_type = var_type
         self.continuous = [c for c, t in enumerate(var_type) if t == "c"]
         self.categorical = [c for c, t in enumerate(var_type) if t != "c"]
         self.levels = {c: np.unique(x_train[:, c]) for c in self.categorical}
-        self.kernel = _kernels.for_dimensions(_kernels.get(kernel), len(self.continuous))
+        self.given = _kernels.get(kernel)
+        self.kernel = _kernels.for_dimensions(self.given, len(self.continuous))
 
 
 def _log_categorical(a, b, lam: float, kind: str, count: int):
