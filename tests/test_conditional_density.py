@@ -296,18 +296,23 @@ def test_large_samples_summed_by_the_compiled_loops_equal_the_textbook(dims, sca
     )  # fmt: skip
 
 
-def test_tiny_x_bandwidths_in_the_criterion_keep_the_ratios_digits():
-    """At h = 2⁻²⁰ the leave-one-out log densities of rows with no twin are near −10⁵:
-    their difference would lose the conditional's digits, so each row's ratio is pooled
-    about its largest x weight, leaving its own row out; the twins' rows are not."""
+def test_leave_one_out_rows_far_from_the_others_keep_the_ratios_digits():
+    """Rows with no other within 23 bandwidths have leave-one-out log densities below
+    −500: their difference would carry more than 2⁻⁵³·512 into the ratio, so each is
+    pooled about its largest x weight, leaving its own row out; the twins' rows are the
+    compiled loop's joint and marginal densities."""
     from attnpool.density.conditional import _by_densities, sides
 
     rng = np.random.default_rng(3)
-    x = np.r_[rng.normal(size=300), np.repeat(np.arange(-5.0, 5.0), 10)][:, None]
-    y = rng.normal(size=(400, 1))
-    hx, hy = np.array([2.0**-20]), np.array([0.4])
+    x = np.r_[rng.uniform(-2000, 2000, 100), np.repeat(np.arange(-5.0, 5.0), 10)][:, None]
+    y = rng.normal(size=(200, 1))
+    hx, hy = np.array([1.0]), np.array([0.4])
     sample = sides(x, y, None, None, "gaussian", hx, hy)
-    pooled = np.isnan(_by_densities(sample, x, y, np.arange(400)))
-    assert pooled[:300].sum() > 290 and not pooled[300:].any()
+    pooled = np.isnan(_by_densities(sample, x, y, np.arange(200)))
+    assert pooled[:100].sum() > 20 and not pooled[100:].any()  # (36 of them)
     want = _textbook_log_conditional(x, y, x, y, hx, hy, leave_out=True)
     assert conditional_criterion(x, y, hx, hy) == pytest.approx(-np.mean(want), rel=1e-13)
+    for bandwidth in (2.0**-20, 2.0**-40):  # tiny: NumPy's pooled pairs
+        want = _textbook_log_conditional(x, y, x, y, bandwidth, hy, leave_out=True)
+        assert conditional_criterion(x, y, bandwidth, hy) == pytest.approx(-np.mean(want),
+                                                                           rel=1e-13)  # fmt: skip

@@ -207,7 +207,9 @@ def _by_densities(sample: Sides, qx: Any, qy: Any, left_out: Any) -> np.ndarray:
     (:func:`attnpool.density.methods.exact_normalised_log_sums`); NaN where that is not
     the conditional to ``2⁻⁵³·PRECISE_LOG`` — no ``x`` weight, a non-finite joint, a
     joint kernel that is no product of ``x``'s and ``y``'s (:func:`_joint_kernel`), or
-    logarithms beyond :data:`PRECISE_LOG`."""
+    logarithms beyond :data:`PRECISE_LOG` — and everywhere where the planner gives the
+    joint NumPy pairs (the pooled form's one pass over them is cheaper than two)."""
+    from ..methods.backends.exact import exact_plan
     from .methods import exact_normalised_log_sums, mixed_problem
 
     x, y, (cx, hx), (cy, hy) = sample
@@ -216,9 +218,11 @@ def _by_densities(sample: Sides, qx: Any, qy: Any, left_out: Any) -> np.ndarray:
         return np.full(qx.shape[0], np.nan)
     both = np.hstack([x, y])
     joint_columns = MixedColumns(both, cx.var_type + cy.var_type, kernel)
-    joint = exact_normalised_log_sums(mixed_problem(
-        np.hstack([qx, qy]), both, np.concatenate([hx, hy]), joint_columns, left_out=left_out,
-    ))  # fmt: skip
+    joint_problem = mixed_problem(np.hstack([qx, qy]), both, np.concatenate([hx, hy]),
+                                  joint_columns, left_out=left_out)  # fmt: skip
+    if exact_plan(joint_problem).by_numpy:  # (one pooled pass over the pairs costs less)
+        return np.full(qx.shape[0], np.nan)
+    joint = exact_normalised_log_sums(joint_problem)
     marginal = exact_normalised_log_sums(mixed_problem(qx, x, hx, cx, left_out=left_out))
     with np.errstate(invalid="ignore"):
         out = joint - marginal

@@ -11,16 +11,24 @@ import numpy as np
 
 from ...sums.backends import NUMPY_PAIRS, Backend, exact_log_sums
 from ...sums.facts import finish_facts
-from ...sums.plan import plan
+from ...sums.plan import Plan, plan
 from ...sums.problem import LogSums, SumProblem
 from . import compiled_loop, expansions, support
 
-__all__ = ["EXACT_HOST", "EXACT_ON_HOST", "exact_host_backend", "exact_sums", "settled_sums"]
+__all__ = [
+    "EXACT_HOST", "EXACT_ON_HOST", "exact_host_backend", "exact_plan", "exact_sums", "settled_sums",
+]  # fmt: skip
 
 #: The exact host backends a re-sum may take, by name.
 EXACT_HOST = {b.name: b for b in (expansions.BACKEND, support.BACKEND, compiled_loop.BACKEND)}
 #: The backends of the exact tables' host rules: NumPy pairs and the exact host backends.
 EXACT_ON_HOST: dict[str, Backend] = {NUMPY_PAIRS.name: NUMPY_PAIRS, **EXACT_HOST}
+
+
+def exact_plan(problem: SumProblem, table: str = "finish") -> Plan:
+    """The planner's choice for summing every pair of ``problem`` exactly, by its
+    ``table`` (``"finish"`` or ``"chunk"``)."""
+    return plan(finish_facts(problem)._replace(task=table))
 
 
 def exact_sums(problem: SumProblem, table: str = "finish") -> LogSums:
@@ -30,7 +38,7 @@ def exact_sums(problem: SumProblem, table: str = "finish") -> LogSums:
     ``sparse``, ``native``: no JAX) or the compiled exact engine
     (:mod:`attnpool.engines.compiled_backends`) —, or ``"chunk"``, a Dask chunk's (the
     same without NumPy pairs); the rows it does not vouch for by NumPy pairs."""
-    name = plan(finish_facts(problem)._replace(task=table)).backend
+    name = exact_plan(problem, table).backend
     backend = _exact_backend(name)
     return settled_sums(name, problem, backend.log_sums(problem), exact_log_sums)
 
