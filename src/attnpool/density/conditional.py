@@ -178,12 +178,13 @@ def _log_pooled(sample: Sides, x_query: Any, y_query: Any, y_form: str) -> np.nd
 
 def log_conditional(
     sample: Sides, qx: np.ndarray, qy: np.ndarray, y_form: str = "density",
-    left_out: np.ndarray | None = None,
+    left_out: np.ndarray | None = None, weights: np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
-    """``(k,)``: ``log Σ_i K_h(x, x_i) T_b(y, y_i) − log Σ_i K_h(x, x_i)`` of the checked
-    ``sample`` at the pairs ``(qx[i], qy[i])``, ``T`` the ``y_form`` of ``y``'s kernel
-    (:func:`attnpool.kernels.mixed.log_pair_terms`); ``left_out (k,)``: the training row
-    each pair leaves out (leave-one-out), or None. NaN where no ``x`` weight is left.
+    """``(k,)``: ``log Σ_i ω_i K_h(x, x_i) T_b(y, y_i) − log Σ_i ω_i K_h(x, x_i)`` of the
+    checked ``sample`` at the pairs ``(qx[i], qy[i])``, ``T`` the ``y_form`` of ``y``'s
+    kernel (:func:`attnpool.kernels.mixed.log_pair_terms`); ``left_out (k,)``: the
+    training row each pair leaves out (leave-one-out), or None; ``weights (n,)``: the
+    training rows' ``ω > 0`` (None: ones). NaN where no ``x`` weight is left.
 
     A density is the joint's and ``x``'s log densities (:func:`_by_densities`: the sums
     layer's exact backends); the rows they cannot give — a distribution function, a joint
@@ -193,16 +194,18 @@ def log_conditional(
     x, y, (cx, hx), (cy, hy) = sample
     out = np.full(qx.shape[0], np.nan)
     if y_form == "density":
-        out = _by_densities(sample, qx, qy, left_out)
+        out = _by_densities(sample, qx, qy, left_out, weights)
     pooled = np.flatnonzero(np.isnan(out))
     if pooled.size:
-        weights, terms = (qx[pooled], x, hx, cx, "density"), (qy[pooled], y, hy, cy, y_form)
+        x_terms, y_terms = (qx[pooled], x, hx, cx, "density"), (qy[pooled], y, hy, cy, y_form)
         leave_out = False if left_out is None else left_out[pooled]
-        out[pooled] = log_ratios([weights], [terms], leave_out=leave_out)
+        out[pooled] = log_ratios([x_terms], [y_terms], leave_out=leave_out, weights=weights)
     return out
 
 
-def _by_densities(sample: Sides, qx: Any, qy: Any, left_out: Any) -> np.ndarray:
+def _by_densities(
+    sample: Sides, qx: Any, qy: Any, left_out: Any, weights: Any = None
+) -> np.ndarray:
     """``log f̂(x, y) − log f̂(x)`` by the sums layer's exact backends
     (:func:`attnpool.density.methods.exact_normalised_log_sums`); NaN where that is not
     the conditional to ``2⁻⁵³·PRECISE_LOG`` — no ``x`` weight, a non-finite joint, a
@@ -219,11 +222,11 @@ def _by_densities(sample: Sides, qx: Any, qy: Any, left_out: Any) -> np.ndarray:
     both = np.hstack([x, y])
     joint_columns = MixedColumns(both, cx.var_type + cy.var_type, kernel)
     joint_problem = mixed_problem(np.hstack([qx, qy]), both, np.concatenate([hx, hy]),
-                                  joint_columns, left_out=left_out)  # fmt: skip
+                                  joint_columns, weights, left_out)  # fmt: skip
     if exact_plan(joint_problem).by_numpy:  # (one pooled pass over the pairs costs less)
         return np.full(qx.shape[0], np.nan)
     joint = exact_normalised_log_sums(joint_problem)
-    marginal = exact_normalised_log_sums(mixed_problem(qx, x, hx, cx, left_out=left_out))
+    marginal = exact_normalised_log_sums(mixed_problem(qx, x, hx, cx, weights, left_out))
     with np.errstate(invalid="ignore"):
         out = joint - marginal
         out[~np.isfinite(out) | (np.abs(joint) + np.abs(marginal) > PRECISE_LOG)] = np.nan

@@ -20,7 +20,13 @@ from ..kernels.mixed import log_pair_terms
 from ..sums.observation_weights import sorted_rows
 from ..sums.pair_weights import shifted_weights
 from .conditional import Sides, log_conditional, sides
-from .criterion_checks import HeavyTailWarning, warn_where_tails_decide
+from .criterion_checks import (
+    TIES_ADVICE,
+    HeavyTailWarning,
+    warn_at_floor,
+    warn_where_copies_decide,
+    warn_where_tails_decide,
+)
 
 if TYPE_CHECKING:
     from ..bandwidth.search import BandwidthSelection
@@ -31,17 +37,32 @@ __all__ = ["CONDITIONAL_SELECTORS", "conditional_criterion", "select_conditional
 CONDITIONAL_SELECTORS = ("cv_ml", "cv_ls", "normal_reference")
 
 
-def _loo_log_conditional(sample: Sides) -> np.ndarray:
-    """``log f̂₋ₗ(y_l | x_l)`` of every row (:func:`.conditional.log_conditional`)."""
-    rows = np.arange(sample.x.shape[0])
-    return log_conditional(sample, sample.x, sample.y, left_out=rows)
+def _criterion(sample: Sides, method: str, counts: np.ndarray | None = None) -> float:
+    """:func:`conditional_criterion` of the checked ``sample``; ``counts (n,)``: each row
+    standing for that many copies of itself, left out together (None: ones)."""
+    x, y, _, (cy, _) = sample
+    if method == "cv_ml":
+        rows = np.arange(x.shape[0])
+        values = log_conditional(sample, x, y, left_out=rows, weights=counts)
+        if not np.all(np.isfinite(values)):
+            return math.inf
+        return float(-np.average(values, weights=counts))
+    if cy.continuous and not _kernels.is_gaussian(cy.kernel):
+        raise ValueError(
+            f"kernel: cv_ls integrates f̂² by the kernel's convolution, the Gaussian's; "
+            f"received {cy.kernel.name!r} (use cv_ml)"
+        )
+    return _least_squares(sample, counts)
 
 
-def _least_squares(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> float:
+def _least_squares(sample: Sides, counts: np.ndarray | None) -> float:
     """The conditional ``cv_ls`` criterion (module docstring), rows of ``x``'s weights
-    shifted by their largest (each row's ratio is scale-free)."""
+    shifted by their largest (each row's ratio is scale-free); ``counts`` as
+    :func:`_criterion`'s."""
+    x, y, (cx, hx), (cy, hy) = sample
     own_rows = np.arange(x.shape[0])
-    w, _, empty = shifted_weights(log_pair_terms(x, x, hx, cx, "density"), left_out=own_rows)
+    log_w = log_pair_terms(x, x, hx, cx, "density")
+    w, _, empty = shifted_weights(log_w, left_out=own_rows, weights=counts)
     if np.any(empty):
         return math.inf
     log_c = log_pair_terms(y, y, hy, cy, "convolution")
@@ -49,7 +70,7 @@ def _least_squares(x: Any, y: Any, hx: Any, hy: Any, cx: Any, cy: Any) -> float:
     square = np.einsum("lj,lj->l", w @ np.exp(log_c - shift), w) * math.exp(shift)
     total = w.sum(axis=1)
     own = np.einsum("lj,lj->l", w, np.exp(log_pair_terms(y, y, hy, cy, "density")))
-    return float(np.mean(square / total**2 - 2.0 * own / total))
+    return float(np.average(square / total**2 - 2.0 * own / total, weights=counts))
 
 
 def conditional_criterion(
@@ -66,17 +87,7 @@ def conditional_criterion(
     """The criterion :func:`select_conditional_bandwidth` minimises: the mean negative
     leave-one-out log conditional density (``cv_ml``) or the least-squares criterion
     (``cv_ls``, the Gaussian for continuous columns)."""
-    sample = sides(x, y, x_var_type, y_var_type, kernel, bandwidth, y_bandwidth)
-    x, y, (cx, hx), (cy, hy) = sample
-    if method == "cv_ml":
-        values = _loo_log_conditional(sample)
-        return float(-np.mean(values)) if np.all(np.isfinite(values)) else math.inf
-    if cy.continuous and not _kernels.is_gaussian(cy.kernel):
-        raise ValueError(
-            f"kernel: cv_ls integrates f̂² by the kernel's convolution, the Gaussian's; "
-            f"received {cy.kernel.name!r} (use cv_ml)"
-        )
-    return _least_squares(x, y, hx, hy, cx, cy)
+    return _criterion(sides(x, y, x_var_type, y_var_type, kernel, bandwidth, y_bandwidth), method)
 
 
 def select_conditional_bandwidth(
@@ -129,7 +140,7 @@ def select_conditional_bandwidth(
     """
     from ..bandwidth.search import BandwidthSelection
     from ..sums.local_model import model_for
-    from .selection import NO_GRID, normal_reference, search
+    from .selection import NO_GRID, normal_reference
 
     check_choice(method, "method", CONDITIONAL_SELECTORS)
     x = np.asarray(check_points(x, "x"), np.float64)
@@ -166,19 +177,51 @@ def select_conditional_bandwidth(
             _warn_where_responses_tails_decide(found, y, d, var_type, kernel)
         return found
 
-    # y's density, at unit scale (DensityUnits); the rows decide, not their order
-    units = DensityUnits.of(both, model.continuous, range(d, both.shape[1]))
-    both = units.apply(both)
-    x_rows, y_rows, _ = sorted_rows(both[:, :d], both[:, d:], None)
+    found = _searched(x, y, model, method, progress)
 
-    def objective(h: Any) -> float:
-        return conditional_criterion(x_rows, y_rows, h[:d], h[d:], method=method, kernel=kernel,
-                                     x_var_type=x_var_type, y_var_type=y_var_type)  # fmt: skip
+    def merged_search(merged: np.ndarray, *, weights: np.ndarray, **_: Any) -> BandwidthSelection:
+        return _searched(merged[:, :d], merged[:, d:], model, method, counts=weights)
 
-    found = search(objective, np.hstack([x_rows, y_rows]), model, method, progress, units=units)
+    # copies (a bootstrap resample) may take the search to its floor: their warning then
+    # names the bandwidth with each row's copies left out together
+    if not warn_where_copies_decide(found, (both, None), model, kernel, merged_search,
+                                    COPIES_ADVICE, at_floor=True):  # fmt: skip
+        warn_at_floor(found, both, model, TIES_ADVICE)
     if method == "cv_ml":
         _warn_where_responses_tails_decide(found, y, d, var_type, kernel)
     return found
+
+
+#: What to do where rows repeat as copies: the bandwidths their merged rows select.
+COPIES_ADVICE = (
+    "Where the repeats are copies of one observation (a bootstrap resample, data given "
+    "twice), pass those (x's columns, then y's) as bandwidth= and y_bandwidth="
+)
+
+
+def _searched(
+    x: np.ndarray, y: np.ndarray, model: Any, method: str,
+    progress: Callable[[int, int], None] | None = None, counts: np.ndarray | None = None,
+) -> BandwidthSelection:  # fmt: skip
+    """The grid-then-refine search of ``method``'s criterion over ``x``'s columns, then
+    ``y``'s (``model``: their var types and kernel), ``counts`` as :func:`_criterion`'s;
+    at unit scale (:class:`~attnpool._support.units.DensityUnits`, ``y`` a density's), the
+    rows in their sorted order (they decide, not their order)."""
+    from .selection import search
+
+    d = x.shape[1]
+    both = np.hstack([x, y])
+    units = DensityUnits.of(both, model.continuous, range(d, both.shape[1]))
+    both = units.apply(both)
+    x_rows, y_rows, counts = sorted_rows(both[:, :d], both[:, d:], counts)
+    x_type, y_type = model.var_type[:d], model.var_type[d:]
+
+    def objective(h: Any) -> float:
+        sample = sides(x_rows, y_rows, x_type, y_type, model.kernel, h[:d], h[d:])
+        return _criterion(sample, method, counts)
+
+    return search(objective, np.hstack([x_rows, y_rows]), model, method, progress, units=units,
+                  weights=counts)  # fmt: skip
 
 
 def _warn_where_responses_tails_decide(

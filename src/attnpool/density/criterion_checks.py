@@ -25,7 +25,10 @@ __all__ = [
     "COPIES_ADVICE",
     "COPIES_DECIDE",
     "TAILS_DECIDE",
+    "TIES_ADVICE",
     "HeavyTailWarning",
+    "columns_on_floor",
+    "warn_at_floor",
     "warn_where_copies_decide",
     "warn_where_tails_decide",
 ]
@@ -36,9 +39,41 @@ COPIES_ADVICE = (
     "where the repeats are copies of one observation (a bootstrap resample, data given "
     "twice), give each distinct row once with its count as its weight"
 )
+#: What to do where tied values, recorded to a resolution, leave a search at its floor.
+TIES_ADVICE = "with so many ties prefer 'normal_reference' or 'cv_ml'"
 #: A cross-validated bandwidth this many times below the one with each repeated row's
 #: copies left out together is set by the copies.
 COPIES_DECIDE = 1.5
+
+
+def columns_on_floor(found: BandwidthSelection, x: np.ndarray, model: Any) -> list[int]:
+    """The continuous columns of ``x (n, d)`` whose searched bandwidth in ``found`` is at
+    the floor that their tied values set (:mod:`attnpool.bandwidth.resolution`)."""
+    cont = list(model.continuous)
+    floor = np.zeros(x.shape[1])
+    floor[cont] = bandwidth_floor(x[:, cont])
+    return np.flatnonzero((floor > 0) & (found.bandwidth <= floor * FLOOR_REACHED)).tolist()
+
+
+def warn_at_floor(
+    found: BandwidthSelection, x: np.ndarray, model: Any, copies_advice: str = COPIES_ADVICE
+) -> None:
+    """A :class:`TiedDataWarning` where the search ``found`` of ``x (n, d)`` stopped at
+    the floor of a column's tied values: its criterion has no optimum above it. Its
+    advice: ``copies_advice`` where the ties are copies (off any lattice of a
+    resolution), else :data:`TIES_ADVICE`."""
+    columns = columns_on_floor(found, x, model)
+    if not columns:
+        return
+    copies = not all(on_lattice(x[:, j]) for j in columns)
+    warnings.warn(
+        f"bandwidth: the {found.method} criterion still falls at half the resolution of the "
+        f"tied values of column(s) {columns} (bandwidth "
+        f"{', '.join(f'{h:.4g}' for h in found.bandwidth[columns])}): that is the search's "
+        f"floor, not an optimum; {copies_advice if copies else TIES_ADVICE}",
+        TiedDataWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def warn_where_copies_decide(
@@ -47,45 +82,51 @@ def warn_where_copies_decide(
     model: Any,
     kernel: KernelSpec,
     select: Callable[..., BandwidthSelection],
-) -> None:
+    advice: str | None = None,
+    at_floor: bool = False,
+) -> bool:
     """A :class:`TiedDataWarning` where rows of ``given = (x (n, d), weights)`` repeat
     exactly and set the cross-validated bandwidth ``found``: each repeated row is then
     predicted by its own copies, and the criterion favours spikes at them — a bootstrap
     resample of a normal sample chose a fifth of the sample's bandwidth. The search is
     run again with each row's copies merged into one of their total weight (left out
-    together) and compared. Not where every continuous column's values lie on the
+    together: ``select(merged, method=, kernel=, var_type=, weights=counts)``) and
+    compared; ``advice``: the warning's last sentence (None: give the counts as weights,
+    :data:`COPIES_ADVICE`). Not where every continuous column's values lie on the
     lattice of its resolution (values recorded to a precision, whose ties are distinct
     observations: leaving them out together would predict each from the next recorded
-    values), nor where the search stopped at the floor that tied values set
-    (:mod:`attnpool.bandwidth.resolution`), which warns of its own."""
+    values), nor — unless ``at_floor`` — where the search stopped at the floor that tied
+    values set (:func:`warn_at_floor` says so). Whether it warned."""
     x, weights = given
     cont = list(model.continuous)
     relative = None if weights is None else weights / np.max(weights)  # (totals finite)
     merged, _, counts = merged_rows(x, x[:, :0], relative)
     if not cont or merged.shape[0] == x.shape[0] or merged.shape[0] < 3:
-        return
-    floor = bandwidth_floor(x[:, cont])
-    if np.any((floor > 0) & (found.bandwidth[cont] <= floor * FLOOR_REACHED)):
-        return
+        return False
+    if not at_floor and columns_on_floor(found, x, model):
+        return False
     if all(on_lattice(x[:, j]) for j in cont):  # values recorded to a resolution: their
-        return  # ties are distinct observations (the floor's case), not copies
+        return False  # ties are distinct observations (the floor's case), not copies
     with warnings.catch_warnings():  # (the search of the copies merged: its own warnings
         warnings.simplefilter("ignore", HeavyTailWarning)  # are the sample's, said below)
         apart = select(merged, method=found.method, kernel=kernel, var_type=model.var_type,
                        weights=counts)  # fmt: skip
     ratio = apart.bandwidth[cont] / found.bandwidth[cont]
     if not np.any(ratio > COPIES_DECIDE):
-        return
+        return False
     shown = ", ".join(f"{h:.4g}" for h in found.bandwidth[cont])
     apart_shown = ", ".join(f"{h:.4g}" for h in apart.bandwidth[cont])
+    if advice is None:
+        advice = COPIES_ADVICE[0].upper() + COPIES_ADVICE[1:] + ", which selects that"
     warnings.warn(
         f"bandwidth: {x.shape[0] - merged.shape[0]} of the {x.shape[0]} rows repeat another "
         f"exactly, and they set the {found.method} bandwidth ({shown}): each is predicted "
         f"by its own copies; with each row's copies left out together it is "
-        f"{apart_shown}. " + COPIES_ADVICE[0].upper() + COPIES_ADVICE[1:] + ", which selects that",
+        f"{apart_shown}. {advice}",
         TiedDataWarning,
         stacklevel=user_stacklevel(),
     )
+    return True
 
 
 class HeavyTailWarning(UserWarning):

@@ -16,7 +16,7 @@ from .._support.hints import ArrayLike, KernelSpec
 from .._support.units import DensityUnits, power_of_two_above
 from .._support.validation import check_choice, check_points
 from ..bandwidth.grid import GRID, SearchLine, multipliers, search_line
-from ..bandwidth.resolution import FLOOR_REACHED, TiedDataWarning, bandwidth_floor, on_lattice
+from ..bandwidth.resolution import bandwidth_floor
 from ..bandwidth.rules import (
     CATEGORICAL_START,
     observation_count,
@@ -41,8 +41,8 @@ from ..sums.observation_weights import (
 )
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
 from .criterion_checks import (
-    COPIES_ADVICE,
     HeavyTailWarning,
+    warn_at_floor,
     warn_where_copies_decide,
     warn_where_tails_decide,
 )
@@ -186,6 +186,7 @@ def select_density_bandwidth(
     estimate = None if expanded is None else expanded.estimate
     found = search(objective, x, model, method, progress, grid_objective=estimate, units=units,
                    weights=weights)  # fmt: skip
+    warn_at_floor(found, given[0], model)
     warn_where_copies_decide(found, given, model, kernel, select_density_bandwidth)
     if method == "cv_ml":
         warn_where_tails_decide(found, given, model, kernel)
@@ -259,25 +260,9 @@ def search(
     theta, value = _categorical_edges(counted, theta, value, model)
     calls = counted.calls + (0 if estimated is None else estimated.calls)
     bandwidth = bandwidth_of(theta, model)
-    on_floor = np.flatnonzero((floor > 0) & (bandwidth <= floor * FLOOR_REACHED))
     if units is not None:
         bandwidth, value = units.bandwidth(bandwidth), float(units.objective(value, method))
         objectives = units.objective(objectives, method)
-    if on_floor.size:
-        copies = not all(on_lattice(x[:, j]) for j in on_floor)
-        warnings.warn(
-            f"bandwidth: the {method} criterion still falls at half the resolution of the "
-            f"tied values of column(s) {on_floor.tolist()} (bandwidth "
-            f"{', '.join(f'{h:.4g}' for h in bandwidth[on_floor])}): that is the search's "
-            "floor, not an optimum; "
-            + (
-                COPIES_ADVICE
-                if copies
-                else "with so many ties prefer 'normal_reference' or 'cv_ml'"
-            ),
-            TiedDataWarning,
-            stacklevel=3,
-        )
     grid = (multipliers(len(thetas)), objectives)
     return BandwidthSelection(bandwidth, value, method, grid, True, calls)
 

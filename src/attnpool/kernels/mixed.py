@@ -136,14 +136,14 @@ def log_sums(parts, *, leave_out=False, weights=None):
     return log_row_sums(terms, n, m, weights=weights, left_out=left_out)
 
 
-def log_ratios(weight_parts, value_parts, *, leave_out=False):
-    """``(n,)``: ``log(Σ_j W_ij V_ij / Σ_j W_ij)``, ``W`` and ``V`` the products of the
-    terms of :func:`log_pair_terms` of ``weight_parts`` and ``value_parts`` (as
+def log_ratios(weight_parts, value_parts, *, leave_out=False, weights=None):
+    """``(n,)``: ``log(Σ_j ω_j W_ij V_ij / Σ_j ω_j W_ij)``, ``W`` and ``V`` the products of
+    the terms of :func:`log_pair_terms` of ``weight_parts`` and ``value_parts`` (as
     :func:`log_sums` takes its parts): a conditional distribution, ``y``'s terms pooled
     under ``x``'s weights, each row's weights about their largest before ``y``'s terms
     join them (:func:`attnpool.sums.exact_pairs.log_row_ratios`) — a tiny ``x``
-    bandwidth's log weights would round ``y``'s away. ``leave_out`` as :func:`log_sums`'s.
-    NaN where no ``x`` weight is left."""
+    bandwidth's log weights would round ``y``'s away. ``leave_out`` as :func:`log_sums`'s;
+    ``weights (m,)``: ``ω > 0`` (None: ones). NaN where no ``x`` weight is left."""
     from ..sums.exact_pairs import log_row_ratios
 
     n, m = weight_parts[0][0].shape[0], weight_parts[0][1].shape[0]
@@ -152,8 +152,9 @@ def log_ratios(weight_parts, value_parts, *, leave_out=False):
         return lambda rows: sum(log_pair_terms(q[rows], k, h, columns, form)
                                 for q, k, h, columns, form in parts)  # fmt: skip
 
+    weights = None if weights is None else np.asarray(weights, np.float64)
     return log_row_ratios(terms(weight_parts), terms(value_parts), n, m,
-                          left_out=_left_out(n, leave_out))  # fmt: skip
+                          left_out=_left_out(n, leave_out), weights=weights)  # fmt: skip
 
 
 def _left_out(n: int, leave_out) -> np.ndarray | None:

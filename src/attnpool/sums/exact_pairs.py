@@ -126,22 +126,23 @@ def log_row_sums(
 
 def log_row_ratios(
     log_weights: Callable[[slice], np.ndarray], log_values: Callable[[slice], np.ndarray],
-    n: int, m: int, *, left_out: np.ndarray | None = None,
+    n: int, m: int, *, left_out: np.ndarray | None = None, weights: np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
-    """``(n,)``: ``log(Σ_j e^{A_ij} e^{B_ij} / Σ_j e^{A_ij})`` — the pool of ``e^B`` under
-    the weights ``e^A`` — of the pair terms ``log_weights(rows)`` (``A``) and
-    ``log_values(rows)`` (``B``), each ``(rows, m)``, a block of rows at a time. Each
+    """``(n,)``: ``log(Σ_j ω_j e^{A_ij} e^{B_ij} / Σ_j ω_j e^{A_ij})`` — the pool of
+    ``e^B`` under the weights ``ω e^A`` — of the pair terms ``log_weights(rows)`` (``A``)
+    and ``log_values(rows)`` (``B``), each ``(rows, m)``, a block of rows at a time. Each
     row's ``A`` is taken about its largest before ``B`` is added: at a tiny bandwidth
     ``A`` is near ``−1e17``, beside which ``A + B`` would round ``B`` away, and the
     difference of two such logarithms would keep none of the answer's digits.
-    ``left_out (n,)``: the key each row leaves out (``−1``: none). NaN where no pair
-    weighs (``0 / 0``), ``−inf`` where only pairs of ``B = −inf`` do."""
+    ``left_out (n,)``: the key each row leaves out (``−1``: none); ``weights (m,)``:
+    ``ω > 0`` (None: ones), multiplying after the row's shift. NaN where no pair weighs
+    (``0 / 0``), ``−inf`` where only pairs of ``B = −inf`` do."""
     out = np.empty(n)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for rows in row_blocks(n, m):
             logs = np.array(log_weights(rows), np.float64)  # (a copy: the shares overwrite it)
             np.fmax(logs, -np.inf, out=logs)
-            shares, _ = _row_shares(logs, None if left_out is None else left_out[rows], None)
+            shares, _ = _row_shares(logs, None if left_out is None else left_out[rows], weights)
             values = np.asarray(log_values(rows), np.float64)
             weighs = shares > 0
             top = np.max(np.where(weighs, values, -np.inf), axis=1)
