@@ -391,3 +391,33 @@ def test_the_command_line_names_the_copies_bandwidth_in_its_order(tmp_path, monk
                  "--bandwidth", f"{given_first[1]},{given_first[0]}"])  # fmt: skip
     assert code == 0 and not [line for line in capsys.readouterr().err.splitlines()
                               if "warning" in line]  # fmt: skip
+
+
+def test_the_copies_warning_names_every_columns_bandwidth_to_pass():
+    """With a categorical column the warning names its λ too, x's columns then y's: the
+    numbers ``ConditionalDensity`` takes, whose criterion there is below the one at the
+    copies' bandwidths once each row's copies are left out together."""
+    from attnpool import TiedDataWarning
+    from attnpool.density.conditional import sides
+    from attnpool.density.conditional_selection import _criterion
+    from attnpool.sums.observation_weights import merged_rows
+
+    rng = np.random.default_rng(3)
+    x = np.c_[rng.normal(size=200), rng.integers(0, 3, 200)]
+    y = x[:, 0] + x[:, 1] + rng.normal(size=200)
+    pick = rng.integers(0, 200, 400)
+    with pytest.warns(TiedDataWarning, match="copies left out together") as caught:
+        found = select_conditional_bandwidth(x[pick], y[pick], x_var_type="cu")
+    message = str(caught[0].message)
+    shown = [float(v) for v in message.split("bandwidth (")[1].split(")")[0].split(", ")]
+    apart = [float(v) for v in message.split("it is ")[1].split(". Where")[0].split(", ")]
+    assert len(shown) == len(apart) == 3
+    np.testing.assert_allclose(shown, found.bandwidth, rtol=1e-3)
+    mx, my, counts = merged_rows(x[pick], y[pick, None], None)
+
+    def counted(h):
+        return _criterion(sides(mx, my, "cu", "c", "gaussian", h[:2], h[2:]), "cv_ml", counts)
+
+    assert counted(np.array(apart)) < counted(found.bandwidth)
+    model = ConditionalDensity(bandwidth=apart, x_var_type="cu").fit(x[pick], y[pick])
+    np.testing.assert_allclose([*model.bandwidth_, *model.y_bandwidth_], apart)

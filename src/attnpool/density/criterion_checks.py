@@ -114,8 +114,8 @@ def warn_where_copies_decide(
     ratio = apart.bandwidth[cont] / found.bandwidth[cont]
     if not np.any(ratio > COPIES_DECIDE):
         return False
-    shown = ", ".join(f"{h:.4g}" for h in found.bandwidth[cont])
-    apart_shown = ", ".join(f"{h:.4g}" for h in apart.bandwidth[cont])
+    shown = ", ".join(f"{h:.4g}" for h in found.bandwidth)  # (λ too: what to pass)
+    apart_shown = ", ".join(f"{h:.4g}" for h in apart.bandwidth)
     if advice is None:
         advice = COPIES_ADVICE[0].upper() + COPIES_ADVICE[1:] + ", which selects that"
     warnings.warn(
