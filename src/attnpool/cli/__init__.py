@@ -319,6 +319,7 @@ OPTION_WORDS = {
     "a rule of thumb ('scott')": "a rule of thumb (--bandwidth scott)",
     "'cv_ls' or 'isj' are not so set": "--bandwidth cv_ls or isj are not so set",
     "prefer 'normal_reference' or 'cv_ml'": "prefer --bandwidth normal_reference or cv_ml",
+    "prefer 'normal_reference'": "prefer --bandwidth normal_reference",
     "pass those (x's columns, then y's) as bandwidth= and y_bandwidth=": (
         "pass those as --bandwidth, comma-separated, the --x columns' first (listed here "
         "after the --given columns')"

@@ -25,6 +25,7 @@ from .criterion_checks import (
     HeavyTailWarning,
     warn_at_floor,
     warn_where_copies_decide,
+    warn_where_near_ties_decide,
     warn_where_tails_decide,
 )
 
@@ -187,6 +188,7 @@ def select_conditional_bandwidth(
     if not warn_where_copies_decide(found, (both, None), model, kernel, merged_search,
                                     COPIES_ADVICE, at_floor=True):  # fmt: skip
         warn_at_floor(found, both, model, TIES_ADVICE)
+    warn_where_near_ties_decide(found, both, model)
     if method == "cv_ml":
         _warn_where_responses_tails_decide(found, y, d, var_type, kernel)
     return found

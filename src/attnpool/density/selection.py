@@ -44,6 +44,7 @@ from .criterion_checks import (
     HeavyTailWarning,
     warn_at_floor,
     warn_where_copies_decide,
+    warn_where_near_ties_decide,
     warn_where_tails_decide,
 )
 
@@ -188,6 +189,7 @@ def select_density_bandwidth(
                    weights=weights)  # fmt: skip
     warn_at_floor(found, given[0], model)
     warn_where_copies_decide(found, given, model, kernel, select_density_bandwidth)
+    warn_where_near_ties_decide(found, given[0], model)
     if method == "cv_ml":
         warn_where_tails_decide(found, given, model, kernel)
     return found
