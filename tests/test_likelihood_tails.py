@@ -4,6 +4,7 @@ criterion's, with a HeavyTailWarning where it is many times the robust rule of t
 (:func:`attnpool.density.criterion_checks.warn_where_tails_decide`); samples without such rows
 get no warning."""
 
+import re
 import warnings
 
 import numpy as np
@@ -160,3 +161,26 @@ def test_ties_jittered_apart_are_named_where_they_set_the_bandwidth(tmp_path, mo
     assert main(["density", "jittered.csv", "--x", "x", "--bandwidth", "cv_ls"]) == 0
     warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert len(warning) == 1 and warning[0].endswith("prefer --bandwidth normal_reference")
+
+
+def test_a_subsampled_search_says_its_blocks_ties_once():
+    """Each block's search of tied (or jittered) values stops at their floor (or their
+    groups' spikes) and says so: the subsampled search gives one TiedDataWarning, with
+    how many of its blocks did — it gave one per block."""
+    from attnpool import TiedDataWarning
+    from attnpool.bandwidth.subsample import Subsampled
+
+    rng = np.random.default_rng(0)
+    tied = np.round(3 * rng.normal(size=3000))
+    jittered = tied + 1e-6 * rng.normal(size=3000)
+    for x, said in ((tied, "half the resolution"), (jittered, "tight groups")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            select_density_bandwidth(x, method="cv_ls", subsample=Subsampled(n_sub=300))
+            attnpool.select_conditional_bandwidth(rng.normal(size=3000), x, method="cv_ls",
+                                                  subsample=Subsampled(n_sub=300))  # fmt: skip
+        assert [w.category for w in caught] == [TiedDataWarning, TiedDataWarning]
+        assert str(caught[0].message).startswith("in 10 of the 10 blocks of rows searched")
+        for w in caught:
+            assert re.match(r"in \d+ of the 10 blocks of rows searched: ", str(w.message))
+            assert said in str(w.message)

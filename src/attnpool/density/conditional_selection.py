@@ -5,7 +5,6 @@ by the regressions' grid-then-refine search."""
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ from ..sums.pair_weights import shifted_weights
 from .conditional import Sides, log_conditional, sides
 from .criterion_checks import (
     TIES_ADVICE,
-    HeavyTailWarning,
+    BlockWarnings,
     warn_at_floor,
     warn_where_copies_decide,
     warn_where_near_ties_decide,
@@ -162,10 +161,10 @@ def select_conditional_bandwidth(
         return BandwidthSelection(normal_reference(both, model), math.nan, method, NO_GRID)
     d = x.shape[1]
     if subsample is not None:
+        blocks = BlockWarnings()  # (said once; heavy tails of the whole sample, below)
 
         def on_rows(rows: np.ndarray) -> np.ndarray:
-            with warnings.catch_warnings():  # (said once, of the whole sample, below)
-                warnings.simplefilter("ignore", HeavyTailWarning)
+            with blocks.kept():
                 found = select_conditional_bandwidth(
                     x[rows], y[rows], method=method, kernel=kernel, x_var_type=x_var_type,
                     y_var_type=y_var_type,
@@ -173,6 +172,7 @@ def select_conditional_bandwidth(
             return np.asarray(found.bandwidth)
 
         h = subsampled_bandwidth(on_rows, both, var_type, subsample)
+        blocks.say()
         found = BandwidthSelection(h, math.nan, method, NO_GRID)
         if method == "cv_ml":
             _warn_where_responses_tails_decide(found, y, d, var_type, kernel)

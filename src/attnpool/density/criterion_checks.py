@@ -10,8 +10,9 @@ the floor's: :mod:`attnpool.bandwidth.resolution`.)"""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__ = [
     "NEAR_TIE_SEPARATION",
     "TAILS_DECIDE",
     "TIES_ADVICE",
+    "BlockWarnings",
     "HeavyTailWarning",
     "columns_on_floor",
     "near_tie_groups",
@@ -189,6 +191,43 @@ def warn_where_near_ties_decide(found: BandwidthSelection, x: np.ndarray, model:
             stacklevel=user_stacklevel(),
         )
         return
+
+
+class BlockWarnings:
+    """The warnings of a subsampled search's blocks (:mod:`attnpool.bandwidth.subsample`),
+    said once: each block's search runs inside :meth:`kept`; :meth:`say` then gives the
+    first :class:`TiedDataWarning` with how many blocks gave one, and every other
+    warning once — a :class:`HeavyTailWarning` is the whole sample's, said by its caller.
+    """
+
+    def __init__(self) -> None:
+        self.blocks = 0
+        self.caught: list[warnings.WarningMessage] = []
+
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        """Run one block's search, keeping its warnings back."""
+        self.blocks += 1
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        self.caught += [w for w in caught if not issubclass(w.category, HeavyTailWarning)]
+
+    def say(self) -> None:
+        """The blocks' warnings, once."""
+        tied = [w for w in self.caught if issubclass(w.category, TiedDataWarning)]
+        if tied:
+            warnings.warn(
+                f"in {len(tied)} of the {self.blocks} blocks of rows searched: {tied[0].message}",
+                TiedDataWarning,
+                stacklevel=user_stacklevel(),
+            )
+        said = set()
+        for caught in self.caught:
+            if issubclass(caught.category, TiedDataWarning) or str(caught.message) in said:
+                continue
+            said.add(str(caught.message))
+            warnings.warn(caught.message, stacklevel=user_stacklevel())
 
 
 class HeavyTailWarning(UserWarning):

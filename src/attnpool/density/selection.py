@@ -6,7 +6,6 @@ regressions' global grid-then-refine search."""
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +40,7 @@ from ..sums.observation_weights import (
 )
 from .criteria import ExpandedLikelihood, by_expansions, least_squares_criterion, loo_log_density
 from .criterion_checks import (
-    HeavyTailWarning,
+    BlockWarnings,
     warn_at_floor,
     warn_where_copies_decide,
     warn_where_near_ties_decide,
@@ -135,14 +134,16 @@ def select_density_bandwidth(
         if weights is not None:
             raise ValueError("subsample: selects on unweighted samples; received weights")
 
+        blocks = BlockWarnings()  # (said once; heavy tails of the whole sample, below)
+
         def on_rows(rows: np.ndarray) -> np.ndarray:
-            with warnings.catch_warnings():  # (said once, of the whole sample, below)
-                warnings.simplefilter("ignore", HeavyTailWarning)
+            with blocks.kept():
                 found = select_density_bandwidth(x[rows], method=method, kernel=kernel,
                                                  var_type=model.var_type)  # fmt: skip
             return np.asarray(found.bandwidth)
 
         h = subsampled_bandwidth(on_rows, x, model.var_type, subsample)
+        blocks.say()
         found = BandwidthSelection(h, math.nan, method, NO_GRID)
         if method == "cv_ml":
             warn_where_tails_decide(found, (x, None), model, kernel)
