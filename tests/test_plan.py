@@ -99,6 +99,12 @@ DENSITY_TABLE = [
     (density(d=4, loops=True, in_loop_range=far, **GAUSSIAN), "stream", 7),  # 2¹² bandwidths
     (density(n=200, m=200, loops=True, device="gpu", in_range=never, **GAUSSIAN), "numpy", 2),
     (density(n=200, m=200, loops=True, truncating=False, in_range=never, **GAUSSIAN), "numpy", 2),
+    # a kernel that splits, in one column: sparse's prefix sums from 2¹⁶ pairs
+    (density(d=1, n=300, m=300, split=True, **COMPACT), "sparse", 5),
+    (density(d=1, n=200, m=200, split=True, in_range=never, **COMPACT), "numpy", 2),
+    (density(d=1, n=300, m=300, split=True, in_range=far, **COMPACT), "numpy", 2),
+    (density(d=1, n=300, m=300, in_range=never, **COMPACT), "numpy", 2),  # (the triweight)
+    (density(n=300, m=300, split=True, in_range=never, **COMPACT), "numpy", 2),  # d = 2
 ]
 
 
@@ -228,6 +234,10 @@ FINISH_TABLE = [
     (finish(gaussian=True, loops=True, truncating=False, in_range=never), "numpy", 1),
     (finish(gaussian=True, loops=True, categorical=True, in_range=never), "numpy", 1),
     (finish(d=1, gaussian=True, expansions_ready=True, degree=1, in_range=never), "numpy", 1),
+    (finish(d=1, split=True, **COMPACT), "sparse", 2),  # 3·10⁵ pairs ≥ 2¹⁶
+    (finish(d=1, n=10, split=True, in_range=never, **COMPACT), "numpy", 1),  # 3·10⁴ pairs
+    (finish(d=1, split=True, power=2, in_range=never, **COMPACT), "numpy", 1),
+    (finish(d=1, split=True, in_range=far, **COMPACT), "numpy", 1),
 ]
 
 

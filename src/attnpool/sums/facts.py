@@ -58,12 +58,14 @@ def _builtin_facts(kernel: Kernel) -> dict[str, Any]:
 
 def _read_kernel(kernel: Kernel) -> dict[str, Any]:
     from ..methods import sparse
+    from ..methods.prefix_sums import split_kernel
 
     distance = kernel.similarity == "distance"
     return {
         "gaussian": kernels.is_gaussian(kernel),
         "compact": kernel.compact,
         "radial": sparse.supports(kernel),
+        "split": split_kernel(kernel) is not None,
         "builtin": kernels.is_builtin(kernel),
         "tiled": kernel.base is None and kernel.similarity in ("distance", "dot"),
         "host_profile": distance and (kernels.is_builtin(kernel) or kernel.host),

@@ -33,11 +33,13 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 1     JAX arrays: by size (``n·m ≤ DENSE_MAX_PAIRS``)             ``dense`` /
                                                                   ``stream``
-2     ``n·m ≤ HOST_PAIRS``, unless the Gaussian where the         ``numpy``
-      compiled loops pay (built, ``n·m ≥ 2¹⁴``): the expansions
-      of one column, rule 6's loop of 2–16 within range
+2     ``n·m ≤ HOST_PAIRS``, unless a host backend pays: the       ``numpy``
+      Gaussian's compiled loops (built, ``n·m ≥ 2¹⁴``) — the
+      expansions of one column, rule 6's loop of 2–16 within
+      range —, or rule 5's prefix sums of a kernel that splits
+      (``n·m ≥ 2¹⁶``)
 3     the Gaussian in one column, within 2⁴⁰ bandwidths           ``fgt``
-4     ``n·m ≤ HOST_PAIRS``, unless rule 6's loop pays             ``numpy``
+4     ``n·m ≤ HOST_PAIRS``, unless rule 5 or 6 pays               ``numpy``
 5     a compact built-in kernel in one column, within range       ``sparse``
 6     a CPU, the Gaussian in 2–16 columns, the compiled loops,    ``native``
       within range and 2¹² bandwidths
@@ -107,7 +109,8 @@ rule  when                                                        backend
 1     signed weights or varying bandwidths (no other backend      ``numpy``
       sums them); a kernel NumPy evaluates, ``n·m·w ≤``
       ``NUMPY_MAX_WORK``, unless rule 2 or 3 takes the Gaussian
-      where its compiled loops pay (built, ``n·m ≥ 2¹⁴``)
+      where its compiled loops pay (built, ``n·m ≥ 2¹⁴``), or a
+      kernel that splits in one column (``n·m ≥ 2¹⁶``)
 2     ``K`` (not ``K²``) within 2⁴⁰ bandwidths, one column: the   ``fgt`` /
       Gaussian / a compact built-in kernel                        ``sparse``
 3     ``K`` within 2¹² bandwidths, a CPU, the Gaussian in 2–16    ``native``
@@ -165,6 +168,10 @@ HOST_PAIRS = 2**22
 #: Pairs from which one Gaussian column's density is summed by the expansions, where
 #: their compiled loop is built.
 EXPANSION_MIN_PAIRS = 2**14
+#: Pairs from which one column of a kernel that splits (boxcar, triangular,
+#: epanechnikov, cosine) is summed by ``sparse``'s prefix sums rather than NumPy's pairs
+#: (leave-one-out sums of 500 rows: 1.1 ms against 12 ms; of 200, 0.8 against 1.5).
+SPLIT_MIN_PAIRS = 2**16
 #: Rows² × numbers per pair up to which NumPy runs a CV search in one column (~45
 #: evaluations at up to ~50 ms: still cheaper than importing JAX and building
 #: programs), and in several (L-BFGS's 25–450 evaluations of ~1–10 ms).
@@ -212,6 +219,7 @@ class Facts(NamedTuple):
     gaussian: bool = False
     compact: bool = False
     radial: bool = True  # of the Euclidean norm, not a product (``sparse``'s balls)
+    split: bool = False  # a compact built-in kernel ``sparse`` sums by prefix sums in 1-D
     builtin: bool = True
     tiled: bool = True  # the tiled Pallas kernel takes it (non-negative)
     host_profile: bool = True  # a distance kernel whose profile NumPy evaluates
@@ -378,13 +386,15 @@ def _plan_density(f: Facts) -> Plan:
     gaussian_column = f.d == 1 and f.gaussian and f.truncating
     expansions_pay = pairs > HOST_PAIRS or (pairs >= EXPANSION_MIN_PAIRS and f.expansions_ready)
     native = f.d >= 2 and f.device == "cpu" and f.gaussian and f.truncating and f.loops
-    native_pays = native and pairs >= EXPANSION_MIN_PAIRS and f.in_loop_range()
-    if small and not (gaussian_column and expansions_pay) and not native_pays:
+    host_pays = (native and pairs >= EXPANSION_MIN_PAIRS and f.in_loop_range()) or (
+        f.d == 1 and f.split and pairs >= SPLIT_MIN_PAIRS and f.in_range()
+    )
+    if small and not (gaussian_column and expansions_pay) and not host_pays:
         return Plan("numpy", 2)
     in_range_column = f.d == 1 and f.in_range()
     if gaussian_column and in_range_column:
         return Plan("fgt", 3)
-    if small and not native_pays:
+    if small and not host_pays:
         return Plan("numpy", 4)
     if in_range_column and f.compact and f.builtin:
         return Plan("sparse", 5)
@@ -395,7 +405,7 @@ def _plan_density(f: Facts) -> Plan:
 
 def _plan_finish(f: Facts) -> Plan:
     small = f.n * f.m * f.outputs <= NUMPY_MAX_WORK
-    if f.pairs_only or (f.host_profile and small and not _loops_pay(f)):
+    if f.pairs_only or (f.host_profile and small and not _host_pays(f)):
         return Plan("numpy", 1)
     if f.degree or f.categorical:  # (no host method sums moments or categorical columns)
         return Plan("dense" if f.n * f.m <= DENSE_MAX_PAIRS else "stream", 4)
@@ -403,13 +413,16 @@ def _plan_finish(f: Facts) -> Plan:
     return Plan(found.backend, found.rule + 1)
 
 
-def _loops_pay(f: Facts) -> bool:
-    """Whether an exact re-sum of ``f`` is faster on the Gaussian's compiled loops than in
-    NumPy: from ``EXPANSION_MIN_PAIRS`` pairs, where they are built and serve it (measured,
-    leave-one-out sums of 1000 rows: one column 0.3 ms against NumPy's 16 ms, two 1.1 ms
-    against 21 ms)."""
-    if f.n * f.m < EXPANSION_MIN_PAIRS or f.degree or f.categorical:
+def _host_pays(f: Facts) -> bool:
+    """Whether an exact re-sum of ``f`` is faster on an exact host backend than in NumPy:
+    the Gaussian's compiled loops from ``EXPANSION_MIN_PAIRS`` pairs, where they are
+    built and serve it (measured, leave-one-out sums of 1000 rows: one column 0.3 ms
+    against NumPy's 16 ms, two 1.1 ms against 21 ms); a kernel that splits, in one
+    column, by ``sparse``'s prefix sums from ``SPLIT_MIN_PAIRS``."""
+    if f.n * f.m < EXPANSION_MIN_PAIRS or f.degree or f.categorical or f.power != 1:
         return False
+    if f.d == 1 and f.split:
+        return f.n * f.m >= SPLIT_MIN_PAIRS and f.in_range()
     if f.d == 1:
         return f.gaussian and f.truncating and f.power == 1 and f.expansions_ready and f.in_range()
     loop = f.gaussian and f.truncating and f.power == 1 and f.loops and f.device == "cpu"
