@@ -13,6 +13,9 @@ times):
   unweighted search of the same rows (NumPy pairs summed a weighted search's criterion,
   ``O(n²)``, before the ``fgt`` backend's leave-one-out sums took it);
 - ``cv_ls mixed``: least squares, a continuous and an unordered column;
+- ``cv_ml cond.``: likelihood cross-validation of a conditional density ``f(y | x)``,
+  one column each — statsmodels' ``KDEMultivariateConditional(bw="cv_ml")``, its
+  criterion compared at both bandwidths;
 - ``entropy``: the differential entropy of a one-column Gaussian estimate —
   statsmodels' ``KDEUnivariate.entropy`` (adaptive quadrature over the line);
 - ``sklearn``: scikit-learn's ``KernelDensity`` (kd-tree, ``rtol=1e-6``) in three
@@ -183,6 +186,23 @@ def main() -> None:
     agree = (f"λ {ours.bandwidth[1]:.3g} vs {theirs.bw[1]:.3g}: objective "
              f"{ours.objective:.6g} vs {theirs.imse(theirs.bw):.6g}")  # fmt: skip
     _row("cv_ls mixed", n, t_ours, t_theirs, "statsmodels cv_ls", agree)
+
+    from statsmodels.nonparametric.kernel_density import KDEMultivariateConditional
+
+    from attnpool import select_conditional_bandwidth
+    from attnpool.density.conditional_selection import conditional_criterion
+
+    n = 500 if quick else 2000  # (the joint's and x's sums on the compiled loops)
+    x = rng.normal(size=n)
+    y = np.sin(2 * x) + 0.5 * rng.normal(size=n)
+    ours, t_ours = _timed(lambda: select_conditional_bandwidth(x, y, method="cv_ml"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (its 0/0 at small bandwidths)
+        theirs, t_theirs = _timed(lambda: KDEMultivariateConditional(
+            endog=[y], exog=[x], dep_type="c", indep_type="c", bw="cv_ml"))  # fmt: skip
+    at_theirs = conditional_criterion(x, y, theirs.bw[1], theirs.bw[0])
+    _row("cv_ml cond.", n, t_ours, t_theirs, "statsmodels conditional",
+         f"criterion {ours.objective:.8g} vs {at_theirs:.8g} at theirs")  # fmt: skip
 
     from statsmodels.nonparametric.kde import KDEUnivariate
 
