@@ -236,6 +236,25 @@ def test_sparse_settles_its_leave_one_out_rows_over_the_keys_in_their_support(ke
     np.testing.assert_allclose(*ratios, rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("kernel, d, inside", [("epanechnikov", 1, 1e-10), ("biweight", 2, 1e-6)])
+def test_sparse_keeps_a_leave_one_out_neighbour_at_its_supports_edge(kernel, d, inside):
+    """Two points a hair inside each other's support, the rest 10 bandwidths apart: each
+    of the two has the other's weight alone (1e-10 of ``K(0)`` or less), below the own
+    term's rounding once that term is taken away — summed exactly, where it was declared
+    none (log 0, the textbook's finite); the points with no other in reach have none."""
+    far = np.zeros((300, d))
+    far[:, 0] = 10.0 * np.arange(300) + 100.0
+    pair = np.zeros((2, d))
+    pair[1, 0] = 1.0 - inside
+    x = np.r_[pair, far]
+    problem = SumProblem.leave_one_out(x, np.ones((302, 1)), np.ones(d), kernels.get(kernel))
+    got, want = host_backend("sparse").log_sums(problem), exact_log_sums(problem)
+    assert np.all(want.sums[:2, 0] > 0) and np.all(got.sums[:2, 0] > 0)
+    assert np.all(want.sums[2:, 0] == 0) and np.all(got.sums[2:, 0] == 0)
+    log_total = [found.shift[:2] + np.log(found.sums[:2, 0]) for found in (got, want)]
+    np.testing.assert_allclose(*log_total, rtol=1e-9)
+
+
 @pytest.mark.parametrize("name", ["native", "dense", "stream", "numpy"])
 def test_states_of_two_key_sets_merge_into_the_state_of_both(name):
     # log weights near −2^57: a state that put its ties' count log 2 into its shift lost

@@ -39,7 +39,9 @@ class Support:
         :data:`attnpool.methods.sparse.LOO_MIN_WEIGHT` (that term's rounding) is none,
         and a rest below :data:`attnpool.methods.sparse.LOO_SETTLED` of the term, in
         the kernel's sum or the weights', is summed again exactly over the keys within
-        its support."""
+        its support — a rest below ``LOO_MIN_WEIGHT`` too, unless no other key lies
+        within (a hair beyond) the row's support: a key near its edge weighs less than
+        the own term's rounding, and is summed exactly."""
         if problem.left_out is not None and not leaves_own_rows(problem):
             return others_left_out(problem, self.log_sums)
         q, k, h = problem.queries, problem.keys, problem.bandwidth
@@ -52,8 +54,9 @@ class Support:
         settled = np.ones(n, bool)
         if problem.left_out is not None:
             settled = without_own_terms(raw, columns, sparse.LOO_SETTLED)
-            none = raw[:, 0] <= sparse.LOO_MIN_WEIGHT
-            raw[none], settled[none] = 0.0, True
+            none = np.flatnonzero(raw[:, 0] <= sparse.LOO_MIN_WEIGHT)
+            alone = none[_alone(problem, none)]  # (the others near the edge: again, exactly)
+            raw[alone], settled[alone] = 0.0, True
         top = float(np.asarray(problem.kernel.log_profile(np.zeros(()))))
         found = log_sums_of(raw, np.full(n, top), settled, columns)
         again = np.flatnonzero(~settled)
@@ -68,13 +71,35 @@ class Support:
         return LogSums(found.shift, found.sums, np.ones(n, bool))
 
 
+def _reach(problem: SumProblem) -> float:
+    """The support's radius, in bandwidths, and a hair beyond: the coordinates' rounding
+    (they are not centred) beside a millionth of the support."""
+    extent = float(np.max(np.abs(problem.keys) / problem.bandwidth))
+    return float(problem.kernel.support) * (1 + 1e-6) + 16 * float(np.finfo(float).eps) * extent
+
+
+def _alone(problem: SumProblem, rows: np.ndarray) -> np.ndarray:
+    """``(rows.size,)``: whether no key but a leave-one-out row's own lies within (a hair
+    beyond) its support — its sums are 0."""
+    q, k, h = problem.queries[rows], problem.keys, problem.bandwidth
+    reach = _reach(problem)
+    if k.shape[1] == 1:
+        keys, radius = np.sort(k[:, 0]), reach * h[0]
+        counts = np.searchsorted(keys, q[:, 0] + radius, "right") - np.searchsorted(
+            keys, q[:, 0] - radius, "left"
+        )
+    else:
+        from scipy.spatial import cKDTree
+
+        counts = cKDTree(k / h).query_ball_point(q / h, reach, return_length=True)
+    return np.asarray(counts) <= 1
+
+
 def _keys_within_support(problem: SumProblem, rows: np.ndarray) -> np.ndarray:
     """Sorted indices of the keys within (a hair beyond) the support of any of ``rows``
     (a leave-one-out problem's rows: each row's own key among them)."""
     q, k, h = problem.queries[rows], problem.keys, problem.bandwidth
-    # the coordinates' rounding (they are not centred) beside a hair of the support
-    extent = np.max(np.abs(k), axis=0) / h
-    reach = float(problem.kernel.support) * (1 + 1e-6) + 16 * np.finfo(float).eps * extent.max()
+    reach = _reach(problem)
     if k.shape[1] == 1:
         near = fgt.keys_within(k[:, 0], q[:, 0], np.full(rows.size, reach * h[0]))
     else:
