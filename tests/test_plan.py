@@ -16,7 +16,7 @@ from attnpool import kernels
 from attnpool.density import methods as density_methods
 from attnpool.engines import numpy_engine
 from attnpool.methods import options
-from attnpool.sums import plan as planner
+from attnpool.sums import thresholds
 from attnpool.sums.facts import density_facts, pool_facts
 from attnpool.sums.plan import Facts, Plan, plan
 
@@ -280,8 +280,8 @@ def test_the_thresholds_are_the_planners_and_sit_on_their_edges():
     assert plan(pool(n=2**10, m=2**11)).backend == "dense"  # 2²¹ pairs
     assert plan(pool(n=2**10 + 1, m=2**11)).backend == "stream"
     assert options.exact_engine(2**21) == "dense" and options.exact_engine(2**21 + 1) == "stream"
-    assert numpy_engine.NUMPY_MAX_WORK == planner.NUMPY_MAX_WORK
-    assert density_methods.HOST_PAIRS == planner.HOST_PAIRS
+    assert numpy_engine.NUMPY_MAX_WORK == thresholds.NUMPY_MAX_WORK
+    assert density_methods.HOST_PAIRS == thresholds.HOST_PAIRS
 
 
 def test_a_task_it_does_not_know_is_named():

@@ -29,7 +29,7 @@ from ..engines.local_fits import compiled_settings
 from ..methods import binned, binned_traced, fgt, sparse
 from ..methods.options import search_refusal
 from ..methods.stream import KEY_BLOCK
-from ..sums import plan
+from ..sums import thresholds
 from ..sums.local_model import LocalModel
 from . import leave_one_out
 from .criteria import (
@@ -55,7 +55,7 @@ from .starts import best_of, profile_start
 _CHUNK = 4
 #: One continuous column and at least this many rows: CV is searched on a binned grid
 #: (the planner's search table, rule 2).
-BINNED_MIN_ROWS = plan.BINNED_MIN_ROWS
+BINNED_MIN_ROWS = thresholds.BINNED_MIN_ROWS
 #: Candidate bandwidths × rows the binned grid search evaluates in one batch (memory).
 BINNED_GRID_BATCH = 2**23
 #: Kernels continuous enough for the binned search (its error falls as (Δ/h)²).

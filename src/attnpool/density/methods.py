@@ -18,13 +18,13 @@ from ..kernels.calculus import kernel_integrals
 from ..kernels.mixed import MixedColumns
 from ..methods.backends import host_backend
 from ..methods.backends.exact import EXACT_ON_HOST
-from ..sums import plan
+from ..sums import plan, thresholds
 from ..sums.backends import Backend
 from ..sums.layer import log_kernel_sums
 from ..sums.problem import SumProblem
 
 #: Pairs up to which a density is summed in NumPy (the planner's).
-HOST_PAIRS = plan.HOST_PAIRS
+HOST_PAIRS = thresholds.HOST_PAIRS
 
 
 def expansions_pay(pairs: int) -> bool:
@@ -33,7 +33,9 @@ def expansions_pay(pairs: int) -> bool:
     where their compiled loop is already built (a first small call compiles nothing)."""
     from ..methods import native
 
-    return pairs > HOST_PAIRS or (pairs >= plan.EXPANSION_MIN_PAIRS and native.expansions_ready())
+    return pairs > HOST_PAIRS or (
+        pairs >= thresholds.EXPANSION_MIN_PAIRS and native.expansions_ready()
+    )
 
 
 def host_log_sums(x: Any, q: Any, record: Any, h: Any, w: Any) -> Any:

@@ -29,7 +29,7 @@ from .. import kernels
 from .._support.units import midrange, value_unit
 from .._support.validation import check_bandwidth_representable
 from ..methods.backends.exact import exact_host_backend
-from ..sums import layer, plan
+from ..sums import layer, plan, thresholds
 from ..sums.backends import NUMPY_PAIRS
 from ..sums.costs import pair_width
 from ..sums.exact_pairs import heaviest_keys
@@ -52,7 +52,7 @@ __all__ = [
 #: Largest pairs × features (one per response, local moments for degree 1) the NumPy
 #: engine takes: its time per evaluation there is ~10 ms on two cores, so a search of a
 #: few dozen evaluations costs less than building and loading its programs.
-NUMPY_MAX_WORK = plan.NUMPY_MAX_WORK
+NUMPY_MAX_WORK = thresholds.NUMPY_MAX_WORK
 
 
 def serves(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sums import plan
+from ..sums import plan, thresholds
 from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, bandwidth_of
 from .numpy_engine import fit_and_hat, local_fit
@@ -26,9 +26,9 @@ __all__ = [
 ]
 
 #: The planner's limits of the host searches (:mod:`attnpool.sums.plan`).
-NUMPY_SEARCH_MAX_WORK = plan.NUMPY_SEARCH_MAX_WORK
-NUMPY_SEARCH_MAX_WORK_SEVERAL = plan.NUMPY_SEARCH_MAX_WORK_SEVERAL
-NATIVE_SEARCH_MAX_WORK = plan.NATIVE_SEARCH_MAX_WORK
+NUMPY_SEARCH_MAX_WORK = thresholds.NUMPY_SEARCH_MAX_WORK
+NUMPY_SEARCH_MAX_WORK_SEVERAL = thresholds.NUMPY_SEARCH_MAX_WORK_SEVERAL
+NATIVE_SEARCH_MAX_WORK = thresholds.NATIVE_SEARCH_MAX_WORK
 
 
 def searches(model: LocalModel, rows: int, outputs: int, *, weighted: bool = False) -> bool:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..sums import plan as _plan
+from ..sums import thresholds
 
 if TYPE_CHECKING:
     from ..kernels import Kernel
@@ -110,15 +110,15 @@ BINNED_SMOOTH_KERNELS = frozenset(
      "triweight"]
 )  # fmt: skip
 #: Query–key pairs up to which ``auto`` pools densely (the planner's).
-DENSE_MAX_PAIRS = _plan.DENSE_MAX_PAIRS
+DENSE_MAX_PAIRS = thresholds.DENSE_MAX_PAIRS
 
 
 def exact_engine(pairs: int) -> str:
     """The exact engine for ``pairs`` query–key pairs (times the numbers each pair holds):
     ``"dense"`` — one block, the matrix formed — up to the planner's
-    :data:`~attnpool.sums.plan.DENSE_MAX_PAIRS`, else ``"stream"``. Every path that pools
+    :data:`~attnpool.sums.thresholds.DENSE_MAX_PAIRS`, else ``"stream"``. Every path that pools
     exactly asks here."""
-    return "dense" if pairs <= _plan.DENSE_MAX_PAIRS else "stream"
+    return "dense" if pairs <= thresholds.DENSE_MAX_PAIRS else "stream"
 
 
 def check_applicable(name: str, kernel: Kernel, d: int, *, traced: bool, weights: bool) -> None:

@@ -22,8 +22,9 @@ from .._support.validation import numpy_dtype
 from ..kernels import Kernel
 from .costs import block_width
 from .local_model import LocalModel
-from .plan import DENSE_MAX_PAIRS, EXPANSION_MIN_PAIRS, Facts
+from .plan import Facts
 from .problem import SumProblem
+from .thresholds import DENSE_MAX_PAIRS, EXPANSION_MIN_PAIRS
 
 __all__ = ["density_facts", "device", "finish_facts", "fit_facts", "pool_facts", "search_facts"]
 

@@ -33,11 +33,9 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 1     JAX arrays: by size (``n·m ≤ DENSE_MAX_PAIRS``)             ``dense`` /
                                                                   ``stream``
-2     ``n·m ≤ HOST_PAIRS``, unless a host backend pays: the       ``numpy``
-      Gaussian's compiled loops (built, ``n·m ≥ 2¹⁴``) — the
-      expansions of one column, rule 6's loop of 2–16 within
-      range —, or rule 5's prefix sums of a kernel that splits
-      (``n·m ≥ 2¹⁶``)
+2     ``n·m ≤ HOST_PAIRS``, unless rule 3, 5 or 6 pays: the       ``numpy``
+      compiled loops, built, from 2¹⁴ pairs; a kernel that
+      splits (``sparse``'s prefix sums) from 2¹⁶
 3     the Gaussian in one column, within 2⁴⁰ bandwidths           ``fgt``
 4     ``n·m ≤ HOST_PAIRS``, unless rule 5 or 6 pays               ``numpy``
 5     a compact built-in kernel in one column, within range       ``sparse``
@@ -108,9 +106,8 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 1     signed weights or varying bandwidths (no other backend      ``numpy``
       sums them); a kernel NumPy evaluates, ``n·m·w ≤``
-      ``NUMPY_MAX_WORK``, unless rule 2 or 3 takes the Gaussian
-      where its compiled loops pay (built, ``n·m ≥ 2¹⁴``), or a
-      kernel that splits in one column (``n·m ≥ 2¹⁶``)
+      ``NUMPY_MAX_WORK``, unless rule 2 or 3 pays (as the
+      densities' rule 2)
 2     ``K`` (not ``K²``) within 2⁴⁰ bandwidths, one column: the   ``fgt`` /
       Gaussian / a compact built-in kernel                        ``sparse``
 3     ``K`` within 2¹² bandwidths, a CPU, the Gaussian in 2–16    ``native``
@@ -138,9 +135,8 @@ rule  when                                                        backend
 ====  ==========================================================  ================
 
 (``fgt`` and ``native`` truncate far keys: observation weights spanning more than
-their truncation allows skip the rules that take them. ``native`` scales coordinates
-before it takes their differences: it serves within ``LOOP_MAX_EXTENT`` bandwidths of
-the keys' midrange, where that keeps its sums exact to rounding.)
+their truncation allows skip the rules that take them; ``native``, which scales the
+coordinates before their differences, serves within ``LOOP_MAX_EXTENT`` bandwidths.)
 """
 
 from __future__ import annotations
@@ -149,6 +145,20 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from .costs import block_width, search_evaluations, work_width
+from .thresholds import (
+    BINNED_MIN_ROWS,
+    DENSE_MAX_PAIRS,
+    EXPANSION_MIN_PAIRS,
+    FGT_SEARCH_MAX_ROWS,
+    HOST_PAIRS,
+    NATIVE_SEARCH_MAX_WORK,
+    NUMPY_MAX_WORK,
+    NUMPY_SEARCH_MAX_WORK,
+    NUMPY_SEARCH_MAX_WORK_SEVERAL,
+    SPARSE_MAX_DIM,
+    SPARSE_MAX_FRACTION,
+    SPLIT_MIN_PAIRS,
+)
 
 __all__ = [
     "DENSE_MAX_PAIRS",
@@ -158,39 +168,6 @@ __all__ = [
     "Plan",
     "plan",
 ]  # fmt: skip
-
-#: Pairs up to which the exact engines form the ``(n, m)`` block at once.
-DENSE_MAX_PAIRS = 2**21
-#: Pairs × value columns up to which NumPy pools (no program to build or load).
-NUMPY_MAX_WORK = 2**22
-#: Pairs up to which a density is summed in NumPy.
-HOST_PAIRS = 2**22
-#: Pairs from which one Gaussian column's density is summed by the expansions, where
-#: their compiled loop is built.
-EXPANSION_MIN_PAIRS = 2**14
-#: Pairs from which one column of a kernel that splits (boxcar, triangular,
-#: epanechnikov, cosine) is summed by ``sparse``'s prefix sums rather than NumPy's pairs
-#: (leave-one-out sums of 500 rows: 1.1 ms against 12 ms; of 200, 0.8 against 1.5).
-SPLIT_MIN_PAIRS = 2**16
-#: Rows² × numbers per pair up to which NumPy runs a CV search in one column (~45
-#: evaluations at up to ~50 ms: still cheaper than importing JAX and building
-#: programs), and in several (L-BFGS's 25–450 evaluations of ~1–10 ms).
-NUMPY_SEARCH_MAX_WORK = 2**21
-NUMPY_SEARCH_MAX_WORK_SEVERAL = 2**19
-#: Rows² × expected evaluations up to which the compiled loop runs a Gaussian CV search
-#: of one column on the host; beyond, the binned compiled search wins once its programs
-#: are cached (at n = 5000: 0.07 s a search, the host's 1.4 s).
-NATIVE_SEARCH_MAX_WORK = 2**27
-#: One continuous column and at least this many rows: CV is searched on a binned grid.
-BINNED_MIN_ROWS = 1000
-#: Rows up to which a Gaussian column's CV is searched on the ``fgt`` expansions'
-#: leave-one-out sums (exact, no JAX, O(m) an evaluation): measured, a search of 2000
-#: rows 0.012 s warm (the binned compiled search 0.057 s; first calls 0.10 s against
-#: 2.6 s), of 10⁵ rows 0.58 s (1.28 s), of 4·10⁵ 2.5 s (1.65 s): beyond, binning.
-FGT_SEARCH_MAX_ROWS = 2**17
-#: Rule 7: the most columns, and the largest sampled share of keys in a neighbourhood.
-SPARSE_MAX_DIM = 4
-SPARSE_MAX_FRACTION = 0.05
 
 
 def _always_in_range() -> bool:
@@ -206,9 +183,8 @@ class Facts(NamedTuple):
     in a microsecond; ``facts._replace(...)`` for another).
 
     ``in_range``, ``in_loop_range`` and ``neighbour_share`` cost a pass over the data:
-    they are callables, asked only by the rules that need them (``in_range``: within
-    ``HOST_MAX_EXTENT`` bandwidths of the keys' midrange; ``in_loop_range``: within
-    ``LOOP_MAX_EXTENT``, the compiled Gaussian loop's, :mod:`attnpool._support.units`).
+    they are callables, asked only by the rules that need them (the extent within
+    ``HOST_MAX_EXTENT`` or ``LOOP_MAX_EXTENT`` bandwidths, :mod:`attnpool._support.units`).
     """
 
     task: str  # "pool", "density", "fit", "compiled", "search", "finish" or "chunk"
@@ -414,11 +390,9 @@ def _plan_finish(f: Facts) -> Plan:
 
 
 def _host_pays(f: Facts) -> bool:
-    """Whether an exact re-sum of ``f`` is faster on an exact host backend than in NumPy:
-    the Gaussian's compiled loops from ``EXPANSION_MIN_PAIRS`` pairs, where they are
-    built and serve it (measured, leave-one-out sums of 1000 rows: one column 0.3 ms
-    against NumPy's 16 ms, two 1.1 ms against 21 ms); a kernel that splits, in one
-    column, by ``sparse``'s prefix sums from ``SPLIT_MIN_PAIRS``."""
+    """Whether an exact host backend re-sums ``f`` faster than NumPy: the Gaussian's
+    compiled loops, where built, from ``EXPANSION_MIN_PAIRS`` pairs; ``sparse``'s prefix
+    sums of a kernel that splits from ``SPLIT_MIN_PAIRS`` (:mod:`.thresholds`)."""
     if f.n * f.m < EXPANSION_MIN_PAIRS or f.degree or f.categorical or f.power != 1:
         return False
     if f.d == 1 and f.split:
