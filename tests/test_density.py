@@ -209,37 +209,6 @@ def test_distribution_functions_of_product_kernels_and_weights():
     )
 
 
-@pytest.mark.parametrize("dx", [1, 2])
-def test_conditional_density_equals_statsmodels_and_integrates_to_one(dx):
-    from statsmodels.nonparametric.kernel_density import KDEMultivariateConditional
-
-    from attnpool import conditional_density
-
-    rng = np.random.default_rng(80 + dx)
-    x = rng.normal(size=(150, dx))
-    y = 0.8 * x.sum(axis=1) + rng.normal(0, 0.5, 150)
-    qx, qy = rng.normal(size=(20, dx)), rng.normal(size=20)
-    h, b = [0.5, 0.7][:dx], 0.3
-    model = KDEMultivariateConditional(endog=[y], exog=list(x.T), dep_type="c",
-                                       indep_type="c" * dx, bw=[b, *h])  # fmt: skip
-    want = model.pdf(endog_predict=qy, exog_predict=qx)
-    got = conditional_density(x, y, qx, qy, bandwidth=h, y_bandwidth=b)
-    np.testing.assert_allclose(got, want, rtol=1e-10)
-    grid = np.linspace(-9, 9, 9001)
-    for kernel in ("gaussian", "epanechnikov-product"):
-        f = conditional_density(x, y, np.tile(qx[:1], (9001, 1)), grid, kernel=kernel,
-                                bandwidth=h, y_bandwidth=b)  # fmt: skip
-        np.testing.assert_allclose(np.trapezoid(f, grid), 1.0, rtol=1e-5)
-    # a radial kernel acts on x's columns, and y's kernel on y's, as with categorical
-    # columns or in conditional_cdf (refused here once, the joint kernel no product)
-    u = np.linalg.norm((qx[:, None, :] - x[None]) / 1.5, axis=2)
-    weights = np.clip(1.0 - u**2, 0.0, None)
-    terms = 0.75 * np.clip(1.0 - (qy[:, None] - y) ** 2, 0.0, None)
-    assert np.all(weights.sum(axis=1) > 0)
-    got = conditional_density(x, y, qx, qy, kernel="epanechnikov", bandwidth=1.5, y_bandwidth=1.0)
-    np.testing.assert_allclose(got, (weights * terms).sum(axis=1) / weights.sum(axis=1), rtol=1e-12)
-
-
 @pytest.mark.parametrize("bandwidth", [0.01, 0.2, 3.0])
 def test_leave_one_out_densities_by_expansions_equal_the_pairs(bandwidth):
     # from EXPANSION_MIN_ROWS points a Gaussian column sums by the fgt expansions; far
