@@ -182,3 +182,23 @@ def test_the_copies_warning_names_every_columns_bandwidth_to_pass():
     assert counted(np.array(apart)) < counted(found.bandwidth)
     model = ConditionalDensity(bandwidth=apart, x_var_type="cu").fit(x[pick], y[pick])
     np.testing.assert_allclose([*model.bandwidth_, *model.y_bandwidth_], apart)
+
+
+def test_a_key_far_in_x_but_near_in_y_still_counts():
+    """The nearest x (0.05 closer) has its y 10 away; the next, 50 x bandwidths out, has
+    y itself: its weight e^-1250 underflows as a share of the nearest's, but its term
+    beats the nearest's e^-5e7, so f̂(y | x) is that term's, log −1244.2, not −5e7. The
+    criterion of 1500 rows at both bandwidths 1e-3 was 5.6 times the textbook's."""
+    from scipy import stats
+
+    x = np.array([[0.0], [0.05], [3.0], [4.0]])
+    y = np.array([[10.0], [0.0], [1.0], [2.0]])
+    got = conditional_log_density(x, y, [[0.0]], [[0.0]], bandwidth=1e-3, y_bandwidth=1e-3)
+    want = -0.5 * (0.05 / 1e-3) ** 2 + np.log(stats.norm.pdf(0.0, 0.0, 1e-3))
+    np.testing.assert_allclose(got, [want], rtol=1e-13)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(1500, 1))
+    y = x + rng.normal(size=(1500, 1))
+    h = np.array([1e-3])
+    want = -np.mean(_textbook_log_conditional(x, y, x, y, h, h, leave_out=True))
+    assert conditional_criterion(x, y, h, h) == pytest.approx(want, rel=1e-12)

@@ -133,23 +133,37 @@ def log_row_ratios(
     and ``log_values(rows)`` (``B``), each ``(rows, m)``, a block of rows at a time. Each
     row's ``A`` is taken about its largest before ``B`` is added: at a tiny bandwidth
     ``A`` is near ``−1e17``, beside which ``A + B`` would round ``B`` away, and the
-    difference of two such logarithms would keep none of the answer's digits.
+    difference of two such logarithms would keep none of the answer's digits; then both
+    sums are taken in logs, so that a key far in ``A`` but near in ``B`` still counts.
     ``left_out (n,)``: the key each row leaves out (``−1``: none); ``weights (m,)``:
     ``ω > 0`` (None: ones), multiplying after the row's shift. NaN where no pair weighs
     (``0 / 0``), ``−inf`` where only pairs of ``B = −inf`` do."""
     out = np.empty(n)
+    log_factors = None if weights is None else np.log(np.asarray(weights, np.float64))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for rows in row_blocks(n, m):
-            logs = np.array(log_weights(rows), np.float64)  # (a copy: the shares overwrite it)
-            np.fmax(logs, -np.inf, out=logs)
-            shares, _ = _row_shares(logs, None if left_out is None else left_out[rows], weights)
-            values = np.asarray(log_values(rows), np.float64)
-            weighs = shares > 0
-            top = np.max(np.where(weighs, values, -np.inf), axis=1)
-            top = np.where(np.isfinite(top), top, 0.0)
-            pooled = np.where(weighs, shares * np.exp(values - top[:, None]), 0.0).sum(axis=1)
-            out[rows] = top + np.log(pooled) - np.log(shares.sum(axis=1))
+            logs = np.array(log_weights(rows), np.float64)
+            np.fmax(logs, -np.inf, out=logs)  # (NaN: no weight)
+            if left_out is not None:
+                own = left_out[rows]
+                at = np.flatnonzero(own >= 0)
+                logs[at, own[at]] = -np.inf
+            top = logs.max(axis=1, keepdims=True)
+            logs -= np.where(np.isfinite(top), top, 0.0)
+            if log_factors is not None:  # (after the shift: beside it, log ω keeps its digits)
+                logs += log_factors
+            # in logs, not as exp(A) shares: a key whose share underflows may carry the
+            # largest e^{A+B} (its B far above the nearest key's)
+            terms = logs + np.asarray(log_values(rows), np.float64)
+            out[rows] = _row_log_totals(terms) - _row_log_totals(logs)
     return out
+
+
+def _row_log_totals(logs: np.ndarray) -> np.ndarray:
+    """``(rows,)``: ``log Σ_j e^{logs_ij}`` of each row (``−inf`` where every term is)."""
+    top = logs.max(axis=1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    return np.asarray(safe + np.log(np.exp(logs - safe[:, None]).sum(axis=1)))
 
 
 def heaviest_keys(problem: SumProblem) -> np.ndarray:
