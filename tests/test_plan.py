@@ -224,9 +224,10 @@ FINISH_TABLE = [
     # small, but the Gaussian's compiled loops pay (from 2¹⁴ pairs, built, within range)
     (finish(d=1, gaussian=True, expansions_ready=True), "fgt", 2),  # 3·10⁵ pairs
     (finish(d=1, gaussian=True, expansions_ready=False, in_range=never), "numpy", 1),
-    (finish(gaussian=True, loops=True), "native", 3),
+    (finish(gaussian=True, loops=True, float64=True), "native", 3),
+    (finish(gaussian=True, loops=True, in_loop_range=never), "numpy", 1),  # float32: sums too
     (finish(n=5, gaussian=True, loops=True, in_range=never), "numpy", 1),  # 1.5·10⁴ pairs
-    (finish(gaussian=True, loops=True, in_loop_range=far), "numpy", 1),
+    (finish(gaussian=True, loops=True, float64=True, in_loop_range=far), "numpy", 1),
     (finish(n=BIG, gaussian=True, loops=True, in_loop_range=far), "stream", 4),
     (finish(d=1, gaussian=True, expansions_ready=True, in_loop_range=never), "fgt", 2),
     (finish(gaussian=True, loops=True, device="gpu", in_range=never), "numpy", 1),

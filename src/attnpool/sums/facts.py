@@ -203,6 +203,7 @@ def finish_facts(problem: SumProblem) -> Facts:
     kernel_facts = _kernel_facts(problem.kernel)
     return Facts(
         "finish", n, m, d, problem.width, power=problem.power, device=where,
+        float64=numpy_dtype(q, k, problem.values) == np.float64,
         degree=problem.degree, categorical=problem.categorical,
         pairs_only=problem.signed or problem.varying,
         truncating=not too_wide_to_truncate(problem.weights),
