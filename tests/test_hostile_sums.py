@@ -290,3 +290,24 @@ def test_values_near_the_floats_ends_keep_their_digits_far_from_the_keys(method,
     got = attention_pool(queries, keys, values, bandwidth=0.6, method=method)
     want = gaussian_pool(queries, keys, values * 2.0**-exponent, 0.6)
     np.testing.assert_allclose(got * 2.0**-exponent, want, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["dense", "stream", "auto"])
+@pytest.mark.parametrize("d", [2, 3])
+def test_rows_far_from_the_keys_keep_small_values_and_weights(method, d):
+    # streamed blocks shift by a bound on the log weights, not each row's maximum: a row
+    # 30 bandwidths from the keys then summed weights of e^-385 times values of 1e-150,
+    # flushed to 0 (pooled 0); with observation weights, the column w / max w of 1e-145
+    # at its nearest keys made the weighted pool 0 / 0 (NaN)
+    rng = np.random.default_rng(46)
+    far = np.full((1, d), 30.0 / math.sqrt(d))
+    keys = np.vstack([rng.normal(size=(40, d)), -far])
+    queries = np.vstack([far, rng.normal(size=(3, d))])
+    values = rng.uniform(1, 2, (41, 2))
+    log_k = -0.5 * ((queries[:, None, :] - keys[None, :, :]) ** 2).sum(axis=-1)
+    for w in (None, np.r_[np.full(40, 1e-145), 1.0]):  # the heaviest key the farthest
+        shares = np.exp(log_k - log_k.max(axis=1, keepdims=True)) * (1.0 if w is None else w)
+        want = shares @ values / shares.sum(axis=1, keepdims=True)
+        scale = 1e-150 if w is None else 1.0
+        got = attention_pool(queries, keys, values * scale, method=method, weights=w)
+        np.testing.assert_allclose(got / scale, want, rtol=1e-12)

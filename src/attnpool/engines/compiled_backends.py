@@ -57,6 +57,10 @@ FUSED_KEY_BLOCK = 16384
 #: row maxima: the weights below the smallest normal number (each flushed to 0 on a CPU,
 #: as XLA does) could then take more than the precision's rounding of its sum (far from
 #: every key in d ≥ 3, rows 35 bandwidths off lost 6e-8 of their pool under a fixed 2^24).
+#: The products of weights and values are held to the same floor: the sum is measured in
+#: units of the smallest value magnitude below 1 (values of 1e-150 in two columns, 30
+#: bandwidths from the keys, pooled to 0; observation weights' column ``w / max w`` of
+#: 2e-117 at the nearest key made a weighted pool 0 / 0).
 UNDERFLOW_PER_KEY_EPS = 2.0
 #: Up to one row in this many is pooled again by itself; more, and every row is.
 AGAIN_SHARE = 16
@@ -209,7 +213,7 @@ class Stream(Engine):
             return result
         info = jnp.finfo(result.weight_sum.dtype)
         floor = keys.shape[0] * UNDERFLOW_PER_KEY_EPS / float(info.eps) * float(info.tiny)
-        low = result.weight_sum < floor
+        low = result.weight_sum * _smallest_magnitude(values) < floor
         few = max(1, queries.shape[0] // AGAIN_SHARE)
 
         def some_again():  # a few rows by themselves
@@ -228,6 +232,14 @@ class Stream(Engine):
         return jax.lax.cond(
             count == 0, lambda: result, lambda: jax.lax.cond(count <= few, some_again, all_again)
         )
+
+
+def _smallest_magnitude(values):
+    """The smallest magnitude of a non-zero value, at most 1 (1 for none): what a row's
+    weight sum multiplies in its smallest product."""
+    magnitudes = jnp.abs(values)
+    smallest = jnp.min(jnp.where(magnitudes > 0, magnitudes, 1.0))
+    return jnp.minimum(smallest, 1.0)
 
 
 @dataclasses.dataclass(frozen=True)
