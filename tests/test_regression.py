@@ -237,3 +237,32 @@ def test_the_empty_policy_is_attention_pools(method, degree):
         np.testing.assert_array_equal(got, [1.0, 4.0, 7.0 / 3.0])
     np.testing.assert_array_equal(nadaraya_watson(x, y, [0.4, 1.7, 1e200], bandwidth=1e-300),
                                   [1.0, 4.0, 7.0 / 3.0])  # fmt: skip
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("method", ["dense", "stream", "pallas"])
+def test_local_linear_moments_are_taken_about_the_key_weights_make_heaviest(d, method):
+    # the compiled fits take each row's moments about its heaviest key; found by distance
+    # alone, the nearest key stood in where observation weights make another carry
+    # nearly all the weight, and the covariance about it cancelled to rounding
+    # (3e-7 off in the fit; 1e-12 now)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 3, (30, d))
+    y = np.sin(x.sum(axis=1)) + rng.normal(0, 0.1, 30)
+    queries = x[:4] + 0.01
+    w = np.full(30, 1e-10)
+    w[10] = 1.0
+    want = []
+    for q in queries:  # two passes: the weighted means, then the covariances about them
+        a = w * np.exp(-0.5 * ((x - q) ** 2).sum(axis=1))
+        a = a / a.sum()
+        x_bar, y_bar = a @ x, a @ y
+        c = x - x_bar
+        slope = np.linalg.solve(c.T @ (a[:, None] * c), c.T @ (a * (y - y_bar)))
+        want.append(y_bar + slope @ (q - x_bar))
+    for as_array in (np.asarray, jnp.asarray):  # NumPy, and JAX arrays (the programs)
+        with jax.enable_x64(True):
+            x_, y_, q_, w_ = (as_array(a) for a in (x, y, queries, w))
+            got = local_regression(x_, y_, q_, bandwidth=1.0, degree=1, weights=w_,
+                                   method=method)  # fmt: skip
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-11)

@@ -41,7 +41,8 @@ class ProblemSums(NamedTuple):
     columns' var types and levels, and the degree (1: moments about each row's
     reference, whose ``d + p`` numbers follow the row's ``d`` coordinates); ``power``:
     the kernel's ``r``; ``hard``: the zero-temperature state instead (the mean of each
-    row's heaviest keys' columns; no reference follows the rows); ``scaled``: the rows'
+    row's heaviest keys' columns, by ``w·K`` with observation weights; no reference
+    follows the rows); ``scaled``: the rows'
     continuous columns arrive divided by their bandwidths (the divisor then gives the
     categorical columns' ``λ`` alone)."""
 
@@ -88,9 +89,11 @@ def problem_block(sums: ProblemSums, divisor: Any, arrays: BlockArrays, *,
             scores = jnp.where(factors[key_ids][None, :] > 0, scores, -jnp.inf)
         if left_out is not None:
             scores = mask_own_pairs(scores, left_out[query_ids], key_ids)
-        if hard:
-            return hard_block_state(scores, value_rows)
         weights = None if factors is None else factors[key_ids][None, :]
+        if hard:  # with weights, the heaviest keys by w·K (keys of weight 0 are out above)
+            if weights is not None:
+                scores = scores + jnp.log(jnp.where(weights > 0, weights, 1.0))
+            return hard_block_state(scores, value_rows)
         if reference is not None:
             value_rows = _moment_rows(key_rows, value_rows, reference, units, d)
         known = None if max_log is None else max_log[query_ids]
