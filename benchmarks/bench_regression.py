@@ -145,7 +145,7 @@ def _cv(large: bool) -> None:
         )
 
     if large:
-        print("\n## Large CV searches (binned for the gaussian, sparse for epanechnikov)\n")
+        print("\n## Large CV searches (fgt for the gaussian, sparse for epanechnikov)\n")
         print("| kernel | n | time (s) | first call (s) | h | CV | objective | peak RSS (MB) |")
         print("|---|---|---|---|---|---|---|---|")
         searches = [("cv-attnpool", "gaussian", (100_000, 1_000_000, 10_000_000))]

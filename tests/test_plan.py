@@ -167,16 +167,19 @@ SEARCH_TABLE = [
     (search(m=2000, n=2000, loo_loops=True), "fgt", 2),  # 2000² × 40 > 2²⁷: fgt's sums
     # local linear neither fgt nor binned searches (a spread-out sample): the loop
     (search(m=2000, n=2000, loo_loops=True, degree=1), "numpy", 1),
-    (search(m=2**18, n=2**18, loo_loops=True), "numpy", 1),  # past fgt's rows, not binnable
+    (search(m=2**18, n=2**18, loo_loops=True), "fgt", 2),  # fgt's sums at any size
     (search(m=2000, n=2000, loo_loops=True, block_size=True), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, categorical=True), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, weighted=True), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, criterion="aicc"), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, binnable=True), "fgt", 2),
     (search(m=2**17, n=2**17, binnable=True), "fgt", 2),  # on the edge
-    (search(m=2**17 + 1, n=2**17 + 1, binnable=True), "binned", 3),
-    (search(m=2000, n=2000, loo_loops=True, binnable=True, degree=1), "binned", 3),
-    (search(m=2000, n=2000, loo_loops=True, weighted=True, binnable=True), "binned", 3),
+    # never the binned search: its isolated rows' leave-one-out sums miss its tolerance
+    (search(m=2**17 + 1, n=2**17 + 1, binnable=True), "fgt", 2),
+    (search(m=2000, n=2000, loo_loops=True, binnable=True, degree=1), "numpy", 1),  # the loop
+    (search(m=2**18, n=2**18, loo_loops=True, binnable=True, degree=1), "numpy", 1),
+    (search(m=2000, n=2000, loo_loops=True, weighted=True, binnable=True), "compiled", 4),
+    (search(m=2000, n=2000, binnable=True, degree=1), "compiled", 4),  # no loop built
     (search(m=2000, n=2000, d=3, loo_loops=True), "numpy", 1),  # several columns: any size
     (search(m=50_000, n=50_000, d=3, loo_loops=True), "numpy", 1),
     (search(m=2000, n=2000, d=3), "compiled", 4),
@@ -187,7 +190,10 @@ SEARCH_TABLE = [
     (search(m=400, n=400, host_profile=False, gaussian=False), "compiled", 4),
     (search(m=1000, n=1000, binnable=True), "numpy", 1),  # 10⁶ ≤ 2²¹
     (search(m=1500, n=1500, binnable=True), "fgt", 2),
-    (search(m=1500, n=1500, binnable=True, gaussian=False), "binned", 3),
+    (search(m=1500, n=1500, binnable=True, gaussian=False), "compiled", 4),  # (tricube …)
+    (search(m=1500, n=1500, gaussian=False, compact=True, split=True), "sparse", 3),
+    (search(m=1500, n=1500, gaussian=False, split=True, weighted=True), "compiled", 4),
+    (search(m=1500, n=1500, gaussian=False, split=True, degree=1), "compiled", 4),
     (search(m=1500, n=1500, binnable=True, categorical=True), "compiled", 4),
     (search(m=1500, n=1500, binnable=True, criterion="aicc"), "numpy", 1),  # fgt's sums
     (search(m=999, n=999, binnable=True, host_profile=False, gaussian=False), "compiled", 4),
@@ -385,19 +391,21 @@ def test_the_classifier_reports_its_regressors_backend():
     assert fitted.backend_ == "fgt"  # two one-hot columns pooled at 5000² pairs
 
 
-def test_a_spread_out_sample_is_searched_exactly_not_binned():
-    """A heavy tail or a far outlier: the binned objective's isolated rows miss its
-    tolerance (20 000 lognormal rows, σ = 1.5: local linear CV undefined at every grid
-    point, an error, where h = 0.3 gives 0.13), so rule 3 is not taken."""
+def test_searches_are_exact_not_binned():
+    """The binned objective's isolated rows miss its tolerance — in a heavy tail or by a
+    far outlier (20 000 lognormal rows, σ = 1.5: local linear CV undefined at every grid
+    point, an error, where h = 0.3 gives 0.13), but also in the tails of normal samples
+    (5000 rows: a local linear optimum 2.2× too small, an epanechnikov search's error) —
+    so no rule takes it, spread out or not."""
     from attnpool.sums.facts import search_facts
     from attnpool.sums.local_model import model_for
 
     model = model_for(np.linspace(0, 1, 10)[:, None], kernel="gaussian", degree=1)
-    assert plan(search_facts(model, 5000, 1, weighted=True)) == ("binned", 3)
-    assert plan(search_facts(model, 5000, 1, weighted=True, spread_out=True)) == ("compiled", 4)
-    # unweighted CV of the Gaussian: the compiled loop, exact and twice as fast as the
-    # compiled programs; local constant fits keep fgt's O(m) sums
-    assert plan(search_facts(model, 5000, 1)) == ("binned", 3)
-    assert plan(search_facts(model, 5000, 1, spread_out=True)) == ("numpy", 1)
+    for spread_out in (False, True):
+        assert plan(search_facts(model, 5000, 1, weighted=True, spread_out=spread_out)) == (
+            "compiled", 4)  # fmt: skip
+        # unweighted CV of the Gaussian: the compiled loop, exact and faster than the
+        # compiled programs; local constant fits keep fgt's O(m) sums
+        assert plan(search_facts(model, 5000, 1, spread_out=spread_out)) == ("numpy", 1)
     constant = model._replace(degree=0)
     assert plan(search_facts(constant, 5000, 1, spread_out=True)) == ("fgt", 2)

@@ -227,7 +227,7 @@ def planned_search(
     model: LocalModel, y: Any, method: str, block_size: Any, weights: Any, spread_out: bool
 ) -> str:
     """The planner's search for ``pooling="auto"`` (its search table): ``"numpy"`` (on
-    the host), ``"fgt"`` (its leave-one-out sums, on the host), ``"binned"`` or
+    the host), ``"fgt"`` or ``"sparse"`` (their leave-one-out sums, on the host) or
     ``"compiled"``. ``spread_out``: the grid reaches below its rule of thumb for a heavy
     tail or a far outlier (:func:`attnpool.bandwidth.grid.steps_below`)."""
     facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,

@@ -59,9 +59,9 @@ def canonical_selector(name: str, argument: str = "bandwidth") -> str:
     return SELECTOR_ALIASES.get(name, name)
 
 
-#: How the search pools (``pooling=``): ``auto`` — the host (NumPy or the C loop) for
-#: small searches and Gaussian ones in several columns, binned for one continuous
-#: column and n ≥ BINNED_MIN_ROWS, exact otherwise — or a method with leave-one-out
+#: How the search pools (``pooling=``): ``auto`` — the planner's search table (the
+#: host's exact sums where they serve: NumPy, the C loop, ``fgt``, ``sparse``; else the
+#: compiled exact search) — or a method with leave-one-out
 #: sums of its own (:data:`attnpool.methods.options.LEAVE_ONE_OUT_METHODS`).
 POOLINGS = ("auto", *LEAVE_ONE_OUT_METHODS)
 #: Log-bandwidth tolerance of the NumPy engine's search (smooth objectives: Brent's

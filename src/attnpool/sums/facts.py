@@ -176,7 +176,7 @@ def search_facts(
     """The facts of a bandwidth search of ``model`` over ``rows`` training rows with
     ``outputs`` responses by ``criterion`` (``"cv"``, ``"aicc"``); ``spread_out``: a
     column's standard deviation is many times its robust spread (a heavy tail, a far
-    outlier), whose isolated rows the binned objective does not sum to its tolerance."""
+    outlier, which can take rows beyond ``fgt``'s range)."""
     from ..methods import native
     from ..methods.options import BINNED_SMOOTH_KERNELS
 

@@ -81,20 +81,20 @@ rule  when                                                        backend
 rule  when                                                        backend
 ====  ==========================================================  ================
 1     no block size; CV unweighted, the Gaussian of continuous    ``numpy`` (the
-      columns on the compiled loop (several columns, or ``m²``    host search)
-      times the evaluations ≤ 2²⁷, or one column that neither
-      rule 2 nor rule 3 takes); AICc unweighted, local
+      columns on the compiled loop (several columns, local        host search)
+      linear, or ``m²`` times the evaluations ≤ 2²⁷); AICc
+      unweighted, local
       constant, the Gaussian of one continuous column, no
       heavy tail or far outlier, ``m ≤ FGT_SEARCH_MAX_ROWS``
       (its sums by ``fgt`` beyond NumPy's); else CV or
       unweighted AICc, a kernel NumPy
       evaluates, ``m²·w`` ≤ 2²¹ (one column) or 2¹⁹
 2     CV, no block size, unweighted, local constant, the          ``fgt`` (its
-      Gaussian in one continuous column, ``m ≤ FGT_SEARCH_MAX_``  leave-one-out
-      ``ROWS``                                                    sums, exact)
-3     CV, one continuous column, a smooth built-in kernel,        ``binned``
-      ``m ≥ 1000``, no heavy tail or far outlier (isolated
-      rows' binned leave-one-out sums miss its tolerance)
+      Gaussian in one continuous column                           leave-one-out
+                                                                  sums, exact)
+3     the same with a kernel that splits (boxcar, triangular,     ``sparse`` (its
+      epanechnikov, cosine: prefix sums)                          leave-one-out
+                                                                  sums, exact)
 4     otherwise                                                   ``compiled``
 ====  ==========================================================  ================
 
@@ -146,7 +146,6 @@ from typing import NamedTuple
 
 from .costs import block_width, search_evaluations, work_width
 from .thresholds import (
-    BINNED_MIN_ROWS,
     DENSE_MAX_PAIRS,
     EXPANSION_MIN_PAIRS,
     FGT_SEARCH_MAX_ROWS,
@@ -215,7 +214,7 @@ class Facts(NamedTuple):
     moments_loops: bool = False  # the compiled loop sums the local fit's moments here
     loo_loops: bool = False  # the compiled loop sums the leave-one-out terms here
     criterion: str = "cv"  # a search's: "cv" or "aicc"
-    binnable: bool = False  # a smooth built-in kernel the binned search takes, no far tail
+    binnable: bool = False  # a smooth built-in kernel, no heavy tail or far outlier
     power: int = 1  # the sums' power of the kernel (2: a band's K²)
     pairs_only: bool = False  # signed weights or varying bandwidths: NumPy pairs alone
     in_range: Callable[[], bool] = _always_in_range
@@ -291,26 +290,24 @@ def _plan_compiled_fit(f: Facts) -> Plan:
 
 
 def _plan_search(f: Facts) -> Plan:
-    cv = f.criterion == "cv"
     if not f.block_size and _host_searches(f):
         return Plan("numpy", 1)
     column = f.d == 1 and not f.categorical
-    expansions = column and f.gaussian and f.m <= FGT_SEARCH_MAX_ROWS
-    if cv and not f.block_size and not f.weighted and f.degree == 0 and expansions:
+    cv = f.criterion == "cv" and not f.block_size and not f.weighted and f.degree == 0
+    if cv and column and f.gaussian:
         return Plan("fgt", 2)
-    if cv and column and f.binnable and f.m >= BINNED_MIN_ROWS:
-        return Plan("binned", 3)
+    if cv and column and f.split:
+        return Plan("sparse", 3)
     return Plan("compiled", 4)
 
 
 def _host_searches(f: Facts) -> bool:
     if f.criterion == "cv" and not f.weighted and f.loo_loops:  # (the loop's sums: CV's)
-        # in one column, fgt (rule 2) or binned (rule 3) win where they serve; where
-        # neither does (local linear on a spread-out sample), the loop is the exact
-        # search's fastest (5000 rows of two clusters far apart: 10 s, compiled 21 s)
-        elsewhere = f.binnable or (f.degree == 0 and f.m <= FGT_SEARCH_MAX_ROWS)
+        # in one column, fgt (rule 2) wins for local constant where the loop's m² sums
+        # cost more; for local linear the loop is the exact search's fastest (5000 rows:
+        # 0.3 s; two clusters far apart: 10 s, compiled 21 s)
         small = f.m * f.m * search_evaluations(f) <= NATIVE_SEARCH_MAX_WORK
-        return f.d > 1 or small or not elsewhere
+        return f.d > 1 or small or f.degree > 0
     if f.criterion == "aicc" and f.weighted:
         # the compiled search's exact gradient finds the optimum below the criterion's
         # rounding (scaling every weight moves it by < 1e-8); Brent's, by up to 4e-8

@@ -2,7 +2,6 @@
 tables move from one backend to another, each with the measurement that set it."""
 
 __all__ = [
-    "BINNED_MIN_ROWS",
     "DENSE_MAX_PAIRS",
     "EXPANSION_MIN_PAIRS",
     "FGT_SEARCH_MAX_ROWS",
@@ -35,16 +34,14 @@ SPLIT_MIN_PAIRS = 2**16
 #: programs), and in several (L-BFGS's 25–450 evaluations of ~1–10 ms).
 NUMPY_SEARCH_MAX_WORK = 2**21
 NUMPY_SEARCH_MAX_WORK_SEVERAL = 2**19
-#: Rows² × expected evaluations up to which the compiled loop runs a Gaussian CV search
-#: of one column on the host; beyond, the binned compiled search wins once its programs
-#: are cached (at n = 5000: 0.07 s a search, the host's 1.4 s).
+#: Rows² × expected evaluations up to which the compiled loop runs a Gaussian
+#: local-constant CV search of one column on the host; beyond, ``fgt``'s O(m)
+#: leave-one-out sums win (at any size: 10⁵ rows 0.55 s, 10⁶ 4.3 s). Local linear's
+#: Gaussian CV stays on the loop at any size (5000 rows 0.3 s, 20 000 4.3 s).
 NATIVE_SEARCH_MAX_WORK = 2**27
-#: One continuous column and at least this many rows: CV is searched on a binned grid.
-BINNED_MIN_ROWS = 1000
-#: Rows up to which a Gaussian column's CV is searched on the ``fgt`` expansions'
-#: leave-one-out sums (exact, no JAX, O(m) an evaluation): measured, a search of 2000
-#: rows 0.012 s warm (the binned compiled search 0.057 s; first calls 0.10 s against
-#: 2.6 s), of 10⁵ rows 0.58 s (1.28 s), of 4·10⁵ 2.5 s (1.65 s): beyond, binning.
+#: Rows up to which an unweighted AICc search of a Gaussian column sums its fits by
+#: the ``fgt`` expansions (measured for CV's sums: a search of 2000 rows 0.012 s warm,
+#: first calls 0.10 s against the compiled search's 2.6 s; 10⁵ rows 0.58 s).
 FGT_SEARCH_MAX_ROWS = 2**17
 #: Rule 7: the most columns, and the largest sampled share of keys in a neighbourhood.
 SPARSE_MAX_DIM = 4
