@@ -157,12 +157,16 @@ def select_bandwidth(
     progress : callable ``(done, total)``, optional
         Called as the search advances
     pooling : {"auto", "dense", "stream", "sparse", "fgt", "native", "binned"}
-        Whose leave-one-out sums the objectives are computed with. ``"binned"`` (one
-        continuous column, CV): grid search and L-BFGS on the binned leave-one-out
-        objective, then the exact objective at the result — what ``"auto"`` does from
-        1000 rows. ``"sparse"`` (compact kernels), ``"fgt"`` (the Gaussian in one
-        column), ``"native"`` (the Gaussian, the compiled loops): exact leave-one-out sums of
-        a local-constant fit of continuous columns by that host method
+        Whose leave-one-out sums the objectives are computed with. ``"auto"``: the
+        exact sums of the fastest method that serves (in one column: ``fgt``'s for the
+        Gaussian's local constant fit, the compiled loop's for its local linear one,
+        ``sparse``'s for a kernel that splits). ``"binned"`` (one continuous column,
+        CV): grid search and L-BFGS on the binned leave-one-out objective, then the
+        exact objective at the result — approximate: rows a tail leaves nearly alone
+        can move its optimum or make it call the criterion undefined. ``"sparse"``
+        (compact kernels), ``"fgt"`` (the Gaussian in one column), ``"native"`` (the
+        Gaussian, the compiled loops): exact leave-one-out sums of a local-constant fit
+        of continuous columns by that host method
         (:mod:`attnpool.bandwidth.leave_one_out`), a grid search and a refinement on
         the host (derivative-free for compact kernels, whose objective jumps as keys
         enter a support). ``"dense"``/``"stream"``: the exact compiled search,
