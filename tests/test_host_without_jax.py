@@ -134,10 +134,14 @@ HOST_SEARCHES = (
     "rng = np.random.default_rng(6)\n"
     "x1, x2 = rng.normal(size=(3000, 1)), rng.normal(size=(1500, 2))\n"
     "y1, y2 = np.sin(x1[:, 0]) + 0.1 * x1[:, 0] ** 2, np.sin(x2[:, 0]) + x2[:, 1]\n"
+    "w = rng.uniform(0.5, 2.0, 3000)\n"
     "out = [select_bandwidth(x1, y1, kernel='epanechnikov', pooling='sparse').bandwidth,\n"
     "       select_bandwidth(x1, y1, pooling='fgt').bandwidth,\n"
     "       select_bandwidth(x2, y2, pooling='native').bandwidth,\n"
-    "       select_bandwidth(x1, y1).bandwidth]  # auto: fgt's sums\n"
+    "       select_bandwidth(x1, y1).bandwidth,  # auto: fgt's sums\n"
+    "       select_bandwidth(x1, y1, weights=w).bandwidth,  # fgt's, through the layer\n"
+    "       select_bandwidth(x1, y1, degree=1).bandwidth,  # the compiled loop's\n"
+    "       select_bandwidth(x1, y1, kernel='epanechnikov').bandwidth]  # sparse's\n"
     "np.savez(sys.argv[1], *out)\n"
     "print('jax' in sys.modules)\n"
 )
@@ -146,8 +150,9 @@ HOST_SEARCHES = (
 def test_searches_on_a_host_backends_sums_need_no_jax(tmp_path):
     """A CV search with ``pooling="sparse"``, ``"fgt"`` or ``"native"`` sums on the host
     backend and imports no JAX (its compiled program is only the fallback for a bandwidth
-    the sums leave), as does ``"auto"``'s of a Gaussian column beyond the NumPy engine
-    (``fgt``'s sums); in a process that has JAX it finds the same bandwidths."""
+    the sums leave), as does ``"auto"``'s of one column beyond the NumPy engine (``fgt``'s
+    sums, weighted too; the loop's for local linear; ``sparse``'s for the epanechnikov);
+    in a process that has JAX it finds the same bandwidths."""
     run = python(["-c", HOST_SEARCHES, str(tmp_path / "out.npz")], os.environ.get("ATTNPOOL_CACHE"))
     assert run.stdout.split() == ["False"]
     import jax  # noqa: F401
@@ -155,10 +160,15 @@ def test_searches_on_a_host_backends_sums_need_no_jax(tmp_path):
     rng = np.random.default_rng(6)
     x1, x2 = rng.normal(size=(3000, 1)), rng.normal(size=(1500, 2))
     y1, y2 = np.sin(x1[:, 0]) + 0.1 * x1[:, 0] ** 2, np.sin(x2[:, 0]) + x2[:, 1]
-    want = [attnpool.select_bandwidth(x1, y1, kernel="epanechnikov", pooling="sparse").bandwidth,
+    w = rng.uniform(0.5, 2.0, 3000)
+    sparse = attnpool.select_bandwidth(x1, y1, kernel="epanechnikov", pooling="sparse")
+    want = [sparse.bandwidth,
             attnpool.select_bandwidth(x1, y1, pooling="fgt").bandwidth,
             attnpool.select_bandwidth(x2, y2, pooling="native").bandwidth,
-            attnpool.select_bandwidth(x1, y1, pooling="fgt").bandwidth]  # fmt: skip
+            attnpool.select_bandwidth(x1, y1, pooling="fgt").bandwidth,
+            attnpool.select_bandwidth(x1, y1, weights=w).bandwidth,
+            attnpool.select_bandwidth(x1, y1, degree=1).bandwidth,
+            sparse.bandwidth]  # fmt: skip
     got = np.load(tmp_path / "out.npz")
     for index, expected in enumerate(want):
         np.testing.assert_array_equal(got[f"arr_{index}"], expected)

@@ -170,7 +170,9 @@ SEARCH_TABLE = [
     (search(m=2**18, n=2**18, loo_loops=True), "fgt", 2),  # fgt's sums at any size
     (search(m=2000, n=2000, loo_loops=True, block_size=True), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, categorical=True), "compiled", 4),
-    (search(m=2000, n=2000, loo_loops=True, weighted=True), "compiled", 4),
+    (search(m=2000, n=2000, loo_loops=True, weighted=True), "fgt", 2),  # the layer's sums
+    (search(m=2000, n=2000, weighted=True, truncating=False), "compiled", 4),  # too wide
+    (search(m=2000, n=2000, weighted=True, degree=1), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, criterion="aicc"), "compiled", 4),
     (search(m=2000, n=2000, loo_loops=True, binnable=True), "fgt", 2),
     (search(m=2**17, n=2**17, binnable=True), "fgt", 2),  # on the edge
@@ -178,7 +180,7 @@ SEARCH_TABLE = [
     (search(m=2**17 + 1, n=2**17 + 1, binnable=True), "fgt", 2),
     (search(m=2000, n=2000, loo_loops=True, binnable=True, degree=1), "numpy", 1),  # the loop
     (search(m=2**18, n=2**18, loo_loops=True, binnable=True, degree=1), "numpy", 1),
-    (search(m=2000, n=2000, loo_loops=True, weighted=True, binnable=True), "compiled", 4),
+    (search(m=2000, n=2000, loo_loops=True, weighted=True, binnable=True), "fgt", 2),
     (search(m=2000, n=2000, binnable=True, degree=1), "compiled", 4),  # no loop built
     (search(m=2000, n=2000, d=3, loo_loops=True), "numpy", 1),  # several columns: any size
     (search(m=50_000, n=50_000, d=3, loo_loops=True), "numpy", 1),

@@ -1,6 +1,7 @@
 """Leave-one-out CV of a Nadaraya–Watson fit on a registered backend
 (:mod:`attnpool.sums.backends`): the objective of :func:`attnpool.select_bandwidth`'s
-host search when ``pooling=`` names one, from the backend's leave-one-out sums."""
+host search when ``pooling=`` names one, from the backend's leave-one-out sums — and of
+a weighted search on the built-in backend the planner takes (``fgt``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..sums import layer
+from ..sums.backends import Backend
 from ..sums.local_model import LocalModel, bandwidth_of
 from ..sums.problem import SumProblem
 
@@ -33,10 +35,12 @@ def check_served(name: str, model: LocalModel, method: str) -> None:
 
 
 def loo_objective(
-    name: str, x: np.ndarray, y: np.ndarray, model: LocalModel, weights: np.ndarray | None
-) -> Callable[[np.ndarray], float]:
+    name: str | Backend, x: np.ndarray, y: np.ndarray, model: LocalModel,
+    weights: np.ndarray | None,
+) -> Callable[[np.ndarray], float]:  # fmt: skip
     """``θ (d,) → float``: the (weighted) mean squared leave-one-out residual at the
-    bandwidths ``exp(θ)``, ``inf`` where some row has no other key of weight."""
+    bandwidths ``exp(θ)``, ``inf`` where some row has no other key of weight; ``name``
+    a registered backend's, or a built-in backend itself."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     w = None if weights is None else np.asarray(weights, np.float64)
 

@@ -18,6 +18,7 @@ import numpy as np
 from ..sums.empty_policy import user_stacklevel
 from ..sums.facts import search_facts
 from ..sums.local_model import LocalModel, bandwidth_of, categorical_upper
+from ..sums.observation_weights import too_wide_to_truncate
 from ..sums.plan import plan
 from .grid import (
     GRID,
@@ -231,7 +232,8 @@ def planned_search(
     ``"compiled"``. ``spread_out``: the grid reaches below its rule of thumb for a heavy
     tail or a far outlier (:func:`attnpool.bandwidth.grid.steps_below`)."""
     facts = search_facts(model, *y.shape, weighted=weights is not None, criterion=method,
-                         block_size=block_size is not None, spread_out=spread_out)  # fmt: skip
+                         block_size=block_size is not None, spread_out=spread_out,
+                         truncating=not too_wide_to_truncate(weights))  # fmt: skip
     return plan(facts).backend
 
 

@@ -172,11 +172,13 @@ def polynomial_facts(
 def search_facts(
     model: LocalModel, rows: int, outputs: int, *, weighted: bool = False,
     criterion: str = "cv", block_size: bool = False, spread_out: bool = False,
+    truncating: bool = True,
 ) -> Facts:  # fmt: skip
     """The facts of a bandwidth search of ``model`` over ``rows`` training rows with
     ``outputs`` responses by ``criterion`` (``"cv"``, ``"aicc"``); ``spread_out``: a
     column's standard deviation is many times its robust spread (a heavy tail, a far
-    outlier, which can take rows beyond ``fgt``'s range)."""
+    outlier, which can take rows beyond ``fgt``'s range); ``truncating``: the observation
+    weights leave ``fgt`` its bound (they span at most ``TRUNCATED_MAX_SPAN``)."""
     from ..methods import native
     from ..methods.options import BINNED_SMOOTH_KERNELS
 
@@ -188,6 +190,7 @@ def search_facts(
     return Facts(
         "search", rows, rows, d, outputs, degree=model.degree, categorical=not continuous,
         weighted=weighted, block_size=block_size, criterion=criterion, loo_loops=loops,
+        truncating=truncating,
         binnable=kernels.is_builtin(model.kernel, BINNED_SMOOTH_KERNELS) and not spread_out,
         **_kernel_facts(model.kernel),
     )  # fmt: skip

@@ -89,11 +89,11 @@ rule  when                                                        backend
       (its sums by ``fgt`` beyond NumPy's); else CV or
       unweighted AICc, a kernel NumPy
       evaluates, ``m²·w`` ≤ 2²¹ (one column) or 2¹⁹
-2     CV, no block size, unweighted, local constant, the          ``fgt`` (its
-      Gaussian in one continuous column                           leave-one-out
-                                                                  sums, exact)
-3     the same with a kernel that splits (boxcar, triangular,     ``sparse`` (its
-      epanechnikov, cosine: prefix sums)                          leave-one-out
+2     CV, no block size, local constant, the Gaussian in one      ``fgt`` (its
+      continuous column, observation weights spanning at most     leave-one-out
+      ``TRUNCATED_MAX_SPAN``                                      sums, exact)
+3     the same, unweighted, with a kernel that splits (boxcar,    ``sparse`` (its
+      triangular, epanechnikov, cosine: prefix sums)              leave-one-out
                                                                   sums, exact)
 4     otherwise                                                   ``compiled``
 ====  ==========================================================  ================
@@ -293,10 +293,10 @@ def _plan_search(f: Facts) -> Plan:
     if not f.block_size and _host_searches(f):
         return Plan("numpy", 1)
     column = f.d == 1 and not f.categorical
-    cv = f.criterion == "cv" and not f.block_size and not f.weighted and f.degree == 0
-    if cv and column and f.gaussian:
+    cv = f.criterion == "cv" and not f.block_size and f.degree == 0
+    if cv and column and f.gaussian and f.truncating:  # (weighted: the layer's sums)
         return Plan("fgt", 2)
-    if cv and column and f.split:
+    if cv and column and f.split and not f.weighted:
         return Plan("sparse", 3)
     return Plan("compiled", 4)
 
