@@ -24,6 +24,7 @@ __all__ = [
     "mask_padding",
     "nearest_key",
     "nearest_log_weight",
+    "smallest_magnitude",
 ]
 
 
@@ -154,3 +155,11 @@ def log_weight_bound(queries, kernel: _kernels.Kernel):
         return -kernel.quadratic * jnp.sum(queries * queries, axis=1)
     top = kernel.log_profile(jnp.zeros((), queries.dtype))
     return jnp.broadcast_to(top, queries.shape[:1])
+
+
+def smallest_magnitude(values):
+    """The smallest magnitude of a non-zero value, at most 1 (1 for none): what a row's
+    weight sum under :func:`log_weight_bound` multiplies in its smallest product."""
+    magnitudes = jnp.abs(values)
+    smallest = jnp.min(jnp.where(magnitudes > 0, magnitudes, 1.0))
+    return jnp.minimum(smallest, 1.0)

@@ -45,7 +45,7 @@ from ..sums.local_model import LocalModel
 from ..sums.observation_weights import column_scale
 from ..sums.problem import LogSums, SumProblem
 from ..sums.state import PoolingState
-from .blocks import kernel_block, log_weight_bound, nearest_log_weight
+from .blocks import kernel_block, log_weight_bound, nearest_log_weight, smallest_magnitude
 from .problem_blocks import BlockArrays, ProblemSums, problem_block
 
 __all__ = ["ENGINES", "FUSED_KEY_BLOCK", "Engine", "Rows", "pool_state"]
@@ -213,7 +213,7 @@ class Stream(Engine):
             return result
         info = jnp.finfo(result.weight_sum.dtype)
         floor = keys.shape[0] * UNDERFLOW_PER_KEY_EPS / float(info.eps) * float(info.tiny)
-        low = result.weight_sum * _smallest_magnitude(values) < floor
+        low = result.weight_sum * smallest_magnitude(values) < floor
         few = max(1, queries.shape[0] // AGAIN_SHARE)
 
         def some_again():  # a few rows by themselves
@@ -232,14 +232,6 @@ class Stream(Engine):
         return jax.lax.cond(
             count == 0, lambda: result, lambda: jax.lax.cond(count <= few, some_again, all_again)
         )
-
-
-def _smallest_magnitude(values):
-    """The smallest magnitude of a non-zero value, at most 1 (1 for none): what a row's
-    weight sum multiplies in its smallest product."""
-    magnitudes = jnp.abs(values)
-    smallest = jnp.min(jnp.where(magnitudes > 0, magnitudes, 1.0))
-    return jnp.minimum(smallest, 1.0)
 
 
 @dataclasses.dataclass(frozen=True)
