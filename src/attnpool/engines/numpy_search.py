@@ -35,8 +35,9 @@ def searches(model: LocalModel, rows: int, outputs: int, *, weighted: bool = Fal
     """Whether the host runs the CV search of ``rows`` training points (the planner's
     search table, rule 1): with the Gaussian on the compiled C loop (:func:`loo_objective`)
     at any size in several columns (the compiled search sums every pair there too, ~2×
-    slower a pair, and needs JAX and its programs) and up to ``NATIVE_SEARCH_MAX_WORK``
-    in one (beyond, the compiled search bins); else NumPy up to
+    slower a pair, and needs JAX and its programs), for local linear in one, and for
+    local constant up to ``NATIVE_SEARCH_MAX_WORK`` in one (beyond, ``fgt``'s sums); else
+    NumPy up to
     ``NUMPY_SEARCH_MAX_WORK`` rows² × features in one column, where bounded Brent needs
     ~30 evaluations, and ``NUMPY_SEARCH_MAX_WORK_SEVERAL`` in several, where L-BFGS on
     forward differences needs 25–450. Weighted searches run in NumPy only."""
