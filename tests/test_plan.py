@@ -397,7 +397,7 @@ def test_searches_are_exact_not_binned():
     """The binned objective's isolated rows miss its tolerance — in a heavy tail or by a
     far outlier (20 000 lognormal rows, σ = 1.5: local linear CV undefined at every grid
     point, an error, where h = 0.3 gives 0.13), but also in the tails of normal samples
-    (5000 rows: a local linear optimum 2.2× too small, an epanechnikov search's error) —
+    (5000 rows: a local linear optimum 1.4× too large, an epanechnikov search's error) —
     so no rule takes it, spread out or not."""
     from attnpool.sums.facts import search_facts
     from attnpool.sums.local_model import model_for
